@@ -1,0 +1,31 @@
+# Two entry points for a fresh machine (Python 3.11+): `make demo` and `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-stamp
+
+.PHONY: install demo test test-fast bench clean
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is needed, found " + sys.version.split()[0]'
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+demo: install   ## local broker + generated traffic + monitor on embedded ClickHouse, then a summary
+	$(VENV)/bin/relevancy-monitor demo
+
+test: install   ## the whole suite, slow fault tests included (what CI runs)
+	$(PY) -m pytest -q -ra
+
+test-fast: install   ## skip the slow fault tests
+	$(PY) -m pytest -q -ra -m "not slow"
+
+bench: install
+	$(PY) -m bench.run_all
+
+clean:
+	rm -rf $(VENV) .relevancy-monitor .pytest_cache .hypothesis

@@ -1,0 +1,97 @@
+"""Offset bookkeeping: events finish out of order; commit only the contiguous low-water mark per partition."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from aiokafka import TopicPartition
+from sortedcontainers import SortedSet
+
+
+@dataclass(frozen=True, slots=True)
+class Ticket:
+    """One tracked record. `epoch` ties it to one assignment of its partition, so work finishing after a
+    revocation (and perhaps a re-assignment) cannot move the new owner's offsets."""
+
+    tp: TopicPartition
+    offset: int
+    epoch: int
+
+
+@dataclass(slots=True)
+class _PartitionState:
+    epoch: int
+    pending: SortedSet = field(default_factory=SortedSet)
+    next_offset: int | None = None  # one past the highest offset tracked
+    committed: int | None = None
+
+
+class OffsetTracker:
+    """Tracks records from fetch to done; `committable()` gives, per partition, the offset to commit: the
+    lowest offset still pending, or one past the highest tracked when nothing is pending."""
+
+    def __init__(self) -> None:
+        self._parts: dict[TopicPartition, _PartitionState] = {}
+        self._epochs = 0
+
+    def assign(self, tps: Iterable[TopicPartition]) -> None:
+        """Start tracking newly assigned partitions from scratch."""
+        for tp in tps:
+            self._epochs += 1
+            self._parts[tp] = _PartitionState(epoch=self._epochs)
+
+    def revoke(self, tps: Iterable[TopicPartition]) -> None:
+        """Forget partitions; tickets issued for them are ignored from now on."""
+        for tp in tps:
+            self._parts.pop(tp, None)
+
+    def track(self, tp: TopicPartition, offset: int) -> Ticket:
+        """Record that `offset` was fetched and is now in flight."""
+        state = self._parts.get(tp)
+        if state is None:  # fetched before the assignment callback ran (should not happen); track anyway
+            self.assign([tp])
+            state = self._parts[tp]
+        state.pending.add(offset)
+        if state.next_offset is None or offset >= state.next_offset:
+            state.next_offset = offset + 1
+        return Ticket(tp, offset, state.epoch)
+
+    def done(self, ticket: Ticket) -> bool:
+        """Mark a record finished (written, dead-lettered or not sampled). False if its partition moved on."""
+        state = self._parts.get(ticket.tp)
+        if state is None or state.epoch != ticket.epoch:
+            return False
+        state.pending.discard(ticket.offset)
+        return True
+
+    def is_current(self, ticket: Ticket) -> bool:
+        """Whether the ticket's partition is still owned by the assignment that issued it."""
+        state = self._parts.get(ticket.tp)
+        return state is not None and state.epoch == ticket.epoch
+
+    def in_flight(self, tp: TopicPartition | None = None) -> int:
+        """Records fetched and not done, for one partition or all."""
+        if tp is not None:
+            state = self._parts.get(tp)
+            return len(state.pending) if state else 0
+        return sum(len(s.pending) for s in self._parts.values())
+
+    def committable(self, tps: Iterable[TopicPartition] | None = None) -> dict[TopicPartition, int]:
+        """Offsets that advance past the last commit, for the given partitions (default: all tracked)."""
+        out: dict[TopicPartition, int] = {}
+        for tp in self._parts if tps is None else tps:
+            state = self._parts.get(tp)
+            if state is None or state.next_offset is None:
+                continue
+            low = state.pending[0] if state.pending else state.next_offset
+            if state.committed is None or low > state.committed:
+                out[tp] = low
+        return out
+
+    def mark_committed(self, offsets: dict[TopicPartition, int]) -> None:
+        """Remember what the broker accepted, so the same offsets are not committed again."""
+        for tp, offset in offsets.items():
+            state = self._parts.get(tp)
+            if state is not None:
+                state.committed = offset

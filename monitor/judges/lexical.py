@@ -1,0 +1,88 @@
+"""The `lexical` judge: an offline, deterministic HEURISTIC, not an LLM. For tests, demos and air-gapped dry
+runs; it measures word overlap, which only loosely tracks relevancy."""
+
+from __future__ import annotations
+
+import re
+
+from monitor.judges.base import Judgement, JudgeInfo, make_judge_id
+
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
+_WORD = re.compile(r"\w+", re.UNICODE)
+_MIN_PREFIX = 4  # "ship" matches "shipped"; a crude stand-in for stemming
+
+STOPWORDS = frozenset(
+    """a about above after again against all also am an and any are as at be because been before being below
+    between both but by can could did do does doing down during each few for from further had has have having he
+    her here hers him his how i if in into is it its itself just let me more most my no nor not now of off on once
+    only or other our ours out over own please same she should so some such than thanks that the their theirs them
+    then there these they this those through to too under until up very was we were what when where which while who
+    whom why will with would you your yours hi hello dear sure ok okay yes get got getting tell know want need like
+    thank thing things""".split()
+)
+
+PROMPT = "lexical-v1: sentence relevant iff it shares a content word (prefix>=4) with the question, echoes excluded"
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split a response into sentences on terminal punctuation and line breaks."""
+    return [s.strip() for s in _SENTENCE_SPLIT.split(text) if s and s.strip()]
+
+
+def content_words(text: str) -> set[str]:
+    """Lower-cased words that are not stopwords."""
+    return {w for w in (m.group(0).lower() for m in _WORD.finditer(text)) if w not in STOPWORDS}
+
+
+def _match(a: str, b: str) -> bool:
+    if a == b:
+        return True
+    short, long_ = (a, b) if len(a) <= len(b) else (b, a)
+    return len(short) >= _MIN_PREFIX and long_.startswith(short)
+
+
+def _normalised(text: str) -> str:
+    return " ".join(m.group(0).lower() for m in _WORD.finditer(text))
+
+
+class LexicalJudge:
+    """Word-overlap heuristic: score = share of response sentences sharing a content word with the question."""
+
+    def __init__(self) -> None:
+        self.info = JudgeInfo(method="lexical", model="heuristic", judge_id=make_judge_id("lexical", "heuristic", PROMPT, {}), heuristic=True)
+
+    async def judge(self, question: str, response: str) -> Judgement:
+        """Score one pair; never fails and never calls out."""
+        return score_lexical(question, response)
+
+    async def aclose(self) -> None:
+        """Nothing to release."""
+
+
+def score_lexical(question: str, response: str) -> Judgement:
+    """The pure scoring function behind `LexicalJudge`."""
+    sentences = split_sentences(response)
+    if not sentences:
+        return Judgement(score=0.0, raw_score=0.0, reasoning="heuristic: empty response")
+    q_words = content_words(question)
+    q_norm = _normalised(question)
+    verdicts: list[str] = []
+    reasons: list[str] = []
+    for sentence in sentences:
+        if _normalised(sentence) == q_norm:
+            verdicts.append("no")
+            reasons.append("repeats the question")
+            continue
+        shared = sorted(w for w in content_words(sentence) if any(_match(w, q) for q in q_words))
+        verdicts.append("yes" if shared else "no")
+        reasons.append(f"shares: {', '.join(shared[:5])}" if shared else "no content word in common with the question")
+    relevant = verdicts.count("yes")
+    share = relevant / len(sentences)
+    return Judgement(
+        score=share,
+        raw_score=share,
+        reasoning=f"heuristic: {relevant} of {len(sentences)} sentences share a content word with the question",
+        statements=tuple(sentences),
+        verdicts=tuple(verdicts),
+        verdict_reasons=tuple(reasons),
+    )

@@ -1,0 +1,37 @@
+"""Prometheus metrics. One `Metrics` per pipeline, each with its own registry (tests run several)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+_PREFIX = "relevancy_monitor_"
+
+
+class Metrics:
+    """Counters, gauges and histograms of one pipeline; label values stay low-cardinality."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        self.consumed = Counter(_PREFIX + "events_consumed", "Records fetched from Kafka", ["topic"], registry=r)
+        self.dead_lettered = Counter(_PREFIX + "events_dead_lettered", "Records sent to the dead-letter topic", ["reason"], registry=r)
+        self.dlq_publish_failures = Counter(_PREFIX + "dlq_publish_failures", "Dead-letter publish attempts that failed", registry=r)
+        self.not_sampled = Counter(_PREFIX + "events_not_sampled", "Decoded events not selected for judging", ["app"], registry=r)
+        self.judged = Counter(_PREFIX + "events_judged", "Scored rows produced", ["app", "judge", "status"], registry=r)
+        self.judge_errors = Counter(_PREFIX + "judge_errors", "Judge failures that produced an error row", ["judge", "reason"], registry=r)
+        self.judge_latency = Histogram(
+            _PREFIX + "judge_latency_seconds", "Time to judge one event, retries included", ["judge"],
+            buckets=(0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60), registry=r,
+        )
+        self.rows_written = Counter(_PREFIX + "rows_written", "Rows durably inserted into ClickHouse", registry=r)
+        self.insert_failures = Counter(_PREFIX + "insert_failures", "Failed ClickHouse insert attempts (retried)", registry=r)
+        self.flush_seconds = Histogram(_PREFIX + "flush_seconds", "Time to write one batch", registry=r)
+        self.commits = Counter(_PREFIX + "commits", "Successful offset commits", registry=r)
+        self.commit_failures = Counter(_PREFIX + "commit_failures", "Offset commits rejected by the group", registry=r)
+        self.in_flight = Gauge(_PREFIX + "in_flight_events", "Events fetched and not yet finished", registry=r)
+        self.paused = Gauge(_PREFIX + "consumption_paused", "1 while consumption is paused for backpressure", registry=r)
+        self.lag = Gauge(_PREFIX + "consumer_lag", "Records behind the high-watermark", ["topic", "partition"], registry=r)
+
+    def serve(self, port: int) -> None:
+        """Expose /metrics on `port` in a daemon thread."""
+        start_http_server(port, registry=self.registry)

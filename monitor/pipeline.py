@@ -1,0 +1,279 @@
+"""The pipeline: Kafka → decode → sample → judge → ClickHouse, with at-least-once offsets.
+
+An offset is committed only after every record at or below it is finished: written to ClickHouse, published
+to the dead-letter topic, or deliberately not sampled (`OffsetTracker` keeps the contiguous low-water mark).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Coroutine
+from datetime import UTC, datetime
+from typing import Any
+
+import structlog
+from aiokafka import TopicPartition
+from aiokafka.errors import KafkaError
+from aiokafka.structs import ConsumerRecord
+
+from consumers.deadletter import DeadLetterPublisher
+from consumers.decode import DecodeError, decode_event
+from consumers.offsets import OffsetTracker, Ticket
+from consumers.sampling import SampleDecision, Sampler
+from consumers.source import KafkaSource, PauseGate
+from monitor.config import Settings
+from monitor.kafka import make_consumer, make_producer
+from monitor.metrics import Metrics
+from monitor.rows import build_row
+from monitor.sink import ClickHouseSink, SinkClosed
+from monitor.store import AsyncStore
+from monitor.typing import Judge
+from schemas.events import ConversationEvent, KafkaPosition
+
+log = structlog.get_logger("monitor.pipeline")
+
+_POLL_MS = 100
+_LAG_EVERY_S = 5.0
+
+
+class Pipeline:
+    """Wires the stages. `run(stop)` consumes until `stop` is set, then drains, flushes, commits and returns.
+
+    The caller owns the store (opened and schema-created here, closed by the caller): chDB allows one engine
+    path per process, so the store outlives a pipeline."""
+
+    def __init__(self, settings: Settings, judge: Judge, store: AsyncStore, metrics: Metrics | None = None) -> None:
+        self.settings = settings
+        self.judge = judge
+        self.store = store
+        self.metrics = metrics or Metrics()
+        self.tracker = OffsetTracker()
+        self.sampler = Sampler(settings.sample_rate, settings.sample_key)
+        assert settings.resume_in_flight is not None
+        self.gate = PauseGate(high=settings.max_in_flight, low=settings.resume_in_flight)
+        self.sink: ClickHouseSink[Ticket] = ClickHouseSink(
+            store, self._acknowledge, self.metrics, max_rows=settings.batch_max_rows, max_seconds=settings.batch_max_seconds
+        )
+        self._limit = asyncio.Semaphore(settings.judge_concurrency)
+        self._tasks: dict[TopicPartition, set[asyncio.Task[None]]] = {}
+        self._producer = make_producer(settings)
+        self.dlq = DeadLetterPublisher(self._producer, settings.dlq_topic)
+        self.source = KafkaSource(make_consumer(settings), settings.kafka_topics, on_assigned=self._on_assigned, on_revoked=self._on_revoked)
+        self._background: list[asyncio.Task[None]] = []
+
+    # ---- lifecycle ---------------------------------------------------------------------------------------
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Consume until `stop` is set; then drain within the grace period, flush, commit and close."""
+        await self.store.open()
+        await self._producer.start()
+        try:
+            await self.source.start()
+        except BaseException:
+            await self._producer.stop()
+            raise
+        log.info("pipeline_started", topics=self.settings.kafka_topics, group=self.settings.kafka_group_id,
+                 judge=self.judge.info.method, judge_id=self.judge.info.judge_id, heuristic_judge=self.judge.info.heuristic)
+        self._background.append(asyncio.create_task(self.sink.run(), name="sink-flusher"))
+        try:
+            await self._consume(stop)
+        finally:
+            await self._shutdown()
+
+    async def _consume(self, stop: asyncio.Event) -> None:
+        last_commit = last_lag = time.monotonic()
+        while not stop.is_set():
+            batch = await self.source.getmany(timeout_ms=_POLL_MS, max_records=self.settings.kafka_max_poll_records)
+            for tp, records in batch.items():
+                for record in records:
+                    self._handle(tp, record)
+            self._apply_backpressure()
+            now = time.monotonic()
+            if now - last_commit >= self.settings.commit_interval_s:
+                await self.commit()
+                last_commit = now
+            if now - last_lag >= _LAG_EVERY_S:
+                await self._update_lag()
+                last_lag = now
+
+    async def _shutdown(self) -> None:
+        grace = self.settings.shutdown_grace_s
+        deadline = time.monotonic() + grace
+        in_flight = self.tracker.in_flight()
+        log.info("draining", in_flight=in_flight, grace_s=grace)
+        await self._drain(self._all_tasks(), deadline)
+        try:
+            await asyncio.wait_for(self.sink.flush_all(), timeout=max(0.0, deadline - time.monotonic()))
+        except (TimeoutError, SinkClosed):
+            log.warning("shutdown_flush_incomplete", rows_not_written=len(self.sink))
+        self.sink.close()
+        for task in self._background:
+            task.cancel()
+        await asyncio.gather(*self._background, return_exceptions=True)
+        await self.commit()
+        left = self.tracker.in_flight()
+        log.info("stopped", unfinished_events=left, note="unfinished events are not committed and will be redelivered" if left else "")
+        await self.source.stop()
+        await self._producer.stop()
+        await self.judge.aclose()
+
+    # ---- per record --------------------------------------------------------------------------------------
+
+    def _handle(self, tp: TopicPartition, record: ConsumerRecord[Any, Any]) -> None:
+        ticket = self.tracker.track(tp, record.offset)
+        self.metrics.consumed.labels(record.topic).inc()
+        try:
+            event = decode_event(
+                record.value,
+                position=KafkaPosition(topic=record.topic, partition=record.partition, offset=record.offset),
+                record_timestamp_ms=record.timestamp,
+                max_bytes=self.settings.max_event_bytes,
+            )
+        except DecodeError as e:
+            self._spawn(tp, self._dead_letter(record, e, ticket))
+            return
+        decision = self.sampler.decide(event)
+        if not decision.sampled:
+            self.metrics.not_sampled.labels(event.app).inc()
+            self.tracker.done(ticket)
+            return
+        self._spawn(tp, self._judge_event(event, decision, ticket))
+
+    async def _judge_event(self, event: ConversationEvent, decision: SampleDecision, ticket: Ticket) -> None:
+        info = self.judge.info
+        async with self._limit:
+            started = time.monotonic()
+            outcome: Any
+            try:
+                outcome = await asyncio.wait_for(self.judge.judge(event.question, event.response), timeout=self.settings.judge_timeout_s)
+            except TimeoutError:
+                outcome = f"timeout: no verdict within {self.settings.judge_timeout_s}s"
+                self.metrics.judge_errors.labels(info.method, "timeout").inc()
+            except Exception as e:  # JudgeError and anything unexpected: an error row, never a made-up score
+                reason = getattr(e, "reason", "internal")
+                outcome = f"{reason}: {e}"[:1000]
+                self.metrics.judge_errors.labels(info.method, reason).inc()
+                if reason == "internal":
+                    log.exception("judge_crashed", event_id=event.event_id, partition=ticket.tp.partition, offset=ticket.offset)
+            elapsed = time.monotonic() - started
+        self.metrics.judge_latency.labels(info.method).observe(elapsed)
+        try:
+            row = build_row(event, info, decision, outcome, latency_ms=int(elapsed * 1000), scored_at=datetime.now(UTC),
+                            store_text=self.settings.store_text)
+        except ValueError as e:  # a judgement that does not fit the row contract is an error, not a lost event
+            log.error("invalid_judgement", event_id=event.event_id, error=str(e)[:200])
+            row = build_row(event, info, decision, f"internal: invalid judgement: {e}"[:1000], latency_ms=int(elapsed * 1000),
+                            scored_at=datetime.now(UTC), store_text=self.settings.store_text)
+        self.metrics.judged.labels(event.app, info.method, row.status).inc()
+        if row.status == "error":
+            log.warning("judge_failed", event_id=event.event_id, partition=ticket.tp.partition, offset=ticket.offset, error=row.error[:200])
+        self.sink.add(row, ticket)
+
+    async def _dead_letter(self, record: ConsumerRecord[Any, Any], err: DecodeError, ticket: Ticket) -> None:
+        delay = 0.2
+        while True:
+            try:
+                await self.dlq.publish(record, err.reason, err.detail)
+                break
+            except KafkaError as e:
+                # Not acknowledged, so not committed: retry (the partition's commits wait for this record).
+                self.metrics.dlq_publish_failures.inc()
+                log.warning("dlq_publish_failed", partition=record.partition, offset=record.offset, error=type(e).__name__)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 10.0)
+        self.metrics.dead_lettered.labels(err.reason).inc()
+        log.info("dead_lettered", topic=record.topic, partition=record.partition, offset=record.offset, reason=err.reason, detail=err.detail[:200])
+        self.tracker.done(ticket)
+
+    def _acknowledge(self, tickets: list[Ticket]) -> None:
+        for ticket in tickets:
+            self.tracker.done(ticket)
+
+    # ---- tasks, flow, offsets ----------------------------------------------------------------------------
+
+    def _spawn(self, tp: TopicPartition, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(coro)
+        bucket = self._tasks.setdefault(tp, set())
+        bucket.add(task)
+        task.add_done_callback(bucket.discard)
+        task.add_done_callback(_log_task_failure)
+
+    def _all_tasks(self) -> set[asyncio.Task[None]]:
+        return set().union(*self._tasks.values()) if self._tasks else set()
+
+    @staticmethod
+    async def _drain(tasks: set[asyncio.Task[None]], deadline: float) -> None:
+        """Let tasks finish until the deadline, then cancel the rest (their offsets stay uncommitted)."""
+        if not tasks:
+            return
+        _, pending = await asyncio.wait(tasks, timeout=max(0.0, deadline - time.monotonic()))
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+            log.warning("abandoned_in_flight", events=len(pending))
+
+    def _apply_backpressure(self) -> None:
+        in_flight = self.tracker.in_flight()
+        self.metrics.in_flight.set(in_flight)
+        change = self.gate.update(in_flight)
+        if change is True:
+            self.source.pause()
+            self.metrics.paused.set(1)
+            log.info("consumption_paused", in_flight=in_flight, cap=self.gate.high)
+        elif change is False:
+            self.source.resume()
+            self.metrics.paused.set(0)
+            log.info("consumption_resumed", in_flight=in_flight)
+
+    async def commit(self, tps: set[TopicPartition] | None = None) -> dict[TopicPartition, int]:
+        """Commit the low-water mark of owned partitions (or of `tps`); returns what the broker accepted."""
+        offsets = self.tracker.committable(tps if tps is not None else self.source.assignment())
+        if not offsets:
+            return {}
+        committed = await self.source.commit(offsets)
+        if committed:
+            self.tracker.mark_committed(committed)
+            self.metrics.commits.inc()
+            log.debug("committed", offsets={f"{tp.topic}/{tp.partition}": off for tp, off in committed.items()})
+        else:
+            self.metrics.commit_failures.inc()
+        return committed
+
+    async def _update_lag(self) -> None:
+        try:
+            for tp, lag in (await self.source.lag()).items():
+                self.metrics.lag.labels(tp.topic, str(tp.partition)).set(lag)
+        except KafkaError as e:
+            log.debug("lag_unavailable", error=type(e).__name__)
+
+    # ---- rebalance ---------------------------------------------------------------------------------------
+
+    async def _on_assigned(self, assigned: set[TopicPartition]) -> None:
+        self.tracker.assign(assigned)
+        log.info("partitions_assigned", partitions=sorted(f"{tp.topic}/{tp.partition}" for tp in assigned))
+
+    async def _on_revoked(self, revoked: set[TopicPartition]) -> None:
+        """Finish what can finish for the revoked partitions, flush, commit, forget: all inside one deadline."""
+        deadline = time.monotonic() + self.settings.kafka_session_timeout_ms / 1000 / 2
+        tasks = set().union(*(self._tasks.get(tp, set()) for tp in revoked)) if revoked else set()
+        await self._drain(tasks, deadline)
+        try:
+            await asyncio.wait_for(self.sink.flush_all(), timeout=max(0.0, deadline - time.monotonic()))
+        except TimeoutError:
+            log.warning("revoke_flush_incomplete", rows_not_written=len(self.sink))
+        await self.commit(revoked)
+        self.tracker.revoke(revoked)
+        for tp in revoked:
+            self._tasks.pop(tp, None)
+            try:
+                self.metrics.lag.remove(tp.topic, str(tp.partition))
+            except KeyError:
+                pass
+        log.info("partitions_revoked", partitions=sorted(f"{tp.topic}/{tp.partition}" for tp in revoked))
+
+
+def _log_task_failure(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("task_failed", error=repr(task.exception()))

@@ -1,0 +1,70 @@
+"""The scored row: one per judged event, written to ClickHouse."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# Rows with status ok outrank error rows for the same (judge_id, event_id) in ReplacingMergeTree,
+# so a redelivered event that scores after an earlier failure replaces the error row, never the reverse.
+_OK_VERSION_BIT = 1 << 62
+
+
+class ScoredRow(BaseModel):
+    """One row of `relevancy_scores`. Field order is the column order of the DDL (checked by a test)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    event_id: str
+    conversation_id: str
+    event_time: datetime
+    app: str
+    model: str
+    prompt_version: str
+    metadata: dict[str, str] = Field(default_factory=dict)
+    judge: str
+    judge_model: str
+    judge_id: str
+    status: Literal["ok", "error"]
+    error: str = ""
+    score: float | None = Field(default=None, ge=0.0, le=1.0)
+    raw_score: float | None = None
+    reasoning: str = ""
+    statements: list[str] = Field(default_factory=list)
+    verdicts: list[str] = Field(default_factory=list)
+    verdict_reasons: list[str] = Field(default_factory=list)
+    n_statements: int = 0
+    question: str = ""
+    response: str = ""
+    sample_rate: float = Field(default=1.0, gt=0.0, le=1.0)
+    sample_rule: str = ""
+    cached: bool = False
+    latency_ms: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float = 0.0
+    kafka_topic: str = ""
+    kafka_partition: int = -1
+    kafka_offset: int = -1
+    scored_at: datetime
+    version: int = 0
+
+    def model_post_init(self, context: Any) -> None:
+        if self.status == "ok" and self.score is None:
+            raise ValueError("an ok row needs a score")
+        if self.status == "error" and self.score is not None:
+            raise ValueError("an error row must not carry a score")
+        if not self.version:
+            ms = int(self.scored_at.timestamp() * 1000)
+            object.__setattr__(self, "version", ms | (_OK_VERSION_BIT if self.status == "ok" else 0))
+
+    def as_tuple(self) -> tuple[Any, ...]:
+        """Values in column order, for a columnar insert."""
+        return tuple(getattr(self, name) for name in SCORED_COLUMNS)
+
+
+SCORED_COLUMNS: tuple[str, ...] = tuple(ScoredRow.model_fields)
