@@ -25,9 +25,14 @@ class CliError(Exception):
 
 # ---- settings as flags -----------------------------------------------------------------------------------
 
+# Secrets stay out of argv (visible in `ps`); structured values are JSON in the environment.
+_ENV_ONLY = frozenset({"anthropic_api_key", "kafka_sasl_password", "judge_prices"})
+
 def _add_settings_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("settings (each also from the env var MONITOR_<NAME>)")
     for name, field in Settings.model_fields.items():
+        if name in _ENV_ONLY:
+            continue
         flag = "--" + name.replace("_", "-")
         help_text = f"{field.description or name} [env MONITOR_{name.upper()}]"
         args = typing.get_args(field.annotation)

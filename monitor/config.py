@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import AliasChoices, BaseModel, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 DEFAULT_CLICKHOUSE_URL = f"chdb://{Path('.relevancy-monitor/chdb').absolute()}"
@@ -13,6 +13,33 @@ DEFAULT_CLICKHOUSE_URL = f"chdb://{Path('.relevancy-monitor/chdb').absolute()}"
 
 class ConfigError(Exception):
     """A setting is missing or invalid; the message is one line naming the setting."""
+
+
+class ModelPrice(BaseModel):
+    """USD per million tokens of one model."""
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+    cache_read: float = Field(ge=0)
+    cache_write: float = Field(ge=0)
+
+    def cost(self, input_tokens: int, output_tokens: int, cache_read_tokens: int, cache_write_tokens: int) -> float:
+        """Estimated USD for one call (input_tokens excludes cached tokens, as the API reports it)."""
+        return (
+            input_tokens * self.input + output_tokens * self.output
+            + cache_read_tokens * self.cache_read + cache_write_tokens * self.cache_write
+        ) / 1_000_000
+
+
+# Published list prices (USD / MTok, prompts under 100K tokens, 5-minute cache writes), checked 2026-11-29.
+# A model missing here gets cost_usd NULL, never a guessed number; add it with MONITOR_JUDGE_PRICES.
+DEFAULT_PRICES: dict[str, ModelPrice] = {
+    "claude-haiku-5-5": ModelPrice(input=0.10, output=0.50, cache_read=0.01, cache_write=0.125),
+    "claude-sonnet-5-5": ModelPrice(input=2.0, output=10.0, cache_read=0.2, cache_write=2.5),
+    "claude-opus-5-5": ModelPrice(input=4.0, output=20.0, cache_read=0.4, cache_write=5.0),
+    "claude-haiku-4-5": ModelPrice(input=1.0, output=5.0, cache_read=0.1, cache_write=1.25),
+    "claude-sonnet-4-5": ModelPrice(input=3.0, output=15.0, cache_read=0.3, cache_write=3.75),
+}
 
 
 def _split_csv(value: Any) -> Any:
@@ -24,7 +51,7 @@ def _split_csv(value: Any) -> Any:
 class Settings(BaseSettings):
     """All settings of the monitor. Env: MONITOR_<NAME>; CLI: --<name-with-dashes>."""
 
-    model_config = SettingsConfigDict(env_prefix="MONITOR_", extra="forbid", validate_default=True)
+    model_config = SettingsConfigDict(env_prefix="MONITOR_", extra="forbid", validate_default=True, populate_by_name=True)
 
     # Kafka
     kafka_bootstrap_servers: str = Field("127.0.0.1:9092", description="Kafka bootstrap servers, host:port[,host:port]")
@@ -50,6 +77,25 @@ class Settings(BaseSettings):
     judge: Literal["lexical", "rubric", "statements"] = Field("lexical", description="judge method")
     judge_concurrency: int = Field(8, ge=1, le=1024, description="judge calls in flight at once")
     judge_timeout_s: float = Field(60.0, gt=0, description="deadline for one judged event, retries included")
+    judge_model: str = Field("claude-haiku-5-5", min_length=1, description="model for the rubric and statements judges")
+    anthropic_api_key: SecretStr | None = Field(
+        None, validation_alias=AliasChoices("MONITOR_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY", "anthropic_api_key"),
+        description="API key for the LLM judges (MONITOR_ANTHROPIC_API_KEY or ANTHROPIC_API_KEY)",
+    )
+    anthropic_base_url: str | None = Field(
+        None, validation_alias=AliasChoices("MONITOR_ANTHROPIC_BASE_URL", "ANTHROPIC_BASE_URL", "anthropic_base_url"),
+        description="Messages API base URL (default: the SDK's)",
+    )
+    judge_request_timeout_s: float = Field(30.0, gt=0, description="timeout of one judge API request")
+    judge_max_retries: int = Field(3, ge=0, le=10, description="retries of a judge call on transient errors or invalid replies")
+    judge_max_tokens: int = Field(1024, ge=64, description="max output tokens of one judge reply")
+    judge_max_input_chars: int = Field(20_000, ge=200, description="question/response text beyond this is truncated with a marker")
+    statements_strict_threshold: float | None = Field(
+        None, ge=0.0, le=1.0, description="strict mode of the statements judge: a score below this becomes 0"
+    )
+    judge_prices: dict[str, ModelPrice] = Field(
+        default_factory=lambda: dict(DEFAULT_PRICES), description="USD per million tokens per model, as JSON (merged over the defaults)"
+    )
 
     # Sampling
     sample_rate: float = Field(1.0, ge=0.0, le=1.0, description="share of conversations judged")
@@ -73,6 +119,11 @@ class Settings(BaseSettings):
     def _topics_csv(cls, value: Any) -> Any:
         return _split_csv(value)
 
+    @field_validator("judge_prices", mode="after")
+    @classmethod
+    def _merge_prices(cls, value: dict[str, ModelPrice]) -> dict[str, ModelPrice]:
+        return {**DEFAULT_PRICES, **value}
+
     @model_validator(mode="after")
     def _checks(self) -> Settings:
         if self.resume_in_flight is None:
@@ -81,6 +132,8 @@ class Settings(BaseSettings):
             raise ValueError(f"resume_in_flight ({self.resume_in_flight}) must be below max_in_flight ({self.max_in_flight})")
         if not self.clickhouse_url.startswith(("chdb:", "http://", "https://")):
             raise ValueError("clickhouse_url must start with chdb:, http:// or https://")
+        if self.judge in ("rubric", "statements") and self.anthropic_api_key is None:
+            raise ValueError(f"the {self.judge} judge calls the Anthropic API: set MONITOR_ANTHROPIC_API_KEY (or ANTHROPIC_API_KEY)")
         if self.dlq_topic in self.kafka_topics:
             raise ValueError("dlq_topic must not be one of kafka_topics")
         return self
@@ -89,6 +142,8 @@ class Settings(BaseSettings):
         """Settings for a start-up log line, with secrets and URL passwords hidden."""
         out = self.model_dump(mode="json")
         out["kafka_sasl_password"] = "***" if self.kafka_sasl_password else None
+        out["anthropic_api_key"] = "***" if self.anthropic_api_key else None
+        out.pop("judge_prices", None)
         out["clickhouse_url"] = _redact_url(self.clickhouse_url)
         return out
 
@@ -106,10 +161,13 @@ def describe_error(err: ValidationError) -> str:
     """One line naming the first bad setting by its env var, e.g. `MONITOR_SAMPLE_RATE: ...`."""
     first = err.errors(include_url=False)[0]
     loc = [str(x) for x in first["loc"]]
-    name = f"MONITOR_{loc[0].upper()}" if loc else "settings"
     msg = first["msg"].removeprefix("Value error, ")
+    if not loc:
+        return f"invalid settings: {msg}"
+    name = f"MONITOR_{loc[0].upper()}"
     given = first.get("input")
-    shown = f" (got {given!r})" if loc and given is not None and not isinstance(given, dict) and "password" not in loc[0] else ""
+    secret = loc and ("password" in loc[0] or "api_key" in loc[0])
+    shown = f" (got {given!r})" if loc and given is not None and not isinstance(given, dict) and not secret else ""
     return f"invalid setting {name}: {msg}{shown}"
 
 

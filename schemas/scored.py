@@ -46,7 +46,7 @@ class ScoredRow(BaseModel):
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float | None = None  # NULL when the model's price is unknown, never a guess
     kafka_topic: str = ""
     kafka_partition: int = -1
     kafka_offset: int = -1

@@ -28,13 +28,13 @@ class JudgeUnavailable(JudgeError):
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Tokens and estimated cost of one judged event."""
+    """Tokens and estimated cost of one judged event (cost None when the model's price is unknown)."""
 
     input_tokens: int = 0
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0
 
 
 @dataclass(frozen=True, slots=True)

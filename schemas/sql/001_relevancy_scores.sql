@@ -36,7 +36,7 @@ CREATE TABLE IF NOT EXISTS {database}.{table}
     output_tokens       UInt32,
     cache_read_tokens   UInt32,
     cache_write_tokens  UInt32,
-    cost_usd            Float64,
+    cost_usd            Nullable(Float64),
     kafka_topic         LowCardinality(String),
     kafka_partition     Int32,
     kafka_offset        Int64,
