@@ -12,6 +12,10 @@ H_TOPIC = "x-dlq-source-topic"
 H_PARTITION = "x-dlq-source-partition"
 H_OFFSET = "x-dlq-source-offset"
 H_TIMESTAMP = "x-dlq-source-timestamp"
+H_ORIGINAL_BYTES = "x-dlq-original-bytes"  # set when the value was cut to fit the producer's request size
+
+# Room left under the producer's max_request_size for key, headers and batch overhead.
+_HEADROOM_BYTES = 64 * 1024
 
 _MAX_DETAIL_BYTES = 1000
 
@@ -29,18 +33,30 @@ def dead_letter_headers(record: ConsumerRecord, reason: str, detail: str) -> lis
     return [*(record.headers or ()), *ours]
 
 
+def fit_value(value: bytes | None, key: bytes | None, max_bytes: int) -> tuple[bytes | None, list[tuple[str, bytes]]]:
+    """The value to publish and any extra headers: a tombstone without a key becomes b"" (Kafka needs one of
+    them); a value too large for the producer is cut to a prefix and its original size recorded."""
+    if value is None:
+        return (b"" if key is None else None), []
+    if len(value) > max_bytes:
+        return value[:max_bytes], [(H_ORIGINAL_BYTES, str(len(value)).encode())]
+    return value, []
+
+
 class DeadLetterPublisher:
     """Publishes undecodable records to the dead-letter topic; `publish` returns once the broker acknowledged."""
 
-    def __init__(self, producer: AIOKafkaProducer, topic: str) -> None:
+    def __init__(self, producer: AIOKafkaProducer, topic: str, max_request_bytes: int = 1_048_576) -> None:
         self._producer = producer
         self.topic = topic
+        self._max_value_bytes = max(1024, max_request_bytes - _HEADROOM_BYTES)
 
     async def publish(self, record: ConsumerRecord, reason: str, detail: str) -> None:
         """Send the original key and value with reason headers; raises `aiokafka.errors.KafkaError` on failure."""
+        value, extra = fit_value(record.value, record.key, self._max_value_bytes)
         await self._producer.send_and_wait(
             self.topic,
-            value=record.value,
+            value=value,
             key=record.key,
-            headers=dead_letter_headers(record, reason, detail),
+            headers=[*dead_letter_headers(record, reason, detail), *extra],
         )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -171,8 +173,19 @@ def describe_error(err: ValidationError) -> str:
     return f"invalid setting {name}: {msg}{shown}"
 
 
+def _check_unknown_env() -> None:
+    # A misspelt variable would otherwise be ignored silently and the default used.
+    known = {f"MONITOR_{name.upper()}" for name in Settings.model_fields}
+    for var in sorted(os.environ):
+        if var.startswith("MONITOR_") and var not in known:
+            close = difflib.get_close_matches(var, known, n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise ConfigError(f"unknown setting {var}{hint}")
+
+
 def load_settings(**overrides: Any) -> Settings:
     """Settings from the environment with explicit overrides (CLI flags); raises `ConfigError`."""
+    _check_unknown_env()
     try:
         return Settings(**{k: v for k, v in overrides.items() if v is not None})
     except ValidationError as e:

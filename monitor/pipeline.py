@@ -176,10 +176,10 @@ class Pipeline:
             try:
                 await self.dlq.publish(record, err.reason, err.detail)
                 break
-            except KafkaError as e:
+            except Exception as e:  # KafkaError or a client-side refusal
                 # Not acknowledged, so not committed: retry (the partition's commits wait for this record).
                 self.metrics.dlq_publish_failures.inc()
-                log.warning("dlq_publish_failed", partition=record.partition, offset=record.offset, error=type(e).__name__)
+                log.error("dlq_publish_failed", partition=record.partition, offset=record.offset, error=type(e).__name__, detail=str(e)[:200])
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 10.0)
         self.metrics.dead_lettered.labels(err.reason).inc()

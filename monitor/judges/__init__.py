@@ -2,14 +2,21 @@
 
 from monitor.judges.base import Judgement, JudgeError, JudgeInfo, JudgeReplyInvalid, JudgeUnavailable, Usage, make_judge_id
 from monitor.judges.lexical import LexicalJudge
+from monitor.judges.messages_client import JudgeApiError, MessagesClient
+from monitor.judges.rubric import RubricJudge
+from monitor.judges.statements import StatementsJudge
 
 __all__ = [
+    "JudgeApiError",
     "JudgeError",
     "JudgeInfo",
     "JudgeReplyInvalid",
     "JudgeUnavailable",
     "Judgement",
     "LexicalJudge",
+    "MessagesClient",
+    "RubricJudge",
+    "StatementsJudge",
     "Usage",
     "make_judge_id",
 ]

@@ -1,0 +1,88 @@
+"""What the two LLM judges share: identity, the empty-response rule, the prompt and the call."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+from typing import Any, ClassVar, Generic, TypeVar
+
+from pydantic import BaseModel
+
+from monitor.config import Settings
+from monitor.judges.base import Judgement, JudgeInfo, Usage, make_judge_id
+from monitor.judges.messages_client import MessagesClient
+from monitor.judges.prompts import USER_TEMPLATE, user_message
+from monitor.judges.structured_output import output_config, parse_reply
+
+R = TypeVar("R", bound=BaseModel)
+
+EMPTY_REASONING = "empty response: nothing that could address the question (scored 0 without calling the model)"
+
+
+class LLMJudge(Generic[R]):
+    """Base of the rubric and statements judges: subclasses give the method, system prompt, reply model and
+    the mapping from a validated reply to a `Judgement`."""
+
+    method: ClassVar[str]
+    system_prompt: ClassVar[str]
+    reply_model: ClassVar[type[BaseModel]]
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        backoff_base_s: float = 0.5,
+        backoff_max_s: float = 8.0,
+        retry_after_cap_s: float = 60.0,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.settings = settings
+        self._output_config = output_config(self.reply_model)
+        self._client = MessagesClient(
+            settings, backoff_base_s=backoff_base_s, backoff_max_s=backoff_max_s, retry_after_cap_s=retry_after_cap_s, rng=rng
+        )
+        self._info = JudgeInfo(
+            method=self.method,
+            model=settings.judge_model,
+            judge_id=make_judge_id(self.method, settings.judge_model, self.prompt_template(), self.params()),
+            heuristic=False,
+        )
+
+    @property
+    def info(self) -> JudgeInfo:
+        """Identity stored on every row."""
+        return self._info
+
+    @property
+    def stats(self) -> Counter[str]:
+        """Attempt, retry, give-up and token counters of this judge (see `MessagesClient`)."""
+        return self._client.stats
+
+    def prompt_template(self) -> str:
+        """Everything the model is told apart from the judged text: system prompt, user template, schema."""
+        schema = json.dumps(self._output_config, sort_keys=True)
+        return f"{self.system_prompt}\n\n---\n{USER_TEMPLATE}\n\n---\n{schema}"
+
+    def params(self) -> dict[str, Any]:
+        """Parameters that change the judgement and so belong in the judge id."""
+        return {"max_tokens": self.settings.judge_max_tokens, "max_input_chars": self.settings.judge_max_input_chars}
+
+    async def judge(self, question: str, response: str) -> Judgement:
+        """Score one pair; raises `JudgeError` (never a made-up score)."""
+        if not response.strip():
+            return Judgement(score=0.0, raw_score=0.0, reasoning=EMPTY_REASONING, usage=Usage(cost_usd=0.0))
+        user = user_message(question, response, self.settings.judge_max_input_chars)
+        reply, usage = await self._client.structured(
+            system=self.system_prompt, user=user, output_config=self._output_config,
+            parse=lambda text: parse_reply(self.reply_model, text),
+        )
+        return self.to_judgement(reply, usage)  # type: ignore[arg-type]
+
+    def to_judgement(self, reply: R, usage: Usage) -> Judgement:
+        """The `Judgement` for a validated reply."""
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        """Close the API client."""
+        await self._client.aclose()

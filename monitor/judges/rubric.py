@@ -1,0 +1,67 @@
+"""The `rubric` judge: an LLM scores relevancy 0–4 against a fixed rubric, with a one- or two-sentence reason."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from monitor.judges.base import Judgement, Usage
+from monitor.judges.llm import LLMJudge
+from monitor.judges.prompts import DATA_RULES
+
+MAX_SCORE = 4
+
+SYSTEM_PROMPT = f"""\
+You are an impartial evaluator of answer relevancy for an AI assistant's replies.
+
+# Task
+Judge how relevant the assistant's response is to the user's question: does it address what the user \
+actually asked for? Judge relevance to the user's intent only. Do NOT judge factual correctness, grammar, tone \
+or style: a factually wrong answer that is on topic can still be relevant.
+
+# Scale (integer score)
+0 = completely irrelevant: off-topic, empty, only repeats the question, or answers a different question.
+1 = mostly irrelevant: touches the topic but misses the question.
+2 = partially relevant: addresses part of the question but misses key parts, or the relevant part is buried \
+in irrelevant content.
+3 = mostly relevant: addresses the question, with minor gaps or small tangents.
+4 = fully relevant: addresses every part of the question (all parts of a multi-part request), with no \
+meaningful padding.
+
+# Rules
+- A refusal, a clarifying question or "I don't know" is relevant only when it is the appropriate response to \
+this question (the request is ambiguous, unsafe, or needs information the assistant cannot have). Otherwise it \
+is irrelevant or mostly irrelevant.
+- A response that only repeats or rephrases the question without answering it is not relevant: score 0.
+- Padding lowers the score: greetings, boilerplate, upselling and tangents count against the response in \
+proportion to how much they dilute the answer.
+
+{DATA_RULES}
+
+# Output
+A JSON object with exactly two keys: "reasoning" (one or two sentences explaining the score) and "score" \
+(an integer from 0 to 4). Nothing else."""
+
+
+class RubricReply(BaseModel):
+    """The rubric judge's structured reply."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    reasoning: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)] = Field(
+        description="one or two sentences explaining the score"
+    )
+    score: int = Field(ge=0, le=MAX_SCORE, description="relevancy score: an integer from 0 to 4")
+
+
+class RubricJudge(LLMJudge[RubricReply]):
+    """LLM-as-a-judge with a 0–4 relevancy rubric; score = raw score / 4."""
+
+    method = "rubric"
+    system_prompt = SYSTEM_PROMPT
+    reply_model = RubricReply
+
+    def to_judgement(self, reply: RubricReply, usage: Usage) -> Judgement:
+        """Raw score 0..4 mapped to [0, 1]."""
+        return Judgement(score=reply.score / MAX_SCORE, raw_score=float(reply.score), reasoning=reply.reasoning, usage=usage)

@@ -1,0 +1,41 @@
+"""Structured output: the JSON schema we ask the API for, and the validation we always redo on our side.
+
+The SDK drops `minimum`/`maximum`, `maxLength` and `minItems` > 1 from the schema it sends, so the API does not
+enforce them; pydantic does, here, on every reply."""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+import anthropic
+from pydantic import BaseModel, ValidationError
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class InvalidReply(ValueError):
+    """A reply that is not exactly the requested JSON object; the message says why (no reply text in it)."""
+
+
+def output_config(model: type[BaseModel]) -> dict[str, Any]:
+    """The `output_config` parameter asking for replies matching `model`, as `messages.parse` builds it."""
+    return {"format": {"type": "json_schema", "schema": anthropic.transform_schema(model)}}
+
+
+def parse_reply(model: type[M], text: str) -> M:
+    """`text` validated as `model` (strict JSON, no extra keys); raises `InvalidReply`."""
+    if not text.strip():
+        raise InvalidReply("empty reply")
+    try:
+        return model.model_validate_json(text)
+    except ValidationError as e:
+        raise InvalidReply(_describe(e)) from None
+
+
+def _describe(err: ValidationError) -> str:
+    parts = []
+    for item in err.errors(include_url=False, include_input=False)[:3]:
+        loc = ".".join(str(x) for x in item["loc"]) or "reply"
+        parts.append(f"{loc}: {item['msg']}")
+    more = err.error_count() - len(parts)
+    return "; ".join(parts) + (f" (+{more} more)" if more > 0 else "")

@@ -1,0 +1,88 @@
+"""OffsetTracker: commit only the contiguous low-water mark; stale tickets cannot move a new owner's offsets."""
+
+from __future__ import annotations
+
+from aiokafka import TopicPartition
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from consumers.offsets import OffsetTracker
+
+TP = TopicPartition("t", 0)
+TP1 = TopicPartition("t", 1)
+
+
+def test_out_of_order_completion_commits_only_the_contiguous_prefix() -> None:
+    tr = OffsetTracker()
+    tr.assign([TP])
+    tickets = [tr.track(TP, off) for off in range(10, 15)]
+    assert tr.committable() == {TP: 10}
+    tr.done(tickets[2])
+    tr.done(tickets[1])
+    assert tr.committable() == {TP: 10}  # 10 still pending
+    tr.done(tickets[0])
+    assert tr.committable() == {TP: 13}
+    tr.mark_committed({TP: 13})
+    assert tr.committable() == {}
+    tr.done(tickets[4])
+    assert tr.committable() == {}  # 13 still pending
+    tr.done(tickets[3])
+    assert tr.committable() == {TP: 15}
+    assert tr.in_flight() == 0
+
+
+def test_gaps_in_offsets_do_not_block_commits() -> None:
+    tr = OffsetTracker()
+    tr.assign([TP])
+    a, b = tr.track(TP, 5), tr.track(TP, 9)  # 6..8 compacted away or transaction markers
+    tr.done(a)
+    assert tr.committable() == {TP: 9}
+    tr.done(b)
+    assert tr.committable() == {TP: 10}
+
+
+def test_revoked_and_reassigned_partition_ignores_old_tickets() -> None:
+    tr = OffsetTracker()
+    tr.assign([TP, TP1])
+    old = tr.track(TP, 0)
+    tr.revoke([TP])
+    assert not tr.is_current(old)
+    tr.assign([TP])
+    new = tr.track(TP, 0)
+    assert tr.done(old) is False
+    assert tr.committable([TP]) == {TP: 0}
+    assert tr.done(new) is True
+    assert tr.committable([TP]) == {TP: 1}
+
+
+def test_in_flight_counts_per_partition_and_total() -> None:
+    tr = OffsetTracker()
+    tr.assign([TP, TP1])
+    tr.track(TP, 0)
+    tr.track(TP, 1)
+    t = tr.track(TP1, 0)
+    assert (tr.in_flight(TP), tr.in_flight(TP1), tr.in_flight()) == (2, 1, 3)
+    tr.done(t)
+    assert tr.in_flight() == 2
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(min_value=0, max_value=60), min_size=1, max_size=60, unique=True), st.randoms(use_true_random=False))
+def test_committed_offset_never_passes_an_unfinished_record(offsets: list[int], rnd: object) -> None:
+    offsets.sort()
+    tr = OffsetTracker()
+    tr.assign([TP])
+    tickets = [tr.track(TP, o) for o in offsets]
+    order = list(range(len(tickets)))
+    rnd.shuffle(order)  # type: ignore[attr-defined]
+    finished: set[int] = set()
+    for i in order:
+        tr.done(tickets[i])
+        finished.add(offsets[i])
+        commit = tr.committable().get(TP)
+        if commit is not None:
+            tr.mark_committed({TP: commit})
+            # everything below the commit point that was tracked is finished
+            assert all(o in finished for o in offsets if o < commit)
+    assert tr.committable() == {} and tr.in_flight() == 0
+    assert tr._parts[TP].committed == offsets[-1] + 1

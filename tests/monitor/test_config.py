@@ -1,0 +1,68 @@
+"""Settings from env and flags, and their one-line errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from monitor.cli import build_parser, settings_from_args
+from monitor.config import ConfigError, load_settings
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    for k in list(os.environ):
+        if k.startswith(("MONITOR_", "ANTHROPIC_")):
+            monkeypatch.delenv(k)
+
+
+def test_env_values_and_csv_topics(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MONITOR_KAFKA_TOPICS", "a, b,,c")
+    monkeypatch.setenv("MONITOR_SAMPLE_RATE", "0.25")
+    monkeypatch.setenv("MONITOR_MAX_IN_FLIGHT", "100")
+    s = load_settings()
+    assert s.kafka_topics == ["a", "b", "c"] and s.sample_rate == 0.25
+    assert s.resume_in_flight == 50
+
+
+def test_flags_override_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MONITOR_SAMPLE_RATE", "0.25")
+    ns = build_parser().parse_args(["run", "--sample-rate", "0.5", "--no-store-text", "--judge", "lexical"])
+    s = settings_from_args(ns)
+    assert s.sample_rate == 0.5 and s.store_text is False
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"MONITOR_SAMPLE_RATE": "abc"}, "MONITOR_SAMPLE_RATE"),
+        ({"MONITOR_JUDGE": "gpt"}, "MONITOR_JUDGE"),
+        ({"MONITOR_CLICKHOUSE_URL": "postgres://x"}, "clickhouse_url"),
+        ({"MONITOR_CLICKHOUSE_DATABASE": "a-b"}, "MONITOR_CLICKHOUSE_DATABASE"),
+        ({"MONITOR_MAX_IN_FLIGHT": "10", "MONITOR_RESUME_IN_FLIGHT": "10"}, "resume_in_flight"),
+        ({"MONITOR_SAMPLE_RAT": "0.1"}, "did you mean MONITOR_SAMPLE_RATE?"),
+    ],
+)
+def test_errors_name_the_setting(monkeypatch: pytest.MonkeyPatch, env: dict[str, str], expected: str) -> None:
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    with pytest.raises(ConfigError) as info:
+        load_settings()
+    msg = str(info.value)
+    assert expected in msg and "\n" not in msg
+
+
+def test_secrets_are_redacted(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-secret")
+    s = load_settings(judge="rubric", clickhouse_url="https://user:pw@ch.example:8443")
+    red = s.redacted()
+    assert s.anthropic_api_key is not None and s.anthropic_api_key.get_secret_value() == "sk-secret"
+    assert "sk-secret" not in str(red) and "pw" not in red["clickhouse_url"]
+
+
+def test_unpriced_model_is_allowed_and_prices_merge(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MONITOR_JUDGE_PRICES", '{"my-judge": {"input": 1, "output": 2, "cache_read": 0.1, "cache_write": 1.25}}')
+    s = load_settings()
+    assert {"my-judge", "claude-haiku-5-5"} <= set(s.judge_prices)
+    assert s.judge_prices["my-judge"].cost(1_000_000, 0, 0, 0) == 1.0

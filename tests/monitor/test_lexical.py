@@ -1,0 +1,33 @@
+"""The lexical heuristic: the padded/tight pair, empty and echoed answers."""
+
+from __future__ import annotations
+
+from monitor.judges.lexical import LexicalJudge, score_lexical, split_sentences
+
+Q = "When did order A17 ship?"
+
+
+def test_padding_lowers_the_score() -> None:
+    padded = score_lexical(Q, "Thanks for getting in touch. We also sell gift cards. Order A17 shipped on 3 March.")
+    tight = score_lexical(Q, "Order A17 shipped on 3 March.")
+    assert abs(padded.score - 1 / 3) < 1e-9 and tight.score == 1.0
+    assert padded.verdicts == ("no", "no", "yes") and len(padded.statements) == 3
+    assert padded.reasoning.startswith("heuristic")
+
+
+def test_off_topic_empty_and_echo_score_zero() -> None:
+    assert score_lexical("Do I need a visa for Japan?", "Our loyalty programme gives double points!").score == 0.0
+    empty = score_lexical(Q, "   \n ")
+    assert empty.score == 0.0 and empty.statements == ()
+    echo = score_lexical(Q, "When did order A17 ship?")
+    assert echo.score == 0.0 and echo.verdict_reasons == ("repeats the question",)
+
+
+def test_sentence_split() -> None:
+    assert split_sentences("One. Two!\nThree? four") == ["One.", "Two!", "Three?", "four"]
+
+
+async def test_judge_is_labelled_heuristic() -> None:
+    j = LexicalJudge()
+    assert j.info.heuristic and j.info.method == "lexical" and j.info.judge_id.startswith("lexical-")
+    assert (await j.judge(Q, "Order A17 shipped.")).score == 1.0
