@@ -79,6 +79,13 @@ class Settings(BaseSettings):
     judge: Literal["lexical", "rubric", "statements"] = Field("lexical", description="judge method")
     judge_concurrency: int = Field(8, ge=1, le=1024, description="judge calls in flight at once")
     judge_timeout_s: float = Field(60.0, gt=0, description="deadline for one judged event, retries included")
+    judge_concurrency_floor: int = Field(1, ge=1, description="adaptive concurrency never goes below this under 429s")
+    judge_requests_per_minute: float | None = Field(None, gt=0, description="client-side cap on judge requests per minute")
+    judge_tokens_per_minute: float | None = Field(None, gt=0, description="client-side cap on estimated judge input tokens per minute")
+    judge_event_attempts: int = Field(2, ge=1, le=10, description="judge calls per event on transient failure before an error row")
+    breaker_threshold: int = Field(5, ge=1, description="consecutive transient judge failures that open the circuit")
+    breaker_cooldown_s: float = Field(2.0, gt=0, description="first wait before probing an open circuit (doubles, capped)")
+    breaker_max_cooldown_s: float = Field(60.0, gt=0, description="longest wait between probes")
     judge_model: str = Field("claude-haiku-5-5", min_length=1, description="model for the rubric and statements judges")
     anthropic_api_key: SecretStr | None = Field(
         None, validation_alias=AliasChoices("MONITOR_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY", "anthropic_api_key"),
@@ -130,6 +137,8 @@ class Settings(BaseSettings):
     def _checks(self) -> Settings:
         if self.resume_in_flight is None:
             self.resume_in_flight = self.max_in_flight // 2
+        if self.judge_concurrency_floor > self.judge_concurrency:
+            raise ValueError("judge_concurrency_floor must not exceed judge_concurrency")
         if self.resume_in_flight >= self.max_in_flight:
             raise ValueError(f"resume_in_flight ({self.resume_in_flight}) must be below max_in_flight ({self.max_in_flight})")
         if not self.clickhouse_url.startswith(("chdb:", "http://", "https://")):

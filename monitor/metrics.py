@@ -19,6 +19,10 @@ class Metrics:
         self.not_sampled = Counter(_PREFIX + "events_not_sampled", "Decoded events not selected for judging", ["app"], registry=r)
         self.judged = Counter(_PREFIX + "events_judged", "Scored rows produced", ["app", "judge", "status"], registry=r)
         self.judge_errors = Counter(_PREFIX + "judge_errors", "Judge failures that produced an error row", ["judge", "reason"], registry=r)
+        self.judge_deferred = Counter(_PREFIX + "judge_deferred", "Judge calls put back to wait for a failing judge to recover", ["judge"], registry=r)
+        self.breaker_open = Gauge(_PREFIX + "judge_circuit_open", "1 while the judge circuit breaker holds calls back", registry=r)
+        self.judge_concurrency = Gauge(_PREFIX + "judge_concurrency_limit", "Current adaptive judge concurrency limit", registry=r)
+        self.judge_rate_limited = Counter(_PREFIX + "judge_rate_limited", "Judge calls that met a 429 from the provider", ["judge"], registry=r)
         self.judge_latency = Histogram(
             _PREFIX + "judge_latency_seconds", "Time to judge one event, retries included", ["judge"],
             buckets=(0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60), registry=r,

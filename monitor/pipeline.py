@@ -23,6 +23,8 @@ from consumers.offsets import OffsetTracker, Ticket
 from consumers.sampling import SampleDecision, Sampler
 from consumers.source import KafkaSource, PauseGate
 from monitor.config import Settings
+from monitor.flow import AdaptiveLimiter, CircuitBreaker, RateLimiter
+from monitor.judges.base import JudgeError, JudgeUnavailable
 from monitor.kafka import make_consumer, make_producer
 from monitor.metrics import Metrics
 from monitor.rows import build_row
@@ -55,7 +57,10 @@ class Pipeline:
         self.sink: ClickHouseSink[Ticket] = ClickHouseSink(
             store, self._acknowledge, self.metrics, max_rows=settings.batch_max_rows, max_seconds=settings.batch_max_seconds
         )
-        self._limit = asyncio.Semaphore(settings.judge_concurrency)
+        self.limiter = AdaptiveLimiter(settings.judge_concurrency, floor=settings.judge_concurrency_floor)
+        self.rate = RateLimiter(settings.judge_requests_per_minute, settings.judge_tokens_per_minute)
+        self.breaker = CircuitBreaker(settings.breaker_threshold, settings.breaker_cooldown_s, settings.breaker_max_cooldown_s)
+        self._paused_for: set[str] = set()
         self._tasks: dict[TopicPartition, set[asyncio.Task[None]]] = {}
         self._producer = make_producer(settings)
         self.dlq = DeadLetterPublisher(self._producer, settings.dlq_topic)
@@ -142,21 +147,27 @@ class Pipeline:
 
     async def _judge_event(self, event: ConversationEvent, decision: SampleDecision, ticket: Ticket) -> None:
         info = self.judge.info
-        async with self._limit:
-            started = time.monotonic()
-            outcome: Any
-            try:
-                outcome = await asyncio.wait_for(self.judge.judge(event.question, event.response), timeout=self.settings.judge_timeout_s)
-            except TimeoutError:
-                outcome = f"timeout: no verdict within {self.settings.judge_timeout_s}s"
-                self.metrics.judge_errors.labels(info.method, "timeout").inc()
-            except Exception as e:  # JudgeError and anything unexpected: an error row, never a made-up score
-                reason = getattr(e, "reason", "internal")
-                outcome = f"{reason}: {e}"[:1000]
-                self.metrics.judge_errors.labels(info.method, reason).inc()
-                if reason == "internal":
-                    log.exception("judge_crashed", event_id=event.event_id, partition=ticket.tp.partition, offset=ticket.offset)
-            elapsed = time.monotonic() - started
+        attempts = 0
+        while True:
+            await self.breaker.wait()
+            if not self.tracker.is_current(ticket):  # revoked while waiting: the new owner judges it
+                self.breaker.on_abandoned()
+                return
+            outcome, elapsed, transient = await self._call_judge(event)
+            if transient:
+                self.breaker.on_failure()
+                attempts += 1
+                # While the judge looks down (circuit open) the event waits instead of becoming an error row.
+                if self.breaker.is_open or attempts < self.settings.judge_event_attempts:
+                    self.metrics.judge_deferred.labels(info.method).inc()
+                    log.info("judge_deferred", event_id=event.event_id, partition=ticket.tp.partition, offset=ticket.offset,
+                             attempts=attempts, circuit_open=self.breaker.is_open)
+                    continue
+            else:
+                self.breaker.on_success()
+            break
+        if isinstance(outcome, str):
+            self.metrics.judge_errors.labels(info.method, outcome.split(":", 1)[0]).inc()
         self.metrics.judge_latency.labels(info.method).observe(elapsed)
         try:
             row = build_row(event, info, decision, outcome, latency_ms=int(elapsed * 1000), scored_at=datetime.now(UTC),
@@ -169,6 +180,35 @@ class Pipeline:
         if row.status == "error":
             log.warning("judge_failed", event_id=event.event_id, partition=ticket.tp.partition, offset=ticket.offset, error=row.error[:200])
         self.sink.add(row, ticket)
+
+    async def _call_judge(self, event: ConversationEvent) -> tuple[Any, float, bool]:
+        """One judge call under the rate limit and the adaptive concurrency limit.
+        Returns (Judgement or error text, seconds, whether the failure was transient)."""
+        await self.rate.acquire(estimate_tokens(event))
+        async with self.limiter:
+            self.metrics.judge_concurrency.set(self.limiter.current)
+            limited_before = _rate_limited_count(self.judge)
+            started = time.monotonic()
+            transient = False
+            outcome: Any
+            try:
+                outcome = await asyncio.wait_for(self.judge.judge(event.question, event.response), timeout=self.settings.judge_timeout_s)
+            except TimeoutError:
+                outcome, transient = f"timeout: no verdict within {self.settings.judge_timeout_s}s", True
+            except JudgeUnavailable as e:
+                outcome, transient = f"{e.reason}: {e}"[:1000], True
+            except JudgeError as e:
+                outcome = f"{e.reason}: {e}"[:1000]
+            except Exception as e:  # a bug in a judge: an error row, never a made-up score
+                outcome = f"internal: {type(e).__name__}: {e}"[:1000]
+                log.exception("judge_crashed", event_id=event.event_id)
+            elapsed = time.monotonic() - started
+            if _rate_limited_count(self.judge) > limited_before:
+                self.limiter.on_rate_limited()
+                self.metrics.judge_rate_limited.labels(self.judge.info.method).inc()
+            elif not transient:
+                self.limiter.on_success()
+        return outcome, elapsed, transient
 
     async def _dead_letter(self, record: ConsumerRecord[Any, Any], err: DecodeError, ticket: Ticket) -> None:
         delay = 0.2
@@ -215,17 +255,29 @@ class Pipeline:
             log.warning("abandoned_in_flight", events=len(pending))
 
     def _apply_backpressure(self) -> None:
+        """Pause while too much is in flight or the judge's circuit is open; resume when neither holds."""
         in_flight = self.tracker.in_flight()
         self.metrics.in_flight.set(in_flight)
+        self.metrics.breaker_open.set(1 if self.breaker.is_open else 0)
         change = self.gate.update(in_flight)
+        reasons = set(self._paused_for)
         if change is True:
+            reasons.add("in_flight_cap")
+        elif change is False:
+            reasons.discard("in_flight_cap")
+        if self.breaker.is_open:
+            reasons.add("judge_circuit_open")
+        else:
+            reasons.discard("judge_circuit_open")
+        if reasons and not self._paused_for:
             self.source.pause()
             self.metrics.paused.set(1)
-            log.info("consumption_paused", in_flight=in_flight, cap=self.gate.high)
-        elif change is False:
+            log.warning("consumption_paused", reasons=sorted(reasons), in_flight=in_flight, cap=self.gate.high)
+        elif self._paused_for and not reasons:
             self.source.resume()
             self.metrics.paused.set(0)
             log.info("consumption_resumed", in_flight=in_flight)
+        self._paused_for = reasons
 
     async def commit(self, tps: set[TopicPartition] | None = None) -> dict[TopicPartition, int]:
         """Commit the low-water mark of owned partitions (or of `tps`); returns what the broker accepted."""
@@ -272,6 +324,17 @@ class Pipeline:
             except KeyError:
                 pass
         log.info("partitions_revoked", partitions=sorted(f"{tp.topic}/{tp.partition}" for tp in revoked))
+
+
+def estimate_tokens(event: ConversationEvent) -> float:
+    """A rough input-token estimate for the client-side limit (about 4 characters a token, plus the prompt)."""
+    return (len(event.question) + len(event.response)) / 4 + 600
+
+
+def _rate_limited_count(judge: Judge) -> int:
+    # LLM judges count the 429s they met (retried inside their call); the heuristic has none.
+    stats = getattr(judge, "stats", None)
+    return int(stats.get("rate_limited", 0)) if isinstance(stats, dict) else 0
 
 
 def _log_task_failure(task: asyncio.Task[None]) -> None:

@@ -26,6 +26,9 @@ def install_signal_handlers(stop: asyncio.Event) -> None:
 
 async def run_service(settings: Settings, stop: asyncio.Event | None = None, metrics: Metrics | None = None) -> None:
     """Start every part from `settings` and run until `stop` is set (or a signal arrives)."""
+    if stop is None:  # first thing: a SIGTERM during start-up must still end in a clean exit
+        stop = asyncio.Event()
+        install_signal_handlers(stop)
     judge = build_judge(settings)
     log.info("starting", settings=settings.redacted())
     if judge.info.heuristic:
@@ -33,9 +36,6 @@ async def run_service(settings: Settings, stop: asyncio.Event | None = None, met
     metrics = metrics or Metrics()
     if settings.metrics_port:
         metrics.serve(settings.metrics_port)
-    if stop is None:
-        stop = asyncio.Event()
-        install_signal_handlers(stop)
     created = await ensure_topics(settings, {settings.dlq_topic: 1})
     if created:
         log.info("created_topics", topics=created)

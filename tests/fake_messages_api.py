@@ -29,6 +29,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 API_KEY = "sk-ant-fake-test-key"
+SECTIONS = ("user_question", "assistant_response")  # the judge prompt's delimited sections
 
 # ---- what the fake can be told to do -------------------------------------------------------------------
 
@@ -144,10 +145,10 @@ class RecordedRequest:
 
 
 def find_section(text: str, name: str) -> str | None:
-    """Content between `<name_CODE>` and `</name_CODE>`, where CODE is that of the LAST closing tag.
+    """Content between `<name_CODE>` and `</name_CODE>`, where CODE is that of the message's LAST closing tag.
 
-    The prompt's own closing tag comes after all judged text, so a fake tag inside the text cannot win."""
-    closes = list(re.finditer(rf"</{name}_([0-9A-Za-z]+)>", text))
+    The prompt's own last closing tag comes after all judged text, so fake tags inside the text cannot win."""
+    closes = list(re.finditer(rf"</(?:{'|'.join(SECTIONS)})_([0-9A-Za-z]+)>", text))
     if not closes:
         return None
     code = closes[-1].group(1)
