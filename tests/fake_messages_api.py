@@ -86,6 +86,21 @@ def bad_request(message: str = "invalid request") -> Fault:
     return Fault(400, "invalid_request_error", message)
 
 
+def malformed() -> Reply:
+    """A 200 whose text is not JSON (an invalid reply for every judge)."""
+    return Reply("{not json")
+
+
+def out_of_range_score() -> Reply:
+    """A rubric reply with score 5 (valid JSON, invalid value)."""
+    return Reply({"reasoning": "Scored above the scale.", "score": 5})
+
+
+def mismatched_verdicts() -> Reply:
+    """A statements reply with two statements and one verdict."""
+    return Reply({"statements": ["One.", "Two."], "verdicts": [{"verdict": "yes", "reason": ""}]})
+
+
 def slow(delay_s: float, reply: Reply | None = None) -> Reply:
     """A reply sent only after `delay_s` (longer than the client timeout: the client gives up first)."""
     base = reply or Reply()
@@ -249,7 +264,7 @@ class FakeMessagesAPI:
         server.daemon_threads = True
         server.block_on_close = False
         self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-messages-api", daemon=True)
+        self._thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, name="fake-messages-api", daemon=True)
         self._thread.start()
         return self
 
@@ -528,6 +543,9 @@ __all__ = [
     "bad_request",
     "default_brain",
     "find_section",
+    "malformed",
+    "mismatched_verdicts",
+    "out_of_range_score",
     "overloaded",
     "rate_limited",
     "server_error",

@@ -10,12 +10,13 @@ import email.utils
 import random
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import anthropic
 import structlog
+from anthropic.types import MessageParam, OutputConfigParam, TextBlockParam
 
 from monitor.config import Settings
 from monitor.judges.base import JudgeError, JudgeReplyInvalid, JudgeUnavailable, Usage
@@ -90,13 +91,13 @@ class MessagesClient:
             max_retries=0,
         )
 
-    async def structured(self, *, system: str, user: str, output_config: dict[str, Any], parse: Callable[[str], T]) -> tuple[T, Usage]:
+    async def structured(self, *, system: str, user: str, output_config: OutputConfigParam, parse: Callable[[str], T]) -> tuple[T, Usage]:
         """Send one judge request and return the parsed reply and the usage summed over all attempts.
 
         `system` goes out as a cached text block. Transient API errors and invalid replies are retried up to
         `judge_max_retries` times in total; raises `JudgeReplyInvalid`, `JudgeUnavailable` or `JudgeApiError`."""
-        system_blocks = [{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}]
-        messages = [{"role": "user", "content": user}]
+        system_blocks: list[TextBlockParam] = [{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}]
+        messages: list[MessageParam] = [{"role": "user", "content": user}]
         tokens = _Tokens()
         failure: _Failure | None = None
         attempts = self.max_retries + 1
@@ -113,9 +114,9 @@ class MessagesClient:
                 message = await self._client.messages.create(
                     model=self.model,
                     max_tokens=self.max_tokens,
-                    system=system_blocks,  # type: ignore[arg-type]
-                    messages=messages,  # type: ignore[arg-type]
-                    output_config=output_config,  # type: ignore[arg-type]
+                    system=system_blocks,
+                    messages=messages,
+                    output_config=output_config,
                 )
             except anthropic.APIError as e:
                 failure = self._classify(e)
@@ -130,7 +131,7 @@ class MessagesClient:
                 value = parse(_reply_text(message))
             except InvalidReply as e:
                 # A bad reply is not a load problem: retry at once, no backoff.
-                failure = _Failure("invalid_reply", str(e), retry_after_s=0.0)
+                failure = _Failure("invalid_reply", str(e))
                 self.stats["error.invalid_reply"] += 1
                 log.debug("judge_invalid_reply", error=str(e)[:200], attempt=attempt + 1)
                 continue
@@ -181,7 +182,7 @@ class MessagesClient:
         return _Failure("bad_response", f"{type(err).__name__}: {err.message}"[:300])
 
 
-def retry_after_seconds(headers: Any) -> float | None:
+def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
     """Seconds to wait from `retry-after-ms`, `retry-after` (seconds or an HTTP date), or None."""
     ms = headers.get("retry-after-ms")
     if ms is not None:

@@ -5,9 +5,10 @@ enforce them; pydantic does, here, on every reply."""
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import anthropic
+from anthropic.types import OutputConfigParam
 from pydantic import BaseModel, ValidationError
 
 M = TypeVar("M", bound=BaseModel)
@@ -17,7 +18,7 @@ class InvalidReply(ValueError):
     """A reply that is not exactly the requested JSON object; the message says why (no reply text in it)."""
 
 
-def output_config(model: type[BaseModel]) -> dict[str, Any]:
+def output_config(model: type[BaseModel]) -> OutputConfigParam:
     """The `output_config` parameter asking for replies matching `model`, as `messages.parse` builds it."""
     return {"format": {"type": "json_schema", "schema": anthropic.transform_schema(model)}}
 

@@ -82,18 +82,24 @@ async def test_sigkill_at_random_points_then_restart_loses_and_duplicates_nothin
     env = monitor_env(
         MONITOR_KAFKA_BOOTSTRAP_SERVERS=broker.bootstrap, MONITOR_KAFKA_TOPICS=topic, MONITOR_KAFKA_GROUP_ID=group,
         MONITOR_DLQ_TOPIC=f"{topic}.dlq", MONITOR_CLICKHOUSE_URL=f"chdb://{tmp_path / 'ch'}", MONITOR_METRICS_PORT="0",
-        MONITOR_BATCH_MAX_SECONDS="0.3", MONITOR_COMMIT_INTERVAL_S="0.3", MONITOR_KAFKA_SESSION_TIMEOUT_MS="6000",
+        MONITOR_BATCH_MAX_SECONDS="1.0", MONITOR_COMMIT_INTERVAL_S="0.2", MONITOR_KAFKA_SESSION_TIMEOUT_MS="6000",
         MONITOR_KAFKA_MAX_POLL_RECORDS="50", MONITOR_LOG_FORMAT="json",
     )
     values = list(generate_events(1200, seed=11, malformed_share=0.03))
     expected = decodable_ids(values)
-    producing = asyncio.create_task(produce(broker.bootstrap, topic, values, rate=120))
+    producing = asyncio.create_task(produce(broker.bootstrap, topic, values, rate=40))
     kills = 0
-    for _ in range(4):
+    while not producing.done():
+        # Kill only once this incarnation is visibly working (its commits advance), so kills land mid-stream
+        # (tansu hands a new member its first batch seconds after the assignment).
+        base = await total_committed(broker.bootstrap, group, topic)
         mon = MonitorProcess(env)
         await mon.start()
-        await asyncio.wait_for(mon.assigned.wait(), 60)
-        await asyncio.sleep(rng.uniform(0.2, 2.0))
+
+        async def progressed(base: int = base) -> bool:
+            return await total_committed(broker.bootstrap, group, topic) > base or producing.done()
+        await wait_for(progressed, 90, "the monitor to commit something")
+        await asyncio.sleep(rng.uniform(0.05, 1.2))
         await mon.kill()
         kills += 1
     await producing
@@ -110,7 +116,7 @@ async def test_sigkill_at_random_points_then_restart_loses_and_duplicates_nothin
     assert set(got) == expected  # none missing, none extra
     code, out, _ = await cli("sql", "--format", "csv", "SELECT count() FROM {table}", env=env)
     raw_rows = int(out.splitlines()[1])
-    assert raw_rows >= len(expected) and kills == 4  # raw rows may include redelivered duplicates; FINAL hides them
+    assert raw_rows >= len(expected) and kills >= 3  # raw rows may include redelivered duplicates; FINAL hides them
 
 
 async def _all_committed(bootstrap: str, group: str, topic: str, n: int) -> bool:

@@ -7,7 +7,7 @@ import pytest
 from monitor.config import DEFAULT_PRICES
 from monitor.judges.base import JudgeReplyInvalid
 from monitor.judges.rubric import SYSTEM_PROMPT, RubricJudge
-from tests.fake_messages_api import API_KEY, FakeMessagesAPI, Reply
+from tests.fake_messages_api import API_KEY, FakeMessagesAPI, Reply, malformed, out_of_range_score
 from tests.monitor.judges.conftest import PADDED, QUESTION, TIGHT, MakeJudge, judge_settings
 
 
@@ -104,6 +104,13 @@ async def test_persistently_invalid_reply_raises_after_exactly_retries_plus_one_
     assert len(fake_messages_api.message_requests) == retries + 1
     assert f"after {retries + 1} attempt" in str(exc.value)
     assert judge.stats["gave_up.invalid_reply"] == 1
+
+
+async def test_fault_helpers_give_invalid_replies(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge) -> None:
+    fake_messages_api.script(malformed(), out_of_range_score())
+    j = await make_judge("rubric", judge_max_retries=2).judge(QUESTION, TIGHT)
+    assert j.score == 1.0
+    assert len(fake_messages_api.message_requests) == 3
 
 
 async def test_reply_cut_off_at_max_tokens_is_invalid_and_retried(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge) -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from monitor.judges.base import JudgeReplyInvalid
 from monitor.judges.statements import SYSTEM_PROMPT, StatementsJudge
-from tests.fake_messages_api import FakeMessagesAPI, Reply
+from tests.fake_messages_api import FakeMessagesAPI, Reply, mismatched_verdicts
 from tests.monitor.judges.conftest import PADDED, QUESTION, TIGHT, MakeJudge, judge_settings
 
 
@@ -101,7 +101,7 @@ async def test_mismatched_verdicts_then_good_reply_is_retried(fake_messages_api:
 
 
 async def test_mismatch_error_says_why(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge) -> None:
-    fake_messages_api.always(reply(["A17 shipped.", "Gift cards."], [("yes", "")]))
+    fake_messages_api.always(mismatched_verdicts())
     with pytest.raises(JudgeReplyInvalid, match="1 verdicts for 2 statements"):
         await make_judge("statements", judge_max_retries=0).judge(QUESTION, PADDED)
 

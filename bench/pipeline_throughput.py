@@ -1,0 +1,100 @@
+"""Pipeline throughput against a bare aiokafka loop over the same backlog, in the same run.
+
+Both read the same N records from a local tansu broker through a consumer group. The baseline does nothing but
+fetch and commit; the monitor decodes, samples, judges (lexical, so the judge is not the bottleneck), writes
+to embedded ClickHouse and commits. Reported: events/s of each and their ratio (monitor / baseline), plus the
+monitor's peak RSS growth. Run: `python -m bench.pipeline_throughput [N]`."""
+
+from __future__ import annotations
+
+import asyncio
+import resource
+import sys
+import tempfile
+import time
+import uuid
+
+from aiokafka import AIOKafkaConsumer
+
+from monitor.cli import produce
+from monitor.config import load_settings
+from monitor.localbroker import LocalBroker
+from monitor.metrics import Metrics
+from monitor.pipeline import Pipeline
+from monitor.judges.lexical import LexicalJudge
+from monitor.store import AsyncStore, ClickHouseStore
+from monitor.traffic import generate_events
+from tests.harness import committed_offsets, create_topic
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+async def bare_loop(bootstrap: str, topic: str, n: int) -> float:
+    """Seconds for a plain group consumer to fetch and commit n records."""
+    consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=f"bare-{uuid.uuid4().hex[:6]}", enable_auto_commit=False,
+                                auto_offset_reset="earliest", max_poll_records=500)
+    await consumer.start()
+    seen = 0
+    started = None
+    try:
+        while seen < n:
+            batch = await consumer.getmany(timeout_ms=200)
+            if batch and started is None:
+                started = time.monotonic()  # exclude the group join, which both pay
+            for tp, records in batch.items():
+                seen += len(records)
+                await consumer.commit({tp: records[-1].offset + 1})
+        return time.monotonic() - (started or time.monotonic())
+    finally:
+        await consumer.stop()
+
+
+async def monitor_run(bootstrap: str, topic: str, n: int, chdb: str) -> float:
+    """Seconds for the monitor to finish (write and commit) n records."""
+    settings = load_settings(kafka_bootstrap_servers=bootstrap, kafka_topics=[topic], kafka_group_id=f"mon-{uuid.uuid4().hex[:6]}",
+                             dlq_topic=f"{topic}.dlq", clickhouse_url=chdb, judge="lexical", metrics_port=0, judge_concurrency=64,
+                             batch_max_rows=5000, batch_max_seconds=0.5)
+    await create_topic(bootstrap, f"{topic}.dlq", 1)
+    metrics = Metrics()
+    store = AsyncStore(ClickHouseStore(chdb, "bench", "relevancy_scores"))
+    pipeline = Pipeline(settings, LexicalJudge(), store, metrics)
+    stop = asyncio.Event()
+    task = asyncio.create_task(pipeline.run(stop))
+    started = None
+    try:
+        while True:
+            await asyncio.sleep(0.05)
+            consumed = sum(s.value for m in metrics.registry.collect() if m.name == "relevancy_monitor_events_consumed" for s in m.samples
+                           if s.name.endswith("_total"))
+            if consumed and started is None:
+                started = time.monotonic()
+            if consumed >= n and pipeline.tracker.in_flight() == 0:
+                done = sum(v or 0 for v in (await committed_offsets(bootstrap, settings.kafka_group_id, topic)).values())
+                if done >= n:
+                    return time.monotonic() - (started or time.monotonic())
+    finally:
+        stop.set()
+        await task
+        await store.close()
+
+
+async def main(n: int) -> None:
+    with LocalBroker() as broker, tempfile.TemporaryDirectory() as tmp:
+        topic = f"bench-{uuid.uuid4().hex[:6]}"
+        await create_topic(broker.bootstrap, topic, 3)
+        await produce(broker.bootstrap, topic, generate_events(n, seed=5, malformed_share=0.0))
+        rss_before = peak_rss_mb()
+        bare = await bare_loop(broker.bootstrap, topic, n)
+        mon = await monitor_run(broker.bootstrap, topic, n, f"chdb://{tmp}")
+        rss_after = peak_rss_mb()
+    print(f"events: {n}")
+    print(f"bare aiokafka loop : {n / bare:10.0f} events/s ({bare:.2f} s)")
+    print(f"relevancy-monitor  : {n / mon:10.0f} events/s ({mon:.2f} s)   [lexical judge, chDB sink, commits after durable writes]")
+    print(f"ratio monitor/bare : {bare / mon:10.2f}")
+    print(f"peak RSS growth    : {rss_after - rss_before:10.1f} MB")
+
+
+if __name__ == "__main__":
+    asyncio.run(main(int(sys.argv[1]) if len(sys.argv) > 1 else 20_000))
