@@ -70,7 +70,7 @@ class LLMJudge(Generic[R]):
 
     async def judge(self, question: str, response: str) -> Judgement:
         """Score one pair; raises `JudgeError` (never a made-up score)."""
-        if not response:
+        if not response.strip():
             return Judgement(score=0.0, raw_score=0.0, reasoning=EMPTY_REASONING, usage=Usage(cost_usd=0.0))
         user = user_message(question, response, self.settings.judge_max_input_chars)
         reply, usage = await self._client.structured(
