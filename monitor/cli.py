@@ -185,6 +185,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_settings_flags(p)
     p.set_defaults(func=cmd_sql)
 
+    from monitor.judge_cli import register as register_judge
+
+    register_judge(sub)
+
     p = sub.add_parser("produce", help="produce events to a topic: a JSONL file as-is, or generated traffic")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--file", help="one record value per line (sent as-is, malformed lines included)")

@@ -78,7 +78,7 @@ class Settings(BaseSettings):
     # Judge
     judge: Literal["lexical", "rubric", "statements"] = Field("lexical", description="judge method")
     judge_concurrency: int = Field(8, ge=1, le=1024, description="judge calls in flight at once")
-    judge_timeout_s: float = Field(60.0, gt=0, description="deadline for one judged event, retries included")
+    judge_timeout_s: float = Field(150.0, gt=0, description="deadline for one judge call of an event, its API retries included")
     judge_concurrency_floor: int = Field(1, ge=1, description="adaptive concurrency never goes below this under 429s")
     judge_requests_per_minute: float | None = Field(None, gt=0, description="client-side cap on judge requests per minute")
     judge_tokens_per_minute: float | None = Field(None, gt=0, description="client-side cap on estimated judge input tokens per minute")
@@ -95,7 +95,7 @@ class Settings(BaseSettings):
         None, validation_alias=AliasChoices("MONITOR_ANTHROPIC_BASE_URL", "ANTHROPIC_BASE_URL", "anthropic_base_url"),
         description="Messages API base URL (default: the SDK's)",
     )
-    judge_request_timeout_s: float = Field(30.0, gt=0, description="timeout of one judge API request")
+    judge_request_timeout_s: float = Field(20.0, gt=0, description="timeout of one judge API request")
     judge_max_retries: int = Field(3, ge=0, le=10, description="retries of a judge call on transient errors or invalid replies")
     judge_max_tokens: int = Field(1024, ge=64, description="max output tokens of one judge reply")
     judge_max_input_chars: int = Field(20_000, ge=200, description="question/response text beyond this is truncated with a marker")

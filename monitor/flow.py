@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import deque
 from collections.abc import Callable
 from enum import Enum
 
@@ -15,7 +16,8 @@ Clock = Callable[[], float]
 
 class AdaptiveLimiter:
     """A concurrency limit that halves on a rate-limit signal (down to `floor`) and grows by one per `limit`
-    successes (up to `ceiling`): additive increase, multiplicative decrease."""
+    successes (up to `ceiling`): additive increase, multiplicative decrease. Slots are handed directly to
+    waiters in arrival order, one per free slot."""
 
     def __init__(self, ceiling: int, floor: int = 1, decrease_factor: float = 0.5) -> None:
         if not 1 <= floor <= ceiling:
@@ -25,7 +27,7 @@ class AdaptiveLimiter:
         self.factor = decrease_factor
         self.limit = float(ceiling)
         self.active = 0
-        self._cond = asyncio.Condition()
+        self._waiters: deque[asyncio.Future[None]] = deque()
 
     @property
     def current(self) -> int:
@@ -35,21 +37,37 @@ class AdaptiveLimiter:
     def on_success(self) -> None:
         """One call succeeded without being rate limited."""
         self.limit = min(float(self.ceiling), self.limit + 1.0 / self.limit)
+        self._hand_off()
 
     def on_rate_limited(self) -> None:
         """The provider said slow down."""
         self.limit = max(float(self.floor), self.limit * self.factor)
 
+    def _hand_off(self) -> None:
+        while self._waiters and self.active < self.current:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                self.active += 1
+                waiter.set_result(None)
+
     async def __aenter__(self) -> AdaptiveLimiter:
-        async with self._cond:
-            await self._cond.wait_for(lambda: self.active < self.current)
+        if self.active < self.current and not self._waiters:
             self.active += 1
+            return self
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():  # handed a slot, then cancelled: give it back
+                self.active -= 1
+                self._hand_off()
+            raise
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        async with self._cond:
-            self.active -= 1
-            self._cond.notify_all()
+        self.active -= 1
+        self._hand_off()
 
 
 class RateLimiter:

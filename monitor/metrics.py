@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+from typing import Any
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client.core import CounterMetricFamily
+from prometheus_client.registry import Collector
 
 _PREFIX = "relevancy_monitor_"
 
@@ -36,6 +41,33 @@ class Metrics:
         self.paused = Gauge(_PREFIX + "consumption_paused", "1 while consumption is paused for backpressure", registry=r)
         self.lag = Gauge(_PREFIX + "consumer_lag", "Records behind the high-watermark", ["topic", "partition"], registry=r)
 
+    def watch_judge(self, judge: Any) -> None:
+        """Export an LLM judge's own counters (API attempts, errors and retries by kind, tokens)."""
+        stats = getattr(judge, "stats", None)
+        if isinstance(stats, Mapping):
+            self.registry.register(_JudgeStatsCollector(judge.info.method, stats))
+
     def serve(self, port: int) -> None:
         """Expose /metrics on `port` in a daemon thread."""
         start_http_server(port, registry=self.registry)
+
+
+class _JudgeStatsCollector(Collector):
+    """Reads the judge's `stats` counters at scrape time (keys like `error.rate_limited`, `tokens.input`)."""
+
+    def __init__(self, method: str, stats: Mapping[str, int]) -> None:
+        self._method = method
+        self._stats = stats
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        requests = CounterMetricFamily(_PREFIX + "judge_api_requests", "Judge API requests sent (each attempt)", labels=["judge"])
+        errors = CounterMetricFamily(_PREFIX + "judge_api_errors", "Failed judge API attempts by kind", labels=["judge", "kind"])
+        retries = CounterMetricFamily(_PREFIX + "judge_api_retries", "Judge API retries by the kind that caused them", labels=["judge", "kind"])
+        tokens = CounterMetricFamily(_PREFIX + "judge_tokens", "Judge tokens by type", labels=["judge", "type"])
+        requests.add_metric([self._method], self._stats.get("attempts", 0))
+        for key, value in list(self._stats.items()):
+            prefix, _, kind = key.partition(".")
+            family = {"error": errors, "retry": retries, "tokens": tokens}.get(prefix)
+            if family is not None and kind:
+                family.add_metric([self._method, kind], value)
+        yield from (requests, errors, retries, tokens)

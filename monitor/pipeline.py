@@ -50,6 +50,7 @@ class Pipeline:
         self.judge = judge
         self.store = store
         self.metrics = metrics or Metrics()
+        self.metrics.watch_judge(judge)
         self.tracker = OffsetTracker()
         self.sampler = Sampler(settings.sample_rate, settings.sample_key)
         assert settings.resume_in_flight is not None
@@ -263,6 +264,7 @@ class Pipeline:
         reasons = set(self._paused_for)
         if change is True:
             reasons.add("in_flight_cap")
+            self.sink.request_flush()  # nothing more arrives until rows are acknowledged: do not wait for a bound
         elif change is False:
             reasons.discard("in_flight_cap")
         if self.breaker.is_open:
@@ -332,9 +334,9 @@ def estimate_tokens(event: ConversationEvent) -> float:
 
 
 def _rate_limited_count(judge: Judge) -> int:
-    # LLM judges count the 429s they met (retried inside their call); the heuristic has none.
+    # LLM judges count the 429s they met, including those retried inside one call; the heuristic has none.
     stats = getattr(judge, "stats", None)
-    return int(stats.get("rate_limited", 0)) if isinstance(stats, dict) else 0
+    return int(stats.get("error.rate_limited", 0)) if isinstance(stats, dict) else 0
 
 
 def _log_task_failure(task: asyncio.Task[None]) -> None:

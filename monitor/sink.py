@@ -68,6 +68,7 @@ class ClickHouseSink(Generic[T]):
         self._lock = asyncio.Lock()
         self._wake = asyncio.Event()
         self._closing = False
+        self._flush_requested = False
 
     def __len__(self) -> int:
         return len(self._rows)
@@ -81,9 +82,17 @@ class ClickHouseSink(Generic[T]):
         if len(self._rows) >= self.max_rows:
             self._wake.set()
 
+    def request_flush(self) -> None:
+        """Flush what is buffered now, without waiting for a bound (e.g. consumption paused: no more rows come)."""
+        if self._rows:
+            self._flush_requested = True
+            self._wake.set()
+
     def _due(self) -> bool:
         if not self._rows:
             return False
+        if self._flush_requested:
+            return True
         return len(self._rows) >= self.max_rows or time.monotonic() - (self._oldest or 0) >= self.max_seconds
 
     async def flush(self) -> int:
@@ -91,6 +100,7 @@ class ClickHouseSink(Generic[T]):
         async with self._lock:
             if not self._rows:
                 return 0
+            self._flush_requested = False
             rows, tickets = self._rows[: self.max_rows], self._tickets[: self.max_rows]
             del self._rows[: self.max_rows], self._tickets[: self.max_rows]
             self._oldest = time.monotonic() if self._rows else None

@@ -17,7 +17,7 @@ class FakeClock:
         return self.t
 
 
-def test_aimd_halves_to_the_floor_and_climbs_back() -> None:
+async def test_aimd_halves_to_the_floor_and_climbs_back() -> None:
     lim = AdaptiveLimiter(ceiling=16, floor=2)
     assert lim.current == 16
     for expected in (8, 4, 2, 2):
@@ -48,6 +48,29 @@ async def test_limiter_bounds_concurrency_and_shrinks_live() -> None:
     peak = 0
     await asyncio.gather(*(work() for _ in range(20)))
     assert peak == 2
+    assert lim.active == 0 and not lim._waiters
+
+
+async def test_cancelled_waiters_do_not_leak_slots() -> None:
+    lim = AdaptiveLimiter(ceiling=1)
+    release = asyncio.Event()
+
+    async def hold() -> None:
+        async with lim:
+            await release.wait()
+
+    holder = asyncio.create_task(hold())
+    await asyncio.sleep(0)
+    waiters = [asyncio.create_task(hold()) for _ in range(3)]
+    await asyncio.sleep(0)
+    waiters[0].cancel()
+    release.set()
+    await holder
+    waiters[1].cancel()  # may have just been handed the slot
+    await asyncio.gather(*waiters, return_exceptions=True)
+    assert lim.active == 0
+    async with lim:
+        assert lim.active == 1
 
 
 def test_rate_limiter_requests_and_tokens() -> None:

@@ -1,0 +1,16 @@
+"""Run every benchmark in turn (`make bench`)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from bench import pipeline_throughput
+
+
+def main() -> None:
+    """Each benchmark prints its own ratios against a baseline measured in the same run."""
+    asyncio.run(pipeline_throughput.main(20_000))
+
+
+if __name__ == "__main__":
+    main()
