@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Coroutine
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -24,7 +25,7 @@ from consumers.sampling import SampleDecision, Sampler
 from consumers.source import KafkaSource, PauseGate
 from monitor.config import Settings
 from monitor.flow import AdaptiveLimiter, CircuitBreaker, RateLimiter
-from monitor.judges.base import JudgeError, JudgeUnavailable
+from monitor.judges.base import Judgement, JudgeError, JudgeUnavailable
 from monitor.kafka import make_consumer, make_producer
 from monitor.metrics import Metrics
 from monitor.rows import build_row
@@ -37,6 +38,16 @@ log = structlog.get_logger("monitor.pipeline")
 
 _POLL_MS = 100
 _LAG_EVERY_S = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeCall:
+    """The outcome of one judge call: a `Judgement` or the error text for the row."""
+
+    outcome: Judgement | str
+    elapsed_s: float
+    transient: bool  # worth retrying later (timeout, judge unavailable)
+    rate_limited: bool  # the provider throttled us: not the event's fault
 
 
 class Pipeline:
@@ -154,10 +165,13 @@ class Pipeline:
             if not self.tracker.is_current(ticket):  # revoked while waiting: the new owner judges it
                 self.breaker.on_abandoned()
                 return
-            outcome, elapsed, transient = await self._call_judge(event)
-            if transient:
+            call = await self._call_judge(event)
+            outcome, elapsed = call.outcome, call.elapsed_s
+            if call.transient:
                 self.breaker.on_failure()
-                attempts += 1
+                # Rate limiting is never the event's fault: it waits (AIMD and the breaker slow everyone down).
+                if not call.rate_limited:
+                    attempts += 1
                 # While the judge looks down (circuit open) the event waits instead of becoming an error row.
                 if self.breaker.is_open or attempts < self.settings.judge_event_attempts:
                     self.metrics.judge_deferred.labels(info.method).inc()
@@ -182,22 +196,21 @@ class Pipeline:
             log.warning("judge_failed", event_id=event.event_id, partition=ticket.tp.partition, offset=ticket.offset, error=row.error[:200])
         self.sink.add(row, ticket)
 
-    async def _call_judge(self, event: ConversationEvent) -> tuple[Any, float, bool]:
-        """One judge call under the rate limit and the adaptive concurrency limit.
-        Returns (Judgement or error text, seconds, whether the failure was transient)."""
+    async def _call_judge(self, event: ConversationEvent) -> JudgeCall:
+        """One judge call under the rate limit and the adaptive concurrency limit."""
         await self.rate.acquire(estimate_tokens(event))
         async with self.limiter:
             self.metrics.judge_concurrency.set(self.limiter.current)
             limited_before = _rate_limited_count(self.judge)
             started = time.monotonic()
-            transient = False
-            outcome: Any
+            transient = rate_limited = False
+            outcome: Judgement | str
             try:
                 outcome = await asyncio.wait_for(self.judge.judge(event.question, event.response), timeout=self.settings.judge_timeout_s)
             except TimeoutError:
                 outcome, transient = f"timeout: no verdict within {self.settings.judge_timeout_s}s", True
             except JudgeUnavailable as e:
-                outcome, transient = f"{e.reason}: {e}"[:1000], True
+                outcome, transient, rate_limited = f"{e.reason}: {e}"[:1000], True, e.kind == "rate_limited"
             except JudgeError as e:
                 outcome = f"{e.reason}: {e}"[:1000]
             except Exception as e:  # a bug in a judge: an error row, never a made-up score
@@ -209,7 +222,7 @@ class Pipeline:
                 self.metrics.judge_rate_limited.labels(self.judge.info.method).inc()
             elif not transient:
                 self.limiter.on_success()
-        return outcome, elapsed, transient
+        return JudgeCall(outcome, elapsed, transient, rate_limited)
 
     async def _dead_letter(self, record: ConsumerRecord[Any, Any], err: DecodeError, ticket: Ticket) -> None:
         delay = 0.2

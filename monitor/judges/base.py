@@ -21,9 +21,14 @@ class JudgeReplyInvalid(JudgeError):
 
 
 class JudgeUnavailable(JudgeError):
-    """The judge could not be reached or kept failing with transient errors (after the bounded retries)."""
+    """The judge could not be reached or kept failing with transient errors (after the bounded retries).
+    `kind` is the last failure (`rate_limited`, `overloaded`, `server_error`, `timeout`, `connection`, ...)."""
 
     reason = "unavailable"
+
+    def __init__(self, message: str, kind: str = "unknown") -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 @dataclass(frozen=True, slots=True)

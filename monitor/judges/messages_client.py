@@ -142,7 +142,7 @@ class MessagesClient:
         summary = f"{failure.detail} (after {attempts} attempt{'s' if attempts > 1 else ''})"
         if failure.kind == "invalid_reply":
             raise JudgeReplyInvalid(summary)
-        raise JudgeUnavailable(f"{failure.kind}: {summary}")
+        raise JudgeUnavailable(f"{failure.kind}: {summary}", kind=failure.kind)
 
     async def aclose(self) -> None:
         """Close the HTTP connections."""

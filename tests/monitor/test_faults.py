@@ -18,7 +18,8 @@ from monitor.localbroker import LocalBroker
 from monitor.store import AsyncStore
 from monitor.traffic import generate_events
 from schemas.events import KafkaPosition
-from tests.harness import RunningPipeline, committed_offsets, count_rows, wait_for
+from tests.fake_messages_api import FakeMessagesAPI, Reply, overloaded, server_error, slow
+from tests.harness import RunningPipeline, committed_offsets, count_rows, produce_values, read_all, wait_for
 from tests.monitor.test_cli import CLI, cli, monitor_env
 
 pytestmark = pytest.mark.slow
@@ -149,3 +150,87 @@ async def test_rebalance_two_members_one_stopped_mid_stream(broker: LocalBroker,
 
 async def _rows_over(store: AsyncStore, n: int) -> bool:
     return await count_rows(store, final=False) > n
+
+
+async def test_judge_outage_then_recovery_no_loss_no_error_rows_bounded_memory(
+    broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore, fake_messages_api: FakeMessagesAPI
+) -> None:
+    settings = make_settings(
+        judge="rubric", judge_max_retries=1, judge_request_timeout_s=1.0, judge_concurrency=8, max_in_flight=60, resume_in_flight=20,
+        kafka_max_poll_records=20, breaker_threshold=3, breaker_cooldown_s=0.5, breaker_max_cooldown_s=2.0,
+        **fake_messages_api.settings_overrides(),
+    )
+    n = 300
+    await produce_values(broker.bootstrap, settings.kafka_topics[0], generate_events(n, seed=21, malformed_share=0.0))
+    peak = 0
+    async with RunningPipeline(settings, async_store) as run:
+        async def some_rows() -> bool:
+            return await count_rows(async_store, final=False) >= 20
+        await wait_for(some_rows, 60, "the first rows")
+        # the outage: overloaded, then 500s, then hanging replies past the client timeout, then recovery
+        fake_messages_api.fail_for(3.0, overloaded())
+        await asyncio.sleep(3.0)
+        fake_messages_api.fail_for(2.0, server_error())
+        await asyncio.sleep(2.0)
+        fake_messages_api.always(slow(5.0))
+        await asyncio.sleep(3.0)
+        fake_messages_api.always(Reply())
+
+        async def all_rows() -> bool:
+            nonlocal peak
+            peak = max(peak, run.pipeline.tracker.in_flight())
+            return await count_rows(async_store, final=False) >= n
+        await wait_for(all_rows, 120, f"{n} rows after recovery")
+        assert run.pipeline.breaker.opens >= 1  # the circuit opened during the outage...
+        assert run.counter("relevancy_monitor_judge_deferred") > 0  # ...and events waited instead of failing
+    statuses = (await async_store.query(f"SELECT status, count() FROM {async_store.store.qualified_table} FINAL GROUP BY status")).rows
+    assert statuses == [("ok", n)]  # no loss, and no error rows for events that could be scored after recovery
+    assert peak <= 60 + 20  # in flight stayed under the cap (plus at most one fetch)
+    codes = fake_messages_api.statuses()
+    assert 529 in codes and 500 in codes
+
+
+async def test_rate_limited_provider_converges_without_loss(
+    broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore, fake_messages_api: FakeMessagesAPI
+) -> None:
+    settings = make_settings(judge="statements", judge_concurrency=16, judge_max_retries=2, **fake_messages_api.settings_overrides())
+    fake_messages_api.rate_limit(per_second=8, retry_after=1)
+    n = 120
+    await produce_values(broker.bootstrap, settings.kafka_topics[0], generate_events(n, seed=22, malformed_share=0.0))
+    lowest = 16
+    async with RunningPipeline(settings, async_store) as run:
+        async def all_rows() -> bool:
+            nonlocal lowest
+            lowest = min(lowest, run.pipeline.limiter.current)
+            return await count_rows(async_store, final=False) >= n
+        await wait_for(all_rows, 120, f"{n} rows under the rate limit")
+    statuses = (await async_store.query(f"SELECT status, count() FROM {async_store.store.qualified_table} FINAL GROUP BY status")).rows
+    assert statuses == [("ok", n)]
+    assert 429 in fake_messages_api.statuses()
+    assert lowest < 16  # concurrency backed off under 429s (AIMD)
+    assert run.counter("relevancy_monitor_judge_rate_limited") > 0
+    # the share of requests refused settles: the later half of the run sees fewer 429s than the first
+    codes = fake_messages_api.statuses()
+    first, second = codes[: len(codes) // 2], codes[len(codes) // 2:]
+    assert second.count(429) / len(second) <= first.count(429) / len(first)
+
+
+async def test_poison_mix_is_dead_lettered_while_good_events_are_scored(
+    broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore
+) -> None:
+    settings = make_settings(max_event_bytes=20_000)
+    rng = random.Random(5)
+    poison = [b"", b"\x00\x01\x02", b"{", b"null", b"123", b'{"messages": "nope"}', b'{"messages": [{"role": 1}]}',
+              json.dumps({"user_message": "q", "response": "a" * 30_000}).encode(), b'{"user_message": "q", "response": "a", "timestamp": 1e30}',
+              "{\"user_message\": \"\u00e9\", \"response\": \"\ud800\"}".encode("utf-8", "surrogatepass")]
+    good = list(generate_events(200, seed=23, malformed_share=0.0))
+    values = good + poison * 5
+    rng.shuffle(values)
+    total = await produce_values(broker.bootstrap, settings.kafka_topics[0], values, key=lambda i: b"k")
+    async with RunningPipeline(settings, async_store) as run:
+        await wait_for(lambda: _all_committed(broker.bootstrap, settings.kafka_group_id, settings.kafka_topics[0], total), 60,
+                       "every offset committed")
+    assert await count_rows(async_store) == 200
+    assert run.counter("relevancy_monitor_events_dead_lettered") == len(poison) * 5
+    dead = await read_all(broker.bootstrap, settings.dlq_topic, len(poison) * 5)
+    assert len(dead) == len(poison) * 5 and all(dict(r.headers).get("x-dlq-reason") for r in dead)
