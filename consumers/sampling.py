@@ -1,20 +1,128 @@
-"""Deterministic sampling: the same key gets the same decision in every process and on every replay."""
+"""Deterministic sampling: which events are judged, at what effective rate, by which rule.
+
+The decision is `hash(key) < effective_rate`, with the hash of `conversation_id` (default) or `event_id`: the same
+key gets the same decision in every process and on every replay at the same rate, and a lower rate samples a
+subset of a higher one. The effective rate is the first matching rule's rate (or the base rate), raised to 1
+while a segment has fewer than its minimum judged events in the current window, then multiplied by an outside
+factor (budget and freshness, decided in `monitor`)."""
 
 from __future__ import annotations
 
 import hashlib
+from collections import defaultdict
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from schemas.events import ConversationEvent
 
 SampleKey = Literal["conversation_id", "event_id"]
+SegmentField = Literal["app", "model", "prompt_version"]
+
+
+class SamplingConfigError(Exception):
+    """The sampling file is missing, not YAML, or invalid; the message is one line naming the field."""
 
 
 def sample_point(key: str) -> float:
     """A stable pseudo-random number in [0, 1) for `key` (BLAKE2b, independent of PYTHONHASHSEED)."""
     digest = hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest()
     return int.from_bytes(digest, "big") / 2**64
+
+
+class Match(BaseModel):
+    """What a rule matches: each given field must equal one of the listed values (all must hold)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    app: list[str] | None = None
+    model: list[str] | None = None
+    prompt_version: list[str] | None = None
+    metadata: dict[str, list[str]] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _scalars_to_lists(cls, data: object) -> object:
+        # `app: support-bot` is shorthand for `app: [support-bot]`
+        if isinstance(data, dict):
+            out = {k: ([v] if isinstance(v, str) else v) for k, v in data.items() if k != "metadata"}
+            meta = data.get("metadata") or {}
+            if isinstance(meta, dict):
+                out["metadata"] = {k: ([v] if isinstance(v, str) else v) for k, v in meta.items()}
+            else:
+                out["metadata"] = meta
+            return out
+        return data
+
+    def matches(self, event: ConversationEvent) -> bool:
+        """Whether every condition holds for `event`."""
+        for name in ("app", "model", "prompt_version"):
+            allowed = getattr(self, name)
+            if allowed is not None and getattr(event, name) not in allowed:
+                return False
+        return all(event.metadata.get(k) in allowed for k, allowed in self.metadata.items())
+
+
+class Rule(BaseModel):
+    """One sampling rule: `rate`, or `always`, or `never`, for the events it matches."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1)
+    match: Match = Field(default_factory=Match)
+    rate: float | None = Field(default=None, ge=0.0, le=1.0)
+    always: bool = False
+    never: bool = False
+
+    @model_validator(mode="after")
+    def _one_action(self) -> Rule:
+        if sum((self.rate is not None, self.always, self.never)) != 1:
+            raise ValueError(f"rule {self.name!r} needs exactly one of rate, always: true, never: true")
+        return self
+
+
+class MinPerSegment(BaseModel):
+    """Judge everything in a segment until it has `events` judged in the current window."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    events: int = Field(ge=1)
+    window_s: float = Field(3600.0, gt=0)
+    segment_by: list[SegmentField] = Field(default_factory=lambda: ["app", "model", "prompt_version"])
+
+
+class SamplingPolicy(BaseModel):
+    """The whole sampling configuration (the YAML file's content)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    key: SampleKey = "conversation_id"
+    default_rate: float = Field(1.0, ge=0.0, le=1.0)
+    rules: list[Rule] = Field(default_factory=list)
+    min_per_segment: MinPerSegment | None = None
+
+    @classmethod
+    def from_yaml(cls, path: Path, default_rate: float, key: SampleKey) -> SamplingPolicy:
+        """Load a policy file; `default_rate` and `key` apply where the file does not set them."""
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except OSError as e:
+            raise SamplingConfigError(f"cannot read sampling file {path}: {e.strerror}") from None
+        except yaml.YAMLError as e:
+            raise SamplingConfigError(f"sampling file {path} is not valid YAML: {str(e).splitlines()[0]}") from None
+        if not isinstance(data, dict):
+            raise SamplingConfigError(f"sampling file {path} must hold a mapping")
+        data.setdefault("default_rate", default_rate)
+        data.setdefault("key", key)
+        try:
+            return cls.model_validate(data)
+        except ValidationError as e:
+            err = e.errors(include_url=False)[0]
+            where = ".".join(str(x) for x in err["loc"]) or "(file)"
+            raise SamplingConfigError(f"sampling file {path}: {where}: {err['msg'].removeprefix('Value error, ')}") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,15 +135,52 @@ class SampleDecision:
 
 
 class Sampler:
-    """Samples events at a base rate by a hash of their conversation id (default) or event id."""
+    """Applies a `SamplingPolicy`; keeps per-segment judged counts for the minimum-per-segment rule."""
 
-    def __init__(self, rate: float, key: SampleKey = "conversation_id") -> None:
+    def __init__(self, policy: SamplingPolicy) -> None:
+        self.policy = policy
+        self._window_start: float | None = None
+        self._judged: dict[tuple[str, ...], int] = defaultdict(int)
+
+    @classmethod
+    def at_rate(cls, rate: float, key: SampleKey = "conversation_id") -> Sampler:
+        """A sampler with only a base rate."""
         if not 0.0 <= rate <= 1.0:
             raise ValueError(f"sample rate must be within [0, 1], got {rate}")
-        self.rate = rate
-        self.key = key
+        return cls(SamplingPolicy(default_rate=rate, key=key))
 
-    def decide(self, event: ConversationEvent) -> SampleDecision:
-        """The decision for one event."""
-        key = event.conversation_id if self.key == "conversation_id" else event.event_id
-        return SampleDecision(sampled=sample_point(key) < self.rate, rate=self.rate, rule="base")
+    def _segment(self, event: ConversationEvent) -> tuple[str, ...]:
+        assert self.policy.min_per_segment is not None
+        return tuple(getattr(event, f) for f in self.policy.min_per_segment.segment_by)
+
+    def _roll_window(self, now: float) -> None:
+        mps = self.policy.min_per_segment
+        if mps is None:
+            return
+        if self._window_start is None or now - self._window_start >= mps.window_s:
+            self._window_start = now - (now % mps.window_s)  # aligned windows: replicas agree on boundaries
+            self._judged.clear()
+
+    def decide(self, event: ConversationEvent, *, factor: float = 1.0, reason: str = "", now: float = 0.0) -> SampleDecision:
+        """The decision for one event. `factor` in [0, 1] scales rate-based decisions for `reason` (budget,
+        freshness); 0 stops all judging, `always` rules included."""
+        key = event.conversation_id if self.policy.key == "conversation_id" else event.event_id
+        point = sample_point(key)
+        rule = next((r for r in self.policy.rules if r.match.matches(event)), None)
+        if rule is not None and rule.never:
+            return SampleDecision(False, 0.0, f"never:{rule.name}")
+        if factor <= 0.0:
+            return SampleDecision(False, 0.0, f"stopped:{reason or 'factor'}")
+        if rule is not None and rule.always:
+            return SampleDecision(True, 1.0, f"always:{rule.name}")
+        rate, name = (rule.rate, f"rule:{rule.name}") if rule is not None and rule.rate is not None else (self.policy.default_rate, "base")
+        self._roll_window(now)
+        if self.policy.min_per_segment is not None and self._judged[self._segment(event)] < self.policy.min_per_segment.events:
+            rate, name = 1.0, "min_per_segment"
+        effective = rate * min(1.0, factor)
+        if factor < 1.0:
+            name = f"{name}*{factor:.3g}:{reason or 'factor'}"
+        sampled = effective > 0.0 and point < effective
+        if sampled and self.policy.min_per_segment is not None:
+            self._judged[self._segment(event)] += 1
+        return SampleDecision(sampled, effective, name)

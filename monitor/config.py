@@ -110,6 +110,21 @@ class Settings(BaseSettings):
     sample_rate: float = Field(1.0, ge=0.0, le=1.0, description="share of conversations judged")
     sample_key: Literal["conversation_id", "event_id"] = Field("conversation_id", description="what the sampling hash is over")
 
+    sampling_file: Path | None = Field(None, description="YAML sampling rules (segment rates, always/never, minimum per segment)")
+    budget_usd_per_hour: float | None = Field(None, gt=0, description="cap on estimated judge spend per hour (USD)")
+    budget_usd_per_day: float | None = Field(None, gt=0, description="cap on estimated judge spend per UTC day (USD)")
+    budget_requests_per_hour: float | None = Field(None, gt=0, description="cap on judge calls per hour")
+    budget_requests_per_day: float | None = Field(None, gt=0, description="cap on judge calls per UTC day")
+    budget_tokens_per_hour: float | None = Field(None, gt=0, description="cap on judge tokens per hour")
+    budget_tokens_per_day: float | None = Field(None, gt=0, description="cap on judge tokens per UTC day")
+    budget_soft_limit: float = Field(0.8, gt=0, le=1, description="share of a cap where the sampling rate starts to fall")
+    budget_sync_s: float = Field(30.0, gt=0, description="how often spend is re-read from the store (all replicas)")
+    freshness_max_lag: int | None = Field(100_000, ge=1, description="consumer lag (records) above which the sampling rate is lowered")
+    freshness_min_factor: float = Field(0.01, gt=0, le=1, description="lowest share of the sampling rate kept under pressure")
+    cache_max_entries: int = Field(10_000, ge=0, description="verdict cache size (0 disables)")
+    cache_ttl_s: float = Field(3600.0, gt=0, description="how long a cached verdict is reused")
+    traffic_flush_s: float = Field(10.0, gt=0, description="how often per-segment traffic counts are written")
+
     # Flow and delivery
     max_in_flight: int = Field(2000, ge=2, description="events fetched and not yet finished; consumption pauses at this cap")
     resume_in_flight: int | None = Field(None, ge=0, description="consumption resumes at or below this (default: half the cap)")

@@ -32,6 +32,11 @@ class Metrics:
             _PREFIX + "judge_latency_seconds", "Time to judge one event, retries included", ["judge"],
             buckets=(0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60), registry=r,
         )
+        self.sampling_factor = Gauge(_PREFIX + "sampling_factor", "Multiplier on sampling rates (budget, freshness); 1 is none",
+                                     ["reason"], registry=r)
+        self.budget_used = Gauge(_PREFIX + "budget_used_ratio", "Largest share of any judge spend cap used in its window", registry=r)
+        self.cache_hits = Counter(_PREFIX + "verdict_cache_hits", "Events scored from the verdict cache", registry=r)
+        self.sampled = Counter(_PREFIX + "events_sampled", "Decoded events selected for judging", ["app", "rule"], registry=r)
         self.rows_written = Counter(_PREFIX + "rows_written", "Rows durably inserted into ClickHouse", registry=r)
         self.insert_failures = Counter(_PREFIX + "insert_failures", "Failed ClickHouse insert attempts (retried)", registry=r)
         self.flush_seconds = Histogram(_PREFIX + "flush_seconds", "Time to write one batch", registry=r)

@@ -21,10 +21,15 @@ from aiokafka.structs import ConsumerRecord
 from consumers.deadletter import DeadLetterPublisher
 from consumers.decode import DecodeError, decode_event
 from consumers.offsets import OffsetTracker, Ticket
-from consumers.sampling import SampleDecision, Sampler
+from consumers.sampling import SampleDecision
 from consumers.source import KafkaSource, PauseGate
 from monitor.config import Settings
+from monitor.budget import Spend
+from monitor.cache import VerdictCache, cache_key
 from monitor.flow import AdaptiveLimiter, CircuitBreaker, RateLimiter
+from monitor.policy import build_budget, build_freshness, build_sampler
+from monitor.traffic_counts import COLUMNS as TRAFFIC_COLUMNS
+from monitor.traffic_counts import TrafficCounter
 from monitor.judges.base import Judgement, JudgeError, JudgeUnavailable
 from monitor.kafka import make_consumer, make_producer
 from monitor.metrics import Metrics
@@ -33,11 +38,13 @@ from monitor.sink import ClickHouseSink, SinkClosed
 from monitor.store import AsyncStore
 from monitor.typing import Judge
 from schemas.events import ConversationEvent, KafkaPosition
+from schemas.scored import ScoredRow
 
 log = structlog.get_logger("monitor.pipeline")
 
 _POLL_MS = 100
 _LAG_EVERY_S = 5.0
+_FACTOR_EVERY_S = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +70,13 @@ class Pipeline:
         self.metrics = metrics or Metrics()
         self.metrics.watch_judge(judge)
         self.tracker = OffsetTracker()
-        self.sampler = Sampler(settings.sample_rate, settings.sample_key)
+        self.sampler = build_sampler(settings)
+        self.budget = build_budget(settings)
+        self.freshness = build_freshness(settings)
+        self.cache = VerdictCache(settings.cache_max_entries, settings.cache_ttl_s)
+        self.traffic = TrafficCounter()
+        self._factor, self._factor_reason = 1.0, ""
+        self._rate_limited_seen = 0
         assert settings.resume_in_flight is not None
         self.gate = PauseGate(high=settings.max_in_flight, low=settings.resume_in_flight)
         self.sink: ClickHouseSink[Ticket] = ClickHouseSink(
@@ -93,13 +106,16 @@ class Pipeline:
         log.info("pipeline_started", topics=self.settings.kafka_topics, group=self.settings.kafka_group_id,
                  judge=self.judge.info.method, judge_id=self.judge.info.judge_id, heuristic_judge=self.judge.info.heuristic)
         self._background.append(asyncio.create_task(self.sink.run(), name="sink-flusher"))
+        self._background.append(asyncio.create_task(self._traffic_loop(), name="traffic-counts"))
+        if self.budget.enabled:
+            self._background.append(asyncio.create_task(self._budget_sync_loop(), name="budget-sync"))
         try:
             await self._consume(stop)
         finally:
             await self._shutdown()
 
     async def _consume(self, stop: asyncio.Event) -> None:
-        last_commit = last_lag = time.monotonic()
+        last_commit = last_lag = last_factor = time.monotonic()
         while not stop.is_set():
             batch = await self.source.getmany(timeout_ms=_POLL_MS, max_records=self.settings.kafka_max_poll_records)
             for tp, records in batch.items():
@@ -110,8 +126,14 @@ class Pipeline:
             if now - last_commit >= self.settings.commit_interval_s:
                 await self.commit()
                 last_commit = now
+            if now - last_factor >= _FACTOR_EVERY_S:
+                self._update_factor()
+                last_factor = now
             if now - last_lag >= _LAG_EVERY_S:
-                await self._update_lag()
+                lag = await self._update_lag()
+                limited = _rate_limited_count(self.judge)
+                self.freshness.update(lag, throttled=limited > self._rate_limited_seen)
+                self._rate_limited_seen = limited
                 last_lag = now
 
     async def _shutdown(self) -> None:
@@ -128,6 +150,7 @@ class Pipeline:
         for task in self._background:
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
+        await self._flush_traffic()
         await self.commit()
         left = self.tracker.in_flight()
         log.info("stopped", unfinished_events=left, note="unfinished events are not committed and will be redelivered" if left else "")
@@ -148,16 +171,33 @@ class Pipeline:
                 max_bytes=self.settings.max_event_bytes,
             )
         except DecodeError as e:
+            at = record.timestamp / 1000 if record.timestamp and record.timestamp > 0 else time.time()
+            self.traffic.add(at, "", "", "", "consumed")
+            self.traffic.add(at, "", "", "", "dead_lettered")
             self._spawn(tp, self._dead_letter(record, e, ticket))
             return
-        decision = self.sampler.decide(event)
+        if self.budget.enabled:  # per decision, so a burst cannot run past the cap between refreshes
+            self._update_factor()
+        decision = self.sampler.decide(event, factor=self._factor, reason=self._factor_reason, now=time.time())
+        at = event.event_time.timestamp()
+        self.traffic.add(at, event.app, event.model, event.prompt_version, "consumed")
         if not decision.sampled:
+            self.traffic.add(at, event.app, event.model, event.prompt_version, "not_sampled")
             self.metrics.not_sampled.labels(event.app).inc()
             self.tracker.done(ticket)
             return
-        self._spawn(tp, self._judge_event(event, decision, ticket))
+        self.traffic.add(at, event.app, event.model, event.prompt_version, "sampled")
+        self.metrics.sampled.labels(event.app, decision.rule.split(":", 1)[0].split("*", 1)[0]).inc()
+        key = cache_key(self.judge.info.judge_id, event.question, event.response)
+        hit = self.cache.get(key)
+        if hit is not None:  # costs nothing: no budget, no judge call
+            self.metrics.cache_hits.inc()
+            self._add_row(event, decision, ticket, hit, 0.0, cached=True)
+            return
+        self.budget.record(Spend(requests=1))  # reserved now; tokens and USD are added when the call returns
+        self._spawn(tp, self._judge_event(event, decision, ticket, key))
 
-    async def _judge_event(self, event: ConversationEvent, decision: SampleDecision, ticket: Ticket) -> None:
+    async def _judge_event(self, event: ConversationEvent, decision: SampleDecision, ticket: Ticket, key: bytes) -> None:
         info = self.judge.info
         attempts = 0
         while True:
@@ -183,10 +223,17 @@ class Pipeline:
             break
         if isinstance(outcome, str):
             self.metrics.judge_errors.labels(info.method, outcome.split(":", 1)[0]).inc()
+        else:
+            self.cache.put(key, outcome)
         self.metrics.judge_latency.labels(info.method).observe(elapsed)
+        self._add_row(event, decision, ticket, outcome, elapsed)
+
+    def _add_row(self, event: ConversationEvent, decision: SampleDecision, ticket: Ticket, outcome: Judgement | str, elapsed: float,
+                 cached: bool = False) -> None:
+        info = self.judge.info
         try:
             row = build_row(event, info, decision, outcome, latency_ms=int(elapsed * 1000), scored_at=datetime.now(UTC),
-                            store_text=self.settings.store_text)
+                            store_text=self.settings.store_text, cached=cached)
         except ValueError as e:  # a judgement that does not fit the row contract is an error, not a lost event
             log.error("invalid_judgement", event_id=event.event_id, error=str(e)[:200])
             row = build_row(event, info, decision, f"internal: invalid judgement: {e}"[:1000], latency_ms=int(elapsed * 1000),
@@ -217,6 +264,9 @@ class Pipeline:
                 outcome = f"internal: {type(e).__name__}: {e}"[:1000]
                 log.exception("judge_crashed", event_id=event.event_id)
             elapsed = time.monotonic() - started
+            u = outcome.usage if isinstance(outcome, Judgement) else None
+            if u is not None:
+                self.budget.record(Spend(usd=u.cost_usd or 0.0, tokens=u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_write_tokens))
             if _rate_limited_count(self.judge) > limited_before:
                 self.limiter.on_rate_limited()
                 self.metrics.judge_rate_limited.labels(self.judge.info.method).inc()
@@ -240,9 +290,13 @@ class Pipeline:
         log.info("dead_lettered", topic=record.topic, partition=record.partition, offset=record.offset, reason=err.reason, detail=err.detail[:200])
         self.tracker.done(ticket)
 
-    def _acknowledge(self, tickets: list[Ticket]) -> None:
+    def _acknowledge(self, tickets: list[Ticket], rows: list[ScoredRow]) -> None:
         for ticket in tickets:
             self.tracker.done(ticket)
+        if self.budget.enabled:
+            paid = [r for r in rows if not r.cached]
+            self.budget.written(Spend(requests=len(paid), usd=sum(r.cost_usd or 0.0 for r in paid),
+                                      tokens=sum(r.input_tokens + r.output_tokens + r.cache_read_tokens + r.cache_write_tokens for r in paid)))
 
     # ---- tasks, flow, offsets ----------------------------------------------------------------------------
 
@@ -308,12 +362,71 @@ class Pipeline:
             self.metrics.commit_failures.inc()
         return committed
 
-    async def _update_lag(self) -> None:
+    async def _update_lag(self) -> int:
+        """Refresh the per-partition lag gauges; returns the total lag of owned partitions."""
         try:
-            for tp, lag in (await self.source.lag()).items():
-                self.metrics.lag.labels(tp.topic, str(tp.partition)).set(lag)
+            lags = await self.source.lag()
         except KafkaError as e:
             log.debug("lag_unavailable", error=type(e).__name__)
+            return 0
+        for tp, lag in lags.items():
+            self.metrics.lag.labels(tp.topic, str(tp.partition)).set(lag)
+        return sum(lags.values())
+
+    # ---- cost and freshness ------------------------------------------------------------------------------
+
+    def _update_factor(self) -> None:
+        """Combine the budget and freshness factors into the multiplier the sampler applies."""
+        budget, fresh = self.budget.factor(), self.freshness.factor
+        factor = budget * fresh
+        reason = "budget" if budget < 1.0 else ("freshness" if fresh < 1.0 else "")
+        if (factor == 0.0) != (self._factor == 0.0):
+            if factor == 0.0:
+                log.warning("budget_exhausted", used=round(self.budget.used(), 3), note="judging stops until the budget window rolls over")
+            else:
+                log.info("budget_available", factor=round(factor, 3))
+        elif reason != self._factor_reason:
+            log.info("sampling_factor_changed", factor=round(factor, 3), reason=reason or "none")
+        self._factor, self._factor_reason = factor, reason
+        self.metrics.budget_used.set(self.budget.used())
+        self.metrics.sampling_factor.labels("budget").set(budget)
+        self.metrics.sampling_factor.labels("freshness").set(fresh)
+
+    async def _budget_sync_loop(self) -> None:
+        """Re-read the spend of all replicas from the store for the current hour and day."""
+        t = self.store.store.qualified_table
+        while True:
+            hour_start, day_start = self.budget.window_starts()
+            try:
+                r = await self.store.query(
+                    f"WITH toDateTime64({{h:Float64}}, 3, 'UTC') AS h SELECT countIf(scored_at >= h),"
+                    f" sumIf(input_tokens + output_tokens + cache_read_tokens + cache_write_tokens, scored_at >= h),"
+                    f" sumIf(ifNull(cost_usd, 0), scored_at >= h), count(),"
+                    f" sum(input_tokens + output_tokens + cache_read_tokens + cache_write_tokens), sum(ifNull(cost_usd, 0))"
+                    f" FROM {t} WHERE scored_at >= toDateTime64({{d:Float64}}, 3, 'UTC') AND NOT cached",
+                    {"h": hour_start, "d": day_start},
+                )
+                row = r.rows[0]
+                self.budget.sync(Spend(*map(float, row[0:3])), Spend(*map(float, row[3:6])))
+            except Exception as e:  # the local view keeps counting; the next sync catches up
+                log.warning("budget_sync_failed", error=type(e).__name__, detail=str(e)[:200])
+            self._update_factor()
+            await asyncio.sleep(self.settings.budget_sync_s)
+
+    async def _flush_traffic(self) -> None:
+        rows = self.traffic.drain()
+        if not rows:
+            return
+        try:
+            await self.store.insert_table("traffic_counts", TRAFFIC_COLUMNS, rows)
+        except Exception as e:  # counts are best-effort: keep them for the next attempt
+            self.traffic.restore(rows)
+            log.warning("traffic_counts_write_failed", error=type(e).__name__, detail=str(e)[:200])
+
+    async def _traffic_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.traffic_flush_s)
+            await self._flush_traffic()
 
     # ---- rebalance ---------------------------------------------------------------------------------------
 

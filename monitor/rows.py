@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from consumers.sampling import SampleDecision
-from monitor.judges.base import Judgement, JudgeInfo
+from monitor.judges.base import Judgement, JudgeInfo, Usage
 from schemas.events import ConversationEvent
 from schemas.scored import ScoredRow
 
@@ -19,8 +19,10 @@ def build_row(
     latency_ms: int,
     scored_at: datetime,
     store_text: bool,
+    cached: bool = False,
 ) -> ScoredRow:
-    """An ok row from a `Judgement`, or an error row (no score) from an error string."""
+    """An ok row from a `Judgement`, or an error row (no score) from an error string. A `cached` verdict cost
+    nothing this time: its row carries no tokens or cost."""
     common = dict(
         event_id=event.event_id,
         conversation_id=event.conversation_id,
@@ -44,8 +46,9 @@ def build_row(
     )
     if isinstance(outcome, str):
         return ScoredRow(status="error", error=outcome, **common)
-    u = outcome.usage
+    u = Usage() if cached else outcome.usage
     return ScoredRow(
+        cached=cached,
         status="ok",
         score=outcome.score,
         raw_score=outcome.raw_score,

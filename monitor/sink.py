@@ -5,8 +5,8 @@ Commit order, per row:
   2. A flush (size bound `max_rows` or time bound `max_seconds`) inserts the whole batch with a deduplication
      token derived from its contents, retrying the *same* batch with the *same* token on failure, so an insert
      whose acknowledgement was lost is not written twice.
-  3. Only after the insert returns are the batch's tickets passed to `on_durable`, which marks their offsets
-     done; the consumer then commits the contiguous low-water mark.
+  3. Only after the insert returns are the batch's tickets (and rows) passed to `on_durable`, which marks
+     their offsets done; the consumer then commits the contiguous low-water mark.
 A crash between 2 and 3 re-delivers the events; the table's replacing key collapses the re-scored rows.
 """
 
@@ -47,7 +47,7 @@ class ClickHouseSink(Generic[T]):
     def __init__(
         self,
         store: AsyncStore,
-        on_durable: Callable[[list[T]], None],
+        on_durable: Callable[[list[T], list[ScoredRow]], None],
         metrics: Metrics,
         *,
         max_rows: int = 1000,
@@ -127,7 +127,7 @@ class ClickHouseSink(Generic[T]):
                 raise
             self._metrics.flush_seconds.observe(time.monotonic() - started)
             self._metrics.rows_written.inc(len(rows))
-            self._on_durable(tickets)
+            self._on_durable(tickets, rows)
             return len(rows)
 
     async def flush_all(self) -> None:

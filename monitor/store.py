@@ -100,6 +100,10 @@ class ClickHouseStore:
             settings={"insert_deduplication_token": dedup_token},
         )
 
+    def insert_table(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+        """Insert plain rows into another table of this database (e.g. traffic counts)."""
+        self.client.insert(f"{self.database}.{table}", list(rows), column_names=list(columns))
+
     def query(self, sql: str, parameters: dict[str, Any] | None = None) -> QueryResult:
         """Run a query; raises `StoreError` with ClickHouse's message on failure."""
         try:
@@ -133,6 +137,10 @@ class AsyncStore:
     async def insert_rows(self, rows: Sequence[ScoredRow], dedup_token: str) -> None:
         """See `ClickHouseStore.insert_rows`."""
         await self._run(self.store.insert_rows, rows, dedup_token)
+
+    async def insert_table(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+        """See `ClickHouseStore.insert_table`."""
+        await self._run(self.store.insert_table, table, columns, rows)
 
     async def query(self, sql: str, parameters: dict[str, Any] | None = None) -> QueryResult:
         """See `ClickHouseStore.query`."""

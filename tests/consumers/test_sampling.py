@@ -30,7 +30,7 @@ def test_hash_is_stable_across_processes_and_hash_seeds() -> None:
 @pytest.mark.parametrize("rate", [0.0, 0.01, 0.3, 1.0])
 def test_rate_within_tolerance(rate: float) -> None:
     n = 40_000
-    s = Sampler(rate)
+    s = Sampler.at_rate(rate)
     hits = sum(s.decide(event(f"c{i}", f"e{i}")).sampled for i in range(n))
     sigma = (n * rate * (1 - rate)) ** 0.5
     assert abs(hits - n * rate) <= 4 * sigma + (0 if 0 < rate < 1 else 0)
@@ -39,20 +39,121 @@ def test_rate_within_tolerance(rate: float) -> None:
 
 
 def test_all_turns_of_a_conversation_share_the_decision() -> None:
-    s = Sampler(0.5)
+    s = Sampler.at_rate(0.5)
     for c in range(200):
         decisions = {s.decide(event(f"conv-{c}", f"e{c}-{t}")).sampled for t in range(5)}
         assert len(decisions) == 1
 
 
 def test_event_id_key_samples_turns_independently() -> None:
-    s = Sampler(0.5, key="event_id")
+    s = Sampler.at_rate(0.5, key="event_id")
     mixed = sum(len({s.decide(event(f"conv-{c}", f"e{c}-{t}")).sampled for t in range(6)}) == 2 for c in range(100))
     assert mixed > 80
 
 
 def test_decision_records_rate_and_rule() -> None:
-    d = Sampler(0.25).decide(event("x", "y"))
+    d = Sampler.at_rate(0.25).decide(event("x", "y"))
     assert (d.rate, d.rule) == (0.25, "base")
     with pytest.raises(ValueError):
-        Sampler(1.5)
+        Sampler.at_rate(1.5)
+
+
+# ---- rules, minimum per segment, factors --------------------------------------------------------------
+
+from pathlib import Path  # noqa: E402
+
+from consumers.sampling import SamplingConfigError, SamplingPolicy  # noqa: E402
+
+RULES_YAML = """
+default_rate: 0.1
+rules:
+  - name: negative-feedback
+    match: {metadata: {feedback: negative}}
+    always: true
+  - name: internal
+    match: {app: [smoke-test, load-test]}
+    never: true
+  - name: new-prompt
+    match: {app: support-bot, prompt_version: v13}
+    rate: 0.5
+  - name: all-support
+    match: {app: support-bot}
+    rate: 0.2
+"""
+
+
+def seg_event(i: int, app: str = "support-bot", pv: str = "v12", meta: dict[str, str] | None = None) -> ConversationEvent:
+    return ConversationEvent(event_id=f"e{i}", conversation_id=f"c{i}", event_time=datetime.now(UTC), app=app, model="m", prompt_version=pv,
+                             metadata=meta or {}, question="q", response="r", shape="flat", source=KafkaPosition(topic="t", partition=0, offset=i))
+
+
+def policy(tmp_path: Path, text: str = RULES_YAML) -> SamplingPolicy:
+    f = tmp_path / "sampling.yaml"
+    f.write_text(text)
+    return SamplingPolicy.from_yaml(f, default_rate=1.0, key="conversation_id")
+
+
+def test_rules_precedence_first_match_wins(tmp_path: Path) -> None:
+    s = Sampler(policy(tmp_path))
+    d = s.decide(seg_event(1, app="smoke-test", meta={"feedback": "negative"}))
+    assert (d.sampled, d.rule) == (True, "always:negative-feedback")  # listed before `never`
+    assert s.decide(seg_event(2, app="load-test")).rule == "never:internal"
+    assert s.decide(seg_event(3, pv="v13")).rule == "rule:new-prompt"  # more specific rule listed first
+    assert s.decide(seg_event(4, pv="v12")).rule == "rule:all-support"
+    d = s.decide(seg_event(5, app="travel"))
+    assert (d.rule, d.rate) == ("base", 0.1)
+
+
+def test_rule_rates_within_tolerance_on_a_large_stream(tmp_path: Path) -> None:
+    s = Sampler(policy(tmp_path))
+    n = 30_000
+    for app, pv, rate in (("support-bot", "v13", 0.5), ("support-bot", "v12", 0.2), ("travel", "v1", 0.1), ("smoke-test", "v1", 0.0)):
+        hits = sum(s.decide(seg_event(i, app=app, pv=pv)).sampled for i in range(n))
+        sigma = (n * rate * (1 - rate)) ** 0.5
+        assert abs(hits - n * rate) <= 4 * sigma, (app, pv, hits)
+
+
+def test_lower_rates_sample_a_subset_of_higher_ones() -> None:
+    low, high = Sampler.at_rate(0.05), Sampler.at_rate(0.2)
+    for i in range(5000):
+        e = seg_event(i)
+        if low.decide(e).sampled:
+            assert high.decide(e).sampled
+
+
+def test_minimum_per_segment_boosts_small_segments_then_falls_back(tmp_path: Path) -> None:
+    p = policy(tmp_path, "default_rate: 0.01\nmin_per_segment: {events: 30, window_s: 60, segment_by: [app]}\n")
+    s = Sampler(p)
+    now = 6000.0  # a window boundary
+    small = [s.decide(seg_event(i, app="tiny"), now=now + 1) for i in range(40)]
+    assert [d.sampled for d in small[:30]] == [True] * 30 and {d.rule for d in small[:30]} == {"min_per_segment"}
+    assert all(d.rule == "base" for d in small[30:]) and sum(d.sampled for d in small[30:]) <= 2
+    big = [s.decide(seg_event(1000 + i, app="big"), now=now + 2) for i in range(2000)]
+    assert sum(d.sampled for d in big) < 30 + 60  # 30 guaranteed, then ~1%
+    assert s.decide(seg_event(99, app="tiny"), now=now + 61).rule == "min_per_segment"  # a new window
+
+
+def test_factor_scales_rates_and_zero_stops_everything(tmp_path: Path) -> None:
+    s = Sampler(policy(tmp_path))
+    d = s.decide(seg_event(7, app="travel"), factor=0.5, reason="budget")
+    assert d.rate == 0.05 and d.rule == "base*0.5:budget"
+    d = s.decide(seg_event(8, meta={"feedback": "negative"}), factor=0.5, reason="budget")
+    assert (d.sampled, d.rate) == (True, 1.0)  # always is not scaled
+    d = s.decide(seg_event(8, meta={"feedback": "negative"}), factor=0.0, reason="budget")
+    assert (d.sampled, d.rule) == (False, "stopped:budget")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("rules: [{name: x, rate: 0.5, never: true}]", "exactly one of"),
+        ("rules: [{name: x, rate: 2}]", "rules.0.rate"),
+        ("rules: [{name: x, match: {colour: red}, never: true}]", "colour"),
+        ("default_rate: [", "not valid YAML"),
+        ("- a\n- b", "must hold a mapping"),
+    ],
+)
+def test_bad_sampling_files_are_one_line_errors(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(SamplingConfigError) as info:
+        policy(tmp_path, text)
+    assert message in str(info.value) and "\n" not in str(info.value)

@@ -43,7 +43,7 @@ def rows(n: int, prefix: str = "e") -> list[ScoredRow]:
 
 async def test_batches_by_size_and_acknowledges_after_write(async_store: AsyncStore) -> None:
     acked: list[int] = []
-    sink: ClickHouseSink[int] = ClickHouseSink(async_store, acked.extend, Metrics(), max_rows=3, max_seconds=60)
+    sink: ClickHouseSink[int] = ClickHouseSink(async_store, lambda t, r: acked.extend(t), Metrics(), max_rows=3, max_seconds=60)
     for i, r in enumerate(rows(7)):
         sink.add(r, i)
     assert acked == []
@@ -56,7 +56,7 @@ async def test_batches_by_size_and_acknowledges_after_write(async_store: AsyncSt
 
 async def test_time_bound_flushes_a_small_batch(async_store: AsyncStore) -> None:
     acked: list[int] = []
-    sink: ClickHouseSink[int] = ClickHouseSink(async_store, acked.extend, Metrics(), max_rows=1000, max_seconds=0.2)
+    sink: ClickHouseSink[int] = ClickHouseSink(async_store, lambda t, r: acked.extend(t), Metrics(), max_rows=1000, max_seconds=0.2)
     runner = asyncio.create_task(sink.run())
     try:
         sink.add(rows(1)[0], 1)
@@ -75,7 +75,7 @@ async def test_store_outage_is_retried_with_the_same_token(async_store: AsyncSto
     store = FaultyStore(async_store, fail_before=3)
     acked: list[int] = []
     m = Metrics()
-    sink: ClickHouseSink[int] = ClickHouseSink(store, acked.extend, m, max_rows=10, retry_initial_s=0.01)
+    sink: ClickHouseSink[int] = ClickHouseSink(store, lambda t, r: acked.extend(t), m, max_rows=10, retry_initial_s=0.01)
     for i, r in enumerate(rows(4)):
         sink.add(r, i)
     await sink.flush()
@@ -88,7 +88,7 @@ async def test_store_outage_is_retried_with_the_same_token(async_store: AsyncSto
 async def test_lost_acknowledgement_does_not_duplicate_rows(async_store: AsyncStore) -> None:
     store = FaultyStore(async_store, fail_after=2)
     acked: list[int] = []
-    sink: ClickHouseSink[int] = ClickHouseSink(store, acked.extend, Metrics(), max_rows=10, retry_initial_s=0.01)
+    sink: ClickHouseSink[int] = ClickHouseSink(store, lambda t, r: acked.extend(t), Metrics(), max_rows=10, retry_initial_s=0.01)
     for i, r in enumerate(rows(5)):
         sink.add(r, i)
     await sink.flush()
@@ -99,7 +99,7 @@ async def test_lost_acknowledgement_does_not_duplicate_rows(async_store: AsyncSt
 async def test_cancel_mid_write_puts_the_batch_back(async_store: AsyncStore) -> None:
     store = FaultyStore(async_store, fail_before=1000)
     acked: list[int] = []
-    sink: ClickHouseSink[int] = ClickHouseSink(store, acked.extend, Metrics(), max_rows=10, retry_initial_s=0.05)
+    sink: ClickHouseSink[int] = ClickHouseSink(store, lambda t, r: acked.extend(t), Metrics(), max_rows=10, retry_initial_s=0.05)
     for i, r in enumerate(rows(3)):
         sink.add(r, i)
     with pytest.raises(TimeoutError):
@@ -113,7 +113,7 @@ async def test_cancel_mid_write_puts_the_batch_back(async_store: AsyncStore) -> 
 async def test_closed_sink_gives_up_and_keeps_rows_unacknowledged(async_store: AsyncStore) -> None:
     store = FaultyStore(async_store, fail_before=1000)
     acked: list[int] = []
-    sink: ClickHouseSink[int] = ClickHouseSink(store, acked.extend, Metrics(), retry_initial_s=0.01)
+    sink: ClickHouseSink[int] = ClickHouseSink(store, lambda t, r: acked.extend(t), Metrics(), retry_initial_s=0.01)
     sink.add(rows(1)[0], 1)
     sink.close()
     with pytest.raises(SinkClosed):
