@@ -120,6 +120,7 @@ class Settings(BaseSettings):
     budget_soft_limit: float = Field(0.8, gt=0, le=1, description="share of a cap where the sampling rate starts to fall")
     budget_sync_s: float = Field(30.0, gt=0, description="how often spend is re-read from the store (all replicas)")
     freshness_max_lag: int | None = Field(100_000, ge=1, description="consumer lag (records) above which the sampling rate is lowered")
+    lag_check_s: float = Field(5.0, gt=0, description="how often consumer lag is measured (metrics and freshness)")
     freshness_min_factor: float = Field(0.01, gt=0, le=1, description="lowest share of the sampling rate kept under pressure")
     cache_max_entries: int = Field(10_000, ge=0, description="verdict cache size (0 disables)")
     cache_ttl_s: float = Field(3600.0, gt=0, description="how long a cached verdict is reused")

@@ -43,7 +43,6 @@ from schemas.scored import ScoredRow
 log = structlog.get_logger("monitor.pipeline")
 
 _POLL_MS = 100
-_LAG_EVERY_S = 5.0
 _FACTOR_EVERY_S = 1.0
 
 
@@ -129,7 +128,7 @@ class Pipeline:
             if now - last_factor >= _FACTOR_EVERY_S:
                 self._update_factor()
                 last_factor = now
-            if now - last_lag >= _LAG_EVERY_S:
+            if now - last_lag >= self.settings.lag_check_s:
                 lag = await self._update_lag()
                 limited = _rate_limited_count(self.judge)
                 self.freshness.update(lag, throttled=limited > self._rate_limited_seen)

@@ -92,3 +92,19 @@ async def test_identical_pairs_reuse_the_verdict(
     first = (await async_store.query(f"SELECT cached, input_tokens > 0 FROM {t} FINAL WHERE event_id = 'first0'")).rows[0]
     assert first == (False, True)
     assert run.counter("relevancy_monitor_verdict_cache_hits") == 20
+
+
+async def test_lag_lowers_the_sampling_rate_and_rows_record_it(
+    broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore
+) -> None:
+    from tests.monitor.test_pipeline import ScriptedJudge
+
+    settings = make_settings(freshness_max_lag=100, lag_check_s=0.5, judge_concurrency=2, max_in_flight=20, resume_in_flight=5,
+                             kafka_max_poll_records=10, cache_max_entries=0)
+    await produce_values(broker.bootstrap, settings.kafka_topics[0], events(1500, "f"))
+    async with RunningPipeline(settings, async_store, judge=ScriptedJudge(delay_s=0.02)) as run:
+        await committed(broker, settings, 1500)
+    t = async_store.store.qualified_table
+    lowered = (await async_store.query(f"SELECT count(), min(sample_rate) FROM {t} FINAL WHERE sample_rule LIKE '%:freshness'")).rows[0]
+    assert lowered[0] > 0 and lowered[1] < 0.5  # judged at a lowered, recorded rate
+    assert run.counter("relevancy_monitor_events_not_sampled") > 500  # the backlog was thinned instead of judged stale
