@@ -99,17 +99,23 @@ class Lease:
         now = utc(now)
         if self._joined is None or self._last_beat is None or now - self._last_beat > self.ttl:
             self._joined = now
-        self.store.client.insert(self.table, [(self.replica, self._joined, now)], column_names=["replica", "joined_at", "heartbeat_at"])
+        self._beat(self._joined, now, released=False)
         self._last_beat = now
         rows = self.store.query(
-            f"SELECT replica, argMax(joined_at, heartbeat_at) AS joined, max(heartbeat_at) AS beat FROM {self.table} "
-            "GROUP BY replica HAVING beat >= {cutoff:DateTime64(3, 'UTC')} ORDER BY joined, replica LIMIT 1",
+            "SELECT replica, argMax(joined_at, heartbeat_at) AS joined, max(heartbeat_at) AS beat,"
+            f" argMax(released, heartbeat_at) AS gone FROM {self.table} "
+            "GROUP BY replica HAVING beat >= {cutoff:DateTime64(3, 'UTC')} AND gone = 0 ORDER BY joined, replica LIMIT 1",
             {"cutoff": now - self.ttl},
         ).rows
         return bool(rows) and rows[0][0] == self.replica
 
-    def release(self) -> None:
-        """Step down: a heartbeat far in the past, so another replica can take over at once."""
+    def release(self, now: datetime) -> None:
+        """Step down (on shutdown), so another replica takes over at its next round instead of after `ttl`."""
         if self._joined is not None:
-            old = datetime(1970, 1, 2)
-            self.store.client.insert(self.table, [(self.replica, old, old)], column_names=["replica", "joined_at", "heartbeat_at"])
+            self._beat(self._joined, max(utc(now), self._last_beat or utc(now)), released=True)
+            self._joined = None
+
+    def _beat(self, joined: datetime, at: datetime, *, released: bool) -> None:
+        self.store.client.insert(
+            self.table, [(self.replica, joined, at, int(released))], column_names=["replica", "joined_at", "heartbeat_at", "released"]
+        )
