@@ -24,12 +24,10 @@ from consumers.offsets import OffsetTracker, Ticket
 from consumers.sampling import SampleDecision
 from consumers.source import KafkaSource, PauseGate
 from monitor.config import Settings
-from monitor.budget import Spend
 from monitor.cache import VerdictCache, cache_key
+from monitor.cost_control import CostControl
 from monitor.flow import AdaptiveLimiter, CircuitBreaker, RateLimiter
-from monitor.policy import build_budget, build_freshness, build_sampler
-from monitor.traffic_counts import COLUMNS as TRAFFIC_COLUMNS
-from monitor.traffic_counts import TrafficCounter
+from monitor.policy import build_sampler
 from monitor.judges.base import Judgement, JudgeError, JudgeUnavailable
 from monitor.kafka import make_consumer, make_producer
 from monitor.metrics import Metrics
@@ -70,11 +68,8 @@ class Pipeline:
         self.metrics.watch_judge(judge)
         self.tracker = OffsetTracker()
         self.sampler = build_sampler(settings)
-        self.budget = build_budget(settings)
-        self.freshness = build_freshness(settings)
+        self.cost = CostControl(settings, store, self.metrics)
         self.cache = VerdictCache(settings.cache_max_entries, settings.cache_ttl_s)
-        self.traffic = TrafficCounter()
-        self._factor, self._factor_reason = 1.0, ""
         self._rate_limited_seen = 0
         assert settings.resume_in_flight is not None
         self.gate = PauseGate(high=settings.max_in_flight, low=settings.resume_in_flight)
@@ -105,9 +100,9 @@ class Pipeline:
         log.info("pipeline_started", topics=self.settings.kafka_topics, group=self.settings.kafka_group_id,
                  judge=self.judge.info.method, judge_id=self.judge.info.judge_id, heuristic_judge=self.judge.info.heuristic)
         self._background.append(asyncio.create_task(self.sink.run(), name="sink-flusher"))
-        self._background.append(asyncio.create_task(self._traffic_loop(), name="traffic-counts"))
-        if self.budget.enabled:
-            self._background.append(asyncio.create_task(self._budget_sync_loop(), name="budget-sync"))
+        self._background.append(asyncio.create_task(self.cost.traffic_loop(), name="traffic-counts"))
+        if self.cost.budget.enabled:
+            self._background.append(asyncio.create_task(self.cost.sync_loop(), name="budget-sync"))
         try:
             await self._consume(stop)
         finally:
@@ -126,12 +121,12 @@ class Pipeline:
                 await self.commit()
                 last_commit = now
             if now - last_factor >= _FACTOR_EVERY_S:
-                self._update_factor()
+                self.cost.refresh()
                 last_factor = now
             if now - last_lag >= self.settings.lag_check_s:
                 lag = await self._update_lag()
                 limited = _rate_limited_count(self.judge)
-                self.freshness.update(lag, throttled=limited > self._rate_limited_seen)
+                self.cost.on_lag(lag, throttled=limited > self._rate_limited_seen)
                 self._rate_limited_seen = limited
                 last_lag = now
 
@@ -149,7 +144,7 @@ class Pipeline:
         for task in self._background:
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
-        await self._flush_traffic()
+        await self.cost.flush_traffic()
         await self.commit()
         left = self.tracker.in_flight()
         log.info("stopped", unfinished_events=left, note="unfinished events are not committed and will be redelivered" if left else "")
@@ -171,21 +166,21 @@ class Pipeline:
             )
         except DecodeError as e:
             at = record.timestamp / 1000 if record.timestamp and record.timestamp > 0 else time.time()
-            self.traffic.add(at, "", "", "", "consumed")
-            self.traffic.add(at, "", "", "", "dead_lettered")
+            self.cost.traffic.add(at, "", "", "", "consumed")
+            self.cost.traffic.add(at, "", "", "", "dead_lettered")
             self._spawn(tp, self._dead_letter(record, e, ticket))
             return
-        if self.budget.enabled:  # per decision, so a burst cannot run past the cap between refreshes
-            self._update_factor()
-        decision = self.sampler.decide(event, factor=self._factor, reason=self._factor_reason, now=time.time())
+        factor, reason = self.cost.current()
+        decision = self.sampler.decide(event, factor=factor, reason=reason, now=time.time())
         at = event.event_time.timestamp()
-        self.traffic.add(at, event.app, event.model, event.prompt_version, "consumed")
+        traffic = self.cost.traffic
+        traffic.add(at, event.app, event.model, event.prompt_version, "consumed")
         if not decision.sampled:
-            self.traffic.add(at, event.app, event.model, event.prompt_version, "not_sampled")
+            traffic.add(at, event.app, event.model, event.prompt_version, "not_sampled")
             self.metrics.not_sampled.labels(event.app).inc()
             self.tracker.done(ticket)
             return
-        self.traffic.add(at, event.app, event.model, event.prompt_version, "sampled")
+        traffic.add(at, event.app, event.model, event.prompt_version, "sampled")
         self.metrics.sampled.labels(event.app, decision.rule.split(":", 1)[0].split("*", 1)[0]).inc()
         key = cache_key(self.judge.info.judge_id, event.question, event.response)
         hit = self.cache.get(key)
@@ -193,7 +188,7 @@ class Pipeline:
             self.metrics.cache_hits.inc()
             self._add_row(event, decision, ticket, hit, 0.0, cached=True)
             return
-        self.budget.record(Spend(requests=1))  # reserved now; tokens and USD are added when the call returns
+        self.cost.reserve_call()
         self._spawn(tp, self._judge_event(event, decision, ticket, key))
 
     async def _judge_event(self, event: ConversationEvent, decision: SampleDecision, ticket: Ticket, key: bytes) -> None:
@@ -263,9 +258,8 @@ class Pipeline:
                 outcome = f"internal: {type(e).__name__}: {e}"[:1000]
                 log.exception("judge_crashed", event_id=event.event_id)
             elapsed = time.monotonic() - started
-            u = outcome.usage if isinstance(outcome, Judgement) else None
-            if u is not None:
-                self.budget.record(Spend(usd=u.cost_usd or 0.0, tokens=u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_write_tokens))
+            if isinstance(outcome, Judgement):
+                self.cost.spent(outcome.usage)
             if _rate_limited_count(self.judge) > limited_before:
                 self.limiter.on_rate_limited()
                 self.metrics.judge_rate_limited.labels(self.judge.info.method).inc()
@@ -292,10 +286,7 @@ class Pipeline:
     def _acknowledge(self, tickets: list[Ticket], rows: list[ScoredRow]) -> None:
         for ticket in tickets:
             self.tracker.done(ticket)
-        if self.budget.enabled:
-            paid = [r for r in rows if not r.cached]
-            self.budget.written(Spend(requests=len(paid), usd=sum(r.cost_usd or 0.0 for r in paid),
-                                      tokens=sum(r.input_tokens + r.output_tokens + r.cache_read_tokens + r.cache_write_tokens for r in paid)))
+        self.cost.written(rows)
 
     # ---- tasks, flow, offsets ----------------------------------------------------------------------------
 
@@ -371,61 +362,6 @@ class Pipeline:
         for tp, lag in lags.items():
             self.metrics.lag.labels(tp.topic, str(tp.partition)).set(lag)
         return sum(lags.values())
-
-    # ---- cost and freshness ------------------------------------------------------------------------------
-
-    def _update_factor(self) -> None:
-        """Combine the budget and freshness factors into the multiplier the sampler applies."""
-        budget, fresh = self.budget.factor(), self.freshness.factor
-        factor = budget * fresh
-        reason = "budget" if budget < 1.0 else ("freshness" if fresh < 1.0 else "")
-        if (factor == 0.0) != (self._factor == 0.0):
-            if factor == 0.0:
-                log.warning("budget_exhausted", used=round(self.budget.used(), 3), note="judging stops until the budget window rolls over")
-            else:
-                log.info("budget_available", factor=round(factor, 3))
-        elif reason != self._factor_reason:
-            log.info("sampling_factor_changed", factor=round(factor, 3), reason=reason or "none")
-        self._factor, self._factor_reason = factor, reason
-        self.metrics.budget_used.set(self.budget.used())
-        self.metrics.sampling_factor.labels("budget").set(budget)
-        self.metrics.sampling_factor.labels("freshness").set(fresh)
-
-    async def _budget_sync_loop(self) -> None:
-        """Re-read the spend of all replicas from the store for the current hour and day."""
-        t = self.store.store.qualified_table
-        while True:
-            hour_start, day_start = self.budget.window_starts()
-            try:
-                r = await self.store.query(
-                    f"WITH toDateTime64({{h:Float64}}, 3, 'UTC') AS h SELECT countIf(scored_at >= h),"
-                    f" sumIf(input_tokens + output_tokens + cache_read_tokens + cache_write_tokens, scored_at >= h),"
-                    f" sumIf(ifNull(cost_usd, 0), scored_at >= h), count(),"
-                    f" sum(input_tokens + output_tokens + cache_read_tokens + cache_write_tokens), sum(ifNull(cost_usd, 0))"
-                    f" FROM {t} WHERE scored_at >= toDateTime64({{d:Float64}}, 3, 'UTC') AND NOT cached",
-                    {"h": hour_start, "d": day_start},
-                )
-                row = r.rows[0]
-                self.budget.sync(Spend(*map(float, row[0:3])), Spend(*map(float, row[3:6])))
-            except Exception as e:  # the local view keeps counting; the next sync catches up
-                log.warning("budget_sync_failed", error=type(e).__name__, detail=str(e)[:200])
-            self._update_factor()
-            await asyncio.sleep(self.settings.budget_sync_s)
-
-    async def _flush_traffic(self) -> None:
-        rows = self.traffic.drain()
-        if not rows:
-            return
-        try:
-            await self.store.insert_table("traffic_counts", TRAFFIC_COLUMNS, rows)
-        except Exception as e:  # counts are best-effort: keep them for the next attempt
-            self.traffic.restore(rows)
-            log.warning("traffic_counts_write_failed", error=type(e).__name__, detail=str(e)[:200])
-
-    async def _traffic_loop(self) -> None:
-        while True:
-            await asyncio.sleep(self.settings.traffic_flush_s)
-            await self._flush_traffic()
 
     # ---- rebalance ---------------------------------------------------------------------------------------
 

@@ -34,7 +34,7 @@ async def test_budget_lowers_the_rate_before_the_cap_and_stops_at_it(
     await produce_values(broker.bootstrap, settings.kafka_topics[0], events(300, "b"))
     run = RunningPipeline(settings, async_store)
     p = run.pipeline
-    p.budget = SpendBudget(p.budget.hour.limits, p.budget.day.limits, soft_limit=0.5, clock=lambda: HOUR_START)
+    p.cost.budget = SpendBudget(p.cost.budget.hour.limits, p.cost.budget.day.limits, soft_limit=0.5, clock=lambda: HOUR_START)
     async with run:
         await committed(broker, settings, 300)
     t = async_store.store.qualified_table
@@ -42,7 +42,7 @@ async def test_budget_lowers_the_rate_before_the_cap_and_stops_at_it(
     assert 20 < len(rows) <= 40  # never past the cap
     lowered = [r for r in rows if r[1].endswith(":budget")]
     assert lowered and all(0 < r[0] < 1 for r in lowered)  # the rate fell smoothly before the cap...
-    assert p.budget.factor() == 0.0  # ...and judging stopped at it
+    assert p.cost.budget.factor() == 0.0  # ...and judging stopped at it
     assert run.counter("relevancy_monitor_events_not_sampled") == 300 - len(rows)
     traffic = (await async_store.query(f"SELECT sum(consumed), sum(sampled), sum(not_sampled), sum(dead_lettered) "
                                        f"FROM {async_store.store.database}.traffic_counts WHERE app = 'support-bot'")).rows[0]
@@ -63,13 +63,13 @@ async def test_budget_sync_counts_other_replicas_spend(
         await committed(broker, again, 130)
     # the second process (a new group: it replays x and reads y) knew the first one's 30 requests: 10 were left
     assert 0 < second.counter("relevancy_monitor_events_judged") <= 10
-    assert second.pipeline.budget.hour.others.requests >= 30
+    assert second.pipeline.cost.budget.hour.others.requests >= 30
 
 
 def fixed_clock(run: RunningPipeline) -> RunningPipeline:
     """Give the pipeline's budget a clock frozen inside one hour (the store's rows all count for it)."""
-    b = run.pipeline.budget
-    run.pipeline.budget = SpendBudget(b.hour.limits, b.day.limits, soft_limit=b.soft_limit, clock=lambda: HOUR_START)
+    b = run.pipeline.cost.budget
+    run.pipeline.cost.budget = SpendBudget(b.hour.limits, b.day.limits, soft_limit=b.soft_limit, clock=lambda: HOUR_START)
     return run
 
 
