@@ -63,13 +63,21 @@ class MonitorProcess:
             if '"partitions_assigned"' in line:
                 self.assigned.set()
 
+    def _check_alive(self) -> None:
+        assert self.proc is not None
+        if self.proc.returncode is not None:
+            tail = "".join(self.lines[-5:])
+            raise AssertionError(f"the monitor exited by itself with code {self.proc.returncode}:\n{tail}")
+
     async def kill(self) -> None:
         assert self.proc is not None
+        self._check_alive()
         self.proc.kill()
         await self.proc.wait()
 
     async def terminate(self) -> int:
         assert self.proc is not None
+        self._check_alive()
         self.proc.send_signal(signal.SIGTERM)
         code = await asyncio.wait_for(self.proc.wait(), 40)
         if self._reader:
