@@ -15,6 +15,7 @@ import pytest
 from monitor.config import Settings, load_settings
 from monitor.localbroker import LocalBroker
 from monitor.store import AsyncStore, ClickHouseStore
+from tests.fake_messages_api import FakeMessagesAPI
 from tests.harness import create_topic
 
 EXAMPLES = Path(__file__).resolve().parent / "data"
@@ -96,12 +97,10 @@ def make_settings(broker: LocalBroker, clickhouse_url: str, database: str, topic
     return make
 
 
-# ==== fake Messages API (LLM judges) ======================================================================
+# ---- the fake Messages API (LLM judges) -------------------------------------------------------------------
 # A real HTTP server speaking the Messages API on 127.0.0.1, for the real `anthropic` client. Point a judge
 # at it with `load_settings(judge="rubric", **fake_messages_api.settings_overrides())`, or a subprocess
 # monitor with `env={**os.environ, **fake_messages_api.env()}`. See tests/fake_messages_api.py.
-
-from tests.fake_messages_api import FakeMessagesAPI  # noqa: E402
 
 
 @pytest.fixture
@@ -109,4 +108,3 @@ def fake_messages_api() -> Iterator[FakeMessagesAPI]:
     """A fresh fake Messages API server for one test (brain replies until scripted otherwise)."""
     with FakeMessagesAPI() as api:
         yield api
-# ==== end of fake Messages API ============================================================================
