@@ -12,6 +12,10 @@ from pydantic import ValidationError
 from schemas.events import ChatEvent, ConversationEvent, FlatEvent, KafkaPosition
 
 DEFAULT_MAX_EVENT_BYTES = 1_000_000
+# ClickHouse's DateTime64 clamps values outside 1900-2299 silently; anything outside this range is a bad clock
+# or a bad encoding, not a conversation.
+MIN_EVENT_TIME = datetime(2000, 1, 1, tzinfo=UTC)
+MAX_EVENT_TIME = datetime(2200, 1, 1, tzinfo=UTC)
 
 
 class DecodeError(Exception):
@@ -89,6 +93,8 @@ def decode_event(
         event_time = datetime.fromtimestamp(record_timestamp_ms / 1000, tz=UTC)
     else:
         raise DecodeError("invalid_event", "no timestamp in the event and none on the Kafka record")
+    if not MIN_EVENT_TIME <= event_time < MAX_EVENT_TIME:
+        raise DecodeError("invalid_event", f"timestamp {event_time.isoformat()} is outside {MIN_EVENT_TIME.year}-{MAX_EVENT_TIME.year - 1}")
     return ConversationEvent(
         event_id=event_id,
         conversation_id=parsed.conversation_id or event_id,

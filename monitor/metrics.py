@@ -38,6 +38,8 @@ class Metrics:
         self.cache_hits = Counter(_PREFIX + "verdict_cache_hits", "Events scored from the verdict cache", registry=r)
         self.sampled = Counter(_PREFIX + "events_sampled", "Decoded events selected for judging", ["app", "rule"], registry=r)
         self.rows_written = Counter(_PREFIX + "rows_written", "Rows durably inserted into ClickHouse", registry=r)
+        self.rows_dropped = Counter(_PREFIX + "rows_dropped", "Rows the store refused even as error rows (logged with their event id)",
+                                    registry=r)
         self.insert_failures = Counter(_PREFIX + "insert_failures", "Failed ClickHouse insert attempts (retried)", registry=r)
         self.flush_seconds = Histogram(_PREFIX + "flush_seconds", "Time to write one batch", registry=r)
         self.commits = Counter(_PREFIX + "commits", "Successful offset commits", registry=r)

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Generic, TypeVar
 
 import structlog
+from clickhouse_connect.driver.exceptions import DataError
 
 from monitor.metrics import Metrics
 from monitor.store import AsyncStore
@@ -110,7 +111,7 @@ class ClickHouseSink(Generic[T]):
             try:
                 while True:
                     try:
-                        await self._store.insert_rows(rows, token)
+                        rows = await self._insert(rows, token)
                         break
                     except Exception as e:  # any driver or network error: the batch stays in memory and is retried
                         self._metrics.insert_failures.inc()
@@ -129,6 +130,33 @@ class ClickHouseSink(Generic[T]):
             self._metrics.rows_written.inc(len(rows))
             self._on_durable(tickets, rows)
             return len(rows)
+
+    async def _insert(self, rows: list[ScoredRow], token: str) -> list[ScoredRow]:
+        """Insert a batch; returns the rows as written. A batch the driver refuses to serialise (a property of
+        the data, not a transient fault) is written row by row, so one bad row cannot hold back the rest: a
+        refused row is replaced by an error row, and if even that is refused it is counted and logged."""
+        try:
+            await self._store.insert_rows(rows, token)
+            return rows
+        except DataError as e:
+            log.error("batch_refused_by_driver", rows=len(rows), detail=str(e).splitlines()[0][:300])
+        written: list[ScoredRow] = []
+        for i, row in enumerate(rows):
+            try:
+                await self._store.insert_rows([row], f"{token}-{i}")
+                written.append(row)
+                continue
+            except DataError as e:
+                reason = f"internal: row refused by the store: {str(e).splitlines()[0][:200]}"
+                log.error("row_refused_by_driver", event_id=row.event_id, detail=reason)
+            fallback = row.as_error(reason)
+            try:
+                await self._store.insert_rows([fallback], f"{token}-{i}-error")
+                written.append(fallback)
+            except DataError as e:
+                log.error("row_dropped", event_id=row.event_id, detail=str(e).splitlines()[0][:300])
+                self._metrics.rows_dropped.inc()
+        return written
 
     async def flush_all(self) -> None:
         """Flush until the buffer is empty."""

@@ -7,6 +7,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+U32 = 2**32 - 1
+I32 = 2**31 - 1
+
 # Rows with status ok outrank error rows for the same (judge_id, event_id) in ReplacingMergeTree,
 # so a redelivered event that scores after an earlier failure replaces the error row, never the reverse.
 _OK_VERSION_BIT = 1 << 62
@@ -35,21 +38,21 @@ class ScoredRow(BaseModel):
     statements: list[str] = Field(default_factory=list)
     verdicts: list[str] = Field(default_factory=list)
     verdict_reasons: list[str] = Field(default_factory=list)
-    n_statements: int = 0
+    n_statements: int = Field(default=0, ge=0, le=U32)
     question: str = ""
     response: str = ""
     sample_rate: float = Field(default=1.0, gt=0.0, le=1.0)
     sample_rule: str = ""
     cached: bool = False
-    latency_ms: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
+    latency_ms: int = Field(default=0, ge=0, le=U32)
+    input_tokens: int = Field(default=0, ge=0, le=U32)
+    output_tokens: int = Field(default=0, ge=0, le=U32)
+    cache_read_tokens: int = Field(default=0, ge=0, le=U32)
+    cache_write_tokens: int = Field(default=0, ge=0, le=U32)
     cost_usd: float | None = None  # NULL when the model's price is unknown, never a guess
     kafka_topic: str = ""
-    kafka_partition: int = -1
-    kafka_offset: int = -1
+    kafka_partition: int = Field(default=-1, ge=-1, le=I32)
+    kafka_offset: int = Field(default=-1, ge=-1)
     scored_at: datetime
     version: int = 0
 
@@ -61,6 +64,12 @@ class ScoredRow(BaseModel):
         if not self.version:
             ms = int(self.scored_at.timestamp() * 1000)
             object.__setattr__(self, "version", ms | (_OK_VERSION_BIT if self.status == "ok" else 0))
+
+    def as_error(self, reason: str) -> ScoredRow:
+        """This row as an error row without score, judge detail or text (for a row the store refused)."""
+        return self.model_copy(update=dict(status="error", error=reason[:1000], score=None, raw_score=None, reasoning="", statements=[],
+                                           verdicts=[], verdict_reasons=[], n_statements=0, question="", response="",
+                                           version=self.version & ~_OK_VERSION_BIT))
 
     def as_tuple(self) -> tuple[Any, ...]:
         """Values in column order, for a columnar insert."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from monitor.judges.base import Judgement, JudgeInfo, make_judge_id
+from monitor.judges.prompts import truncate
 
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -48,12 +49,14 @@ def _normalised(text: str) -> str:
 class LexicalJudge:
     """Word-overlap heuristic: score = share of response sentences sharing a content word with the question."""
 
-    def __init__(self) -> None:
-        self.info = JudgeInfo(method="lexical", model="heuristic", judge_id=make_judge_id("lexical", "heuristic", PROMPT, {}), heuristic=True)
+    def __init__(self, max_input_chars: int = 20_000) -> None:
+        self.max_input_chars = max_input_chars
+        params = {"max_input_chars": max_input_chars}
+        self.info = JudgeInfo(method="lexical", model="heuristic", judge_id=make_judge_id("lexical", "heuristic", PROMPT, params), heuristic=True)
 
     async def judge(self, question: str, response: str) -> Judgement:
-        """Score one pair; never fails and never calls out."""
-        return score_lexical(question, response)
+        """Score one pair (texts truncated like the LLM judges'); never fails and never calls out."""
+        return score_lexical(truncate(question, self.max_input_chars), truncate(response, self.max_input_chars))
 
     async def aclose(self) -> None:
         """Nothing to release."""

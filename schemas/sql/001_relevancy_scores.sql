@@ -25,7 +25,7 @@ CREATE TABLE IF NOT EXISTS {database}.{table}
     statements          Array(String),
     verdicts            Array(LowCardinality(String)),
     verdict_reasons     Array(String),
-    n_statements        UInt16,
+    n_statements        UInt32,
     question            String,
     response            String,
     sample_rate         Float64,

@@ -169,3 +169,10 @@ def test_dead_letter_value_fits_the_producer() -> None:
     assert fit_value(None, b"k", 100) == (None, [])
     assert fit_value(b"x" * 50, None, 100) == (b"x" * 50, [])
     assert fit_value(b"x" * 150, None, 100) == (b"x" * 100, [(H_ORIGINAL_BYTES, b"150")])
+
+
+@pytest.mark.parametrize("ts", ["9999-12-31T00:00:00Z", "0001-01-01T00:00:00Z", "1969-07-20T20:17:00Z"])
+def test_timestamps_outside_the_storable_range_are_dead_lettered(ts: str) -> None:
+    with pytest.raises(DecodeError) as info:
+        decode(json.dumps({"user_message": "q", "response": "a", "timestamp": ts}).encode())
+    assert info.value.reason == "invalid_event" and "outside" in info.value.detail

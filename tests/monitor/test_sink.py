@@ -125,3 +125,39 @@ def test_token_depends_on_content() -> None:
     a, b = rows(2), rows(2, prefix="x")
     assert batch_token(a) == batch_token(list(a))
     assert batch_token(a) != batch_token(b)
+
+
+class RefusingStore(AsyncStore):
+    """The real store, but the driver refuses rows whose event id starts with `bad` (as it does a value out of
+    a column's range), and, for `worse`, their error-row replacement too."""
+
+    def __init__(self, inner: AsyncStore) -> None:
+        super().__init__(inner.store)
+
+    async def insert_rows(self, rows: Sequence[ScoredRow], dedup_token: str) -> None:
+        from clickhouse_connect.driver.exceptions import DataError
+
+        if any(r.event_id.startswith("bad") and r.status == "ok" or r.event_id.startswith("worse") for r in rows):
+            raise DataError("Unable to create native array for column `n_statements`")
+        await super().insert_rows(rows, dedup_token)
+
+
+async def test_a_row_the_driver_refuses_cannot_hold_back_its_batch(async_store: AsyncStore) -> None:
+    acked: list[int] = []
+    m = Metrics()
+    sink: ClickHouseSink[int] = ClickHouseSink(RefusingStore(async_store), lambda t, r: acked.extend(t), m, retry_initial_s=0.01)
+    for i, r in enumerate([*rows(3), *rows(1, prefix="bad"), *rows(1, prefix="worse")]):
+        sink.add(r, i)
+    await asyncio.wait_for(sink.flush(), 10)
+    assert acked == [0, 1, 2, 3, 4]  # everything acknowledged: nothing retried forever
+    got = (await async_store.query(f"SELECT event_id, status, score, error FROM {async_store.store.qualified_table} ORDER BY event_id")).rows
+    assert [(g[0], g[1]) for g in got] == [("bad0", "error"), ("e0", "ok"), ("e1", "ok"), ("e2", "ok")]
+    assert got[0][2] is None and got[0][3].startswith("internal: row refused by the store")
+    assert m.rows_dropped._value.get() == 1  # `worse0`: refused even as an error row, counted
+
+
+def test_rows_outside_column_ranges_are_refused_at_construction() -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError):
+        ScoredRow.model_validate({**rows(1)[0].model_dump(exclude={"version"}), "n_statements": 2**32})
