@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 
-from bench import pipeline_throughput
+from bench import judge_overhead, pipeline_throughput
 
 
 def main() -> None:
     """Each benchmark prints its own ratios against a baseline measured in the same run."""
+    asyncio.run(judge_overhead.main(500))
     asyncio.run(pipeline_throughput.main(20_000))
 
 

@@ -236,6 +236,11 @@ def default_brain(request: RecordedRequest) -> str | dict[str, Any]:
 # ---- the server ----------------------------------------------------------------------------------------
 
 
+class _Server(ThreadingHTTPServer):
+    # The stdlib's listen backlog of 5 refuses connections when a pipeline opens many at once.
+    request_queue_size = 256
+
+
 class FakeMessagesAPI:
     """The fake server; use as a context manager or call `start()`/`stop()`."""
 
@@ -260,7 +265,7 @@ class FakeMessagesAPI:
 
     def start(self) -> FakeMessagesAPI:
         """Listen on a free port and serve in a background thread."""
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
+        server = _Server(("127.0.0.1", 0), _make_handler(self))
         server.daemon_threads = True
         server.block_on_close = False
         self._server = server
