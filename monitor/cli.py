@@ -185,9 +185,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_settings_flags(p)
     p.set_defaults(func=cmd_sql)
 
+    from monitor.alerts.cli import register as register_alerts
     from monitor.judge_cli import register as register_judge
 
     register_judge(sub)
+    register_alerts(sub)
 
     p = sub.add_parser("produce", help="produce events to a topic: a JSONL file as-is, or generated traffic")
     src = p.add_mutually_exclusive_group(required=True)

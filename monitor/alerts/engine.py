@@ -1,0 +1,288 @@
+"""One evaluation round: query every rule's windows, observe, decide, step the states; then (in `AlertRunner`)
+notify and save. `evaluate_rules` writes nothing, so `check` and `backtest` reuse it."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import structlog
+from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
+
+from monitor.alerts.evaluator import AlertState, Verdict, decide, notification_due, segment_key_json, step
+from monitor.alerts.metrics import Observation, observe
+from monitor.alerts.notifiers import AlertMessage, Notifier, NotifyError
+from monitor.alerts.queries import (
+    DEFAULT_TRAFFIC_TABLE,
+    QueryError,
+    SegmentData,
+    SegmentKey,
+    Windows,
+    WindowStats,
+    examples_sql,
+    fetch_scores,
+    fetch_tail_counts,
+    fetch_traffic,
+    windows_for,
+)
+from monitor.alerts.rules import Rule, RuleSet
+from monitor.alerts.state import Lease, StateStore
+from monitor.store import ClickHouseStore, StoreError
+
+log = structlog.get_logger("monitor.alerts")
+StateKey = tuple[str, str]
+_PREFIX = "relevancy_monitor_alert_"
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentResult:
+    """One rule and segment after an evaluation."""
+
+    rule: Rule
+    observation: Observation
+    verdict: Verdict
+    previous: AlertState | None
+    state: AlertState
+    windows: Windows
+
+
+@dataclass(frozen=True, slots=True)
+class RuleError:
+    """A rule whose data could not be read this round."""
+
+    rule: Rule
+    error: str
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    """The outcome of evaluating every rule once."""
+
+    now: datetime
+    results: list[SegmentResult]
+    errors: list[RuleError]
+
+    def states(self) -> dict[StateKey, AlertState]:
+        """The new states by key."""
+        return {r.state.key: r.state for r in self.results}
+
+
+def collect(store: ClickHouseStore, rule: Rule, windows: Windows, traffic_table: str) -> dict[SegmentKey, SegmentData]:
+    """Per-segment data of `rule` for `windows` (scores, traffic, or both)."""
+    if rule.metric == "no_data" and rule.source == "traffic":
+        traffic = fetch_traffic(store, rule, windows, traffic_table)
+        return {k: SegmentData(WindowStats(windows.current_seconds, consumed=t.consumed, sampled=t.sampled),
+                               WindowStats(t.baseline_seconds, consumed=t.baseline_consumed, sampled=t.baseline_sampled))
+                for k, t in traffic.items()}
+    data = fetch_scores(store, rule, windows)
+    if rule.metric != "coverage":
+        return data
+    traffic = fetch_traffic(store, rule, windows, traffic_table)
+    out: dict[SegmentKey, SegmentData] = {}
+    for key in set(data) | set(traffic):
+        d = data.get(key) or SegmentData(WindowStats(windows.current_seconds), WindowStats(windows.baseline_seconds))
+        t = traffic.get(key)
+        out[key] = SegmentData(dataclasses.replace(d.current, sampled=t.sampled if t else 0, consumed=t.consumed if t else 0),
+                               dataclasses.replace(d.baseline, sampled=t.baseline_sampled if t else 0,
+                                                   consumed=t.baseline_consumed if t else 0), d.judge)
+    return out
+
+
+def evaluate_rule(store: ClickHouseStore, rule: Rule, now: datetime, previous: Mapping[StateKey, AlertState],
+                  traffic_table: str = DEFAULT_TRAFFIC_TABLE) -> list[SegmentResult]:
+    """Evaluate one rule at `now` against the previous states; raises `QueryError`."""
+    windows = windows_for(rule, now)
+    data = collect(store, rule, windows, traffic_table)
+    mine = {s.segment: s for s in previous.values() if s.rule == rule.name}
+    # Segments that vanished while active stay in play: they are held, never silently dropped.
+    keys = set(data) | {seg for seg, s in mine.items() if s.active}
+    results = []
+    for segment in sorted(keys):
+        obs = observe(rule, segment, data.get(segment))
+        verdict = decide(rule, obs)
+        if segment not in data and rule.metric != "no_data":
+            # Gone from the window and the baseline (a replaced judge or retired prompt version): its alert
+            # resolves here, while silence of real traffic is what the no_data rules page on.
+            verdict = Verdict(False, False, True, "segment retired: no rows in the window or the baseline")
+        if rule.metric == "p10" and obs.test and obs.sufficient and _p10_candidate(rule, obs, mine.get(segment)):
+            thr = rule.condition.threshold.fire if rule.condition.threshold is not None else 0.0
+            cutoff = obs.baseline if obs.baseline is not None else thr
+            tail = fetch_tail_counts(store, rule, windows, segment, cutoff, thr)
+            obs = observe(rule, segment, data.get(segment), tail)
+            verdict = decide(rule, obs)
+        prev = mine.get(segment)
+        results.append(SegmentResult(rule, obs, verdict, prev, step(rule, prev, obs, verdict, now), windows))
+    return results
+
+
+def _p10_candidate(rule: Rule, obs: Observation, prev: AlertState | None) -> bool:
+    # The tail counts need the baseline p10 first, so they are read only where the test can matter.
+    return decide(rule, dataclasses.replace(obs, test="")).fire and (prev is None or prev.state != "firing")
+
+
+def evaluate_rules(store: ClickHouseStore, rules: RuleSet | Sequence[Rule], now: datetime,
+                   previous: Mapping[StateKey, AlertState], traffic_table: str = DEFAULT_TRAFFIC_TABLE) -> Evaluation:
+    """Evaluate every rule; a rule that fails is reported in `errors` and its states are kept as they were."""
+    rule_list = rules.rules if isinstance(rules, RuleSet) else list(rules)
+    results: list[SegmentResult] = []
+    errors: list[RuleError] = []
+    for rule in rule_list:
+        try:
+            results.extend(evaluate_rule(store, rule, now, previous, traffic_table))
+        except (QueryError, StoreError) as e:
+            log.warning("alert rule failed", rule=rule.name, error=str(e))
+            errors.append(RuleError(rule, str(e)))
+    return Evaluation(now, results, errors)
+
+
+class AlertMetrics:
+    """Prometheus metrics of the alert evaluator (own registry)."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        self.rounds = Counter(_PREFIX + "rounds", "Evaluation rounds run (as leader)", registry=r)
+        self.rule_errors = Counter(_PREFIX + "rule_errors", "Rule evaluations that failed", ["rule"], registry=r)
+        self.notifications = Counter(_PREFIX + "notifications", "Notification attempts", ["notifier", "outcome"], registry=r)
+        self.firing = Gauge(_PREFIX + "firing", "Segments firing per rule", ["rule", "severity"], registry=r)
+        self.leader = Gauge(_PREFIX + "leader", "1 while this replica evaluates and notifies", registry=r)
+        self.last_round = Gauge(_PREFIX + "last_round_timestamp_seconds", "When the last round finished", registry=r)
+
+
+@dataclass(frozen=True, slots=True)
+class RoundReport:
+    """What one round of `AlertRunner` did."""
+
+    leader: bool
+    evaluation: Evaluation | None = None
+    sent: int = 0
+    failed: int = 0
+    saved: int = 0
+
+
+class AlertRunner:
+    """Rounds of evaluate -> notify -> save against ClickHouse, holding the lease when several replicas run."""
+
+    def __init__(self, store: ClickHouseStore, rules: RuleSet, notifiers: Sequence[Notifier], *,
+                 traffic_table: str = DEFAULT_TRAFFIC_TABLE, replica: str = "", lease_ttl: timedelta | None = None,
+                 metrics: AlertMetrics | None = None) -> None:
+        self.store = store
+        self.rules = rules
+        self.notifiers = list(notifiers)
+        self.traffic_table = traffic_table
+        self.state_store = StateStore(store, replica)
+        self.lease = Lease(store, self.state_store.writer, lease_ttl) if lease_ttl is not None else None
+        self.metrics = metrics or AlertMetrics()
+        self._rules_by_name = {r.name: r for r in rules.rules}
+
+    def run_once(self, now: datetime | None = None) -> RoundReport:
+        """One round at `now` (default: the current time)."""
+        now = now or datetime.now(UTC)
+        if self.lease is not None and not self.lease.acquire(now):
+            self.metrics.leader.set(0)
+            return RoundReport(leader=False)
+        self.metrics.leader.set(1)
+        previous = self.state_store.load()
+        evaluation = evaluate_rules(self.store, self.rules, now, previous, self.traffic_table)
+        for err in evaluation.errors:
+            self.metrics.rule_errors.labels(err.rule.name).inc()
+        states = {**previous, **evaluation.states()}
+        by_key = {r.state.key: r for r in evaluation.results}
+        states, sent, failed = self._notify(states, by_key, now)
+        changed = [s for k, s in states.items() if s.rule in self._rules_by_name and _worth_saving(s, previous.get(k))]
+        saved = self.state_store.save(changed, now)
+        self._export(states)
+        self.metrics.rounds.inc()
+        self.metrics.last_round.set(now.timestamp())
+        return RoundReport(True, evaluation, sent, failed, saved)
+
+    def _notify(self, states: dict[StateKey, AlertState], results: Mapping[StateKey, SegmentResult],
+                now: datetime) -> tuple[dict[StateKey, AlertState], int, int]:
+        sent = failed = 0
+        states = dict(states)
+        for notifier in self.notifiers:
+            batch: list[tuple[StateKey, AlertMessage]] = []
+            for key, s in states.items():
+                rule = self._rules_by_name.get(s.rule)
+                if rule is None:
+                    continue
+                kind = notification_due(s, notifier.name, rule, now, notifier.resend_while_firing)
+                if kind is not None:
+                    batch.append((key, self._message(kind, rule, s, results.get(key), now)))
+            if not batch:
+                continue
+            try:
+                notifier.send([m for _, m in batch])
+            except NotifyError as e:
+                failed += len(batch)
+                self.metrics.notifications.labels(notifier.name, "failed").inc(len(batch))
+                log.error("alert notification failed", notifier=notifier.name, alerts=len(batch), error=str(e))
+                continue
+            sent += len(batch)
+            self.metrics.notifications.labels(notifier.name, "sent").inc(len(batch))
+            for key, m in batch:
+                s = states[key]
+                delivered = {**s.notified, notifier.name: s.state}
+                told = m.kind != "repeat" or not notifier.resend_while_firing
+                states[key] = dataclasses.replace(s, notified=delivered, last_notified_at=now if told else s.last_notified_at)
+                log.info("alert notified", notifier=notifier.name, kind=m.kind, rule=s.rule, segment=dict(s.segment))
+        return states, sent, failed
+
+    def _message(self, kind: str, rule: Rule, s: AlertState, result: SegmentResult | None, now: datetime) -> AlertMessage:
+        windows = result.windows if result is not None else windows_for(rule, now)
+        return AlertMessage(
+            kind=kind, rule=rule, state=s, now=now, window_start=windows.current[0], window_end=windows.current[1],  # type: ignore[arg-type]
+            examples_sql=examples_sql(rule, s.segment, windows, self.store.database, self.store.table),
+            test=result.observation.test if result is not None else "", judge=result.observation.judge if result is not None else "",
+        )
+
+    def _export(self, states: Mapping[StateKey, AlertState]) -> None:
+        counts: dict[tuple[str, str], int] = {(r.name, r.severity): 0 for r in self.rules.rules}
+        for s in states.values():
+            if s.state == "firing" and (s.rule, s.severity) in counts:
+                counts[(s.rule, s.severity)] += 1
+        for (rule, severity), n in counts.items():
+            self.metrics.firing.labels(rule, severity).set(n)
+
+    def run_forever(self, interval: timedelta, stop: threading.Event, metrics_port: int = 0) -> None:
+        """Rounds every `interval` until `stop` is set; a failing round is logged and the next one runs."""
+        if metrics_port:
+            start_http_server(metrics_port, registry=self.metrics.registry)
+        log.info("alert evaluator started", rules=len(self.rules.rules), interval_s=interval.total_seconds(),
+                 notifiers=[n.name for n in self.notifiers], replica=self.state_store.writer)
+        try:
+            while not stop.is_set():
+                started = datetime.now(UTC)
+                try:
+                    report = self.run_once(started)
+                    if report.leader and report.evaluation is not None:
+                        firing = sum(1 for r in report.evaluation.results if r.state.state == "firing")
+                        log.info("alert round", firing=firing, sent=report.sent, failed=report.failed,
+                                 rule_errors=len(report.evaluation.errors))
+                except (StoreError, QueryError) as e:
+                    log.error("alert round failed", error=str(e))
+                elapsed = (datetime.now(UTC) - started).total_seconds()
+                stop.wait(max(0.0, interval.total_seconds() - elapsed))
+        finally:
+            if self.lease is not None:
+                try:
+                    self.lease.release(datetime.now(UTC))
+                except StoreError:
+                    pass
+
+
+def _worth_saving(s: AlertState, prev: AlertState | None) -> bool:
+    # Active states are refreshed every round (values, last_eval_at); quiet ones only when something changed.
+    if s.active:
+        return True
+    if prev is None:
+        return s.state != "inactive"
+    return (s.state, s.notified, s.last_notified_at) != (prev.state, prev.notified, prev.last_notified_at)
+
+
+def state_key(rule: str, segment: SegmentKey) -> StateKey:
+    """The key of a rule's state for `segment`."""
+    return (rule, segment_key_json(segment))

@@ -1,0 +1,211 @@
+"""Notifiers: a generic JSON webhook, a Slack-compatible webhook, and the Prometheus Alertmanager v2 API.
+
+HTTP through the standard library (urllib) with a timeout and a few retries on connection errors, 429 and
+5xx. A notifier that still fails raises `NotifyError`; the caller logs and counts it and carries on."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+from monitor.alerts.evaluator import AlertState, NoticeKind
+from monitor.alerts.rules import Rule, format_duration
+
+USER_AGENT = "relevancy-monitor-alerts/1"
+
+
+class NotifyError(Exception):
+    """A notification could not be delivered after its retries."""
+
+
+@dataclass(frozen=True, slots=True)
+class AlertMessage:
+    """Everything a notifier needs to tell about one rule and segment."""
+
+    kind: NoticeKind
+    rule: Rule
+    state: AlertState
+    now: datetime
+    window_start: datetime
+    window_end: datetime
+    examples_sql: str
+    test: str = ""
+    judge: str = ""
+
+    @property
+    def status(self) -> str:
+        """`firing` (also for repeats) or `resolved`."""
+        return "resolved" if self.kind == "resolved" else "firing"
+
+    @property
+    def fingerprint(self) -> str:
+        """Stable identity of the alert (rule and segment), for receivers that deduplicate."""
+        return f"{self.rule.name}|{self.state.key[1]}"
+
+    @property
+    def segment(self) -> dict[str, str]:
+        """Segment labels (app, model, prompt_version, judge_id as keyed)."""
+        return dict(self.state.segment)
+
+    def summary(self) -> str:
+        """One line for people."""
+        s = self.state
+        seg = " ".join(f"{k}={v}" for k, v in s.segment) or "all traffic"
+        head = "RESOLVED" if self.kind == "resolved" else s.severity.upper()
+        parts = [f"[{head}] {self.rule.name}: {self.rule.metric} {_fmt(s.value)}"]
+        if s.baseline is not None:
+            parts.append(f"vs baseline {_fmt(s.baseline)}")
+        parts.append(f"(n={s.n_current}/{s.n_baseline}" + (f", p={s.p_value:.2g})" if s.p_value is not None else ")"))
+        parts.append(f"for {seg}")
+        return " ".join(parts)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON object of the generic webhook."""
+        s = self.state
+        return {
+            "status": self.status, "kind": self.kind, "fingerprint": self.fingerprint,
+            "rule": self.rule.name, "description": self.rule.description, "severity": s.severity,
+            "metric": self.rule.metric, "labels": {**self.rule.labels}, "segment": self.segment, "judge": self.judge,
+            "value": s.value, "baseline": s.baseline, "n_current": s.n_current, "n_baseline": s.n_baseline,
+            "p_value": s.p_value, "test": self.test, "note": s.note,
+            "window": {"start": _iso(self.window_start), "end": _iso(self.window_end), "length": format_duration(self.rule.window)},
+            "since": _iso(s.since), "fired_at": _iso(s.fired_at), "resolved_at": _iso(s.resolved_at),
+            "summary": self.summary(), "examples_sql": self.examples_sql,
+        }
+
+
+def _fmt(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.4g}"
+
+
+def _iso(dt: datetime | None) -> str | None:
+    return None if dt is None else dt.isoformat().replace("+00:00", "Z")
+
+
+class Notifier(Protocol):
+    """Delivers alert messages; `resend_while_firing` notifiers get every firing alert every round."""
+
+    name: str
+    resend_while_firing: bool
+
+    def send(self, messages: list[AlertMessage]) -> None:
+        """Deliver `messages`; raises `NotifyError`."""
+        ...
+
+
+def post_json(url: str, payload: Any, *, timeout: float = 5.0, retries: int = 2, backoff: float = 0.5,
+              headers: dict[str, str] | None = None) -> int:
+    """POST `payload` as JSON; retries connection errors, 429 and 5xx. Returns the status; raises `NotifyError`."""
+    body = json.dumps(payload, default=str).encode()
+    last = ""
+    for attempt in range(retries + 1):
+        req = urllib.request.Request(url, data=body, method="POST",
+                                     headers={"Content-Type": "application/json", "User-Agent": USER_AGENT, **(headers or {})})
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 (operator-configured URL)
+                return int(resp.status)
+        except urllib.error.HTTPError as e:
+            last = f"HTTP {e.code}"
+            if e.code != 429 and e.code < 500:
+                break  # the receiver rejected the payload; retrying will not help
+        except (urllib.error.URLError, TimeoutError, OSError) as e:
+            last = str(getattr(e, "reason", e))
+        if attempt < retries:
+            time.sleep(backoff * (2**attempt))
+    raise NotifyError(f"POST {_safe_url(url)} failed: {last}")
+
+
+def _safe_url(url: str) -> str:
+    # Webhook URLs carry their secret in the path (Slack): show scheme and host only.
+    scheme, _, rest = url.partition("://")
+    return f"{scheme}://{rest.split('/', 1)[0].rpartition('@')[2]}/..."
+
+
+class WebhookNotifier:
+    """POSTs {"version", "source", "alerts": [...]} to a URL, one request per round; told of transitions and
+    of repeats every rule's repeat_interval."""
+
+    resend_while_firing = False
+
+    def __init__(self, url: str, *, name: str = "webhook", timeout: float = 5.0, retries: int = 2, backoff: float = 0.5) -> None:
+        self.url, self.name, self.timeout, self.retries, self.backoff = url, name, timeout, retries, backoff
+
+    def send(self, messages: list[AlertMessage]) -> None:
+        """See `Notifier.send`."""
+        if messages:
+            payload = {"version": "1", "source": "relevancy-monitor", "alerts": [m.as_dict() for m in messages]}
+            post_json(self.url, payload, timeout=self.timeout, retries=self.retries, backoff=self.backoff)
+
+
+class SlackNotifier:
+    """Slack-compatible incoming webhook: one message per alert, `text` plus Block Kit blocks."""
+
+    resend_while_firing = False
+
+    def __init__(self, url: str, *, name: str = "slack", timeout: float = 5.0, retries: int = 2, backoff: float = 0.5) -> None:
+        self.url, self.name, self.timeout, self.retries, self.backoff = url, name, timeout, retries, backoff
+
+    def send(self, messages: list[AlertMessage]) -> None:
+        """See `Notifier.send`; raises after the first message that cannot be delivered."""
+        for m in messages:
+            post_json(self.url, slack_payload(m), timeout=self.timeout, retries=self.retries, backoff=self.backoff)
+
+
+def slack_payload(m: AlertMessage) -> dict[str, Any]:
+    """The Slack message of one alert."""
+    s = m.state
+    fields = [
+        f"*Segment*\n{', '.join(f'{k}={v}' for k, v in s.segment) or 'all traffic'}",
+        f"*Value / baseline*\n{_fmt(s.value)} / {_fmt(s.baseline)}",
+        f"*Samples (now / baseline)*\n{s.n_current} / {s.n_baseline}",
+        f"*p-value*\n{'n/a' if s.p_value is None else f'{s.p_value:.3g}'} ({m.test or 'no test'})",
+    ]
+    blocks: list[dict[str, Any]] = [
+        {"type": "section", "text": {"type": "mrkdwn", "text": f"*{m.summary()}*\n{m.rule.description}".strip()}},
+        {"type": "section", "fields": [{"type": "mrkdwn", "text": f} for f in fields]},
+    ]
+    if m.kind != "resolved":
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"Worst recent examples:\n```{m.examples_sql[:2800]}```"}})
+    return {"text": m.summary(), "blocks": blocks}
+
+
+class AlertmanagerNotifier:
+    """Prometheus Alertmanager v2: POST {url}/api/v2/alerts with every firing alert each round (endsAt a few
+    rounds ahead, so a dead evaluator's alerts expire) and endsAt=now once to resolve."""
+
+    resend_while_firing = True
+
+    def __init__(self, url: str, *, resend_ttl: timedelta = timedelta(minutes=5), generator_url: str = "",
+                 name: str = "alertmanager", timeout: float = 5.0, retries: int = 2, backoff: float = 0.5) -> None:
+        self.url = url.rstrip("/")
+        self.resend_ttl, self.generator_url, self.name = resend_ttl, generator_url, name
+        self.timeout, self.retries, self.backoff = timeout, retries, backoff
+
+    def send(self, messages: list[AlertMessage]) -> None:
+        """See `Notifier.send`."""
+        if messages:
+            post_json(self.url + "/api/v2/alerts", [self.alert(m) for m in messages], timeout=self.timeout, retries=self.retries, backoff=self.backoff)
+
+    def alert(self, m: AlertMessage) -> dict[str, Any]:
+        """One postable alert."""
+        s = m.state
+        labels = {"alertname": m.rule.name, "severity": s.severity, "source": "relevancy-monitor", **m.rule.labels,
+                  **{k: v for k, v in s.segment}}
+        annotations = {
+            "summary": m.summary(), "description": m.rule.description, "metric": m.rule.metric,
+            "value": _fmt(s.value), "baseline": _fmt(s.baseline), "n_current": str(s.n_current),
+            "n_baseline": str(s.n_baseline), "p_value": "n/a" if s.p_value is None else f"{s.p_value:.3g}",
+            "test": m.test, "examples_sql": m.examples_sql,
+        }
+        starts = s.fired_at or s.since or m.now
+        ends = (s.resolved_at or m.now) if m.kind == "resolved" else m.now + self.resend_ttl
+        out: dict[str, Any] = {"labels": labels, "annotations": {k: v for k, v in annotations.items() if v},
+                               "startsAt": _iso(starts), "endsAt": _iso(ends)}
+        if self.generator_url:
+            out["generatorURL"] = self.generator_url
+        return out

@@ -1,0 +1,362 @@
+"""SQL for rule evaluation: the current and baseline windows of a rule, aggregated per segment.
+
+Rules read the scores table with FINAL, so a redelivered event counts once (the rollups count it twice).
+Times and segment values are bound as query parameters; column and table names come from fixed lists and
+validated identifiers only."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from monitor.alerts.rules import Rule
+from monitor.store import ClickHouseStore
+
+SegmentKey = tuple[tuple[str, str], ...]
+DEFAULT_TRAFFIC_TABLE = "traffic_counts"
+
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_TS = "DateTime64(3, 'UTC')"
+
+
+class QueryError(Exception):
+    """A rule's data could not be read (missing table, ClickHouse error)."""
+
+
+def _ident(name: str) -> str:
+    if not _IDENT.match(name):
+        raise ValueError(f"{name!r} is not a plain identifier")
+    return name
+
+
+def utc(dt: datetime) -> datetime:
+    """`dt` as an aware UTC datetime (naive values from ClickHouse are UTC)."""
+    return dt.replace(tzinfo=UTC) if dt.tzinfo is None else dt.astimezone(UTC)
+
+
+# ---- windows ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Windows:
+    """The current window and the baseline windows (empty when the rule has no baseline), half-open [start, end)."""
+
+    current: tuple[datetime, datetime]
+    baseline: tuple[tuple[datetime, datetime], ...] = ()
+
+    @property
+    def current_seconds(self) -> float:
+        """Length of the current window."""
+        return (self.current[1] - self.current[0]).total_seconds()
+
+    @property
+    def baseline_seconds(self) -> float:
+        """Total length of the baseline windows."""
+        return sum((e - s).total_seconds() for s, e in self.baseline)
+
+    @property
+    def span(self) -> tuple[datetime, datetime]:
+        """The smallest range covering every window (what the query scans)."""
+        starts = [self.current[0], *(s for s, _ in self.baseline)]
+        ends = [self.current[1], *(e for _, e in self.baseline)]
+        return (min(starts), max(ends))
+
+
+def baseline_exposure(windows: Windows, first: datetime | None, windows_with_rows: int) -> float:
+    """Seconds of baseline that count, for rates: a trailing baseline from the segment's first row in it
+    (younger segments and a new monitor are not read as silent before), previous days only those with rows."""
+    if not windows.baseline:
+        return 0.0
+    if len(windows.baseline) == 1:
+        start, end = windows.baseline[0]
+        if first is None:
+            return 0.0
+        return (end - max(start, utc(first))).total_seconds()
+    per = (windows.baseline[0][1] - windows.baseline[0][0]).total_seconds()
+    return per * windows_with_rows
+
+
+def windows_for(rule: Rule, now: datetime) -> Windows:
+    """The windows of `rule` evaluated at `now`; the end is floored to the minute (traffic is per minute)."""
+    end = utc(now) - rule.offset
+    end = end.replace(second=0, microsecond=0)
+    start = end - rule.window
+    if not rule.uses_baseline or rule.baseline is None:
+        return Windows((start, end))
+    if rule.baseline.trailing is not None:
+        return Windows((start, end), ((start - rule.baseline.trailing, start),))
+    days = rule.baseline.previous_days or 0
+    return Windows((start, end), tuple((start - timedelta(days=k), end - timedelta(days=k)) for k in range(1, days + 1)))
+
+
+# ---- per-window statistics -------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class WindowStats:
+    """Aggregates of one segment in one window; None where no rows define the value."""
+
+    seconds: float
+    rows: int = 0  # ok + error rows, deduplicated
+    ok: int = 0
+    errors: int = 0
+    score_mean: float | None = None
+    score_var: float | None = None
+    low: int = 0  # ok rows with score below the rule's low_score_below
+    p10: float | None = None
+    lag_p90: float | None = None  # seconds from event_time to scored_at
+    cost: float = 0.0
+    events: int = 0  # distinct event ids (any judge)
+    sampled: int | None = None  # from the traffic table (None: not read)
+    consumed: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentData:
+    """One segment's current and baseline statistics, and the judge name when keyed by judge_id."""
+
+    current: WindowStats
+    baseline: WindowStats
+    judge: str = ""
+
+
+def _num(value: Any) -> float | None:
+    if value is None:
+        return None
+    f = float(value)
+    return f if math.isfinite(f) else None
+
+
+def _window_predicate(column: str, names: list[tuple[str, str]]) -> str:
+    if not names:
+        return "0"
+    return " OR ".join(f"({column} >= {{{s}:{_TS}}} AND {column} < {{{e}:{_TS}}})" for s, e in names)
+
+
+def _window_params(windows: Windows) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    params: dict[str, Any] = {"cur_start": windows.current[0], "cur_end": windows.current[1],
+                              "span_start": windows.span[0], "span_end": windows.span[1]}
+    base_names = []
+    for i, (s, e) in enumerate(windows.baseline):
+        params[f"b{i}s"], params[f"b{i}e"] = s, e
+        base_names.append((f"b{i}s", f"b{i}e"))
+    return params, base_names
+
+
+_SCORE_AGGS = (
+    ("rows", "countIf({w})"),
+    ("ok", "countIf({w} AND status = 'ok')"),
+    ("errors", "countIf({w} AND status = 'error')"),
+    ("score_mean", "avgIf(score, {w} AND status = 'ok')"),
+    ("score_var", "varSampIf(score, {w} AND status = 'ok')"),
+    ("low", "countIf({w} AND status = 'ok' AND score < {{low:Float64}})"),
+    ("p10", "quantileExactIf(0.1)(score, {w} AND status = 'ok')"),
+    ("lag_p90", "quantileExactIf(0.9)(lag_s, {w})"),
+    ("cost", "sumIf(ifNull(cost_usd, 0), {w})"),
+    ("events", "uniqExactIf(event_id, {w})"),
+)
+
+
+def time_column(rule: Rule) -> str:
+    """The time a row belongs to a window by: scoring lag is about rows written lately, the rest by event time."""
+    return "scored_at" if rule.metric == "scoring_lag_p90" else "event_time"
+
+
+def scores_sql(rule: Rule, database: str, table: str, windows: Windows) -> tuple[str, dict[str, Any]]:
+    """SQL and parameters aggregating the scores table per segment over the current and baseline windows."""
+    params, base_names = _window_params(windows)
+    params["low"] = rule.low_score_below
+    col = time_column(rule)
+    keys = list(rule.key_fields)
+    select = [*keys]
+    if "judge_id" in keys:
+        select.append("any(judge) AS judge_name")
+    for prefix, flag in (("c", "in_cur"), ("b", "in_base")):
+        select += [f"{expr.format(w=flag)} AS {prefix}_{name}" for name, expr in _SCORE_AGGS]
+    select += _exposure_columns(col, base_names)
+    sql = (
+        f"SELECT {', '.join(select)}\n"
+        f"FROM (\n"
+        f"  SELECT *, dateDiff('millisecond', event_time, scored_at) / 1000.0 AS lag_s,\n"
+        f"         {col} >= {{cur_start:{_TS}}} AND {col} < {{cur_end:{_TS}}} AS in_cur,\n"
+        f"         {_window_predicate(col, base_names)} AS in_base\n"
+        f"  FROM {_ident(database)}.{_ident(table)} FINAL\n"
+        f"  WHERE {col} >= {{span_start:{_TS}}} AND {col} < {{span_end:{_TS}}}\n"
+        f")"
+    )
+    if keys:
+        sql += f"\nGROUP BY {', '.join(keys)}"
+    return sql, params
+
+
+def _exposure_columns(column: str, base_names: list[tuple[str, str]]) -> list[str]:
+    # When the segment's baseline starts (first row) and how many baseline windows have rows at all.
+    days = " + ".join(f"(countIf({column} >= {{{s}:{_TS}}} AND {column} < {{{e}:{_TS}}}) > 0)" for s, e in base_names) or "0"
+    return [f"minIf({column}, in_base) AS b_first", f"toUInt32({days}) AS b_windows"]
+
+
+def traffic_sql(rule: Rule, database: str, traffic_table: str, windows: Windows) -> tuple[str, dict[str, Any]]:
+    """SQL and parameters summing the traffic table (sampled, consumed) per segment over both windows."""
+    params, base_names = _window_params(windows)
+    keys = [k for k in rule.key_fields if k != "judge_id"]
+    select = [*keys, "sumIf(sampled, in_cur) AS c_sampled", "sumIf(consumed, in_cur) AS c_consumed",
+              "sumIf(sampled, in_base) AS b_sampled", "sumIf(consumed, in_base) AS b_consumed",
+              *_exposure_columns("minute", base_names)]
+    sql = (
+        f"SELECT {', '.join(select)}\n"
+        f"FROM (\n"
+        f"  SELECT *, minute >= {{cur_start:{_TS}}} AND minute < {{cur_end:{_TS}}} AS in_cur,\n"
+        f"         {_window_predicate('minute', base_names)} AS in_base\n"
+        f"  FROM {_ident(database)}.{_ident(traffic_table)}\n"
+        f"  WHERE minute >= {{span_start:{_TS}}} AND minute < {{span_end:{_TS}}}\n"
+        f")"
+    )
+    if keys:
+        sql += f"\nGROUP BY {', '.join(keys)}"
+    return sql, params
+
+
+def _run(store: ClickHouseStore, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+    from monitor.store import StoreError
+
+    try:
+        return store.query(sql, params).rows
+    except StoreError as e:
+        raise QueryError(str(e)) from e
+
+
+def fetch_scores(store: ClickHouseStore, rule: Rule, windows: Windows) -> dict[SegmentKey, SegmentData]:
+    """Per-segment statistics from the scores table (FINAL) for both windows of `rule`."""
+    sql, params = scores_sql(rule, store.database, store.table, windows)
+    keys = rule.key_fields
+    out: dict[SegmentKey, SegmentData] = {}
+    n_aggs = len(_SCORE_AGGS)
+    for row in _run(store, sql, params):
+        key: SegmentKey = tuple((k, str(v)) for k, v in zip(keys, row[: len(keys)], strict=True))
+        pos = len(keys)
+        judge = ""
+        if "judge_id" in keys:
+            judge = str(row[pos])
+            pos += 1
+        cur = _stats(row[pos : pos + n_aggs], windows.current_seconds)
+        base_rows = int(row[pos + n_aggs])
+        first, n_windows = row[pos + 2 * n_aggs], int(row[pos + 2 * n_aggs + 1])
+        exposure = baseline_exposure(windows, first if base_rows else None, n_windows)
+        base = _stats(row[pos + n_aggs : pos + 2 * n_aggs], exposure)
+        if cur.rows == 0 and base.rows == 0 and keys:
+            continue
+        out[key] = SegmentData(cur, base, judge)
+    return out
+
+
+def _stats(values: tuple[Any, ...], seconds: float) -> WindowStats:
+    v = dict(zip((name for name, _ in _SCORE_AGGS), values, strict=True))
+    rows = int(v["rows"])
+    ok = int(v["ok"])
+    return WindowStats(
+        seconds=seconds, rows=rows, ok=ok, errors=int(v["errors"]),
+        score_mean=_num(v["score_mean"]) if ok else None,
+        score_var=_num(v["score_var"]) if ok > 1 else None,
+        low=int(v["low"]), p10=_num(v["p10"]) if ok else None,
+        lag_p90=_num(v["lag_p90"]) if rows else None,
+        cost=_num(v["cost"]) or 0.0, events=int(v["events"]),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class TrafficCounts:
+    """Sampled and consumed events of one segment in the current window and the baseline."""
+
+    sampled: int
+    consumed: int
+    baseline_sampled: int
+    baseline_consumed: int
+    baseline_seconds: float
+
+
+def fetch_traffic(store: ClickHouseStore, rule: Rule, windows: Windows, traffic_table: str) -> dict[SegmentKey, TrafficCounts]:
+    """Per-segment traffic counts from the traffic table for both windows of `rule`."""
+    sql, params = traffic_sql(rule, store.database, traffic_table, windows)
+    keys = [k for k in rule.key_fields if k != "judge_id"]
+    out: dict[SegmentKey, TrafficCounts] = {}
+    for row in _run(store, sql, params):
+        key: SegmentKey = tuple((k, str(v)) for k, v in zip(keys, row[: len(keys)], strict=True))
+        c_s, c_c, b_s, b_c = (int(x or 0) for x in row[len(keys) : len(keys) + 4])
+        first, n_windows = row[len(keys) + 4], int(row[len(keys) + 5])
+        if keys and not (c_s or c_c or b_s or b_c):
+            continue
+        exposure = baseline_exposure(windows, first if (b_s or b_c) else None, n_windows)
+        out[key] = TrafficCounts(c_s, c_c, b_s, b_c, exposure)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class TailCounts:
+    """For p10 tests: ok scores below the baseline's p10 in each window, and below the fire threshold now."""
+
+    cutoff: float
+    current_below: int
+    baseline_below: int
+    current_below_threshold: int
+
+
+def fetch_tail_counts(
+    store: ClickHouseStore, rule: Rule, windows: Windows, segment: SegmentKey, cutoff: float, threshold: float
+) -> TailCounts:
+    """Count ok scores below `cutoff` (both windows) and below `threshold` (current) in one segment."""
+    params, base_names = _window_params(windows)
+    params.update(cutoff=cutoff, threshold=threshold)
+    where = []
+    for i, (k, v) in enumerate(segment):
+        where.append(f"{_ident(k)} = {{k{i}:String}}")
+        params[f"k{i}"] = v
+    col = time_column(rule)
+    cur = f"{col} >= {{cur_start:{_TS}}} AND {col} < {{cur_end:{_TS}}}"
+    base = _window_predicate(col, base_names)
+    sql = (
+        f"SELECT countIf(({cur}) AND score < {{cutoff:Float64}}), countIf(({base}) AND score < {{cutoff:Float64}}),\n"
+        f"       countIf(({cur}) AND score < {{threshold:Float64}})\n"
+        f"FROM {_ident(store.database)}.{_ident(store.table)} FINAL\n"
+        f"WHERE status = 'ok' AND {col} >= {{span_start:{_TS}}} AND {col} < {{span_end:{_TS}}}"
+        + "".join(f" AND {w}" for w in where)
+    )
+    row = _run(store, sql, params)[0]
+    return TailCounts(cutoff, int(row[0]), int(row[1]), int(row[2]))
+
+
+# ---- ready-made SQL for people ---------------------------------------------------------------------------
+
+def sql_literal(value: str) -> str:
+    """A ClickHouse string literal for `value` (backslash and quote escaped)."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _ts_literal(dt: datetime) -> str:
+    return f"toDateTime64('{utc(dt).strftime('%Y-%m-%d %H:%M:%S.%f')[:-3]}', 3, 'UTC')"
+
+
+def examples_sql(rule: Rule, segment: SegmentKey, windows: Windows, database: str, table: str, limit: int = 20) -> str:
+    """A ready-to-run query listing the worst recent examples of `segment` for `rule`'s metric."""
+    col = time_column(rule)
+    conds = [f"{_ident(k)} = {sql_literal(v)}" for k, v in segment]
+    conds.append(f"{col} >= {_ts_literal(windows.current[0])} AND {col} < {_ts_literal(windows.current[1])}")
+    if rule.metric == "error_rate":
+        conds.append("status = 'error'")
+        order = f"{col} DESC"
+    elif rule.metric == "scoring_lag_p90":
+        order = "lag_s DESC"
+    elif rule.metric == "cost_per_window":
+        order = "cost_usd DESC NULLS LAST"
+    else:
+        conds.append("status = 'ok'")
+        order = "score ASC, event_time DESC"
+    return (
+        "SELECT event_time, app, model, prompt_version, judge_id, status, round(score, 3) AS score, error,\n"
+        "       dateDiff('millisecond', event_time, scored_at) / 1000.0 AS lag_s, cost_usd,\n"
+        "       question, response, reasoning, event_id\n"
+        f"FROM {_ident(database)}.{_ident(table)} FINAL\n"
+        f"WHERE {' AND '.join(conds)}\n"
+        f"ORDER BY {order}\n"
+        f"LIMIT {int(limit)}"
+    )

@@ -1,0 +1,293 @@
+"""Alert rules: pydantic models and YAML loading with one-line errors naming the bad field."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+DEFAULT_RULES_FILE = "default_rules.yaml"
+
+
+class RulesError(Exception):
+    """The rules file cannot be read or is invalid; the message is one line naming the field."""
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_duration(value: Any) -> timedelta:
+    """`90s`, `5m`, `1h30m`, `7d` (or a number of seconds) as a timedelta."""
+    if isinstance(value, timedelta):
+        return value
+    if isinstance(value, bool):
+        raise ValueError("expected a duration like 30s, 5m, 1h, 7d")
+    if isinstance(value, int | float):
+        return timedelta(seconds=float(value))
+    if not isinstance(value, str):
+        raise ValueError("expected a duration like 30s, 5m, 1h, 7d")
+    text = value.strip().lower().replace(" ", "")
+    pos, total = 0, 0.0
+    for m in _DURATION.finditer(text):
+        if m.start() != pos:
+            break
+        total += float(m.group(1)) * _UNIT_SECONDS[m.group(2)]
+        pos = m.end()
+    if pos != len(text) or not text:
+        raise ValueError(f"{value!r} is not a duration like 30s, 5m, 1h30m, 7d")
+    return timedelta(seconds=total)
+
+
+def format_duration(d: timedelta) -> str:
+    """A timedelta as a short duration string (`1h30m`, `45s`)."""
+    seconds = int(d.total_seconds())
+    if seconds == 0:
+        return "0s"
+    parts = []
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        if seconds >= size:
+            parts.append(f"{seconds // size}{unit}")
+            seconds %= size
+    return "".join(parts)
+
+
+Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
+
+Metric = Literal[
+    "mean_score", "low_score_share", "p10", "error_rate", "judged_volume",
+    "coverage", "scoring_lag_p90", "cost_per_window", "no_data",
+]
+SegmentField = Literal["app", "model", "prompt_version"]
+Direction = Literal["down", "up"]
+
+# Metrics computed from scores: their segment key always includes judge_id, so a judge or judge-prompt change
+# starts a new baseline instead of looking like a product regression.
+JUDGE_KEYED_METRICS: frozenset[str] = frozenset(
+    {"mean_score", "low_score_share", "p10", "error_rate", "scoring_lag_p90", "cost_per_window"}
+)
+# Which way is bad, unless the rule says otherwise.
+DEFAULT_DIRECTION: dict[str, Direction] = {
+    "mean_score": "down", "low_score_share": "up", "p10": "down", "error_rate": "up", "judged_volume": "down",
+    "coverage": "down", "scoring_lag_p90": "up", "cost_per_window": "up", "no_data": "down",
+}
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class Bound(_Strict):
+    """A fire level and a clear level (hysteresis): fire beyond `fire`, clear only back past `clear`."""
+
+    fire: float
+    clear: float | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_number(cls, value: Any) -> Any:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return {"fire": value}
+        return value
+
+    @property
+    def clear_level(self) -> float:
+        """The clear level (the fire level when none is given)."""
+        return self.fire if self.clear is None else self.clear
+
+
+class Condition(_Strict):
+    """When a value is bad: beyond an absolute threshold, and/or changed against the baseline in the bad
+    direction by `change` (absolute) or `relative_change` (share of the baseline)."""
+
+    threshold: Bound | None = None
+    change: Bound | None = None
+    relative_change: Bound | None = None
+    combine: Literal["any", "all"] = "any"
+
+    @model_validator(mode="after")
+    def _checks(self) -> Condition:
+        for name in ("change", "relative_change"):
+            b: Bound | None = getattr(self, name)
+            if b is not None and b.fire <= 0:
+                raise ValueError(f"{name}.fire must be > 0 (the size of a change in the bad direction)")
+            if b is not None and b.clear is not None and not 0 <= b.clear <= b.fire:
+                raise ValueError(f"{name}.clear must be between 0 and fire ({b.fire})")
+        return self
+
+    @property
+    def uses_baseline(self) -> bool:
+        """True when a criterion compares against the baseline."""
+        return self.change is not None or self.relative_change is not None
+
+    @property
+    def empty(self) -> bool:
+        """True when no criterion is set."""
+        return self.threshold is None and not self.uses_baseline
+
+
+class Baseline(_Strict):
+    """What a window is compared with: the trailing period right before it, or the same hours on the previous days."""
+
+    trailing: Duration | None = None
+    previous_days: int | None = Field(None, ge=1, le=28)
+
+    @model_validator(mode="after")
+    def _one(self) -> Baseline:
+        if (self.trailing is None) == (self.previous_days is None):
+            raise ValueError("give exactly one of trailing (a duration) or previous_days (a number of days)")
+        if self.trailing is not None and self.trailing.total_seconds() <= 0:
+            raise ValueError("trailing must be a positive duration")
+        return self
+
+
+class Rule(_Strict):
+    """One alert rule, evaluated per segment."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.:-]{1,100}$")
+    description: str = ""
+    metric: Metric
+    low_score_below: float = Field(0.5, gt=0.0, le=1.0, description="low_score_share counts scores below this")
+    segment_by: list[SegmentField] = Field(default_factory=list)
+    source: Literal["scores", "traffic"] = Field("scores", description="no_data: judged rows, or consumed traffic")
+    window: Duration = timedelta(minutes=30)
+    offset: Duration = Field(timedelta(0), description="the window ends this long before now (rows still being scored)")
+    baseline: Baseline | None = None
+    direction: Direction | None = None
+    condition: Condition = Field(default_factory=Condition)
+    min_events: int = Field(30, ge=0, description="judged events (or sampled, for coverage) needed in the window")
+    min_baseline_events: int = Field(100, ge=0, description="events needed in the baseline when it is used")
+    test: Literal["auto", "none"] = "auto"
+    alpha: float = Field(0.001, gt=0.0, lt=1.0, description="significance level of the one-sided test")
+    for_: Duration = Field(timedelta(0), alias="for")
+    repeat_interval: Duration = Field(timedelta(hours=4), description="re-notify webhooks this often while firing")
+    severity: str = Field("warning", pattern=r"^[A-Za-z0-9_-]{1,40}$")
+    labels: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("segment_by")
+    @classmethod
+    def _unique_segments(cls, value: list[str]) -> list[str]:
+        if len(set(value)) != len(value):
+            raise ValueError("segment_by lists a field twice")
+        return value
+
+    @field_validator("labels")
+    @classmethod
+    def _label_names(cls, value: dict[str, str]) -> dict[str, str]:
+        for k in value:
+            if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", k):
+                raise ValueError(f"label name {k!r} is not [A-Za-z_][A-Za-z0-9_]*")
+        return value
+
+    @model_validator(mode="after")
+    def _checks(self) -> Rule:
+        if self.window.total_seconds() < 60:
+            raise ValueError("window must be at least 1m")
+        if self.metric == "no_data":
+            if self.baseline is None:
+                raise ValueError("a no_data rule needs a baseline (where the segment had traffic before)")
+            if not self.condition.empty:
+                raise ValueError("a no_data rule takes no condition: it fires when a segment with traffic goes silent")
+        else:
+            if self.source != "scores":
+                raise ValueError("source applies to no_data rules only")
+            if self.condition.empty:
+                raise ValueError("condition needs threshold, change or relative_change")
+            if self.condition.uses_baseline and self.baseline is None:
+                raise ValueError("condition compares with a baseline (change/relative_change): give baseline")
+        t = self.condition.threshold
+        if t is not None and t.clear is not None:
+            if self.bad_direction == "down" and t.clear < t.fire:
+                raise ValueError(f"condition.threshold.clear must be >= fire for {self.metric} (lower is worse)")
+            if self.bad_direction == "up" and t.clear > t.fire:
+                raise ValueError(f"condition.threshold.clear must be <= fire for {self.metric} (higher is worse)")
+        return self
+
+    @property
+    def bad_direction(self) -> Direction:
+        """Which way of the value is bad."""
+        return self.direction or DEFAULT_DIRECTION[self.metric]
+
+    @property
+    def key_fields(self) -> tuple[str, ...]:
+        """The segment key columns in a fixed order; judge_id for score metrics."""
+        fields = tuple(f for f in ("app", "model", "prompt_version") if f in self.segment_by)
+        return fields + ("judge_id",) if self.metric in JUDGE_KEYED_METRICS else fields
+
+    @property
+    def uses_baseline(self) -> bool:
+        """True when the baseline window is queried."""
+        return self.metric == "no_data" or self.condition.uses_baseline
+
+
+class RuleSet(_Strict):
+    """The rules of one file."""
+
+    rules: list[Rule] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _unique(self) -> RuleSet:
+        seen: set[str] = set()
+        for r in self.rules:
+            if r.name in seen:
+                raise ValueError(f"two rules are named {r.name!r}")
+            seen.add(r.name)
+        return self
+
+
+def _describe(err: ValidationError, data: Any) -> str:
+    first = err.errors(include_url=False)[0]
+    loc = list(first["loc"])
+    parts: list[str] = []
+    for i, item in enumerate(loc):
+        if isinstance(item, int):
+            parts[-1] = f"{parts[-1]}[{item}]"
+            if i == 1 and loc[0] == "rules" and isinstance(data, dict):
+                try:
+                    name = data["rules"][item].get("name")
+                except (AttributeError, IndexError, KeyError, TypeError):
+                    name = None
+                if name:
+                    parts[-1] += f" ({name})"
+        else:
+            parts.append(str(item).rstrip("_"))
+    where = ".".join(parts) or "rules file"
+    msg = first["msg"].removeprefix("Value error, ")
+    given = first.get("input")
+    shown = f" (got {given!r})" if isinstance(given, str | int | float) and not isinstance(given, bool) and len(str(given)) < 60 else ""
+    return f"{where}: {msg}{shown}"
+
+
+def parse_rules(text: str, source: str = "rules") -> RuleSet:
+    """Rules from YAML text; raises `RulesError` naming the file and the bad field."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        raise RulesError(f"{source}:{where} not valid YAML: {getattr(e, 'problem', None) or e}") from None
+    if isinstance(data, list):
+        data = {"rules": data}
+    if not isinstance(data, dict):
+        raise RulesError(f"{source}: expected a mapping with a `rules:` list")
+    try:
+        return RuleSet.model_validate(data)
+    except ValidationError as e:
+        raise RulesError(f"{source}: {_describe(e, data)}") from None
+
+
+def load_rules(path: str | Path | None = None) -> RuleSet:
+    """Rules from a YAML file, or the shipped defaults when `path` is None."""
+    if path is None:
+        text = (resources.files("monitor.alerts") / DEFAULT_RULES_FILE).read_text(encoding="utf-8")
+        return parse_rules(text, DEFAULT_RULES_FILE)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as e:
+        raise RulesError(f"cannot read rules file {path}: {e.strerror or e}") from None
+    return parse_rules(text, str(path))

@@ -1,0 +1,123 @@
+"""Alert state in ClickHouse (`alert_state`, ReplacingMergeTree: the latest row per rule and segment wins),
+and a lease (`alert_leases`) so that of several `alerts run` replicas only one evaluates and notifies."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import uuid
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+from typing import Any
+
+from monitor.alerts.evaluator import AlertState
+from monitor.alerts.queries import utc
+from monitor.store import ClickHouseStore
+
+STATE_TABLE = "alert_state"
+LEASE_TABLE = "alert_leases"
+
+_STATE_COLUMNS = (
+    "rule", "segment_key", "segment", "state", "since", "fired_at", "resolved_at", "last_eval_at", "last_notified_at",
+    "notified", "value", "baseline", "n_current", "n_baseline", "p_value", "severity", "note", "updated_at", "writer",
+)
+
+
+def _opt(dt: Any) -> datetime | None:
+    return None if dt is None else utc(dt)
+
+
+class StateStore:
+    """Loads and saves `AlertState` rows in `{database}.alert_state` (created by the versioned DDL)."""
+
+    def __init__(self, store: ClickHouseStore, writer: str = "") -> None:
+        self.store = store
+        self.writer = writer or default_replica_id()
+
+    @property
+    def table(self) -> str:
+        """`database.alert_state`."""
+        return f"{self.store.database}.{STATE_TABLE}"
+
+    def load(self) -> dict[tuple[str, str], AlertState]:
+        """Every stored state, keyed by (rule, segment key)."""
+        cols = [c for c in _STATE_COLUMNS if c not in ("segment_key", "updated_at", "writer")]
+        result = self.store.query(f"SELECT {', '.join(cols)} FROM {self.table} FINAL")
+        out: dict[tuple[str, str], AlertState] = {}
+        for row in result.rows:
+            r = dict(zip(cols, row, strict=True))
+            segment = tuple((str(k), str(v)) for k, v in json.loads(r["segment"]))
+            s = AlertState(
+                rule=r["rule"], segment=segment, state=r["state"], since=_opt(r["since"]), fired_at=_opt(r["fired_at"]),
+                resolved_at=_opt(r["resolved_at"]), last_eval_at=_opt(r["last_eval_at"]),
+                last_notified_at=_opt(r["last_notified_at"]), notified=dict(r["notified"]),
+                value=r["value"], baseline=r["baseline"], n_current=int(r["n_current"]), n_baseline=int(r["n_baseline"]),
+                p_value=r["p_value"], severity=r["severity"], note=r["note"],
+            )
+            out[s.key] = s
+        return out
+
+    def save(self, states: Iterable[AlertState], now: datetime) -> int:
+        """Write `states` (each replaces its earlier row); returns how many were written."""
+        data = []
+        for s in states:
+            data.append((
+                s.rule, s.key[1], json.dumps([list(p) for p in s.segment]), s.state, s.since, s.fired_at, s.resolved_at,
+                s.last_eval_at or now, s.last_notified_at, s.notified, s.value, s.baseline, s.n_current, s.n_baseline,
+                s.p_value, s.severity, s.note[:2000], now, self.writer,
+            ))
+        if data:
+            self.store.client.insert(self.table, data, column_names=list(_STATE_COLUMNS))
+        return len(data)
+
+
+def default_replica_id() -> str:
+    """host:pid:random, unique per process."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+class Lease:
+    """Leader election through heartbeat rows: among replicas whose heartbeat is younger than `ttl`, the one
+    that joined first leads. A replica that joins later never outranks a live leader, and one whose own
+    heartbeat went stale rejoins at the back, so two replicas never both believe they lead after one read."""
+
+    def __init__(self, store: ClickHouseStore, replica: str, ttl: timedelta) -> None:
+        self.store = store
+        self.replica = replica
+        self.ttl = ttl
+        self._joined: datetime | None = None
+        self._last_beat: datetime | None = None
+
+    @property
+    def table(self) -> str:
+        """`database.alert_leases`."""
+        return f"{self.store.database}.{LEASE_TABLE}"
+
+    def acquire(self, now: datetime) -> bool:
+        """Heartbeat, then True if this replica leads now."""
+        now = utc(now)
+        if self._joined is None or self._last_beat is None or now - self._last_beat > self.ttl:
+            self._joined = now
+        self._beat(self._joined, now, released=False)
+        self._last_beat = now
+        rows = self.store.query(
+            "SELECT replica, argMax(joined_at, heartbeat_at) AS joined, max(heartbeat_at) AS beat,"
+            f" argMax(released, heartbeat_at) AS gone FROM {self.table} "
+            "GROUP BY replica HAVING beat >= {cutoff:DateTime64(3, 'UTC')} AND gone = 0 ORDER BY joined, replica LIMIT 1",
+            {"cutoff": now - self.ttl},
+        ).rows
+        return bool(rows) and rows[0][0] == self.replica
+
+    def release(self, now: datetime) -> None:
+        """Step down (on shutdown), so another replica takes over at its next round instead of after `ttl`."""
+        if self._joined is not None:
+            # Strictly after the last heartbeat, so the released row is the latest one (ties would be ambiguous).
+            last = self._last_beat + timedelta(milliseconds=1) if self._last_beat is not None else utc(now)
+            self._beat(self._joined, max(utc(now), last), released=True)
+            self._joined = None
+
+    def _beat(self, joined: datetime, at: datetime, *, released: bool) -> None:
+        self.store.client.insert(
+            self.table, [(self.replica, joined, at, int(released))], column_names=["replica", "joined_at", "heartbeat_at", "released"]
+        )

@@ -1,0 +1,25 @@
+-- relevancy-monitor schema, step 013: the materialized view filling relevancy_rollup_1h from the scores table.
+CREATE MATERIALIZED VIEW IF NOT EXISTS {database}.relevancy_rollup_1h_mv TO {database}.relevancy_rollup_1h AS
+SELECT
+    toStartOfHour(event_time) AS hour,
+    app, model, prompt_version, judge, judge_id,
+    toUInt64(count()) AS n_rows,
+    toUInt64(countIf(status = 'ok')) AS n_ok,
+    toUInt64(countIf(status = 'error')) AS n_error,
+    toUInt64(countIf(status = 'ok' AND score < 0.5)) AS n_low_score,
+    sum(ifNull(score, 0)) AS score_sum,
+    sum(ifNull(score, 0) * ifNull(score, 0)) AS score_sq_sum,
+    sum(if(status = 'ok', ifNull(score, 0) / sample_rate, 0)) AS weighted_score_sum,
+    sum(if(status = 'ok', 1 / sample_rate, 0)) AS weight_sum,
+    min(ifNull(score, inf)) AS score_lowest,
+    sum(ifNull(cost_usd, 0)) AS cost_usd_sum,
+    toUInt64(countIf(cost_usd IS NOT NULL)) AS n_cost_known,
+    toUInt64(sum(input_tokens)) AS input_tokens_sum,
+    toUInt64(sum(output_tokens)) AS output_tokens_sum,
+    sum(greatest(dateDiff('millisecond', event_time, scored_at), 0) / 1000.0) AS lag_sum_s,
+    max(greatest(dateDiff('millisecond', event_time, scored_at), 0) / 1000.0) AS lag_highest_s,
+    uniqState(event_id) AS event_ids,
+    quantilesTDigestState(0.1, 0.25, 0.5, 0.75, 0.9)(score) AS score_quantiles,
+    quantilesTDigestState(0.5, 0.9, 0.99)(toFloat64(greatest(dateDiff('millisecond', event_time, scored_at), 0) / 1000.0)) AS lag_quantiles
+FROM {database}.{table}
+GROUP BY hour, app, model, prompt_version, judge, judge_id

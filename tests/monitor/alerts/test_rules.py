@@ -1,0 +1,96 @@
+"""Rules files: the shipped defaults, durations, and one-line errors naming the bad field."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from monitor.alerts.rules import RulesError, load_rules, parse_duration, parse_rules
+
+GOOD = """
+rules:
+  - name: drop
+    metric: mean_score
+    segment_by: [app, prompt_version]
+    window: 30m
+    baseline: {trailing: 24h}
+    condition: {relative_change: {fire: 0.1, clear: 0.05}}
+    for: 10m
+"""
+
+
+def test_default_rules_cover_the_required_alerts() -> None:
+    rules = {r.name: r for r in load_rules().rules}
+    metrics = {r.metric for r in rules.values()}
+    assert {"mean_score", "low_score_share", "error_rate", "coverage", "scoring_lag_p90", "no_data"} <= metrics
+    drop = rules["relevancy_drop"]
+    assert drop.key_fields == ("app", "prompt_version", "judge_id")  # judge_id always, for score metrics
+    assert drop.condition.relative_change is not None and drop.condition.relative_change.clear_level < drop.condition.relative_change.fire
+    silent = [r for r in rules.values() if r.metric == "no_data"]
+    assert any(r.segment_by == [] for r in silent) and any(r.segment_by for r in silent)  # whole stream and per segment
+    assert all(r.key_fields == tuple(r.segment_by) for r in silent)  # silence is not per judge
+
+
+@pytest.mark.parametrize(("text", "seconds"), [("90s", 90), ("5m", 300), ("1h30m", 5400), ("7d", 604800), (45, 45), ("1w", 604800)])
+def test_durations(text: object, seconds: int) -> None:
+    assert parse_duration(text) == timedelta(seconds=seconds)
+
+
+@pytest.mark.parametrize("bad", ["5 minutes", "m", "", "1h-3m", True])
+def test_bad_durations(bad: object) -> None:
+    with pytest.raises(ValueError):
+        parse_duration(bad)
+
+
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        (("metric: mean_score", "metric: mean"), "rules[0] (drop).metric: Input should be"),
+        (("window: 30m", "window: soon"), "rules[0] (drop).window: 'soon' is not a duration"),
+        (("for: 10m", "for: 10m\n    colour: red"), "rules[0] (drop).colour: Extra inputs are not permitted"),
+        (("baseline: {trailing: 24h}", "baseline: {trailing: 24h, previous_days: 3}"), "rules[0] (drop).baseline: give exactly one of"),
+        (("    baseline: {trailing: 24h}\n", ""), "rules[0] (drop): condition compares with a baseline"),
+        (("{fire: 0.1, clear: 0.05}", "{fire: 0.1, clear: 0.2}"), "rules[0] (drop).condition: relative_change.clear must be between 0 and fire"),
+        (("segment_by: [app, prompt_version]", "segment_by: [app, judge]"), "rules[0] (drop).segment_by[1]: Input should be"),
+    ],
+)
+def test_errors_are_one_line_and_name_the_field(edit: tuple[str, str], expected: str) -> None:
+    text = GOOD.replace(*edit)
+    assert text != GOOD
+    with pytest.raises(RulesError) as e:
+        parse_rules(text, "my.yaml")
+    msg = str(e.value)
+    assert "\n" not in msg
+    assert msg.startswith("my.yaml: ")
+    assert expected.split(": ", 1)[0] in msg and expected.split(": ", 1)[1].split(" (got")[0][:30] in msg, msg
+
+
+def test_threshold_hysteresis_must_point_the_right_way() -> None:
+    text = GOOD.replace("condition: {relative_change: {fire: 0.1, clear: 0.05}}", "condition: {threshold: {fire: 0.5, clear: 0.4}}")
+    with pytest.raises(RulesError, match=r"threshold.clear must be >= fire for mean_score"):
+        parse_rules(text)
+    up = text.replace("metric: mean_score", "metric: error_rate")
+    assert parse_rules(up).rules[0].condition.threshold is not None  # for error_rate higher is worse: 0.4 clears below 0.5
+
+
+def test_duplicate_names_and_files(tmp_path: Path) -> None:
+    with pytest.raises(RulesError, match="two rules are named 'drop'"):
+        parse_rules(GOOD + GOOD.replace("rules:\n", ""))
+    with pytest.raises(RulesError, match=r"cannot read rules file .*nope.yaml"):
+        load_rules(tmp_path / "nope.yaml")
+    (tmp_path / "bad.yaml").write_text("rules: [\n", encoding="utf-8")
+    with pytest.raises(RulesError, match=r"bad.yaml: line \d+ not valid YAML"):
+        load_rules(tmp_path / "bad.yaml")
+    (tmp_path / "ok.yaml").write_text(GOOD, encoding="utf-8")
+    assert load_rules(tmp_path / "ok.yaml").rules[0].for_ == timedelta(minutes=10)
+
+
+def test_no_data_rules_need_a_baseline_and_take_no_condition() -> None:
+    base = "rules:\n  - name: s\n    metric: no_data\n    window: 15m\n"
+    with pytest.raises(RulesError, match="needs a baseline"):
+        parse_rules(base)
+    with pytest.raises(RulesError, match="takes no condition"):
+        parse_rules(base + "    baseline: {trailing: 1h}\n    condition: {threshold: 1}\n")
+    assert parse_rules(base + "    baseline: {trailing: 1h}\n").rules[0].key_fields == ()
