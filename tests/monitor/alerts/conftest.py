@@ -15,22 +15,6 @@ from schemas.scored import ScoredRow
 
 T0 = datetime(2026, 11, 2, 0, 0, tzinfo=UTC)  # a Monday; every synthetic stream starts here
 
-# The traffic table's DDL exactly as the lead specified it (schemas/sql/002); IF NOT EXISTS keeps both in step.
-TRAFFIC_DDL = """CREATE TABLE IF NOT EXISTS {database}.traffic_counts
-(
-    minute          DateTime('UTC'),
-    app             LowCardinality(String),
-    model           LowCardinality(String),
-    prompt_version  LowCardinality(String),
-    consumed        UInt64,
-    sampled         UInt64,
-    not_sampled     UInt64,
-    dead_lettered   UInt64
-)
-ENGINE = SummingMergeTree
-ORDER BY (minute, app, model, prompt_version)"""
-
-
 def make_row(
     t: datetime, *, app: str = "support", model: str = "m1", prompt_version: str = "v1", judge_id: str = "j1",
     score: float | None = 0.8, status: str = "ok", lag_s: float = 5.0, cost: float | None = 0.001,
@@ -85,8 +69,8 @@ def rules_from(yaml_text: str) -> list[Rule]:
 
 @pytest.fixture
 def traffic_store(store: ClickHouseStore) -> ClickHouseStore:
-    """The store with the traffic table present (created here exactly as the lead's DDL does)."""
-    store.command(TRAFFIC_DDL.format(database=store.database))
+    """The store; its schema (schemas/sql/002) includes the traffic table the monitor writes."""
+    assert store.query(f"EXISTS TABLE {store.database}.traffic_counts").rows[0][0] == 1
     return store
 
 
