@@ -70,6 +70,7 @@ class Pipeline:
         self.sampler = build_sampler(settings)
         self.cost = CostControl(settings, store, self.metrics)
         self.cache = VerdictCache(settings.cache_max_entries, settings.cache_ttl_s)
+        self._judging: dict[bytes, asyncio.Future[Judgement | None]] = {}
         self._rate_limited_seen = 0
         assert settings.resume_in_flight is not None
         self.gate = PauseGate(high=settings.max_in_flight, low=settings.resume_in_flight)
@@ -188,17 +189,56 @@ class Pipeline:
             self.metrics.cache_hits.inc()
             self._add_row(event, decision, ticket, hit, 0.0, cached=True)
             return
-        self.cost.reserve_call()
-        self._spawn(tp, self._judge_event(event, decision, ticket, key))
+        leader = self._judging.get(key)
+        if leader is not None:  # the same pair is being judged right now (an upstream retry, a FAQ burst)
+            self._spawn(tp, self._follow(leader, event, decision, ticket, key))
+            return
+        self._spawn(tp, self._lead(event, decision, ticket, key, self._claim(key)))
 
-    async def _judge_event(self, event: ConversationEvent, decision: SampleDecision, ticket: Ticket, key: bytes) -> None:
+    def _claim(self, key: bytes) -> asyncio.Future[Judgement | None]:
+        """Become the one judging `key`: reserve the call now (at decision time, so a burst cannot decide past
+        the budget before calls start) and register, synchronously, so identical pairs in the same fetch wait."""
+        self.cost.reserve_call()
+        verdict: asyncio.Future[Judgement | None] = asyncio.get_running_loop().create_future()
+        if self.cache.max_entries > 0:  # a disabled cache means no reuse at all
+            self._judging[key] = verdict
+        return verdict
+
+    async def _lead(self, event: ConversationEvent, decision: SampleDecision, ticket: Ticket, key: bytes,
+                    verdict: asyncio.Future[Judgement | None]) -> None:
+        """Judge a pair while identical pairs wait for the verdict (single flight)."""
+        outcome: Judgement | str | None = None
+        try:
+            outcome = await self._judge_event(event, decision, ticket, key)
+        finally:
+            if self._judging.get(key) is verdict:
+                del self._judging[key]
+            # None (failed, or abandoned on revocation or shutdown): each follower judges for itself
+            verdict.set_result(outcome if isinstance(outcome, Judgement) else None)
+
+    async def _follow(self, leader: asyncio.Future[Judgement | None], event: ConversationEvent, decision: SampleDecision,
+                      ticket: Ticket, key: bytes) -> None:
+        """Reuse the verdict of an identical pair being judged; judge it ourselves if that fails."""
+        judgement = await asyncio.shield(leader)
+        if judgement is not None:
+            self.metrics.cache_hits.inc()
+            self._add_row(event, decision, ticket, judgement, 0.0, cached=True)
+            return
+        leader = self._judging.get(key)
+        if leader is not None:
+            await self._follow(leader, event, decision, ticket, key)
+        else:
+            await self._lead(event, decision, ticket, key, self._claim(key))
+
+    async def _judge_event(self, event: ConversationEvent, decision: SampleDecision, ticket: Ticket, key: bytes) -> Judgement | str | None:
+        """Judge one event and add its row; returns the outcome (None if abandoned on revocation)."""
         info = self.judge.info
         attempts = 0
         while True:
             await self.breaker.wait()
             if not self.tracker.is_current(ticket):  # revoked while waiting: the new owner judges it
                 self.breaker.on_abandoned()
-                return
+                return None
             call = await self._call_judge(event)
             outcome, elapsed = call.outcome, call.elapsed_s
             if call.transient:
@@ -221,6 +261,7 @@ class Pipeline:
             self.cache.put(key, outcome)
         self.metrics.judge_latency.labels(info.method).observe(elapsed)
         self._add_row(event, decision, ticket, outcome, elapsed)
+        return outcome
 
     def _add_row(self, event: ConversationEvent, decision: SampleDecision, ticket: Ticket, outcome: Judgement | str, elapsed: float,
                  cached: bool = False) -> None:

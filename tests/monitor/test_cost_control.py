@@ -9,7 +9,7 @@ from monitor.budget import SpendBudget
 from monitor.config import Settings
 from monitor.localbroker import LocalBroker
 from monitor.store import AsyncStore
-from tests.fake_messages_api import FakeMessagesAPI
+from tests.fake_messages_api import FakeMessagesAPI, Reply
 from tests.harness import RunningPipeline, committed_offsets, count_rows, produce_values, wait_for
 
 HOUR_START = 1_795_000_000 - 1_795_000_000 % 3600 + 60  # a fixed clock inside one hour: no rollover mid-test
@@ -108,3 +108,33 @@ async def test_lag_lowers_the_sampling_rate_and_rows_record_it(
     lowered = (await async_store.query(f"SELECT count(), min(sample_rate) FROM {t} FINAL WHERE sample_rule LIKE '%:freshness'")).rows[0]
     assert lowered[0] > 0 and lowered[1] < 0.5  # judged at a lowered, recorded rate
     assert run.counter("relevancy_monitor_events_not_sampled") > 500  # the backlog was thinned instead of judged stale
+
+
+async def test_identical_pairs_arriving_together_are_judged_once(
+    broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore, fake_messages_api: FakeMessagesAPI
+) -> None:
+    settings = make_settings(judge="statements", **fake_messages_api.settings_overrides())
+    fake_messages_api.always(Reply(delay_s=0.5))  # slow enough that every duplicate arrives while the first is judged
+    await produce_values(broker.bootstrap, settings.kafka_topics[0], [*events(30, "burst"), *events(5, "other", response="Order A17 is lost.")])
+    async with RunningPipeline(settings, async_store) as run:
+        await committed(broker, settings, 35)
+    assert len(fake_messages_api.message_requests) == 2  # one call per distinct pair, not per event
+    t = async_store.store.qualified_table
+    got = (await async_store.query(f"SELECT countIf(NOT cached), countIf(cached), uniqExact(score) FROM {t} FINAL WHERE event_id LIKE 'burst%'")).rows[0]
+    assert got == (1, 29, 1)
+    assert run.counter("relevancy_monitor_verdict_cache_hits") == 33
+
+
+async def test_a_failed_leader_lets_waiting_duplicates_judge_for_themselves(
+    broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore, fake_messages_api: FakeMessagesAPI
+) -> None:
+    settings = make_settings(judge="rubric", judge_max_retries=0, judge_event_attempts=1, **fake_messages_api.settings_overrides())
+    fake_messages_api.script(Reply("{not json", delay_s=0.5))  # the first call fails slowly; later calls succeed
+    await produce_values(broker.bootstrap, settings.kafka_topics[0], events(4, "f"))
+    async with RunningPipeline(settings, async_store):
+        await committed(broker, settings, 4)
+    rows = (await async_store.query(f"SELECT status, cached, count() FROM {async_store.store.qualified_table} FINAL "
+                                    "GROUP BY status, cached")).rows
+    # the leader's own event keeps its error row; one waiting duplicate judged again, the other two reused that
+    assert sorted((str(r[0]), bool(r[1]), r[2]) for r in rows) == [("error", False, 1), ("ok", False, 1), ("ok", True, 2)]
+    assert len(fake_messages_api.message_requests) == 2
