@@ -7,6 +7,7 @@ to the dead-letter topic, or deliberately not sampled (`OffsetTracker` keeps the
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Coroutine
 from dataclasses import dataclass
@@ -81,7 +82,7 @@ class Pipeline:
         self.rate = RateLimiter(settings.judge_requests_per_minute, settings.judge_tokens_per_minute)
         self.breaker = CircuitBreaker(settings.breaker_threshold, settings.breaker_cooldown_s, settings.breaker_max_cooldown_s)
         self._paused_for: set[str] = set()
-        self._tasks: dict[TopicPartition, set[asyncio.Task[None]]] = {}
+        self._tasks: dict[TopicPartition, set[asyncio.Task[Any]]] = {}
         self._producer = make_producer(settings)
         self.dlq = DeadLetterPublisher(self._producer, settings.dlq_topic)
         self.source = KafkaSource(make_consumer(settings), settings.kafka_topics, on_assigned=self._on_assigned, on_revoked=self._on_revoked)
@@ -193,28 +194,27 @@ class Pipeline:
         if leader is not None:  # the same pair is being judged right now (an upstream retry, a FAQ burst)
             self._spawn(tp, self._follow(leader, event, decision, ticket, key))
             return
-        self._spawn(tp, self._lead(event, decision, ticket, key, self._claim(key)))
+        self._start_leader(event, decision, ticket, key)
 
-    def _claim(self, key: bytes) -> asyncio.Future[Judgement | None]:
-        """Become the one judging `key`: reserve the call now (at decision time, so a burst cannot decide past
-        the budget before calls start) and register, synchronously, so identical pairs in the same fetch wait."""
+    def _start_leader(self, event: ConversationEvent, decision: SampleDecision, ticket: Ticket, key: bytes) -> asyncio.Task[Any]:
+        """Judge a pair while identical pairs wait for its verdict (single flight). The call is reserved and the
+        pair registered synchronously, at decision time: a burst cannot decide past the budget before calls
+        start, and identical pairs in the same fetch find the leader."""
         self.cost.reserve_call()
         verdict: asyncio.Future[Judgement | None] = asyncio.get_running_loop().create_future()
         if self.cache.max_entries > 0:  # a disabled cache means no reuse at all
             self._judging[key] = verdict
-        return verdict
+        task = self._spawn(ticket.tp, self._judge_event(event, decision, ticket, key))
+        # A done-callback, not a `finally`: it also runs for a task cancelled before it started (revocation).
+        task.add_done_callback(functools.partial(self._publish_verdict, key, verdict))
+        return task
 
-    async def _lead(self, event: ConversationEvent, decision: SampleDecision, ticket: Ticket, key: bytes,
-                    verdict: asyncio.Future[Judgement | None]) -> None:
-        """Judge a pair while identical pairs wait for the verdict (single flight)."""
-        outcome: Judgement | str | None = None
-        try:
-            outcome = await self._judge_event(event, decision, ticket, key)
-        finally:
-            if self._judging.get(key) is verdict:
-                del self._judging[key]
-            # None (failed, or abandoned on revocation or shutdown): each follower judges for itself
-            verdict.set_result(outcome if isinstance(outcome, Judgement) else None)
+    def _publish_verdict(self, key: bytes, verdict: asyncio.Future[Judgement | None], task: asyncio.Task[Any]) -> None:
+        if self._judging.get(key) is verdict:
+            del self._judging[key]
+        outcome = None if task.cancelled() or task.exception() is not None else task.result()
+        # None (failed, or abandoned on revocation or shutdown): each follower judges for itself
+        verdict.set_result(outcome if isinstance(outcome, Judgement) else None)
 
     async def _follow(self, leader: asyncio.Future[Judgement | None], event: ConversationEvent, decision: SampleDecision,
                       ticket: Ticket, key: bytes) -> None:
@@ -227,8 +227,8 @@ class Pipeline:
         leader = self._judging.get(key)
         if leader is not None:
             await self._follow(leader, event, decision, ticket, key)
-        else:
-            await self._lead(event, decision, ticket, key, self._claim(key))
+        elif self.tracker.is_current(ticket):
+            self._start_leader(event, decision, ticket, key)
 
     async def _judge_event(self, event: ConversationEvent, decision: SampleDecision, ticket: Ticket, key: bytes) -> Judgement | str | None:
         """Judge one event and add its row; returns the outcome (None if abandoned on revocation)."""
@@ -331,18 +331,19 @@ class Pipeline:
 
     # ---- tasks, flow, offsets ----------------------------------------------------------------------------
 
-    def _spawn(self, tp: TopicPartition, coro: Coroutine[Any, Any, None]) -> None:
+    def _spawn(self, tp: TopicPartition, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         task = asyncio.create_task(coro)
         bucket = self._tasks.setdefault(tp, set())
         bucket.add(task)
         task.add_done_callback(bucket.discard)
         task.add_done_callback(_log_task_failure)
+        return task
 
-    def _all_tasks(self) -> set[asyncio.Task[None]]:
+    def _all_tasks(self) -> set[asyncio.Task[Any]]:
         return set().union(*self._tasks.values()) if self._tasks else set()
 
     @staticmethod
-    async def _drain(tasks: set[asyncio.Task[None]], deadline: float) -> None:
+    async def _drain(tasks: set[asyncio.Task[Any]], deadline: float) -> None:
         """Let tasks finish until the deadline, then cancel the rest (their offsets stay uncommitted)."""
         if not tasks:
             return
@@ -441,6 +442,6 @@ def _rate_limited_count(judge: Judge) -> int:
     return int(stats.get("error.rate_limited", 0)) if isinstance(stats, dict) else 0
 
 
-def _log_task_failure(task: asyncio.Task[None]) -> None:
+def _log_task_failure(task: asyncio.Task[Any]) -> None:
     if not task.cancelled() and task.exception() is not None:
         log.error("task_failed", error=repr(task.exception()))

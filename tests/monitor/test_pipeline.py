@@ -182,3 +182,29 @@ async def test_in_flight_is_bounded_and_concurrency_respected(broker: LocalBroke
     assert peak <= 30 + 10  # the cap plus at most one fetch
     assert run.metrics.paused._value.get() in (0.0, 1.0)
     assert await count_rows(async_store) == n
+
+
+async def test_a_leader_cancelled_before_it_ran_releases_its_followers(make_settings: Callable[..., Settings], async_store: AsyncStore) -> None:
+    from aiokafka import TopicPartition
+
+    from consumers.decode import decode_event
+    from consumers.sampling import SampleDecision
+    from monitor.cache import cache_key
+    from schemas.events import KafkaPosition
+
+    run = RunningPipeline(make_settings(), async_store)  # not started: no Kafka I/O, only the judging machinery
+    p = run.pipeline
+    tp = TopicPartition("t", 0)
+    p.tracker.assign([tp])
+    event = decode_event(FLAT[0], position=KafkaPosition(topic="t", partition=0, offset=0), record_timestamp_ms=0)
+    decision = SampleDecision(True, 1.0, "base")
+    key = cache_key(p.judge.info.judge_id, event.question, event.response)
+    leader = p._start_leader(event, decision, p.tracker.track(tp, 0), key)
+    follower = asyncio.create_task(p._follow(p._judging[key], event, decision, p.tracker.track(tp, 1), key))
+    leader.cancel()  # revoked before it ever ran: its body (and any `finally`) never executes
+    await asyncio.gather(leader, return_exceptions=True)
+    await asyncio.wait_for(follower, 5)  # not stuck on a verdict that will never come
+    await asyncio.wait_for(asyncio.gather(*p._all_tasks()), 5)  # the follower's own judging
+    assert len(p.sink) == 1 and not p._judging  # the follower judged its event; nothing left registered
+    await p.source.consumer.stop()
+    await p._producer.stop()
