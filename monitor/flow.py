@@ -192,11 +192,13 @@ class CircuitBreaker:
         self.opens += 1
         self._changed = asyncio.Event()
 
-    async def wait(self) -> None:
-        """Wait until a call may go (returns at once while closed)."""
+    async def wait(self) -> bool:
+        """Wait until a call may go (at once while closed). True when this caller holds the half-open probe: it
+        must then report `on_success`, `on_failure` or `on_abandoned`, or no other probe can ever go."""
         while not self.try_enter():
             changed = self._changed
             try:
                 await asyncio.wait_for(changed.wait(), timeout=max(0.05, self.retry_in()))
             except TimeoutError:
                 pass
+        return self.state is BreakerState.HALF_OPEN

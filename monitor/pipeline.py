@@ -235,11 +235,17 @@ class Pipeline:
         info = self.judge.info
         attempts = 0
         while True:
-            await self.breaker.wait()
+            probe = await self.breaker.wait()
             if not self.tracker.is_current(ticket):  # revoked while waiting: the new owner judges it
-                self.breaker.on_abandoned()
+                if probe:
+                    self.breaker.on_abandoned()
                 return None
-            call = await self._call_judge(event)
+            try:
+                call = await self._call_judge(event)
+            except asyncio.CancelledError:
+                if probe:  # a cancelled probe must hand the probe on, or the circuit never closes
+                    self.breaker.on_abandoned()
+                raise
             outcome, elapsed = call.outcome, call.elapsed_s
             if call.transient:
                 self.breaker.on_failure()

@@ -124,3 +124,16 @@ async def test_breaker_wait_releases_when_closed() -> None:
     assert not waiter.done()  # probe is out: others wait
     br.on_success()
     await asyncio.wait_for(waiter, 1)
+
+
+async def test_a_cancelled_probe_hands_the_probe_on() -> None:
+    br = CircuitBreaker(threshold=1, cooldown_s=0.05)
+    br.on_failure()
+    assert await asyncio.wait_for(br.wait(), 2) is True  # this caller holds the probe
+    second = asyncio.create_task(br.wait())
+    await asyncio.sleep(0.2)
+    assert not second.done()  # one probe at a time
+    br.on_abandoned()  # the probe's call was cancelled (as the pipeline reports it)
+    assert await asyncio.wait_for(second, 2) is True  # the next caller probes instead of everyone waiting forever
+    br.on_success()
+    assert await br.wait() is False  # closed: ordinary callers do not hold a probe

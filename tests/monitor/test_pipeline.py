@@ -208,3 +208,39 @@ async def test_a_leader_cancelled_before_it_ran_releases_its_followers(make_sett
     assert len(p.sink) == 1 and not p._judging  # the follower judged its event; nothing left registered
     await p.source.consumer.stop()
     await p._producer.stop()
+
+
+async def test_a_probe_cancelled_mid_call_does_not_wedge_the_circuit(make_settings: Callable[..., Settings], async_store: AsyncStore) -> None:
+    from aiokafka import TopicPartition
+
+    from consumers.decode import decode_event
+    from consumers.sampling import SampleDecision
+    from schemas.events import KafkaPosition
+
+    class FirstCallHangs(ScriptedJudge):
+        calls = 0
+
+        async def judge(self, question: str, response: str) -> Judgement:
+            FirstCallHangs.calls += 1
+            if FirstCallHangs.calls == 1:
+                await asyncio.sleep(3600)
+            return await super().judge(question, response)
+
+    run = RunningPipeline(make_settings(breaker_threshold=1, breaker_cooldown_s=0.05, cache_max_entries=0), async_store, judge=FirstCallHangs())
+    p = run.pipeline
+    tp = TopicPartition("t", 0)
+    p.tracker.assign([tp])
+    p.breaker.on_failure()  # the judge has been failing: the circuit is open
+    decision = SampleDecision(True, 1.0, "base")
+    events = [decode_event(v, position=KafkaPosition(topic="t", partition=0, offset=i), record_timestamp_ms=0) for i, v in enumerate(FLAT[:2])]
+    probe = p._start_leader(events[0], decision, p.tracker.track(tp, 0), b"k0")
+    await asyncio.sleep(0.3)  # the first task took the probe and hangs in the judge
+    waiting = p._start_leader(events[1], decision, p.tracker.track(tp, 1), b"k1")
+    await asyncio.sleep(0.2)
+    assert not waiting.done()
+    probe.cancel()  # e.g. its partition's drain deadline passed
+    await asyncio.gather(probe, return_exceptions=True)
+    await asyncio.wait_for(waiting, 5)  # the next event probes, succeeds and closes the circuit
+    assert not p.breaker.is_open and len(p.sink) == 1
+    await p.source.consumer.stop()
+    await p._producer.stop()
