@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from monitor.alerts import stats
 from monitor.alerts.queries import SegmentData, SegmentKey, TailCounts, WindowStats
@@ -55,6 +56,20 @@ def _scaled(count: float, base: WindowStats | None, cur_seconds: float) -> float
     return count * cur_seconds / base.seconds
 
 
+def _share(k_cur: int, n_cur: int, k_base: int, n_base: int, thr: Any, alt: stats.Alternative, testing: bool
+           ) -> tuple[float | None, float | None, float | None, float | None]:
+    """A share metric: (value, baseline, p of the change, p against the fire threshold)."""
+    value = k_cur / n_cur if n_cur else None
+    baseline = k_base / n_base if n_base else None
+    p_change = p_thr = None
+    if testing and value is not None:
+        if baseline is not None:
+            p_change = stats.two_proportion_z_test(k_cur, n_cur, k_base, n_base, alt)
+        if thr is not None:
+            p_thr = stats.one_proportion_score_test(k_cur, n_cur, thr.fire, alt)
+    return value, baseline, p_change, p_thr
+
+
 def observe(rule: Rule, segment: SegmentKey, data: SegmentData | None, tail: TailCounts | None = None) -> Observation:
     """The observation of `rule` for `segment`; `data` None means the segment had no rows in any window."""
     if data is None:
@@ -78,13 +93,7 @@ def observe(rule: Rule, segment: SegmentKey, data: SegmentData | None, tail: Tai
                 if thr is not None:
                     p_thr = stats.one_sample_t_test(value, cur.score_var or 0.0, cur.ok, thr.fire, alt)
         elif m == "low_score_share":
-            value = cur.low / cur.ok if cur.ok else None
-            baseline = base.low / base.ok if base.ok else None
-            if testing and value is not None:
-                if baseline is not None:
-                    p_change = stats.two_proportion_z_test(cur.low, cur.ok, base.low, base.ok, alt)
-                if thr is not None:
-                    p_thr = stats.one_proportion_score_test(cur.low, cur.ok, thr.fire, alt)
+            value, baseline, p_change, p_thr = _share(cur.low, cur.ok, base.low, base.ok, thr, alt, testing)
         else:
             value, baseline = cur.p10, base.p10
             if testing and tail is not None and value is not None:
@@ -95,28 +104,16 @@ def observe(rule: Rule, segment: SegmentKey, data: SegmentData | None, tail: Tai
                     p_thr = stats.one_proportion_score_test(tail.current_below_threshold, cur.ok, 0.1, "greater")
     elif m == "error_rate":
         n_cur, n_base = cur.rows, base.rows
-        value = cur.errors / cur.rows if cur.rows else None
-        baseline = base.errors / base.rows if base.rows else None
-        if testing and value is not None:
-            if baseline is not None:
-                p_change = stats.two_proportion_z_test(cur.errors, cur.rows, base.errors, base.rows, alt)
-            if thr is not None:
-                p_thr = stats.one_proportion_score_test(cur.errors, cur.rows, thr.fire, alt)
+        value, baseline, p_change, p_thr = _share(cur.errors, cur.rows, base.errors, base.rows, thr, alt, testing)
     elif m == "scoring_lag_p90":
         n_cur, n_base = cur.rows, base.rows
         value, baseline = cur.lag_p90, base.lag_p90
     elif m == "coverage":
         n_cur, n_base = cur.sampled or 0, base.sampled or 0
         judged_c, judged_b = min(cur.events, n_cur), min(base.events, n_base)
-        value = judged_c / n_cur if n_cur else None
-        baseline = judged_b / n_base if n_base else None
+        value, baseline, p_change, p_thr = _share(judged_c, n_cur, judged_b, n_base, thr, alt, testing)
         if cur.sampled is None:
             notes.append("no traffic counts for this segment")
-        if testing and value is not None:
-            if baseline is not None:
-                p_change = stats.two_proportion_z_test(judged_c, n_cur, judged_b, n_base, alt)
-            if thr is not None:
-                p_thr = stats.one_proportion_score_test(judged_c, n_cur, thr.fire, alt)
     elif m in ("judged_volume", "cost_per_window"):
         n_cur, n_base = cur.rows, base.rows
         if m == "judged_volume":
