@@ -38,7 +38,7 @@ async def _bounded(n: int, call: object) -> float:
 async def main(n: int) -> None:
     with FakeMessagesAPI() as api:
         settings = load_settings(judge="statements", anthropic_base_url=api.base_url, anthropic_api_key=API_KEY)
-        judge = StatementsJudge(settings)
+        judge = StatementsJudge(settings.judge_client)
         client = anthropic.AsyncAnthropic(api_key=API_KEY, base_url=api.base_url, max_retries=0)
         system = [{"type": "text", "text": judge.system_prompt, "cache_control": {"type": "ephemeral"}}]
         output_config = judge._output_config  # noqa: SLF001 - the exact schema the judge sends

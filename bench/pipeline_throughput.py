@@ -17,14 +17,14 @@ import uuid
 
 from aiokafka import AIOKafkaConsumer
 
-from monitor.cli import produce
+from monitor.devtools.traffic import produce
 from monitor.config import load_settings
-from monitor.localbroker import LocalBroker
-from monitor.metrics import Metrics
-from monitor.pipeline import Pipeline
+from monitor.devtools.localbroker import LocalBroker
+from monitor.runtime.metrics import Metrics
+from monitor.runtime.service import build_pipeline
 from monitor.judges.lexical import LexicalJudge
-from monitor.store import AsyncStore, ClickHouseStore
-from monitor.traffic import generate_events
+from monitor.runtime.store import AsyncStore, ClickHouseStore
+from monitor.devtools.traffic import generate_events
 from tests.harness import committed_offsets, create_topic
 
 
@@ -61,7 +61,7 @@ async def monitor_run(bootstrap: str, topic: str, n: int, chdb: str, sample_rate
         await create_topic(bootstrap, f"{topic}.dlq", 1)
     metrics = Metrics()
     store = AsyncStore(ClickHouseStore(chdb, "bench", "relevancy_scores"))
-    pipeline = Pipeline(settings, LexicalJudge(), store, metrics)
+    pipeline = build_pipeline(settings, LexicalJudge(), store, metrics)
     stop = asyncio.Event()
     task = asyncio.create_task(pipeline.run(stop))
     started = None

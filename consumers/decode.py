@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from schemas.errors import DecodeError
+
 import json
 from datetime import UTC, datetime
 from typing import Any
@@ -16,15 +18,6 @@ DEFAULT_MAX_EVENT_BYTES = 1_000_000
 # or a bad encoding, not a conversation.
 MIN_EVENT_TIME = datetime(2000, 1, 1, tzinfo=UTC)
 MAX_EVENT_TIME = datetime(2200, 1, 1, tzinfo=UTC)
-
-
-class DecodeError(Exception):
-    """An event that cannot be judged. `reason` is a short stable code (a metric label); `detail` explains."""
-
-    def __init__(self, reason: str, detail: str) -> None:
-        super().__init__(f"{reason}: {detail}")
-        self.reason = reason
-        self.detail = detail
 
 
 # The stable reason codes, documented in the README and used as metric labels.

@@ -8,9 +8,12 @@ factor (budget and freshness, decided in `monitor`)."""
 
 from __future__ import annotations
 
+from schemas.errors import SamplingConfigError
+
 import hashlib
 from collections import defaultdict
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Literal
 
@@ -23,8 +26,13 @@ SampleKey = Literal["conversation_id", "event_id"]
 SegmentField = Literal["app", "model", "prompt_version"]
 
 
-class SamplingConfigError(Exception):
-    """The sampling file is missing, not YAML, or invalid; the message is one line naming the field."""
+@dataclass(frozen=True, slots=True)
+class SamplingSettings:
+    """The sampling slice of the settings: the base rate, what the hash is over, and an optional rules file."""
+
+    rate: float = 1.0
+    key: SampleKey = "conversation_id"
+    file: Path | None = None
 
 
 def sample_point(key: str) -> float:
@@ -125,13 +133,38 @@ class SamplingPolicy(BaseModel):
             raise SamplingConfigError(f"sampling file {path}: {where}: {err['msg'].removeprefix('Value error, ')}") from None
 
 
+class DecisionKind(StrEnum):
+    """What chose a sampling decision (a metric label, and the head of the stored `sample_rule`)."""
+
+    BASE = "base"
+    RULE = "rule"
+    ALWAYS = "always"
+    NEVER = "never"
+    STOPPED = "stopped"
+    MIN_PER_SEGMENT = "min_per_segment"
+
+
 @dataclass(frozen=True, slots=True)
 class SampleDecision:
-    """Whether to judge an event, the effective rate (for 1/rate weights) and the rule that chose it."""
+    """Whether to judge an event, the effective rate (for 1/rate weights), what chose it (`kind`, the matching
+    rule's name) and the outside factor that scaled the rate, with its reason (budget, freshness)."""
 
     sampled: bool
     rate: float
-    rule: str
+    kind: DecisionKind
+    rule_name: str = ""
+    factor: float = 1.0
+    factor_reason: str = ""
+
+    @property
+    def rule(self) -> str:
+        """The decision as stored in `sample_rule`: `base`, `rule:<name>`, `always:<name>`, `never:<name>`,
+        `min_per_segment` or `stopped:<reason>`, followed by `*<factor>:<reason>` when a factor lowered the rate."""
+        reason = self.factor_reason or "factor"
+        if self.kind is DecisionKind.STOPPED:
+            return f"stopped:{reason}"
+        head = f"{self.kind.value}:{self.rule_name}" if self.rule_name else self.kind.value
+        return f"{head}*{self.factor:.3g}:{reason}" if self.factor < 1.0 and self.kind is not DecisionKind.NEVER else head
 
 
 class Sampler:
@@ -141,6 +174,13 @@ class Sampler:
         self.policy = policy
         self._window_start: float | None = None
         self._judged: dict[tuple[str, ...], int] = defaultdict(int)
+
+    @classmethod
+    def from_settings(cls, settings: SamplingSettings) -> Sampler:
+        """The sampler: the rules file if set, else the base rate; raises `SamplingConfigError` on a bad file."""
+        if settings.file is None:
+            return cls.at_rate(settings.rate, settings.key)
+        return cls(SamplingPolicy.from_yaml(settings.file, settings.rate, settings.key))
 
     @classmethod
     def at_rate(cls, rate: float, key: SampleKey = "conversation_id") -> Sampler:
@@ -168,19 +208,21 @@ class Sampler:
         point = sample_point(key)
         rule = next((r for r in self.policy.rules if r.match.matches(event)), None)
         if rule is not None and rule.never:
-            return SampleDecision(False, 0.0, f"never:{rule.name}")
+            return SampleDecision(False, 0.0, DecisionKind.NEVER, rule.name)
         if factor <= 0.0:
-            return SampleDecision(False, 0.0, f"stopped:{reason or 'factor'}")
+            return SampleDecision(False, 0.0, DecisionKind.STOPPED, factor=0.0, factor_reason=reason)
         if rule is not None and rule.always:
-            return SampleDecision(True, 1.0, f"always:{rule.name}")
-        rate, name = (rule.rate, f"rule:{rule.name}") if rule is not None and rule.rate is not None else (self.policy.default_rate, "base")
+            return SampleDecision(True, 1.0, DecisionKind.ALWAYS, rule.name)
+        if rule is not None and rule.rate is not None:
+            rate, kind, name = rule.rate, DecisionKind.RULE, rule.name
+        else:
+            rate, kind, name = self.policy.default_rate, DecisionKind.BASE, ""
         self._roll_window(now)
         if self.policy.min_per_segment is not None and self._judged[self._segment(event)] < self.policy.min_per_segment.events:
-            rate, name = 1.0, "min_per_segment"
-        effective = rate * min(1.0, factor)
-        if factor < 1.0:
-            name = f"{name}*{factor:.3g}:{reason or 'factor'}"
+            rate, kind, name = 1.0, DecisionKind.MIN_PER_SEGMENT, ""
+        factor = min(1.0, factor)
+        effective = rate * factor
         sampled = effective > 0.0 and point < effective
         if sampled and self.policy.min_per_segment is not None:
             self._judged[self._segment(event)] += 1
-        return SampleDecision(sampled, effective, name)
+        return SampleDecision(sampled, effective, kind, name, factor, reason)

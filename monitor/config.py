@@ -1,47 +1,31 @@
-"""Settings: every one from an env var prefixed MONITOR_ or the matching CLI flag (flags win)."""
+"""Settings: every one from an env var prefixed MONITOR_ or the matching CLI flag (flags win).
+
+`Settings` holds the flat, validated MONITOR_* names operators depend on; each component receives only its typed
+slice (`kafka`, `judge_client`, `flow`, `budget`, `sampling`, `store`), built by the properties below."""
 
 from __future__ import annotations
 
+
 import difflib
 import os
+from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, BaseModel, Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import AliasChoices, BeforeValidator, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from consumers.clients import KafkaSettings
+from consumers.sampling import SamplingSettings
+from monitor.alerts.rules import parse_duration
+from monitor.judges.pricing import DEFAULT_PRICES, ModelPrice
+from monitor.judges.settings import JudgeSettings
+from monitor.runtime.budget import BudgetSettings
+from monitor.runtime.flow import FlowSettings
+from monitor.runtime.store import StoreSettings
+from schemas.errors import ConfigError
+
 DEFAULT_CLICKHOUSE_URL = f"chdb://{Path('.relevancy-monitor/chdb').absolute()}"
-
-
-class ConfigError(Exception):
-    """A setting is missing or invalid; the message is one line naming the setting."""
-
-
-class ModelPrice(BaseModel):
-    """USD per million tokens of one model."""
-
-    input: float = Field(ge=0)
-    output: float = Field(ge=0)
-    cache_read: float = Field(ge=0)
-    cache_write: float = Field(ge=0)
-
-    def cost(self, input_tokens: int, output_tokens: int, cache_read_tokens: int, cache_write_tokens: int) -> float:
-        """Estimated USD for one call (input_tokens excludes cached tokens, as the API reports it)."""
-        return (
-            input_tokens * self.input + output_tokens * self.output
-            + cache_read_tokens * self.cache_read + cache_write_tokens * self.cache_write
-        ) / 1_000_000
-
-
-# Published list prices (USD / MTok, prompts under 100K tokens, 5-minute cache writes), checked 2026-11-29.
-# A model missing here gets cost_usd NULL, never a guessed number; add it with MONITOR_JUDGE_PRICES.
-DEFAULT_PRICES: dict[str, ModelPrice] = {
-    "claude-haiku-5-5": ModelPrice(input=0.10, output=0.50, cache_read=0.01, cache_write=0.125),
-    "claude-sonnet-5-5": ModelPrice(input=2.0, output=10.0, cache_read=0.2, cache_write=2.5),
-    "claude-opus-5-5": ModelPrice(input=4.0, output=20.0, cache_read=0.4, cache_write=5.0),
-    "claude-haiku-4-5": ModelPrice(input=1.0, output=5.0, cache_read=0.1, cache_write=1.25),
-    "claude-sonnet-4-5": ModelPrice(input=3.0, output=15.0, cache_read=0.3, cache_write=3.75),
-}
 
 
 def _split_csv(value: Any) -> Any:
@@ -151,12 +135,10 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _checks(self) -> Settings:
-        if self.resume_in_flight is None:
-            self.resume_in_flight = self.max_in_flight // 2
         if self.judge_concurrency_floor > self.judge_concurrency:
             raise ValueError("judge_concurrency_floor must not exceed judge_concurrency")
-        if self.resume_in_flight >= self.max_in_flight:
-            raise ValueError(f"resume_in_flight ({self.resume_in_flight}) must be below max_in_flight ({self.max_in_flight})")
+        if self.flow.resume_at >= self.max_in_flight:
+            raise ValueError(f"resume_in_flight ({self.flow.resume_at}) must be below max_in_flight ({self.max_in_flight})")
         if not self.clickhouse_url.startswith(("chdb:", "http://", "https://")):
             raise ValueError("clickhouse_url must start with chdb:, http:// or https://")
         if self.judge in ("rubric", "statements") and self.anthropic_api_key is None:
@@ -164,6 +146,65 @@ class Settings(BaseSettings):
         if self.dlq_topic in self.kafka_topics:
             raise ValueError("dlq_topic must not be one of kafka_topics")
         return self
+
+    @property
+    def kafka(self) -> KafkaSettings:
+        """What the Kafka clients and the decoder need."""
+        return KafkaSettings(
+            bootstrap_servers=self.kafka_bootstrap_servers, topics=tuple(self.kafka_topics), group_id=self.kafka_group_id,
+            auto_offset_reset=self.kafka_auto_offset_reset, security_protocol=self.kafka_security_protocol,
+            sasl_mechanism=self.kafka_sasl_mechanism, sasl_username=self.kafka_sasl_username,
+            sasl_password=self.kafka_sasl_password.get_secret_value() if self.kafka_sasl_password else None,
+            session_timeout_ms=self.kafka_session_timeout_ms, max_poll_records=self.kafka_max_poll_records,
+            dlq_topic=self.dlq_topic, max_event_bytes=self.max_event_bytes,
+        )
+
+    @property
+    def judge_client(self) -> JudgeSettings:
+        """What the judges need: method, model, API client and prompt limits."""
+        return JudgeSettings(
+            method=self.judge, model=self.judge_model,
+            api_key=self.anthropic_api_key.get_secret_value() if self.anthropic_api_key else None,
+            base_url=self.anthropic_base_url, request_timeout_s=self.judge_request_timeout_s, max_retries=self.judge_max_retries,
+            max_tokens=self.judge_max_tokens, max_input_chars=self.judge_max_input_chars,
+            statements_strict_threshold=self.statements_strict_threshold, prices=dict(self.judge_prices),
+        )
+
+    @property
+    def flow(self) -> FlowSettings:
+        """How judging is bounded and finished work delivered."""
+        return FlowSettings(
+            judge_concurrency=self.judge_concurrency, judge_concurrency_floor=self.judge_concurrency_floor,
+            judge_requests_per_minute=self.judge_requests_per_minute, judge_tokens_per_minute=self.judge_tokens_per_minute,
+            judge_timeout_s=self.judge_timeout_s, judge_event_attempts=self.judge_event_attempts,
+            breaker_threshold=self.breaker_threshold, breaker_cooldown_s=self.breaker_cooldown_s,
+            breaker_max_cooldown_s=self.breaker_max_cooldown_s, max_in_flight=self.max_in_flight,
+            resume_in_flight=self.resume_in_flight, batch_max_rows=self.batch_max_rows, batch_max_seconds=self.batch_max_seconds,
+            commit_interval_s=self.commit_interval_s, shutdown_grace_s=self.shutdown_grace_s, lag_check_s=self.lag_check_s,
+        )
+
+    @property
+    def budget(self) -> BudgetSettings:
+        """Spend caps, freshness, spend sync, the verdict cache and traffic counts."""
+        return BudgetSettings(
+            usd_per_hour=self.budget_usd_per_hour, usd_per_day=self.budget_usd_per_day,
+            requests_per_hour=self.budget_requests_per_hour, requests_per_day=self.budget_requests_per_day,
+            tokens_per_hour=self.budget_tokens_per_hour, tokens_per_day=self.budget_tokens_per_day,
+            soft_limit=self.budget_soft_limit, sync_s=self.budget_sync_s, freshness_max_lag=self.freshness_max_lag,
+            freshness_min_factor=self.freshness_min_factor, cache_max_entries=self.cache_max_entries, cache_ttl_s=self.cache_ttl_s,
+            traffic_flush_s=self.traffic_flush_s,
+        )
+
+    @property
+    def sampling(self) -> SamplingSettings:
+        """The base rate, the sampling key and the rules file."""
+        return SamplingSettings(rate=self.sample_rate, key=self.sample_key, file=self.sampling_file)
+
+    @property
+    def store(self) -> StoreSettings:
+        """Where rows are written and whether they carry the text."""
+        return StoreSettings(url=self.clickhouse_url, database=self.clickhouse_database, table=self.clickhouse_table,
+                             store_text=self.store_text)
 
     def redacted(self) -> dict[str, Any]:
         """Settings for a start-up log line, with secrets and URL passwords hidden."""
@@ -184,25 +225,50 @@ def _redact_url(url: str) -> str:
     return url
 
 
-def describe_error(err: ValidationError) -> str:
+class AlertSettings(BaseSettings):
+    """Settings of `relevancy-monitor alerts`. Env: ALERTS_<NAME> (MONITOR_* stays the monitor's own); the
+    ClickHouse connection comes from `Settings`. Read only by the commands that use them."""
+
+    model_config = SettingsConfigDict(env_prefix="ALERTS_", extra="forbid", validate_default=True)
+
+    rules: Path | None = Field(None, description="rules YAML (default: the shipped default rules)")
+    traffic_table: str = Field("traffic_counts", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="traffic table in the database")
+    interval: Annotated[timedelta, BeforeValidator(parse_duration)] = Field(timedelta(minutes=1), description="time between rounds")
+    webhook_url: str | None = Field(None, description="generic JSON webhook")
+    slack_webhook_url: str | None = Field(None, description="Slack-compatible incoming webhook")
+    alertmanager_url: str | None = Field(None, description="Alertmanager base URL; alerts go to /api/v2/alerts")
+    generator_url: str = Field("", description="link sent as generatorURL (a dashboard)")
+    notify_timeout_s: float = Field(5.0, gt=0, description="seconds per HTTP attempt of a notification")
+    replica_id: str = Field("", description="name of this replica in the lease table (default host:pid:random)")
+    metrics_port: int = Field(0, ge=0, le=65535, description="Prometheus /metrics port of the evaluator (0 disables)")
+
+    @field_validator("interval")
+    @classmethod
+    def _positive(cls, value: timedelta) -> timedelta:
+        if value.total_seconds() <= 0:
+            raise ValueError("must be a positive duration")
+        return value
+
+
+def describe_error(err: ValidationError, prefix: str = "MONITOR_") -> str:
     """One line naming the first bad setting by its env var, e.g. `MONITOR_SAMPLE_RATE: ...`."""
     first = err.errors(include_url=False)[0]
     loc = [str(x) for x in first["loc"]]
     msg = first["msg"].removeprefix("Value error, ")
     if not loc:
         return f"invalid settings: {msg}"
-    name = f"MONITOR_{loc[0].upper()}"
+    name = f"{prefix}{loc[0].upper()}"
     given = first.get("input")
     secret = loc and ("password" in loc[0] or "api_key" in loc[0])
     shown = f" (got {given!r})" if loc and given is not None and not isinstance(given, dict) and not secret else ""
     return f"invalid setting {name}: {msg}{shown}"
 
 
-def _check_unknown_env() -> None:
+def _check_unknown_env(prefix: str, model: type[BaseSettings]) -> None:
     # A misspelt variable would otherwise be ignored silently and the default used.
-    known = {f"MONITOR_{name.upper()}" for name in Settings.model_fields}
+    known = {f"{prefix}{name.upper()}" for name in model.model_fields}
     for var in sorted(os.environ):
-        if var.startswith("MONITOR_") and var not in known:
+        if var.startswith(prefix) and var not in known:
             close = difflib.get_close_matches(var, known, n=1)
             hint = f" (did you mean {close[0]}?)" if close else ""
             raise ConfigError(f"unknown setting {var}{hint}")
@@ -210,8 +276,17 @@ def _check_unknown_env() -> None:
 
 def load_settings(**overrides: Any) -> Settings:
     """Settings from the environment with explicit overrides (CLI flags); raises `ConfigError`."""
-    _check_unknown_env()
+    _check_unknown_env("MONITOR_", Settings)
     try:
         return Settings(**{k: v for k, v in overrides.items() if v is not None})
     except ValidationError as e:
         raise ConfigError(describe_error(e)) from None
+
+
+def load_alert_settings(**overrides: Any) -> AlertSettings:
+    """Alert settings from ALERTS_* with explicit overrides (CLI flags); raises `ConfigError` naming the variable."""
+    _check_unknown_env("ALERTS_", AlertSettings)
+    try:
+        return AlertSettings(**{k: v for k, v in overrides.items() if v is not None})
+    except ValidationError as e:
+        raise ConfigError(describe_error(e, "ALERTS_")) from None

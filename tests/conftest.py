@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from monitor.config import Settings, load_settings
-from monitor.localbroker import LocalBroker
-from monitor.store import AsyncStore, ClickHouseStore
+from monitor.devtools.localbroker import LocalBroker
+from monitor.runtime.store import AsyncStore, ClickHouseStore
 from tests.fake_messages_api import FakeMessagesAPI
 from tests.harness import create_topic
 

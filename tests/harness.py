@@ -12,10 +12,10 @@ from aiokafka.structs import ConsumerRecord
 
 from monitor.config import Settings
 from monitor.judges.factory import build_judge
-from monitor.metrics import Metrics
-from monitor.pipeline import Pipeline
-from monitor.store import AsyncStore
-from monitor.typing import Judge
+from monitor.runtime.metrics import Metrics
+from monitor.runtime.service import build_pipeline
+from monitor.runtime.store import AsyncStore
+from monitor.protocols import Judge
 
 
 async def create_topic(bootstrap: str, name: str, partitions: int = 3) -> None:
@@ -87,7 +87,7 @@ class RunningPipeline:
 
     def __init__(self, settings: Settings, store: AsyncStore, judge: Judge | None = None) -> None:
         self.metrics = Metrics()
-        self.pipeline = Pipeline(settings, judge or build_judge(settings), store, self.metrics)
+        self.pipeline = build_pipeline(settings, judge or build_judge(settings.judge_client), store, self.metrics)
         self.stop = asyncio.Event()
         self.task: asyncio.Task[None] | None = None
 

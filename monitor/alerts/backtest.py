@@ -3,6 +3,8 @@ memory only; the live `alert_state` table is never read or written."""
 
 from __future__ import annotations
 
+from schemas.errors import BacktestError
+
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -11,11 +13,7 @@ from monitor.alerts.engine import StateKey, evaluate_rules
 from monitor.alerts.evaluator import AlertState
 from monitor.alerts.queries import DEFAULT_TRAFFIC_TABLE, SegmentKey, utc
 from monitor.alerts.rules import Rule, RuleSet
-from monitor.store import ClickHouseStore
-
-
-class BacktestError(Exception):
-    """The backtest range or step is invalid."""
+from monitor.runtime.store import ClickHouseStore
 
 
 @dataclass

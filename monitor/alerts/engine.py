@@ -14,23 +14,14 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_serv
 
 from monitor.alerts.evaluator import AlertState, Verdict, decide, notification_due, segment_key_json, step
 from monitor.alerts.metrics import Observation, observe
-from monitor.alerts.notifiers import AlertMessage, Notifier, NotifyError
-from monitor.alerts.queries import (
-    DEFAULT_TRAFFIC_TABLE,
-    QueryError,
-    SegmentData,
-    SegmentKey,
-    Windows,
-    WindowStats,
-    examples_sql,
-    fetch_scores,
-    fetch_tail_counts,
-    fetch_traffic,
-    windows_for,
-)
+from monitor.alerts.notifiers import AlertMessage, Notifier
+from schemas.errors import NotifyError
+from monitor.alerts.queries import DEFAULT_TRAFFIC_TABLE, SegmentData, SegmentKey, Windows, WindowStats, examples_sql, fetch_scores, fetch_tail_counts, fetch_traffic, windows_for
+from schemas.errors import QueryError
 from monitor.alerts.rules import Rule, RuleSet
 from monitor.alerts.state import Lease, StateStore
-from monitor.store import ClickHouseStore, StoreError
+from monitor.runtime.store import ClickHouseStore
+from schemas.errors import StoreError
 
 log = structlog.get_logger("monitor.alerts")
 StateKey = tuple[str, str]

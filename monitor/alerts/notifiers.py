@@ -5,6 +5,8 @@ HTTP through the standard library (urllib) with a timeout and a few retries on c
 
 from __future__ import annotations
 
+from schemas.errors import NotifyError
+
 import json
 import time
 import urllib.error
@@ -17,10 +19,6 @@ from monitor.alerts.evaluator import AlertState, NoticeKind
 from monitor.alerts.rules import Rule, format_duration
 
 USER_AGENT = "relevancy-monitor-alerts/1"
-
-
-class NotifyError(Exception):
-    """A notification could not be delivered after its retries."""
 
 
 @dataclass(frozen=True, slots=True)

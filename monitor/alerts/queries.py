@@ -6,6 +6,8 @@ validated identifiers only."""
 
 from __future__ import annotations
 
+from schemas.errors import QueryError
+
 import math
 import re
 from dataclasses import dataclass
@@ -13,17 +15,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from monitor.alerts.rules import Rule
-from monitor.store import ClickHouseStore
+from monitor.runtime.store import ClickHouseStore
 
 SegmentKey = tuple[tuple[str, str], ...]
 DEFAULT_TRAFFIC_TABLE = "traffic_counts"
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _TS = "DateTime64(3, 'UTC')"
-
-
-class QueryError(Exception):
-    """A rule's data could not be read (missing table, ClickHouse error)."""
 
 
 def _ident(name: str) -> str:
@@ -218,7 +216,7 @@ def traffic_sql(rule: Rule, database: str, traffic_table: str, windows: Windows)
 
 
 def _run(store: ClickHouseStore, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
-    from monitor.store import StoreError
+    from schemas.errors import StoreError
 
     try:
         return store.query(sql, params).rows

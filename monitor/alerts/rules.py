@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from schemas.errors import RulesError
+
 import re
 from datetime import timedelta
 from importlib import resources
@@ -12,10 +14,6 @@ import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 DEFAULT_RULES_FILE = "default_rules.yaml"
-
-
-class RulesError(Exception):
-    """The rules file cannot be read or is invalid; the message is one line naming the field."""
 
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)")

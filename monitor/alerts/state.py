@@ -13,7 +13,7 @@ from typing import Any
 
 from monitor.alerts.evaluator import AlertState
 from monitor.alerts.queries import utc
-from monitor.store import ClickHouseStore
+from monitor.runtime.store import ClickHouseStore
 
 STATE_TABLE = "alert_state"
 LEASE_TABLE = "alert_leases"

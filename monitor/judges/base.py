@@ -1,4 +1,5 @@
-"""What every judge returns and raises, and how a judge is identified."""
+"""What every judge returns (a `Judgement`), what a failed judging is (a `JudgeFailure`), and how a judge is
+identified. Judges raise from the `JudgeError` branch of `schemas.errors`."""
 
 from __future__ import annotations
 
@@ -7,28 +8,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-
-class JudgeError(Exception):
-    """A judge could not produce a score. `reason` is a short stable code (a metric label and the row's error)."""
-
-    reason = "judge_error"
-
-
-class JudgeReplyInvalid(JudgeError):
-    """The judge replied, but not with a valid structured verdict (after the bounded retries)."""
-
-    reason = "invalid_reply"
-
-
-class JudgeUnavailable(JudgeError):
-    """The judge could not be reached or kept failing with transient errors (after the bounded retries).
-    `kind` is the last failure (`rate_limited`, `overloaded`, `server_error`, `timeout`, `connection`, ...)."""
-
-    reason = "unavailable"
-
-    def __init__(self, message: str, kind: str = "unknown") -> None:
-        super().__init__(message)
-        self.kind = kind
+from schemas.errors import JudgeError, JudgeUnavailable
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +39,29 @@ class Judgement:
             raise ValueError(f"score {self.score} outside [0, 1]")
         if len(self.verdicts) != len(self.statements):
             raise ValueError("one verdict per statement")
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeFailure:
+    """Why an event got no score: a stable `reason` code (a metric label), the `detail` for the row, whether it
+    is `transient` (worth judging again later) and whether the provider `rate_limited` us (not the event's fault)."""
+
+    reason: str
+    detail: str
+    transient: bool = False
+    rate_limited: bool = False
+
+    @property
+    def message(self) -> str:
+        """The row's error text: `reason: detail`, at most 1,000 characters."""
+        return f"{self.reason}: {self.detail}"[:1000]
+
+    @classmethod
+    def from_error(cls, err: JudgeError) -> JudgeFailure:
+        """The failure a judge reported by raising `err`."""
+        if isinstance(err, JudgeUnavailable):
+            return cls(err.reason, str(err), transient=True, rate_limited=err.kind == "rate_limited")
+        return cls(err.reason, str(err))
 
 
 @dataclass(frozen=True, slots=True)

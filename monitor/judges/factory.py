@@ -1,24 +1,25 @@
-"""Choosing the judge from settings."""
+"""Choosing the judge from its settings."""
 
 from __future__ import annotations
 
-from monitor.config import ConfigError, Settings
 from monitor.judges.lexical import LexicalJudge
-from monitor.typing import Judge
+from monitor.judges.settings import JudgeSettings
+from monitor.protocols import Judge
+from schemas.errors import ConfigError
 
 
-def build_judge(settings: Settings) -> Judge:
+def build_judge(settings: JudgeSettings) -> Judge:
     """The configured judge; raises `ConfigError` (one line) when it cannot be built."""
-    if settings.judge == "lexical":
-        return LexicalJudge(settings.judge_max_input_chars)
-    if settings.anthropic_api_key is None:  # Settings refuses this already; kept for hand-built settings
-        raise ConfigError(f"the {settings.judge} judge calls the Anthropic API: set MONITOR_ANTHROPIC_API_KEY (or ANTHROPIC_API_KEY)")
-    if settings.judge == "rubric":
+    if settings.method == "lexical":
+        return LexicalJudge(settings.max_input_chars)
+    if settings.api_key is None:  # Settings refuses this already; kept for hand-built settings
+        raise ConfigError(f"the {settings.method} judge calls the Anthropic API: set MONITOR_ANTHROPIC_API_KEY (or ANTHROPIC_API_KEY)")
+    if settings.method == "rubric":
         from monitor.judges.rubric import RubricJudge
 
         return RubricJudge(settings)
-    if settings.judge == "statements":
+    if settings.method == "statements":
         from monitor.judges.statements import StatementsJudge
 
         return StatementsJudge(settings)
-    raise ConfigError(f"invalid setting MONITOR_JUDGE: {settings.judge!r} is not available in this build")
+    raise ConfigError(f"invalid setting MONITOR_JUDGE: {settings.method!r} is not available in this build")

@@ -4,6 +4,7 @@ runs; it measures word overlap, which only loosely tracks relevancy."""
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from monitor.judges.base import Judgement, JudgeInfo, make_judge_id
 from monitor.judges.prompts import truncate
@@ -53,6 +54,16 @@ class LexicalJudge:
         self.max_input_chars = max_input_chars
         params = {"max_input_chars": max_input_chars}
         self.info = JudgeInfo(method="lexical", model="heuristic", judge_id=make_judge_id("lexical", "heuristic", PROMPT, params), heuristic=True)
+
+    @property
+    def stats(self) -> Mapping[str, int]:
+        """No API, no counters."""
+        return {}
+
+    @property
+    def rate_limited(self) -> int:
+        """Never rate limited: it calls nothing."""
+        return 0
 
     async def judge(self, question: str, response: str) -> Judgement:
         """Score one pair (texts truncated like the LLM judges'); never fails and never calls out."""

@@ -9,10 +9,10 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel
 
-from monitor.config import Settings
 from monitor.judges.base import Judgement, JudgeInfo, Usage, make_judge_id
 from monitor.judges.messages_client import MessagesClient
 from monitor.judges.prompts import USER_TEMPLATE, user_message
+from monitor.judges.settings import JudgeSettings
 from monitor.judges.structured_output import output_config, parse_reply
 
 R = TypeVar("R", bound=BaseModel)
@@ -30,7 +30,7 @@ class LLMJudge(Generic[R]):
 
     def __init__(
         self,
-        settings: Settings,
+        settings: JudgeSettings,
         *,
         backoff_base_s: float = 0.5,
         backoff_max_s: float = 8.0,
@@ -44,8 +44,8 @@ class LLMJudge(Generic[R]):
         )
         self._info = JudgeInfo(
             method=self.method,
-            model=settings.judge_model,
-            judge_id=make_judge_id(self.method, settings.judge_model, self.prompt_template(), self.params()),
+            model=settings.model,
+            judge_id=make_judge_id(self.method, settings.model, self.prompt_template(), self.params()),
             heuristic=False,
         )
 
@@ -59,6 +59,11 @@ class LLMJudge(Generic[R]):
         """Attempt, retry, give-up and token counters of this judge (see `MessagesClient`)."""
         return self._client.stats
 
+    @property
+    def rate_limited(self) -> int:
+        """429 responses met so far, retried ones included."""
+        return self._client.stats["error.rate_limited"]
+
     def prompt_template(self) -> str:
         """Everything the model is told apart from the judged text: system prompt, user template, schema."""
         schema = json.dumps(self._output_config, sort_keys=True)
@@ -66,13 +71,13 @@ class LLMJudge(Generic[R]):
 
     def params(self) -> dict[str, Any]:
         """Parameters that change the judgement and so belong in the judge id."""
-        return {"max_tokens": self.settings.judge_max_tokens, "max_input_chars": self.settings.judge_max_input_chars}
+        return {"max_tokens": self.settings.max_tokens, "max_input_chars": self.settings.max_input_chars}
 
     async def judge(self, question: str, response: str) -> Judgement:
         """Score one pair; raises `JudgeError` (never a made-up score)."""
         if not response.strip():
             return Judgement(score=0.0, raw_score=0.0, reasoning=EMPTY_REASONING, usage=Usage(cost_usd=0.0))
-        user = user_message(question, response, self.settings.judge_max_input_chars)
+        user = user_message(question, response, self.settings.max_input_chars)
         reply, usage = await self._client.structured(
             system=self.system_prompt, user=user, output_config=self._output_config,
             parse=lambda text: parse_reply(self.reply_model, text),

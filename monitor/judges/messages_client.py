@@ -5,6 +5,8 @@ metrics layer can read it, and `retry-after` is honoured with a cap."""
 
 from __future__ import annotations
 
+from schemas.errors import JudgeApiError
+
 import asyncio
 import email.utils
 import random
@@ -18,19 +20,13 @@ import anthropic
 import structlog
 from anthropic.types import MessageParam, OutputConfigParam, TextBlockParam
 
-from monitor.config import Settings
-from monitor.judges.base import JudgeError, JudgeReplyInvalid, JudgeUnavailable, Usage
-from monitor.judges.structured_output import InvalidReply
+from monitor.judges.base import Usage
+from monitor.judges.settings import JudgeSettings
+from schemas.errors import JudgeReplyInvalid, JudgeUnavailable
 
 log = structlog.get_logger(__name__)
 
 T = TypeVar("T")
-
-
-class JudgeApiError(JudgeError):
-    """The API refused the request for a reason retrying cannot fix (bad request, auth, permission, not found)."""
-
-    reason = "api_error"
 
 
 # Transient failure kinds, retried with backoff. Anything else from the API is a `JudgeApiError`.
@@ -66,28 +62,28 @@ class MessagesClient:
 
     def __init__(
         self,
-        settings: Settings,
+        settings: JudgeSettings,
         *,
         backoff_base_s: float = 0.5,
         backoff_max_s: float = 8.0,
         retry_after_cap_s: float = 60.0,
         rng: random.Random | None = None,
     ) -> None:
-        if settings.anthropic_api_key is None:
+        if settings.api_key is None:
             raise JudgeApiError("no Anthropic API key configured (MONITOR_ANTHROPIC_API_KEY)")
-        self.model = settings.judge_model
-        self.max_tokens = settings.judge_max_tokens
-        self.max_retries = settings.judge_max_retries
-        self.price = settings.judge_prices.get(settings.judge_model)
+        self.model = settings.model
+        self.max_tokens = settings.max_tokens
+        self.max_retries = settings.max_retries
+        self.price = settings.price
         self.backoff_base_s = backoff_base_s
         self.backoff_max_s = backoff_max_s
         self.retry_after_cap_s = retry_after_cap_s
         self.stats: Counter[str] = Counter()
         self._rng = rng or random.Random()
         self._client = anthropic.AsyncAnthropic(
-            api_key=settings.anthropic_api_key.get_secret_value(),
-            base_url=settings.anthropic_base_url,
-            timeout=settings.judge_request_timeout_s,
+            api_key=settings.api_key,
+            base_url=settings.base_url,
+            timeout=settings.request_timeout_s,
             max_retries=0,
         )
 
@@ -129,7 +125,7 @@ class MessagesClient:
             self._count_tokens(message.usage)
             try:
                 value = parse(_reply_text(message))
-            except InvalidReply as e:
+            except JudgeReplyInvalid as e:
                 # A bad reply is not a load problem: retry at once, no backoff.
                 failure = _Failure("invalid_reply", str(e))
                 self.stats["error.invalid_reply"] += 1
@@ -205,10 +201,10 @@ def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
 
 def _reply_text(message: anthropic.types.Message) -> str:
     if message.stop_reason == "max_tokens":
-        raise InvalidReply("reply cut off at max_tokens")
+        raise JudgeReplyInvalid("reply cut off at max_tokens")
     if message.stop_reason == "refusal":
-        raise InvalidReply("the model refused to reply")
+        raise JudgeReplyInvalid("the model refused to reply")
     texts = [block.text for block in message.content if block.type == "text"]
     if not texts:
-        raise InvalidReply("reply has no text block")
+        raise JudgeReplyInvalid("reply has no text block")
     return "".join(texts)

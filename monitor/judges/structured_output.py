@@ -11,11 +11,10 @@ import anthropic
 from anthropic.types import OutputConfigParam
 from pydantic import BaseModel, ValidationError
 
+from schemas.errors import JudgeReplyInvalid
+
 M = TypeVar("M", bound=BaseModel)
 
-
-class InvalidReply(ValueError):
-    """A reply that is not exactly the requested JSON object; the message says why (no reply text in it)."""
 
 
 def output_config(model: type[BaseModel]) -> OutputConfigParam:
@@ -24,13 +23,13 @@ def output_config(model: type[BaseModel]) -> OutputConfigParam:
 
 
 def parse_reply(model: type[M], text: str) -> M:
-    """`text` validated as `model` (strict JSON, no extra keys); raises `InvalidReply`."""
+    """`text` validated as `model` (strict JSON, no extra keys); raises `JudgeReplyInvalid`."""
     if not text.strip():
-        raise InvalidReply("empty reply")
+        raise JudgeReplyInvalid("empty reply")
     try:
         return model.model_validate_json(text)
     except ValidationError as e:
-        raise InvalidReply(_describe(e)) from None
+        raise JudgeReplyInvalid(_describe(e)) from None
 
 
 def _describe(err: ValidationError) -> str:

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from consumers.decode import REASONS, DecodeError, decode_event
+from consumers.decode import REASONS, decode_event
+from schemas.errors import DecodeError
 from schemas.events import KafkaPosition
 from tests.conftest import EXAMPLES
 

@@ -62,7 +62,8 @@ def test_decision_records_rate_and_rule() -> None:
 
 from pathlib import Path  # noqa: E402
 
-from consumers.sampling import SamplingConfigError, SamplingPolicy  # noqa: E402
+from consumers.sampling import SamplingPolicy
+from schemas.errors import SamplingConfigError
 
 RULES_YAML = """
 default_rate: 0.1

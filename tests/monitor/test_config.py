@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from monitor.cli import build_parser, settings_from_args
-from monitor.config import ConfigError, load_settings
+from monitor.cli.flags import settings_from_args
+from monitor.cli.main import build_parser
+from monitor.config import load_settings
+from schemas.errors import ConfigError
 
 
 @pytest.fixture(autouse=True)
@@ -23,7 +25,7 @@ def test_env_values_and_csv_topics(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MONITOR_MAX_IN_FLIGHT", "100")
     s = load_settings()
     assert s.kafka_topics == ["a", "b", "c"] and s.sample_rate == 0.25
-    assert s.resume_in_flight == 50
+    assert s.flow.resume_at == 50
 
 
 def test_flags_override_env(monkeypatch: pytest.MonkeyPatch) -> None:

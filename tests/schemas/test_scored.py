@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from monitor.store import ClickHouseStore
+from monitor.runtime.store import ClickHouseStore
 from schemas.ddl import render_ddl
 from schemas.scored import SCORED_COLUMNS, ScoredRow
 

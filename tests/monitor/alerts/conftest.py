@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from monitor.alerts.rules import Rule, parse_rules
-from monitor.store import ClickHouseStore
+from monitor.runtime.store import ClickHouseStore
 from schemas.scored import ScoredRow
 
 T0 = datetime(2026, 11, 2, 0, 0, tzinfo=UTC)  # a Monday; every synthetic stream starts here

@@ -11,8 +11,8 @@ from pathlib import Path
 import yaml
 
 from monitor.alerts.engine import AlertMetrics
-from monitor.metrics import Metrics
-from monitor.store import ClickHouseStore
+from monitor.runtime.metrics import Metrics
+from monitor.runtime.store import ClickHouseStore
 from tests.monitor.alerts.conftest import insert, make_row
 
 ROOT = Path(__file__).resolve().parents[3]

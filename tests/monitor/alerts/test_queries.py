@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from monitor.store import ClickHouseStore
+from monitor.runtime.store import ClickHouseStore
 from schemas.scored import ScoredRow
 from tests.monitor.alerts.conftest import insert, make_row
 
@@ -73,8 +73,8 @@ def test_the_folder_has_the_documented_examples() -> None:
 _SQL_FILES = """
 import json, sys, uuid
 from datetime import UTC, datetime
-from monitor.cli import main
-from monitor.store import ClickHouseStore
+from monitor.cli.main import main
+from monitor.runtime.store import ClickHouseStore
 from monitor.config import load_settings
 from tests.monitor.alerts.test_queries import populated_rows
 s = load_settings()

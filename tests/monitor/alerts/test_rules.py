@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from monitor.alerts.rules import RulesError, load_rules, parse_duration, parse_rules
+from monitor.alerts.rules import load_rules, parse_duration, parse_rules
+from schemas.errors import RulesError
 
 GOOD = """
 rules:

@@ -12,7 +12,7 @@ from monitor.alerts.engine import AlertRunner
 from monitor.alerts.notifiers import AlertmanagerNotifier, SlackNotifier, WebhookNotifier
 from monitor.alerts.rules import RuleSet
 from monitor.alerts.state import StateStore
-from monitor.store import ClickHouseStore
+from monitor.runtime.store import ClickHouseStore
 from tests.monitor.alerts.conftest import T0, insert, noisy, rules_from, stream
 from tests.monitor.alerts.receiver import Receiver
 

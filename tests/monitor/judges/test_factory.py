@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from monitor.config import ConfigError, load_settings
+from monitor.config import load_settings
+from schemas.errors import ConfigError
 from monitor.judges import LexicalJudge, RubricJudge, StatementsJudge
 from monitor.judges.factory import build_judge
 from tests.fake_messages_api import FakeMessagesAPI
@@ -13,7 +14,7 @@ from tests.monitor.judges.conftest import QUESTION, TIGHT, judge_settings
 
 @pytest.mark.parametrize(("method", "cls"), [("rubric", RubricJudge), ("statements", StatementsJudge)])
 async def test_build_judge_returns_a_working_llm_judge(fake_messages_api: FakeMessagesAPI, method: str, cls: type) -> None:
-    judge = build_judge(judge_settings(fake_messages_api, method))
+    judge = build_judge(judge_settings(fake_messages_api, method).judge_client)
     try:
         assert isinstance(judge, cls)
         assert judge.info.method == method and judge.info.heuristic is False
@@ -24,7 +25,7 @@ async def test_build_judge_returns_a_working_llm_judge(fake_messages_api: FakeMe
 
 
 def test_build_judge_lexical_needs_no_key() -> None:
-    assert isinstance(build_judge(load_settings(judge="lexical")), LexicalJudge)
+    assert isinstance(build_judge(load_settings(judge="lexical").judge_client), LexicalJudge)
 
 
 @pytest.mark.parametrize("method", ["rubric", "statements"])
@@ -32,5 +33,5 @@ def test_llm_judge_without_api_key_is_a_one_line_config_error(monkeypatch: pytes
     for var in ("MONITOR_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY"):
         monkeypatch.delenv(var, raising=False)
     with pytest.raises(ConfigError) as exc:
-        build_judge(load_settings(judge=method))
+        build_judge(load_settings(judge=method).judge_client)
     assert "MONITOR_ANTHROPIC_API_KEY" in str(exc.value) and "\n" not in str(exc.value)

@@ -8,8 +8,9 @@ import time
 
 import pytest
 
-from monitor.judges import JudgeApiError, RubricJudge
-from monitor.judges.base import JudgeError, JudgeReplyInvalid, JudgeUnavailable
+from monitor.judges import RubricJudge
+from schemas.errors import JudgeApiError
+from schemas.errors import JudgeError, JudgeReplyInvalid, JudgeUnavailable
 from monitor.judges.messages_client import retry_after_seconds
 from tests.fake_messages_api import Drop, FakeMessagesAPI, Fault, Reply, bad_request, overloaded, rate_limited, server_error, slow
 from tests.monitor.judges.conftest import QUESTION, TIGHT, MakeJudge, judge_settings
@@ -123,7 +124,7 @@ async def test_unreachable_api_gives_up_with_unavailable(fake_messages_api: Fake
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # nothing listens here once the socket is closed
     settings = judge_settings(fake_messages_api, "rubric", anthropic_base_url=f"http://127.0.0.1:{port}", judge_max_retries=2)
-    judge = RubricJudge(settings, backoff_base_s=0.01)
+    judge = RubricJudge(settings.judge_client, backoff_base_s=0.01)
     try:
         with pytest.raises(JudgeUnavailable, match="connection"):
             await judge.judge(QUESTION, TIGHT)

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from monitor.judges.base import JudgeReplyInvalid
+from schemas.errors import JudgeReplyInvalid
 from monitor.judges import prompts
 from monitor.judges.prompts import user_message
 from tests.fake_messages_api import FakeMessagesAPI, RecordedRequest, Reply, find_section

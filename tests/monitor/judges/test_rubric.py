@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from monitor.config import DEFAULT_PRICES
-from monitor.judges.base import JudgeReplyInvalid
+from schemas.errors import JudgeReplyInvalid
 from monitor.judges.rubric import SYSTEM_PROMPT, RubricJudge
 from tests.fake_messages_api import API_KEY, FakeMessagesAPI, Reply, malformed, out_of_range_score
 from tests.monitor.judges.conftest import PADDED, QUESTION, TIGHT, MakeJudge, judge_settings
@@ -153,7 +153,7 @@ async def test_long_question_and_response_are_truncated_with_a_visible_marker(fa
 
 def test_judge_id_changes_with_model_prompt_and_parameters(fake_messages_api: FakeMessagesAPI) -> None:
     def jid(cls: type[RubricJudge] = RubricJudge, **overrides: object) -> str:
-        return cls(judge_settings(fake_messages_api, "rubric", **overrides)).info.judge_id
+        return cls(judge_settings(fake_messages_api, "rubric", **overrides).judge_client).info.judge_id
 
     class OtherPrompt(RubricJudge):
         system_prompt = SYSTEM_PROMPT + "\nBe brief."
@@ -170,5 +170,5 @@ def test_judge_id_changes_with_model_prompt_and_parameters(fake_messages_api: Fa
 
 
 def test_info_names_method_and_model(fake_messages_api: FakeMessagesAPI) -> None:
-    info = RubricJudge(judge_settings(fake_messages_api, "rubric", judge_model="claude-opus-5-5")).info
+    info = RubricJudge(judge_settings(fake_messages_api, "rubric", judge_model="claude-opus-5-5").judge_client).info
     assert (info.method, info.model, info.heuristic) == ("rubric", "claude-opus-5-5", False)

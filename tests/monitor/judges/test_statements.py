@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from monitor.judges.base import JudgeReplyInvalid
+from schemas.errors import JudgeReplyInvalid
 from monitor.judges.statements import SYSTEM_PROMPT, StatementsJudge
 from tests.fake_messages_api import FakeMessagesAPI, Reply, mismatched_verdicts
 from tests.monitor.judges.conftest import PADDED, QUESTION, TIGHT, MakeJudge, judge_settings
@@ -120,12 +120,12 @@ async def test_usage_and_cost_are_recorded(make_judge: MakeJudge) -> None:
 
 def test_judge_id_covers_the_strict_threshold_and_differs_from_rubric(fake_messages_api: FakeMessagesAPI) -> None:
     def jid(**overrides: object) -> str:
-        return StatementsJudge(judge_settings(fake_messages_api, "statements", **overrides)).info.judge_id
+        return StatementsJudge(judge_settings(fake_messages_api, "statements", **overrides).judge_client).info.judge_id
 
     base = jid()
     assert base.startswith("statements-") and base == jid()
     assert jid(statements_strict_threshold=0.5) != base
     assert jid(statements_strict_threshold=0.5) != jid(statements_strict_threshold=0.6)
     assert jid(judge_model="claude-sonnet-5-5") != base
-    info = StatementsJudge(judge_settings(fake_messages_api, "statements")).info
+    info = StatementsJudge(judge_settings(fake_messages_api, "statements").judge_client).info
     assert (info.method, info.heuristic) == ("statements", False)

@@ -1,0 +1,131 @@
+"""The service and tooling subcommands: `run`, `sql`, `produce`, `broker` and `demo`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from monitor.cli.flags import add_settings_flags, settings_from_args
+from monitor.cli.table import print_result
+from schemas.errors import UsageError
+
+
+def register(sub: Any) -> None:
+    """Add `run`, `sql`, `produce`, `broker` and `demo` to the CLI's subparsers."""
+    p = sub.add_parser("run", help="run the monitor service (SIGTERM/SIGINT stop it cleanly)")
+    add_settings_flags(p)
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("sql", help="run a query against the configured store and print the result")
+    p.add_argument("query", nargs="?", help="SQL; {table} expands to the scores table")
+    p.add_argument("--file", help="read the query from a file")
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    add_settings_flags(p)
+    p.set_defaults(func=cmd_sql)
+
+    p = sub.add_parser("produce", help="produce events to a topic: a JSONL file as-is, or generated traffic")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--file", help="one record value per line (sent as-is, malformed lines included)")
+    src.add_argument("--generate", type=int, metavar="N", help="generate N synthetic events")
+    p.add_argument("--bootstrap-servers", default="127.0.0.1:9092")
+    p.add_argument("--topic", default="conversations")
+    p.add_argument("--partitions", type=int, default=3, help="partitions if the topic is created")
+    p.add_argument("--rate", type=float, default=0.0, help="events per second (0: as fast as possible)")
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--malformed-share", type=float, default=0.02)
+    p.set_defaults(func=cmd_produce)
+
+    p = sub.add_parser("broker", help="run a local in-memory Kafka-protocol broker (tansu) for trying things out")
+    p.add_argument("--port", type=int, default=9092)
+    p.set_defaults(func=cmd_broker)
+
+    p = sub.add_parser("demo", help="local broker + generated traffic + the monitor on embedded ClickHouse, then a summary")
+    p.add_argument("--seconds", type=float, default=20.0, help="how long to run the monitor")
+    p.add_argument("--rate", type=float, default=100.0, help="generated events per second")
+    p.add_argument("--data-dir", default=".relevancy-monitor/demo", help="where the embedded ClickHouse keeps its files")
+    p.set_defaults(func=cmd_demo)
+
+
+def cmd_run(ns: argparse.Namespace) -> int:
+    """`run`: the service, until SIGTERM or SIGINT."""
+    from monitor.runtime.logs import configure_logging
+    from monitor.runtime.service import run_service
+
+    settings = settings_from_args(ns)
+    configure_logging(settings.log_format, settings.log_level)
+    asyncio.run(run_service(settings))
+    return 0
+
+
+def cmd_sql(ns: argparse.Namespace) -> int:
+    """`sql`: one query against the configured store, printed."""
+    from monitor.runtime.store import ClickHouseStore
+
+    settings = settings_from_args(ns)
+    if ns.file:
+        query = Path(ns.file).read_text(encoding="utf-8")
+    elif ns.query:
+        query = ns.query
+    else:
+        raise UsageError("give a query or --file FILE")
+    s = settings.store
+    store = ClickHouseStore(s.url, s.database, s.table)
+    try:
+        store.ensure_schema()
+        result = store.query(query.replace("{table}", store.qualified_table))
+    finally:
+        store.close()
+    print_result(result.columns, result.rows, ns.format)
+    return 0
+
+
+def cmd_produce(ns: argparse.Namespace) -> int:
+    """`produce`: a JSONL file's lines as-is, or generated traffic, to a topic."""
+    from monitor.devtools.traffic import generate_events, produce
+
+    if ns.file:
+        lines = Path(ns.file).read_bytes().splitlines()
+        values: Iterable[bytes] = [ln for ln in lines if ln.strip()]
+    else:
+        values = generate_events(ns.generate, seed=ns.seed, malformed_share=ns.malformed_share)
+    sent = asyncio.run(produce(ns.bootstrap_servers, ns.topic, values, rate=ns.rate, partitions=ns.partitions))
+    print(f"produced {sent} record(s) to {ns.topic} at {ns.bootstrap_servers}", file=sys.stderr)
+    return 0
+
+
+def cmd_broker(ns: argparse.Namespace) -> int:
+    """`broker`: a local tansu broker in the foreground until Ctrl-C."""
+    from monitor.devtools.localbroker import LocalBroker
+
+    with LocalBroker(port=ns.port) as broker:
+        print(f"local Kafka-protocol broker (tansu, in-memory) listening on {broker.bootstrap}; Ctrl-C stops it", file=sys.stderr)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass
+    return 0
+
+
+def cmd_demo(ns: argparse.Namespace) -> int:
+    """`demo`: run the whole path locally, then print what landed in ClickHouse."""
+    from rich.console import Console
+
+    from monitor.devtools.demo import run_demo
+
+    console = Console(stderr=True)
+    report = run_demo(seconds=ns.seconds, rate=ns.rate, data_dir=Path(ns.data_dir), console=console)
+    for title, result in report.tables:
+        console.print(f"\n[bold]{title}[/]")
+        print_result(result.columns, result.rows, "table")
+    console.print(
+        f"\nconsumed {report.consumed}, scored {report.scored}, dead-lettered {report.dead_lettered} (malformed on purpose).\n"
+        f"Query the rows yourself:\n  relevancy-monitor sql --clickhouse-url chdb://{report.data_dir} "
+        "\"SELECT judge, count(), avg(score) FROM {table} FINAL GROUP BY judge\""
+    )
+    return 0

@@ -1,0 +1,38 @@
+"""The `relevancy-monitor` command line: the parser, and the one place where an error becomes one line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+from schemas.errors import MonitorError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every subcommand (nothing is read from the environment here)."""
+    from monitor.cli import alerts, commands, judge
+
+    parser = argparse.ArgumentParser(prog="relevancy-monitor", description="Answer-relevancy monitoring for LLM assistants.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands.register(sub)
+    judge.register(sub)
+    alerts.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script: a `MonitorError` is printed as one line; a bug keeps its traceback."""
+    ns = build_parser().parse_args(argv)
+    func: Callable[[argparse.Namespace], int] = ns.func
+    try:
+        return func(ns)
+    except MonitorError as e:
+        print(f"relevancy-monitor: error: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

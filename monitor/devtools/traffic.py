@@ -1,0 +1,99 @@
+"""Synthetic conversation traffic for the demo and for load: both shapes, several segments, padded and
+off-topic answers, and a small share of malformed records (deterministic for a seed), and `produce`, which sends
+record values to a topic at a steady rate."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+import uuid
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime
+
+from consumers.clients import KafkaSettings, ensure_topics, make_producer, start_client
+
+# (app, question, tight answer, filler that pads it, off-topic answer)
+_SCENARIOS = [
+    ("support-bot", "When did order {n} ship?", "Order {n} shipped on {d} March.", "Thanks for getting in touch. We also sell gift cards.",
+     "Our loyalty programme gives you double points this month!"),
+    ("support-bot", "What is the return window for order {n}?", "Order {n} can be returned until {d} December.",
+     "We appreciate your patience. Have you tried our new app?", "Gift cards never expire."),
+    ("coding-assistant", "How do I reverse a list in Python without modifying the original?",
+     "Use slicing: reversed_copy = items[::-1] returns a new list and leaves the original unchanged.",
+     "Great question! Python is a popular language.", "JavaScript arrays have a sort method."),
+    ("coding-assistant", "What does HTTP status {c} mean?", "HTTP status {c} means the server rejected the request; check the response body.",
+     "I hope you're having a productive day.", "Kubernetes schedules pods onto nodes."),
+    ("travel-agent", "Do I need a visa to visit Japan for two weeks with a German passport?",
+     "No: German passport holders can visit Japan visa-free for up to 90 days.",
+     "Travel is a wonderful way to learn. Check out our premium lounges.", "Our loyalty programme gives you double points on all bookings!"),
+]
+_MODELS = ["assistant-large", "assistant-small"]
+_PROMPTS = ["v12", "v13"]
+_MALFORMED: list[bytes] = [
+    b"this is not json",
+    b'{"event_id": "x", "conversation_id": "c", "app": "support-bot"}',
+    b'{"user_message": 42, "response": ["not", "a", "string"]}',
+    b'{"messages": [{"role": "system", "content": "no user or assistant turn"}]}',
+    b"[1, 2, 3]",
+    b"\xff\xfe\x00garbage",
+]
+
+
+def generate_events(count: int, *, seed: int = 7, malformed_share: float = 0.02, now: datetime | None = None) -> Iterator[bytes]:
+    """Yield `count` record values (UTF-8 JSON, or deliberately malformed bytes)."""
+    rng = random.Random(seed)
+    for i in range(count):
+        if rng.random() < malformed_share:
+            yield rng.choice(_MALFORMED)
+            continue
+        app, q, tight, filler, off = rng.choice(_SCENARIOS)
+        fill = {"n": f"{rng.choice('ABCDEFG')}{rng.randint(10, 99)}", "d": rng.randint(1, 28), "c": rng.choice([404, 429, 503])}
+        prompt = rng.choice(_PROMPTS)
+        roll = rng.random()
+        # prompt v13 pads more often: the demo's "regression" to find in SQL
+        pad_p = 0.5 if prompt == "v13" else 0.15
+        if roll < 0.05:
+            answer = off.format(**fill)
+        elif roll < 0.05 + pad_p:
+            answer = f"{filler} {tight.format(**fill)}"
+        else:
+            answer = tight.format(**fill)
+        question = q.format(**fill)
+        base = {
+            "event_id": str(uuid.UUID(int=rng.getrandbits(128))),
+            "conversation_id": f"conv-{rng.randint(1, max(1, count // 2))}",
+            "timestamp": (now or datetime.now(UTC)).isoformat().replace("+00:00", "Z"),
+            "app": app,
+            "model": rng.choice(_MODELS),
+            "prompt_version": prompt,
+            "metadata": {"channel": rng.choice(["web", "app"]), "seq": str(i)},
+        }
+        if rng.random() < 0.5:
+            event = {**base, "user_message": question, "response": answer}
+        else:
+            event = {**base, "messages": [{"role": "user", "content": question}, {"role": "assistant", "content": [{"type": "text", "text": answer}]}]}
+        yield json.dumps(event).encode()
+
+
+async def produce(bootstrap: str, topic: str, values: Iterable[bytes], *, rate: float = 0.0, partitions: int = 3) -> int:
+    """Produce record values to `topic` (created if missing), at `rate` per second (0: as fast as possible)."""
+    kafka = KafkaSettings(bootstrap_servers=bootstrap)
+    await ensure_topics(kafka, {topic: partitions})
+    producer = make_producer(kafka, linger_ms=5)
+    await start_client(producer, kafka)
+    sent = 0
+    started = time.monotonic()
+    try:
+        for value in values:
+            await producer.send(topic, value)
+            sent += 1
+            if rate > 0:
+                ahead = sent / rate - (time.monotonic() - started)
+                if ahead > 0:
+                    await asyncio.sleep(ahead)
+        await producer.flush()
+    finally:
+        await producer.stop()
+    return sent

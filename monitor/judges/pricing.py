@@ -1,0 +1,32 @@
+"""Judge model prices: USD per million tokens, and the estimated cost of one call."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class ModelPrice(BaseModel):
+    """USD per million tokens of one model."""
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+    cache_read: float = Field(ge=0)
+    cache_write: float = Field(ge=0)
+
+    def cost(self, input_tokens: int, output_tokens: int, cache_read_tokens: int, cache_write_tokens: int) -> float:
+        """Estimated USD for one call (input_tokens excludes cached tokens, as the API reports it)."""
+        return (
+            input_tokens * self.input + output_tokens * self.output
+            + cache_read_tokens * self.cache_read + cache_write_tokens * self.cache_write
+        ) / 1_000_000
+
+
+# Published list prices (USD / MTok, prompts under 100K tokens, 5-minute cache writes), checked 2026-11-29.
+# A model missing here gets cost_usd NULL, never a guessed number; add it with MONITOR_JUDGE_PRICES.
+DEFAULT_PRICES: dict[str, ModelPrice] = {
+    "claude-haiku-5-5": ModelPrice(input=0.10, output=0.50, cache_read=0.01, cache_write=0.125),
+    "claude-sonnet-5-5": ModelPrice(input=2.0, output=10.0, cache_read=0.2, cache_write=2.5),
+    "claude-opus-5-5": ModelPrice(input=4.0, output=20.0, cache_read=0.4, cache_write=5.0),
+    "claude-haiku-4-5": ModelPrice(input=1.0, output=5.0, cache_read=0.1, cache_write=1.25),
+    "claude-sonnet-4-5": ModelPrice(input=3.0, output=15.0, cache_read=0.3, cache_write=3.75),
+}

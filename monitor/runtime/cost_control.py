@@ -1,0 +1,117 @@
+"""Cost control around the sampler: the budget and freshness factors, spend sync across replicas, and the
+per-segment traffic counts. The pipeline asks it for the current factor and tells it what was spent."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+
+import structlog
+
+from monitor.judges.base import Usage
+from monitor.runtime.budget import BudgetSettings, FreshnessGovernor, Limits, Spend, SpendBudget
+from monitor.runtime.metrics import Metrics
+from monitor.runtime.store import AsyncStore
+from monitor.runtime.traffic_counts import COLUMNS as TRAFFIC_COLUMNS
+from monitor.runtime.traffic_counts import TrafficCounter
+from schemas.scored import ScoredRow
+
+log = structlog.get_logger("monitor.runtime.cost_control")
+
+
+def _tokens(u: Usage | ScoredRow) -> int:
+    return u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_write_tokens
+
+
+class CostControl:
+    """Owns the spend budget, the freshness governor and the traffic counter; `factor`/`reason` are what the
+    sampler multiplies rates by and why."""
+
+    def __init__(self, settings: BudgetSettings, store: AsyncStore, metrics: Metrics) -> None:
+        self.settings = settings
+        self.store = store
+        self.metrics = metrics
+        self.budget = SpendBudget(
+            per_hour=Limits(settings.requests_per_hour, settings.tokens_per_hour, settings.usd_per_hour),
+            per_day=Limits(settings.requests_per_day, settings.tokens_per_day, settings.usd_per_day),
+            soft_limit=settings.soft_limit,
+        )
+        self.freshness = FreshnessGovernor(settings.freshness_max_lag, settings.freshness_min_factor)
+        self.traffic = TrafficCounter()
+        self.factor, self.reason = 1.0, ""
+
+    def current(self) -> tuple[float, str]:
+        """The factor for the next sampling decision (recomputed each time while a budget is set, so a burst
+        cannot run past the cap between refreshes)."""
+        if self.budget.enabled:
+            self.refresh()
+        return self.factor, self.reason
+
+    def refresh(self) -> None:
+        """Combine the budget and freshness factors; log and export changes."""
+        budget, fresh = self.budget.factor(), self.freshness.factor
+        factor = budget * fresh
+        reason = "budget" if budget < 1.0 else ("freshness" if fresh < 1.0 else "")
+        if (factor == 0.0) != (self.factor == 0.0):
+            if factor == 0.0:
+                log.warning("budget_exhausted", used=round(self.budget.used(), 3), note="judging stops until the budget window rolls over")
+            else:
+                log.info("budget_available", factor=round(factor, 3))
+        elif reason != self.reason:
+            log.info("sampling_factor_changed", factor=round(factor, 3), reason=reason or "none")
+        self.factor, self.reason = factor, reason
+        self.metrics.budget_used.set(self.budget.used())
+        self.metrics.sampling_factor.labels("budget").set(budget)
+        self.metrics.sampling_factor.labels("freshness").set(fresh)
+
+    def reserve_call(self) -> None:
+        """A judge call was decided: count the request now (its tokens and USD follow in `spent`)."""
+        self.budget.record(Spend(requests=1))
+
+    def spent(self, usage: Usage) -> None:
+        """A judge call returned with this usage."""
+        self.budget.record(Spend(usd=usage.cost_usd or 0.0, tokens=_tokens(usage)))
+
+    def written(self, rows: Iterable[ScoredRow]) -> None:
+        """Rows are durably in the store: a later sync must not count their spend twice."""
+        if self.budget.enabled:
+            paid = [r for r in rows if not r.cached]
+            self.budget.written(Spend(requests=len(paid), usd=sum(r.cost_usd or 0.0 for r in paid), tokens=sum(map(_tokens, paid))))
+
+    def on_lag(self, lag: int, throttled: bool) -> None:
+        """A lag measurement: adjust the freshness factor."""
+        self.freshness.update(lag, throttled)
+        self.refresh()
+
+    async def sync_loop(self) -> None:
+        """Re-read everyone's spend from the store for the current hour and day, every `sync_s`."""
+        while True:
+            await self.sync()
+            await asyncio.sleep(self.settings.sync_s)
+
+    async def sync(self) -> None:
+        """One spend sync (failures keep the local view; the next sync catches up)."""
+        hour_start, day_start = self.budget.window_starts()
+        try:
+            hour, day = await self.store.judge_spend(hour_start, day_start)
+            self.budget.sync(hour, day)
+        except Exception as e:
+            log.warning("budget_sync_failed", error=type(e).__name__, detail=str(e)[:200])
+        self.refresh()
+
+    async def flush_traffic(self) -> None:
+        """Write the counted traffic (best effort: a failed write is kept for the next one)."""
+        rows = self.traffic.drain()
+        if not rows:
+            return
+        try:
+            await self.store.insert_table("traffic_counts", TRAFFIC_COLUMNS, rows)
+        except Exception as e:
+            self.traffic.restore(rows)
+            log.warning("traffic_counts_write_failed", error=type(e).__name__, detail=str(e)[:200])
+
+    async def traffic_loop(self) -> None:
+        """Flush traffic counts every `traffic_flush_s`."""
+        while True:
+            await asyncio.sleep(self.settings.traffic_flush_s)
+            await self.flush_traffic()

@@ -1,0 +1,32 @@
+"""Dead-lettering a record that cannot be judged: publish until the broker acknowledges, counted and logged."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import structlog
+from aiokafka.structs import ConsumerRecord
+
+from consumers.deadletter import DeadLetterPublisher
+from monitor.runtime.metrics import Metrics
+from schemas.errors import DecodeError
+
+log = structlog.get_logger("monitor.runtime.dead_letters")
+
+
+async def dead_letter(dlq: DeadLetterPublisher, record: ConsumerRecord[Any, Any], err: DecodeError, metrics: Metrics) -> None:
+    """Publish `record` with its reason, retrying with backoff until acknowledged: until then it is not done, so
+    its partition's commits wait for it (nothing is lost silently)."""
+    delay = 0.2
+    while True:
+        try:
+            await dlq.publish(record, err.reason, err.detail)
+            break
+        except Exception as e:  # KafkaError or a client-side refusal
+            metrics.dlq_publish_failures.inc()
+            log.error("dlq_publish_failed", partition=record.partition, offset=record.offset, error=type(e).__name__, detail=str(e)[:200])
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 10.0)
+    metrics.dead_lettered.labels(err.reason).inc()
+    log.info("dead_lettered", topic=record.topic, partition=record.partition, offset=record.offset, reason=err.reason, detail=err.detail[:200])

@@ -1,0 +1,232 @@
+"""Flow control around the judge: adaptive concurrency (AIMD), a client-side rate limit, a circuit breaker.
+
+Each is a small object with its decision logic separate from waiting, so the decisions are testable with a
+fake clock."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+
+Clock = Callable[[], float]
+
+
+@dataclass(frozen=True, slots=True)
+class FlowSettings:
+    """The flow slice of the settings: how judging is bounded and how finished work is delivered."""
+
+    judge_concurrency: int = 8
+    judge_concurrency_floor: int = 1
+    judge_requests_per_minute: float | None = None
+    judge_tokens_per_minute: float | None = None
+    judge_timeout_s: float = 150.0
+    judge_event_attempts: int = 2
+    breaker_threshold: int = 5
+    breaker_cooldown_s: float = 2.0
+    breaker_max_cooldown_s: float = 60.0
+    max_in_flight: int = 2000
+    resume_in_flight: int | None = None
+    batch_max_rows: int = 1000
+    batch_max_seconds: float = 1.0
+    commit_interval_s: float = 1.0
+    shutdown_grace_s: float = 20.0
+    lag_check_s: float = 5.0
+
+    @property
+    def resume_at(self) -> int:
+        """Consumption resumes at or below this many events in flight (default: half the cap)."""
+        return self.max_in_flight // 2 if self.resume_in_flight is None else self.resume_in_flight
+
+
+class AdaptiveLimiter:
+    """A concurrency limit that halves on a rate-limit signal (down to `floor`) and grows by one per `limit`
+    successes (up to `ceiling`): additive increase, multiplicative decrease. Slots are handed directly to
+    waiters in arrival order, one per free slot."""
+
+    def __init__(self, ceiling: int, floor: int = 1, decrease_factor: float = 0.5) -> None:
+        if not 1 <= floor <= ceiling:
+            raise ValueError(f"need 1 <= floor <= ceiling, got {floor} and {ceiling}")
+        self.ceiling = ceiling
+        self.floor = floor
+        self.factor = decrease_factor
+        self.limit = float(ceiling)
+        self.active = 0
+        self._waiters: deque[asyncio.Future[None]] = deque()
+
+    @property
+    def current(self) -> int:
+        """The whole number of calls allowed at once now."""
+        return max(self.floor, int(self.limit))
+
+    def on_success(self) -> None:
+        """One call succeeded without being rate limited."""
+        self.limit = min(float(self.ceiling), self.limit + 1.0 / self.limit)
+        self._hand_off()
+
+    def on_rate_limited(self) -> None:
+        """The provider said slow down."""
+        self.limit = max(float(self.floor), self.limit * self.factor)
+
+    def _hand_off(self) -> None:
+        while self._waiters and self.active < self.current:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                self.active += 1
+                waiter.set_result(None)
+
+    async def __aenter__(self) -> AdaptiveLimiter:
+        if self.active < self.current and not self._waiters:
+            self.active += 1
+            return self
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():  # handed a slot, then cancelled: give it back
+                self.active -= 1
+                self._hand_off()
+            raise
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.active -= 1
+        self._hand_off()
+
+
+class RateLimiter:
+    """Token buckets for requests and input tokens per minute (None: unlimited). `acquire` waits for both."""
+
+    def __init__(self, requests_per_minute: float | None, tokens_per_minute: float | None, clock: Clock = time.monotonic) -> None:
+        self._clock = clock
+        self._buckets: list[list[float]] = []  # [capacity, level, refill_per_s, last]
+        self._rpm = self._bucket(requests_per_minute)
+        self._tpm = self._bucket(tokens_per_minute)
+        self._lock = asyncio.Lock()
+
+    def _bucket(self, per_minute: float | None) -> list[float] | None:
+        if per_minute is None:
+            return None
+        # A burst of one second's worth, so a cold start does not fire a whole minute's budget at once.
+        b = [max(1.0, per_minute / 60), max(1.0, per_minute / 60), per_minute / 60, self._clock()]
+        self._buckets.append(b)
+        return b
+
+    def _refill(self, b: list[float]) -> None:
+        now = self._clock()
+        b[1] = min(b[0], b[1] + (now - b[3]) * b[2])
+        b[3] = now
+
+    def delay_for(self, tokens: float) -> float:
+        """Seconds until one request of `tokens` input tokens fits; 0 if it fits now (then it is taken)."""
+        need = [(self._rpm, 1.0), (self._tpm, min(tokens, self._tpm[0]) if self._tpm else 0.0)]
+        wait = 0.0
+        for b, n in need:
+            if b is None:
+                continue
+            self._refill(b)
+            if b[1] < n:
+                wait = max(wait, (n - b[1]) / b[2])
+        if wait == 0.0:
+            for b, n in need:
+                if b is not None:
+                    b[1] -= n
+        return wait
+
+    async def acquire(self, tokens: float = 0.0) -> None:
+        """Wait until the request fits under both limits, then take it."""
+        async with self._lock:
+            while (wait := self.delay_for(tokens)) > 0:
+                await asyncio.sleep(wait)
+
+
+class BreakerState(Enum):
+    """Circuit breaker states."""
+
+    CLOSED = "closed"
+    OPEN = "open"
+    HALF_OPEN = "half_open"
+
+
+class CircuitBreaker:
+    """Opens after `threshold` consecutive failures; while open nobody calls; after `cooldown_s` one probe goes
+    through (half-open); its success closes the circuit, its failure reopens it with a doubled cooldown."""
+
+    def __init__(self, threshold: int = 5, cooldown_s: float = 2.0, max_cooldown_s: float = 60.0, clock: Clock = time.monotonic) -> None:
+        self.threshold = threshold
+        self.base_cooldown_s = cooldown_s
+        self.max_cooldown_s = max_cooldown_s
+        self._clock = clock
+        self.state = BreakerState.CLOSED
+        self.failures = 0
+        self.cooldown_s = cooldown_s
+        self.opened_at = 0.0
+        self.opens = 0
+        self._probe_out = False
+        self._changed = asyncio.Event()
+
+    @property
+    def is_open(self) -> bool:
+        """True while calls are held back (open, or half-open with the probe out)."""
+        return self.state is not BreakerState.CLOSED
+
+    def try_enter(self) -> bool:
+        """Whether a call may go now; in half-open, only the single probe may."""
+        if self.state is BreakerState.CLOSED:
+            return True
+        if self.state is BreakerState.OPEN and self._clock() - self.opened_at >= self.cooldown_s:
+            self.state = BreakerState.HALF_OPEN
+        if self.state is BreakerState.HALF_OPEN and not self._probe_out:
+            self._probe_out = True
+            return True
+        return False
+
+    def retry_in(self) -> float:
+        """Seconds until the next probe may go."""
+        return max(0.0, self.opened_at + self.cooldown_s - self._clock())
+
+    def on_success(self) -> None:
+        """A call succeeded: close (and reset the cooldown)."""
+        was_open = self.is_open
+        self.failures = 0
+        self.state = BreakerState.CLOSED
+        self.cooldown_s = self.base_cooldown_s
+        self._probe_out = False
+        if was_open:
+            self._changed.set()
+
+    def on_failure(self) -> None:
+        """A call failed transiently."""
+        self.failures += 1
+        if self.state is BreakerState.HALF_OPEN:
+            self.cooldown_s = min(self.max_cooldown_s, self.cooldown_s * 2)
+            self._open()
+        elif self.state is BreakerState.CLOSED and self.failures >= self.threshold:
+            self._open()
+
+    def on_abandoned(self) -> None:
+        """The probe ended without a verdict on the judge's health (cancelled): let another probe go."""
+        if self.state is BreakerState.HALF_OPEN:
+            self._probe_out = False
+
+    def _open(self) -> None:
+        self.state = BreakerState.OPEN
+        self.opened_at = self._clock()
+        self._probe_out = False
+        self.opens += 1
+        self._changed = asyncio.Event()
+
+    async def wait(self) -> bool:
+        """Wait until a call may go (at once while closed). True when this caller holds the half-open probe: it
+        must then report `on_success`, `on_failure` or `on_abandoned`, or no other probe can ever go."""
+        while not self.try_enter():
+            changed = self._changed
+            try:
+                await asyncio.wait_for(changed.wait(), timeout=max(0.05, self.retry_in()))
+            except TimeoutError:
+                pass
+        return self.state is BreakerState.HALF_OPEN

@@ -1,0 +1,119 @@
+"""Guarded judging: one judge behind a circuit breaker, adaptive concurrency (AIMD), a client-side rate limit and
+a timeout, with deferral of transient failures. Whatever happens, the caller gets a typed `JudgeOutcome`."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import structlog
+
+from monitor.judges.base import Judgement, JudgeFailure, Usage
+from monitor.protocols import Judge
+from monitor.runtime.flow import AdaptiveLimiter, CircuitBreaker, FlowSettings, RateLimiter
+from monitor.runtime.metrics import Metrics
+from schemas.errors import JudgeError
+from schemas.events import ConversationEvent
+
+log = structlog.get_logger("monitor.runtime.guarded_judge")
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeOutcome:
+    """A verdict or the failure that ends an event's judging, and how long the last call took."""
+
+    verdict: Judgement | JudgeFailure
+    elapsed_s: float
+
+
+def estimate_tokens(event: ConversationEvent) -> float:
+    """A rough input-token estimate for the client-side limit (about 4 characters a token, plus the prompt)."""
+    return (len(event.question) + len(event.response)) / 4 + 600
+
+
+class GuardedJudge:
+    """Judges events through the guards. A rate-limited call never costs an event an attempt, and while the
+    circuit is open an event waits instead of becoming an error row."""
+
+    def __init__(self, judge: Judge, flow: FlowSettings, metrics: Metrics, on_spent: Callable[[Usage], None]) -> None:
+        self.judge = judge
+        self._flow = flow
+        self._metrics = metrics
+        self._on_spent = on_spent
+        self.limiter = AdaptiveLimiter(flow.judge_concurrency, floor=flow.judge_concurrency_floor)
+        self.rate = RateLimiter(flow.judge_requests_per_minute, flow.judge_tokens_per_minute)
+        self.breaker = CircuitBreaker(flow.breaker_threshold, flow.breaker_cooldown_s, flow.breaker_max_cooldown_s)
+        self._rate_limited_seen = judge.rate_limited
+
+    def throttled_since_last_asked(self) -> bool:
+        """Whether the provider rate limited us since the previous call of this method (for freshness)."""
+        now = self.judge.rate_limited
+        throttled, self._rate_limited_seen = now > self._rate_limited_seen, now
+        return throttled
+
+    async def judge_event(self, event: ConversationEvent, still_wanted: Callable[[], bool]) -> JudgeOutcome | None:
+        """Judge one event until it has a verdict, a final failure, or is no longer wanted (None: its partition
+        was revoked while it waited; the new owner judges it)."""
+        method = self.judge.info.method
+        attempts = 0
+        while True:
+            probe = await self.breaker.wait()
+            if not still_wanted():
+                if probe:
+                    self.breaker.on_abandoned()
+                return None
+            try:
+                outcome = await self._call(event)
+            except asyncio.CancelledError:
+                if probe:  # a cancelled probe must hand the probe on, or the circuit never closes
+                    self.breaker.on_abandoned()
+                raise
+            failure = outcome.verdict if isinstance(outcome.verdict, JudgeFailure) else None
+            if failure is None or not failure.transient:
+                self.breaker.on_success()
+                break
+            self.breaker.on_failure()
+            # Rate limiting is never the event's fault: it waits (AIMD and the breaker slow everyone down).
+            if not failure.rate_limited:
+                attempts += 1
+            if not (self.breaker.is_open or attempts < self._flow.judge_event_attempts):
+                break
+            self._metrics.judge_deferred.labels(method).inc()
+            log.info("judge_deferred", event_id=event.event_id, partition=event.source.partition, offset=event.source.offset,
+                     attempts=attempts, circuit_open=self.breaker.is_open)
+        if isinstance(outcome.verdict, JudgeFailure):
+            self._metrics.judge_errors.labels(method, outcome.verdict.reason).inc()
+        self._metrics.judge_latency.labels(method).observe(outcome.elapsed_s)
+        return outcome
+
+    async def _call(self, event: ConversationEvent) -> JudgeOutcome:
+        """One judge call under the rate limit and the adaptive concurrency limit."""
+        await self.rate.acquire(estimate_tokens(event))
+        async with self.limiter:
+            self._metrics.judge_concurrency.set(self.limiter.current)
+            limited_before = self.judge.rate_limited
+            started = time.monotonic()
+            verdict = await self._verdict(event)
+            elapsed = time.monotonic() - started
+            if isinstance(verdict, Judgement):
+                self._on_spent(verdict.usage)
+            if self.judge.rate_limited > limited_before:
+                self.limiter.on_rate_limited()
+                self._metrics.judge_rate_limited.labels(self.judge.info.method).inc()
+            elif not (isinstance(verdict, JudgeFailure) and verdict.transient):
+                self.limiter.on_success()
+        return JudgeOutcome(verdict, elapsed)
+
+    async def _verdict(self, event: ConversationEvent) -> Judgement | JudgeFailure:
+        timeout = self._flow.judge_timeout_s
+        try:
+            return await asyncio.wait_for(self.judge.judge(event.question, event.response), timeout=timeout)
+        except TimeoutError:
+            return JudgeFailure("timeout", f"no verdict within {timeout}s", transient=True)
+        except JudgeError as e:
+            return JudgeFailure.from_error(e)
+        except Exception as e:  # a bug in a judge: an error row, never a made-up score
+            log.exception("judge_crashed", event_id=event.event_id)
+            return JudgeFailure("internal", f"{type(e).__name__}: {e}")

@@ -1,0 +1,312 @@
+"""The pipeline: Kafka → decode → sample → judge → ClickHouse, with at-least-once offsets.
+
+An offset is committed only after every record at or below it is finished: written to ClickHouse, published
+to the dead-letter topic, or deliberately not sampled (`OffsetTracker` keeps the contiguous low-water mark).
+`Pipeline` only coordinates; `monitor.runtime.service.build_pipeline` builds its collaborators from settings.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import structlog
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.errors import KafkaError
+from aiokafka.structs import ConsumerRecord
+
+from consumers.clients import KafkaSettings, start_client
+from consumers.deadletter import DeadLetterPublisher
+from consumers.decode import decode_event
+from consumers.offsets import OffsetTracker, Ticket
+from consumers.sampling import SampleDecision, Sampler
+from consumers.source import KafkaSource
+from monitor.judges.base import Judgement, JudgeFailure
+from monitor.runtime.backpressure import Backpressure
+from monitor.runtime.cost_control import CostControl
+from monitor.runtime.dead_letters import dead_letter
+from monitor.runtime.flow import FlowSettings
+from monitor.runtime.guarded_judge import GuardedJudge
+from monitor.runtime.metrics import Metrics
+from monitor.runtime.partition_tasks import Deadline, PartitionTasks
+from monitor.runtime.rows import build_row
+from monitor.runtime.sink import ClickHouseSink
+from monitor.runtime.store import AsyncStore
+from monitor.runtime.verdict_reuse import VerdictReuse, cache_key
+from schemas.errors import DecodeError, SinkClosed
+from schemas.events import ConversationEvent, KafkaPosition
+
+log = structlog.get_logger("monitor.runtime.pipeline")
+
+_POLL_MS = 100
+_FACTOR_EVERY_S = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Collaborators:
+    """Everything a pipeline coordinates, built from settings by `build_pipeline`."""
+
+    kafka: KafkaSettings
+    flow: FlowSettings
+    store_text: bool
+    store: AsyncStore
+    consumer: AIOKafkaConsumer
+    producer: AIOKafkaProducer
+    guard: GuardedJudge
+    sampler: Sampler
+    cost: CostControl
+    reuse: VerdictReuse
+    sink: ClickHouseSink[Ticket]
+    tracker: OffsetTracker
+    metrics: Metrics
+
+
+class Pipeline:
+    """`run(stop)` consumes until `stop` is set, then finishes every partition and closes its clients.
+
+    The caller owns the store (opened and schema-created here, closed by the caller): chDB allows one engine
+    path per process, so the store outlives a pipeline."""
+
+    def __init__(self, parts: Collaborators) -> None:
+        self.kafka, self.flow, self.store_text = parts.kafka, parts.flow, parts.store_text
+        self.store, self.producer, self.metrics = parts.store, parts.producer, parts.metrics
+        self.guard, self.sampler, self.cost, self.reuse = parts.guard, parts.sampler, parts.cost, parts.reuse
+        self.sink, self.tracker = parts.sink, parts.tracker
+        self.tasks = PartitionTasks()
+        self.backpressure = Backpressure(high=parts.flow.max_in_flight, low=parts.flow.resume_at)
+        self.dlq = DeadLetterPublisher(parts.producer, parts.kafka.dlq_topic)
+        self.source = KafkaSource(parts.consumer, parts.kafka.topics, on_assigned=self._on_assigned, on_revoked=self._on_revoked)
+        self._background: list[asyncio.Task[None]] = []
+
+    # ---- lifecycle ---------------------------------------------------------------------------------------
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Consume until `stop` is set; then drain within the grace period, flush, commit and close."""
+        await self.store.open()
+        await start_client(self.producer, self.kafka)
+        try:
+            await self.source.start()
+        except BaseException:
+            await self.producer.stop()
+            raise
+        info = self.guard.judge.info
+        log.info("pipeline_started", topics=list(self.kafka.topics), group=self.kafka.group_id, judge=info.method,
+                 judge_id=info.judge_id, heuristic_judge=info.heuristic)
+        self._background.append(asyncio.create_task(self.sink.run(), name="sink-flusher"))
+        self._background.append(asyncio.create_task(self.cost.traffic_loop(), name="traffic-counts"))
+        if self.cost.budget.enabled:
+            self._background.append(asyncio.create_task(self.cost.sync_loop(), name="budget-sync"))
+        try:
+            await self._consume(stop)
+        finally:
+            await self._shutdown()
+
+    async def _consume(self, stop: asyncio.Event) -> None:
+        last_commit = last_lag = last_factor = time.monotonic()
+        while not stop.is_set():
+            batch = await self.source.getmany(timeout_ms=_POLL_MS, max_records=self.kafka.max_poll_records)
+            for tp, records in batch.items():
+                for record in records:
+                    self.handle(tp, record)
+            self._apply_backpressure()
+            now = time.monotonic()
+            if now - last_commit >= self.flow.commit_interval_s:
+                await self.commit()
+                last_commit = now
+            if now - last_factor >= _FACTOR_EVERY_S:
+                self.cost.refresh()
+                last_factor = now
+            if now - last_lag >= self.flow.lag_check_s:
+                self.cost.on_lag(await self._update_lag(), throttled=self.guard.throttled_since_last_asked())
+                last_lag = now
+
+    async def _shutdown(self) -> None:
+        grace = self.flow.shutdown_grace_s
+        log.info("draining", in_flight=self.tracker.in_flight(), grace_s=grace)
+        left = await self.finish(self.source.assignment() | self.tasks.partitions(), Deadline(grace), phase="shutdown")
+        self.sink.close()
+        for task in self._background:
+            task.cancel()
+        await asyncio.gather(*self._background, return_exceptions=True)
+        log.info("stopped", unfinished_events=left, note="unfinished events are not committed and will be redelivered" if left else "")
+        await self.source.stop()
+        await self.producer.stop()
+        await self.guard.judge.aclose()
+
+    async def finish(self, partitions: Iterable[TopicPartition], deadline: Deadline, *, phase: str) -> int:
+        """Finish the work of `partitions` (revoked, or all of them on shutdown) within one deadline; returns
+        the events left unfinished (uncommitted, so redelivered). In this order:
+          1. drain: let their judge and dead-letter tasks finish; cancel what is still running at the deadline;
+          2. flush: write every buffered row (acknowledging their tickets), for what is left of the deadline;
+          3. traffic: write the per-segment traffic counts;
+          4. commit: commit the low-water mark of each partition;
+          5. forget: drop their offsets, tasks and lag gauges (a later owner starts afresh)."""
+        tps = set(partitions)
+        await self.tasks.drain(tps, deadline)
+        try:
+            await asyncio.wait_for(self.sink.flush_all(), timeout=deadline.remaining())
+        except (TimeoutError, SinkClosed):
+            log.warning("flush_incomplete", phase=phase, rows_not_written=len(self.sink))
+        await self.cost.flush_traffic()
+        await self.commit(tps)
+        left = sum(self.tracker.in_flight(tp) for tp in tps)
+        self.tracker.revoke(tps)
+        self.tasks.forget(tps)
+        for tp in tps:
+            try:
+                self.metrics.lag.remove(tp.topic, str(tp.partition))
+            except KeyError:
+                pass
+        return left
+
+    # ---- per record --------------------------------------------------------------------------------------
+
+    def handle(self, tp: TopicPartition, record: ConsumerRecord[Any, Any]) -> None:
+        """Track one record and start what it needs: a dead letter, nothing (not sampled), or a verdict."""
+        ticket = self.tracker.track(tp, record.offset)
+        self.metrics.consumed.labels(record.topic).inc()
+        try:
+            event = decode_event(
+                record.value,
+                position=KafkaPosition(topic=record.topic, partition=record.partition, offset=record.offset),
+                record_timestamp_ms=record.timestamp,
+                max_bytes=self.kafka.max_event_bytes,
+            )
+        except DecodeError as e:
+            at = record.timestamp / 1000 if record.timestamp and record.timestamp > 0 else time.time()
+            self.cost.traffic.add(at, "", "", "", "consumed")
+            self.cost.traffic.add(at, "", "", "", "dead_lettered")
+            self.tasks.spawn(tp, self._dead_letter(record, e, ticket))
+            return
+        decision = self._sample(event)
+        if decision.sampled:
+            self._judge(event, decision, ticket)
+        else:
+            self.tracker.done(ticket)
+
+    def _sample(self, event: ConversationEvent) -> SampleDecision:
+        factor, reason = self.cost.current()
+        decision = self.sampler.decide(event, factor=factor, reason=reason, now=time.time())
+        at, traffic = event.event_time.timestamp(), self.cost.traffic
+        traffic.add(at, event.app, event.model, event.prompt_version, "consumed")
+        traffic.add(at, event.app, event.model, event.prompt_version, "sampled" if decision.sampled else "not_sampled")
+        if decision.sampled:
+            self.metrics.sampled.labels(event.app, decision.kind.value).inc()
+        else:
+            self.metrics.not_sampled.labels(event.app).inc()
+        return decision
+
+    def _judge(self, event: ConversationEvent, decision: SampleDecision, ticket: Ticket) -> None:
+        key = cache_key(self.guard.judge.info.judge_id, event.question, event.response)
+        hit = self.reuse.cached(key)
+        if hit is not None:  # costs nothing: no budget, no judge call
+            self.metrics.cache_hits.inc()
+            self._write_row(event, decision, ticket, hit, 0.0, cached=True)
+            return
+        leader = self.reuse.leader(key)
+        if leader is not None:  # the same pair is being judged right now (an upstream retry, a FAQ burst)
+            self.tasks.spawn(ticket.tp, self._follow(key, leader, event, decision, ticket))
+            return
+        self._lead(key, event, decision, ticket)
+
+    def _lead(self, key: bytes, event: ConversationEvent, decision: SampleDecision, ticket: Ticket) -> asyncio.Task[Any]:
+        # The call is reserved at decision time: a burst cannot decide past the budget before calls start.
+        self.cost.reserve_call()
+        task = self.tasks.spawn(ticket.tp, self._judge_and_write(event, decision, ticket))
+        self.reuse.lead(key, task)
+        return task
+
+    async def _follow(self, key: bytes, leader: asyncio.Future[Judgement | None], event: ConversationEvent,
+                      decision: SampleDecision, ticket: Ticket) -> None:
+        """Reuse the verdict of an identical pair being judged; judge it ourselves if none comes."""
+        judgement = await self.reuse.follow(key, leader)
+        if judgement is not None:
+            self.metrics.cache_hits.inc()
+            self._write_row(event, decision, ticket, judgement, 0.0, cached=True)
+        elif self.tracker.is_current(ticket):
+            self._lead(key, event, decision, ticket)
+
+    async def _judge_and_write(self, event: ConversationEvent, decision: SampleDecision, ticket: Ticket) -> Judgement | JudgeFailure | None:
+        """Judge one event and add its row; returns the verdict (None if abandoned on revocation)."""
+        outcome = await self.guard.judge_event(event, still_wanted=lambda: self.tracker.is_current(ticket))
+        if outcome is None:
+            return None
+        self._write_row(event, decision, ticket, outcome.verdict, outcome.elapsed_s)
+        return outcome.verdict
+
+    def _write_row(self, event: ConversationEvent, decision: SampleDecision, ticket: Ticket, verdict: Judgement | JudgeFailure,
+                   elapsed: float, cached: bool = False) -> None:
+        info = self.guard.judge.info
+        latency_ms, now = int(elapsed * 1000), datetime.now(UTC)
+        try:
+            row = build_row(event, info, decision, verdict, latency_ms=latency_ms, scored_at=now, store_text=self.store_text, cached=cached)
+        except ValueError as e:  # a judgement that does not fit the row contract is an error, not a lost event
+            log.error("invalid_judgement", event_id=event.event_id, error=str(e)[:200])
+            failure = JudgeFailure("internal", f"invalid judgement: {e}")
+            row = build_row(event, info, decision, failure, latency_ms=latency_ms, scored_at=now, store_text=self.store_text)
+        self.metrics.judged.labels(event.app, info.method, row.status).inc()
+        if row.status == "error":
+            log.warning("judge_failed", event_id=event.event_id, partition=ticket.tp.partition, offset=ticket.offset, error=row.error[:200])
+        self.sink.add(row, ticket)
+
+    async def _dead_letter(self, record: ConsumerRecord[Any, Any], err: DecodeError, ticket: Ticket) -> None:
+        await dead_letter(self.dlq, record, err, self.metrics)
+        self.tracker.done(ticket)
+
+    # ---- flow, offsets -----------------------------------------------------------------------------------
+
+    def _apply_backpressure(self) -> None:
+        in_flight = self.tracker.in_flight()
+        self.metrics.in_flight.set(in_flight)
+        self.metrics.breaker_open.set(1 if self.guard.breaker.is_open else 0)
+        change = self.backpressure.update(in_flight, self.guard.breaker.is_open)
+        if change.flush_now:
+            self.sink.request_flush()
+        if change.pause is True:
+            self.source.pause()
+            self.metrics.paused.set(1)
+            log.warning("consumption_paused", reasons=sorted(change.reasons), in_flight=in_flight, cap=self.backpressure.gate.high)
+        elif change.pause is False:
+            self.source.resume()
+            self.metrics.paused.set(0)
+            log.info("consumption_resumed", in_flight=in_flight)
+
+    async def commit(self, tps: set[TopicPartition] | None = None) -> dict[TopicPartition, int]:
+        """Commit the low-water mark of owned partitions (or of `tps`); returns what the broker accepted."""
+        offsets = self.tracker.committable(tps if tps is not None else self.source.assignment())
+        if not offsets:
+            return {}
+        committed = await self.source.commit(offsets)
+        if committed:
+            self.tracker.mark_committed(committed)
+            self.metrics.commits.inc()
+            log.debug("committed", offsets={f"{tp.topic}/{tp.partition}": off for tp, off in committed.items()})
+        else:
+            self.metrics.commit_failures.inc()
+        return committed
+
+    async def _update_lag(self) -> int:
+        """Refresh the per-partition lag gauges; returns the total lag of owned partitions."""
+        try:
+            lags = await self.source.lag()
+        except KafkaError as e:
+            log.debug("lag_unavailable", error=type(e).__name__)
+            return 0
+        for tp, lag in lags.items():
+            self.metrics.lag.labels(tp.topic, str(tp.partition)).set(lag)
+        return sum(lags.values())
+
+    # ---- rebalance ---------------------------------------------------------------------------------------
+
+    async def _on_assigned(self, assigned: set[TopicPartition]) -> None:
+        self.tracker.assign(assigned)
+        log.info("partitions_assigned", partitions=sorted(f"{tp.topic}/{tp.partition}" for tp in assigned))
+
+    async def _on_revoked(self, revoked: set[TopicPartition]) -> None:
+        """Finish the revoked partitions within half the session timeout (the rebalance waits for us)."""
+        await self.finish(revoked, Deadline(self.kafka.session_timeout_ms / 1000 / 2), phase="revoke")
+        log.info("partitions_revoked", partitions=sorted(f"{tp.topic}/{tp.partition}" for tp in revoked))

@@ -1,0 +1,94 @@
+"""Running the monitor as a service: build every collaborator from settings, then run the pipeline until a
+signal arrives."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+
+import structlog
+
+from consumers.clients import ensure_topics, make_consumer, make_producer
+from consumers.offsets import OffsetTracker, Ticket
+from consumers.sampling import Sampler
+from monitor.config import Settings
+from monitor.judges.factory import build_judge
+from monitor.protocols import Judge
+from monitor.runtime.cost_control import CostControl
+from monitor.runtime.guarded_judge import GuardedJudge
+from monitor.runtime.metrics import Metrics
+from monitor.runtime.pipeline import Collaborators, Pipeline
+from monitor.runtime.sink import ClickHouseSink
+from monitor.runtime.store import AsyncStore, ClickHouseStore
+from monitor.runtime.verdict_reuse import VerdictCache, VerdictReuse
+from schemas.errors import SamplingConfigError
+from schemas.scored import ScoredRow
+
+log = structlog.get_logger("monitor.runtime.service")
+
+
+def build_sampler(settings: Settings) -> Sampler:
+    """The sampler from the sampling slice; a bad rules file is a one-line error naming the setting."""
+    try:
+        return Sampler.from_settings(settings.sampling)
+    except SamplingConfigError as e:
+        raise SamplingConfigError(f"invalid setting MONITOR_SAMPLING_FILE: {e}") from None
+
+
+def build_pipeline(settings: Settings, judge: Judge, store: AsyncStore, metrics: Metrics) -> Pipeline:
+    """A pipeline with every collaborator built from its slice of `settings`."""
+    metrics.watch_judge(judge)
+    tracker = OffsetTracker()
+    cost = CostControl(settings.budget, store, metrics)
+
+    def acknowledge(tickets: list[Ticket], rows: list[ScoredRow]) -> None:
+        for ticket in tickets:
+            tracker.done(ticket)
+        cost.written(rows)
+
+    flow = settings.flow
+    return Pipeline(Collaborators(
+        kafka=settings.kafka,
+        flow=flow,
+        store_text=settings.store.store_text,
+        store=store,
+        consumer=make_consumer(settings.kafka),
+        producer=make_producer(settings.kafka),
+        guard=GuardedJudge(judge, flow, metrics, on_spent=cost.spent),
+        sampler=build_sampler(settings),
+        cost=cost,
+        reuse=VerdictReuse(VerdictCache(settings.budget.cache_max_entries, settings.budget.cache_ttl_s)),
+        sink=ClickHouseSink(store, acknowledge, metrics, max_rows=flow.batch_max_rows, max_seconds=flow.batch_max_seconds),
+        tracker=tracker,
+        metrics=metrics,
+    ))
+
+
+def install_signal_handlers(stop: asyncio.Event) -> None:
+    """SIGTERM and SIGINT set `stop`: the pipeline drains, flushes and commits, then exits 0."""
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+
+
+async def run_service(settings: Settings, stop: asyncio.Event | None = None, metrics: Metrics | None = None) -> None:
+    """Start every part from `settings` and run until `stop` is set (or a signal arrives)."""
+    if stop is None:  # first thing: a SIGTERM during start-up must still end in a clean exit
+        stop = asyncio.Event()
+        install_signal_handlers(stop)
+    judge = build_judge(settings.judge_client)
+    log.info("starting", settings=settings.redacted())
+    if judge.info.heuristic:
+        log.warning("heuristic_judge", judge=judge.info.method, note="word-overlap heuristic, not an LLM judge: for demos and dry runs")
+    metrics = metrics or Metrics()
+    if settings.metrics_port:
+        metrics.serve(settings.metrics_port)
+    created = await ensure_topics(settings.kafka, {settings.dlq_topic: 1})
+    if created:
+        log.info("created_topics", topics=created)
+    s = settings.store
+    store = AsyncStore(ClickHouseStore(s.url, s.database, s.table))
+    try:
+        await build_pipeline(settings, judge, store, metrics).run(stop)
+    finally:
+        await store.close()

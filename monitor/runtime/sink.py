@@ -1,0 +1,177 @@
+"""`ClickHouseSink`: batches scored rows and writes them durably and idempotently.
+
+Commit order, per row:
+  1. `add(row, ticket)` buffers the row; nothing is acknowledged yet.
+  2. A flush (size bound `max_rows` or time bound `max_seconds`) inserts the whole batch with a deduplication
+     token derived from its contents, retrying the *same* batch with the *same* token on failure, so an insert
+     whose acknowledgement was lost is not written twice.
+  3. Only after the insert returns are the batch's tickets (and rows) passed to `on_durable`, which marks
+     their offsets done; the consumer then commits the contiguous low-water mark.
+A crash between 2 and 3 re-delivers the events; the table's replacing key collapses the re-scored rows.
+"""
+
+from __future__ import annotations
+
+from schemas.errors import SinkClosed
+
+import asyncio
+import hashlib
+import random
+import time
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+import structlog
+from clickhouse_connect.driver.exceptions import DataError
+
+from monitor.runtime.metrics import Metrics
+from monitor.runtime.store import AsyncStore
+from schemas.scored import ScoredRow
+
+T = TypeVar("T")
+log = structlog.get_logger("monitor.runtime.sink")
+
+
+def batch_token(rows: list[ScoredRow]) -> str:
+    """Deduplication token for a batch: a hash of its (judge_id, event_id, version) triples."""
+    h = hashlib.sha256()
+    for row in rows:
+        h.update(f"{row.judge_id}\x00{row.event_id}\x00{row.version}\x01".encode())
+    return h.hexdigest()
+
+
+class ClickHouseSink(Generic[T]):
+    """Two verbs: `add` a row with its ticket, `flush` the batch. `run()` flushes on the size and time bounds."""
+
+    def __init__(
+        self,
+        store: AsyncStore,
+        on_durable: Callable[[list[T], list[ScoredRow]], None],
+        metrics: Metrics,
+        *,
+        max_rows: int = 1000,
+        max_seconds: float = 1.0,
+        retry_initial_s: float = 0.2,
+        retry_max_s: float = 10.0,
+    ) -> None:
+        self._store = store
+        self._on_durable = on_durable
+        self._metrics = metrics
+        self.max_rows = max_rows
+        self.max_seconds = max_seconds
+        self._retry_initial_s = retry_initial_s
+        self._retry_max_s = retry_max_s
+        self._rows: list[ScoredRow] = []
+        self._tickets: list[T] = []
+        self._oldest: float | None = None
+        self._lock = asyncio.Lock()
+        self._wake = asyncio.Event()
+        self._closing = False
+        self._flush_requested = False
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def add(self, row: ScoredRow, ticket: T) -> None:
+        """Buffer one row; it is acknowledged (its ticket handed to `on_durable`) after its batch is written."""
+        if not self._rows:
+            self._oldest = time.monotonic()
+        self._rows.append(row)
+        self._tickets.append(ticket)
+        if len(self._rows) >= self.max_rows:
+            self._wake.set()
+
+    def request_flush(self) -> None:
+        """Flush what is buffered now, without waiting for a bound (e.g. consumption paused: no more rows come)."""
+        if self._rows:
+            self._flush_requested = True
+            self._wake.set()
+
+    def _due(self) -> bool:
+        if not self._rows:
+            return False
+        if self._flush_requested:
+            return True
+        return len(self._rows) >= self.max_rows or time.monotonic() - (self._oldest or 0) >= self.max_seconds
+
+    async def flush(self) -> int:
+        """Write what is buffered, retrying until durable; returns rows written. Raises `SinkClosed` if closed meanwhile."""
+        async with self._lock:
+            if not self._rows:
+                return 0
+            self._flush_requested = False
+            rows, tickets = self._rows[: self.max_rows], self._tickets[: self.max_rows]
+            del self._rows[: self.max_rows], self._tickets[: self.max_rows]
+            self._oldest = time.monotonic() if self._rows else None
+            token = batch_token(rows)
+            delay = self._retry_initial_s
+            started = time.monotonic()
+            try:
+                while True:
+                    try:
+                        rows = await self._insert(rows, token)
+                        break
+                    except Exception as e:  # any driver or network error: the batch stays in memory and is retried
+                        self._metrics.insert_failures.inc()
+                        log.warning("insert_failed", rows=len(rows), error=type(e).__name__, detail=str(e)[:300], retry_in_s=round(delay, 2))
+                        if self._closing:
+                            raise SinkClosed(f"gave up a batch of {len(rows)} rows on shutdown") from e
+                        await asyncio.sleep(delay * random.uniform(0.5, 1.0))
+                        delay = min(delay * 2, self._retry_max_s)
+            except BaseException:
+                # Cancelled or closed mid-write: put the batch back so it is neither lost nor left unacknowledged
+                # (an unacknowledged ticket would hold its partition's commits back forever).
+                self._rows[:0], self._tickets[:0] = rows, tickets
+                self._oldest = time.monotonic()
+                raise
+            self._metrics.flush_seconds.observe(time.monotonic() - started)
+            self._metrics.rows_written.inc(len(rows))
+            self._on_durable(tickets, rows)
+            return len(rows)
+
+    async def _insert(self, rows: list[ScoredRow], token: str) -> list[ScoredRow]:
+        """Insert a batch; returns the rows as written. A batch the driver refuses to serialise (a property of
+        the data, not a transient fault) is written row by row, so one bad row cannot hold back the rest: a
+        refused row is replaced by an error row, and if even that is refused it is counted and logged."""
+        try:
+            await self._store.insert_rows(rows, token)
+            return rows
+        except DataError as e:
+            log.error("batch_refused_by_driver", rows=len(rows), detail=str(e).splitlines()[0][:300])
+        written: list[ScoredRow] = []
+        for i, row in enumerate(rows):
+            try:
+                await self._store.insert_rows([row], f"{token}-{i}")
+                written.append(row)
+                continue
+            except DataError as e:
+                reason = f"internal: row refused by the store: {str(e).splitlines()[0][:200]}"
+                log.error("row_refused_by_driver", event_id=row.event_id, detail=reason)
+            fallback = row.as_error(reason)
+            try:
+                await self._store.insert_rows([fallback], f"{token}-{i}-error")
+                written.append(fallback)
+            except DataError as e:
+                log.error("row_dropped", event_id=row.event_id, detail=str(e).splitlines()[0][:300])
+                self._metrics.rows_dropped.inc()
+        return written
+
+    async def flush_all(self) -> None:
+        """Flush until the buffer is empty."""
+        while self._rows:
+            await self.flush()
+
+    async def run(self) -> None:
+        """Flush whenever a bound is reached; runs until cancelled."""
+        while True:
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout=self.max_seconds / 4)
+            except TimeoutError:
+                pass
+            self._wake.clear()
+            while self._due():
+                await self.flush()
+
+    def close(self) -> None:
+        """From now on a failing insert is given up instead of retried (used when the grace period ends)."""
+        self._closing = True

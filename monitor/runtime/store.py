@@ -1,0 +1,180 @@
+"""The ClickHouse store through clickhouse-connect: embedded chDB (`chdb:///dir`) or a server (`http(s)://`).
+
+All calls are synchronous; async callers go through `AsyncStore`, which runs them on one dedicated thread
+(chDB has no async client and one engine per process, so calls are serialised there)."""
+
+from __future__ import annotations
+
+from schemas.errors import StoreError
+
+import asyncio
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import clickhouse_connect
+from clickhouse_connect.driver.client import Client
+from clickhouse_connect.driver.exceptions import ClickHouseError
+
+from monitor.runtime.budget import Spend
+from schemas.ddl import render_ddl
+from schemas.scored import SCORED_COLUMNS, ScoredRow
+
+
+@dataclass(frozen=True, slots=True)
+class StoreSettings:
+    """The store slice of the settings: where rows go and whether they carry the conversation text."""
+
+    url: str
+    database: str = "relevancy"
+    table: str = "relevancy_scores"
+    store_text: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class QueryResult:
+    """Column names and rows of a query."""
+
+    columns: tuple[str, ...]
+    rows: list[tuple[Any, ...]]
+
+
+def open_client(url: str) -> Client:
+    """A clickhouse-connect client for `url`; raises `StoreError` with a readable reason."""
+    try:
+        return clickhouse_connect.get_client(dsn=url)
+    except Exception as e:  # the driver raises several unrelated types for "cannot open"
+        text = str(e)
+        if "Cannot lock file" in text or "already running" in text:
+            raise StoreError(
+                f"the embedded ClickHouse at {url} is in use by another process (a running monitor?): "
+                "stop it first, or point MONITOR_CLICKHOUSE_URL at a ClickHouse server"
+            ) from None
+        if "already initialized with path" in text:
+            raise StoreError(f"this process already uses another embedded ClickHouse path; chDB allows one per process ({url})") from None
+        raise StoreError(f"cannot open ClickHouse at {_safe(url)}: {text.splitlines()[0][:300] if text else type(e).__name__}") from None
+
+
+def _safe(url: str) -> str:
+    scheme, sep, rest = url.partition("://")
+    return f"{scheme}://{rest.rpartition('@')[2]}" if sep else url
+
+
+class ClickHouseStore:
+    """Schema creation, idempotent batch inserts and queries against one database and table."""
+
+    def __init__(self, url: str, database: str, table: str) -> None:
+        self.url = url
+        self.database = database
+        self.table = table
+        self._client: Client | None = None
+
+    @property
+    def qualified_table(self) -> str:
+        """`database.table`."""
+        return f"{self.database}.{self.table}"
+
+    def open(self) -> None:
+        """Connect (or open the embedded engine)."""
+        if self._client is None:
+            self._client = open_client(self.url)
+
+    @property
+    def client(self) -> Client:
+        """The open client; opens on first use."""
+        self.open()
+        assert self._client is not None
+        return self._client
+
+    def ensure_schema(self) -> None:
+        """Apply the versioned DDL from `schemas/` (idempotent)."""
+        for statement in render_ddl(self.database, self.table):
+            self.command(statement)
+
+    def command(self, sql: str) -> Any:
+        """Run a statement that returns no rows."""
+        try:
+            return self.client.command(sql)
+        except ClickHouseError as e:
+            raise StoreError(str(e).strip().splitlines()[0][:500]) from e
+
+    def insert_rows(self, rows: Sequence[ScoredRow], dedup_token: str) -> None:
+        """Insert scored rows; a retry with the same token and rows is a no-op on the server."""
+        data = [row.as_tuple() for row in rows]
+        self.client.insert(
+            self.qualified_table,
+            data,
+            column_names=list(SCORED_COLUMNS),
+            settings={"insert_deduplication_token": dedup_token},
+        )
+
+    def insert_table(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+        """Insert plain rows into another table of this database (traffic counts, alert state); raises `StoreError`."""
+        try:
+            self.client.insert(f"{self.database}.{table}", list(rows), column_names=list(columns))
+        except ClickHouseError as e:
+            raise StoreError(str(e).strip().splitlines()[0][:500]) from e
+
+    def judge_spend(self, hour_start: float, day_start: float) -> tuple[Spend, Spend]:
+        """What every replica spent on judge calls since `hour_start` and since `day_start` (epoch seconds),
+        from the rows written (cached verdicts cost nothing)."""
+        tok = "input_tokens + output_tokens + cache_read_tokens + cache_write_tokens"
+        row = self.query(
+            f"WITH toDateTime64({{h:Float64}}, 3, 'UTC') AS h SELECT countIf(scored_at >= h), sumIf({tok}, scored_at >= h),"
+            f" sumIf(ifNull(cost_usd, 0), scored_at >= h), count(), sum({tok}), sum(ifNull(cost_usd, 0))"
+            f" FROM {self.qualified_table} WHERE scored_at >= toDateTime64({{d:Float64}}, 3, 'UTC') AND NOT cached",
+            {"h": hour_start, "d": day_start},
+        ).rows[0]
+        return Spend(*map(float, row[0:3])), Spend(*map(float, row[3:6]))
+
+    def query(self, sql: str, parameters: dict[str, Any] | None = None) -> QueryResult:
+        """Run a query; raises `StoreError` with ClickHouse's message on failure."""
+        try:
+            result = self.client.query(sql, parameters=parameters)
+        except ClickHouseError as e:
+            raise StoreError(str(e).strip().splitlines()[0][:500]) from e
+        return QueryResult(columns=tuple(result.column_names), rows=[tuple(r) for r in result.result_rows])
+
+    def close(self) -> None:
+        """Close the client (and the embedded engine)."""
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+
+class AsyncStore:
+    """Runs a `ClickHouseStore`'s calls on one dedicated thread, off the event loop."""
+
+    def __init__(self, store: ClickHouseStore) -> None:
+        self.store = store
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="clickhouse")
+
+    async def _run(self, fn: Any, *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+
+    async def open(self) -> None:
+        """Open and create the schema."""
+        await self._run(self.store.open)
+        await self._run(self.store.ensure_schema)
+
+    async def insert_rows(self, rows: Sequence[ScoredRow], dedup_token: str) -> None:
+        """See `ClickHouseStore.insert_rows`."""
+        await self._run(self.store.insert_rows, rows, dedup_token)
+
+    async def insert_table(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+        """See `ClickHouseStore.insert_table`."""
+        await self._run(self.store.insert_table, table, columns, rows)
+
+    async def judge_spend(self, hour_start: float, day_start: float) -> tuple[Spend, Spend]:
+        """See `ClickHouseStore.judge_spend`."""
+        return await self._run(self.store.judge_spend, hour_start, day_start)  # type: ignore[no-any-return]
+
+    async def query(self, sql: str, parameters: dict[str, Any] | None = None) -> QueryResult:
+        """See `ClickHouseStore.query`."""
+        return await self._run(self.store.query, sql, parameters)  # type: ignore[no-any-return]
+
+    async def close(self) -> None:
+        """Close the store and the thread."""
+        await self._run(self.store.close)
+        self._executor.shutdown(wait=True)

@@ -1,0 +1,122 @@
+"""The one exception tree of relevancy-monitor. Every error the project raises on purpose is a `MonitorError`;
+its message is the single line an operator should see, and the command line prints exactly that (in one place,
+`monitor.cli.main`). Anything else that escapes is a bug and keeps its traceback.
+
+    MonitorError
+    ├── UsageError              bad command-line input (exit 2)
+    │   └── BacktestError       an invalid backtest range or step
+    ├── ConfigError             a setting is missing or invalid; names the environment variable (exit 2)
+    │   ├── SamplingConfigError the sampling rules file
+    │   └── RulesError          the alert rules file
+    ├── DecodeError             a Kafka record that cannot be judged: dead-lettered with `reason`, never fatal
+    ├── KafkaUnavailable        the brokers cannot be reached
+    ├── LocalBrokerError        the local tansu broker is missing or did not start
+    ├── StoreError              ClickHouse cannot be opened, or a statement failed
+    │   └── QueryError          an alert rule's data could not be read
+    ├── SinkClosed              the sink gave up a batch on shutdown (its offsets stay uncommitted)
+    ├── NotifyError             an alert notification was not delivered after its retries
+    └── JudgeError              a judge could not produce a score; `reason` is a stable code
+        ├── JudgeReplyInvalid   the judge replied, but not with a valid verdict
+        ├── JudgeUnavailable    unreachable or failing transiently; `kind` says how (rate_limited, ...)
+        └── JudgeApiError       the API refused the request for a reason retrying cannot fix
+
+This module sits at the bottom of the import layers (schemas → consumers → monitor), so every layer can raise
+from the same tree.
+"""
+
+from __future__ import annotations
+
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+
+
+class MonitorError(Exception):
+    """Root of the tree. `str(err)` is the one line for the operator; `exit_code` what the CLI exits with."""
+
+    exit_code = EXIT_FAILURE
+
+
+class UsageError(MonitorError):
+    """Bad command-line input."""
+
+    exit_code = EXIT_USAGE
+
+
+class BacktestError(UsageError):
+    """The backtest range or step is invalid."""
+
+
+class ConfigError(MonitorError):
+    """A setting is missing or invalid; the message is one line naming the setting."""
+
+    exit_code = EXIT_USAGE
+
+
+class SamplingConfigError(ConfigError):
+    """The sampling file is missing, not YAML, or invalid; the message names the field."""
+
+
+class RulesError(ConfigError):
+    """The alert rules file cannot be read or is invalid; the message names the field."""
+
+
+class DecodeError(MonitorError):
+    """An event that cannot be judged. `reason` is a short stable code (a metric label); `detail` explains."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail
+
+
+class KafkaUnavailable(MonitorError):
+    """The Kafka brokers cannot be reached."""
+
+
+class LocalBrokerError(MonitorError):
+    """The local broker is not installed or did not start."""
+
+
+class StoreError(MonitorError):
+    """The store cannot be opened or a statement failed."""
+
+
+class QueryError(StoreError):
+    """A rule's data could not be read (missing table, ClickHouse error)."""
+
+
+class SinkClosed(MonitorError):
+    """The sink gave up writing a batch because it is shutting down; its tickets were not acknowledged."""
+
+
+class NotifyError(MonitorError):
+    """A notification could not be delivered after its retries."""
+
+
+class JudgeError(MonitorError):
+    """A judge could not produce a score. `reason` is a short stable code (a metric label and the row's error)."""
+
+    reason = "judge_error"
+
+
+class JudgeReplyInvalid(JudgeError):
+    """The judge replied, but not with a valid structured verdict."""
+
+    reason = "invalid_reply"
+
+
+class JudgeUnavailable(JudgeError):
+    """The judge could not be reached or kept failing with transient errors (after the bounded retries).
+    `kind` is the last failure (`rate_limited`, `overloaded`, `server_error`, `timeout`, `connection`, ...)."""
+
+    reason = "unavailable"
+
+    def __init__(self, message: str, kind: str = "unknown") -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+class JudgeApiError(JudgeError):
+    """The API refused the request for a reason retrying cannot fix (bad request, auth, permission, not found)."""
+
+    reason = "api_error"

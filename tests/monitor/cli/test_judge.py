@@ -1,0 +1,181 @@
+"""`relevancy-monitor judge`, run against the fake Messages API: in-process through a parser built around
+`register`, and as a real subprocess."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from schemas.errors import UsageError
+from schemas.errors import ConfigError
+from monitor.cli.judge import register, run_judge
+from tests.fake_messages_api import FakeMessagesAPI, Reply, overloaded
+
+QUESTION = "When did order A17 ship?"
+PADDED = "Thanks for getting in touch. We also sell gift cards. Order A17 shipped on 3 March."
+TIGHT = "Order A17 shipped on 3 March."
+ROOT = Path(__file__).resolve().parents[3]
+
+# What the console script's main() does around a subcommand, with `judge` registered.
+SCRIPT = """
+import argparse, sys
+from schemas.errors import UsageError
+from schemas.errors import ConfigError
+from monitor.cli.judge import register
+parser = argparse.ArgumentParser(prog="relevancy-monitor")
+register(parser.add_subparsers(dest="command", required=True))
+ns = parser.parse_args(sys.argv[1:])
+try:
+    sys.exit(ns.func(ns))
+except (ConfigError, UsageError) as e:
+    print(f"relevancy-monitor: error: {e}", file=sys.stderr)
+    sys.exit(2)
+"""
+
+
+def parse(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="relevancy-monitor")
+    register(parser.add_subparsers(dest="command", required=True))
+    return parser.parse_args(["judge", *argv])
+
+
+def run(*argv: str) -> tuple[int, str, str]:
+    """Run the command in-process like main() does; (exit code, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        code = run_judge(parse(*argv), out=out, err=err)
+    except (ConfigError, UsageError) as e:
+        return 2, out.getvalue(), str(e)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def api_env(fake_messages_api: FakeMessagesAPI, monkeypatch: pytest.MonkeyPatch) -> FakeMessagesAPI:
+    """The environment pointing the judges at the fake server (and nothing else from the caller's env)."""
+    for var in list(os.environ):
+        if var.startswith(("MONITOR_", "ANTHROPIC_")):
+            monkeypatch.delenv(var)
+    for k, v in fake_messages_api.env().items():
+        monkeypatch.setenv(k, v)
+    return fake_messages_api
+
+
+@pytest.mark.parametrize("method", ["statements", "rubric"])
+def test_json_output_for_one_pair(api_env: FakeMessagesAPI, method: str) -> None:
+    code, out, _ = run("--judge", method, "--question", QUESTION, "--answer", PADDED, "--json")
+    assert code == 0
+    [line] = out.splitlines()
+    obj = json.loads(line)
+    assert obj["ok"] is True and obj["judge"]["method"] == method and obj["judge"]["heuristic"] is False
+    assert obj["score"] == pytest.approx(1 / 3 if method == "statements" else 0.25)
+    assert obj["usage"]["input_tokens"] > 0 and obj["usage"]["cost_usd"] > 0
+    if method == "statements":
+        assert [s["verdict"] for s in obj["statements"]] == ["no", "no", "yes"]
+    assert len(api_env.message_requests) == 1
+
+
+def test_table_shows_score_reasoning_tokens_and_cost(api_env: FakeMessagesAPI) -> None:
+    code, out, _ = run("--judge", "statements", "-q", QUESTION, "-a", TIGHT)
+    assert code == 0
+    assert "statements judge" in out and "1.000" in out and "address the question" in out
+    assert "cost USD" in out
+    assert "Order A17 shipped" not in out  # statements only with --verbose
+
+
+def test_verbose_shows_each_statement_with_its_verdict_and_reason(api_env: FakeMessagesAPI) -> None:
+    code, out, _ = run("--judge", "statements", "-q", QUESTION, "-a", PADDED, "--verbose")
+    assert code == 0
+    lines = out.splitlines()
+    gift = next(ln for ln in lines if "We also sell gift cards." in ln)
+    shipped = next(ln for ln in lines if "Order A17 shipped on 3 March." in ln)
+    assert " no " in gift and "does not address" in gift
+    assert " yes " in shipped
+
+
+def test_file_of_pairs_with_both_key_spellings_and_a_bad_line(api_env: FakeMessagesAPI, tmp_path: Path) -> None:
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text(
+        json.dumps({"question": QUESTION, "answer": TIGHT}) + "\n"
+        + "\n"
+        + json.dumps({"user_message": QUESTION, "response": PADDED}) + "\n"
+        + "{broken\n",
+        encoding="utf-8",
+    )
+    code, out, err = run("--judge", "statements", "--file", str(pairs), "--json")
+    assert code == 1
+    objs = [json.loads(ln) for ln in out.splitlines()]
+    assert [o["index"] for o in objs] == [1, 3, 4]
+    assert objs[0]["score"] == 1.0 and objs[1]["score"] == pytest.approx(1 / 3)
+    assert objs[2]["ok"] is False and objs[2]["error"]["reason"] == "bad_input"
+    assert "pair 4" in err and "line 4" in err
+    assert len(api_env.message_requests) == 2
+
+
+def test_judge_failure_is_reported_for_that_pair_and_exits_1(api_env: FakeMessagesAPI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    api_env.script(Reply("not json"), Reply("not json"))  # pair 1 fails with judge_max_retries=1, pair 2 is fine
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text("\n".join(json.dumps({"question": QUESTION, "answer": a}) for a in (PADDED, TIGHT)), encoding="utf-8")
+    monkeypatch.setenv("MONITOR_JUDGE_MAX_RETRIES", "1")
+    monkeypatch.setenv("MONITOR_JUDGE_CONCURRENCY", "1")
+    code, out, err = run("--judge", "rubric", "--file", str(pairs))
+    assert code == 1
+    assert "invalid_reply" in out and "error" in out
+    assert "pair 1: invalid_reply" in err and "pair 2" not in err
+    assert "1.000" in out  # the second pair still scored
+
+
+def test_lexical_needs_no_api(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("MONITOR_JUDGE", "MONITOR_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    code, out, _ = run("--judge", "lexical", "-q", QUESTION, "-a", PADDED, "--json")
+    assert code == 0 and json.loads(out)["judge"]["heuristic"] is True
+
+
+def test_llm_judge_without_key_is_a_one_line_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("MONITOR_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    code, _, err = run("--judge", "rubric", "-q", QUESTION, "-a", TIGHT)
+    assert code == 2 and "MONITOR_ANTHROPIC_API_KEY" in err and "\n" not in err
+
+
+@pytest.mark.parametrize(
+    "argv", [(), ("-q", QUESTION), ("--file", "x.jsonl", "-q", QUESTION), ("--file", "/nonexistent/pairs.jsonl")],
+    ids=["nothing", "no-answer", "file-and-question", "missing-file"],
+)
+def test_usage_errors(argv: tuple[str, ...]) -> None:
+    code, _, err = run("--judge", "lexical", *argv)
+    assert code == 2 and err and "\n" not in err
+
+
+def _subprocess(api: FakeMessagesAPI, *argv: str, **env: str) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("MONITOR_", "ANTHROPIC_"))}
+    return subprocess.run(
+        [sys.executable, "-c", SCRIPT, "judge", *argv], env={**base, **api.env(), **env}, cwd=ROOT,
+        capture_output=True, text=True, timeout=60,
+    )
+
+
+def test_subprocess_json_stays_clean_while_retries_are_logged_to_stderr(fake_messages_api: FakeMessagesAPI) -> None:
+    fake_messages_api.script(overloaded())
+    proc = _subprocess(fake_messages_api, "--judge", "statements", "-q", QUESTION, "-a", PADDED, "--json",
+                       MONITOR_LOG_LEVEL="debug", MONITOR_LOG_FORMAT="json")
+    assert proc.returncode == 0, proc.stderr
+    [obj] = [json.loads(ln) for ln in proc.stdout.splitlines()]
+    assert obj["score"] == pytest.approx(1 / 3)
+    assert "judge_retry" in proc.stderr and "overloaded" in proc.stderr
+    assert fake_messages_api.statuses() == [529, 200]
+
+
+def test_subprocess_failure_exits_1_with_a_clear_error(fake_messages_api: FakeMessagesAPI) -> None:
+    fake_messages_api.always(overloaded())
+    proc = _subprocess(fake_messages_api, "--judge", "rubric", "-q", QUESTION, "-a", TIGHT, MONITOR_JUDGE_MAX_RETRIES="0")
+    assert proc.returncode == 1
+    assert "pair 1: unavailable: overloaded" in proc.stderr
+    assert "Traceback" not in proc.stderr

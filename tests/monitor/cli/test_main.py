@@ -1,0 +1,94 @@
+"""The console script as a user runs it: separate processes for producing, the service and SQL."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+from monitor.devtools.localbroker import LocalBroker
+from tests.conftest import EXAMPLES
+from tests.harness import committed_offsets, wait_for
+
+CLI = str(Path(sys.executable).parent / "relevancy-monitor")
+
+
+def monitor_env(**extra: str) -> dict[str, str]:
+    """The environment with every MONITOR_* and ANTHROPIC_* variable removed, plus `extra`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MONITOR_", "ANTHROPIC_"))}
+    env.update(extra)
+    return env
+
+
+async def cli(*args: str, env: dict[str, str], timeout: float = 60) -> tuple[int, str, str]:
+    proc = await asyncio.create_subprocess_exec(CLI, *args, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), timeout)
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), err.decode()
+
+
+async def test_run_scores_events_from_another_process_and_sql_shows_them(broker: LocalBroker, topic: str, tmp_path: Path) -> None:
+    env = monitor_env(
+        MONITOR_KAFKA_BOOTSTRAP_SERVERS=broker.bootstrap, MONITOR_KAFKA_TOPICS=topic, MONITOR_KAFKA_GROUP_ID=f"cli-{topic}",
+        MONITOR_DLQ_TOPIC=f"{topic}.dlq", MONITOR_CLICKHOUSE_URL=f"chdb://{tmp_path / 'ch'}", MONITOR_METRICS_PORT="0",
+        MONITOR_BATCH_MAX_SECONDS="0.2", MONITOR_COMMIT_INTERVAL_S="0.2",
+    )
+    for f in ("events-flat.jsonl", "events-chat.jsonl", "events-malformed.txt"):
+        code, _, err = await cli("produce", "--file", str(EXAMPLES / f), "--bootstrap-servers", broker.bootstrap, "--topic", topic, env=env)
+        assert code == 0, err
+    service = await asyncio.create_subprocess_exec(CLI, "run", env=env, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
+    try:
+        async def all_committed() -> bool:
+            return sum(v or 0 for v in (await committed_offsets(broker.bootstrap, f"cli-{topic}", topic)).values()) == 11
+        await wait_for(all_committed, 60, "11 offsets committed by the service")
+        service.send_signal(signal.SIGTERM)
+        _, err_bytes = await asyncio.wait_for(service.communicate(), 30)
+    finally:
+        if service.returncode is None:
+            service.kill()
+    assert service.returncode == 0
+    logs = [json.loads(line) for line in err_bytes.decode().splitlines() if line.startswith("{")]
+    assert any(entry["event"] == "stopped" and entry["unfinished_events"] == 0 for entry in logs)
+    assert sum(entry["event"] == "dead_lettered" for entry in logs) == 5
+    assert not any("Order A17 shipped" in json.dumps(entry) for entry in logs)  # no conversation text in info logs
+
+    code, out, err = await cli("sql", "--format", "json", "SELECT event_id, round(score, 3) AS s FROM {table} FINAL ORDER BY event_id", env=env)
+    assert code == 0, err
+    rows = {r["event_id"]: r["s"] for r in map(json.loads, out.splitlines())}
+    assert len(rows) == 6
+    assert rows["9f1c2a70-0001-4c1e-9a53-000000000001"] == 1.0 and rows["9f1c2a70-0002-4c1e-9a53-000000000002"] == 0.333
+
+    code, out, _ = await cli("sql", "--format", "csv", "SELECT count() AS n FROM {table}", env=env)
+    assert code == 0 and out.splitlines() == ["n", "6"]
+
+
+async def test_bad_setting_is_one_line_naming_it() -> None:
+    code, out, err = await cli("run", env=monitor_env(MONITOR_SAMPLE_RATE="2"))
+    assert code == 2
+    assert err.strip().count("\n") == 0 and "MONITOR_SAMPLE_RATE" in err and "Traceback" not in err
+    code, _, err = await cli("run", "--kafka-topics", "a,b", "--dlq-topic", "a", env=monitor_env())
+    assert code == 2 and "dlq_topic" in err
+
+
+async def test_llm_judge_without_key_refuses_to_start() -> None:
+    code, _, err = await cli("run", "--judge", "rubric", env=monitor_env())
+    assert code == 2 and "ANTHROPIC_API_KEY" in err and "Traceback" not in err
+
+
+async def test_unreachable_kafka_is_one_line(tmp_path: Path) -> None:
+    env = monitor_env(MONITOR_KAFKA_BOOTSTRAP_SERVERS="127.0.0.1:1", MONITOR_CLICKHOUSE_URL=f"chdb://{tmp_path}", MONITOR_METRICS_PORT="0")
+    code, _, err = await cli("run", env=env)
+    assert code == 1
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("relevancy-monitor: error: cannot reach Kafka") and "MONITOR_KAFKA_BOOTSTRAP_SERVERS" in last
+
+
+async def test_sql_errors_are_one_line(tmp_path: Path) -> None:
+    env = monitor_env(MONITOR_CLICKHOUSE_URL=f"chdb://{tmp_path}")
+    code, _, err = await cli("sql", "SELECT nope FROM {table}", env=env)
+    assert code == 1 and "Traceback" not in err and err.startswith("relevancy-monitor: error:")
+    code, _, err = await cli("sql", env=env)
+    assert code == 2 and "give a query" in err
