@@ -41,7 +41,7 @@ async def main(n: int) -> None:
         judge = StatementsJudge(settings.judge_client)
         client = anthropic.AsyncAnthropic(api_key=API_KEY, base_url=api.base_url, max_retries=0)
         system = [{"type": "text", "text": judge.system_prompt, "cache_control": {"type": "ephemeral"}}]
-        output_config = judge._output_config  # noqa: SLF001 - the exact schema the judge sends
+        output_config = judge._output_config
 
         async def sdk_call() -> None:
             await client.messages.create(model=settings.judge_model, max_tokens=settings.judge_max_tokens, system=system,  # type: ignore[arg-type]

@@ -17,14 +17,13 @@ import uuid
 
 from aiokafka import AIOKafkaConsumer
 
-from monitor.devtools.traffic import produce
 from monitor.config import load_settings
 from monitor.devtools.localbroker import LocalBroker
+from monitor.devtools.traffic import generate_events, produce
+from monitor.judges.lexical import LexicalJudge
 from monitor.runtime.metrics import Metrics
 from monitor.runtime.service import build_pipeline
-from monitor.judges.lexical import LexicalJudge
 from monitor.runtime.store import AsyncStore, ClickHouseStore
-from monitor.devtools.traffic import generate_events
 from tests.harness import committed_offsets, create_topic
 
 

@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-from schemas.errors import DecodeError
-
 import json
 from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import ValidationError
 
+from schemas.errors import DecodeError
 from schemas.events import ChatEvent, ConversationEvent, FlatEvent, KafkaPosition
 
 DEFAULT_MAX_EVENT_BYTES = 1_000_000

@@ -8,8 +8,6 @@ factor (budget and freshness, decided in `monitor`)."""
 
 from __future__ import annotations
 
-from schemas.errors import SamplingConfigError
-
 import hashlib
 from collections import defaultdict
 from dataclasses import dataclass
@@ -20,6 +18,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from schemas.errors import SamplingConfigError
 from schemas.events import ConversationEvent
 
 SampleKey = Literal["conversation_id", "event_id"]

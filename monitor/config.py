@@ -5,7 +5,6 @@ slice (`kafka`, `judge_client`, `flow`, `budget`, `sampling`, `store`), built by
 
 from __future__ import annotations
 
-
 import difflib
 import os
 from datetime import timedelta

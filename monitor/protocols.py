@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol
 
-from monitor.judges.base import Judgement, JudgeInfo
+from monitor.judges.base import JudgeInfo, Judgement
 
 
 class Judge(Protocol):

@@ -479,13 +479,13 @@ def _make_handler(api: FakeMessagesAPI) -> type[BaseHTTPRequestHandler]:
             except OSError:
                 pass
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's name
+        def log_message(self, format: str, *args: Any) -> None:
             pass  # the recorded requests are the log
 
-        def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+        def do_GET(self) -> None:
             self._handle()
 
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             self._handle()
 
         def _handle(self) -> None:

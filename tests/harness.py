@@ -12,10 +12,10 @@ from aiokafka.structs import ConsumerRecord
 
 from monitor.config import Settings
 from monitor.judges.factory import build_judge
+from monitor.protocols import Judge
 from monitor.runtime.metrics import Metrics
 from monitor.runtime.service import build_pipeline
 from monitor.runtime.store import AsyncStore
-from monitor.protocols import Judge
 
 
 async def create_topic(bootstrap: str, name: str, partitions: int = 3) -> None:
@@ -50,7 +50,7 @@ async def read_all(bootstrap: str, topic: str, expected: int, timeout_s: float =
     await consumer.start()
     out: list[ConsumerRecord] = []  # type: ignore[type-arg]
     try:
-        parts = await consumer._client.fetch_all_metadata()  # noqa: SLF001 - no public API lists partitions without a group
+        parts = await consumer._client.fetch_all_metadata()
         tps = [TopicPartition(topic, p) for p in (parts.partitions_for_topic(topic) or ())]
         consumer.assign(tps)
         await consumer.seek_to_beginning(*tps)

@@ -3,8 +3,6 @@ memory only; the live `alert_state` table is never read or written."""
 
 from __future__ import annotations
 
-from schemas.errors import BacktestError
-
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -14,6 +12,7 @@ from monitor.alerts.evaluator import AlertState
 from monitor.alerts.queries import DEFAULT_TRAFFIC_TABLE, SegmentKey, utc
 from monitor.alerts.rules import Rule, RuleSet
 from monitor.runtime.store import ClickHouseStore
+from schemas.errors import BacktestError
 
 
 @dataclass

@@ -15,13 +15,22 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_serv
 from monitor.alerts.evaluator import AlertState, Verdict, decide, notification_due, segment_key_json, step
 from monitor.alerts.metrics import Observation, observe
 from monitor.alerts.notifiers import AlertMessage, Notifier
-from schemas.errors import NotifyError
-from monitor.alerts.queries import DEFAULT_TRAFFIC_TABLE, SegmentData, SegmentKey, Windows, WindowStats, examples_sql, fetch_scores, fetch_tail_counts, fetch_traffic, windows_for
-from schemas.errors import QueryError
+from monitor.alerts.queries import (
+    DEFAULT_TRAFFIC_TABLE,
+    SegmentData,
+    SegmentKey,
+    Windows,
+    WindowStats,
+    examples_sql,
+    fetch_scores,
+    fetch_tail_counts,
+    fetch_traffic,
+    windows_for,
+)
 from monitor.alerts.rules import Rule, RuleSet
 from monitor.alerts.state import Lease, StateStore
 from monitor.runtime.store import ClickHouseStore
-from schemas.errors import StoreError
+from schemas.errors import NotifyError, QueryError, StoreError
 
 log = structlog.get_logger("monitor.alerts")
 StateKey = tuple[str, str]

@@ -5,8 +5,6 @@ HTTP through the standard library (urllib) with a timeout and a few retries on c
 
 from __future__ import annotations
 
-from schemas.errors import NotifyError
-
 import json
 import time
 import urllib.error
@@ -17,6 +15,7 @@ from typing import Any, Protocol
 
 from monitor.alerts.evaluator import AlertState, NoticeKind
 from monitor.alerts.rules import Rule, format_duration
+from schemas.errors import NotifyError
 
 USER_AGENT = "relevancy-monitor-alerts/1"
 
@@ -105,7 +104,7 @@ def post_json(url: str, payload: Any, *, timeout: float = 5.0, retries: int = 2,
         req = urllib.request.Request(url, data=body, method="POST",
                                      headers={"Content-Type": "application/json", "User-Agent": USER_AGENT, **(headers or {})})
         try:
-            with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 (operator-configured URL)
+            with urllib.request.urlopen(req, timeout=timeout) as resp:
                 return int(resp.status)
         except urllib.error.HTTPError as e:
             last = f"HTTP {e.code}"

@@ -6,8 +6,6 @@ validated identifiers only."""
 
 from __future__ import annotations
 
-from schemas.errors import QueryError
-
 import math
 import re
 from dataclasses import dataclass
@@ -16,6 +14,7 @@ from typing import Any
 
 from monitor.alerts.rules import Rule
 from monitor.runtime.store import ClickHouseStore
+from schemas.errors import QueryError
 
 SegmentKey = tuple[tuple[str, str], ...]
 DEFAULT_TRAFFIC_TABLE = "traffic_counts"

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from schemas.errors import RulesError
-
 import re
 from datetime import timedelta
 from importlib import resources
@@ -12,6 +10,8 @@ from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from schemas.errors import RulesError
 
 DEFAULT_RULES_FILE = "default_rules.yaml"
 

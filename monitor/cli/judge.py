@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from monitor.config import Settings, load_settings
-from monitor.judges.base import Judgement, JudgeInfo
+from monitor.judges.base import JudgeInfo, Judgement
 from monitor.protocols import Judge
 from schemas.errors import JudgeError, UsageError
 

@@ -4,13 +4,13 @@ In-memory: topics are lost when it stops."""
 
 from __future__ import annotations
 
-from schemas.errors import LocalBrokerError
-
 import asyncio
 import socket
 import subprocess
 import time
 from types import TracebackType
+
+from schemas.errors import LocalBrokerError
 
 
 def free_port() -> int:

@@ -1,12 +1,11 @@
 """Relevancy judges: one async call from (question, response) to a `Judgement`."""
 
-from monitor.judges.base import Judgement, JudgeInfo, Usage, make_judge_id
-from schemas.errors import JudgeError, JudgeReplyInvalid, JudgeUnavailable
+from monitor.judges.base import JudgeInfo, Judgement, Usage, make_judge_id
 from monitor.judges.lexical import LexicalJudge
 from monitor.judges.messages_client import MessagesClient
-from schemas.errors import JudgeApiError
 from monitor.judges.rubric import RubricJudge
 from monitor.judges.statements import StatementsJudge
+from schemas.errors import JudgeApiError, JudgeError, JudgeReplyInvalid, JudgeUnavailable
 
 __all__ = [
     "JudgeApiError",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from monitor.judges.base import Judgement, JudgeInfo, make_judge_id
+from monitor.judges.base import JudgeInfo, Judgement, make_judge_id
 from monitor.judges.prompts import truncate
 
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")

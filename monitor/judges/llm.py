@@ -9,7 +9,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel
 
-from monitor.judges.base import Judgement, JudgeInfo, Usage, make_judge_id
+from monitor.judges.base import JudgeInfo, Judgement, Usage, make_judge_id
 from monitor.judges.messages_client import MessagesClient
 from monitor.judges.prompts import USER_TEMPLATE, user_message
 from monitor.judges.settings import JudgeSettings

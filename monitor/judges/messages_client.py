@@ -5,8 +5,6 @@ metrics layer can read it, and `retry-after` is honoured with a cap."""
 
 from __future__ import annotations
 
-from schemas.errors import JudgeApiError
-
 import asyncio
 import email.utils
 import random
@@ -22,7 +20,7 @@ from anthropic.types import MessageParam, OutputConfigParam, TextBlockParam
 
 from monitor.judges.base import Usage
 from monitor.judges.settings import JudgeSettings
-from schemas.errors import JudgeReplyInvalid, JudgeUnavailable
+from schemas.errors import JudgeApiError, JudgeReplyInvalid, JudgeUnavailable
 
 log = structlog.get_logger(__name__)
 

@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+
 @dataclass(frozen=True, slots=True)
 class BudgetSettings:
     """The cost slice of the settings: spend caps, the freshness governor, spend sync, verdict cache, traffic."""

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import structlog
 
-from monitor.judges.base import Judgement, JudgeFailure, Usage
+from monitor.judges.base import JudgeFailure, Judgement, Usage
 from monitor.protocols import Judge
 from monitor.runtime.flow import AdaptiveLimiter, CircuitBreaker, FlowSettings, RateLimiter
 from monitor.runtime.metrics import Metrics

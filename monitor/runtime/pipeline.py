@@ -25,7 +25,7 @@ from consumers.decode import decode_event
 from consumers.offsets import OffsetTracker, Ticket
 from consumers.sampling import SampleDecision, Sampler
 from consumers.source import KafkaSource
-from monitor.judges.base import Judgement, JudgeFailure
+from monitor.judges.base import JudgeFailure, Judgement
 from monitor.runtime.backpressure import Backpressure
 from monitor.runtime.cost_control import CostControl
 from monitor.runtime.dead_letters import dead_letter

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from consumers.sampling import SampleDecision
-from monitor.judges.base import Judgement, JudgeFailure, JudgeInfo, Usage
+from monitor.judges.base import JudgeFailure, JudgeInfo, Judgement, Usage
 from schemas.events import ConversationEvent
 from schemas.scored import ScoredRow
 

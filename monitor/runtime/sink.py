@@ -12,8 +12,6 @@ A crash between 2 and 3 re-delivers the events; the table's replacing key collap
 
 from __future__ import annotations
 
-from schemas.errors import SinkClosed
-
 import asyncio
 import hashlib
 import random
@@ -26,6 +24,7 @@ from clickhouse_connect.driver.exceptions import DataError
 
 from monitor.runtime.metrics import Metrics
 from monitor.runtime.store import AsyncStore
+from schemas.errors import SinkClosed
 from schemas.scored import ScoredRow
 
 T = TypeVar("T")

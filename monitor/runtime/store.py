@@ -5,8 +5,6 @@ All calls are synchronous; async callers go through `AsyncStore`, which runs the
 
 from __future__ import annotations
 
-from schemas.errors import StoreError
-
 import asyncio
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -19,6 +17,7 @@ from clickhouse_connect.driver.exceptions import ClickHouseError
 
 from monitor.runtime.budget import Spend
 from schemas.ddl import render_ddl
+from schemas.errors import StoreError
 from schemas.scored import SCORED_COLUMNS, ScoredRow
 
 

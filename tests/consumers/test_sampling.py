@@ -24,7 +24,7 @@ def test_hash_is_stable_across_processes_and_hash_seeds() -> None:
     for seed in ("0", "12345"):
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env={"PYTHONHASHSEED": seed, "PATH": ""},
                              cwd=str(__import__("pathlib").Path(__file__).resolve().parents[2]))
-        assert eval(out.stdout) == here  # noqa: S307 - our own list of floats
+        assert eval(out.stdout) == here
 
 
 @pytest.mark.parametrize("rate", [0.0, 0.01, 0.3, 1.0])
@@ -60,7 +60,7 @@ def test_decision_records_rate_and_rule() -> None:
 
 # ---- rules, minimum per segment, factors --------------------------------------------------------------
 
-from pathlib import Path  # noqa: E402
+from pathlib import Path
 
 from consumers.sampling import SamplingPolicy
 from schemas.errors import SamplingConfigError

@@ -50,7 +50,7 @@ def test_absolute_threshold_and_combine() -> None:
   condition: {threshold: {fire: 0.05, clear: 0.02}}
   test: none
 """)[0]
-    o = lambda v: Observation("floor", (), v, None, 100, 0, True)  # noqa: E731
+    o = lambda v: Observation("floor", (), v, None, 100, 0, True)
     assert decide(r, o(0.06)).fire and not decide(r, o(0.04)).fire and decide(r, o(0.04)).bad and not decide(r, o(0.01)).bad
     both = rules_from("""
 - name: both
@@ -59,7 +59,7 @@ def test_absolute_threshold_and_combine() -> None:
   condition: {threshold: 0.6, relative_change: 0.1, combine: all}
   test: none
 """)[0]
-    b = lambda v, base: Observation("both", (), v, base, 100, 100, True)  # noqa: E731
+    b = lambda v, base: Observation("both", (), v, base, 100, 100, True)
     assert decide(both, b(0.5, 0.8)).fire
     assert not decide(both, b(0.5, 0.52)).fire  # below the floor but not a 10% drop
     assert not decide(both, b(0.65, 0.8)).fire  # a drop but above the floor

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from monitor.cli.alerts import alert_settings, register, run_backtest_cmd, run_check
 from monitor.alerts.state import StateStore
+from monitor.cli.alerts import alert_settings, register, run_backtest_cmd, run_check
 from monitor.runtime.store import ClickHouseStore
 from tests.monitor.alerts.conftest import T0, insert, noisy, stream
 from tests.monitor.alerts.receiver import Receiver
@@ -146,7 +146,7 @@ sys.exit(cli.main(sys.argv[1:]))
 def test_subprocess_check_on_a_fresh_store_and_a_bad_rules_file(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MONITOR_", "ALERTS_"))}
     env["MONITOR_CLICKHOUSE_URL"] = f"chdb://{tmp_path / 'chdb'}"
-    run = lambda *a: subprocess.run([sys.executable, "-c", _MAIN, *a], env=env, capture_output=True, text=True, timeout=120)  # noqa: E731
+    run = lambda *a: subprocess.run([sys.executable, "-c", _MAIN, *a], env=env, capture_output=True, text=True, timeout=120)
     done = run("alerts", "check", "--json")
     assert done.returncode == 0, done.stderr
     rows = [json.loads(line) for line in done.stdout.splitlines()]

@@ -13,9 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from schemas.errors import UsageError
-from schemas.errors import ConfigError
 from monitor.cli.judge import register, run_judge
+from schemas.errors import ConfigError, UsageError
 from tests.fake_messages_api import FakeMessagesAPI, Reply, overloaded
 
 QUESTION = "When did order A17 ship?"

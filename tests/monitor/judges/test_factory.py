@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from monitor.config import load_settings
-from schemas.errors import ConfigError
 from monitor.judges import LexicalJudge, RubricJudge, StatementsJudge
 from monitor.judges.factory import build_judge
+from schemas.errors import ConfigError
 from tests.fake_messages_api import FakeMessagesAPI
 from tests.monitor.judges.conftest import QUESTION, TIGHT, judge_settings
 

@@ -9,9 +9,8 @@ import time
 import pytest
 
 from monitor.judges import RubricJudge
-from schemas.errors import JudgeApiError
-from schemas.errors import JudgeError, JudgeReplyInvalid, JudgeUnavailable
 from monitor.judges.messages_client import retry_after_seconds
+from schemas.errors import JudgeApiError, JudgeError, JudgeReplyInvalid, JudgeUnavailable
 from tests.fake_messages_api import Drop, FakeMessagesAPI, Fault, Reply, bad_request, overloaded, rate_limited, server_error, slow
 from tests.monitor.judges.conftest import QUESTION, TIGHT, MakeJudge, judge_settings
 

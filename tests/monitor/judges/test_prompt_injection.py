@@ -8,9 +8,9 @@ import re
 
 import pytest
 
-from schemas.errors import JudgeReplyInvalid
 from monitor.judges import prompts
 from monitor.judges.prompts import user_message
+from schemas.errors import JudgeReplyInvalid
 from tests.fake_messages_api import FakeMessagesAPI, RecordedRequest, Reply, find_section
 from tests.monitor.judges.conftest import QUESTION, TIGHT, MakeJudge
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from monitor.config import DEFAULT_PRICES
-from schemas.errors import JudgeReplyInvalid
 from monitor.judges.rubric import SYSTEM_PROMPT, RubricJudge
+from schemas.errors import JudgeReplyInvalid
 from tests.fake_messages_api import API_KEY, FakeMessagesAPI, Reply, malformed, out_of_range_score
 from tests.monitor.judges.conftest import PADDED, QUESTION, TIGHT, MakeJudge, judge_settings
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from schemas.errors import JudgeReplyInvalid
 from monitor.judges.statements import SYSTEM_PROMPT, StatementsJudge
+from schemas.errors import JudgeReplyInvalid
 from tests.fake_messages_api import FakeMessagesAPI, Reply, mismatched_verdicts
 from tests.monitor.judges.conftest import PADDED, QUESTION, TIGHT, MakeJudge, judge_settings
 

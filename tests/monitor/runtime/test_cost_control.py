@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from monitor.runtime.budget import SpendBudget
 from monitor.config import Settings
 from monitor.devtools.localbroker import LocalBroker
+from monitor.runtime.budget import SpendBudget
 from monitor.runtime.store import AsyncStore
 from tests.fake_messages_api import FakeMessagesAPI, Reply
-from tests.harness import RunningPipeline, committed_offsets, count_rows, produce_values, wait_for
+from tests.harness import RunningPipeline, committed_offsets, produce_values, wait_for
 
 HOUR_START = 1_795_000_000 - 1_795_000_000 % 3600 + 60  # a fixed clock inside one hour: no rollover mid-test
 

@@ -12,12 +12,11 @@ from pathlib import Path
 import pytest
 
 from consumers.decode import decode_event
-from schemas.errors import DecodeError
-from monitor.devtools.traffic import produce
 from monitor.config import Settings
 from monitor.devtools.localbroker import LocalBroker
+from monitor.devtools.traffic import generate_events, produce
 from monitor.runtime.store import AsyncStore
-from monitor.devtools.traffic import generate_events
+from schemas.errors import DecodeError
 from schemas.events import KafkaPosition
 from tests.fake_messages_api import FakeMessagesAPI, Reply, overloaded, server_error, slow
 from tests.harness import RunningPipeline, committed_offsets, count_rows, produce_values, read_all, wait_for

@@ -9,12 +9,12 @@ from collections.abc import Callable
 from consumers.deadletter import H_OFFSET, H_REASON, H_TOPIC
 from consumers.sampling import sample_point
 from monitor.config import Settings
-from monitor.judges.base import Judgement, JudgeInfo
-from schemas.errors import JudgeUnavailable
-from monitor.judges.lexical import LexicalJudge
 from monitor.devtools.localbroker import LocalBroker
-from monitor.runtime.store import AsyncStore
 from monitor.devtools.traffic import generate_events
+from monitor.judges.base import JudgeInfo, Judgement
+from monitor.judges.lexical import LexicalJudge
+from monitor.runtime.store import AsyncStore
+from schemas.errors import JudgeUnavailable
 from tests.conftest import EXAMPLES
 from tests.harness import RunningPipeline, committed_offsets, count_rows, produce_values, read_all, wait_for
 

@@ -10,8 +10,8 @@ import pytest
 
 from monitor.runtime.metrics import Metrics
 from monitor.runtime.sink import ClickHouseSink, batch_token
-from schemas.errors import SinkClosed
 from monitor.runtime.store import AsyncStore
+from schemas.errors import SinkClosed
 from schemas.scored import ScoredRow
 from tests.harness import count_rows
 
@@ -138,7 +138,7 @@ class RefusingStore(AsyncStore):
     async def insert_rows(self, rows: Sequence[ScoredRow], dedup_token: str) -> None:
         from clickhouse_connect.driver.exceptions import DataError
 
-        if any(r.event_id.startswith("bad") and r.status == "ok" or r.event_id.startswith("worse") for r in rows):
+        if any((r.event_id.startswith("bad") and r.status == "ok") or r.event_id.startswith("worse") for r in rows):
             raise DataError("Unable to create native array for column `n_statements`")
         await super().insert_rows(rows, dedup_token)
 
