@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install demo test test-fast bench clean
+.PHONY: install demo lint test test-fast bench clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is needed, found " + sys.version.split()[0]'
@@ -18,7 +18,13 @@ install: $(STAMP)
 demo: install   ## local broker + generated traffic + monitor on embedded ClickHouse, then a summary
 	$(VENV)/bin/relevancy-monitor demo
 
-test: install   ## the whole suite, slow fault tests included (what CI runs)
+lint: install   ## ruff (lint and format), strict mypy, and the import layers
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports --no-cache
+
+test: lint   ## lint, then the whole suite, slow fault tests included (what CI runs)
 	$(PY) -m pytest -q -ra
 
 test-fast: install   ## skip the slow fault tests
@@ -28,4 +34,4 @@ bench: install
 	$(PY) -m bench.run_all
 
 clean:
-	rm -rf $(VENV) .relevancy-monitor .pytest_cache .hypothesis
+	rm -rf $(VENV) .relevancy-monitor .pytest_cache .hypothesis .mypy_cache .ruff_cache

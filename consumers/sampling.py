@@ -23,6 +23,7 @@ from schemas.events import ConversationEvent
 
 SampleKey = Literal["conversation_id", "event_id"]
 SegmentField = Literal["app", "model", "prompt_version"]
+SEGMENT_FIELDS: tuple[SegmentField, ...] = ("app", "model", "prompt_version")
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +99,7 @@ class MinPerSegment(BaseModel):
 
     events: int = Field(ge=1)
     window_s: float = Field(3600.0, gt=0)
-    segment_by: list[SegmentField] = Field(default_factory=lambda: ["app", "model", "prompt_version"])
+    segment_by: list[SegmentField] = Field(default_factory=lambda: list(SEGMENT_FIELDS))
 
 
 class SamplingPolicy(BaseModel):

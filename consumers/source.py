@@ -87,7 +87,8 @@ class KafkaSource:
 
     async def getmany(self, timeout_ms: int, max_records: int) -> dict[TopicPartition, list[ConsumerRecord[Any, Any]]]:
         """Fetch a batch; keep calling it while paused so the member stays in its group."""
-        return await self.consumer.getmany(timeout_ms=timeout_ms, max_records=max_records)
+        batch: dict[TopicPartition, list[ConsumerRecord[Any, Any]]] = await self.consumer.getmany(timeout_ms=timeout_ms, max_records=max_records)
+        return batch
 
     def assignment(self) -> set[TopicPartition]:
         """Partitions this member owns right now."""

@@ -57,6 +57,7 @@ class ScoredRow(BaseModel):
     version: int = 0
 
     def model_post_init(self, context: Any) -> None:
+        """Check status against score, and derive `version` (ok rows outrank error rows) when not given."""
         if self.status == "ok" and self.score is None:
             raise ValueError("an ok row needs a score")
         if self.status == "error" and self.score is not None:

@@ -245,6 +245,7 @@ class FakeMessagesAPI:
     """The fake server; use as a context manager or call `start()`/`stop()`."""
 
     def __init__(self, brain: Callable[[RecordedRequest], str | dict[str, Any]] = default_brain) -> None:
+        """Set up a stopped server whose default replies come from `brain`."""
         self.brain = brain
         self.default: Step = Reply()
         self._lock = threading.Lock()
@@ -290,9 +291,11 @@ class FakeMessagesAPI:
             self._thread.join(timeout=5)
 
     def __enter__(self) -> FakeMessagesAPI:
+        """Start serving for the `with` block."""
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
+        """Stop serving at the end of the `with` block."""
         self.stop()
 
     @property

@@ -86,16 +86,19 @@ class RunningPipeline:
     """A pipeline running in a task, with a stop switch; its store is the test's `AsyncStore`."""
 
     def __init__(self, settings: Settings, store: AsyncStore, judge: Judge | None = None) -> None:
+        """Build the pipeline from `settings` around `store`, with the configured judge unless `judge` is given."""
         self.metrics = Metrics()
         self.pipeline = build_pipeline(settings, judge or build_judge(settings.judge_client), store, self.metrics)
         self.stop = asyncio.Event()
         self.task: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> RunningPipeline:
+        """Start the pipeline in a background task."""
         self.task = asyncio.create_task(self.pipeline.run(self.stop))
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        """Shut the pipeline down, re-raising a crash (see `shutdown`)."""
         await self.shutdown()
 
     async def shutdown(self) -> None:

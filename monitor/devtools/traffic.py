@@ -61,7 +61,7 @@ def generate_events(count: int, *, seed: int = 7, malformed_share: float = 0.02,
         else:
             answer = tight.format(**fill)
         question = q.format(**fill)
-        base = {
+        base: dict[str, object] = {
             "event_id": str(uuid.UUID(int=rng.getrandbits(128))),
             "conversation_id": f"conv-{rng.randint(1, max(1, count // 2))}",
             "timestamp": (now or datetime.now(UTC)).isoformat().replace("+00:00", "Z"),
@@ -70,6 +70,7 @@ def generate_events(count: int, *, seed: int = 7, malformed_share: float = 0.02,
             "prompt_version": prompt,
             "metadata": {"channel": rng.choice(["web", "app"]), "seq": str(i)},
         }
+        event: dict[str, object]
         if rng.random() < 0.5:
             event = {**base, "user_message": question, "response": answer}
         else:

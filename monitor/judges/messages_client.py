@@ -156,7 +156,7 @@ class MessagesClient:
         if failure.kind == "invalid_reply":
             return 0.0
         # Equal jitter: at least half the exponential step, so clients that failed together spread out.
-        step = min(self.backoff_max_s, self.backoff_base_s * 2**retry_index)
+        step = min(self.backoff_max_s, self.backoff_base_s * 2.0**retry_index)
         backoff = step / 2 + self._rng.uniform(0, step / 2)
         if failure.retry_after_s is not None:
             return max(backoff, min(failure.retry_after_s, self.retry_after_cap_s))

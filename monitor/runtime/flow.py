@@ -140,7 +140,8 @@ class RateLimiter:
     async def acquire(self, tokens: float = 0.0) -> None:
         """Wait until the request fits under both limits, then take it."""
         async with self._lock:
-            while (wait := self.delay_for(tokens)) > 0:
+            # Sleeping exactly until the bucket refills is the point here: nothing else could signal it sooner.
+            while (wait := self.delay_for(tokens)) > 0:  # noqa: ASYNC110
                 await asyncio.sleep(wait)
 
 

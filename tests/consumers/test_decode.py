@@ -19,10 +19,12 @@ TS_MS = 1_795_000_000_000
 
 
 def decode(value: bytes | None, **kw: object) -> object:
+    """Decode `value` at a fixed Kafka position and record timestamp."""
     return decode_event(value, position=POS, record_timestamp_ms=TS_MS, **kw)  # type: ignore[arg-type]
 
 
 def test_flat_examples_decode_with_all_fields() -> None:
+    """The flat examples decode with every field, and empty metadata stays an empty dict."""
     lines = (EXAMPLES / "events-flat.jsonl").read_bytes().splitlines()
     events = [decode(line) for line in lines]
     first = events[0]
@@ -39,6 +41,7 @@ def test_flat_examples_decode_with_all_fields() -> None:
 
 
 def test_chat_examples_take_final_assistant_and_last_user_before_it() -> None:
+    """Chat events pair the final assistant turn with the last user turn before it, as strings or parts."""
     lines = (EXAMPLES / "events-chat.jsonl").read_bytes().splitlines()
     multi_turn, parts = (decode(line) for line in lines)
     assert multi_turn.shape == "chat"
@@ -49,6 +52,7 @@ def test_chat_examples_take_final_assistant_and_last_user_before_it() -> None:
 
 
 def test_chat_pair_skips_trailing_user_turn_and_non_text_parts() -> None:
+    """A trailing user turn and non-text parts are skipped, and the timestamp is normalised to UTC."""
     event = {
         "conversation_id": "c", "timestamp": "2026-11-29T10:00:00+01:00",
         "messages": [
@@ -63,6 +67,7 @@ def test_chat_pair_skips_trailing_user_turn_and_non_text_parts() -> None:
 
 
 def test_defaults_event_id_timestamp_app_are_deterministic() -> None:
+    """Missing ids, timestamp and app default to the Kafka position, record time and 'default', every time."""
     raw = json.dumps({"user_message": "q?", "response": "a."}).encode()
     a, b = decode(raw), decode(raw)
     assert a.event_id == b.event_id == "kafka:conv/2/41"
@@ -72,6 +77,7 @@ def test_defaults_event_id_timestamp_app_are_deterministic() -> None:
 
 
 def test_naive_timestamp_is_utc_and_metadata_scalars_become_strings() -> None:
+    """A naive timestamp is read as UTC, a null app defaults, and metadata values become strings, nulls dropped."""
     raw = json.dumps({"user_message": "q", "response": "a", "timestamp": "2026-11-29T09:00:00", "app": None,
                       "metadata": {"n": 3, "flag": True, "skip": None, "nested": {"a": 1}}}).encode()
     e = decode(raw)
@@ -91,6 +97,7 @@ def test_naive_timestamp_is_utc_and_metadata_scalars_become_strings() -> None:
     ],
 )
 def test_malformed_examples_have_reasons(line_no: int, reason: str, detail_part: str) -> None:
+    """Each malformed example line raises a DecodeError with its own reason and a detail naming the fault."""
     line = (EXAMPLES / "events-malformed.txt").read_bytes().splitlines()[line_no]
     with pytest.raises(DecodeError) as info:
         decode(line)
@@ -114,12 +121,14 @@ def test_malformed_examples_have_reasons(line_no: int, reason: str, detail_part:
     ],
 )
 def test_edge_inputs(value: bytes | None, reason: str) -> None:
+    """Empty, non-UTF-8, non-object, blank, bad-field and deeply nested values each raise their own reason."""
     with pytest.raises(DecodeError) as info:
         decode(value)
     assert info.value.reason == reason
 
 
 def test_oversized_is_rejected_before_parsing() -> None:
+    """A value over max_bytes is rejected as oversized, and the same value decodes under a larger limit."""
     big = json.dumps({"user_message": "q", "response": "x" * 5000}).encode()
     with pytest.raises(DecodeError) as info:
         decode(big, max_bytes=1024)
@@ -128,6 +137,7 @@ def test_oversized_is_rejected_before_parsing() -> None:
 
 
 def test_missing_timestamp_everywhere_is_an_error_not_a_guess() -> None:
+    """Without an event timestamp or a record timestamp, decoding fails as invalid_event instead of guessing."""
     with pytest.raises(DecodeError) as info:
         decode_event(b'{"user_message": "q", "response": "a"}', position=POS, record_timestamp_ms=None)
     assert info.value.reason == "invalid_event"
@@ -136,6 +146,7 @@ def test_missing_timestamp_everywhere_is_an_error_not_a_guess() -> None:
 @settings(max_examples=400, deadline=None)
 @given(st.binary(max_size=512))
 def test_arbitrary_bytes_never_crash(value: bytes) -> None:
+    """Arbitrary bytes either decode or raise a DecodeError with a known reason, never another exception."""
     try:
         decode(value)
     except DecodeError as e:
@@ -154,6 +165,7 @@ _fields = st.sampled_from(["event_id", "conversation_id", "timestamp", "app", "m
 @settings(max_examples=400, deadline=None)
 @given(st.dictionaries(_fields, _json | st.lists(st.dictionaries(_fields, _json, max_size=4), max_size=4), max_size=8))
 def test_arbitrary_json_objects_with_our_field_names_never_crash(obj: dict[str, object]) -> None:
+    """Arbitrary objects with our field names decode to a judgeable, tz-aware event or a known DecodeError."""
     try:
         e = decode(json.dumps(obj).encode())
     except DecodeError as err:
@@ -164,6 +176,7 @@ def test_arbitrary_json_objects_with_our_field_names_never_crash(obj: dict[str, 
 
 
 def test_dead_letter_value_fits_the_producer() -> None:
+    """A keyless tombstone becomes an empty value, and an oversized value is cut with its size in a header."""
     from consumers.deadletter import H_ORIGINAL_BYTES, fit_value
 
     assert fit_value(None, None, 100) == (b"", [])  # Kafka refuses a record with neither key nor value
@@ -174,6 +187,7 @@ def test_dead_letter_value_fits_the_producer() -> None:
 
 @pytest.mark.parametrize("ts", ["9999-12-31T00:00:00Z", "0001-01-01T00:00:00Z", "1969-07-20T20:17:00Z"])
 def test_timestamps_outside_the_storable_range_are_dead_lettered(ts: str) -> None:
+    """Timestamps outside the storable range (year 9999, year 1, before 1970) are invalid_event."""
     with pytest.raises(DecodeError) as info:
         decode(json.dumps({"user_message": "q", "response": "a", "timestamp": ts}).encode())
     assert info.value.reason == "invalid_event" and "outside" in info.value.detail

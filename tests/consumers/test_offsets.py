@@ -13,6 +13,7 @@ TP1 = TopicPartition("t", 1)
 
 
 def test_out_of_order_completion_commits_only_the_contiguous_prefix() -> None:
+    """Out-of-order completions make only the offset after the contiguous finished prefix committable."""
     tr = OffsetTracker()
     tr.assign([TP])
     tickets = [tr.track(TP, off) for off in range(10, 15)]
@@ -32,6 +33,7 @@ def test_out_of_order_completion_commits_only_the_contiguous_prefix() -> None:
 
 
 def test_gaps_in_offsets_do_not_block_commits() -> None:
+    """Gaps between tracked offsets (compaction, transaction markers) do not hold back the commit."""
     tr = OffsetTracker()
     tr.assign([TP])
     a, b = tr.track(TP, 5), tr.track(TP, 9)  # 6..8 compacted away or transaction markers
@@ -42,6 +44,7 @@ def test_gaps_in_offsets_do_not_block_commits() -> None:
 
 
 def test_revoked_and_reassigned_partition_ignores_old_tickets() -> None:
+    """After revoke and reassign, a ticket from the old assignment is ignored and cannot move the offset."""
     tr = OffsetTracker()
     tr.assign([TP, TP1])
     old = tr.track(TP, 0)
@@ -56,6 +59,7 @@ def test_revoked_and_reassigned_partition_ignores_old_tickets() -> None:
 
 
 def test_in_flight_counts_per_partition_and_total() -> None:
+    """In-flight counts are kept per partition and in total, and drop when a ticket is done."""
     tr = OffsetTracker()
     tr.assign([TP, TP1])
     tr.track(TP, 0)
@@ -69,6 +73,7 @@ def test_in_flight_counts_per_partition_and_total() -> None:
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.integers(min_value=0, max_value=60), min_size=1, max_size=60, unique=True), st.randoms(use_true_random=False))
 def test_committed_offset_never_passes_an_unfinished_record(offsets: list[int], rnd: object) -> None:
+    """In any completion order, the committed offset never passes a record that is still unfinished."""
     offsets.sort()
     tr = OffsetTracker()
     tr.assign([TP])

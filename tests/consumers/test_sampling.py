@@ -13,11 +13,13 @@ from schemas.events import ConversationEvent, KafkaPosition
 
 
 def event(conv: str, eid: str) -> ConversationEvent:
+    """A minimal flat event in conversation `conv` with event id `eid`."""
     return ConversationEvent(event_id=eid, conversation_id=conv, event_time=datetime.now(UTC), app="a", model="", prompt_version="",
                              metadata={}, question="q", response="r", shape="flat", source=KafkaPosition(topic="t", partition=0, offset=0))
 
 
 def test_hash_is_stable_across_processes_and_hash_seeds() -> None:
+    """sample_point gives the same values in subprocesses run with different PYTHONHASHSEEDs."""
     keys = ["conv-1", "conv-2", "ünïcode", ""]
     here = [sample_point(k) for k in keys]
     code = f"from consumers.sampling import sample_point; print([sample_point(k) for k in {keys!r}])"
@@ -29,6 +31,7 @@ def test_hash_is_stable_across_processes_and_hash_seeds() -> None:
 
 @pytest.mark.parametrize("rate", [0.0, 0.01, 0.3, 1.0])
 def test_rate_within_tolerance(rate: float) -> None:
+    """The sampled share of 40,000 conversations is within four sigma of the rate, and exact at 0 and 1."""
     n = 40_000
     s = Sampler.at_rate(rate)
     hits = sum(s.decide(event(f"c{i}", f"e{i}")).sampled for i in range(n))
@@ -39,6 +42,7 @@ def test_rate_within_tolerance(rate: float) -> None:
 
 
 def test_all_turns_of_a_conversation_share_the_decision() -> None:
+    """Keyed by conversation, every turn of a conversation gets the same sampling decision."""
     s = Sampler.at_rate(0.5)
     for c in range(200):
         decisions = {s.decide(event(f"conv-{c}", f"e{c}-{t}")).sampled for t in range(5)}
@@ -46,12 +50,14 @@ def test_all_turns_of_a_conversation_share_the_decision() -> None:
 
 
 def test_event_id_key_samples_turns_independently() -> None:
+    """Keyed by event_id, the turns of one conversation are sampled independently of each other."""
     s = Sampler.at_rate(0.5, key="event_id")
     mixed = sum(len({s.decide(event(f"conv-{c}", f"e{c}-{t}")).sampled for t in range(6)}) == 2 for c in range(100))
     assert mixed > 80
 
 
 def test_decision_records_rate_and_rule() -> None:
+    """A decision records its rate and the base rule, and a rate above 1 is rejected."""
     d = Sampler.at_rate(0.25).decide(event("x", "y"))
     assert (d.rate, d.rule) == (0.25, "base")
     with pytest.raises(ValueError):
@@ -84,17 +90,20 @@ rules:
 
 
 def seg_event(i: int, app: str = "support-bot", pv: str = "v12", meta: dict[str, str] | None = None) -> ConversationEvent:
+    """Event number `i` in the segment `app`/`pv`, with optional metadata."""
     return ConversationEvent(event_id=f"e{i}", conversation_id=f"c{i}", event_time=datetime.now(UTC), app=app, model="m", prompt_version=pv,
                              metadata=meta or {}, question="q", response="r", shape="flat", source=KafkaPosition(topic="t", partition=0, offset=i))
 
 
 def policy(tmp_path: Path, text: str = RULES_YAML) -> SamplingPolicy:
+    """A SamplingPolicy loaded from `text`, written to a sampling.yaml in `tmp_path`."""
     f = tmp_path / "sampling.yaml"
     f.write_text(text)
     return SamplingPolicy.from_yaml(f, default_rate=1.0, key="conversation_id")
 
 
 def test_rules_precedence_first_match_wins(tmp_path: Path) -> None:
+    """The first matching rule wins: always before never, a specific rate rule before a broader one."""
     s = Sampler(policy(tmp_path))
     d = s.decide(seg_event(1, app="smoke-test", meta={"feedback": "negative"}))
     assert (d.sampled, d.rule) == (True, "always:negative-feedback")  # listed before `never`
@@ -106,6 +115,7 @@ def test_rules_precedence_first_match_wins(tmp_path: Path) -> None:
 
 
 def test_rule_rates_within_tolerance_on_a_large_stream(tmp_path: Path) -> None:
+    """Over 30,000 events per segment each rule's rate holds within four sigma, and a never rule samples none."""
     s = Sampler(policy(tmp_path))
     n = 30_000
     for app, pv, rate in (("support-bot", "v13", 0.5), ("support-bot", "v12", 0.2), ("travel", "v1", 0.1), ("smoke-test", "v1", 0.0)):
@@ -115,6 +125,7 @@ def test_rule_rates_within_tolerance_on_a_large_stream(tmp_path: Path) -> None:
 
 
 def test_lower_rates_sample_a_subset_of_higher_ones() -> None:
+    """Every event sampled at a lower rate is also sampled at a higher one."""
     low, high = Sampler.at_rate(0.05), Sampler.at_rate(0.2)
     for i in range(5000):
         e = seg_event(i)
@@ -123,6 +134,7 @@ def test_lower_rates_sample_a_subset_of_higher_ones() -> None:
 
 
 def test_minimum_per_segment_boosts_small_segments_then_falls_back(tmp_path: Path) -> None:
+    """A small segment is sampled fully up to its minimum per window, then at base rate; a new window boosts it."""
     p = policy(tmp_path, "default_rate: 0.01\nmin_per_segment: {events: 30, window_s: 60, segment_by: [app]}\n")
     s = Sampler(p)
     now = 6000.0  # a window boundary
@@ -135,6 +147,7 @@ def test_minimum_per_segment_boosts_small_segments_then_falls_back(tmp_path: Pat
 
 
 def test_factor_scales_rates_and_zero_stops_everything(tmp_path: Path) -> None:
+    """A factor scales base rates and names its reason, spares always rules, and at zero stops everything."""
     s = Sampler(policy(tmp_path))
     d = s.decide(seg_event(7, app="travel"), factor=0.5, reason="budget")
     assert d.rate == 0.05 and d.rule == "base*0.5:budget"
@@ -155,6 +168,7 @@ def test_factor_scales_rates_and_zero_stops_everything(tmp_path: Path) -> None:
     ],
 )
 def test_bad_sampling_files_are_one_line_errors(tmp_path: Path, text: str, message: str) -> None:
+    """A bad sampling file raises a one-line SamplingConfigError that names the problem."""
     with pytest.raises(SamplingConfigError) as info:
         policy(tmp_path, text)
     assert message in str(info.value) and "\n" not in str(info.value)

@@ -8,6 +8,7 @@ from consumers.source import PauseGate
 
 
 def test_hysteresis() -> None:
+    """PauseGate pauses at the high mark, resumes at the low mark and reports no change in between."""
     g = PauseGate(high=10, low=5)
     assert [g.update(n) for n in (0, 9)] == [None, None]
     assert g.update(10) is True
@@ -18,5 +19,6 @@ def test_hysteresis() -> None:
 
 
 def test_invalid_marks() -> None:
+    """A PauseGate whose low mark is not below its high mark is rejected."""
     with pytest.raises(ValueError):
         PauseGate(high=5, low=5)

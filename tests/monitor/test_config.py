@@ -12,6 +12,7 @@ from schemas.errors import ConfigError
 
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Remove every MONITOR_* and ANTHROPIC_* variable for each test."""
     import os
 
     for k in list(os.environ):
@@ -20,6 +21,7 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_env_values_and_csv_topics(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Env values are read, CSV topics are trimmed with blanks dropped, and resume defaults to half the cap."""
     monkeypatch.setenv("MONITOR_KAFKA_TOPICS", "a, b,,c")
     monkeypatch.setenv("MONITOR_SAMPLE_RATE", "0.25")
     monkeypatch.setenv("MONITOR_MAX_IN_FLIGHT", "100")
@@ -29,6 +31,7 @@ def test_env_values_and_csv_topics(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_flags_override_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Command-line flags override environment values."""
     monkeypatch.setenv("MONITOR_SAMPLE_RATE", "0.25")
     ns = build_parser().parse_args(["run", "--sample-rate", "0.5", "--no-store-text", "--judge", "lexical"])
     s = settings_from_args(ns)
@@ -47,6 +50,7 @@ def test_flags_override_env(monkeypatch: pytest.MonkeyPatch) -> None:
     ],
 )
 def test_errors_name_the_setting(monkeypatch: pytest.MonkeyPatch, env: dict[str, str], expected: str) -> None:
+    """An invalid setting is a one-line ConfigError naming it, with a suggestion for a misspelt name."""
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     with pytest.raises(ConfigError) as info:
@@ -56,6 +60,7 @@ def test_errors_name_the_setting(monkeypatch: pytest.MonkeyPatch, env: dict[str,
 
 
 def test_secrets_are_redacted(monkeypatch: pytest.MonkeyPatch) -> None:
+    """redacted() hides the API key and the URL password, which the settings still hold."""
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-secret")
     s = load_settings(judge="rubric", clickhouse_url="https://user:pw@ch.example:8443")
     red = s.redacted()
@@ -64,6 +69,7 @@ def test_secrets_are_redacted(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_unpriced_model_is_allowed_and_prices_merge(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Prices from MONITOR_JUDGE_PRICES merge with the defaults and are per million tokens."""
     monkeypatch.setenv("MONITOR_JUDGE_PRICES", '{"my-judge": {"input": 1, "output": 2, "cache_read": 0.1, "cache_write": 1.25}}')
     s = load_settings()
     assert {"my-judge", "claude-haiku-5-5"} <= set(s.judge_prices)

@@ -15,16 +15,19 @@ T0 = datetime(2026, 11, 29, 9, 0, tzinfo=UTC)
 
 
 def row(event_id: str = "e1", judge_id: str = "j1", status: str = "ok", score: float | None = 0.5, at: datetime = T0, **kw: Any) -> ScoredRow:
+    """A scored row for `event_id` and `judge_id`, scored at `at`, with the other fields fixed."""
     return ScoredRow(event_id=event_id, conversation_id="c", event_time=T0, app="a", model="m", prompt_version="v1", judge="lexical",
                      judge_model="h", judge_id=judge_id, status=status, score=score, scored_at=at, **kw)  # type: ignore[arg-type]
 
 
 def test_table_columns_match_the_model(store: ClickHouseStore) -> None:
+    """The created table has the model's columns, in order."""
     described = store.query(f"DESCRIBE TABLE {store.qualified_table}")
     assert tuple(r[0] for r in described.rows) == SCORED_COLUMNS
 
 
 def test_ddl_is_idempotent_and_names_are_checked(store: ClickHouseStore) -> None:
+    """Creating the schema again is harmless, and an unsafe database name is refused."""
     store.ensure_schema()
     store.ensure_schema()
     with pytest.raises(ValueError):
@@ -32,6 +35,7 @@ def test_ddl_is_idempotent_and_names_are_checked(store: ClickHouseStore) -> None
 
 
 def test_ok_row_outranks_error_row_and_later_outranks_earlier() -> None:
+    """An ok row outranks a later error row, and a later ok row outranks an earlier one."""
     err_late = row(status="error", score=None, error="unavailable", at=T0 + timedelta(hours=1))
     ok_early = row(at=T0)
     ok_late = row(at=T0 + timedelta(seconds=1))
@@ -40,6 +44,7 @@ def test_ok_row_outranks_error_row_and_later_outranks_earlier() -> None:
 
 
 def test_row_contract() -> None:
+    """An ok row needs a score, an error row must not have one, and a score above 1 is refused."""
     with pytest.raises(ValueError):
         row(status="ok", score=None)
     with pytest.raises(ValueError):
@@ -49,6 +54,7 @@ def test_row_contract() -> None:
 
 
 def test_redelivery_collapses_and_other_judges_keep_their_rows(store: ClickHouseStore) -> None:
+    """Under FINAL a re-scored event keeps its latest row, ok beats a later error, other judges keep theirs."""
     store.insert_rows([row(score=0.2, at=T0), row("e2")], "tok-a")
     store.insert_rows([row(score=0.9, at=T0 + timedelta(seconds=5))], "tok-b")  # the same event, re-scored
     store.insert_rows([row(judge_id="j2", score=0.1)], "tok-c")  # another judge version
@@ -63,6 +69,7 @@ def test_redelivery_collapses_and_other_judges_keep_their_rows(store: ClickHouse
 
 
 def test_retried_insert_with_same_token_is_a_no_op(store: ClickHouseStore) -> None:
+    """A retried insert with the same token writes the batch once."""
     batch = [row("e1"), row("e2")]
     store.insert_rows(batch, "same-token")
     store.insert_rows(batch, "same-token")

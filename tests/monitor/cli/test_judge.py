@@ -40,6 +40,7 @@ except (ConfigError, UsageError) as e:
 
 
 def parse(*argv: str) -> argparse.Namespace:
+    """Parse `relevancy-monitor judge` arguments with a parser built around `register`."""
     parser = argparse.ArgumentParser(prog="relevancy-monitor")
     register(parser.add_subparsers(dest="command", required=True))
     return parser.parse_args(["judge", *argv])
@@ -68,6 +69,7 @@ def api_env(fake_messages_api: FakeMessagesAPI, monkeypatch: pytest.MonkeyPatch)
 
 @pytest.mark.parametrize("method", ["statements", "rubric"])
 def test_json_output_for_one_pair(api_env: FakeMessagesAPI, method: str) -> None:
+    """--json prints one line with the padded pair's score, the judge, usage and cost, from one request."""
     code, out, _ = run("--judge", method, "--question", QUESTION, "--answer", PADDED, "--json")
     assert code == 0
     [line] = out.splitlines()
@@ -81,6 +83,7 @@ def test_json_output_for_one_pair(api_env: FakeMessagesAPI, method: str) -> None
 
 
 def test_table_shows_score_reasoning_tokens_and_cost(api_env: FakeMessagesAPI) -> None:
+    """The table shows the judge, score, reasoning and cost, and no statements without --verbose."""
     code, out, _ = run("--judge", "statements", "-q", QUESTION, "-a", TIGHT)
     assert code == 0
     assert "statements judge" in out and "1.000" in out and "address the question" in out
@@ -89,6 +92,7 @@ def test_table_shows_score_reasoning_tokens_and_cost(api_env: FakeMessagesAPI) -
 
 
 def test_verbose_shows_each_statement_with_its_verdict_and_reason(api_env: FakeMessagesAPI) -> None:
+    """--verbose lists each statement with its verdict, and the reason for a no."""
     code, out, _ = run("--judge", "statements", "-q", QUESTION, "-a", PADDED, "--verbose")
     assert code == 0
     lines = out.splitlines()
@@ -99,6 +103,7 @@ def test_verbose_shows_each_statement_with_its_verdict_and_reason(api_env: FakeM
 
 
 def test_file_of_pairs_with_both_key_spellings_and_a_bad_line(api_env: FakeMessagesAPI, tmp_path: Path) -> None:
+    """A pairs file takes both key spellings and skips blank lines; a broken line is reported and exits 1."""
     pairs = tmp_path / "pairs.jsonl"
     pairs.write_text(
         json.dumps({"question": QUESTION, "answer": TIGHT}) + "\n"
@@ -118,6 +123,7 @@ def test_file_of_pairs_with_both_key_spellings_and_a_bad_line(api_env: FakeMessa
 
 
 def test_judge_failure_is_reported_for_that_pair_and_exits_1(api_env: FakeMessagesAPI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pair whose judge fails is reported on stdout and stderr while the next pair scores; exits 1."""
     api_env.script(Reply("not json"), Reply("not json"))  # pair 1 fails with judge_max_retries=1, pair 2 is fine
     pairs = tmp_path / "pairs.jsonl"
     pairs.write_text("\n".join(json.dumps({"question": QUESTION, "answer": a}) for a in (PADDED, TIGHT)), encoding="utf-8")
@@ -131,6 +137,7 @@ def test_judge_failure_is_reported_for_that_pair_and_exits_1(api_env: FakeMessag
 
 
 def test_lexical_needs_no_api(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lexical judge runs without any API key and is reported as heuristic."""
     for var in ("MONITOR_JUDGE", "MONITOR_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY"):
         monkeypatch.delenv(var, raising=False)
     code, out, _ = run("--judge", "lexical", "-q", QUESTION, "-a", PADDED, "--json")
@@ -138,6 +145,7 @@ def test_lexical_needs_no_api(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_llm_judge_without_key_is_a_one_line_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An LLM judge without an API key exits 2 with one line naming MONITOR_ANTHROPIC_API_KEY."""
     for var in ("MONITOR_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY"):
         monkeypatch.delenv(var, raising=False)
     code, _, err = run("--judge", "rubric", "-q", QUESTION, "-a", TIGHT)
@@ -149,6 +157,7 @@ def test_llm_judge_without_key_is_a_one_line_config_error(monkeypatch: pytest.Mo
     ids=["nothing", "no-answer", "file-and-question", "missing-file"],
 )
 def test_usage_errors(argv: tuple[str, ...]) -> None:
+    """No input, a question without an answer, --file with -q, or a missing file exits 2 with one line."""
     code, _, err = run("--judge", "lexical", *argv)
     assert code == 2 and err and "\n" not in err
 
@@ -162,6 +171,7 @@ def _subprocess(api: FakeMessagesAPI, *argv: str, **env: str) -> subprocess.Comp
 
 
 def test_subprocess_json_stays_clean_while_retries_are_logged_to_stderr(fake_messages_api: FakeMessagesAPI) -> None:
+    """In a subprocess, --json stdout holds only the result while the 529 retry is logged to stderr."""
     fake_messages_api.script(overloaded())
     proc = _subprocess(fake_messages_api, "--judge", "statements", "-q", QUESTION, "-a", PADDED, "--json",
                        MONITOR_LOG_LEVEL="debug", MONITOR_LOG_FORMAT="json")
@@ -173,6 +183,7 @@ def test_subprocess_json_stays_clean_while_retries_are_logged_to_stderr(fake_mes
 
 
 def test_subprocess_failure_exits_1_with_a_clear_error(fake_messages_api: FakeMessagesAPI) -> None:
+    """A subprocess whose judge stays overloaded exits 1 naming the pair and reason, without a traceback."""
     fake_messages_api.always(overloaded())
     proc = _subprocess(fake_messages_api, "--judge", "rubric", "-q", QUESTION, "-a", TIGHT, MONITOR_JUDGE_MAX_RETRIES="0")
     assert proc.returncode == 1

@@ -24,6 +24,7 @@ def monitor_env(**extra: str) -> dict[str, str]:
 
 
 async def cli(*args: str, env: dict[str, str], timeout: float = 60) -> tuple[int, str, str]:
+    """Run the console script with `args` and `env`; returns (exit code, stdout, stderr)."""
     proc = await asyncio.create_subprocess_exec(CLI, *args, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     out, err = await asyncio.wait_for(proc.communicate(), timeout)
     assert proc.returncode is not None
@@ -31,6 +32,7 @@ async def cli(*args: str, env: dict[str, str], timeout: float = 60) -> tuple[int
 
 
 async def test_run_scores_events_from_another_process_and_sql_shows_them(broker: LocalBroker, topic: str, tmp_path: Path) -> None:
+    """`run` scores events another process produced, exits 0 on SIGTERM without logging text; `sql` shows them."""
     env = monitor_env(
         MONITOR_KAFKA_BOOTSTRAP_SERVERS=broker.bootstrap, MONITOR_KAFKA_TOPICS=topic, MONITOR_KAFKA_GROUP_ID=f"cli-{topic}",
         MONITOR_DLQ_TOPIC=f"{topic}.dlq", MONITOR_CLICKHOUSE_URL=f"chdb://{tmp_path / 'ch'}", MONITOR_METRICS_PORT="0",
@@ -66,6 +68,7 @@ async def test_run_scores_events_from_another_process_and_sql_shows_them(broker:
 
 
 async def test_bad_setting_is_one_line_naming_it() -> None:
+    """An invalid setting exits 2 with one line naming it; a DLQ topic among the inputs exits 2 too."""
     code, out, err = await cli("run", env=monitor_env(MONITOR_SAMPLE_RATE="2"))
     assert code == 2
     assert err.strip().count("\n") == 0 and "MONITOR_SAMPLE_RATE" in err and "Traceback" not in err
@@ -74,11 +77,13 @@ async def test_bad_setting_is_one_line_naming_it() -> None:
 
 
 async def test_llm_judge_without_key_refuses_to_start() -> None:
+    """`run` with an LLM judge and no API key exits 2 naming ANTHROPIC_API_KEY, without a traceback."""
     code, _, err = await cli("run", "--judge", "rubric", env=monitor_env())
     assert code == 2 and "ANTHROPIC_API_KEY" in err and "Traceback" not in err
 
 
 async def test_unreachable_kafka_is_one_line(tmp_path: Path) -> None:
+    """Unreachable Kafka exits 1, the last stderr line naming MONITOR_KAFKA_BOOTSTRAP_SERVERS."""
     env = monitor_env(MONITOR_KAFKA_BOOTSTRAP_SERVERS="127.0.0.1:1", MONITOR_CLICKHOUSE_URL=f"chdb://{tmp_path}", MONITOR_METRICS_PORT="0")
     code, _, err = await cli("run", env=env)
     assert code == 1
@@ -87,6 +92,7 @@ async def test_unreachable_kafka_is_one_line(tmp_path: Path) -> None:
 
 
 async def test_sql_errors_are_one_line(tmp_path: Path) -> None:
+    """A failing query exits 1 with an error line and no traceback; no query at all exits 2."""
     env = monitor_env(MONITOR_CLICKHOUSE_URL=f"chdb://{tmp_path}")
     code, _, err = await cli("sql", "SELECT nope FROM {table}", env=env)
     assert code == 1 and "Traceback" not in err and err.startswith("relevancy-monitor: error:")

@@ -14,6 +14,7 @@ from tests.monitor.judges.conftest import QUESTION, TIGHT, judge_settings
 
 @pytest.mark.parametrize(("method", "cls"), [("rubric", RubricJudge), ("statements", StatementsJudge)])
 async def test_build_judge_returns_a_working_llm_judge(fake_messages_api: FakeMessagesAPI, method: str, cls: type) -> None:
+    """build_judge returns the rubric or statements judge, not heuristic, scoring with one API request."""
     judge = build_judge(judge_settings(fake_messages_api, method).judge_client)
     try:
         assert isinstance(judge, cls)
@@ -25,11 +26,13 @@ async def test_build_judge_returns_a_working_llm_judge(fake_messages_api: FakeMe
 
 
 def test_build_judge_lexical_needs_no_key() -> None:
+    """build_judge returns the lexical judge without any API key."""
     assert isinstance(build_judge(load_settings(judge="lexical").judge_client), LexicalJudge)
 
 
 @pytest.mark.parametrize("method", ["rubric", "statements"])
 def test_llm_judge_without_api_key_is_a_one_line_config_error(monkeypatch: pytest.MonkeyPatch, method: str) -> None:
+    """An LLM judge without an API key is a one-line ConfigError naming MONITOR_ANTHROPIC_API_KEY."""
     for var in ("MONITOR_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY"):
         monkeypatch.delenv(var, raising=False)
     with pytest.raises(ConfigError) as exc:

@@ -13,6 +13,7 @@ from tests.fake_messages_api import FakeMessagesAPI, Reply, overloaded
 
 
 def post(api: FakeMessagesAPI, path: str = "/v1/messages") -> tuple[int, dict[str, str], dict[str, object]]:
+    """POST a minimal Messages request to `path`; returns (status, headers, JSON body), errors included."""
     body = json.dumps({"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}).encode()
     req = urllib.request.Request(api.base_url + path, data=body, headers={"content-type": "application/json"}, method="POST")
     try:
@@ -23,6 +24,7 @@ def post(api: FakeMessagesAPI, path: str = "/v1/messages") -> tuple[int, dict[st
 
 
 def test_message_shape_and_unknown_route(fake_messages_api: FakeMessagesAPI) -> None:
+    """A scripted reply comes back in the Messages wire format, and an unknown route gets a 404 error."""
     fake_messages_api.script(Reply("hello"))
     status, _, msg = post(fake_messages_api)
     assert status == 200
@@ -35,6 +37,7 @@ def test_message_shape_and_unknown_route(fake_messages_api: FakeMessagesAPI) -> 
 
 
 def test_rate_limit_answers_429_with_the_wait_until_the_window_has_room(fake_messages_api: FakeMessagesAPI) -> None:
+    """Past the per-second limit the fake answers 429 with retry-after 1; lifting the limit restores 200."""
     fake_messages_api.rate_limit(per_second=2)
     results = [post(fake_messages_api) for _ in range(3)]
     assert [r[0] for r in results] == [200, 200, 429]
@@ -45,6 +48,7 @@ def test_rate_limit_answers_429_with_the_wait_until_the_window_has_room(fake_mes
 
 
 def test_outage_then_recovery_and_reset(fake_messages_api: FakeMessagesAPI) -> None:
+    """An outage answers 529 until it ends; `always` sets every reply, and `reset` clears it and the requests."""
     fake_messages_api.fail_for(0.3, overloaded())
     assert post(fake_messages_api)[0] == 529
     threading.Event().wait(0.35)
@@ -56,6 +60,7 @@ def test_outage_then_recovery_and_reset(fake_messages_api: FakeMessagesAPI) -> N
 
 
 def test_wait_for_requests(fake_messages_api: FakeMessagesAPI) -> None:
+    """wait_for_requests returns once enough requests arrived, and raises TimeoutError if they do not."""
     threading.Timer(0.1, post, args=(fake_messages_api,)).start()
     assert len(fake_messages_api.wait_for_requests(1, timeout=5)) == 1
     with pytest.raises(TimeoutError):

@@ -16,11 +16,13 @@ from tests.monitor.judges.conftest import QUESTION, TIGHT, MakeJudge, judge_sett
 
 
 def gaps(api: FakeMessagesAPI) -> list[float]:
+    """Seconds between consecutive Messages requests the fake received."""
     at = [r.at for r in api.message_requests]
     return [b - a for a, b in zip(at, at[1:], strict=False)]
 
 
 async def test_429_waits_at_least_retry_after_then_succeeds(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge) -> None:
+    """A 429 waits at least its retry-after before the retry that succeeds, counted as rate_limited."""
     fake_messages_api.script(rate_limited(retry_after=1))
     judge = make_judge("rubric")
     j = await judge.judge(QUESTION, TIGHT)
@@ -31,6 +33,7 @@ async def test_429_waits_at_least_retry_after_then_succeeds(fake_messages_api: F
 
 
 async def test_retry_after_is_capped(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge) -> None:
+    """A long retry-after is capped at retry_after_cap_s, so the retry comes within a second or two."""
     fake_messages_api.script(rate_limited(retry_after=30))
     started = time.monotonic()
     await make_judge("rubric", judge_kwargs={"retry_after_cap_s": 0.2}).judge(QUESTION, TIGHT)
@@ -41,6 +44,7 @@ async def test_retry_after_is_capped(fake_messages_api: FakeMessagesAPI, make_ju
                                    Fault(408, "timeout_error"), Fault(409, "conflict_error"), rate_limited(retry_after=None)],
                          ids=["529", "500", "502", "503", "408", "409", "429-no-retry-after"])
 async def test_transient_statuses_are_retried_then_ok(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge, fault: Fault) -> None:
+    """Each transient status (529, 5xx, 408, 409, 429 without retry-after) is retried until a 200."""
     fake_messages_api.script(fault, fault)
     j = await make_judge("rubric", judge_max_retries=3).judge(QUESTION, TIGHT)
     assert j.score == 1.0
@@ -48,6 +52,7 @@ async def test_transient_statuses_are_retried_then_ok(fake_messages_api: FakeMes
 
 
 async def test_three_529s_then_ok_within_three_retries(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge) -> None:
+    """Three 529s then a 200 succeed within three retries, with errors and retries counted."""
     fake_messages_api.fail_next(3, overloaded())
     judge = make_judge("statements", judge_max_retries=3)
     j = await judge.judge(QUESTION, TIGHT)
@@ -58,6 +63,7 @@ async def test_three_529s_then_ok_within_three_retries(fake_messages_api: FakeMe
 
 @pytest.mark.parametrize("retries", [0, 3])
 async def test_persistent_529_gives_up_with_unavailable(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge, retries: int) -> None:
+    """A persistent 529 raises JudgeUnavailable naming it after exactly retries + 1 requests."""
     fake_messages_api.always(overloaded())
     judge = make_judge("rubric", judge_max_retries=retries)
     with pytest.raises(JudgeUnavailable) as exc:
@@ -69,6 +75,7 @@ async def test_persistent_529_gives_up_with_unavailable(fake_messages_api: FakeM
 
 
 async def test_backoff_grows_exponentially_and_is_capped(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge) -> None:
+    """Waits between retries double from backoff_base_s up to backoff_max_s, with equal jitter."""
     fake_messages_api.always(overloaded())
     judge = make_judge("rubric", judge_max_retries=4, judge_kwargs={"backoff_base_s": 0.08, "backoff_max_s": 0.32})
     with pytest.raises(JudgeUnavailable):
@@ -81,6 +88,7 @@ async def test_backoff_grows_exponentially_and_is_capped(fake_messages_api: Fake
 
 
 async def test_outage_for_a_while_is_ridden_out(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge) -> None:
+    """An outage shorter than the retry budget is ridden out: 529s, then a 200."""
     fake_messages_api.fail_for(0.4)
     judge = make_judge("rubric", judge_max_retries=6, judge_kwargs={"backoff_base_s": 0.1, "backoff_max_s": 0.2})
     j = await judge.judge(QUESTION, TIGHT)
@@ -90,6 +98,7 @@ async def test_outage_for_a_while_is_ridden_out(fake_messages_api: FakeMessagesA
 
 
 async def test_slow_response_times_out_and_is_retried(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge) -> None:
+    """A reply slower than the request timeout is abandoned, counted as a timeout and retried."""
     fake_messages_api.script(slow(3.0))
     judge = make_judge("rubric", judge_request_timeout_s=0.3)
     started = time.monotonic()
@@ -101,6 +110,7 @@ async def test_slow_response_times_out_and_is_retried(fake_messages_api: FakeMes
 
 
 async def test_persistently_slow_api_gives_up_with_unavailable(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge) -> None:
+    """An API that always answers past the timeout raises JudgeUnavailable (timeout) without waiting it out."""
     fake_messages_api.always(slow(3.0))
     judge = make_judge("rubric", judge_request_timeout_s=0.3, judge_max_retries=1)
     started = time.monotonic()
@@ -111,6 +121,7 @@ async def test_persistently_slow_api_gives_up_with_unavailable(fake_messages_api
 
 
 async def test_dropped_connection_is_retried(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge) -> None:
+    """A dropped connection is counted as a connection error and retried."""
     fake_messages_api.script(Drop())
     judge = make_judge("rubric")
     assert (await judge.judge(QUESTION, TIGHT)).score == 1.0
@@ -119,6 +130,7 @@ async def test_dropped_connection_is_retried(fake_messages_api: FakeMessagesAPI,
 
 
 async def test_unreachable_api_gives_up_with_unavailable(fake_messages_api: FakeMessagesAPI) -> None:
+    """An address nobody listens on fails every attempt and raises JudgeUnavailable (connection)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # nothing listens here once the socket is closed
@@ -137,6 +149,7 @@ async def test_unreachable_api_gives_up_with_unavailable(fake_messages_api: Fake
                                    Fault(413, "request_too_large"), Fault(422, "invalid_request_error")],
                          ids=["400", "401", "403", "404", "413", "422"])
 async def test_other_4xx_are_not_retried(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge, fault: Fault) -> None:
+    """A 400, 401, 403, 404, 413 or 422 is not retried and raises JudgeApiError naming the status."""
     fake_messages_api.always(fault)
     judge = make_judge("rubric", judge_max_retries=3)
     with pytest.raises(JudgeApiError) as exc:
@@ -148,6 +161,7 @@ async def test_other_4xx_are_not_retried(fake_messages_api: FakeMessagesAPI, mak
 
 
 async def test_invalid_and_transient_failures_share_one_budget(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge) -> None:
+    """Invalid replies and transient errors draw on one retry budget: four attempts with three retries."""
     fake_messages_api.script(overloaded(), Reply("nope"), overloaded(), Reply("nope"))
     with pytest.raises(JudgeReplyInvalid):
         await make_judge("rubric", judge_max_retries=3).judge(QUESTION, TIGHT)
@@ -155,6 +169,7 @@ async def test_invalid_and_transient_failures_share_one_budget(fake_messages_api
 
 
 async def test_usage_counts_only_attempts_that_produced_a_reply(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge) -> None:
+    """Usage sums the tokens of attempts that produced a reply, not of the one that failed with 529."""
     usage = {"input_tokens": 10, "output_tokens": 5, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}
     fake_messages_api.script(overloaded(), Reply("bad", usage=usage), Reply({"reasoning": "Ok.", "score": 4}, usage=usage))
     judge = make_judge("rubric")
@@ -164,6 +179,7 @@ async def test_usage_counts_only_attempts_that_produced_a_reply(fake_messages_ap
 
 
 async def test_rate_limit_mode_throttles_concurrent_judges_which_still_all_succeed(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge) -> None:
+    """Under a 3-per-second limit, six concurrent calls all succeed after retrying their 429s."""
     fake_messages_api.rate_limit(per_second=3, retry_after=0.5)
     judge = make_judge("rubric", judge_max_retries=6)
     results = await asyncio.gather(*(judge.judge(QUESTION, TIGHT) for _ in range(6)))
@@ -174,6 +190,7 @@ async def test_rate_limit_mode_throttles_concurrent_judges_which_still_all_succe
 
 
 def test_retry_after_header_forms() -> None:
+    """retry-after is read as seconds or an HTTP date, retry-after-ms wins; absent or unparseable is None."""
     assert retry_after_seconds({"retry-after": "2"}) == 2.0
     assert retry_after_seconds({"retry-after": "0.5"}) == 0.5
     assert retry_after_seconds({"retry-after-ms": "1500", "retry-after": "9"}) == 1.5
@@ -184,5 +201,6 @@ def test_retry_after_header_forms() -> None:
 
 
 def test_error_reasons_are_stable_codes() -> None:
+    """The judge errors carry stable reason codes and share the JudgeError base."""
     assert (JudgeApiError.reason, JudgeUnavailable.reason, JudgeReplyInvalid.reason) == ("api_error", "unavailable", "invalid_reply")
     assert issubclass(JudgeApiError, JudgeError)

@@ -8,6 +8,7 @@ Q = "When did order A17 ship?"
 
 
 def test_padding_lowers_the_score() -> None:
+    """Padding sentences lower the heuristic score to 1/3 while the tight answer scores 1."""
     padded = score_lexical(Q, "Thanks for getting in touch. We also sell gift cards. Order A17 shipped on 3 March.")
     tight = score_lexical(Q, "Order A17 shipped on 3 March.")
     assert abs(padded.score - 1 / 3) < 1e-9 and tight.score == 1.0
@@ -16,6 +17,7 @@ def test_padding_lowers_the_score() -> None:
 
 
 def test_off_topic_empty_and_echo_score_zero() -> None:
+    """Off-topic, empty and echoed answers all score 0, the echo with reason 'repeats the question'."""
     assert score_lexical("Do I need a visa for Japan?", "Our loyalty programme gives double points!").score == 0.0
     empty = score_lexical(Q, "   \n ")
     assert empty.score == 0.0 and empty.statements == ()
@@ -24,10 +26,12 @@ def test_off_topic_empty_and_echo_score_zero() -> None:
 
 
 def test_sentence_split() -> None:
+    """Sentences split after . ! ? and at newlines, keeping a final unterminated one."""
     assert split_sentences("One. Two!\nThree? four") == ["One.", "Two!", "Three?", "four"]
 
 
 async def test_judge_is_labelled_heuristic() -> None:
+    """The lexical judge is labelled heuristic with a lexical- id and scores a relevant answer 1."""
     j = LexicalJudge()
     assert j.info.heuristic and j.info.method == "lexical" and j.info.judge_id.startswith("lexical-")
     assert (await j.judge(Q, "Order A17 shipped.")).score == 1.0

@@ -13,6 +13,7 @@ from tests.monitor.judges.conftest import PADDED, QUESTION, TIGHT, MakeJudge, ju
 
 @pytest.mark.parametrize("raw", [0, 1, 2, 3, 4])
 async def test_score_is_raw_over_four_and_reasoning_is_kept(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge, raw: int) -> None:
+    """The score is the raw 0..4 score over four, with the reasoning kept and no statements."""
     fake_messages_api.script(Reply({"reasoning": f"scored {raw} because of X.", "score": raw}))
     j = await make_judge("rubric").judge(QUESTION, TIGHT)
     assert j.raw_score == raw
@@ -22,6 +23,7 @@ async def test_score_is_raw_over_four_and_reasoning_is_kept(fake_messages_api: F
 
 
 async def test_tight_answer_outscores_padded_one_with_the_default_brain(make_judge: MakeJudge) -> None:
+    """With the default brain the tight answer scores 4 of 4 and the padded one 1 of 4."""
     judge = make_judge("rubric")
     tight = await judge.judge(QUESTION, TIGHT)
     padded = await judge.judge(QUESTION, PADDED)
@@ -30,6 +32,7 @@ async def test_tight_answer_outscores_padded_one_with_the_default_brain(make_jud
 
 
 async def test_request_shape_cached_system_prompt_schema_and_sections(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge) -> None:
+    """The request carries model, max_tokens, cached system prompt, strict schema, sections and API key."""
     judge = make_judge("rubric", judge_model="claude-sonnet-5-5", judge_max_tokens=333)
     await judge.judge(QUESTION, TIGHT)
     [req] = fake_messages_api.message_requests
@@ -49,6 +52,7 @@ async def test_request_shape_cached_system_prompt_schema_and_sections(fake_messa
 
 
 async def test_malformed_then_good_reply_is_retried_and_usage_is_summed(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge) -> None:
+    """A malformed reply is retried, and both attempts' tokens and their cost are summed into the usage."""
     fake_messages_api.script(
         Reply("{not json", usage={"input_tokens": 100, "output_tokens": 10, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 50}),
         Reply({"reasoning": "On topic.", "score": 3},
@@ -65,12 +69,14 @@ async def test_malformed_then_good_reply_is_retried_and_usage_is_summed(fake_mes
 
 
 async def test_cost_is_none_for_a_model_without_a_price(make_judge: MakeJudge) -> None:
+    """A model without a price gets cost None while its tokens are still counted."""
     j = await make_judge("rubric", judge_model="claude-unpriced-test-model").judge(QUESTION, TIGHT)
     assert j.usage.cost_usd is None
     assert j.usage.input_tokens > 0 and j.usage.output_tokens > 0
 
 
 async def test_second_call_reads_the_cached_system_prefix(make_judge: MakeJudge) -> None:
+    """The second call reads the system prefix that the first call wrote to the prompt cache."""
     judge = make_judge("rubric")
     first = await judge.judge(QUESTION, TIGHT)
     second = await judge.judge(QUESTION, PADDED)
@@ -96,6 +102,7 @@ async def test_second_call_reads_the_cached_system_prefix(make_judge: MakeJudge)
 async def test_persistently_invalid_reply_raises_after_exactly_retries_plus_one_requests(
     fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge, bad: object, retries: int
 ) -> None:
+    """A persistently invalid rubric reply raises JudgeReplyInvalid after exactly retries + 1 requests."""
     fake_messages_api.always(Reply(bad))  # type: ignore[arg-type]
     judge = make_judge("rubric", judge_max_retries=retries)
     with pytest.raises(JudgeReplyInvalid) as exc:
@@ -107,6 +114,7 @@ async def test_persistently_invalid_reply_raises_after_exactly_retries_plus_one_
 
 
 async def test_fault_helpers_give_invalid_replies(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge) -> None:
+    """The malformed and out-of-range helper replies are both rejected, so the third reply is used."""
     fake_messages_api.script(malformed(), out_of_range_score())
     j = await make_judge("rubric", judge_max_retries=2).judge(QUESTION, TIGHT)
     assert j.score == 1.0
@@ -114,6 +122,7 @@ async def test_fault_helpers_give_invalid_replies(fake_messages_api: FakeMessage
 
 
 async def test_reply_cut_off_at_max_tokens_is_invalid_and_retried(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge) -> None:
+    """A reply cut off at max_tokens is invalid and retried."""
     fake_messages_api.script(Reply('{"reasoning": "On top', stop_reason="max_tokens"), Reply({"reasoning": "Fine.", "score": 4}))
     j = await make_judge("rubric").judge(QUESTION, TIGHT)
     assert j.raw_score == 4
@@ -122,6 +131,7 @@ async def test_reply_cut_off_at_max_tokens_is_invalid_and_retried(fake_messages_
 
 @pytest.mark.parametrize("response", ["", "   ", "\n\t \n"])
 async def test_empty_response_scores_zero_without_calling_the_api(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge, response: str) -> None:
+    """A blank response scores 0 as an empty response, without calling the API."""
     j = await make_judge("rubric").judge(QUESTION, response)
     assert (j.score, j.raw_score) == (0.0, 0.0)
     assert "empty response" in j.reasoning
@@ -130,6 +140,7 @@ async def test_empty_response_scores_zero_without_calling_the_api(fake_messages_
 
 
 async def test_response_repeating_the_question_is_not_relevant(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge) -> None:
+    """A response that only repeats the question scores 0, as the rubric in the system prompt says."""
     j = await make_judge("rubric").judge(QUESTION, QUESTION)
     assert j.score == 0.0
     # ...and the model is told so, with the rubric placing it at 0.
@@ -138,6 +149,7 @@ async def test_response_repeating_the_question_is_not_relevant(fake_messages_api
 
 
 async def test_long_question_and_response_are_truncated_with_a_visible_marker(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge) -> None:
+    """An over-long question and response are cut to the input limit with a visible marker, ends kept."""
     question = "Q" * 150 + "?" + "q" * 849  # 1000 chars
     response = "start " + "x" * 4988 + " end."  # 4999 chars
     await make_judge("rubric", judge_max_input_chars=400).judge(question, response)
@@ -152,6 +164,8 @@ async def test_long_question_and_response_are_truncated_with_a_visible_marker(fa
 
 
 def test_judge_id_changes_with_model_prompt_and_parameters(fake_messages_api: FakeMessagesAPI) -> None:
+    """The judge id changes with model, max tokens, input limit and prompt, but not retries or timeout."""
+
     def jid(cls: type[RubricJudge] = RubricJudge, **overrides: object) -> str:
         return cls(judge_settings(fake_messages_api, "rubric", **overrides).judge_client).info.judge_id
 
@@ -170,5 +184,6 @@ def test_judge_id_changes_with_model_prompt_and_parameters(fake_messages_api: Fa
 
 
 def test_info_names_method_and_model(fake_messages_api: FakeMessagesAPI) -> None:
+    """The judge info names the rubric method and the configured model, and is not heuristic."""
     info = RubricJudge(judge_settings(fake_messages_api, "rubric", judge_model="claude-opus-5-5").judge_client).info
     assert (info.method, info.model, info.heuristic) == ("rubric", "claude-opus-5-5", False)

@@ -10,14 +10,19 @@ from monitor.runtime.verdict_reuse import VerdictCache, cache_key
 
 
 class Clock:
+    """A settable clock for the budget and the verdict cache."""
+
     def __init__(self, t: float) -> None:
+        """Start the clock at `t`."""
         self.t = t
 
     def __call__(self) -> float:
+        """The current time."""
         return self.t
 
 
 def test_rate_lowers_smoothly_before_the_cap_and_stops_at_it() -> None:
+    """Past the soft limit the factor falls step by step to 0 at the cap; the next hour restores it."""
     clock = Clock(7200.0)  # the start of an hour
     b = SpendBudget(per_hour=Limits(usd=10.0), per_day=Limits(), soft_limit=0.8, clock=clock)
     factors = []
@@ -33,6 +38,7 @@ def test_rate_lowers_smoothly_before_the_cap_and_stops_at_it() -> None:
 
 
 def test_day_cap_and_requests_cap_and_sync() -> None:
+    """Hour and day caps on requests and tokens apply, and sync adds others' spend without double counting ours."""
     clock = Clock(86400.0 * 3 + 100)
     b = SpendBudget(per_hour=Limits(requests=100), per_day=Limits(tokens=1000), clock=clock)
     b.record(Spend(requests=10, tokens=990))
@@ -50,6 +56,7 @@ def test_day_cap_and_requests_cap_and_sync() -> None:
 
 
 def test_freshness_halves_under_pressure_and_recovers() -> None:
+    """Lag past the max halves the factor to its floor, a throttled judge holds it, low lag doubles it back."""
     g = FreshnessGovernor(max_lag=1000, min_factor=0.1)
     assert g.update(lag=10, throttled=False) == 1.0
     assert [g.update(lag=5000, throttled=False) for _ in range(5)] == [0.5, 0.25, 0.125, 0.1, 0.1]
@@ -59,6 +66,7 @@ def test_freshness_halves_under_pressure_and_recovers() -> None:
 
 
 def test_cache_ttl_lru_and_keys() -> None:
+    """The verdict cache evicts the least recently used entry, expires by TTL, and keys every field apart."""
     clock = Clock(0.0)
     c = VerdictCache(max_entries=2, ttl_s=10, clock=clock)
     j = Judgement(score=1.0, raw_score=4, reasoning="ok")
@@ -76,5 +84,6 @@ def test_cache_ttl_lru_and_keys() -> None:
 
 @pytest.mark.parametrize("soft", [0.0, 1.5])
 def test_soft_limit_validated(soft: float) -> None:
+    """A soft limit of 0 or above 1 is rejected."""
     with pytest.raises(ValueError):
         SpendBudget(Limits(), Limits(), soft_limit=soft)

@@ -16,11 +16,14 @@ HOUR_START = 1_795_000_000 - 1_795_000_000 % 3600 + 60  # a fixed clock inside o
 
 
 def events(n: int, prefix: str, question: str = "When did order A17 ship?", response: str = "Order A17 shipped on 3 March.") -> list[bytes]:
+    """`n` flat event values, ids `prefix`0.., each in its own conversation, all with the same pair."""
     return [json.dumps({"event_id": f"{prefix}{i}", "conversation_id": f"{prefix}c{i}", "app": "support-bot", "prompt_version": "v1",
                         "user_message": question, "response": response, "timestamp": "2026-11-29T09:00:00Z"}).encode() for i in range(n)]
 
 
 async def committed(broker: LocalBroker, settings: Settings, n: int) -> None:
+    """Wait until the group has committed `n` offsets in total."""
+
     async def done() -> bool:
         c = await committed_offsets(broker.bootstrap, settings.kafka_group_id, settings.kafka_topics[0])
         return sum(v or 0 for v in c.values()) == n
@@ -30,6 +33,7 @@ async def committed(broker: LocalBroker, settings: Settings, n: int) -> None:
 async def test_budget_lowers_the_rate_before_the_cap_and_stops_at_it(
     broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore
 ) -> None:
+    """The budget lowers the recorded sampling rate before the cap and stops judging at it; traffic counts agree."""
     settings = make_settings(budget_requests_per_hour=40, budget_soft_limit=0.5, cache_max_entries=0)
     await produce_values(broker.bootstrap, settings.kafka_topics[0], events(300, "b"))
     run = RunningPipeline(settings, async_store)
@@ -52,6 +56,7 @@ async def test_budget_lowers_the_rate_before_the_cap_and_stops_at_it(
 async def test_budget_sync_counts_other_replicas_spend(
     broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore
 ) -> None:
+    """A second process in the same hour counts the first one's spend and judges only what is left."""
     # a first run spends 30 of 40 requests; a second process starting in the same hour must know
     settings = make_settings(budget_requests_per_hour=40, cache_max_entries=0)
     await produce_values(broker.bootstrap, settings.kafka_topics[0], events(30, "x"))
@@ -76,6 +81,7 @@ def fixed_clock(run: RunningPipeline) -> RunningPipeline:
 async def test_identical_pairs_reuse_the_verdict(
     broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore, fake_messages_api: FakeMessagesAPI
 ) -> None:
+    """Repeated pairs reuse the first verdict as cached rows without tokens or cost; a new pair calls again."""
     settings = make_settings(judge="statements", **fake_messages_api.settings_overrides())
     async with RunningPipeline(settings, async_store) as run:
         await produce_values(broker.bootstrap, settings.kafka_topics[0], events(1, "first"))
@@ -97,6 +103,7 @@ async def test_identical_pairs_reuse_the_verdict(
 async def test_lag_lowers_the_sampling_rate_and_rows_record_it(
     broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore
 ) -> None:
+    """A lagging backlog lowers the sampling rate, the rows record it, and the backlog is thinned."""
     from tests.monitor.runtime.test_pipeline import ScriptedJudge
 
     settings = make_settings(freshness_max_lag=100, lag_check_s=0.5, judge_concurrency=2, max_in_flight=20, resume_in_flight=5,
@@ -113,6 +120,7 @@ async def test_lag_lowers_the_sampling_rate_and_rows_record_it(
 async def test_identical_pairs_arriving_together_are_judged_once(
     broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore, fake_messages_api: FakeMessagesAPI
 ) -> None:
+    """Duplicates arriving while their pair is being judged wait for its verdict: one call per pair."""
     settings = make_settings(judge="statements", **fake_messages_api.settings_overrides())
     fake_messages_api.always(Reply(delay_s=0.5))  # slow enough that every duplicate arrives while the first is judged
     await produce_values(broker.bootstrap, settings.kafka_topics[0], [*events(30, "burst"), *events(5, "other", response="Order A17 is lost.")])
@@ -128,6 +136,7 @@ async def test_identical_pairs_arriving_together_are_judged_once(
 async def test_a_failed_leader_lets_waiting_duplicates_judge_for_themselves(
     broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore, fake_messages_api: FakeMessagesAPI
 ) -> None:
+    """When the leader's call fails, one waiting duplicate judges again and the others reuse its verdict."""
     settings = make_settings(judge="rubric", judge_max_retries=0, judge_event_attempts=1, **fake_messages_api.settings_overrides())
     fake_messages_api.script(Reply("{not json", delay_s=0.5))  # the first call fails slowly; later calls succeed
     await produce_values(broker.bootstrap, settings.kafka_topics[0], events(4, "f"))

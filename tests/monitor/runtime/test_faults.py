@@ -37,6 +37,7 @@ def decodable_ids(values: list[bytes]) -> set[str]:
 
 
 async def total_committed(bootstrap: str, group: str, topic: str) -> int:
+    """Offsets the group has committed on `topic`, summed over partitions."""
     return sum(v or 0 for v in (await committed_offsets(bootstrap, group, topic)).values())
 
 
@@ -44,6 +45,7 @@ class MonitorProcess:
     """`relevancy-monitor run` as a child process, with its log lines collected."""
 
     def __init__(self, env: dict[str, str]) -> None:
+        """Prepare a monitor with `env`; nothing runs until `start`."""
         self.env = env
         self.lines: list[str] = []
         self.assigned = asyncio.Event()
@@ -51,6 +53,7 @@ class MonitorProcess:
         self._reader: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
+        """Spawn `relevancy-monitor run` and start collecting its stderr lines."""
         self.proc = await asyncio.create_subprocess_exec(CLI, "run", env=self.env, stdout=asyncio.subprocess.DEVNULL,
                                                          stderr=asyncio.subprocess.PIPE)
         self._reader = asyncio.create_task(self._read())
@@ -70,12 +73,14 @@ class MonitorProcess:
             raise AssertionError(f"the monitor exited by itself with code {self.proc.returncode}:\n{tail}")
 
     async def kill(self) -> None:
+        """SIGKILL the monitor, which must still be running, and wait for it to exit."""
         assert self.proc is not None
         self._check_alive()
         self.proc.kill()
         await self.proc.wait()
 
     async def terminate(self) -> int:
+        """SIGTERM the monitor, which must still be running; returns its exit code."""
         assert self.proc is not None
         self._check_alive()
         self.proc.send_signal(signal.SIGTERM)
@@ -86,6 +91,7 @@ class MonitorProcess:
 
 
 async def test_sigkill_at_random_points_then_restart_loses_and_duplicates_nothing(broker: LocalBroker, topic: str, tmp_path: Path) -> None:
+    """SIGKILLs at random points then a restart leave exactly one row per decodable event under FINAL."""
     rng = random.Random(20261129)
     group = f"crash-{topic}"
     env = monitor_env(
@@ -133,6 +139,7 @@ async def _all_committed(bootstrap: str, group: str, topic: str, n: int) -> bool
 
 
 async def test_rebalance_two_members_one_stopped_mid_stream(broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore) -> None:
+    """A member leaving mid-stream hands its partitions over without losing or duplicating an event."""
     settings = make_settings()
     values = list(generate_events(900, seed=12, malformed_share=0.0))
     producing = asyncio.create_task(produce(broker.bootstrap, settings.kafka_topics[0], values, rate=100))
@@ -163,6 +170,7 @@ async def _rows_over(store: AsyncStore, n: int) -> bool:
 async def test_judge_outage_then_recovery_no_loss_no_error_rows_bounded_memory(
     broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore, fake_messages_api: FakeMessagesAPI
 ) -> None:
+    """A judge outage opens the circuit and defers events; after recovery all are ok, in flight stays capped."""
     settings = make_settings(
         judge="rubric", judge_max_retries=1, judge_request_timeout_s=1.0, judge_concurrency=8, max_in_flight=60, resume_in_flight=20,
         kafka_max_poll_records=20, breaker_threshold=3, breaker_cooldown_s=0.5, breaker_max_cooldown_s=2.0,
@@ -201,6 +209,7 @@ async def test_judge_outage_then_recovery_no_loss_no_error_rows_bounded_memory(
 async def test_rate_limited_provider_converges_without_loss(
     broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore, fake_messages_api: FakeMessagesAPI
 ) -> None:
+    """Under a provider rate limit, concurrency backs off, 429s thin out and every event is scored."""
     settings = make_settings(judge="statements", judge_concurrency=16, judge_max_retries=2, **fake_messages_api.settings_overrides())
     fake_messages_api.rate_limit(per_second=8, retry_after=1)
     n = 120
@@ -226,6 +235,7 @@ async def test_rate_limited_provider_converges_without_loss(
 async def test_poison_mix_is_dead_lettered_while_good_events_are_scored(
     broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore
 ) -> None:
+    """Poison records are dead-lettered with a reason while every good event in the mix is scored."""
     settings = make_settings(max_event_bytes=20_000)
     rng = random.Random(5)
     poison = [b"", b"\x00\x01\x02", b"{", b"null", b"123", b'{"messages": "nope"}', b'{"messages": [{"role": 1}]}',

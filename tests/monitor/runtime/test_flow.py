@@ -10,14 +10,19 @@ from monitor.runtime.flow import AdaptiveLimiter, BreakerState, CircuitBreaker, 
 
 
 class FakeClock:
+    """A settable clock starting at 1000 s."""
+
     def __init__(self) -> None:
+        """Start the clock at 1000 s."""
         self.t = 1000.0
 
     def __call__(self) -> float:
+        """The current time."""
         return self.t
 
 
 async def test_aimd_halves_to_the_floor_and_climbs_back() -> None:
+    """Rate limits halve the limit down to the floor, and successes climb it back additively to the ceiling."""
     lim = AdaptiveLimiter(ceiling=16, floor=2)
     assert lim.current == 16
     for expected in (8, 4, 2, 2):
@@ -33,6 +38,7 @@ async def test_aimd_halves_to_the_floor_and_climbs_back() -> None:
 
 
 async def test_limiter_bounds_concurrency_and_shrinks_live() -> None:
+    """The limiter caps concurrent holders at its limit, and a halved limit caps the next work."""
     lim = AdaptiveLimiter(ceiling=4)
     peak = 0
 
@@ -52,6 +58,7 @@ async def test_limiter_bounds_concurrency_and_shrinks_live() -> None:
 
 
 async def test_cancelled_waiters_do_not_leak_slots() -> None:
+    """Cancelled waiters, even one just handed the slot, do not leak slots."""
     lim = AdaptiveLimiter(ceiling=1)
     release = asyncio.Event()
 
@@ -74,6 +81,7 @@ async def test_cancelled_waiters_do_not_leak_slots() -> None:
 
 
 def test_rate_limiter_requests_and_tokens() -> None:
+    """Requests and tokens past a one-second burst are delayed until refilled; no limits never delay."""
     clock = FakeClock()
     rl = RateLimiter(requests_per_minute=120, tokens_per_minute=6000, clock=clock)  # 2 rps, 100 tokens/s
     assert rl.delay_for(10) == 0 and rl.delay_for(10) == 0  # burst of one second
@@ -88,6 +96,7 @@ def test_rate_limiter_requests_and_tokens() -> None:
 
 
 def test_breaker_opens_probes_and_closes() -> None:
+    """The breaker opens at the threshold, lets one probe per cooldown, doubles it to a cap, then closes."""
     clock = FakeClock()
     br = CircuitBreaker(threshold=3, cooldown_s=2, max_cooldown_s=5, clock=clock)
     for _ in range(2):
@@ -115,6 +124,7 @@ def test_breaker_opens_probes_and_closes() -> None:
 
 
 async def test_breaker_wait_releases_when_closed() -> None:
+    """wait() on an open breaker gives the first caller the probe; the others wait until it closes."""
     br = CircuitBreaker(threshold=1, cooldown_s=0.1)
     br.on_failure()
     assert br.is_open
@@ -127,6 +137,7 @@ async def test_breaker_wait_releases_when_closed() -> None:
 
 
 async def test_a_cancelled_probe_hands_the_probe_on() -> None:
+    """An abandoned probe hands the probe to the next waiter instead of leaving the circuit half-open."""
     br = CircuitBreaker(threshold=1, cooldown_s=0.05)
     br.on_failure()
     assert await asyncio.wait_for(br.wait(), 2) is True  # this caller holds the probe

@@ -32,6 +32,7 @@ async def drained(run: RunningPipeline, bootstrap: str, settings: Settings, tota
 
 
 async def test_end_to_end_rows_dead_letters_and_offsets(broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore) -> None:
+    """Good events become one row each at their Kafka position; bad ones are dead-lettered with a reason."""
     settings = make_settings(max_event_bytes=100_000)
     generated = list(generate_events(150, seed=1, malformed_share=0.0))
     oversized = json.dumps({"user_message": "q", "response": "x" * 200_000}).encode()
@@ -81,6 +82,7 @@ async def _rows_at_least(store: AsyncStore, n: int) -> bool:
 
 
 async def test_restart_and_full_redelivery_do_not_duplicate(broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore) -> None:
+    """A restart consumes only new events, and a replay by a new group leaves one row per event under FINAL."""
     settings = make_settings()
     first = list(generate_events(80, seed=2, malformed_share=0.0))
     await produce_values(broker.bootstrap, settings.kafka_topics[0], first)
@@ -106,6 +108,7 @@ async def test_restart_and_full_redelivery_do_not_duplicate(broker: LocalBroker,
 async def test_sampling_judges_whole_conversations_and_commits_the_rest(
     broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore
 ) -> None:
+    """Sampling judges whole conversations at the recorded rate and still commits the events it skips."""
     settings = make_settings(sample_rate=0.3)
     events = [json.dumps({"event_id": f"e{i}", "conversation_id": f"c{i % 60}", "user_message": "When did order A17 ship?",
                           "response": "Order A17 shipped.", "timestamp": "2026-11-29T09:00:00Z"}).encode() for i in range(300)]
@@ -124,6 +127,7 @@ class ScriptedJudge:
     """A judge double (our own interface, not the SDK): fails, hangs or is slow by question text."""
 
     def __init__(self, delay_s: float = 0.0) -> None:
+        """A judge double that waits `delay_s` per call and tracks its peak concurrency."""
         self.info = JudgeInfo(method="scripted", model="none", judge_id="scripted-1")
         self.delay_s = delay_s
         self.active = 0
@@ -133,6 +137,7 @@ class ScriptedJudge:
         self.rate_limited = 0
 
     async def judge(self, question: str, response: str) -> Judgement:
+        """Fail, hang or crash when the question says so; otherwise score lexically after `delay_s`."""
         self.active += 1
         self.peak = max(self.peak, self.active)
         try:
@@ -148,10 +153,12 @@ class ScriptedJudge:
             self.active -= 1
 
     async def aclose(self) -> None:
+        """Nothing to close."""
         pass
 
 
 async def test_judge_failures_become_error_rows_never_scores(broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore) -> None:
+    """Unavailable, timed-out and crashing judge calls become error rows without a score; others score ok."""
     settings = make_settings(judge_timeout_s=0.5)
     questions = ["When did order A17 ship? FAIL", "Is it HANG time?", "CRASH now?", "When did order A17 ship?"]
     values = [json.dumps({"event_id": f"e{i}", "user_message": q, "response": "Order A17 shipped.", "timestamp": "2026-11-29T09:00:00Z"}).encode()
@@ -170,6 +177,7 @@ async def test_judge_failures_become_error_rows_never_scores(broker: LocalBroker
 
 
 async def test_in_flight_is_bounded_and_concurrency_respected(broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore) -> None:
+    """In-flight events stay under the cap plus one fetch, and judge calls under judge_concurrency."""
     settings = make_settings(max_in_flight=30, resume_in_flight=10, kafka_max_poll_records=10, judge_concurrency=3)
     judge = ScriptedJudge(delay_s=0.01)
     n = 400
@@ -188,6 +196,7 @@ async def test_in_flight_is_bounded_and_concurrency_respected(broker: LocalBroke
 
 
 async def test_a_leader_cancelled_before_it_ran_releases_its_followers(make_settings: Callable[..., Settings], async_store: AsyncStore) -> None:
+    """A leader cancelled before it ran releases its follower, which judges the event itself."""
     from aiokafka import TopicPartition
 
     from consumers.decode import decode_event
@@ -216,6 +225,7 @@ async def test_a_leader_cancelled_before_it_ran_releases_its_followers(make_sett
 
 
 async def test_a_probe_cancelled_mid_call_does_not_wedge_the_circuit(make_settings: Callable[..., Settings], async_store: AsyncStore) -> None:
+    """A probe cancelled mid-call lets the next event probe, succeed and close the circuit."""
     from aiokafka import TopicPartition
 
     from consumers.decode import decode_event

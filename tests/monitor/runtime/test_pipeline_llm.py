@@ -18,6 +18,7 @@ EMPTY = json.dumps({"event_id": "empty-1", "user_message": "When did order A17 s
 
 
 async def run_until_committed(settings: Settings, store: AsyncStore, bootstrap: str, n: int) -> RunningPipeline:
+    """Run a pipeline until the group has committed `n` offsets, then stop it and return it."""
     async with RunningPipeline(settings, store) as run:
         async def done() -> bool:
             c = await committed_offsets(bootstrap, settings.kafka_group_id, settings.kafka_topics[0])
@@ -28,6 +29,7 @@ async def run_until_committed(settings: Settings, store: AsyncStore, bootstrap: 
 
 async def test_statements_judge_rows(broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore,
                                      fake_messages_api: FakeMessagesAPI) -> None:
+    """Statements rows hold share, verdicts, judge id, tokens and cost; an empty response makes no call."""
     settings = make_settings(judge="statements", **fake_messages_api.settings_overrides())
     await produce_values(broker.bootstrap, settings.kafka_topics[0], [*FLAT, EMPTY])
     run = await run_until_committed(settings, async_store, broker.bootstrap, len(FLAT) + 1)
@@ -47,6 +49,7 @@ async def test_statements_judge_rows(broker: LocalBroker, make_settings: Callabl
 
 async def test_rubric_judge_rows(broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore,
                                  fake_messages_api: FakeMessagesAPI) -> None:
+    """Rubric rows are ok with a raw score of 0..4, a score of raw/4 and reasoning."""
     settings = make_settings(judge="rubric", **fake_messages_api.settings_overrides())
     await produce_values(broker.bootstrap, settings.kafka_topics[0], FLAT)
     await run_until_committed(settings, async_store, broker.bootstrap, len(FLAT))
@@ -59,6 +62,7 @@ async def test_rubric_judge_rows(broker: LocalBroker, make_settings: Callable[..
 async def test_persistent_invalid_replies_and_refusals_become_error_rows(
     broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore, fake_messages_api: FakeMessagesAPI
 ) -> None:
+    """Persistently invalid replies and 400 errors become error rows with their reason, after the retries."""
     settings = make_settings(judge="rubric", judge_max_retries=1, **fake_messages_api.settings_overrides())
     fake_messages_api.always(malformed())
     await produce_values(broker.bootstrap, settings.kafka_topics[0], FLAT[:2])

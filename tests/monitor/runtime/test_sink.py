@@ -20,12 +20,14 @@ class FaultyStore(AsyncStore):
     """The real store, with injected insert failures: before the write, or after it (the ack is lost)."""
 
     def __init__(self, inner: AsyncStore, fail_before: int = 0, fail_after: int = 0) -> None:
+        """Wrap `inner`'s store, failing `fail_before` inserts before the write and `fail_after` after it."""
         super().__init__(inner.store)
         self.fail_before = fail_before
         self.fail_after = fail_after
         self.tokens: list[str] = []
 
     async def insert_rows(self, rows: Sequence[ScoredRow], dedup_token: str) -> None:
+        """Record the token, then fail before or after the real insert while failures remain."""
         self.tokens.append(dedup_token)
         if self.fail_before > 0:
             self.fail_before -= 1
@@ -37,12 +39,14 @@ class FaultyStore(AsyncStore):
 
 
 def rows(n: int, prefix: str = "e") -> list[ScoredRow]:
+    """`n` ok rows with event ids `prefix`0.., scored now."""
     now = datetime.now(UTC)
     return [ScoredRow(event_id=f"{prefix}{i}", conversation_id="c", event_time=now, app="a", model="", prompt_version="", judge="lexical",
                       judge_model="h", judge_id="j", status="ok", score=1.0, scored_at=now) for i in range(n)]
 
 
 async def test_batches_by_size_and_acknowledges_after_write(async_store: AsyncStore) -> None:
+    """Rows are written in batches of max_rows, each acknowledged only after it was written."""
     acked: list[int] = []
     sink: ClickHouseSink[int] = ClickHouseSink(async_store, lambda t, r: acked.extend(t), Metrics(), max_rows=3, max_seconds=60)
     for i, r in enumerate(rows(7)):
@@ -56,6 +60,7 @@ async def test_batches_by_size_and_acknowledges_after_write(async_store: AsyncSt
 
 
 async def test_time_bound_flushes_a_small_batch(async_store: AsyncStore) -> None:
+    """A batch smaller than max_rows is written and acknowledged once max_seconds have passed."""
     acked: list[int] = []
     sink: ClickHouseSink[int] = ClickHouseSink(async_store, lambda t, r: acked.extend(t), Metrics(), max_rows=1000, max_seconds=0.2)
     runner = asyncio.create_task(sink.run())
@@ -73,6 +78,7 @@ async def test_time_bound_flushes_a_small_batch(async_store: AsyncStore) -> None
 
 
 async def test_store_outage_is_retried_with_the_same_token(async_store: AsyncStore) -> None:
+    """Inserts failing before the write are retried with the same token until the batch is written."""
     store = FaultyStore(async_store, fail_before=3)
     acked: list[int] = []
     m = Metrics()
@@ -87,6 +93,7 @@ async def test_store_outage_is_retried_with_the_same_token(async_store: AsyncSto
 
 
 async def test_lost_acknowledgement_does_not_duplicate_rows(async_store: AsyncStore) -> None:
+    """A write whose acknowledgement was lost is retried with the same token and kept once."""
     store = FaultyStore(async_store, fail_after=2)
     acked: list[int] = []
     sink: ClickHouseSink[int] = ClickHouseSink(store, lambda t, r: acked.extend(t), Metrics(), max_rows=10, retry_initial_s=0.01)
@@ -98,6 +105,7 @@ async def test_lost_acknowledgement_does_not_duplicate_rows(async_store: AsyncSt
 
 
 async def test_cancel_mid_write_puts_the_batch_back(async_store: AsyncStore) -> None:
+    """Cancelling a flush mid-retry puts the batch back unacknowledged for a later flush."""
     store = FaultyStore(async_store, fail_before=1000)
     acked: list[int] = []
     sink: ClickHouseSink[int] = ClickHouseSink(store, lambda t, r: acked.extend(t), Metrics(), max_rows=10, retry_initial_s=0.05)
@@ -112,6 +120,7 @@ async def test_cancel_mid_write_puts_the_batch_back(async_store: AsyncStore) -> 
 
 
 async def test_closed_sink_gives_up_and_keeps_rows_unacknowledged(async_store: AsyncStore) -> None:
+    """A closed sink stops retrying with SinkClosed and keeps its rows unacknowledged."""
     store = FaultyStore(async_store, fail_before=1000)
     acked: list[int] = []
     sink: ClickHouseSink[int] = ClickHouseSink(store, lambda t, r: acked.extend(t), Metrics(), retry_initial_s=0.01)
@@ -123,6 +132,7 @@ async def test_closed_sink_gives_up_and_keeps_rows_unacknowledged(async_store: A
 
 
 def test_token_depends_on_content() -> None:
+    """The batch token is the same for equal rows and differs for different rows."""
     a, b = rows(2), rows(2, prefix="x")
     assert batch_token(a) == batch_token(list(a))
     assert batch_token(a) != batch_token(b)
@@ -133,9 +143,11 @@ class RefusingStore(AsyncStore):
     a column's range), and, for `worse`, their error-row replacement too."""
 
     def __init__(self, inner: AsyncStore) -> None:
+        """Wrap `inner`'s store."""
         super().__init__(inner.store)
 
     async def insert_rows(self, rows: Sequence[ScoredRow], dedup_token: str) -> None:
+        """Raise the driver's DataError for a batch holding a refused row, else insert it."""
         from clickhouse_connect.driver.exceptions import DataError
 
         if any((r.event_id.startswith("bad") and r.status == "ok") or r.event_id.startswith("worse") for r in rows):
@@ -144,6 +156,7 @@ class RefusingStore(AsyncStore):
 
 
 async def test_a_row_the_driver_refuses_cannot_hold_back_its_batch(async_store: AsyncStore) -> None:
+    """A refused row is written as an error row, or dropped and counted, so its batch still goes through."""
     acked: list[int] = []
     m = Metrics()
     sink: ClickHouseSink[int] = ClickHouseSink(RefusingStore(async_store), lambda t, r: acked.extend(t), m, retry_initial_s=0.01)
@@ -158,6 +171,7 @@ async def test_a_row_the_driver_refuses_cannot_hold_back_its_batch(async_store: 
 
 
 def test_rows_outside_column_ranges_are_refused_at_construction() -> None:
+    """A row whose n_statements does not fit its column fails validation when built."""
     from pydantic import ValidationError
 
     with pytest.raises(ValidationError):

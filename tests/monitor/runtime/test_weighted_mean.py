@@ -16,6 +16,7 @@ T0 = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=2)  # inside the
 
 
 def test_weighted_mean_matches_the_true_mean(store: ClickHouseStore) -> None:
+    """The traffic-weighted mean query recovers the true mean where the unweighted mean is biased."""
     rng = random.Random(3)
     policy = SamplingPolicy(default_rate=1.0, rules=[
         Rule(name="big", match=Match(app=["big"]), rate=0.03),

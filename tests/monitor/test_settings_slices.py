@@ -1,0 +1,117 @@
+"""Settings slices and the ALERTS_* settings: each component gets a typed slice; alert settings are validated
+only by the commands that use them, with one-line errors naming the variable."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from monitor.config import AlertSettings, Settings, load_alert_settings, load_settings
+from schemas.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[2]
+# Settings no component slice carries: they configure the process itself.
+PROCESS_SETTINGS = {"metrics_port", "log_format", "log_level"}
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for k in list(os.environ):
+        if k.startswith(("MONITOR_", "ALERTS_", "ANTHROPIC_")):
+            monkeypatch.delenv(k)
+
+
+# Where each MONITOR_* setting goes. A new setting must be added here (and to a slice), or no component sees it.
+SLICE_OF: dict[str, str] = {
+    **{f"kafka_{n}": f"kafka.{n}" for n in ("bootstrap_servers", "topics", "group_id", "auto_offset_reset", "security_protocol",
+                                             "sasl_mechanism", "sasl_username", "sasl_password", "session_timeout_ms", "max_poll_records")},
+    "dlq_topic": "kafka.dlq_topic", "max_event_bytes": "kafka.max_event_bytes",
+    "clickhouse_url": "store.url", "clickhouse_database": "store.database", "clickhouse_table": "store.table", "store_text": "store.store_text",
+    "judge": "judge_client.method", "judge_model": "judge_client.model", "anthropic_api_key": "judge_client.api_key",
+    "anthropic_base_url": "judge_client.base_url", "judge_request_timeout_s": "judge_client.request_timeout_s",
+    "judge_max_retries": "judge_client.max_retries", "judge_max_tokens": "judge_client.max_tokens",
+    "judge_max_input_chars": "judge_client.max_input_chars", "statements_strict_threshold": "judge_client.statements_strict_threshold",
+    "judge_prices": "judge_client.prices",
+    **{n: f"flow.{n}" for n in ("judge_concurrency", "judge_concurrency_floor", "judge_requests_per_minute", "judge_tokens_per_minute",
+                                 "judge_timeout_s", "judge_event_attempts", "breaker_threshold", "breaker_cooldown_s", "breaker_max_cooldown_s",
+                                 "max_in_flight", "resume_in_flight", "batch_max_rows", "batch_max_seconds", "commit_interval_s",
+                                 "shutdown_grace_s", "lag_check_s")},
+    "sample_rate": "sampling.rate", "sample_key": "sampling.key", "sampling_file": "sampling.file",
+    **{f"budget_{n}": f"budget.{n}" for n in ("usd_per_hour", "usd_per_day", "requests_per_hour", "requests_per_day", "tokens_per_hour",
+                                               "tokens_per_day", "soft_limit", "sync_s")},
+    **{n: f"budget.{n}" for n in ("freshness_max_lag", "freshness_min_factor", "cache_max_entries", "cache_ttl_s", "traffic_flush_s")},
+}
+
+
+def test_every_setting_reaches_its_slice_with_its_value() -> None:
+    """Each MONITOR_* setting but the process ones is carried, with the value that was set, by exactly the slice named."""
+    s = load_settings(kafka_sasl_mechanism="PLAIN", kafka_sasl_username="u", kafka_sasl_password="pw", anthropic_api_key="k",
+                      kafka_session_timeout_ms=7000, judge_max_tokens=333, sample_rate=0.3, budget_sync_s=9, batch_max_rows=7,
+                      clickhouse_table="t2", max_in_flight=40, resume_in_flight=5, budget_usd_per_day=3.0)
+    assert set(SLICE_OF) | PROCESS_SETTINGS == set(Settings.model_fields)
+    for name, path in SLICE_OF.items():
+        slice_name, attr = path.split(".")
+        want = getattr(s, name)
+        want = want.get_secret_value() if hasattr(want, "get_secret_value") else (tuple(want) if isinstance(want, list) else want)
+        assert getattr(getattr(s, slice_name), attr) == want, name
+
+
+def test_resume_mark_is_derived_from_the_cap_when_unset() -> None:
+    """Without MONITOR_RESUME_IN_FLIGHT consumption resumes at half the in-flight cap, and the field stays unset."""
+    s = load_settings(max_in_flight=100)
+    assert s.resume_in_flight is None and s.flow.resume_at == 50
+
+
+def test_alert_settings_come_from_alerts_variables() -> None:
+    """ALERTS_* variables fill the alert settings, flags override them, durations are parsed."""
+    os.environ["ALERTS_NOTIFY_TIMEOUT_S"] = "2.5"
+    os.environ["ALERTS_INTERVAL"] = "30s"
+    a = load_alert_settings(webhook_url="http://hook")
+    assert (a.notify_timeout_s, a.interval.total_seconds(), a.webhook_url) == (2.5, 30.0, "http://hook")
+    assert load_alert_settings(interval="5m").interval.total_seconds() == 300.0
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"ALERTS_NOTIFY_TIMEOUT_S": "abc"}, "invalid setting ALERTS_NOTIFY_TIMEOUT_S"),
+        ({"ALERTS_METRICS_PORT": "-1"}, "invalid setting ALERTS_METRICS_PORT"),
+        ({"ALERTS_INTERVAL": "soon"}, "invalid setting ALERTS_INTERVAL"),
+        ({"ALERTS_TRAFFIC_TABLE": "a-b"}, "invalid setting ALERTS_TRAFFIC_TABLE"),
+        ({"ALERTS_WEBHOOK": "http://x"}, "did you mean ALERTS_WEBHOOK_URL?"),
+    ],
+)
+def test_a_bad_alert_setting_is_one_line_naming_the_variable(env: dict[str, str], expected: str) -> None:
+    """A malformed or misspelt ALERTS_* variable is a ConfigError of one line that names it."""
+    os.environ.update(env)
+    with pytest.raises(ConfigError) as info:
+        load_alert_settings()
+    assert expected in str(info.value) and "\n" not in str(info.value)
+
+
+def test_every_alert_setting_has_a_flag_of_the_alerts_commands() -> None:
+    """Each AlertSettings field can be given on the command line of `alerts run`."""
+    from monitor.cli.alerts import _ALERT_FLAGS
+
+    assert set(_ALERT_FLAGS) == set(AlertSettings.model_fields)
+
+
+def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("MONITOR_", "ALERTS_"))}
+    return subprocess.run([sys.executable, "-m", "monitor.cli.main", *args], env={**base, **env}, cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_a_malformed_alerts_variable_stops_only_the_alerts_commands(tmp_path: Path) -> None:
+    """ALERTS_NOTIFY_TIMEOUT_S=abc leaves `run --help` working and makes `alerts run` exit 2 with one line."""
+    env = {"ALERTS_NOTIFY_TIMEOUT_S": "abc", "MONITOR_CLICKHOUSE_URL": f"chdb://{tmp_path / 'chdb'}"}
+    helped = _cli("run", "--help", env=env)
+    assert helped.returncode == 0 and "Traceback" not in helped.stderr, helped.stderr
+    failed = _cli("alerts", "run", "--once", "--no-lease", env=env)
+    assert failed.returncode == 2, failed.stderr
+    assert failed.stderr.strip() == "relevancy-monitor: error: invalid setting ALERTS_NOTIFY_TIMEOUT_S: " \
+        "Input should be a valid number, unable to parse string as a number (got 'abc')"
