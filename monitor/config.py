@@ -9,7 +9,7 @@ import difflib
 import os
 from datetime import timedelta
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import AliasChoices, BeforeValidator, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -23,6 +23,8 @@ from monitor.runtime.budget import BudgetSettings
 from monitor.runtime.flow import FlowSettings
 from monitor.runtime.store import StoreSettings
 from schemas.errors import ConfigError
+
+S = TypeVar("S", bound=BaseSettings)
 
 DEFAULT_CLICKHOUSE_URL = f"chdb://{Path('.relevancy-monitor/chdb').absolute()}"
 
@@ -273,19 +275,19 @@ def _check_unknown_env(prefix: str, model: type[BaseSettings]) -> None:
             raise ConfigError(f"unknown setting {var}{hint}")
 
 
+def _load(model: type[S], prefix: str, overrides: dict[str, Any]) -> S:
+    _check_unknown_env(prefix, model)
+    try:
+        return model(**{k: v for k, v in overrides.items() if v is not None})
+    except ValidationError as e:
+        raise ConfigError(describe_error(e, prefix)) from None
+
+
 def load_settings(**overrides: Any) -> Settings:
     """Settings from the environment with explicit overrides (CLI flags); raises `ConfigError`."""
-    _check_unknown_env("MONITOR_", Settings)
-    try:
-        return Settings(**{k: v for k, v in overrides.items() if v is not None})
-    except ValidationError as e:
-        raise ConfigError(describe_error(e)) from None
+    return _load(Settings, "MONITOR_", overrides)
 
 
 def load_alert_settings(**overrides: Any) -> AlertSettings:
     """Alert settings from ALERTS_* with explicit overrides (CLI flags); raises `ConfigError` naming the variable."""
-    _check_unknown_env("ALERTS_", AlertSettings)
-    try:
-        return AlertSettings(**{k: v for k, v in overrides.items() if v is not None})
-    except ValidationError as e:
-        raise ConfigError(describe_error(e, "ALERTS_")) from None
+    return _load(AlertSettings, "ALERTS_", overrides)
