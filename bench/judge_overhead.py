@@ -44,9 +44,13 @@ async def main(n: int) -> None:
         output_config = judge._output_config
 
         async def sdk_call() -> None:
-            await client.messages.create(model=settings.judge_model, max_tokens=settings.judge_max_tokens, system=system,  # type: ignore[arg-type]
-                                         messages=[{"role": "user", "content": user_message(QUESTION, ANSWER, 20_000)}],
-                                         output_config=output_config)
+            await client.messages.create(
+                model=settings.judge_model,
+                max_tokens=settings.judge_max_tokens,
+                system=system,  # type: ignore[arg-type]
+                messages=[{"role": "user", "content": user_message(QUESTION, ANSWER, 20_000)}],
+                output_config=output_config,
+            )
 
         async def judge_call() -> None:
             await judge.judge(QUESTION, ANSWER)

@@ -33,8 +33,14 @@ def peak_rss_mb() -> float:
 
 async def bare_loop(bootstrap: str, topic: str, n: int) -> float:
     """Seconds for a plain group consumer to fetch and commit n records."""
-    consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=f"bare-{uuid.uuid4().hex[:6]}", enable_auto_commit=False,
-                                auto_offset_reset="earliest", max_poll_records=500)
+    consumer = AIOKafkaConsumer(
+        topic,
+        bootstrap_servers=bootstrap,
+        group_id=f"bare-{uuid.uuid4().hex[:6]}",
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        max_poll_records=500,
+    )
     await consumer.start()
     seen = 0
     started = None
@@ -53,9 +59,17 @@ async def bare_loop(bootstrap: str, topic: str, n: int) -> float:
 
 async def monitor_run(bootstrap: str, topic: str, n: int, chdb: str, sample_rate: float) -> float:
     """Seconds for the monitor to finish (write and commit) n records."""
-    settings = load_settings(kafka_bootstrap_servers=bootstrap, kafka_topics=[topic], kafka_group_id=f"mon-{uuid.uuid4().hex[:6]}",
-                             dlq_topic=f"{topic}.dlq", clickhouse_url=chdb, judge="lexical", metrics_port=0, judge_concurrency=64,
-                             sample_rate=sample_rate)
+    settings = load_settings(
+        kafka_bootstrap_servers=bootstrap,
+        kafka_topics=[topic],
+        kafka_group_id=f"mon-{uuid.uuid4().hex[:6]}",
+        dlq_topic=f"{topic}.dlq",
+        clickhouse_url=chdb,
+        judge="lexical",
+        metrics_port=0,
+        judge_concurrency=64,
+        sample_rate=sample_rate,
+    )
     if sample_rate == 1.0:
         await create_topic(bootstrap, f"{topic}.dlq", 1)
     metrics = Metrics()
@@ -67,8 +81,13 @@ async def monitor_run(bootstrap: str, topic: str, n: int, chdb: str, sample_rate
     try:
         while True:
             await asyncio.sleep(0.05)
-            consumed = sum(s.value for m in metrics.registry.collect() if m.name == "relevancy_monitor_events_consumed" for s in m.samples
-                           if s.name.endswith("_total"))
+            consumed = sum(
+                s.value
+                for m in metrics.registry.collect()
+                if m.name == "relevancy_monitor_events_consumed"
+                for s in m.samples
+                if s.name.endswith("_total")
+            )
             if consumed and started is None:
                 started = time.monotonic()
             if consumed >= n and pipeline.tracker.in_flight() == 0:

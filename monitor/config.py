@@ -16,7 +16,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from consumers.clients import KafkaSettings
 from consumers.sampling import SamplingSettings
-from monitor.alerts.rules import parse_duration
+from monitor.alerts.durations import parse_duration
 from monitor.judges.pricing import DEFAULT_PRICES, ModelPrice
 from monitor.judges.settings import JudgeSettings
 from monitor.runtime.budget import BudgetSettings
@@ -73,11 +73,13 @@ class Settings(BaseSettings):
     breaker_max_cooldown_s: float = Field(60.0, gt=0, description="longest wait between probes")
     judge_model: str = Field("claude-haiku-5-5", min_length=1, description="model for the rubric and statements judges")
     anthropic_api_key: SecretStr | None = Field(
-        None, validation_alias=AliasChoices("MONITOR_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY", "anthropic_api_key"),
+        None,
+        validation_alias=AliasChoices("MONITOR_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY", "anthropic_api_key"),
         description="API key for the LLM judges (MONITOR_ANTHROPIC_API_KEY or ANTHROPIC_API_KEY)",
     )
     anthropic_base_url: str | None = Field(
-        None, validation_alias=AliasChoices("MONITOR_ANTHROPIC_BASE_URL", "ANTHROPIC_BASE_URL", "anthropic_base_url"),
+        None,
+        validation_alias=AliasChoices("MONITOR_ANTHROPIC_BASE_URL", "ANTHROPIC_BASE_URL", "anthropic_base_url"),
         description="Messages API base URL (default: the SDK's)",
     )
     judge_request_timeout_s: float = Field(20.0, gt=0, description="timeout of one judge API request")
@@ -152,47 +154,74 @@ class Settings(BaseSettings):
     def kafka(self) -> KafkaSettings:
         """What the Kafka clients and the decoder need."""
         return KafkaSettings(
-            bootstrap_servers=self.kafka_bootstrap_servers, topics=tuple(self.kafka_topics), group_id=self.kafka_group_id,
-            auto_offset_reset=self.kafka_auto_offset_reset, security_protocol=self.kafka_security_protocol,
-            sasl_mechanism=self.kafka_sasl_mechanism, sasl_username=self.kafka_sasl_username,
+            bootstrap_servers=self.kafka_bootstrap_servers,
+            topics=tuple(self.kafka_topics),
+            group_id=self.kafka_group_id,
+            auto_offset_reset=self.kafka_auto_offset_reset,
+            security_protocol=self.kafka_security_protocol,
+            sasl_mechanism=self.kafka_sasl_mechanism,
+            sasl_username=self.kafka_sasl_username,
             sasl_password=self.kafka_sasl_password.get_secret_value() if self.kafka_sasl_password else None,
-            session_timeout_ms=self.kafka_session_timeout_ms, max_poll_records=self.kafka_max_poll_records,
-            dlq_topic=self.dlq_topic, max_event_bytes=self.max_event_bytes,
+            session_timeout_ms=self.kafka_session_timeout_ms,
+            max_poll_records=self.kafka_max_poll_records,
+            dlq_topic=self.dlq_topic,
+            max_event_bytes=self.max_event_bytes,
         )
 
     @property
     def judge_client(self) -> JudgeSettings:
         """What the judges need: method, model, API client and prompt limits."""
         return JudgeSettings(
-            method=self.judge, model=self.judge_model,
+            method=self.judge,
+            model=self.judge_model,
             api_key=self.anthropic_api_key.get_secret_value() if self.anthropic_api_key else None,
-            base_url=self.anthropic_base_url, request_timeout_s=self.judge_request_timeout_s, max_retries=self.judge_max_retries,
-            max_tokens=self.judge_max_tokens, max_input_chars=self.judge_max_input_chars,
-            statements_strict_threshold=self.statements_strict_threshold, prices=dict(self.judge_prices),
+            base_url=self.anthropic_base_url,
+            request_timeout_s=self.judge_request_timeout_s,
+            max_retries=self.judge_max_retries,
+            max_tokens=self.judge_max_tokens,
+            max_input_chars=self.judge_max_input_chars,
+            statements_strict_threshold=self.statements_strict_threshold,
+            prices=dict(self.judge_prices),
         )
 
     @property
     def flow(self) -> FlowSettings:
         """How judging is bounded and finished work delivered."""
         return FlowSettings(
-            judge_concurrency=self.judge_concurrency, judge_concurrency_floor=self.judge_concurrency_floor,
-            judge_requests_per_minute=self.judge_requests_per_minute, judge_tokens_per_minute=self.judge_tokens_per_minute,
-            judge_timeout_s=self.judge_timeout_s, judge_event_attempts=self.judge_event_attempts,
-            breaker_threshold=self.breaker_threshold, breaker_cooldown_s=self.breaker_cooldown_s,
-            breaker_max_cooldown_s=self.breaker_max_cooldown_s, max_in_flight=self.max_in_flight,
-            resume_in_flight=self.resume_in_flight, batch_max_rows=self.batch_max_rows, batch_max_seconds=self.batch_max_seconds,
-            commit_interval_s=self.commit_interval_s, shutdown_grace_s=self.shutdown_grace_s, lag_check_s=self.lag_check_s,
+            judge_concurrency=self.judge_concurrency,
+            judge_concurrency_floor=self.judge_concurrency_floor,
+            judge_requests_per_minute=self.judge_requests_per_minute,
+            judge_tokens_per_minute=self.judge_tokens_per_minute,
+            judge_timeout_s=self.judge_timeout_s,
+            judge_event_attempts=self.judge_event_attempts,
+            breaker_threshold=self.breaker_threshold,
+            breaker_cooldown_s=self.breaker_cooldown_s,
+            breaker_max_cooldown_s=self.breaker_max_cooldown_s,
+            max_in_flight=self.max_in_flight,
+            resume_in_flight=self.resume_in_flight,
+            batch_max_rows=self.batch_max_rows,
+            batch_max_seconds=self.batch_max_seconds,
+            commit_interval_s=self.commit_interval_s,
+            shutdown_grace_s=self.shutdown_grace_s,
+            lag_check_s=self.lag_check_s,
         )
 
     @property
     def budget(self) -> BudgetSettings:
         """Spend caps, freshness, spend sync, the verdict cache and traffic counts."""
         return BudgetSettings(
-            usd_per_hour=self.budget_usd_per_hour, usd_per_day=self.budget_usd_per_day,
-            requests_per_hour=self.budget_requests_per_hour, requests_per_day=self.budget_requests_per_day,
-            tokens_per_hour=self.budget_tokens_per_hour, tokens_per_day=self.budget_tokens_per_day,
-            soft_limit=self.budget_soft_limit, sync_s=self.budget_sync_s, freshness_max_lag=self.freshness_max_lag,
-            freshness_min_factor=self.freshness_min_factor, cache_max_entries=self.cache_max_entries, cache_ttl_s=self.cache_ttl_s,
+            usd_per_hour=self.budget_usd_per_hour,
+            usd_per_day=self.budget_usd_per_day,
+            requests_per_hour=self.budget_requests_per_hour,
+            requests_per_day=self.budget_requests_per_day,
+            tokens_per_hour=self.budget_tokens_per_hour,
+            tokens_per_day=self.budget_tokens_per_day,
+            soft_limit=self.budget_soft_limit,
+            sync_s=self.budget_sync_s,
+            freshness_max_lag=self.freshness_max_lag,
+            freshness_min_factor=self.freshness_min_factor,
+            cache_max_entries=self.cache_max_entries,
+            cache_ttl_s=self.cache_ttl_s,
             traffic_flush_s=self.traffic_flush_s,
         )
 
@@ -204,8 +233,7 @@ class Settings(BaseSettings):
     @property
     def store(self) -> StoreSettings:
         """Where rows are written and whether they carry the text."""
-        return StoreSettings(url=self.clickhouse_url, database=self.clickhouse_database, table=self.clickhouse_table,
-                             store_text=self.store_text)
+        return StoreSettings(url=self.clickhouse_url, database=self.clickhouse_database, table=self.clickhouse_table, store_text=self.store_text)
 
     def redacted(self) -> dict[str, Any]:
         """Settings for a start-up log line, with secrets and URL passwords hidden."""

@@ -68,9 +68,22 @@ class ScoredRow(BaseModel):
 
     def as_error(self, reason: str) -> ScoredRow:
         """This row as an error row without score, judge detail or text (for a row the store refused)."""
-        return self.model_copy(update=dict(status="error", error=reason[:1000], score=None, raw_score=None, reasoning="", statements=[],
-                                           verdicts=[], verdict_reasons=[], n_statements=0, question="", response="",
-                                           version=self.version & ~_OK_VERSION_BIT))
+        return self.model_copy(
+            update=dict(
+                status="error",
+                error=reason[:1000],
+                score=None,
+                raw_score=None,
+                reasoning="",
+                statements=[],
+                verdicts=[],
+                verdict_reasons=[],
+                n_statements=0,
+                question="",
+                response="",
+                version=self.version & ~_OK_VERSION_BIT,
+            )
+        )
 
     def as_tuple(self) -> tuple[Any, ...]:
         """Values in column order, for a columnar insert."""

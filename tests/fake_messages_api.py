@@ -222,10 +222,7 @@ def default_brain(request: RecordedRequest) -> str | dict[str, Any]:
     if "statements" in props:
         return {
             "statements": sentences,
-            "verdicts": [
-                {"verdict": "yes", "reason": ""} if ok else {"verdict": "no", "reason": "does not address the question"}
-                for ok in marks
-            ],
+            "verdicts": [{"verdict": "yes", "reason": ""} if ok else {"verdict": "no", "reason": "does not address the question"} for ok in marks],
         }
     if "score" in props:
         share = sum(marks) / len(marks) if marks else 0.0
@@ -499,8 +496,12 @@ def _make_handler(api: FakeMessagesAPI) -> type[BaseHTTPRequestHandler]:
             except ValueError:
                 body = None
             req = RecordedRequest(
-                method=self.command, path=self.path, headers={k.lower(): v for k, v in self.headers.items()},
-                raw=raw, body=body, at=time.monotonic(),
+                method=self.command,
+                path=self.path,
+                headers={k.lower(): v for k, v in self.headers.items()},
+                raw=raw,
+                body=body,
+                at=time.monotonic(),
             )
             if self.command != "POST" or self.path.split("?")[0] != "/v1/messages":
                 with api._lock:

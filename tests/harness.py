@@ -28,8 +28,9 @@ async def create_topic(bootstrap: str, name: str, partitions: int = 3) -> None:
         await admin.close()
 
 
-async def produce_values(bootstrap: str, topic: str, values: Iterable[bytes | None], *, key: Callable[[int], bytes | None] | None = None,
-                         timestamp_ms: int | None = None) -> int:
+async def produce_values(
+    bootstrap: str, topic: str, values: Iterable[bytes | None], *, key: Callable[[int], bytes | None] | None = None, timestamp_ms: int | None = None
+) -> int:
     """Produce record values (None is a tombstone); returns how many."""
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all")
     await producer.start()

@@ -21,8 +21,9 @@ def lint_imports(tree: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(tree)}
     # The packages in `tree` shadow the installed ones: PYTHONPATH comes before site-packages.
     script = Path(sys.executable).parent / "lint-imports"  # installed beside the interpreter by the dev extra
-    return subprocess.run([str(script), "--config", str(tree / "pyproject.toml"), "--no-cache"],
-                          cwd=tree, env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [str(script), "--config", str(tree / "pyproject.toml"), "--no-cache"], cwd=tree, env=env, capture_output=True, text=True, timeout=120
+    )
 
 
 def copy_tree(dest: Path) -> Path:

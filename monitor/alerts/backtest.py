@@ -7,10 +7,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from monitor.alerts.engine import StateKey, evaluate_rules
+from monitor.alerts.engine import SegmentResult, StateKey, evaluate_rules
 from monitor.alerts.evaluator import AlertState
-from monitor.alerts.queries import DEFAULT_TRAFFIC_TABLE, SegmentKey, utc
+from monitor.alerts.queries import DEFAULT_TRAFFIC_TABLE
 from monitor.alerts.rules import Rule, RuleSet
+from monitor.alerts.windows import SegmentKey, utc
 from monitor.runtime.store import ClickHouseStore
 from schemas.errors import BacktestError
 
@@ -41,6 +42,18 @@ class Episode:
         return None if self.fired_at is None or self.resolved_at is None else self.resolved_at - self.fired_at
 
 
+@dataclass(frozen=True, slots=True)
+class RuleSummary:
+    """One rule over the whole backtest."""
+
+    rule: str
+    fired: int  # episodes that fired
+    suppressed: int  # pending episodes that cleared without firing
+    mean_delay_s: float | None  # mean seconds from pending to firing (None when nothing fired)
+    still_firing: int  # fired episodes not resolved by the end
+    errors: int  # evaluations whose data could not be read
+
+
 @dataclass
 class BacktestReport:
     """Fired episodes, pending episodes that cleared without firing, and rule errors, over [since, until)."""
@@ -57,20 +70,32 @@ class BacktestReport:
         """Episodes that fired, optionally of one rule."""
         return [e for e in self.episodes if e.fired_at is not None and (rule is None or e.rule == rule)]
 
-    def summary(self, rules: list[Rule]) -> list[dict[str, object]]:
+    def summary(self, rules: list[Rule]) -> list[RuleSummary]:
         """Per rule: fired episodes, suppressed (pending that cleared), mean delay in seconds, errors."""
-        out = []
-        for r in rules:
-            fired = self.fired(r.name)
-            delays = [e.delay.total_seconds() for e in fired if e.delay is not None]
-            out.append({"rule": r.name, "fired": len(fired), "suppressed": self.suppressed[r.name],
-                        "mean_delay_s": (sum(delays) / len(delays)) if delays else None,
-                        "still_firing": sum(1 for e in fired if e.resolved_at is None), "errors": self.errors[r.name]})
-        return out
+        return [self._summarise(r.name) for r in rules]
+
+    def _summarise(self, rule: str) -> RuleSummary:
+        fired = self.fired(rule)
+        delays = [e.delay.total_seconds() for e in fired if e.delay is not None]
+        return RuleSummary(
+            rule=rule,
+            fired=len(fired),
+            suppressed=self.suppressed[rule],
+            mean_delay_s=(sum(delays) / len(delays)) if delays else None,
+            still_firing=sum(1 for e in fired if e.resolved_at is None),
+            errors=self.errors[rule],
+        )
 
 
-def run_backtest(store: ClickHouseStore, rules: RuleSet, since: datetime, until: datetime, step: timedelta,
-                 traffic_table: str = DEFAULT_TRAFFIC_TABLE, max_steps: int = 20_000) -> BacktestReport:
+def run_backtest(
+    store: ClickHouseStore,
+    rules: RuleSet,
+    since: datetime,
+    until: datetime,
+    step: timedelta,
+    traffic_table: str = DEFAULT_TRAFFIC_TABLE,
+    max_steps: int = 20_000,
+) -> BacktestReport:
     """Evaluate every rule at since, since+step, ... < until with in-memory state."""
     since, until = utc(since), utc(until)
     if step.total_seconds() < 60:
@@ -89,23 +114,28 @@ def run_backtest(store: ClickHouseStore, rules: RuleSet, since: datetime, until:
         for err in evaluation.errors:
             report.errors[err.rule.name] += 1
         for res in evaluation.results:
-            key, new = res.state.key, res.state
-            old = res.previous.state if res.previous is not None else "inactive"
-            if new.state == "pending" and old != "pending":
-                open_[key] = Episode(new.rule, new.segment, new.severity, pending_at=now)
-            elif new.state == "firing" and old != "firing":
-                ep = open_.get(key) or Episode(new.rule, new.segment, new.severity, pending_at=now)
-                ep.fired_at, ep.value_at_fire, ep.baseline_at_fire = now, new.value, new.baseline
-                ep.p_value_at_fire, ep.n_at_fire = new.p_value, new.n_current
-                open_[key] = ep
-                report.episodes.append(ep)
-            elif new.state == "inactive" and old == "pending":
-                open_.pop(key, None)
-                report.suppressed[new.rule] += 1
-            elif new.state == "resolved" and old == "firing":
-                ep = open_.pop(key, None)
-                if ep is not None:
-                    ep.resolved_at = now
-            states[key] = new
+            _track(report, open_, res, now)
+            states[res.state.key] = res.state
         now += step
     return report
+
+
+def _track(report: BacktestReport, open_: dict[StateKey, Episode], res: SegmentResult, now: datetime) -> None:
+    """Open, fire, suppress or resolve the episode of one segment after its state moved at `now`."""
+    key, new = res.state.key, res.state
+    old = res.previous.state if res.previous is not None else "inactive"
+    if new.state == "pending" and old != "pending":
+        open_[key] = Episode(new.rule, new.segment, new.severity, pending_at=now)
+    elif new.state == "firing" and old != "firing":
+        ep = open_.get(key) or Episode(new.rule, new.segment, new.severity, pending_at=now)
+        ep.fired_at, ep.value_at_fire, ep.baseline_at_fire = now, new.value, new.baseline
+        ep.p_value_at_fire, ep.n_at_fire = new.p_value, new.n_current
+        open_[key] = ep
+        report.episodes.append(ep)
+    elif new.state == "inactive" and old == "pending":
+        open_.pop(key, None)
+        report.suppressed[new.rule] += 1
+    elif new.state == "resolved" and old == "firing":
+        resolved = open_.pop(key, None)
+        if resolved is not None:
+            resolved.resolved_at = now

@@ -10,31 +10,20 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import structlog
-from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 
-from monitor.alerts.evaluator import AlertState, Verdict, decide, notification_due, segment_key_json, step
-from monitor.alerts.metrics import Observation, observe
+from monitor.alerts.evaluator import AlertState, NoticeKind, Verdict, decide, notification_due, segment_key_json, step
 from monitor.alerts.notifiers import AlertMessage, Notifier
-from monitor.alerts.queries import (
-    DEFAULT_TRAFFIC_TABLE,
-    SegmentData,
-    SegmentKey,
-    Windows,
-    WindowStats,
-    examples_sql,
-    fetch_scores,
-    fetch_tail_counts,
-    fetch_traffic,
-    windows_for,
-)
+from monitor.alerts.observations import Observation, observe
+from monitor.alerts.prometheus import AlertMetrics
+from monitor.alerts.queries import DEFAULT_TRAFFIC_TABLE, examples_sql, fetch_scores, fetch_tail_counts, fetch_traffic
 from monitor.alerts.rules import Rule, RuleSet
 from monitor.alerts.state import Lease, StateStore
+from monitor.alerts.windows import SegmentData, SegmentKey, TrafficCounts, Windows, WindowStats, windows_for
 from monitor.runtime.store import ClickHouseStore
 from schemas.errors import NotifyError, QueryError, StoreError
 
 log = structlog.get_logger("monitor.alerts")
 StateKey = tuple[str, str]
-_PREFIX = "relevancy_monitor_alert_"
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,27 +61,35 @@ class Evaluation:
 
 def collect(store: ClickHouseStore, rule: Rule, windows: Windows, traffic_table: str) -> dict[SegmentKey, SegmentData]:
     """Per-segment data of `rule` for `windows` (scores, traffic, or both)."""
-    if rule.metric == "no_data" and rule.source == "traffic":
-        traffic = fetch_traffic(store, rule, windows, traffic_table)
-        return {k: SegmentData(WindowStats(windows.current_seconds, consumed=t.consumed, sampled=t.sampled),
-                               WindowStats(t.baseline_seconds, consumed=t.baseline_consumed, sampled=t.baseline_sampled))
-                for k, t in traffic.items()}
+    if rule.source == "traffic":
+        return {k: _traffic_only(t, windows) for k, t in fetch_traffic(store, rule, windows, traffic_table).items()}
     data = fetch_scores(store, rule, windows)
-    if rule.metric != "coverage":
+    if not rule.spec.needs_traffic:
         return data
     traffic = fetch_traffic(store, rule, windows, traffic_table)
-    out: dict[SegmentKey, SegmentData] = {}
-    for key in set(data) | set(traffic):
-        d = data.get(key) or SegmentData(WindowStats(windows.current_seconds), WindowStats(windows.baseline_seconds))
-        t = traffic.get(key)
-        out[key] = SegmentData(dataclasses.replace(d.current, sampled=t.sampled if t else 0, consumed=t.consumed if t else 0),
-                               dataclasses.replace(d.baseline, sampled=t.baseline_sampled if t else 0,
-                                                   consumed=t.baseline_consumed if t else 0), d.judge)
-    return out
+    empty = SegmentData(WindowStats(windows.current_seconds), WindowStats(windows.baseline_seconds))
+    return {key: _with_traffic(data.get(key) or empty, traffic.get(key)) for key in set(data) | set(traffic)}
 
 
-def evaluate_rule(store: ClickHouseStore, rule: Rule, now: datetime, previous: Mapping[StateKey, AlertState],
-                  traffic_table: str = DEFAULT_TRAFFIC_TABLE) -> list[SegmentResult]:
+def _traffic_only(t: TrafficCounts, windows: Windows) -> SegmentData:
+    return SegmentData(
+        WindowStats(windows.current_seconds, consumed=t.consumed, sampled=t.sampled),
+        WindowStats(t.baseline_seconds, consumed=t.baseline_consumed, sampled=t.baseline_sampled),
+    )
+
+
+def _with_traffic(d: SegmentData, t: TrafficCounts | None) -> SegmentData:
+    # A segment missing from the traffic table had nothing sampled: 0, not unknown.
+    return SegmentData(
+        dataclasses.replace(d.current, sampled=t.sampled if t else 0, consumed=t.consumed if t else 0),
+        dataclasses.replace(d.baseline, sampled=t.baseline_sampled if t else 0, consumed=t.baseline_consumed if t else 0),
+        d.judge,
+    )
+
+
+def evaluate_rule(
+    store: ClickHouseStore, rule: Rule, now: datetime, previous: Mapping[StateKey, AlertState], traffic_table: str = DEFAULT_TRAFFIC_TABLE
+) -> list[SegmentResult]:
     """Evaluate one rule at `now` against the previous states; raises `QueryError`."""
     windows = windows_for(rule, now)
     data = collect(store, rule, windows, traffic_table)
@@ -103,11 +100,11 @@ def evaluate_rule(store: ClickHouseStore, rule: Rule, now: datetime, previous: M
     for segment in sorted(keys):
         obs = observe(rule, segment, data.get(segment))
         verdict = decide(rule, obs)
-        if segment not in data and rule.metric != "no_data":
+        if segment not in data and not rule.spec.silence:
             # Gone from the window and the baseline (a replaced judge or retired prompt version): its alert
             # resolves here, while silence of real traffic is what the no_data rules page on.
             verdict = Verdict(False, False, True, "segment retired: no rows in the window or the baseline")
-        if rule.metric == "p10" and obs.test and obs.sufficient and _p10_candidate(rule, obs, mine.get(segment)):
+        if rule.spec.tail_counts and obs.test and obs.sufficient and _tail_candidate(rule, obs, mine.get(segment)):
             thr = rule.condition.threshold.fire if rule.condition.threshold is not None else 0.0
             cutoff = obs.baseline if obs.baseline is not None else thr
             tail = fetch_tail_counts(store, rule, windows, segment, cutoff, thr)
@@ -118,13 +115,18 @@ def evaluate_rule(store: ClickHouseStore, rule: Rule, now: datetime, previous: M
     return results
 
 
-def _p10_candidate(rule: Rule, obs: Observation, prev: AlertState | None) -> bool:
+def _tail_candidate(rule: Rule, obs: Observation, prev: AlertState | None) -> bool:
     # The tail counts need the baseline p10 first, so they are read only where the test can matter.
     return decide(rule, dataclasses.replace(obs, test="")).fire and (prev is None or prev.state != "firing")
 
 
-def evaluate_rules(store: ClickHouseStore, rules: RuleSet | Sequence[Rule], now: datetime,
-                   previous: Mapping[StateKey, AlertState], traffic_table: str = DEFAULT_TRAFFIC_TABLE) -> Evaluation:
+def evaluate_rules(
+    store: ClickHouseStore,
+    rules: RuleSet | Sequence[Rule],
+    now: datetime,
+    previous: Mapping[StateKey, AlertState],
+    traffic_table: str = DEFAULT_TRAFFIC_TABLE,
+) -> Evaluation:
     """Evaluate every rule; a rule that fails is reported in `errors` and its states are kept as they were."""
     rule_list = rules.rules if isinstance(rules, RuleSet) else list(rules)
     results: list[SegmentResult] = []
@@ -136,20 +138,6 @@ def evaluate_rules(store: ClickHouseStore, rules: RuleSet | Sequence[Rule], now:
             log.warning("alert rule failed", rule=rule.name, error=str(e))
             errors.append(RuleError(rule, str(e)))
     return Evaluation(now, results, errors)
-
-
-class AlertMetrics:
-    """Prometheus metrics of the alert evaluator (own registry)."""
-
-    def __init__(self, registry: CollectorRegistry | None = None) -> None:
-        self.registry = registry or CollectorRegistry()
-        r = self.registry
-        self.rounds = Counter(_PREFIX + "rounds", "Evaluation rounds run (as leader)", registry=r)
-        self.rule_errors = Counter(_PREFIX + "rule_errors", "Rule evaluations that failed", ["rule"], registry=r)
-        self.notifications = Counter(_PREFIX + "notifications", "Notification attempts", ["notifier", "outcome"], registry=r)
-        self.firing = Gauge(_PREFIX + "firing", "Segments firing per rule", ["rule", "severity"], registry=r)
-        self.leader = Gauge(_PREFIX + "leader", "1 while this replica evaluates and notifies", registry=r)
-        self.last_round = Gauge(_PREFIX + "last_round_timestamp_seconds", "When the last round finished", registry=r)
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,9 +154,17 @@ class RoundReport:
 class AlertRunner:
     """Rounds of evaluate -> notify -> save against ClickHouse, holding the lease when several replicas run."""
 
-    def __init__(self, store: ClickHouseStore, rules: RuleSet, notifiers: Sequence[Notifier], *,
-                 traffic_table: str = DEFAULT_TRAFFIC_TABLE, replica: str = "", lease_ttl: timedelta | None = None,
-                 metrics: AlertMetrics | None = None) -> None:
+    def __init__(
+        self,
+        store: ClickHouseStore,
+        rules: RuleSet,
+        notifiers: Sequence[Notifier],
+        *,
+        traffic_table: str = DEFAULT_TRAFFIC_TABLE,
+        replica: str = "",
+        lease_ttl: timedelta | None = None,
+        metrics: AlertMetrics | None = None,
+    ) -> None:
         self.store = store
         self.rules = rules
         self.notifiers = list(notifiers)
@@ -199,8 +195,9 @@ class AlertRunner:
         self.metrics.last_round.set(now.timestamp())
         return RoundReport(True, evaluation, sent, failed, saved)
 
-    def _notify(self, states: dict[StateKey, AlertState], results: Mapping[StateKey, SegmentResult],
-                now: datetime) -> tuple[dict[StateKey, AlertState], int, int]:
+    def _notify(
+        self, states: dict[StateKey, AlertState], results: Mapping[StateKey, SegmentResult], now: datetime
+    ) -> tuple[dict[StateKey, AlertState], int, int]:
         sent = failed = 0
         states = dict(states)
         for notifier in self.notifiers:
@@ -231,12 +228,18 @@ class AlertRunner:
                 log.info("alert notified", notifier=notifier.name, kind=m.kind, rule=s.rule, segment=dict(s.segment))
         return states, sent, failed
 
-    def _message(self, kind: str, rule: Rule, s: AlertState, result: SegmentResult | None, now: datetime) -> AlertMessage:
+    def _message(self, kind: NoticeKind, rule: Rule, s: AlertState, result: SegmentResult | None, now: datetime) -> AlertMessage:
         windows = result.windows if result is not None else windows_for(rule, now)
         return AlertMessage(
-            kind=kind, rule=rule, state=s, now=now, window_start=windows.current[0], window_end=windows.current[1],  # type: ignore[arg-type]
+            kind=kind,
+            rule=rule,
+            state=s,
+            now=now,
+            window_start=windows.current[0],
+            window_end=windows.current[1],
             examples_sql=examples_sql(rule, s.segment, windows, self.store.database, self.store.table),
-            test=result.observation.test if result is not None else "", judge=result.observation.judge if result is not None else "",
+            test=result.observation.test if result is not None else "",
+            judge=result.observation.judge if result is not None else "",
         )
 
     def _export(self, states: Mapping[StateKey, AlertState]) -> None:
@@ -250,9 +253,14 @@ class AlertRunner:
     def run_forever(self, interval: timedelta, stop: threading.Event, metrics_port: int = 0) -> None:
         """Rounds every `interval` until `stop` is set; a failing round is logged and the next one runs."""
         if metrics_port:
-            start_http_server(metrics_port, registry=self.metrics.registry)
-        log.info("alert evaluator started", rules=len(self.rules.rules), interval_s=interval.total_seconds(),
-                 notifiers=[n.name for n in self.notifiers], replica=self.state_store.writer)
+            self.metrics.serve(metrics_port)
+        log.info(
+            "alert evaluator started",
+            rules=len(self.rules.rules),
+            interval_s=interval.total_seconds(),
+            notifiers=[n.name for n in self.notifiers],
+            replica=self.state_store.writer,
+        )
         try:
             while not stop.is_set():
                 started = datetime.now(UTC)
@@ -260,8 +268,7 @@ class AlertRunner:
                     report = self.run_once(started)
                     if report.leader and report.evaluation is not None:
                         firing = sum(1 for r in report.evaluation.results if r.state.state == "firing")
-                        log.info("alert round", firing=firing, sent=report.sent, failed=report.failed,
-                                 rule_errors=len(report.evaluation.errors))
+                        log.info("alert round", firing=firing, sent=report.sent, failed=report.failed, rule_errors=len(report.evaluation.errors))
                 except (StoreError, QueryError) as e:
                     log.error("alert round failed", error=str(e))
                 elapsed = (datetime.now(UTC) - started).total_seconds()

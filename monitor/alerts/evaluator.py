@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
-from monitor.alerts.metrics import Observation
-from monitor.alerts.queries import SegmentKey
+from monitor.alerts.observations import Observation
 from monitor.alerts.rules import Rule
+from monitor.alerts.windows import SegmentKey
 
 StateName = Literal["inactive", "pending", "firing", "resolved"]
 NoticeKind = Literal["firing", "resolved", "repeat"]
@@ -37,41 +37,48 @@ def decide(rule: Rule, obs: Observation) -> Verdict:
     """The verdict on one observation of `rule`."""
     if not obs.sufficient or obs.value is None:
         return Verdict(False, False, False, obs.note or "insufficient data")
+    if rule.spec.silence:
+        return _silence_verdict(rule, obs, obs.value)
+    return _condition_verdict(rule, obs, obs.value)
+
+
+def _significant(rule: Rule, obs: Observation, p: float | None) -> bool:
+    # A metric without a test (lag, cost) relies on min_events; with a test, a missing p is not evidence.
+    return True if not obs.test else (p is not None and p < rule.alpha)
+
+
+def _silence_verdict(rule: Rule, obs: Observation, value: float) -> Verdict:
+    silent = value == 0
+    fire = silent and _significant(rule, obs, obs.p_change)
+    why = f"silent; {obs.n_baseline} events in the baseline, {obs.baseline or 0:.1f} expected" if silent else ""
+    return Verdict(fire, silent, True, why)
+
+
+def _condition_verdict(rule: Rule, obs: Observation, value: float) -> Verdict:
     alpha = rule.alpha
-
-    def significant(p: float | None) -> bool:
-        # A metric without a test (lag, cost) relies on min_events; with a test, a missing p is not evidence.
-        return True if not obs.test else (p is not None and p < alpha)
-
-    if rule.metric == "no_data":
-        silent = obs.value == 0
-        fire = silent and significant(obs.p_change)
-        why = f"silent; {obs.n_baseline} events in the baseline, {obs.baseline or 0:.1f} expected" if silent else ""
-        return Verdict(fire, silent, True, why)
-
     direction = rule.bad_direction
     cond = rule.condition
     fires: list[bool] = []
     bads: list[bool] = []
     reasons: list[str] = []
     if cond.threshold is not None:
-        f = _beyond(obs.value, cond.threshold.fire, direction)
-        fires.append(f and significant(obs.p_threshold))
-        bads.append(_beyond(obs.value, cond.threshold.clear_level, direction))
+        f = _beyond(value, cond.threshold.fire, direction)
+        fires.append(f and _significant(rule, obs, obs.p_threshold))
+        bads.append(_beyond(value, cond.threshold.clear_level, direction))
         if f:
-            reasons.append(f"{obs.value:.4g} beyond threshold {cond.threshold.fire:g}")
+            reasons.append(f"{value:.4g} beyond threshold {cond.threshold.fire:g}")
     if cond.uses_baseline and obs.baseline is not None:
-        delta = (obs.baseline - obs.value) if direction == "down" else (obs.value - obs.baseline)
+        delta = (obs.baseline - value) if direction == "down" else (value - obs.baseline)
         if cond.change is not None:
             f = delta >= cond.change.fire
-            fires.append(f and significant(obs.p_change))
+            fires.append(f and _significant(rule, obs, obs.p_change))
             bads.append(delta >= cond.change.clear_level and delta > 0)
             if f:
                 reasons.append(f"changed by {delta:.4g} (>= {cond.change.fire:g})")
         if cond.relative_change is not None:
             rel = delta / abs(obs.baseline) if obs.baseline else (math.inf if delta > 0 else 0.0)
             f = rel >= cond.relative_change.fire
-            fires.append(f and significant(obs.p_change))
+            fires.append(f and _significant(rule, obs, obs.p_change))
             bads.append(rel >= cond.relative_change.clear_level and delta > 0)
             if f:
                 reasons.append(f"changed by {rel:.1%} (>= {cond.relative_change.fire:.0%})")
@@ -128,8 +135,9 @@ def step(rule: Rule, prev: AlertState | None, obs: Observation, verdict: Verdict
     if not verdict.sufficient:
         # Missing data never reads as fine: nothing changes, the last values stay, the note says why.
         return dataclasses.replace(s, note=f"no decision: {verdict.reason}")
-    s = dataclasses.replace(s, value=obs.value, baseline=obs.baseline, n_current=obs.n_current, n_baseline=obs.n_baseline,
-                            p_value=obs.p_value, note=verdict.reason)
+    s = dataclasses.replace(
+        s, value=obs.value, baseline=obs.baseline, n_current=obs.n_current, n_baseline=obs.n_baseline, p_value=obs.p_value, note=verdict.reason
+    )
     if s.state in ("inactive", "resolved"):
         if not verdict.fire:
             return s

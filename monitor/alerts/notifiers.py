@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
+from monitor.alerts.durations import format_duration
 from monitor.alerts.evaluator import AlertState, NoticeKind
-from monitor.alerts.rules import Rule, format_duration
+from monitor.alerts.rules import Rule
 from schemas.errors import NotifyError
 
 USER_AGENT = "relevancy-monitor-alerts/1"
@@ -65,14 +66,29 @@ class AlertMessage:
         """The JSON object of the generic webhook."""
         s = self.state
         return {
-            "status": self.status, "kind": self.kind, "fingerprint": self.fingerprint,
-            "rule": self.rule.name, "description": self.rule.description, "severity": s.severity,
-            "metric": self.rule.metric, "labels": {**self.rule.labels}, "segment": self.segment, "judge": self.judge,
-            "value": s.value, "baseline": s.baseline, "n_current": s.n_current, "n_baseline": s.n_baseline,
-            "p_value": s.p_value, "test": self.test, "note": s.note,
+            "status": self.status,
+            "kind": self.kind,
+            "fingerprint": self.fingerprint,
+            "rule": self.rule.name,
+            "description": self.rule.description,
+            "severity": s.severity,
+            "metric": self.rule.metric,
+            "labels": {**self.rule.labels},
+            "segment": self.segment,
+            "judge": self.judge,
+            "value": s.value,
+            "baseline": s.baseline,
+            "n_current": s.n_current,
+            "n_baseline": s.n_baseline,
+            "p_value": s.p_value,
+            "test": self.test,
+            "note": s.note,
             "window": {"start": _iso(self.window_start), "end": _iso(self.window_end), "length": format_duration(self.rule.window)},
-            "since": _iso(s.since), "fired_at": _iso(s.fired_at), "resolved_at": _iso(s.resolved_at),
-            "summary": self.summary(), "examples_sql": self.examples_sql,
+            "since": _iso(s.since),
+            "fired_at": _iso(s.fired_at),
+            "resolved_at": _iso(s.resolved_at),
+            "summary": self.summary(),
+            "examples_sql": self.examples_sql,
         }
 
 
@@ -95,14 +111,14 @@ class Notifier(Protocol):
         ...
 
 
-def post_json(url: str, payload: Any, *, timeout: float = 5.0, retries: int = 2, backoff: float = 0.5,
-              headers: dict[str, str] | None = None) -> int:
+def post_json(url: str, payload: Any, *, timeout: float = 5.0, retries: int = 2, backoff: float = 0.5, headers: dict[str, str] | None = None) -> int:
     """POST `payload` as JSON; retries connection errors, 429 and 5xx. Returns the status; raises `NotifyError`."""
     body = json.dumps(payload, default=str).encode()
     last = ""
     for attempt in range(retries + 1):
-        req = urllib.request.Request(url, data=body, method="POST",
-                                     headers={"Content-Type": "application/json", "User-Agent": USER_AGENT, **(headers or {})})
+        req = urllib.request.Request(
+            url, data=body, method="POST", headers={"Content-Type": "application/json", "User-Agent": USER_AGENT, **(headers or {})}
+        )
         try:
             with urllib.request.urlopen(req, timeout=timeout) as resp:
                 return int(resp.status)
@@ -177,8 +193,17 @@ class AlertmanagerNotifier:
 
     resend_while_firing = True
 
-    def __init__(self, url: str, *, resend_ttl: timedelta = timedelta(minutes=5), generator_url: str = "",
-                 name: str = "alertmanager", timeout: float = 5.0, retries: int = 2, backoff: float = 0.5) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        resend_ttl: timedelta = timedelta(minutes=5),
+        generator_url: str = "",
+        name: str = "alertmanager",
+        timeout: float = 5.0,
+        retries: int = 2,
+        backoff: float = 0.5,
+    ) -> None:
         self.url = url.rstrip("/")
         self.resend_ttl, self.generator_url, self.name = resend_ttl, generator_url, name
         self.timeout, self.retries, self.backoff = timeout, retries, backoff
@@ -186,23 +211,34 @@ class AlertmanagerNotifier:
     def send(self, messages: list[AlertMessage]) -> None:
         """See `Notifier.send`."""
         if messages:
-            post_json(self.url + "/api/v2/alerts", [self.alert(m) for m in messages], timeout=self.timeout, retries=self.retries, backoff=self.backoff)
+            post_json(
+                self.url + "/api/v2/alerts", [self.alert(m) for m in messages], timeout=self.timeout, retries=self.retries, backoff=self.backoff
+            )
 
     def alert(self, m: AlertMessage) -> dict[str, Any]:
         """One postable alert."""
         s = m.state
-        labels = {"alertname": m.rule.name, "severity": s.severity, "source": "relevancy-monitor", **m.rule.labels,
-                  **{k: v for k, v in s.segment}}
+        labels = {"alertname": m.rule.name, "severity": s.severity, "source": "relevancy-monitor", **m.rule.labels, **{k: v for k, v in s.segment}}
         annotations = {
-            "summary": m.summary(), "description": m.rule.description, "metric": m.rule.metric,
-            "value": _fmt(s.value), "baseline": _fmt(s.baseline), "n_current": str(s.n_current),
-            "n_baseline": str(s.n_baseline), "p_value": "n/a" if s.p_value is None else f"{s.p_value:.3g}",
-            "test": m.test, "examples_sql": m.examples_sql,
+            "summary": m.summary(),
+            "description": m.rule.description,
+            "metric": m.rule.metric,
+            "value": _fmt(s.value),
+            "baseline": _fmt(s.baseline),
+            "n_current": str(s.n_current),
+            "n_baseline": str(s.n_baseline),
+            "p_value": "n/a" if s.p_value is None else f"{s.p_value:.3g}",
+            "test": m.test,
+            "examples_sql": m.examples_sql,
         }
         starts = s.fired_at or s.since or m.now
         ends = (s.resolved_at or m.now) if m.kind == "resolved" else m.now + self.resend_ttl
-        out: dict[str, Any] = {"labels": labels, "annotations": {k: v for k, v in annotations.items() if v},
-                               "startsAt": _iso(starts), "endsAt": _iso(ends)}
+        out: dict[str, Any] = {
+            "labels": labels,
+            "annotations": {k: v for k, v in annotations.items() if v},
+            "startsAt": _iso(starts),
+            "endsAt": _iso(ends),
+        }
         if self.generator_url:
             out["generatorURL"] = self.generator_url
         return out

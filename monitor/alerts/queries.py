@@ -8,15 +8,14 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from monitor.alerts.rules import Rule
+from monitor.alerts.windows import SegmentData, SegmentKey, TailCounts, TrafficCounts, Windows, WindowStats, baseline_exposure, utc
 from monitor.runtime.store import ClickHouseStore
-from schemas.errors import QueryError
+from schemas.errors import QueryError, StoreError
 
-SegmentKey = tuple[tuple[str, str], ...]
 DEFAULT_TRAFFIC_TABLE = "traffic_counts"
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -27,95 +26,6 @@ def _ident(name: str) -> str:
     if not _IDENT.match(name):
         raise ValueError(f"{name!r} is not a plain identifier")
     return name
-
-
-def utc(dt: datetime) -> datetime:
-    """`dt` as an aware UTC datetime (naive values from ClickHouse are UTC)."""
-    return dt.replace(tzinfo=UTC) if dt.tzinfo is None else dt.astimezone(UTC)
-
-
-# ---- windows ---------------------------------------------------------------------------------------------
-
-@dataclass(frozen=True, slots=True)
-class Windows:
-    """The current window and the baseline windows (empty when the rule has no baseline), half-open [start, end)."""
-
-    current: tuple[datetime, datetime]
-    baseline: tuple[tuple[datetime, datetime], ...] = ()
-
-    @property
-    def current_seconds(self) -> float:
-        """Length of the current window."""
-        return (self.current[1] - self.current[0]).total_seconds()
-
-    @property
-    def baseline_seconds(self) -> float:
-        """Total length of the baseline windows."""
-        return sum((e - s).total_seconds() for s, e in self.baseline)
-
-    @property
-    def span(self) -> tuple[datetime, datetime]:
-        """The smallest range covering every window (what the query scans)."""
-        starts = [self.current[0], *(s for s, _ in self.baseline)]
-        ends = [self.current[1], *(e for _, e in self.baseline)]
-        return (min(starts), max(ends))
-
-
-def baseline_exposure(windows: Windows, first: datetime | None, windows_with_rows: int) -> float:
-    """Seconds of baseline that count, for rates: a trailing baseline from the segment's first row in it
-    (younger segments and a new monitor are not read as silent before), previous days only those with rows."""
-    if not windows.baseline:
-        return 0.0
-    if len(windows.baseline) == 1:
-        start, end = windows.baseline[0]
-        if first is None:
-            return 0.0
-        return (end - max(start, utc(first))).total_seconds()
-    per = (windows.baseline[0][1] - windows.baseline[0][0]).total_seconds()
-    return per * windows_with_rows
-
-
-def windows_for(rule: Rule, now: datetime) -> Windows:
-    """The windows of `rule` evaluated at `now`; the end is floored to the minute (traffic is per minute)."""
-    end = utc(now) - rule.offset
-    end = end.replace(second=0, microsecond=0)
-    start = end - rule.window
-    if not rule.uses_baseline or rule.baseline is None:
-        return Windows((start, end))
-    if rule.baseline.trailing is not None:
-        return Windows((start, end), ((start - rule.baseline.trailing, start),))
-    days = rule.baseline.previous_days or 0
-    return Windows((start, end), tuple((start - timedelta(days=k), end - timedelta(days=k)) for k in range(1, days + 1)))
-
-
-# ---- per-window statistics -------------------------------------------------------------------------------
-
-@dataclass(frozen=True, slots=True)
-class WindowStats:
-    """Aggregates of one segment in one window; None where no rows define the value."""
-
-    seconds: float
-    rows: int = 0  # ok + error rows, deduplicated
-    ok: int = 0
-    errors: int = 0
-    score_mean: float | None = None
-    score_var: float | None = None
-    low: int = 0  # ok rows with score below the rule's low_score_below
-    p10: float | None = None
-    lag_p90: float | None = None  # seconds from event_time to scored_at
-    cost: float = 0.0
-    events: int = 0  # distinct event ids (any judge)
-    sampled: int | None = None  # from the traffic table (None: not read)
-    consumed: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class SegmentData:
-    """One segment's current and baseline statistics, and the judge name when keyed by judge_id."""
-
-    current: WindowStats
-    baseline: WindowStats
-    judge: str = ""
 
 
 def _num(value: Any) -> float | None:
@@ -132,8 +42,12 @@ def _window_predicate(column: str, names: list[tuple[str, str]]) -> str:
 
 
 def _window_params(windows: Windows) -> tuple[dict[str, Any], list[tuple[str, str]]]:
-    params: dict[str, Any] = {"cur_start": windows.current[0], "cur_end": windows.current[1],
-                              "span_start": windows.span[0], "span_end": windows.span[1]}
+    params: dict[str, Any] = {
+        "cur_start": windows.current[0],
+        "cur_end": windows.current[1],
+        "span_start": windows.span[0],
+        "span_end": windows.span[1],
+    }
     base_names = []
     for i, (s, e) in enumerate(windows.baseline):
         params[f"b{i}s"], params[f"b{i}e"] = s, e
@@ -155,16 +69,11 @@ _SCORE_AGGS = (
 )
 
 
-def time_column(rule: Rule) -> str:
-    """The time a row belongs to a window by: scoring lag is about rows written lately, the rest by event time."""
-    return "scored_at" if rule.metric == "scoring_lag_p90" else "event_time"
-
-
 def scores_sql(rule: Rule, database: str, table: str, windows: Windows) -> tuple[str, dict[str, Any]]:
     """SQL and parameters aggregating the scores table per segment over the current and baseline windows."""
     params, base_names = _window_params(windows)
     params["low"] = rule.low_score_below
-    col = time_column(rule)
+    col = rule.spec.time_column
     keys = list(rule.key_fields)
     select = [*keys]
     if "judge_id" in keys:
@@ -197,9 +106,14 @@ def traffic_sql(rule: Rule, database: str, traffic_table: str, windows: Windows)
     """SQL and parameters summing the traffic table (sampled, consumed) per segment over both windows."""
     params, base_names = _window_params(windows)
     keys = [k for k in rule.key_fields if k != "judge_id"]
-    select = [*keys, "sumIf(sampled, in_cur) AS c_sampled", "sumIf(consumed, in_cur) AS c_consumed",
-              "sumIf(sampled, in_base) AS b_sampled", "sumIf(consumed, in_base) AS b_consumed",
-              *_exposure_columns("minute", base_names)]
+    select = [
+        *keys,
+        "sumIf(sampled, in_cur) AS c_sampled",
+        "sumIf(consumed, in_cur) AS c_consumed",
+        "sumIf(sampled, in_base) AS b_sampled",
+        "sumIf(consumed, in_base) AS b_consumed",
+        *_exposure_columns("minute", base_names),
+    ]
     sql = (
         f"SELECT {', '.join(select)}\n"
         f"FROM (\n"
@@ -215,8 +129,6 @@ def traffic_sql(rule: Rule, database: str, traffic_table: str, windows: Windows)
 
 
 def _run(store: ClickHouseStore, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
-    from schemas.errors import StoreError
-
     try:
         return store.query(sql, params).rows
     except StoreError as e:
@@ -252,24 +164,18 @@ def _stats(values: tuple[Any, ...], seconds: float) -> WindowStats:
     rows = int(v["rows"])
     ok = int(v["ok"])
     return WindowStats(
-        seconds=seconds, rows=rows, ok=ok, errors=int(v["errors"]),
+        seconds=seconds,
+        rows=rows,
+        ok=ok,
+        errors=int(v["errors"]),
         score_mean=_num(v["score_mean"]) if ok else None,
         score_var=_num(v["score_var"]) if ok > 1 else None,
-        low=int(v["low"]), p10=_num(v["p10"]) if ok else None,
+        low=int(v["low"]),
+        p10=_num(v["p10"]) if ok else None,
         lag_p90=_num(v["lag_p90"]) if rows else None,
-        cost=_num(v["cost"]) or 0.0, events=int(v["events"]),
+        cost=_num(v["cost"]) or 0.0,
+        events=int(v["events"]),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class TrafficCounts:
-    """Sampled and consumed events of one segment in the current window and the baseline."""
-
-    sampled: int
-    consumed: int
-    baseline_sampled: int
-    baseline_consumed: int
-    baseline_seconds: float
 
 
 def fetch_traffic(store: ClickHouseStore, rule: Rule, windows: Windows, traffic_table: str) -> dict[SegmentKey, TrafficCounts]:
@@ -288,19 +194,7 @@ def fetch_traffic(store: ClickHouseStore, rule: Rule, windows: Windows, traffic_
     return out
 
 
-@dataclass(frozen=True, slots=True)
-class TailCounts:
-    """For p10 tests: ok scores below the baseline's p10 in each window, and below the fire threshold now."""
-
-    cutoff: float
-    current_below: int
-    baseline_below: int
-    current_below_threshold: int
-
-
-def fetch_tail_counts(
-    store: ClickHouseStore, rule: Rule, windows: Windows, segment: SegmentKey, cutoff: float, threshold: float
-) -> TailCounts:
+def fetch_tail_counts(store: ClickHouseStore, rule: Rule, windows: Windows, segment: SegmentKey, cutoff: float, threshold: float) -> TailCounts:
     """Count ok scores below `cutoff` (both windows) and below `threshold` (current) in one segment."""
     params, base_names = _window_params(windows)
     params.update(cutoff=cutoff, threshold=threshold)
@@ -308,21 +202,21 @@ def fetch_tail_counts(
     for i, (k, v) in enumerate(segment):
         where.append(f"{_ident(k)} = {{k{i}:String}}")
         params[f"k{i}"] = v
-    col = time_column(rule)
+    col = rule.spec.time_column
     cur = f"{col} >= {{cur_start:{_TS}}} AND {col} < {{cur_end:{_TS}}}"
     base = _window_predicate(col, base_names)
     sql = (
         f"SELECT countIf(({cur}) AND score < {{cutoff:Float64}}), countIf(({base}) AND score < {{cutoff:Float64}}),\n"
         f"       countIf(({cur}) AND score < {{threshold:Float64}})\n"
         f"FROM {_ident(store.database)}.{_ident(store.table)} FINAL\n"
-        f"WHERE status = 'ok' AND {col} >= {{span_start:{_TS}}} AND {col} < {{span_end:{_TS}}}"
-        + "".join(f" AND {w}" for w in where)
+        f"WHERE status = 'ok' AND {col} >= {{span_start:{_TS}}} AND {col} < {{span_end:{_TS}}}" + "".join(f" AND {w}" for w in where)
     )
     row = _run(store, sql, params)[0]
     return TailCounts(cutoff, int(row[0]), int(row[1]), int(row[2]))
 
 
 # ---- ready-made SQL for people ---------------------------------------------------------------------------
+
 
 def sql_literal(value: str) -> str:
     """A ClickHouse string literal for `value` (backslash and quote escaped)."""
@@ -335,25 +229,17 @@ def _ts_literal(dt: datetime) -> str:
 
 def examples_sql(rule: Rule, segment: SegmentKey, windows: Windows, database: str, table: str, limit: int = 20) -> str:
     """A ready-to-run query listing the worst recent examples of `segment` for `rule`'s metric."""
-    col = time_column(rule)
+    col = rule.spec.time_column
     conds = [f"{_ident(k)} = {sql_literal(v)}" for k, v in segment]
     conds.append(f"{col} >= {_ts_literal(windows.current[0])} AND {col} < {_ts_literal(windows.current[1])}")
-    if rule.metric == "error_rate":
-        conds.append("status = 'error'")
-        order = f"{col} DESC"
-    elif rule.metric == "scoring_lag_p90":
-        order = "lag_s DESC"
-    elif rule.metric == "cost_per_window":
-        order = "cost_usd DESC NULLS LAST"
-    else:
-        conds.append("status = 'ok'")
-        order = "score ASC, event_time DESC"
+    if rule.spec.examples_filter is not None:
+        conds.append(rule.spec.examples_filter)
     return (
         "SELECT event_time, app, model, prompt_version, judge_id, status, round(score, 3) AS score, error,\n"
         "       dateDiff('millisecond', event_time, scored_at) / 1000.0 AS lag_s, cost_usd,\n"
         "       question, response, reasoning, event_id\n"
         f"FROM {_ident(database)}.{_ident(table)} FINAL\n"
         f"WHERE {' AND '.join(conds)}\n"
-        f"ORDER BY {order}\n"
+        f"ORDER BY {rule.spec.examples_order}\n"
         f"LIMIT {int(limit)}"
     )

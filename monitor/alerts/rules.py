@@ -6,74 +6,18 @@ import re
 from datetime import timedelta
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from monitor.alerts.durations import Duration
+from monitor.alerts.metric_specs import SPECS, Direction, MetricName, MetricSpec
 from schemas.errors import RulesError
 
 DEFAULT_RULES_FILE = "default_rules.yaml"
 
-
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)")
-_UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-
-
-def parse_duration(value: Any) -> timedelta:
-    """`90s`, `5m`, `1h30m`, `7d` (or a number of seconds) as a timedelta."""
-    if isinstance(value, timedelta):
-        return value
-    if isinstance(value, bool):
-        raise ValueError("expected a duration like 30s, 5m, 1h, 7d")
-    if isinstance(value, int | float):
-        return timedelta(seconds=float(value))
-    if not isinstance(value, str):
-        raise ValueError("expected a duration like 30s, 5m, 1h, 7d")
-    text = value.strip().lower().replace(" ", "")
-    pos, total = 0, 0.0
-    for m in _DURATION.finditer(text):
-        if m.start() != pos:
-            break
-        total += float(m.group(1)) * _UNIT_SECONDS[m.group(2)]
-        pos = m.end()
-    if pos != len(text) or not text:
-        raise ValueError(f"{value!r} is not a duration like 30s, 5m, 1h30m, 7d")
-    return timedelta(seconds=total)
-
-
-def format_duration(d: timedelta) -> str:
-    """A timedelta as a short duration string (`1h30m`, `45s`)."""
-    seconds = int(d.total_seconds())
-    if seconds == 0:
-        return "0s"
-    parts = []
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
-        if seconds >= size:
-            parts.append(f"{seconds // size}{unit}")
-            seconds %= size
-    return "".join(parts)
-
-
-Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
-
-Metric = Literal[
-    "mean_score", "low_score_share", "p10", "error_rate", "judged_volume",
-    "coverage", "scoring_lag_p90", "cost_per_window", "no_data",
-]
 SegmentField = Literal["app", "model", "prompt_version"]
-Direction = Literal["down", "up"]
-
-# Metrics computed from scores: their segment key always includes judge_id, so a judge or judge-prompt change
-# starts a new baseline instead of looking like a product regression.
-JUDGE_KEYED_METRICS: frozenset[str] = frozenset(
-    {"mean_score", "low_score_share", "p10", "error_rate", "scoring_lag_p90", "cost_per_window"}
-)
-# Which way is bad, unless the rule says otherwise.
-DEFAULT_DIRECTION: dict[str, Direction] = {
-    "mean_score": "down", "low_score_share": "up", "p10": "down", "error_rate": "up", "judged_volume": "down",
-    "coverage": "down", "scoring_lag_p90": "up", "cost_per_window": "up", "no_data": "down",
-}
 
 
 class _Strict(BaseModel):
@@ -149,7 +93,7 @@ class Rule(_Strict):
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.:-]{1,100}$")
     description: str = ""
-    metric: Metric
+    metric: MetricName
     low_score_below: float = Field(0.5, gt=0.0, le=1.0, description="low_score_share counts scores below this")
     segment_by: list[SegmentField] = Field(default_factory=list)
     source: Literal["scores", "traffic"] = Field("scores", description="no_data: judged rows, or consumed traffic")
@@ -186,11 +130,11 @@ class Rule(_Strict):
     def _checks(self) -> Rule:
         if self.window.total_seconds() < 60:
             raise ValueError("window must be at least 1m")
-        if self.metric == "no_data":
+        if self.spec.silence:
             if self.baseline is None:
-                raise ValueError("a no_data rule needs a baseline (where the segment had traffic before)")
+                raise ValueError(f"a {self.metric} rule needs a baseline (where the segment had traffic before)")
             if not self.condition.empty:
-                raise ValueError("a no_data rule takes no condition: it fires when a segment with traffic goes silent")
+                raise ValueError(f"a {self.metric} rule takes no condition: it fires when a segment with traffic goes silent")
         else:
             if self.source != "scores":
                 raise ValueError("source applies to no_data rules only")
@@ -207,20 +151,25 @@ class Rule(_Strict):
         return self
 
     @property
+    def spec(self) -> MetricSpec:
+        """The specification of the rule's metric."""
+        return SPECS[self.metric]
+
+    @property
     def bad_direction(self) -> Direction:
         """Which way of the value is bad."""
-        return self.direction or DEFAULT_DIRECTION[self.metric]
+        return self.direction or self.spec.bad_direction
 
     @property
     def key_fields(self) -> tuple[str, ...]:
         """The segment key columns in a fixed order; judge_id for score metrics."""
         fields = tuple(f for f in ("app", "model", "prompt_version") if f in self.segment_by)
-        return fields + ("judge_id",) if self.metric in JUDGE_KEYED_METRICS else fields
+        return (*fields, "judge_id") if self.spec.judge_keyed else fields
 
     @property
     def uses_baseline(self) -> bool:
         """True when the baseline window is queried."""
-        return self.metric == "no_data" or self.condition.uses_baseline
+        return self.spec.silence or self.condition.uses_baseline
 
 
 class RuleSet(_Strict):

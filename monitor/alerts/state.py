@@ -12,16 +12,34 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from monitor.alerts.evaluator import AlertState
-from monitor.alerts.queries import utc
+from monitor.alerts.windows import utc
 from monitor.runtime.store import ClickHouseStore
 
 STATE_TABLE = "alert_state"
 LEASE_TABLE = "alert_leases"
 
 _STATE_COLUMNS = (
-    "rule", "segment_key", "segment", "state", "since", "fired_at", "resolved_at", "last_eval_at", "last_notified_at",
-    "notified", "value", "baseline", "n_current", "n_baseline", "p_value", "severity", "note", "updated_at", "writer",
+    "rule",
+    "segment_key",
+    "segment",
+    "state",
+    "since",
+    "fired_at",
+    "resolved_at",
+    "last_eval_at",
+    "last_notified_at",
+    "notified",
+    "value",
+    "baseline",
+    "n_current",
+    "n_baseline",
+    "p_value",
+    "severity",
+    "note",
+    "updated_at",
+    "writer",
 )
+_LEASE_COLUMNS = ("replica", "joined_at", "heartbeat_at", "released")
 
 
 def _opt(dt: Any) -> datetime | None:
@@ -49,26 +67,55 @@ class StateStore:
             r = dict(zip(cols, row, strict=True))
             segment = tuple((str(k), str(v)) for k, v in json.loads(r["segment"]))
             s = AlertState(
-                rule=r["rule"], segment=segment, state=r["state"], since=_opt(r["since"]), fired_at=_opt(r["fired_at"]),
-                resolved_at=_opt(r["resolved_at"]), last_eval_at=_opt(r["last_eval_at"]),
-                last_notified_at=_opt(r["last_notified_at"]), notified=dict(r["notified"]),
-                value=r["value"], baseline=r["baseline"], n_current=int(r["n_current"]), n_baseline=int(r["n_baseline"]),
-                p_value=r["p_value"], severity=r["severity"], note=r["note"],
+                rule=r["rule"],
+                segment=segment,
+                state=r["state"],
+                since=_opt(r["since"]),
+                fired_at=_opt(r["fired_at"]),
+                resolved_at=_opt(r["resolved_at"]),
+                last_eval_at=_opt(r["last_eval_at"]),
+                last_notified_at=_opt(r["last_notified_at"]),
+                notified=dict(r["notified"]),
+                value=r["value"],
+                baseline=r["baseline"],
+                n_current=int(r["n_current"]),
+                n_baseline=int(r["n_baseline"]),
+                p_value=r["p_value"],
+                severity=r["severity"],
+                note=r["note"],
             )
             out[s.key] = s
         return out
 
     def save(self, states: Iterable[AlertState], now: datetime) -> int:
-        """Write `states` (each replaces its earlier row); returns how many were written."""
-        data = []
+        """Write `states` (each replaces its earlier row); returns how many were written. Raises `StoreError`."""
+        data: list[tuple[Any, ...]] = []
         for s in states:
-            data.append((
-                s.rule, s.key[1], json.dumps([list(p) for p in s.segment]), s.state, s.since, s.fired_at, s.resolved_at,
-                s.last_eval_at or now, s.last_notified_at, s.notified, s.value, s.baseline, s.n_current, s.n_baseline,
-                s.p_value, s.severity, s.note[:2000], now, self.writer,
-            ))
+            data.append(
+                (
+                    s.rule,
+                    s.key[1],
+                    json.dumps([list(p) for p in s.segment]),
+                    s.state,
+                    s.since,
+                    s.fired_at,
+                    s.resolved_at,
+                    s.last_eval_at or now,
+                    s.last_notified_at,
+                    s.notified,
+                    s.value,
+                    s.baseline,
+                    s.n_current,
+                    s.n_baseline,
+                    s.p_value,
+                    s.severity,
+                    s.note[:2000],
+                    now,
+                    self.writer,
+                )
+            )
         if data:
-            self.store.client.insert(self.table, data, column_names=list(_STATE_COLUMNS))
+            self.store.insert_table(STATE_TABLE, _STATE_COLUMNS, data)
         return len(data)
 
 
@@ -118,6 +165,4 @@ class Lease:
             self._joined = None
 
     def _beat(self, joined: datetime, at: datetime, *, released: bool) -> None:
-        self.store.client.insert(
-            self.table, [(self.replica, joined, at, int(released))], column_names=["replica", "joined_at", "heartbeat_at", "released"]
-        )
+        self.store.insert_table(LEASE_TABLE, _LEASE_COLUMNS, [(self.replica, joined, at, int(released))])

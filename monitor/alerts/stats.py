@@ -4,11 +4,20 @@ first sample's value above the second's (or above the reference)?", `less` the o
 from __future__ import annotations
 
 import math
+from functools import cache
+from types import ModuleType
 from typing import Literal
 
-from scipy import stats as _st
-
 Alternative = Literal["greater", "less"]
+
+
+@cache
+def _st() -> ModuleType:
+    # scipy loads on the first test, not on import: rules (and so every command's settings) import this
+    # package, and scipy.stats alone takes about half a second to import.
+    from scipy import stats
+
+    return stats
 
 
 def _finite(x: float) -> bool:
@@ -26,7 +35,7 @@ def welch_t_test(mean1: float, var1: float, n1: int, mean2: float, var2: float, 
         return 0.0 if (diff > 0 if alternative == "greater" else diff < 0) else 1.0
     t = (mean1 - mean2) / math.sqrt(se2)
     df = se2**2 / ((var1 / n1) ** 2 / (n1 - 1) + (var2 / n2) ** 2 / (n2 - 1)) if var1 > 0 or var2 > 0 else n1 + n2 - 2
-    return float(_st.t.sf(t, df) if alternative == "greater" else _st.t.cdf(t, df))
+    return float(_st().t.sf(t, df) if alternative == "greater" else _st().t.cdf(t, df))
 
 
 def one_sample_t_test(mean: float, var: float, n: int, mu0: float, alternative: Alternative) -> float:
@@ -36,7 +45,7 @@ def one_sample_t_test(mean: float, var: float, n: int, mu0: float, alternative: 
     if var <= 0:
         return 0.0 if (mean > mu0 if alternative == "greater" else mean < mu0) else 1.0
     t = (mean - mu0) / math.sqrt(var / n)
-    return float(_st.t.sf(t, n - 1) if alternative == "greater" else _st.t.cdf(t, n - 1))
+    return float(_st().t.sf(t, n - 1) if alternative == "greater" else _st().t.cdf(t, n - 1))
 
 
 def two_proportion_z_test(x1: int, n1: int, x2: int, n2: int, alternative: Alternative) -> float:
@@ -50,7 +59,7 @@ def two_proportion_z_test(x1: int, n1: int, x2: int, n2: int, alternative: Alter
     if se == 0:
         return 1.0  # both all-0 or all-1: no difference
     z = (p1 - p2) / se
-    return float(_st.norm.sf(z) if alternative == "greater" else _st.norm.cdf(z))
+    return float(_st().norm.sf(z) if alternative == "greater" else _st().norm.cdf(z))
 
 
 def one_proportion_score_test(x: int, n: int, p0: float, alternative: Alternative) -> float:
@@ -63,14 +72,14 @@ def one_proportion_score_test(x: int, n: int, p0: float, alternative: Alternativ
     if p0 >= 1.0:
         return 0.0 if (alternative == "less" and x < n) else 1.0
     z = (x / n - p0) / math.sqrt(p0 * (1 - p0) / n)
-    return float(_st.norm.sf(z) if alternative == "greater" else _st.norm.cdf(z))
+    return float(_st().norm.sf(z) if alternative == "greater" else _st().norm.cdf(z))
 
 
 def wilson_interval(x: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
     """Two-sided Wilson score interval for the proportion x/n ((0, 1) when n is 0)."""
     if n <= 0:
         return (0.0, 1.0)
-    z = float(_st.norm.ppf(0.5 + confidence / 2))
+    z = float(_st().norm.ppf(0.5 + confidence / 2))
     p = min(max(x, 0), n) / n
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
@@ -87,8 +96,8 @@ def poisson_rate_test(count1: int, exposure1: float, count2: int, exposure2: flo
         return 1.0
     share = exposure1 / (exposure1 + exposure2)  # expected share of the total in sample 1 under equal rates
     if alternative == "greater":
-        return float(_st.binom.sf(count1 - 1, total, share))
-    return float(_st.binom.cdf(count1, total, share))
+        return float(_st().binom.sf(count1 - 1, total, share))
+    return float(_st().binom.cdf(count1, total, share))
 
 
 def poisson_test(count: int, expected: float, alternative: Alternative) -> float:
@@ -96,5 +105,5 @@ def poisson_test(count: int, expected: float, alternative: Alternative) -> float
     if expected <= 0:
         return 0.0 if (alternative == "greater" and count > 0) else 1.0
     if alternative == "greater":
-        return float(_st.poisson.sf(count - 1, expected))
-    return float(_st.poisson.cdf(count, expected))
+        return float(_st().poisson.sf(count - 1, expected))
+    return float(_st().poisson.cdf(count, expected))

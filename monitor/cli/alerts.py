@@ -7,21 +7,33 @@ command that uses them, so a malformed ALERTS_* value never stops another comman
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import signal
 import sys
 import threading
 from datetime import UTC, datetime, timedelta
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any, TypedDict
 
 from monitor.config import AlertSettings, Settings, load_alert_settings, load_settings
 from schemas.errors import UsageError
+
+if TYPE_CHECKING:
+    # Types only: each command imports what it runs, so building the parser stays cheap.
+    from rich.console import Console
+
+    from monitor.alerts.backtest import BacktestReport, Episode, RuleSummary
+    from monitor.alerts.engine import Evaluation
+    from monitor.alerts.notifiers import Notifier
+    from monitor.alerts.rules import RuleSet
+    from monitor.runtime.store import ClickHouseStore
 
 
 def register(subparsers: Any) -> None:
     """Add the `alerts` command group (run, check, backtest) to the CLI's subparsers."""
     p = subparsers.add_parser(
-        "alerts", help="alert on relevancy drops: run the evaluator, check once, or backtest rules over history",
+        "alerts",
+        help="alert on relevancy drops: run the evaluator, check once, or backtest rules over history",
         description="Evaluate alert rules (YAML) against the scores in ClickHouse. See docs/alerting.md.",
     )
     sub = p.add_subparsers(dest="alerts_command", required=True, metavar="ACTION")
@@ -31,8 +43,7 @@ def register(subparsers: Any) -> None:
     run.add_argument("--interval", default=None, help="time between rounds [env ALERTS_INTERVAL, default 1m]")
     run.add_argument("--webhook-url", default=None, help="generic JSON webhook [env ALERTS_WEBHOOK_URL]")
     run.add_argument("--slack-webhook-url", default=None, help="Slack-compatible incoming webhook [env ALERTS_SLACK_WEBHOOK_URL]")
-    run.add_argument("--alertmanager-url", default=None,
-                     help="Alertmanager base URL, alerts go to /api/v2/alerts [env ALERTS_ALERTMANAGER_URL]")
+    run.add_argument("--alertmanager-url", default=None, help="Alertmanager base URL, alerts go to /api/v2/alerts [env ALERTS_ALERTMANAGER_URL]")
     run.add_argument("--generator-url", default=None, help="link sent as generatorURL (a dashboard) [env ALERTS_GENERATOR_URL]")
     run.add_argument("--notify-timeout", dest="notify_timeout_s", default=None, help="seconds per HTTP attempt [env ALERTS_NOTIFY_TIMEOUT_S]")
     run.add_argument("--replica-id", default=None, help="name of this replica in the lease table (default host:pid:random)")
@@ -70,8 +81,18 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 # ---- helpers ---------------------------------------------------------------------------------------------
 
-_ALERT_FLAGS = ("rules", "traffic_table", "interval", "webhook_url", "slack_webhook_url", "alertmanager_url", "generator_url",
-                "notify_timeout_s", "replica_id", "metrics_port")
+_ALERT_FLAGS = (
+    "rules",
+    "traffic_table",
+    "interval",
+    "webhook_url",
+    "slack_webhook_url",
+    "alertmanager_url",
+    "generator_url",
+    "notify_timeout_s",
+    "replica_id",
+    "metrics_port",
+)
 
 
 def alert_settings(ns: argparse.Namespace) -> AlertSettings:
@@ -79,17 +100,16 @@ def alert_settings(ns: argparse.Namespace) -> AlertSettings:
     return load_alert_settings(**{name: getattr(ns, name, None) for name in _ALERT_FLAGS})
 
 
-def _load(ns: argparse.Namespace) -> tuple[Settings, AlertSettings, Any]:
+def _load(ns: argparse.Namespace) -> tuple[Settings, AlertSettings, RuleSet]:
     """Store settings, alert settings (flags over ALERTS_*) and rules; raises `ConfigError`."""
     from monitor.alerts.rules import load_rules
 
-    settings = load_settings(clickhouse_url=ns.clickhouse_url, clickhouse_database=ns.clickhouse_database,
-                             clickhouse_table=ns.clickhouse_table)
+    settings = load_settings(clickhouse_url=ns.clickhouse_url, clickhouse_database=ns.clickhouse_database, clickhouse_table=ns.clickhouse_table)
     alert = alert_settings(ns)
     return settings, alert, load_rules(alert.rules)
 
 
-def _open_store(settings: Settings) -> Any:
+def _open_store(settings: Settings) -> ClickHouseStore:
     from monitor.runtime.store import ClickHouseStore
 
     s = settings.store
@@ -99,7 +119,7 @@ def _open_store(settings: Settings) -> Any:
 
 
 def _duration(flag: str, value: str) -> timedelta:
-    from monitor.alerts.rules import parse_duration
+    from monitor.alerts.durations import parse_duration
 
     try:
         d = parse_duration(value)
@@ -112,7 +132,7 @@ def _duration(flag: str, value: str) -> timedelta:
 
 def parse_time(flag: str, value: str, now: datetime) -> datetime:
     """ISO 8601 (UTC when no offset), `now`, or a relative duration like `-2d` / `2d` (before now)."""
-    from monitor.alerts.rules import parse_duration
+    from monitor.alerts.durations import parse_duration
 
     text = value.strip()
     if text == "now":
@@ -134,11 +154,12 @@ def _num(v: float | None, digits: int = 4) -> str:
 
 # ---- run ---------------------------------------------------------------------------------------------------
 
-def build_notifiers(alert: AlertSettings) -> list[Any]:
+
+def build_notifiers(alert: AlertSettings) -> list[Notifier]:
     """Notifiers named by the alert settings."""
     from monitor.alerts.notifiers import AlertmanagerNotifier, SlackNotifier, WebhookNotifier
 
-    out: list[Any] = []
+    out: list[Notifier] = []
     timeout = alert.notify_timeout_s
     if alert.webhook_url:
         out.append(WebhookNotifier(alert.webhook_url, timeout=timeout))
@@ -160,8 +181,9 @@ def cmd_run(ns: argparse.Namespace) -> int:
     configure_logging(settings.log_format, settings.log_level)
     notifiers = build_notifiers(alert)
     store = _open_store(settings)
-    runner = AlertRunner(store, rules, notifiers, traffic_table=alert.traffic_table, replica=alert.replica_id,
-                         lease_ttl=None if ns.no_lease else alert.interval * 3)
+    runner = AlertRunner(
+        store, rules, notifiers, traffic_table=alert.traffic_table, replica=alert.replica_id, lease_ttl=None if ns.no_lease else alert.interval * 3
+    )
     try:
         if ns.once:
             report = runner.run_once()
@@ -176,6 +198,7 @@ def cmd_run(ns: argparse.Namespace) -> int:
 
 
 # ---- check -------------------------------------------------------------------------------------------------
+
 
 def cmd_check(ns: argparse.Namespace) -> int:
     """`alerts check`: evaluate once, print, exit 1 with --fail-on-firing if anything fires."""
@@ -209,29 +232,77 @@ def run_check(ns: argparse.Namespace, out: IO[str] | None = None) -> int:
     return 1 if (ns.fail_on_firing and firing) else 0
 
 
-def check_rows(evaluation: Any) -> list[dict[str, Any]]:
-    """One dict per rule and segment (and per failed rule) for printing."""
-    rows: list[dict[str, Any]] = []
+class CheckRow(TypedDict):
+    """One rule and segment of `alerts check` (or a rule whose data could not be read), as printed and as JSON."""
+
+    rule: str
+    severity: str
+    metric: str
+    segment: dict[str, str]
+    judge: str
+    state: str  # the alert state, or "error"
+    since: str | None
+    value: float | None
+    baseline: float | None
+    n_current: int
+    n_baseline: int
+    p_value: float | None
+    test: str
+    sufficient: bool
+    note: str
+
+
+def check_rows(evaluation: Evaluation) -> list[CheckRow]:
+    """One row per rule and segment (and per failed rule) for printing."""
+    rows: list[CheckRow] = []
     for r in evaluation.results:
         s, o = r.state, r.observation
-        rows.append({
-            "rule": r.rule.name, "severity": r.rule.severity, "metric": r.rule.metric, "segment": dict(s.segment),
-            "judge": o.judge, "state": s.state, "since": s.since.isoformat() if s.since else None,
-            "value": o.value, "baseline": o.baseline, "n_current": o.n_current, "n_baseline": o.n_baseline,
-            "p_value": o.p_value, "test": o.test, "sufficient": o.sufficient, "note": s.note,
-        })
+        rows.append(
+            CheckRow(
+                rule=r.rule.name,
+                severity=r.rule.severity,
+                metric=r.rule.metric,
+                segment=dict(s.segment),
+                judge=o.judge,
+                state=s.state,
+                since=s.since.isoformat() if s.since else None,
+                value=o.value,
+                baseline=o.baseline,
+                n_current=o.n_current,
+                n_baseline=o.n_baseline,
+                p_value=o.p_value,
+                test=o.test,
+                sufficient=o.sufficient,
+                note=s.note,
+            )
+        )
     for e in evaluation.errors:
-        rows.append({"rule": e.rule.name, "severity": e.rule.severity, "metric": e.rule.metric, "segment": {},
-                     "judge": "", "state": "error", "since": None, "value": None, "baseline": None, "n_current": 0,
-                     "n_baseline": 0, "p_value": None, "test": "", "sufficient": False, "note": e.error})
+        rows.append(
+            CheckRow(
+                rule=e.rule.name,
+                severity=e.rule.severity,
+                metric=e.rule.metric,
+                segment={},
+                judge="",
+                state="error",
+                since=None,
+                value=None,
+                baseline=None,
+                n_current=0,
+                n_baseline=0,
+                p_value=None,
+                test="",
+                sufficient=False,
+                note=e.error,
+            )
+        )
     return rows
 
 
 _STATE_STYLE = {"firing": "bold red", "pending": "yellow", "resolved": "green", "error": "magenta", "inactive": ""}
 
 
-def _print_check(rows: list[dict[str, Any]], now: datetime, out: IO[str]) -> None:
-    from rich.console import Console
+def _print_check(rows: list[CheckRow], now: datetime, out: IO[str]) -> None:
     from rich.markup import escape
     from rich.table import Table
 
@@ -241,11 +312,18 @@ def _print_check(rows: list[dict[str, Any]], now: datetime, out: IO[str]) -> Non
     for r in rows:
         style = _STATE_STYLE.get(r["state"], "")
         state = r["state"] if r["sufficient"] or r["state"] == "error" else f"{r['state']} (no data)"
-        seg = ", ".join(f"{k}={v}" for k, v in r["segment"].items()) or "all"
-        table.add_row(r["rule"], r["severity"], escape(seg), f"[{style}]{state}[/{style}]" if style else state,
-                      _num(r["value"]), _num(r["baseline"]), f"{r['n_current']}/{r['n_baseline']}",
-                      _num(r["p_value"], 2), escape(r["note"] or ""))
-    console = Console(file=out, width=max(160, Console(file=out).width))
+        table.add_row(
+            r["rule"],
+            r["severity"],
+            escape(_segment_text(r["segment"])),
+            f"[{style}]{state}[/{style}]" if style else state,
+            _num(r["value"]),
+            _num(r["baseline"]),
+            f"{r['n_current']}/{r['n_baseline']}",
+            _num(r["p_value"], 2),
+            escape(r["note"] or ""),
+        )
+    console = _console(out)
     console.print(table)
     counts: dict[str, int] = {}
     for r in rows:
@@ -253,7 +331,18 @@ def _print_check(rows: list[dict[str, Any]], now: datetime, out: IO[str]) -> Non
     console.print(", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "no segments", style="dim")
 
 
+def _segment_text(segment: dict[str, str]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in segment.items()) or "all"
+
+
+def _console(out: IO[str]) -> Console:
+    from rich.console import Console
+
+    return Console(file=out, width=max(160, Console(file=out).width))
+
+
 # ---- backtest ----------------------------------------------------------------------------------------------
+
 
 def cmd_backtest(ns: argparse.Namespace) -> int:
     """`alerts backtest`: replay rules over history and print when they would have fired and resolved."""
@@ -281,36 +370,89 @@ def run_backtest_cmd(ns: argparse.Namespace, out: IO[str] | None = None) -> int:
     finally:
         store.close()
     summary = report.summary(rules.rules)
-    episodes = [{
-        "rule": e.rule, "segment": dict(e.segment), "severity": e.severity, "pending_at": e.pending_at.isoformat(),
-        "fired_at": e.fired_at.isoformat() if e.fired_at else None, "resolved_at": e.resolved_at.isoformat() if e.resolved_at else None,
-        "delay_s": e.delay.total_seconds() if e.delay else 0.0, "value": e.value_at_fire, "baseline": e.baseline_at_fire,
-        "p_value": e.p_value_at_fire, "n": e.n_at_fire,
-    } for e in report.fired()]
+    episodes = [episode_row(e) for e in report.fired()]
     if ns.json:
-        out.write(json.dumps({"since": since.isoformat(), "until": until.isoformat(), "step_s": step.total_seconds(),
-                              "evaluations": report.evaluations, "rules": summary, "episodes": episodes}, default=str) + "\n")
-        return 0
-    from rich.console import Console
+        out.write(
+            json.dumps(
+                {
+                    "since": since.isoformat(),
+                    "until": until.isoformat(),
+                    "step_s": step.total_seconds(),
+                    "evaluations": report.evaluations,
+                    "rules": [dataclasses.asdict(r) for r in summary],
+                    "episodes": episodes,
+                },
+                default=str,
+            )
+            + "\n"
+        )
+    else:
+        _print_backtest(report, ns.step, summary, episodes, out)
+    return 0
+
+
+class EpisodeRow(TypedDict):
+    """One fired episode of `alerts backtest`, as printed and as JSON."""
+
+    rule: str
+    segment: dict[str, str]
+    severity: str
+    pending_at: str
+    fired_at: str | None
+    resolved_at: str | None  # None while still firing at the end
+    delay_s: float
+    value: float | None
+    baseline: float | None
+    p_value: float | None
+    n: int
+
+
+def episode_row(e: Episode) -> EpisodeRow:
+    """The row of one episode: times in ISO 8601, the values at the time it fired."""
+    return EpisodeRow(
+        rule=e.rule,
+        segment=dict(e.segment),
+        severity=e.severity,
+        pending_at=e.pending_at.isoformat(),
+        fired_at=e.fired_at.isoformat() if e.fired_at else None,
+        resolved_at=e.resolved_at.isoformat() if e.resolved_at else None,
+        delay_s=e.delay.total_seconds() if e.delay else 0.0,
+        value=e.value_at_fire,
+        baseline=e.baseline_at_fire,
+        p_value=e.p_value_at_fire,
+        n=e.n_at_fire,
+    )
+
+
+def _print_backtest(report: BacktestReport, step: str, summary: list[RuleSummary], episodes: list[EpisodeRow], out: IO[str]) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    console = Console(file=out, width=max(160, Console(file=out).width))
-    t = Table(title=f"backtest {since.isoformat(timespec='minutes')} .. {until.isoformat(timespec='minutes')}, "
-                    f"step {ns.step}, {report.evaluations} evaluations")
+    console = _console(out)
+    t = Table(
+        title=f"backtest {report.since.isoformat(timespec='minutes')} .. {report.until.isoformat(timespec='minutes')}, "
+        f"step {step}, {report.evaluations} evaluations"
+    )
     for col in ("rule", "fired", "still firing", "suppressed (pending, cleared)", "mean delay", "errors"):
         t.add_column(col)
     for s in summary:
-        delay = "" if s["mean_delay_s"] is None else f"{s['mean_delay_s'] / 60:.1f} min"
-        t.add_row(str(s["rule"]), str(s["fired"]), str(s["still_firing"]), str(s["suppressed"]), delay, str(s["errors"]))
+        delay = "" if s.mean_delay_s is None else f"{s.mean_delay_s / 60:.1f} min"
+        t.add_row(s.rule, str(s.fired), str(s.still_firing), str(s.suppressed), delay, str(s.errors))
     console.print(t)
     if episodes:
         e_t = Table(title="episodes")
         for col in ("rule", "segment", "pending at", "fired at", "resolved at", "value", "baseline", "n", "p"):
             e_t.add_column(col, overflow="fold")
         for e in episodes:
-            e_t.add_row(e["rule"], escape(", ".join(f"{k}={v}" for k, v in e["segment"].items()) or "all"), e["pending_at"],
-                        e["fired_at"] or "", e["resolved_at"] or "(still firing)", _num(e["value"]), _num(e["baseline"]),
-                        str(e["n"]), _num(e["p_value"], 2))
+            e_t.add_row(
+                e["rule"],
+                escape(_segment_text(e["segment"])),
+                e["pending_at"],
+                e["fired_at"] or "",
+                e["resolved_at"] or "(still firing)",
+                _num(e["value"]),
+                _num(e["baseline"]),
+                str(e["n"]),
+                _num(e["p_value"], 2),
+            )
         console.print(e_t)
-    return 0

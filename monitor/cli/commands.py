@@ -126,6 +126,6 @@ def cmd_demo(ns: argparse.Namespace) -> int:
     console.print(
         f"\nconsumed {report.consumed}, scored {report.scored}, dead-lettered {report.dead_lettered} (malformed on purpose).\n"
         f"Query the rows yourself:\n  relevancy-monitor sql --clickhouse-url chdb://{report.data_dir} "
-        "\"SELECT judge, count(), avg(score) FROM {table} FINAL GROUP BY judge\""
+        '"SELECT judge, count(), avg(score) FROM {table} FINAL GROUP BY judge"'
     )
     return 0

@@ -163,9 +163,7 @@ def outcome_dict(o: Outcome, info: JudgeInfo) -> dict[str, Any]:
         "score": j.score,
         "raw_score": j.raw_score,
         "reasoning": j.reasoning,
-        "statements": [
-            {"statement": s, "verdict": v, "reason": r} for s, v, r in zip(j.statements, j.verdicts, j.verdict_reasons, strict=True)
-        ],
+        "statements": [{"statement": s, "verdict": v, "reason": r} for s, v, r in zip(j.statements, j.verdicts, j.verdict_reasons, strict=True)],
         "usage": asdict(j.usage),
     }
 

@@ -65,24 +65,35 @@ def run_demo(seconds: float, rate: float, data_dir: Path, console: Console) -> D
             log_format="console",
             log_level="warning",
         )
-        console.print(f"[bold]relevancy-monitor demo[/]: broker {broker.bootstrap} (tansu), ClickHouse chdb://{data_dir}, "
-                      f"judge [yellow]lexical (word-overlap heuristic, not an LLM)[/], {rate:g} events/s for {seconds:g}s")
+        console.print(
+            f"[bold]relevancy-monitor demo[/]: broker {broker.bootstrap} (tansu), ClickHouse chdb://{data_dir}, "
+            f"judge [yellow]lexical (word-overlap heuristic, not an LLM)[/], {rate:g} events/s for {seconds:g}s"
+        )
         metrics = Metrics()
         asyncio.run(_demo(settings, metrics, seconds, rate, console))
         store = ClickHouseStore(settings.clickhouse_url, settings.clickhouse_database, settings.clickhouse_table)
         try:
-            tables = [(title, store.query(sql.replace("{table}", store.qualified_table)))
-                      for title, sql in (("Mean relevancy per app and prompt version", SUMMARY_SQL), ("Five lowest-scored answers", WORST_SQL))]
+            tables = [
+                (title, store.query(sql.replace("{table}", store.qualified_table)))
+                for title, sql in (("Mean relevancy per app and prompt version", SUMMARY_SQL), ("Five lowest-scored answers", WORST_SQL))
+            ]
         finally:
             store.close()
-    return DemoReport(data_dir, _counter(metrics, "relevancy_monitor_events_consumed"), _counter(metrics, "relevancy_monitor_events_judged"),
-                      _counter(metrics, "relevancy_monitor_events_dead_lettered"), tables)
+    return DemoReport(
+        data_dir,
+        _counter(metrics, "relevancy_monitor_events_consumed"),
+        _counter(metrics, "relevancy_monitor_events_judged"),
+        _counter(metrics, "relevancy_monitor_events_dead_lettered"),
+        tables,
+    )
 
 
 async def _demo(settings: Settings, metrics: Metrics, seconds: float, rate: float, console: Console) -> None:
     stop = asyncio.Event()
     total = max(1, int(seconds * rate))
-    producer = asyncio.create_task(produce(settings.kafka_bootstrap_servers, "conversations", generate_events(total, seed=int(time.time())), rate=rate))
+    producer = asyncio.create_task(
+        produce(settings.kafka_bootstrap_servers, "conversations", generate_events(total, seed=int(time.time())), rate=rate)
+    )
     service = asyncio.create_task(run_service(settings, stop=stop, metrics=metrics))
     with Progress(TextColumn("{task.description}"), BarColumn(), TimeRemainingColumn(), console=console, transient=True) as progress:
         task = progress.add_task("starting", total=seconds)

@@ -16,18 +16,41 @@ from consumers.clients import KafkaSettings, ensure_topics, make_producer, start
 
 # (app, question, tight answer, filler that pads it, off-topic answer)
 _SCENARIOS = [
-    ("support-bot", "When did order {n} ship?", "Order {n} shipped on {d} March.", "Thanks for getting in touch. We also sell gift cards.",
-     "Our loyalty programme gives you double points this month!"),
-    ("support-bot", "What is the return window for order {n}?", "Order {n} can be returned until {d} December.",
-     "We appreciate your patience. Have you tried our new app?", "Gift cards never expire."),
-    ("coding-assistant", "How do I reverse a list in Python without modifying the original?",
-     "Use slicing: reversed_copy = items[::-1] returns a new list and leaves the original unchanged.",
-     "Great question! Python is a popular language.", "JavaScript arrays have a sort method."),
-    ("coding-assistant", "What does HTTP status {c} mean?", "HTTP status {c} means the server rejected the request; check the response body.",
-     "I hope you're having a productive day.", "Kubernetes schedules pods onto nodes."),
-    ("travel-agent", "Do I need a visa to visit Japan for two weeks with a German passport?",
-     "No: German passport holders can visit Japan visa-free for up to 90 days.",
-     "Travel is a wonderful way to learn. Check out our premium lounges.", "Our loyalty programme gives you double points on all bookings!"),
+    (
+        "support-bot",
+        "When did order {n} ship?",
+        "Order {n} shipped on {d} March.",
+        "Thanks for getting in touch. We also sell gift cards.",
+        "Our loyalty programme gives you double points this month!",
+    ),
+    (
+        "support-bot",
+        "What is the return window for order {n}?",
+        "Order {n} can be returned until {d} December.",
+        "We appreciate your patience. Have you tried our new app?",
+        "Gift cards never expire.",
+    ),
+    (
+        "coding-assistant",
+        "How do I reverse a list in Python without modifying the original?",
+        "Use slicing: reversed_copy = items[::-1] returns a new list and leaves the original unchanged.",
+        "Great question! Python is a popular language.",
+        "JavaScript arrays have a sort method.",
+    ),
+    (
+        "coding-assistant",
+        "What does HTTP status {c} mean?",
+        "HTTP status {c} means the server rejected the request; check the response body.",
+        "I hope you're having a productive day.",
+        "Kubernetes schedules pods onto nodes.",
+    ),
+    (
+        "travel-agent",
+        "Do I need a visa to visit Japan for two weeks with a German passport?",
+        "No: German passport holders can visit Japan visa-free for up to 90 days.",
+        "Travel is a wonderful way to learn. Check out our premium lounges.",
+        "Our loyalty programme gives you double points on all bookings!",
+    ),
 ]
 _MODELS = ["assistant-large", "assistant-small"]
 _PROMPTS = ["v12", "v13"]
@@ -74,7 +97,10 @@ def generate_events(count: int, *, seed: int = 7, malformed_share: float = 0.02,
         if rng.random() < 0.5:
             event = {**base, "user_message": question, "response": answer}
         else:
-            event = {**base, "messages": [{"role": "user", "content": question}, {"role": "assistant", "content": [{"type": "text", "text": answer}]}]}
+            event = {
+                **base,
+                "messages": [{"role": "user", "content": question}, {"role": "assistant", "content": [{"type": "text", "text": answer}]}],
+            }
         yield json.dumps(event).encode()
 
 

@@ -1,23 +1,6 @@
-"""Relevancy judges: one async call from (question, response) to a `Judgement`."""
+"""Relevancy judges: one async call from (question, response) to a `Judgement`.
 
-from monitor.judges.base import JudgeInfo, Judgement, Usage, make_judge_id
-from monitor.judges.lexical import LexicalJudge
-from monitor.judges.messages_client import MessagesClient
-from monitor.judges.rubric import RubricJudge
-from monitor.judges.statements import StatementsJudge
-from schemas.errors import JudgeApiError, JudgeError, JudgeReplyInvalid, JudgeUnavailable
-
-__all__ = [
-    "JudgeApiError",
-    "JudgeError",
-    "JudgeInfo",
-    "JudgeReplyInvalid",
-    "JudgeUnavailable",
-    "Judgement",
-    "LexicalJudge",
-    "MessagesClient",
-    "RubricJudge",
-    "StatementsJudge",
-    "Usage",
-    "make_judge_id",
-]
+`base` (verdicts, failures, identity), `lexical` (the offline heuristic), `llm` with `rubric` and `statements`
+(the Anthropic judges), `messages_client` (the API call and its retries), `prompts`, `structured_output`,
+`pricing`, `settings` (the judge slice of the configuration) and `factory` (choosing one). Import the module you
+need: importing this package loads nothing, so commands that never judge do not pay for the API client."""

@@ -79,7 +79,9 @@ class LLMJudge(Generic[R]):
             return Judgement(score=0.0, raw_score=0.0, reasoning=EMPTY_REASONING, usage=Usage(cost_usd=0.0))
         user = user_message(question, response, self.settings.max_input_chars)
         reply, usage = await self._client.structured(
-            system=self.system_prompt, user=user, output_config=self._output_config,
+            system=self.system_prompt,
+            user=user,
+            output_config=self._output_config,
             parse=lambda text: parse_reply(self.reply_model, text),
         )
         return self.to_judgement(reply, usage)  # type: ignore[arg-type]

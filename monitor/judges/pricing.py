@@ -16,8 +16,7 @@ class ModelPrice(BaseModel):
     def cost(self, input_tokens: int, output_tokens: int, cache_read_tokens: int, cache_write_tokens: int) -> float:
         """Estimated USD for one call (input_tokens excludes cached tokens, as the API reports it)."""
         return (
-            input_tokens * self.input + output_tokens * self.output
-            + cache_read_tokens * self.cache_read + cache_write_tokens * self.cache_write
+            input_tokens * self.input + output_tokens * self.output + cache_read_tokens * self.cache_read + cache_write_tokens * self.cache_write
         ) / 1_000_000
 
 

@@ -49,7 +49,7 @@ def truncate(text: str, limit: int) -> str:
     head = (limit * 3) // 4
     tail = limit - head
     cut = len(text) - head - tail
-    return f"{text[:head]}\n[… truncated {cut} chars]\n{text[len(text) - tail:]}"
+    return f"{text[:head]}\n[… truncated {cut} chars]\n{text[len(text) - tail :]}"
 
 
 def new_nonce(*texts: str) -> str:

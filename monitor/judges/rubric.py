@@ -49,9 +49,7 @@ class RubricReply(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    reasoning: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)] = Field(
-        description="one or two sentences explaining the score"
-    )
+    reasoning: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)] = Field(description="one or two sentences explaining the score")
     score: int = Field(ge=0, le=MAX_SCORE, description="relevancy score: an integer from 0 to 4")
 
 

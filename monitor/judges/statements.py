@@ -107,7 +107,7 @@ def _reasoning(reply: StatementsReply, relevant: int, strict_threshold: float | 
     text = f"{relevant} of {total} statements address the question"
     off = [(s, v.reason) for s, v in zip(reply.statements, reply.verdicts, strict=True) if v.verdict == "no"]
     if off:
-        shown = "; ".join(f"\"{_clip(s, 60)}\" ({_clip(r, 60)})" for s, r in off[:2])
+        shown = "; ".join(f'"{_clip(s, 60)}" ({_clip(r, 60)})' for s, r in off[:2])
         text += f"; off-question: {shown}" + (f" and {len(off) - 2} more" if len(off) > 2 else "")
     if strict_threshold is not None:
         text += f"; strict mode: share {relevant / total:.2f} is below {strict_threshold:g}, scored 0"

@@ -16,7 +16,6 @@ from schemas.errors import JudgeReplyInvalid
 M = TypeVar("M", bound=BaseModel)
 
 
-
 def output_config(model: type[BaseModel]) -> OutputConfigParam:
     """The `output_config` parameter asking for replies matching `model`, as `messages.parse` builds it."""
     return {"format": {"type": "json_schema", "schema": anthropic.transform_schema(model)}}

@@ -58,8 +58,9 @@ class Limits:
 
     def used(self, spend: Spend) -> float:
         """The largest share of any cap used, 0 when no cap is set."""
-        shares = [spent / cap for spent, cap in ((spend.requests, self.requests), (spend.tokens, self.tokens), (spend.usd, self.usd))
-                  if cap is not None]
+        shares = [
+            spent / cap for spent, cap in ((spend.requests, self.requests), (spend.tokens, self.tokens), (spend.usd, self.usd)) if cap is not None
+        ]
         return max(shares, default=0.0)
 
 
@@ -117,8 +118,9 @@ class SpendBudget:
     def sync(self, hour: Spend, day: Spend) -> None:
         """Learn what everyone else spent: the store's totals for the current windows minus what we wrote."""
         for w, total in zip(self._windows(), (hour, day), strict=True):
-            w.others = Spend(*(max(0.0, t - m) for t, m in ((total.requests, w.written.requests), (total.tokens, w.written.tokens),
-                                                             (total.usd, w.written.usd))))
+            w.others = Spend(
+                *(max(0.0, t - m) for t, m in ((total.requests, w.written.requests), (total.tokens, w.written.tokens), (total.usd, w.written.usd)))
+            )
 
     def used(self) -> float:
         """The largest share of any cap used in the current windows."""

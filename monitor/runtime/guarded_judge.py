@@ -81,8 +81,14 @@ class GuardedJudge:
             if not (self.breaker.is_open or attempts < self._flow.judge_event_attempts):
                 break
             self._metrics.judge_deferred.labels(method).inc()
-            log.info("judge_deferred", event_id=event.event_id, partition=event.source.partition, offset=event.source.offset,
-                     attempts=attempts, circuit_open=self.breaker.is_open)
+            log.info(
+                "judge_deferred",
+                event_id=event.event_id,
+                partition=event.source.partition,
+                offset=event.source.offset,
+                attempts=attempts,
+                circuit_open=self.breaker.is_open,
+            )
         if isinstance(outcome.verdict, JudgeFailure):
             self._metrics.judge_errors.labels(method, outcome.verdict.reason).inc()
         self._metrics.judge_latency.labels(method).observe(outcome.elapsed_s)

@@ -27,22 +27,27 @@ class Metrics:
         self.not_sampled = Counter(_PREFIX + "events_not_sampled", "Decoded events not selected for judging", ["app"], registry=r)
         self.judged = Counter(_PREFIX + "events_judged", "Scored rows produced", ["app", "judge", "status"], registry=r)
         self.judge_errors = Counter(_PREFIX + "judge_errors", "Judge failures that produced an error row", ["judge", "reason"], registry=r)
-        self.judge_deferred = Counter(_PREFIX + "judge_deferred", "Judge calls put back to wait for a failing judge to recover", ["judge"], registry=r)
+        self.judge_deferred = Counter(
+            _PREFIX + "judge_deferred", "Judge calls put back to wait for a failing judge to recover", ["judge"], registry=r
+        )
         self.breaker_open = Gauge(_PREFIX + "judge_circuit_open", "1 while the judge circuit breaker holds calls back", registry=r)
         self.judge_concurrency = Gauge(_PREFIX + "judge_concurrency_limit", "Current adaptive judge concurrency limit", registry=r)
         self.judge_rate_limited = Counter(_PREFIX + "judge_rate_limited", "Judge calls that met a 429 from the provider", ["judge"], registry=r)
         self.judge_latency = Histogram(
-            _PREFIX + "judge_latency_seconds", "Time to judge one event, retries included", ["judge"],
-            buckets=(0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60), registry=r,
+            _PREFIX + "judge_latency_seconds",
+            "Time to judge one event, retries included",
+            ["judge"],
+            buckets=(0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60),
+            registry=r,
         )
-        self.sampling_factor = Gauge(_PREFIX + "sampling_factor", "Multiplier on sampling rates (budget, freshness); 1 is none",
-                                     ["reason"], registry=r)
+        self.sampling_factor = Gauge(
+            _PREFIX + "sampling_factor", "Multiplier on sampling rates (budget, freshness); 1 is none", ["reason"], registry=r
+        )
         self.budget_used = Gauge(_PREFIX + "budget_used_ratio", "Largest share of any judge spend cap used in its window", registry=r)
         self.cache_hits = Counter(_PREFIX + "verdict_cache_hits", "Events scored from the verdict cache", registry=r)
         self.sampled = Counter(_PREFIX + "events_sampled", "Decoded events selected for judging", ["app", "rule"], registry=r)
         self.rows_written = Counter(_PREFIX + "rows_written", "Rows durably inserted into ClickHouse", registry=r)
-        self.rows_dropped = Counter(_PREFIX + "rows_dropped", "Rows the store refused even as error rows (logged with their event id)",
-                                    registry=r)
+        self.rows_dropped = Counter(_PREFIX + "rows_dropped", "Rows the store refused even as error rows (logged with their event id)", registry=r)
         self.insert_failures = Counter(_PREFIX + "insert_failures", "Failed ClickHouse insert attempts (retried)", registry=r)
         self.flush_seconds = Histogram(_PREFIX + "flush_seconds", "Time to write one batch", registry=r)
         self.commits = Counter(_PREFIX + "commits", "Successful offset commits", registry=r)

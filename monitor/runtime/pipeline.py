@@ -94,8 +94,14 @@ class Pipeline:
             await self.producer.stop()
             raise
         info = self.guard.judge.info
-        log.info("pipeline_started", topics=list(self.kafka.topics), group=self.kafka.group_id, judge=info.method,
-                 judge_id=info.judge_id, heuristic_judge=info.heuristic)
+        log.info(
+            "pipeline_started",
+            topics=list(self.kafka.topics),
+            group=self.kafka.group_id,
+            judge=info.method,
+            judge_id=info.judge_id,
+            heuristic_judge=info.heuristic,
+        )
         self._background.append(asyncio.create_task(self.sink.run(), name="sink-flusher"))
         self._background.append(asyncio.create_task(self.cost.traffic_loop(), name="traffic-counts"))
         if self.cost.budget.enabled:
@@ -220,8 +226,9 @@ class Pipeline:
         self.reuse.lead(key, task)
         return task
 
-    async def _follow(self, key: bytes, leader: asyncio.Future[Judgement | None], event: ConversationEvent,
-                      decision: SampleDecision, ticket: Ticket) -> None:
+    async def _follow(
+        self, key: bytes, leader: asyncio.Future[Judgement | None], event: ConversationEvent, decision: SampleDecision, ticket: Ticket
+    ) -> None:
         """Reuse the verdict of an identical pair being judged; judge it ourselves if none comes."""
         judgement = await self.reuse.follow(key, leader)
         if judgement is not None:
@@ -238,8 +245,15 @@ class Pipeline:
         self._write_row(event, decision, ticket, outcome.verdict, outcome.elapsed_s)
         return outcome.verdict
 
-    def _write_row(self, event: ConversationEvent, decision: SampleDecision, ticket: Ticket, verdict: Judgement | JudgeFailure,
-                   elapsed: float, cached: bool = False) -> None:
+    def _write_row(
+        self,
+        event: ConversationEvent,
+        decision: SampleDecision,
+        ticket: Ticket,
+        verdict: Judgement | JudgeFailure,
+        elapsed: float,
+        cached: bool = False,
+    ) -> None:
         info = self.guard.judge.info
         latency_ms, now = int(elapsed * 1000), datetime.now(UTC)
         try:

@@ -47,21 +47,23 @@ def build_pipeline(settings: Settings, judge: Judge, store: AsyncStore, metrics:
         cost.written(rows)
 
     flow = settings.flow
-    return Pipeline(Collaborators(
-        kafka=settings.kafka,
-        flow=flow,
-        store_text=settings.store.store_text,
-        store=store,
-        consumer=make_consumer(settings.kafka),
-        producer=make_producer(settings.kafka),
-        guard=GuardedJudge(judge, flow, metrics, on_spent=cost.spent),
-        sampler=build_sampler(settings),
-        cost=cost,
-        reuse=VerdictReuse(VerdictCache(settings.budget.cache_max_entries, settings.budget.cache_ttl_s)),
-        sink=ClickHouseSink(store, acknowledge, metrics, max_rows=flow.batch_max_rows, max_seconds=flow.batch_max_seconds),
-        tracker=tracker,
-        metrics=metrics,
-    ))
+    return Pipeline(
+        Collaborators(
+            kafka=settings.kafka,
+            flow=flow,
+            store_text=settings.store.store_text,
+            store=store,
+            consumer=make_consumer(settings.kafka),
+            producer=make_producer(settings.kafka),
+            guard=GuardedJudge(judge, flow, metrics, on_spent=cost.spent),
+            sampler=build_sampler(settings),
+            cost=cost,
+            reuse=VerdictReuse(VerdictCache(settings.budget.cache_max_entries, settings.budget.cache_ttl_s)),
+            sink=ClickHouseSink(store, acknowledge, metrics, max_rows=flow.batch_max_rows, max_seconds=flow.batch_max_seconds),
+            tracker=tracker,
+            metrics=metrics,
+        )
+    )
 
 
 def install_signal_handlers(stop: asyncio.Event) -> None:

@@ -54,7 +54,8 @@ def test_chat_examples_take_final_assistant_and_last_user_before_it() -> None:
 def test_chat_pair_skips_trailing_user_turn_and_non_text_parts() -> None:
     """A trailing user turn and non-text parts are skipped, and the timestamp is normalised to UTC."""
     event = {
-        "conversation_id": "c", "timestamp": "2026-11-29T10:00:00+01:00",
+        "conversation_id": "c",
+        "timestamp": "2026-11-29T10:00:00+01:00",
         "messages": [
             {"role": "user", "content": [{"type": "image", "source": {}}, {"type": "text", "text": "What is 2+2?"}]},
             {"role": "assistant", "content": [{"type": "tool_use", "id": "x"}, {"type": "text", "text": "4"}]},
@@ -78,8 +79,15 @@ def test_defaults_event_id_timestamp_app_are_deterministic() -> None:
 
 def test_naive_timestamp_is_utc_and_metadata_scalars_become_strings() -> None:
     """A naive timestamp is read as UTC, a null app defaults, and metadata values become strings, nulls dropped."""
-    raw = json.dumps({"user_message": "q", "response": "a", "timestamp": "2026-11-29T09:00:00", "app": None,
-                      "metadata": {"n": 3, "flag": True, "skip": None, "nested": {"a": 1}}}).encode()
+    raw = json.dumps(
+        {
+            "user_message": "q",
+            "response": "a",
+            "timestamp": "2026-11-29T09:00:00",
+            "app": None,
+            "metadata": {"n": 3, "flag": True, "skip": None, "nested": {"a": 1}},
+        }
+    ).encode()
     e = decode(raw)
     assert e.event_time == datetime(2026, 11, 29, 9, 0, tzinfo=UTC)
     assert e.app == "default"
@@ -158,8 +166,24 @@ _json = st.recursive(
     lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4),
     max_leaves=20,
 )
-_fields = st.sampled_from(["event_id", "conversation_id", "timestamp", "app", "model", "prompt_version", "metadata",
-                           "user_message", "response", "messages", "role", "content", "type", "text"])
+_fields = st.sampled_from(
+    [
+        "event_id",
+        "conversation_id",
+        "timestamp",
+        "app",
+        "model",
+        "prompt_version",
+        "metadata",
+        "user_message",
+        "response",
+        "messages",
+        "role",
+        "content",
+        "type",
+        "text",
+    ]
+)
 
 
 @settings(max_examples=400, deadline=None)

@@ -5,17 +5,30 @@ from __future__ import annotations
 import subprocess
 import sys
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
-from consumers.sampling import Sampler, sample_point
+from consumers.sampling import Sampler, SamplingPolicy, sample_point
+from schemas.errors import SamplingConfigError
 from schemas.events import ConversationEvent, KafkaPosition
 
 
 def event(conv: str, eid: str) -> ConversationEvent:
     """A minimal flat event in conversation `conv` with event id `eid`."""
-    return ConversationEvent(event_id=eid, conversation_id=conv, event_time=datetime.now(UTC), app="a", model="", prompt_version="",
-                             metadata={}, question="q", response="r", shape="flat", source=KafkaPosition(topic="t", partition=0, offset=0))
+    return ConversationEvent(
+        event_id=eid,
+        conversation_id=conv,
+        event_time=datetime.now(UTC),
+        app="a",
+        model="",
+        prompt_version="",
+        metadata={},
+        question="q",
+        response="r",
+        shape="flat",
+        source=KafkaPosition(topic="t", partition=0, offset=0),
+    )
 
 
 def test_hash_is_stable_across_processes_and_hash_seeds() -> None:
@@ -24,8 +37,14 @@ def test_hash_is_stable_across_processes_and_hash_seeds() -> None:
     here = [sample_point(k) for k in keys]
     code = f"from consumers.sampling import sample_point; print([sample_point(k) for k in {keys!r}])"
     for seed in ("0", "12345"):
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env={"PYTHONHASHSEED": seed, "PATH": ""},
-                             cwd=str(__import__("pathlib").Path(__file__).resolve().parents[2]))
+        out = subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={"PYTHONHASHSEED": seed, "PATH": ""},
+            cwd=str(__import__("pathlib").Path(__file__).resolve().parents[2]),
+        )
         assert eval(out.stdout) == here
 
 
@@ -36,7 +55,7 @@ def test_rate_within_tolerance(rate: float) -> None:
     s = Sampler.at_rate(rate)
     hits = sum(s.decide(event(f"c{i}", f"e{i}")).sampled for i in range(n))
     sigma = (n * rate * (1 - rate)) ** 0.5
-    assert abs(hits - n * rate) <= 4 * sigma + (0 if 0 < rate < 1 else 0)
+    assert abs(hits - n * rate) <= 4 * sigma
     if rate in (0.0, 1.0):
         assert hits == n * rate
 
@@ -66,11 +85,6 @@ def test_decision_records_rate_and_rule() -> None:
 
 # ---- rules, minimum per segment, factors --------------------------------------------------------------
 
-from pathlib import Path
-
-from consumers.sampling import SamplingPolicy
-from schemas.errors import SamplingConfigError
-
 RULES_YAML = """
 default_rate: 0.1
 rules:
@@ -91,8 +105,19 @@ rules:
 
 def seg_event(i: int, app: str = "support-bot", pv: str = "v12", meta: dict[str, str] | None = None) -> ConversationEvent:
     """Event number `i` in the segment `app`/`pv`, with optional metadata."""
-    return ConversationEvent(event_id=f"e{i}", conversation_id=f"c{i}", event_time=datetime.now(UTC), app=app, model="m", prompt_version=pv,
-                             metadata=meta or {}, question="q", response="r", shape="flat", source=KafkaPosition(topic="t", partition=0, offset=i))
+    return ConversationEvent(
+        event_id=f"e{i}",
+        conversation_id=f"c{i}",
+        event_time=datetime.now(UTC),
+        app=app,
+        model="m",
+        prompt_version=pv,
+        metadata=meta or {},
+        question="q",
+        response="r",
+        shape="flat",
+        source=KafkaPosition(topic="t", partition=0, offset=i),
+    )
 
 
 def policy(tmp_path: Path, text: str = RULES_YAML) -> SamplingPolicy:

@@ -27,31 +27,86 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 # Where each MONITOR_* setting goes. A new setting must be added here (and to a slice), or no component sees it.
 SLICE_OF: dict[str, str] = {
-    **{f"kafka_{n}": f"kafka.{n}" for n in ("bootstrap_servers", "topics", "group_id", "auto_offset_reset", "security_protocol",
-                                             "sasl_mechanism", "sasl_username", "sasl_password", "session_timeout_ms", "max_poll_records")},
-    "dlq_topic": "kafka.dlq_topic", "max_event_bytes": "kafka.max_event_bytes",
-    "clickhouse_url": "store.url", "clickhouse_database": "store.database", "clickhouse_table": "store.table", "store_text": "store.store_text",
-    "judge": "judge_client.method", "judge_model": "judge_client.model", "anthropic_api_key": "judge_client.api_key",
-    "anthropic_base_url": "judge_client.base_url", "judge_request_timeout_s": "judge_client.request_timeout_s",
-    "judge_max_retries": "judge_client.max_retries", "judge_max_tokens": "judge_client.max_tokens",
-    "judge_max_input_chars": "judge_client.max_input_chars", "statements_strict_threshold": "judge_client.statements_strict_threshold",
+    **{
+        f"kafka_{n}": f"kafka.{n}"
+        for n in (
+            "bootstrap_servers",
+            "topics",
+            "group_id",
+            "auto_offset_reset",
+            "security_protocol",
+            "sasl_mechanism",
+            "sasl_username",
+            "sasl_password",
+            "session_timeout_ms",
+            "max_poll_records",
+        )
+    },
+    "dlq_topic": "kafka.dlq_topic",
+    "max_event_bytes": "kafka.max_event_bytes",
+    "clickhouse_url": "store.url",
+    "clickhouse_database": "store.database",
+    "clickhouse_table": "store.table",
+    "store_text": "store.store_text",
+    "judge": "judge_client.method",
+    "judge_model": "judge_client.model",
+    "anthropic_api_key": "judge_client.api_key",
+    "anthropic_base_url": "judge_client.base_url",
+    "judge_request_timeout_s": "judge_client.request_timeout_s",
+    "judge_max_retries": "judge_client.max_retries",
+    "judge_max_tokens": "judge_client.max_tokens",
+    "judge_max_input_chars": "judge_client.max_input_chars",
+    "statements_strict_threshold": "judge_client.statements_strict_threshold",
     "judge_prices": "judge_client.prices",
-    **{n: f"flow.{n}" for n in ("judge_concurrency", "judge_concurrency_floor", "judge_requests_per_minute", "judge_tokens_per_minute",
-                                 "judge_timeout_s", "judge_event_attempts", "breaker_threshold", "breaker_cooldown_s", "breaker_max_cooldown_s",
-                                 "max_in_flight", "resume_in_flight", "batch_max_rows", "batch_max_seconds", "commit_interval_s",
-                                 "shutdown_grace_s", "lag_check_s")},
-    "sample_rate": "sampling.rate", "sample_key": "sampling.key", "sampling_file": "sampling.file",
-    **{f"budget_{n}": f"budget.{n}" for n in ("usd_per_hour", "usd_per_day", "requests_per_hour", "requests_per_day", "tokens_per_hour",
-                                               "tokens_per_day", "soft_limit", "sync_s")},
+    **{
+        n: f"flow.{n}"
+        for n in (
+            "judge_concurrency",
+            "judge_concurrency_floor",
+            "judge_requests_per_minute",
+            "judge_tokens_per_minute",
+            "judge_timeout_s",
+            "judge_event_attempts",
+            "breaker_threshold",
+            "breaker_cooldown_s",
+            "breaker_max_cooldown_s",
+            "max_in_flight",
+            "resume_in_flight",
+            "batch_max_rows",
+            "batch_max_seconds",
+            "commit_interval_s",
+            "shutdown_grace_s",
+            "lag_check_s",
+        )
+    },
+    "sample_rate": "sampling.rate",
+    "sample_key": "sampling.key",
+    "sampling_file": "sampling.file",
+    **{
+        f"budget_{n}": f"budget.{n}"
+        for n in ("usd_per_hour", "usd_per_day", "requests_per_hour", "requests_per_day", "tokens_per_hour", "tokens_per_day", "soft_limit", "sync_s")
+    },
     **{n: f"budget.{n}" for n in ("freshness_max_lag", "freshness_min_factor", "cache_max_entries", "cache_ttl_s", "traffic_flush_s")},
 }
 
 
 def test_every_setting_reaches_its_slice_with_its_value() -> None:
     """Each MONITOR_* setting but the process ones is carried, with the value that was set, by exactly the slice named."""
-    s = load_settings(kafka_sasl_mechanism="PLAIN", kafka_sasl_username="u", kafka_sasl_password="pw", anthropic_api_key="k",
-                      kafka_session_timeout_ms=7000, judge_max_tokens=333, sample_rate=0.3, budget_sync_s=9, batch_max_rows=7,
-                      clickhouse_table="t2", max_in_flight=40, resume_in_flight=5, budget_usd_per_day=3.0)
+    s = load_settings(
+        kafka_sasl_mechanism="PLAIN",
+        kafka_sasl_username="u",
+        kafka_sasl_password="pw",
+        anthropic_api_key="k",
+        kafka_session_timeout_ms=7000,
+        judge_max_tokens=333,
+        sample_rate=0.3,
+        budget_sync_s=9,
+        batch_max_rows=7,
+        clickhouse_table="t2",
+        max_in_flight=40,
+        resume_in_flight=5,
+        budget_usd_per_day=3.0,
+    )
     assert set(SLICE_OF) | PROCESS_SETTINGS == set(Settings.model_fields)
     for name, path in SLICE_OF.items():
         slice_name, attr = path.split(".")
@@ -102,8 +157,9 @@ def test_every_alert_setting_has_a_flag_of_the_alerts_commands() -> None:
 
 def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith(("MONITOR_", "ALERTS_"))}
-    return subprocess.run([sys.executable, "-m", "monitor.cli.main", *args], env={**base, **env}, cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "monitor.cli.main", *args], env={**base, **env}, cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_a_malformed_alerts_variable_stops_only_the_alerts_commands(tmp_path: Path) -> None:
@@ -113,5 +169,7 @@ def test_a_malformed_alerts_variable_stops_only_the_alerts_commands(tmp_path: Pa
     assert helped.returncode == 0 and "Traceback" not in helped.stderr, helped.stderr
     failed = _cli("alerts", "run", "--once", "--no-lease", env=env)
     assert failed.returncode == 2, failed.stderr
-    assert failed.stderr.strip() == "relevancy-monitor: error: invalid setting ALERTS_NOTIFY_TIMEOUT_S: " \
+    assert (
+        failed.stderr.strip() == "relevancy-monitor: error: invalid setting ALERTS_NOTIFY_TIMEOUT_S: "
         "Input should be a valid number, unable to parse string as a number (got 'abc')"
+    )

@@ -18,8 +18,7 @@ def test_every_exception_class_of_the_project_is_defined_in_the_tree_module() ->
     for path in sorted(p for pkg in ("schemas", "consumers", "monitor") for p in (ROOT / pkg).rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ClassDef) and any(
-                isinstance(b, ast.Name) and (b.id.endswith(("Error", "Exception")) or b.id in ("SinkClosed", "KafkaUnavailable"))
-                for b in node.bases
+                isinstance(b, ast.Name) and (b.id.endswith(("Error", "Exception")) or b.id in ("SinkClosed", "KafkaUnavailable")) for b in node.bases
             ):
                 found.append(f"{path.relative_to(ROOT)}:{node.name}")
     assert all(f.startswith("schemas/errors.py:") for f in found), found

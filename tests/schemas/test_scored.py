@@ -16,8 +16,21 @@ T0 = datetime(2026, 11, 29, 9, 0, tzinfo=UTC)
 
 def row(event_id: str = "e1", judge_id: str = "j1", status: str = "ok", score: float | None = 0.5, at: datetime = T0, **kw: Any) -> ScoredRow:
     """A scored row for `event_id` and `judge_id`, scored at `at`, with the other fields fixed."""
-    return ScoredRow(event_id=event_id, conversation_id="c", event_time=T0, app="a", model="m", prompt_version="v1", judge="lexical",
-                     judge_model="h", judge_id=judge_id, status=status, score=score, scored_at=at, **kw)  # type: ignore[arg-type]
+    return ScoredRow(
+        event_id=event_id,
+        conversation_id="c",
+        event_time=T0,
+        app="a",
+        model="m",
+        prompt_version="v1",
+        judge="lexical",
+        judge_model="h",
+        judge_id=judge_id,
+        status=status,
+        score=score,
+        scored_at=at,
+        **kw,
+    )  # type: ignore[arg-type]
 
 
 def test_table_columns_match_the_model(store: ClickHouseStore) -> None:

@@ -15,20 +15,50 @@ from schemas.scored import ScoredRow
 
 T0 = datetime(2026, 11, 2, 0, 0, tzinfo=UTC)  # a Monday; every synthetic stream starts here
 
+
 def make_row(
-    t: datetime, *, app: str = "support", model: str = "m1", prompt_version: str = "v1", judge_id: str = "j1",
-    score: float | None = 0.8, status: str = "ok", lag_s: float = 5.0, cost: float | None = 0.001,
-    sample_rate: float = 1.0, event_id: str | None = None, judge: str = "lexical",
-    statements: Sequence[str] = (), verdicts: Sequence[str] = (),
+    t: datetime,
+    *,
+    app: str = "support",
+    model: str = "m1",
+    prompt_version: str = "v1",
+    judge_id: str = "j1",
+    score: float | None = 0.8,
+    status: str = "ok",
+    lag_s: float = 5.0,
+    cost: float | None = 0.001,
+    sample_rate: float = 1.0,
+    event_id: str | None = None,
+    judge: str = "lexical",
+    statements: Sequence[str] = (),
+    verdicts: Sequence[str] = (),
 ) -> ScoredRow:
     """One scored row at event time `t`."""
     return ScoredRow(
-        event_id=event_id or uuid.uuid4().hex, conversation_id="c-" + uuid.uuid4().hex[:8], event_time=t, app=app, model=model,
-        prompt_version=prompt_version, judge=judge, judge_model="", judge_id=judge_id, status=status,  # type: ignore[arg-type]
-        error="" if status == "ok" else "unavailable: test", score=score if status == "ok" else None,
-        raw_score=score if status == "ok" else None, reasoning="r", question=f"q {app}", response=f"a {app}",
-        statements=list(statements), verdicts=list(verdicts), verdict_reasons=["" for _ in verdicts], n_statements=len(statements),
-        sample_rate=sample_rate, cost_usd=cost, scored_at=t + timedelta(seconds=lag_s), latency_ms=100,
+        event_id=event_id or uuid.uuid4().hex,
+        conversation_id="c-" + uuid.uuid4().hex[:8],
+        event_time=t,
+        app=app,
+        model=model,
+        prompt_version=prompt_version,
+        judge=judge,
+        judge_model="",
+        judge_id=judge_id,
+        status=status,  # type: ignore[arg-type]
+        error="" if status == "ok" else "unavailable: test",
+        score=score if status == "ok" else None,
+        raw_score=score if status == "ok" else None,
+        reasoning="r",
+        question=f"q {app}",
+        response=f"a {app}",
+        statements=list(statements),
+        verdicts=list(verdicts),
+        verdict_reasons=["" for _ in verdicts],
+        n_statements=len(statements),
+        sample_rate=sample_rate,
+        cost_usd=cost,
+        scored_at=t + timedelta(seconds=lag_s),
+        latency_ms=100,
     )
 
 
@@ -41,8 +71,14 @@ def insert(store: ClickHouseStore, rows: Iterable[ScoredRow], batch: int = 5000)
 
 
 def stream(
-    start: datetime, end: datetime, *, per_minute: int, segments: Sequence[dict[str, str]],
-    score: Callable[[dict[str, str], datetime, random.Random], float], seed: int = 1, **row_kw: object,
+    start: datetime,
+    end: datetime,
+    *,
+    per_minute: int,
+    segments: Sequence[dict[str, str]],
+    score: Callable[[dict[str, str], datetime, random.Random], float],
+    seed: int = 1,
+    **row_kw: object,
 ) -> list[ScoredRow]:
     """`per_minute` rows per segment and minute over [start, end), scores from `score(segment, t, rng)`."""
     rng = random.Random(seed)
@@ -77,5 +113,4 @@ def traffic_store(store: ClickHouseStore) -> ClickHouseStore:
 def insert_traffic(store: ClickHouseStore, rows: Iterable[tuple[datetime, str, str, str, int, int]]) -> None:
     """Traffic rows (minute, app, model, prompt_version, consumed, sampled)."""
     data = [(m, a, mo, p, c, s, c - s, 0) for m, a, mo, p, c, s in rows]
-    store.client.insert(f"{store.database}.traffic_counts", data,
-                        column_names=["minute", "app", "model", "prompt_version", "consumed", "sampled", "not_sampled", "dead_lettered"])
+    store.insert_table("traffic_counts", ["minute", "app", "model", "prompt_version", "consumed", "sampled", "not_sampled", "dead_lettered"], data)

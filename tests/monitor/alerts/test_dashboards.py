@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from monitor.alerts.engine import AlertMetrics
+from monitor.alerts.prometheus import AlertMetrics
 from monitor.runtime.metrics import Metrics
 from monitor.runtime.store import ClickHouseStore
 from tests.monitor.alerts.conftest import insert, make_row
@@ -27,11 +27,17 @@ def _expand(sql: str, store: ClickHouseStore) -> str:
 
 
 def test_every_dashboard_query_runs_and_panels_cover_the_required_views(store: ClickHouseStore) -> None:
+    """Every dashboard query returns rows on chDB, and the panels cover relevancy, low-score share, volume, errors, cost and lag."""
     now = datetime.now(UTC)
-    insert(store, [make_row(now - timedelta(minutes=m), app="a", score=0.5 + m / 200) for m in range(1, 60)]
-           + [make_row(now - timedelta(minutes=3), app="a", status="error", cost=None)])
-    store.command(f"INSERT INTO {store.database}.alert_state (rule, segment_key, segment, state, last_eval_at, updated_at) "
-                  "VALUES ('r', '[]', '[]', 'firing', now64(3), now64(3))")
+    insert(
+        store,
+        [make_row(now - timedelta(minutes=m), app="a", score=0.5 + m / 200) for m in range(1, 60)]
+        + [make_row(now - timedelta(minutes=3), app="a", status="error", cost=None)],
+    )
+    store.command(
+        f"INSERT INTO {store.database}.alert_state (rule, segment_key, segment, state, last_eval_at, updated_at) "
+        "VALUES ('r', '[]', '[]', 'firing', now64(3), now64(3))"
+    )
     dash = json.loads((ROOT / "dashboards" / "relevancy.json").read_text(encoding="utf-8"))
     sqls = [t["rawSql"] for p in dash["panels"] for t in p["targets"]]
     sqls += [v["query"] for v in dash["templating"]["list"] if v["type"] == "query"]
@@ -50,12 +56,17 @@ def _exported_names() -> set[str]:
             # Labelled metrics have no samples until used: name them from the family.
             names.add(family.name + "_total" if family.type == "counter" else family.name)
     # Exported at scrape time by the LLM judges' stats collector (monitor/metrics.py).
-    names |= {"relevancy_monitor_judge_api_requests_total", "relevancy_monitor_judge_api_errors_total",
-              "relevancy_monitor_judge_api_retries_total", "relevancy_monitor_judge_tokens_total"}
+    names |= {
+        "relevancy_monitor_judge_api_requests_total",
+        "relevancy_monitor_judge_api_errors_total",
+        "relevancy_monitor_judge_api_retries_total",
+        "relevancy_monitor_judge_tokens_total",
+    }
     return names
 
 
 def test_prometheus_rules_are_well_formed_and_use_exported_metrics() -> None:
+    """The Prometheus rules have unique names and known keys, and use only metrics the monitor and the evaluator export."""
     doc = yaml.safe_load((ROOT / "dashboards" / "prometheus-rules.yaml").read_text(encoding="utf-8"))
     exported = _exported_names()
     rules = [r for g in doc["groups"] for r in g["rules"]]

@@ -50,6 +50,7 @@ def _drop_in_b(seg: dict[str, str], t: datetime, rng: random.Random) -> float:
 
 
 def test_step_drop_fires_exactly_once_and_resolves_while_stable_segments_never_fire(store: ClickHouseStore) -> None:
+    """A step drop in one of four segments fires once, after the window fills and `for` passes, and resolves; the stable ones never fire."""
     insert(store, stream(T0, T0 + timedelta(hours=48), per_minute=2, segments=SEGMENTS, score=_drop_in_b))
     rules = RuleSet(rules=rules_from(DROP_RULES))
     report = run_backtest(store, rules, T0 + timedelta(hours=24), T0 + timedelta(hours=48), timedelta(minutes=5))
@@ -69,6 +70,7 @@ def test_step_drop_fires_exactly_once_and_resolves_while_stable_segments_never_f
 
 
 def test_small_segments_never_fire_and_insignificant_drops_do_not_either(store: ClickHouseStore) -> None:
+    """A segment below min_events makes no decision, and a big but insignificant drop in a small noisy segment does not fire."""
     rng = random.Random(2)
     rows = []
     for minute in range(0, 26 * 60, 5):  # one event every 5 minutes: 6 per 30-minute window
@@ -86,8 +88,7 @@ def test_small_segments_never_fire_and_insignificant_drops_do_not_either(store: 
 
     # Above the minimum but too few and too noisy for the size of the drop: the test holds it back.
     lenient = RuleSet(rules=rules_from(DROP_RULES.replace("min_events: 50", "min_events: 5").replace("for: 10m", "for: 0s")))
-    noisy_rows = [make_row(T0 + timedelta(hours=30, minutes=m * 5), app="small", score=s)
-                  for m, s in enumerate([0.9, 0.3, 0.95, 0.35, 0.85, 0.3])]
+    noisy_rows = [make_row(T0 + timedelta(hours=30, minutes=m * 5), app="small", score=s) for m, s in enumerate([0.9, 0.3, 0.95, 0.35, 0.85, 0.3])]
     base_rows = [make_row(T0 + timedelta(hours=8, minutes=m), app="small", score=min(max(rng.gauss(0.78, 0.25), 0), 1)) for m in range(300)]
     insert(store, noisy_rows + base_rows)
     ev = evaluate_rules(store, lenient, T0 + timedelta(hours=30, minutes=32), {})
@@ -99,6 +100,7 @@ def test_small_segments_never_fire_and_insignificant_drops_do_not_either(store: 
 
 
 def test_a_judge_change_starts_a_new_baseline_instead_of_firing(store: ClickHouseStore) -> None:
+    """A stricter new judge starts segments of its own without a baseline instead of firing as a drop."""
     change = T0 + timedelta(hours=30)
     old = stream(T0, change, per_minute=2, segments=SEGMENTS[:2], score=noisy(0.75), judge_id="j-old")
     # The new judge is stricter: the same answers score 0.2 lower. That is not a product regression.
@@ -114,7 +116,9 @@ def test_a_judge_change_starts_a_new_baseline_instead_of_firing(store: ClickHous
     # Mixing judges in one key would have fired: the same data keyed without judge_id shows the 0.2 drop.
     mixed = store.query(
         f"SELECT avgIf(score, event_time >= {{a:DateTime64(3, 'UTC')}}), avgIf(score, event_time < {{a:DateTime64(3, 'UTC')}}) "
-        f"FROM {store.qualified_table} FINAL WHERE app = 'b'", {"a": change}).rows[0]
+        f"FROM {store.qualified_table} FINAL WHERE app = 'b'",
+        {"a": change},
+    ).rows[0]
     assert mixed[0] < 0.8 * mixed[1]
 
 
@@ -138,6 +142,7 @@ NO_DATA_RULES = """
 
 
 def test_no_data_fires_when_a_segment_goes_silent_and_when_the_stream_does(store: ClickHouseStore) -> None:
+    """Silence fires for a segment and for the whole stream, keeps firing while silent, and resolves when traffic returns."""
     c_stops = T0 + timedelta(hours=26)
     all_stop = T0 + timedelta(hours=28)
     rows = stream(T0, all_stop, per_minute=1, segments=SEGMENTS, score=noisy(0.7))
@@ -171,8 +176,10 @@ def test_no_data_fires_when_a_segment_goes_silent_and_when_the_stream_does(store
 
 
 def test_coverage_reads_the_traffic_table_and_a_missing_table_is_a_rule_error(traffic_store: ClickHouseStore) -> None:
+    """Coverage and upstream silence read the traffic table; without the table both rules report an error."""
     store = traffic_store
-    rules = RuleSet(rules=rules_from("""
+    rules = RuleSet(
+        rules=rules_from("""
 - name: coverage
   metric: coverage
   segment_by: [app]
@@ -187,7 +194,8 @@ def test_coverage_reads_the_traffic_table_and_a_missing_table_is_a_rule_error(tr
   window: 30m
   baseline: {trailing: 6h}
   min_baseline_events: 50
-"""))
+""")
+    )
     insert(store, stream(T0, T0 + timedelta(hours=1), per_minute=2, segments=[{"app": "a"}, {"app": "b"}], score=noisy(0.7)))
     traffic = []
     for m in range(60):
@@ -214,6 +222,7 @@ def test_coverage_reads_the_traffic_table_and_a_missing_table_is_a_rule_error(tr
 
 
 def test_p10_tail_error_rate_lag_and_volume(store: ClickHouseStore) -> None:
+    """A collapsed tail fires p10, errors and lag fire above their thresholds, and more rows than usual is no volume drop."""
     rng = random.Random(4)
     rows = []
     for m in range(26 * 60):
@@ -226,7 +235,8 @@ def test_p10_tail_error_rate_lag_and_volume(store: ClickHouseStore) -> None:
         if late:
             rows.append(make_row(t + timedelta(seconds=50), app="a", status="error", cost=None))
     insert(store, rows)
-    rules = RuleSet(rules=rules_from("""
+    rules = RuleSet(
+        rules=rules_from("""
 - name: p10
   metric: p10
   window: 30m
@@ -247,7 +257,8 @@ def test_p10_tail_error_rate_lag_and_volume(store: ClickHouseStore) -> None:
   window: 30m
   baseline: {trailing: 24h}
   condition: {relative_change: {fire: 0.5}}
-"""))
+""")
+    )
     ev = evaluate_rules(store, rules, T0 + timedelta(hours=26), {})
     by = {r.rule.name: r for r in ev.results}
     assert by["p10"].observation.value == pytest.approx(0.05) and by["p10"].observation.baseline > 0.6

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from monitor.alerts.evaluator import AlertState, decide, notification_due, step
-from monitor.alerts.metrics import Observation
+from monitor.alerts.observations import Observation
 from monitor.alerts.rules import Rule
 from tests.monitor.alerts.conftest import T0, rules_from
 
@@ -14,8 +14,10 @@ SEG = (("app", "a"), ("judge_id", "j1"))
 
 
 def drop_rule(**extra: str) -> Rule:
+    """The mean-score drop rule (fire at 10% down, clear at 5%, for 10m), with `extra` fields added."""
     lines = "".join(f"    {k}: {v}\n" for k, v in extra.items())
-    return rules_from("""
+    return rules_from(
+        """
 - name: drop
   metric: mean_score
   segment_by: [app]
@@ -23,15 +25,29 @@ def drop_rule(**extra: str) -> Rule:
   condition: {relative_change: {fire: 0.10, clear: 0.05}}
   alpha: 0.01
   for: 10m
-""" + lines.replace("    ", "  "))[0]
+"""
+        + lines.replace("    ", "  ")
+    )[0]
 
 
 def obs(value: float | None, baseline: float | None = 0.8, p: float | None = 1e-6, sufficient: bool = True) -> Observation:
-    return Observation("drop", SEG, value, baseline, 100, 1000, sufficient, p_change=p, test="welch_t / one_sample_t",
-                       note="" if sufficient else "5 < min_events 30 in the window")
+    """An observation of the drop rule: `value` against `baseline`, with change p-value `p`."""
+    return Observation(
+        "drop",
+        SEG,
+        value,
+        baseline,
+        100,
+        1000,
+        sufficient,
+        p_change=p,
+        test="welch_t / one_sample_t",
+        note="" if sufficient else "5 < min_events 30 in the window",
+    )
 
 
 def test_fire_needs_the_change_and_significance() -> None:
+    """A drop fires only when big enough and significant; between the clear and fire levels it stays bad without firing."""
     r = drop_rule()
     assert decide(r, obs(0.70)).fire  # 12.5% down, significant
     assert not decide(r, obs(0.70, p=0.2)).fire  # not significant: no fire ...
@@ -44,13 +60,17 @@ def test_fire_needs_the_change_and_significance() -> None:
 
 
 def test_absolute_threshold_and_combine() -> None:
+    """A threshold fires beyond its fire level and stays bad until past its clear level; `combine: all` needs every criterion."""
     r = rules_from("""
 - name: floor
   metric: error_rate
   condition: {threshold: {fire: 0.05, clear: 0.02}}
   test: none
 """)[0]
-    o = lambda v: Observation("floor", (), v, None, 100, 0, True)
+
+    def o(v: float) -> Observation:
+        return Observation("floor", (), v, None, 100, 0, True)
+
     assert decide(r, o(0.06)).fire and not decide(r, o(0.04)).fire and decide(r, o(0.04)).bad and not decide(r, o(0.01)).bad
     both = rules_from("""
 - name: both
@@ -59,13 +79,17 @@ def test_absolute_threshold_and_combine() -> None:
   condition: {threshold: 0.6, relative_change: 0.1, combine: all}
   test: none
 """)[0]
-    b = lambda v, base: Observation("both", (), v, base, 100, 100, True)
+
+    def b(v: float, base: float) -> Observation:
+        return Observation("both", (), v, base, 100, 100, True)
+
     assert decide(both, b(0.5, 0.8)).fire
     assert not decide(both, b(0.5, 0.52)).fire  # below the floor but not a 10% drop
     assert not decide(both, b(0.65, 0.8)).fire  # a drop but above the floor
 
 
 def test_for_duration_then_firing_then_hysteresis_then_resolved() -> None:
+    """A bad segment is pending for `for`, then fires, stays firing inside the hysteresis band, and resolves past the clear level."""
     r = drop_rule()
     s = step(r, None, obs(0.70), decide(r, obs(0.70)), T0)
     assert s.state == "pending" and s.since == T0
@@ -82,6 +106,7 @@ def test_for_duration_then_firing_then_hysteresis_then_resolved() -> None:
 
 
 def test_pending_that_recovers_never_fires() -> None:
+    """A pending segment that recovers before `for` passes goes back to inactive without firing."""
     r = drop_rule()
     s = step(r, None, obs(0.70), decide(r, obs(0.70)), T0)
     s = step(r, s, obs(0.79), decide(r, obs(0.79)), T0 + timedelta(minutes=5))
@@ -89,6 +114,7 @@ def test_pending_that_recovers_never_fires() -> None:
 
 
 def test_for_zero_fires_at_once_and_missing_data_holds_the_state() -> None:
+    """With `for: 0s` a bad segment fires at once; missing data keeps the state and its last values, and never starts an alert."""
     r = drop_rule(**{"for": "0s"})
     s = step(r, None, obs(0.70), decide(r, obs(0.70)), T0)
     assert s.state == "firing" and s.value == 0.70
@@ -101,6 +127,7 @@ def test_for_zero_fires_at_once_and_missing_data_holds_the_state() -> None:
 
 
 def test_notifications_due() -> None:
+    """Webhooks are told of a firing once and again after repeat_interval, Alertmanager every round, and of a resolve only after a firing."""
     r = drop_rule(repeat_interval="1h")
     firing = AlertState("drop", SEG, "firing", since=T0, fired_at=T0)
     assert notification_due(firing, "slack", r, T0, False) == "firing"

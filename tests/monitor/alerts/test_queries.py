@@ -23,11 +23,19 @@ def populated_rows(now: datetime) -> list[ScoredRow]:
     rows = []
     for i in range(60):
         t = now - timedelta(minutes=i * 2 + 1)
-        rows.append(make_row(t, app="a", prompt_version="v1", score=0.9 - i * 0.01, sample_rate=1.0,
-                             statements=["s1", "s2", "s3"], verdicts=["yes", "no", "no"] if i % 3 == 0 else ["yes", "yes", "idk"]))
+        rows.append(
+            make_row(
+                t,
+                app="a",
+                prompt_version="v1",
+                score=0.9 - i * 0.01,
+                sample_rate=1.0,
+                statements=["s1", "s2", "s3"],
+                verdicts=["yes", "no", "no"] if i % 3 == 0 else ["yes", "yes", "idk"],
+            )
+        )
         rows.append(make_row(t, app="a", prompt_version="v2", score=0.3, sample_rate=0.1))
-        rows.append(make_row(t, app="b", prompt_version="v1", score=0.6, cost=None, judge="statements",
-                             statements=["x"], verdicts=["yes"]))
+        rows.append(make_row(t, app="b", prompt_version="v1", score=0.6, cost=None, judge="statements", statements=["x"], verdicts=["yes"]))
         if i % 10 == 0:
             rows.append(make_row(t, app="b", status="error", cost=None))
     return rows
@@ -35,6 +43,7 @@ def populated_rows(now: datetime) -> list[ScoredRow]:
 
 @pytest.mark.parametrize("path", QUERIES, ids=[p.name for p in QUERIES])
 def test_query_runs_and_returns_rows(store: ClickHouseStore, path: Path) -> None:
+    """Each example query starts with a comment, runs on a populated table and answers sensibly."""
     rows = populated_rows(datetime.now(UTC))
     insert(store, rows)
     insert(store, rows[:3])  # a redelivery
@@ -63,9 +72,16 @@ def test_query_runs_and_returns_rows(store: ClickHouseStore, path: Path) -> None
 
 
 def test_the_folder_has_the_documented_examples() -> None:
+    """The queries folder holds the documented examples, and its README names every file."""
     names = {p.name for p in QUERIES}
-    assert {"worst_answers_last_hour.sql", "relevancy_by_prompt_version.sql", "traffic_weighted_mean.sql",
-            "judge_cost_per_day.sql", "error_rate.sql", "statement_padding.sql"} <= names
+    assert {
+        "worst_answers_last_hour.sql",
+        "relevancy_by_prompt_version.sql",
+        "traffic_weighted_mean.sql",
+        "judge_cost_per_day.sql",
+        "error_rate.sql",
+        "statement_padding.sql",
+    } <= names
     readme = (QUERIES[0].parent / "README.md").read_text(encoding="utf-8")
     assert all(n in readme for n in names)
 
@@ -88,11 +104,11 @@ sys.exit(max(codes))
 
 
 def test_each_file_runs_through_relevancy_monitor_sql_file(tmp_path: Path) -> None:
+    """Every example runs through `relevancy-monitor sql --file` in a fresh process."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MONITOR_")}
     env["MONITOR_CLICKHOUSE_URL"] = f"chdb://{tmp_path / 'chdb'}"
     root = Path(__file__).resolve().parents[3]
-    done = subprocess.run([sys.executable, "-c", _SQL_FILES, *map(str, QUERIES)], env=env, cwd=root,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", _SQL_FILES, *map(str, QUERIES)], env=env, cwd=root, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     lines = [json.loads(x) for x in done.stdout.splitlines()]
     assert len(lines) > len(QUERIES)

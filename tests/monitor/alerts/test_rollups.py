@@ -20,6 +20,7 @@ def _same(got: float | None, want: float | None, tol: float = 1e-9) -> bool:
 
 
 def test_minutely_and_hourly_views_match_the_raw_rows(store: ClickHouseStore) -> None:
+    """The minutely and hourly views match aggregates of the raw rows; redelivered rows count in `rows` but not in `events`."""
     rng = random.Random(11)
     rows = []
     for minute in range(130):  # spans three hours
@@ -30,8 +31,17 @@ def test_minutely_and_hourly_views_match_the_raw_rows(store: ClickHouseStore) ->
                 if rng.random() < 0.1:
                     rows.append(make_row(at, app=app, prompt_version=pv, status="error", cost=None, lag_s=rng.uniform(1, 30)))
                 else:
-                    rows.append(make_row(at, app=app, prompt_version=pv, score=round(rng.random(), 3), lag_s=rng.uniform(1, 30),
-                                         cost=rng.choice([None, 0.002, 0.004]), sample_rate=rng.choice([1.0, 0.5, 0.1])))
+                    rows.append(
+                        make_row(
+                            at,
+                            app=app,
+                            prompt_version=pv,
+                            score=round(rng.random(), 3),
+                            lag_s=rng.uniform(1, 30),
+                            cost=rng.choice([None, 0.002, 0.004]),
+                            sample_rate=rng.choice([1.0, 0.5, 0.1]),
+                        )
+                    )
     insert(store, rows)
     dupes = rows[:7]
     insert(store, dupes)  # redelivered: the rollups count these rows twice, distinct `events` does not
@@ -66,6 +76,7 @@ def test_minutely_and_hourly_views_match_the_raw_rows(store: ClickHouseStore) ->
 
 
 def test_views_need_no_merge_functions_and_drop_nothing_on_error_only_minutes(store: ClickHouseStore) -> None:
+    """A minute with only error rows shows in the view with NULL scores, never a made-up 0."""
     insert(store, [make_row(T0, status="error", cost=None), make_row(T0 + timedelta(seconds=5), status="error", cost=None)])
     row = store.query(f"SELECT rows, ok_rows, error_rate, mean_score, p10, low_score_share FROM {store.database}.relevancy_minutely").rows
     assert row == [(2, 0, 1.0, None, None, None)]  # no scores: NULL, never a made-up 0

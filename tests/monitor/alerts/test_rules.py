@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
+from typing import get_args
 
 import pytest
 
-from monitor.alerts.rules import load_rules, parse_duration, parse_rules
+from monitor.alerts.durations import parse_duration
+from monitor.alerts.metric_specs import SPECS, MetricName
+from monitor.alerts.rules import load_rules, parse_rules
 from schemas.errors import RulesError
 
 GOOD = """
@@ -23,6 +26,7 @@ rules:
 
 
 def test_default_rules_cover_the_required_alerts() -> None:
+    """The shipped rules cover the required metrics, key score metrics by judge_id, and watch silence per segment and overall."""
     rules = {r.name: r for r in load_rules().rules}
     metrics = {r.metric for r in rules.values()}
     assert {"mean_score", "low_score_share", "error_rate", "coverage", "scoring_lag_p90", "no_data"} <= metrics
@@ -36,11 +40,13 @@ def test_default_rules_cover_the_required_alerts() -> None:
 
 @pytest.mark.parametrize(("text", "seconds"), [("90s", 90), ("5m", 300), ("1h30m", 5400), ("7d", 604800), (45, 45), ("1w", 604800)])
 def test_durations(text: object, seconds: int) -> None:
+    """Durations parse from unit strings and from plain numbers of seconds."""
     assert parse_duration(text) == timedelta(seconds=seconds)
 
 
 @pytest.mark.parametrize("bad", ["5 minutes", "m", "", "1h-3m", True])
 def test_bad_durations(bad: object) -> None:
+    """A malformed duration raises ValueError."""
     with pytest.raises(ValueError):
         parse_duration(bad)
 
@@ -58,6 +64,7 @@ def test_bad_durations(bad: object) -> None:
     ],
 )
 def test_errors_are_one_line_and_name_the_field(edit: tuple[str, str], expected: str) -> None:
+    """An invalid rule gives one line naming the file, the rule and the bad field."""
     text = GOOD.replace(*edit)
     assert text != GOOD
     with pytest.raises(RulesError) as e:
@@ -69,6 +76,7 @@ def test_errors_are_one_line_and_name_the_field(edit: tuple[str, str], expected:
 
 
 def test_threshold_hysteresis_must_point_the_right_way() -> None:
+    """A threshold's clear level must lie on the good side of its fire level, which depends on the metric's bad direction."""
     text = GOOD.replace("condition: {relative_change: {fire: 0.1, clear: 0.05}}", "condition: {threshold: {fire: 0.5, clear: 0.4}}")
     with pytest.raises(RulesError, match=r"threshold.clear must be >= fire for mean_score"):
         parse_rules(text)
@@ -77,6 +85,7 @@ def test_threshold_hysteresis_must_point_the_right_way() -> None:
 
 
 def test_duplicate_names_and_files(tmp_path: Path) -> None:
+    """Duplicate rule names, a missing file and invalid YAML are rules errors; a valid file loads."""
     with pytest.raises(RulesError, match="two rules are named 'drop'"):
         parse_rules(GOOD + GOOD.replace("rules:\n", ""))
     with pytest.raises(RulesError, match=r"cannot read rules file .*nope.yaml"):
@@ -89,9 +98,16 @@ def test_duplicate_names_and_files(tmp_path: Path) -> None:
 
 
 def test_no_data_rules_need_a_baseline_and_take_no_condition() -> None:
+    """A no_data rule needs a baseline, takes no condition, and is keyed by its segment fields only."""
     base = "rules:\n  - name: s\n    metric: no_data\n    window: 15m\n"
     with pytest.raises(RulesError, match="needs a baseline"):
         parse_rules(base)
     with pytest.raises(RulesError, match="takes no condition"):
         parse_rules(base + "    baseline: {trailing: 1h}\n    condition: {threshold: 1}\n")
     assert parse_rules(base + "    baseline: {trailing: 1h}\n").rules[0].key_fields == ()
+
+
+def test_every_metric_a_rule_can_name_has_one_spec() -> None:
+    """Each metric a rule may name has exactly one spec, filed under its own name."""
+    assert sorted(SPECS) == sorted(get_args(MetricName))
+    assert all(name == spec.name for name, spec in SPECS.items())

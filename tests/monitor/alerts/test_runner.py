@@ -16,7 +16,8 @@ from monitor.runtime.store import ClickHouseStore
 from tests.monitor.alerts.conftest import T0, insert, noisy, rules_from, stream
 from tests.monitor.alerts.receiver import Receiver
 
-RULES = RuleSet(rules=rules_from("""
+RULES = RuleSet(
+    rules=rules_from("""
 - name: relevancy_drop
   description: Mean relevancy fell.
   metric: mean_score
@@ -30,12 +31,14 @@ RULES = RuleSet(rules=rules_from("""
   repeat_interval: 1h
   severity: page
   labels: {team: assistants}
-"""))
+""")
+)
 NOW = T0 + timedelta(hours=25)  # bad since T0+24h30m, so the window [NOW-30m, NOW) is all bad
 
 
 @pytest.fixture
 def receiver() -> Iterator[Receiver]:
+    """A local HTTP receiver recording what the notifiers post."""
     with Receiver() as r:
         yield r
 
@@ -51,11 +54,13 @@ def dropped(store: ClickHouseStore) -> ClickHouseStore:
 
 
 def notifiers(receiver: Receiver, **kw: float) -> list[object]:
+    """The webhook, Slack and Alertmanager notifiers, all posting to `receiver`."""
     return [
         WebhookNotifier(receiver.base + "/hook", backoff=0.01, **kw),
         SlackNotifier(receiver.base + "/slack", backoff=0.01, **kw),
-        AlertmanagerNotifier(receiver.base + "/am", resend_ttl=timedelta(minutes=4), generator_url="http://grafana.local/d/relevancy",
-                             backoff=0.01, **kw),
+        AlertmanagerNotifier(
+            receiver.base + "/am", resend_ttl=timedelta(minutes=4), generator_url="http://grafana.local/d/relevancy", backoff=0.01, **kw
+        ),
     ]
 
 
@@ -64,6 +69,7 @@ def _recover(store: ClickHouseStore, start: datetime, end: datetime) -> None:
 
 
 def test_payloads_of_webhook_slack_and_alertmanager_through_fire_resend_and_resolve(dropped: ClickHouseStore, receiver: Receiver) -> None:
+    """The three notifiers get complete payloads on firing, only Alertmanager is re-sent while firing, and each is told once of the resolve."""
     store = dropped
     runner = AlertRunner(store, RULES, notifiers(receiver))  # type: ignore[arg-type]
     report = runner.run_once(NOW)
@@ -77,7 +83,8 @@ def test_payloads_of_webhook_slack_and_alertmanager_through_fire_resend_and_reso
     assert a["value"] == pytest.approx(0.45, abs=0.05) and a["baseline"] == pytest.approx(0.75, abs=0.03)
     assert a["n_current"] == 60 and a["n_baseline"] >= 2800
     assert a["p_value"] < 1e-10 and a["test"].startswith("welch_t")
-    assert a["fired_at"] == "2026-11-03T01:00:00Z" and a["window"] == {"start": "2026-11-03T00:30:00Z", "end": "2026-11-03T01:00:00Z", "length": "30m"}
+    assert a["fired_at"] == "2026-11-03T01:00:00Z"
+    assert a["window"] == {"start": "2026-11-03T00:30:00Z", "end": "2026-11-03T01:00:00Z", "length": "30m"}
     # The ready query lists this segment's worst answers of the window, worst first.
     examples = store.query(a["examples_sql"])
     assert len(examples.rows) == 20
@@ -92,8 +99,14 @@ def test_payloads_of_webhook_slack_and_alertmanager_through_fire_resend_and_reso
     [am] = receiver.posts["/am/api/v2/alerts"]
     assert isinstance(am, list) and len(am) == 1
     alert = am[0]
-    assert alert["labels"] == {"alertname": "relevancy_drop", "severity": "page", "source": "relevancy-monitor", "team": "assistants",
-                               "app": "a", "judge_id": "j1"}
+    assert alert["labels"] == {
+        "alertname": "relevancy_drop",
+        "severity": "page",
+        "source": "relevancy-monitor",
+        "team": "assistants",
+        "app": "a",
+        "judge_id": "j1",
+    }
     assert alert["startsAt"] == "2026-11-03T01:00:00Z" and alert["endsAt"] == "2026-11-03T01:04:00Z"
     assert alert["generatorURL"] == "http://grafana.local/d/relevancy"
     assert {"summary", "value", "baseline", "n_current", "n_baseline", "p_value", "examples_sql"} <= set(alert["annotations"])
@@ -117,6 +130,7 @@ def test_payloads_of_webhook_slack_and_alertmanager_through_fire_resend_and_reso
 
 
 def test_state_survives_a_restart_without_renotifying(dropped: ClickHouseStore, receiver: Receiver) -> None:
+    """A restarted runner loads the stored state and does not page again until repeat_interval has passed."""
     store = dropped
     first = AlertRunner(store, RULES, [WebhookNotifier(receiver.base + "/hook")])
     first.run_once(NOW)
@@ -139,16 +153,19 @@ def test_state_survives_a_restart_without_renotifying(dropped: ClickHouseStore, 
         store2.close()
 
 
-def test_a_failing_notifier_is_counted_and_retried_next_round_and_never_stops_the_others(
-    dropped: ClickHouseStore, receiver: Receiver
-) -> None:
+def test_a_failing_notifier_is_counted_and_retried_next_round_and_never_stops_the_others(dropped: ClickHouseStore, receiver: Receiver) -> None:
+    """A failing notifier is counted and retried the next round, while the other notifiers still deliver."""
     receiver.fail["/slack"] = 3  # the first send (1 try + 2 retries) fails
     closed_port = "http://127.0.0.1:9/nothing-listens-here"
-    runner = AlertRunner(dropped, RULES, [
-        WebhookNotifier(receiver.base + "/hook", backoff=0.01),
-        SlackNotifier(receiver.base + "/slack", backoff=0.01),
-        WebhookNotifier(closed_port, name="dead", timeout=0.5, retries=1, backoff=0.01),
-    ])
+    runner = AlertRunner(
+        dropped,
+        RULES,
+        [
+            WebhookNotifier(receiver.base + "/hook", backoff=0.01),
+            SlackNotifier(receiver.base + "/slack", backoff=0.01),
+            WebhookNotifier(closed_port, name="dead", timeout=0.5, retries=1, backoff=0.01),
+        ],
+    )
     report = runner.run_once(NOW)
     assert report.sent == 1 and report.failed == 2
     assert receiver.attempts["/slack"] == 3 and len(receiver.posts["/hook"]) == 1
@@ -163,6 +180,7 @@ def test_a_failing_notifier_is_counted_and_retried_next_round_and_never_stops_th
 
 
 def test_only_the_lease_holder_evaluates_and_a_standby_takes_over(dropped: ClickHouseStore, receiver: Receiver) -> None:
+    """Only the lease holder evaluates; a standby takes over after the TTL, or at once on release, without sending twice."""
     ttl = timedelta(minutes=3)
     one = AlertRunner(dropped, RULES, [WebhookNotifier(receiver.base + "/hook")], replica="one", lease_ttl=ttl)
     two = AlertRunner(dropped, RULES, [WebhookNotifier(receiver.base + "/hook")], replica="two", lease_ttl=ttl)
@@ -183,6 +201,7 @@ def test_only_the_lease_holder_evaluates_and_a_standby_takes_over(dropped: Click
 
 
 def test_state_rows_are_written_only_when_something_changes(dropped: ClickHouseStore) -> None:
+    """State rows are written for active segments and on changes only, never for quiet segments."""
     runner = AlertRunner(dropped, RULES, [])
     assert runner.run_once(NOW).saved == 1  # a firing; b is inactive and never stored
     rows = dropped.query(f"SELECT count() FROM {dropped.database}.alert_state").rows[0][0]

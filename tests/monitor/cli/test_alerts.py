@@ -37,6 +37,7 @@ DROP_AT = T0 + timedelta(hours=24, minutes=30)
 
 
 def parse(*argv: str) -> argparse.Namespace:
+    """Parse `argv` with a parser that holds only the `alerts` commands."""
     parser = argparse.ArgumentParser(prog="relevancy-monitor")
     register(parser.add_subparsers(dest="command", required=True))
     return parser.parse_args(list(argv))
@@ -55,6 +56,7 @@ def populated(store: ClickHouseStore, tmp_path: Path) -> tuple[ClickHouseStore, 
 
 
 def test_check_prints_every_segment_and_fails_on_firing_only_when_asked(populated: tuple[ClickHouseStore, list[str]]) -> None:
+    """`alerts check` prints every segment, writes no state, and exits 1 only with --fail-on-firing and something firing."""
     store, flags = populated
     at = (DROP_AT + timedelta(minutes=40)).isoformat()
     out = io.StringIO()
@@ -73,10 +75,21 @@ def test_check_prints_every_segment_and_fails_on_firing_only_when_asked(populate
 
 
 def test_backtest_reports_the_fire_time_and_touches_no_state(populated: tuple[ClickHouseStore, list[str]]) -> None:
+    """`alerts backtest` reports when the drop would have fired and after what delay, as JSON and as a table, and writes no state."""
     store, flags = populated
     out = io.StringIO()
-    ns = parse("alerts", "backtest", *flags, "--since", (T0 + timedelta(hours=24)).isoformat(),
-               "--until", (DROP_AT + timedelta(hours=2)).isoformat(), "--step", "5m", "--json")
+    ns = parse(
+        "alerts",
+        "backtest",
+        *flags,
+        "--since",
+        (T0 + timedelta(hours=24)).isoformat(),
+        "--until",
+        (DROP_AT + timedelta(hours=2)).isoformat(),
+        "--step",
+        "5m",
+        "--json",
+    )
     assert run_backtest_cmd(ns, out) == 0
     report = json.loads(out.getvalue())
     assert report["evaluations"] == 30
@@ -86,13 +99,16 @@ def test_backtest_reports_the_fire_time_and_touches_no_state(populated: tuple[Cl
     assert ep["delay_s"] == 600 and ep["resolved_at"] is None
     assert report["rules"] == [{"rule": "relevancy_drop", "fired": 1, "suppressed": 0, "mean_delay_s": 600.0, "still_firing": 1, "errors": 0}]
     table = io.StringIO()
-    run_backtest_cmd(parse("alerts", "backtest", *flags, "--since", (T0 + timedelta(hours=24)).isoformat(),
-                           "--until", (DROP_AT + timedelta(hours=2)).isoformat()), table)
+    run_backtest_cmd(
+        parse("alerts", "backtest", *flags, "--since", (T0 + timedelta(hours=24)).isoformat(), "--until", (DROP_AT + timedelta(hours=2)).isoformat()),
+        table,
+    )
     assert "relevancy_drop" in table.getvalue() and "still firing" in table.getvalue()
     assert store.query(f"SELECT count() FROM {store.database}.alert_state").rows[0][0] == 0
 
 
 def test_run_once_notifies_and_keeps_state(store: ClickHouseStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`alerts run --once` takes the webhook from ALERTS_*, notifies the firing segment and stores its state."""
     now = datetime.now(UTC)  # `run` evaluates at the real time: the data is placed around it
     segs = [{"app": "a"}, {"app": "b"}]
     insert(store, stream(now - timedelta(hours=25), now - timedelta(minutes=40), per_minute=2, segments=segs, score=noisy(0.75, 0.1)))
@@ -113,6 +129,7 @@ def test_run_once_notifies_and_keeps_state(store: ClickHouseStore, tmp_path: Pat
 
 
 def test_bad_input_is_a_one_line_error(populated: tuple[ClickHouseStore, list[str]], tmp_path: Path) -> None:
+    """A bad rules file, time or rule name raises a one-line error naming the input."""
     from schemas.errors import RulesError, UsageError
 
     _, flags = populated
@@ -144,9 +161,13 @@ sys.exit(cli.main(sys.argv[1:]))
 
 
 def test_subprocess_check_on_a_fresh_store_and_a_bad_rules_file(tmp_path: Path) -> None:
+    """Through the real entry point, check on an empty store decides nothing, and an invalid rules file exits 2 with one line."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MONITOR_", "ALERTS_"))}
     env["MONITOR_CLICKHOUSE_URL"] = f"chdb://{tmp_path / 'chdb'}"
-    run = lambda *a: subprocess.run([sys.executable, "-c", _MAIN, *a], env=env, capture_output=True, text=True, timeout=120)
+
+    def run(*a: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-c", _MAIN, *a], env=env, capture_output=True, text=True, timeout=120)
+
     done = run("alerts", "check", "--json")
     assert done.returncode == 0, done.stderr
     rows = [json.loads(line) for line in done.stdout.splitlines()]

@@ -106,9 +106,11 @@ def test_file_of_pairs_with_both_key_spellings_and_a_bad_line(api_env: FakeMessa
     """A pairs file takes both key spellings and skips blank lines; a broken line is reported and exits 1."""
     pairs = tmp_path / "pairs.jsonl"
     pairs.write_text(
-        json.dumps({"question": QUESTION, "answer": TIGHT}) + "\n"
+        json.dumps({"question": QUESTION, "answer": TIGHT})
         + "\n"
-        + json.dumps({"user_message": QUESTION, "response": PADDED}) + "\n"
+        + "\n"
+        + json.dumps({"user_message": QUESTION, "response": PADDED})
+        + "\n"
         + "{broken\n",
         encoding="utf-8",
     )
@@ -153,7 +155,8 @@ def test_llm_judge_without_key_is_a_one_line_config_error(monkeypatch: pytest.Mo
 
 
 @pytest.mark.parametrize(
-    "argv", [(), ("-q", QUESTION), ("--file", "x.jsonl", "-q", QUESTION), ("--file", "/nonexistent/pairs.jsonl")],
+    "argv",
+    [(), ("-q", QUESTION), ("--file", "x.jsonl", "-q", QUESTION), ("--file", "/nonexistent/pairs.jsonl")],
     ids=["nothing", "no-answer", "file-and-question", "missing-file"],
 )
 def test_usage_errors(argv: tuple[str, ...]) -> None:
@@ -165,16 +168,21 @@ def test_usage_errors(argv: tuple[str, ...]) -> None:
 def _subprocess(api: FakeMessagesAPI, *argv: str, **env: str) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith(("MONITOR_", "ANTHROPIC_"))}
     return subprocess.run(
-        [sys.executable, "-c", SCRIPT, "judge", *argv], env={**base, **api.env(), **env}, cwd=ROOT,
-        capture_output=True, text=True, timeout=60,
+        [sys.executable, "-c", SCRIPT, "judge", *argv],
+        env={**base, **api.env(), **env},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
 
 
 def test_subprocess_json_stays_clean_while_retries_are_logged_to_stderr(fake_messages_api: FakeMessagesAPI) -> None:
     """In a subprocess, --json stdout holds only the result while the 529 retry is logged to stderr."""
     fake_messages_api.script(overloaded())
-    proc = _subprocess(fake_messages_api, "--judge", "statements", "-q", QUESTION, "-a", PADDED, "--json",
-                       MONITOR_LOG_LEVEL="debug", MONITOR_LOG_FORMAT="json")
+    proc = _subprocess(
+        fake_messages_api, "--judge", "statements", "-q", QUESTION, "-a", PADDED, "--json", MONITOR_LOG_LEVEL="debug", MONITOR_LOG_FORMAT="json"
+    )
     assert proc.returncode == 0, proc.stderr
     [obj] = [json.loads(ln) for ln in proc.stdout.splitlines()]
     assert obj["score"] == pytest.approx(1 / 3)

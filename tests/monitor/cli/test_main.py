@@ -23,10 +23,10 @@ def monitor_env(**extra: str) -> dict[str, str]:
     return env
 
 
-async def cli(*args: str, env: dict[str, str], timeout: float = 60) -> tuple[int, str, str]:
+async def cli(*args: str, env: dict[str, str], limit_s: float = 60) -> tuple[int, str, str]:
     """Run the console script with `args` and `env`; returns (exit code, stdout, stderr)."""
     proc = await asyncio.create_subprocess_exec(CLI, *args, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    out, err = await asyncio.wait_for(proc.communicate(), timeout)
+    out, err = await asyncio.wait_for(proc.communicate(), limit_s)
     assert proc.returncode is not None
     return proc.returncode, out.decode(), err.decode()
 
@@ -34,17 +34,24 @@ async def cli(*args: str, env: dict[str, str], timeout: float = 60) -> tuple[int
 async def test_run_scores_events_from_another_process_and_sql_shows_them(broker: LocalBroker, topic: str, tmp_path: Path) -> None:
     """`run` scores events another process produced, exits 0 on SIGTERM without logging text; `sql` shows them."""
     env = monitor_env(
-        MONITOR_KAFKA_BOOTSTRAP_SERVERS=broker.bootstrap, MONITOR_KAFKA_TOPICS=topic, MONITOR_KAFKA_GROUP_ID=f"cli-{topic}",
-        MONITOR_DLQ_TOPIC=f"{topic}.dlq", MONITOR_CLICKHOUSE_URL=f"chdb://{tmp_path / 'ch'}", MONITOR_METRICS_PORT="0",
-        MONITOR_BATCH_MAX_SECONDS="0.2", MONITOR_COMMIT_INTERVAL_S="0.2",
+        MONITOR_KAFKA_BOOTSTRAP_SERVERS=broker.bootstrap,
+        MONITOR_KAFKA_TOPICS=topic,
+        MONITOR_KAFKA_GROUP_ID=f"cli-{topic}",
+        MONITOR_DLQ_TOPIC=f"{topic}.dlq",
+        MONITOR_CLICKHOUSE_URL=f"chdb://{tmp_path / 'ch'}",
+        MONITOR_METRICS_PORT="0",
+        MONITOR_BATCH_MAX_SECONDS="0.2",
+        MONITOR_COMMIT_INTERVAL_S="0.2",
     )
     for f in ("events-flat.jsonl", "events-chat.jsonl", "events-malformed.txt"):
         code, _, err = await cli("produce", "--file", str(EXAMPLES / f), "--bootstrap-servers", broker.bootstrap, "--topic", topic, env=env)
         assert code == 0, err
     service = await asyncio.create_subprocess_exec(CLI, "run", env=env, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
     try:
+
         async def all_committed() -> bool:
             return sum(v or 0 for v in (await committed_offsets(broker.bootstrap, f"cli-{topic}", topic)).values()) == 11
+
         await wait_for(all_committed, 60, "11 offsets committed by the service")
         service.send_signal(signal.SIGTERM)
         _, err_bytes = await asyncio.wait_for(service.communicate(), 30)
@@ -69,7 +76,7 @@ async def test_run_scores_events_from_another_process_and_sql_shows_them(broker:
 
 async def test_bad_setting_is_one_line_naming_it() -> None:
     """An invalid setting exits 2 with one line naming it; a DLQ topic among the inputs exits 2 too."""
-    code, out, err = await cli("run", env=monitor_env(MONITOR_SAMPLE_RATE="2"))
+    code, _out, err = await cli("run", env=monitor_env(MONITOR_SAMPLE_RATE="2"))
     assert code == 2
     assert err.strip().count("\n") == 0 and "MONITOR_SAMPLE_RATE" in err and "Traceback" not in err
     code, _, err = await cli("run", "--kafka-topics", "a,b", "--dlq-topic", "a", env=monitor_env())

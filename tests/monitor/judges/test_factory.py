@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 
 from monitor.config import load_settings
-from monitor.judges import LexicalJudge, RubricJudge, StatementsJudge
 from monitor.judges.factory import build_judge
+from monitor.judges.lexical import LexicalJudge
+from monitor.judges.rubric import RubricJudge
+from monitor.judges.statements import StatementsJudge
 from schemas.errors import ConfigError
 from tests.fake_messages_api import FakeMessagesAPI
 from tests.monitor.judges.conftest import QUESTION, TIGHT, judge_settings

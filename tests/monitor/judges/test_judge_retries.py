@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import socket
 import time
 
 import pytest
 
-from monitor.judges import RubricJudge
 from monitor.judges.messages_client import retry_after_seconds
+from monitor.judges.rubric import RubricJudge
 from schemas.errors import JudgeApiError, JudgeError, JudgeReplyInvalid, JudgeUnavailable
 from tests.fake_messages_api import Drop, FakeMessagesAPI, Fault, Reply, bad_request, overloaded, rate_limited, server_error, slow
 from tests.monitor.judges.conftest import QUESTION, TIGHT, MakeJudge, judge_settings
@@ -18,7 +19,7 @@ from tests.monitor.judges.conftest import QUESTION, TIGHT, MakeJudge, judge_sett
 def gaps(api: FakeMessagesAPI) -> list[float]:
     """Seconds between consecutive Messages requests the fake received."""
     at = [r.at for r in api.message_requests]
-    return [b - a for a, b in zip(at, at[1:], strict=False)]
+    return [b - a for a, b in itertools.pairwise(at)]
 
 
 async def test_429_waits_at_least_retry_after_then_succeeds(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge) -> None:
@@ -40,9 +41,19 @@ async def test_retry_after_is_capped(fake_messages_api: FakeMessagesAPI, make_ju
     assert 0.2 <= gaps(fake_messages_api)[0] and time.monotonic() - started < 3
 
 
-@pytest.mark.parametrize("fault", [overloaded(), server_error(), Fault(502, "api_error"), Fault(503, "api_error"),
-                                   Fault(408, "timeout_error"), Fault(409, "conflict_error"), rate_limited(retry_after=None)],
-                         ids=["529", "500", "502", "503", "408", "409", "429-no-retry-after"])
+@pytest.mark.parametrize(
+    "fault",
+    [
+        overloaded(),
+        server_error(),
+        Fault(502, "api_error"),
+        Fault(503, "api_error"),
+        Fault(408, "timeout_error"),
+        Fault(409, "conflict_error"),
+        rate_limited(retry_after=None),
+    ],
+    ids=["529", "500", "502", "503", "408", "409", "429-no-retry-after"],
+)
 async def test_transient_statuses_are_retried_then_ok(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge, fault: Fault) -> None:
     """Each transient status (529, 5xx, 408, 409, 429 without retry-after) is retried until a 200."""
     fake_messages_api.script(fault, fault)
@@ -144,10 +155,18 @@ async def test_unreachable_api_gives_up_with_unavailable(fake_messages_api: Fake
         await judge.aclose()
 
 
-@pytest.mark.parametrize("fault", [bad_request("prompt too long"), Fault(401, "authentication_error", "invalid x-api-key"),
-                                   Fault(403, "permission_error"), Fault(404, "not_found_error", "model not found"),
-                                   Fault(413, "request_too_large"), Fault(422, "invalid_request_error")],
-                         ids=["400", "401", "403", "404", "413", "422"])
+@pytest.mark.parametrize(
+    "fault",
+    [
+        bad_request("prompt too long"),
+        Fault(401, "authentication_error", "invalid x-api-key"),
+        Fault(403, "permission_error"),
+        Fault(404, "not_found_error", "model not found"),
+        Fault(413, "request_too_large"),
+        Fault(422, "invalid_request_error"),
+    ],
+    ids=["400", "401", "403", "404", "413", "422"],
+)
 async def test_other_4xx_are_not_retried(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge, fault: Fault) -> None:
     """A 400, 401, 403, 404, 413 or 422 is not retried and raises JudgeApiError naming the status."""
     fake_messages_api.always(fault)

@@ -55,8 +55,10 @@ async def test_malformed_then_good_reply_is_retried_and_usage_is_summed(fake_mes
     """A malformed reply is retried, and both attempts' tokens and their cost are summed into the usage."""
     fake_messages_api.script(
         Reply("{not json", usage={"input_tokens": 100, "output_tokens": 10, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 50}),
-        Reply({"reasoning": "On topic.", "score": 3},
-              usage={"input_tokens": 200, "output_tokens": 20, "cache_read_input_tokens": 50, "cache_creation_input_tokens": 0}),
+        Reply(
+            {"reasoning": "On topic.", "score": 3},
+            usage={"input_tokens": 200, "output_tokens": 20, "cache_read_input_tokens": 50, "cache_creation_input_tokens": 0},
+        ),
     )
     judge = make_judge("rubric", judge_model="claude-haiku-5-5")
     j = await judge.judge(QUESTION, TIGHT)

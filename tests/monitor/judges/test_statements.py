@@ -35,8 +35,9 @@ async def test_padded_answer_scores_one_third_and_tight_answer_scores_one(make_j
 
 async def test_idk_counts_as_addressing_the_question(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge) -> None:
     """An idk verdict counts as addressing the question, and each verdict's reason is kept."""
-    fake_messages_api.script(reply(["A17 shipped.", "Shipping is usually fast.", "We sell gift cards."],
-                                   [("yes", ""), ("idk", "background"), ("no", "upsell")]))
+    fake_messages_api.script(
+        reply(["A17 shipped.", "Shipping is usually fast.", "We sell gift cards."], [("yes", ""), ("idk", "background"), ("no", "upsell")])
+    )
     j = await make_judge("statements").judge(QUESTION, PADDED)
     assert j.score == pytest.approx(2 / 3)
     assert j.verdicts == ("yes", "idk", "no")
@@ -86,8 +87,17 @@ async def test_request_uses_the_statements_schema_and_cached_system_prompt(fake_
         Reply({"statements": ["A17 shipped."], "verdicts": ["yes"]}),
         Reply("statements: A17 shipped. verdict: yes"),
     ],
-    ids=["zero-statements", "fewer-verdicts", "more-verdicts", "unknown-verdict", "no-without-reason", "blank-statement",
-         "extra-key", "bare-verdicts", "not-json"],
+    ids=[
+        "zero-statements",
+        "fewer-verdicts",
+        "more-verdicts",
+        "unknown-verdict",
+        "no-without-reason",
+        "blank-statement",
+        "extra-key",
+        "bare-verdicts",
+        "not-json",
+    ],
 )
 async def test_invalid_replies_raise_after_exactly_retries_plus_one_requests(
     fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge, bad: Reply

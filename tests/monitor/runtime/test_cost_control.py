@@ -17,8 +17,20 @@ HOUR_START = 1_795_000_000 - 1_795_000_000 % 3600 + 60  # a fixed clock inside o
 
 def events(n: int, prefix: str, question: str = "When did order A17 ship?", response: str = "Order A17 shipped on 3 March.") -> list[bytes]:
     """`n` flat event values, ids `prefix`0.., each in its own conversation, all with the same pair."""
-    return [json.dumps({"event_id": f"{prefix}{i}", "conversation_id": f"{prefix}c{i}", "app": "support-bot", "prompt_version": "v1",
-                        "user_message": question, "response": response, "timestamp": "2026-11-29T09:00:00Z"}).encode() for i in range(n)]
+    return [
+        json.dumps(
+            {
+                "event_id": f"{prefix}{i}",
+                "conversation_id": f"{prefix}c{i}",
+                "app": "support-bot",
+                "prompt_version": "v1",
+                "user_message": question,
+                "response": response,
+                "timestamp": "2026-11-29T09:00:00Z",
+            }
+        ).encode()
+        for i in range(n)
+    ]
 
 
 async def committed(broker: LocalBroker, settings: Settings, n: int) -> None:
@@ -27,6 +39,7 @@ async def committed(broker: LocalBroker, settings: Settings, n: int) -> None:
     async def done() -> bool:
         c = await committed_offsets(broker.bootstrap, settings.kafka_group_id, settings.kafka_topics[0])
         return sum(v or 0 for v in c.values()) == n
+
     await wait_for(done, 60, f"{n} offsets committed")
 
 
@@ -48,14 +61,16 @@ async def test_budget_lowers_the_rate_before_the_cap_and_stops_at_it(
     assert lowered and all(0 < r[0] < 1 for r in lowered)  # the rate fell smoothly before the cap...
     assert p.cost.budget.factor() == 0.0  # ...and judging stopped at it
     assert run.counter("relevancy_monitor_events_not_sampled") == 300 - len(rows)
-    traffic = (await async_store.query(f"SELECT sum(consumed), sum(sampled), sum(not_sampled), sum(dead_lettered) "
-                                       f"FROM {async_store.store.database}.traffic_counts WHERE app = 'support-bot'")).rows[0]
+    traffic = (
+        await async_store.query(
+            f"SELECT sum(consumed), sum(sampled), sum(not_sampled), sum(dead_lettered) "
+            f"FROM {async_store.store.database}.traffic_counts WHERE app = 'support-bot'"
+        )
+    ).rows[0]
     assert traffic == (300, len(rows), 300 - len(rows), 0)
 
 
-async def test_budget_sync_counts_other_replicas_spend(
-    broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore
-) -> None:
+async def test_budget_sync_counts_other_replicas_spend(broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore) -> None:
     """A second process in the same hour counts the first one's spend and judges only what is left."""
     # a first run spends 30 of 40 requests; a second process starting in the same hour must know
     settings = make_settings(budget_requests_per_hour=40, cache_max_entries=0)
@@ -92,8 +107,11 @@ async def test_identical_pairs_reuse_the_verdict(
         await committed(broker, settings, 22)
     assert len(fake_messages_api.message_requests) == 2  # one per distinct pair
     t = async_store.store.qualified_table
-    dup = (await async_store.query(f"SELECT count(), min(cached), sum(input_tokens), sum(ifNull(cost_usd, 0)), uniqExact(score) "
-                                   f"FROM {t} FINAL WHERE event_id LIKE 'dup%'")).rows[0]
+    dup = (
+        await async_store.query(
+            f"SELECT count(), min(cached), sum(input_tokens), sum(ifNull(cost_usd, 0)), uniqExact(score) FROM {t} FINAL WHERE event_id LIKE 'dup%'"
+        )
+    ).rows[0]
     assert dup[0] == 20 and dup[1] is True and dup[2] == 0 and dup[3] == 0 and dup[4] == 1
     first = (await async_store.query(f"SELECT cached, input_tokens > 0 FROM {t} FINAL WHERE event_id = 'first0'")).rows[0]
     assert first == (False, True)
@@ -106,8 +124,15 @@ async def test_lag_lowers_the_sampling_rate_and_rows_record_it(
     """A lagging backlog lowers the sampling rate, the rows record it, and the backlog is thinned."""
     from tests.monitor.runtime.test_pipeline import ScriptedJudge
 
-    settings = make_settings(freshness_max_lag=100, lag_check_s=0.5, judge_concurrency=2, max_in_flight=20, resume_in_flight=5,
-                             kafka_max_poll_records=10, cache_max_entries=0)
+    settings = make_settings(
+        freshness_max_lag=100,
+        lag_check_s=0.5,
+        judge_concurrency=2,
+        max_in_flight=20,
+        resume_in_flight=5,
+        kafka_max_poll_records=10,
+        cache_max_entries=0,
+    )
     await produce_values(broker.bootstrap, settings.kafka_topics[0], events(1500, "f"))
     async with RunningPipeline(settings, async_store, judge=ScriptedJudge(delay_s=0.02)) as run:
         await committed(broker, settings, 1500)
@@ -128,7 +153,9 @@ async def test_identical_pairs_arriving_together_are_judged_once(
         await committed(broker, settings, 35)
     assert len(fake_messages_api.message_requests) == 2  # one call per distinct pair, not per event
     t = async_store.store.qualified_table
-    got = (await async_store.query(f"SELECT countIf(NOT cached), countIf(cached), uniqExact(score) FROM {t} FINAL WHERE event_id LIKE 'burst%'")).rows[0]
+    got = (
+        await async_store.query(f"SELECT countIf(NOT cached), countIf(cached), uniqExact(score) FROM {t} FINAL WHERE event_id LIKE 'burst%'")
+    ).rows[0]
     assert got == (1, 29, 1)
     assert run.counter("relevancy_monitor_verdict_cache_hits") == 33
 
@@ -142,8 +169,7 @@ async def test_a_failed_leader_lets_waiting_duplicates_judge_for_themselves(
     await produce_values(broker.bootstrap, settings.kafka_topics[0], events(4, "f"))
     async with RunningPipeline(settings, async_store):
         await committed(broker, settings, 4)
-    rows = (await async_store.query(f"SELECT status, cached, count() FROM {async_store.store.qualified_table} FINAL "
-                                    "GROUP BY status, cached")).rows
+    rows = (await async_store.query(f"SELECT status, cached, count() FROM {async_store.store.qualified_table} FINAL GROUP BY status, cached")).rows
     # the leader's own event keeps its error row; one waiting duplicate judged again, the other two reused that
     assert sorted((str(r[0]), bool(r[1]), r[2]) for r in rows) == [("error", False, 1), ("ok", False, 1), ("ok", True, 2)]
     assert len(fake_messages_api.message_requests) == 2

@@ -54,8 +54,7 @@ class MonitorProcess:
 
     async def start(self) -> None:
         """Spawn `relevancy-monitor run` and start collecting its stderr lines."""
-        self.proc = await asyncio.create_subprocess_exec(CLI, "run", env=self.env, stdout=asyncio.subprocess.DEVNULL,
-                                                         stderr=asyncio.subprocess.PIPE)
+        self.proc = await asyncio.create_subprocess_exec(CLI, "run", env=self.env, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
         self._reader = asyncio.create_task(self._read())
 
     async def _read(self) -> None:
@@ -95,10 +94,17 @@ async def test_sigkill_at_random_points_then_restart_loses_and_duplicates_nothin
     rng = random.Random(20261129)
     group = f"crash-{topic}"
     env = monitor_env(
-        MONITOR_KAFKA_BOOTSTRAP_SERVERS=broker.bootstrap, MONITOR_KAFKA_TOPICS=topic, MONITOR_KAFKA_GROUP_ID=group,
-        MONITOR_DLQ_TOPIC=f"{topic}.dlq", MONITOR_CLICKHOUSE_URL=f"chdb://{tmp_path / 'ch'}", MONITOR_METRICS_PORT="0",
-        MONITOR_BATCH_MAX_SECONDS="1.0", MONITOR_COMMIT_INTERVAL_S="0.2", MONITOR_KAFKA_SESSION_TIMEOUT_MS="6000",
-        MONITOR_KAFKA_MAX_POLL_RECORDS="50", MONITOR_LOG_FORMAT="json",
+        MONITOR_KAFKA_BOOTSTRAP_SERVERS=broker.bootstrap,
+        MONITOR_KAFKA_TOPICS=topic,
+        MONITOR_KAFKA_GROUP_ID=group,
+        MONITOR_DLQ_TOPIC=f"{topic}.dlq",
+        MONITOR_CLICKHOUSE_URL=f"chdb://{tmp_path / 'ch'}",
+        MONITOR_METRICS_PORT="0",
+        MONITOR_BATCH_MAX_SECONDS="1.0",
+        MONITOR_COMMIT_INTERVAL_S="0.2",
+        MONITOR_KAFKA_SESSION_TIMEOUT_MS="6000",
+        MONITOR_KAFKA_MAX_POLL_RECORDS="50",
+        MONITOR_LOG_FORMAT="json",
     )
     values = list(generate_events(1200, seed=11, malformed_share=0.03))
     expected = decodable_ids(values)
@@ -113,6 +119,7 @@ async def test_sigkill_at_random_points_then_restart_loses_and_duplicates_nothin
 
         async def progressed(base: int = base) -> bool:
             return await total_committed(broker.bootstrap, group, topic) > base or producing.done()
+
         await wait_for(progressed, 90, "the monitor to commit something")
         await asyncio.sleep(rng.uniform(0.05, 1.2))
         await mon.kill()
@@ -138,7 +145,9 @@ async def _all_committed(bootstrap: str, group: str, topic: str, n: int) -> bool
     return await total_committed(bootstrap, group, topic) == n
 
 
-async def test_rebalance_two_members_one_stopped_mid_stream(broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore) -> None:
+async def test_rebalance_two_members_one_stopped_mid_stream(
+    broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore
+) -> None:
     """A member leaving mid-stream hands its partitions over without losing or duplicating an event."""
     settings = make_settings()
     values = list(generate_events(900, seed=12, malformed_share=0.0))
@@ -151,11 +160,13 @@ async def test_rebalance_two_members_one_stopped_mid_stream(broker: LocalBroker,
 
     async def second_is_working() -> bool:
         return second.counter("relevancy_monitor_events_consumed") > 0
+
     await wait_for(second_is_working, 60, "the second member to get partitions")
     await first.shutdown()  # leaves the group mid-stream: its partitions move to the second member
     await producing
-    await wait_for(lambda: _all_committed(broker.bootstrap, settings.kafka_group_id, settings.kafka_topics[0], len(values)), 90,
-                   "every offset committed")
+    await wait_for(
+        lambda: _all_committed(broker.bootstrap, settings.kafka_group_id, settings.kafka_topics[0], len(values)), 90, "every offset committed"
+    )
     await second.shutdown()
     assert first.counter("relevancy_monitor_events_consumed") > 0
     assert await count_rows(async_store) == len(values)
@@ -172,16 +183,26 @@ async def test_judge_outage_then_recovery_no_loss_no_error_rows_bounded_memory(
 ) -> None:
     """A judge outage opens the circuit and defers events; after recovery all are ok, in flight stays capped."""
     settings = make_settings(
-        judge="rubric", judge_max_retries=1, judge_request_timeout_s=1.0, judge_concurrency=8, max_in_flight=60, resume_in_flight=20,
-        kafka_max_poll_records=20, breaker_threshold=3, breaker_cooldown_s=0.5, breaker_max_cooldown_s=2.0,
+        judge="rubric",
+        judge_max_retries=1,
+        judge_request_timeout_s=1.0,
+        judge_concurrency=8,
+        max_in_flight=60,
+        resume_in_flight=20,
+        kafka_max_poll_records=20,
+        breaker_threshold=3,
+        breaker_cooldown_s=0.5,
+        breaker_max_cooldown_s=2.0,
         **fake_messages_api.settings_overrides(),
     )
     n = 300
     await produce_values(broker.bootstrap, settings.kafka_topics[0], generate_events(n, seed=21, malformed_share=0.0))
     peak = 0
     async with RunningPipeline(settings, async_store) as run:
+
         async def some_rows() -> bool:
             return await count_rows(async_store, final=False) >= 20
+
         await wait_for(some_rows, 60, "the first rows")
         # the outage: overloaded, then 500s, then hanging replies past the client timeout, then recovery
         fake_messages_api.fail_for(3.0, overloaded())
@@ -196,6 +217,7 @@ async def test_judge_outage_then_recovery_no_loss_no_error_rows_bounded_memory(
             nonlocal peak
             peak = max(peak, run.pipeline.tracker.in_flight())
             return await count_rows(async_store, final=False) >= n
+
         await wait_for(all_rows, 120, f"{n} rows after recovery")
         assert run.pipeline.guard.breaker.opens >= 1  # the circuit opened during the outage...
         assert run.counter("relevancy_monitor_judge_deferred") > 0  # ...and events waited instead of failing
@@ -216,10 +238,12 @@ async def test_rate_limited_provider_converges_without_loss(
     await produce_values(broker.bootstrap, settings.kafka_topics[0], generate_events(n, seed=22, malformed_share=0.0))
     lowest = 16
     async with RunningPipeline(settings, async_store) as run:
+
         async def all_rows() -> bool:
             nonlocal lowest
             lowest = min(lowest, run.pipeline.guard.limiter.current)
             return await count_rows(async_store, final=False) >= n
+
         await wait_for(all_rows, 120, f"{n} rows under the rate limit")
     statuses = (await async_store.query(f"SELECT status, count() FROM {async_store.store.qualified_table} FINAL GROUP BY status")).rows
     assert statuses == [("ok", n)]
@@ -228,7 +252,7 @@ async def test_rate_limited_provider_converges_without_loss(
     assert run.counter("relevancy_monitor_judge_rate_limited") > 0
     # the share of requests refused settles: the later half of the run sees fewer 429s than the first
     codes = fake_messages_api.statuses()
-    first, second = codes[: len(codes) // 2], codes[len(codes) // 2:]
+    first, second = codes[: len(codes) // 2], codes[len(codes) // 2 :]
     assert second.count(429) / len(second) <= first.count(429) / len(first)
 
 
@@ -238,16 +262,26 @@ async def test_poison_mix_is_dead_lettered_while_good_events_are_scored(
     """Poison records are dead-lettered with a reason while every good event in the mix is scored."""
     settings = make_settings(max_event_bytes=20_000)
     rng = random.Random(5)
-    poison = [b"", b"\x00\x01\x02", b"{", b"null", b"123", b'{"messages": "nope"}', b'{"messages": [{"role": 1}]}',
-              json.dumps({"user_message": "q", "response": "a" * 30_000}).encode(), b'{"user_message": "q", "response": "a", "timestamp": 1e30}',
-              "{\"user_message\": \"\u00e9\", \"response\": \"\ud800\"}".encode("utf-8", "surrogatepass")]
+    poison = [
+        b"",
+        b"\x00\x01\x02",
+        b"{",
+        b"null",
+        b"123",
+        b'{"messages": "nope"}',
+        b'{"messages": [{"role": 1}]}',
+        json.dumps({"user_message": "q", "response": "a" * 30_000}).encode(),
+        b'{"user_message": "q", "response": "a", "timestamp": 1e30}',
+        '{"user_message": "\u00e9", "response": "\ud800"}'.encode("utf-8", "surrogatepass"),
+    ]
     good = list(generate_events(200, seed=23, malformed_share=0.0))
     values = good + poison * 5
     rng.shuffle(values)
     total = await produce_values(broker.bootstrap, settings.kafka_topics[0], values, key=lambda i: b"k")
     async with RunningPipeline(settings, async_store) as run:
-        await wait_for(lambda: _all_committed(broker.bootstrap, settings.kafka_group_id, settings.kafka_topics[0], total), 60,
-                       "every offset committed")
+        await wait_for(
+            lambda: _all_committed(broker.bootstrap, settings.kafka_group_id, settings.kafka_topics[0], total), 60, "every offset committed"
+        )
     assert await count_rows(async_store) == 200
     assert run.counter("relevancy_monitor_events_dead_lettered") == len(poison) * 5
     dead = await read_all(broker.bootstrap, settings.dlq_topic, len(poison) * 5)

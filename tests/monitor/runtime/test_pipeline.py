@@ -25,9 +25,11 @@ MALFORMED = (EXAMPLES / "events-malformed.txt").read_bytes().splitlines()
 
 async def drained(run: RunningPipeline, bootstrap: str, settings: Settings, total: int) -> None:
     """Wait until every produced record is committed by the group."""
+
     async def done() -> bool:
         committed = await committed_offsets(bootstrap, settings.kafka_group_id, settings.kafka_topics[0])
         return sum(v or 0 for v in committed.values()) == total
+
     await wait_for(done, 60, f"{total} offsets committed")
 
 
@@ -48,9 +50,12 @@ async def test_end_to_end_rows_dead_letters_and_offsets(broker: LocalBroker, mak
     assert await count_rows(async_store) == good
     assert await count_rows(async_store, final=False) == good  # nothing written twice
     t = async_store.store.qualified_table
-    padded = (await async_store.query(
-        f"SELECT score, raw_score, n_statements, statements, verdicts, judge, judge_model, status, app, model, prompt_version, "
-        f"metadata, kafka_topic, sample_rate, question FROM {t} FINAL WHERE event_id = '9f1c2a70-0002-4c1e-9a53-000000000002'")).rows[0]
+    padded = (
+        await async_store.query(
+            f"SELECT score, raw_score, n_statements, statements, verdicts, judge, judge_model, status, app, model, prompt_version, "
+            f"metadata, kafka_topic, sample_rate, question FROM {t} FINAL WHERE event_id = '9f1c2a70-0002-4c1e-9a53-000000000002'"
+        )
+    ).rows[0]
     assert abs(padded[0] - 1 / 3) < 1e-9 and abs(padded[1] - 1 / 3) < 1e-9
     assert padded[2] == 3 and padded[3][2] == "Order A17 shipped on 3 March." and padded[4] == ["no", "no", "yes"]
     assert padded[5:11] == ("lexical", "heuristic", "ok", "support-bot", "assistant-large", "v13")
@@ -81,7 +86,9 @@ async def _rows_at_least(store: AsyncStore, n: int) -> bool:
     return await count_rows(store, final=False) >= n
 
 
-async def test_restart_and_full_redelivery_do_not_duplicate(broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore) -> None:
+async def test_restart_and_full_redelivery_do_not_duplicate(
+    broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore
+) -> None:
     """A restart consumes only new events, and a replay by a new group leaves one row per event under FINAL."""
     settings = make_settings()
     first = list(generate_events(80, seed=2, malformed_share=0.0))
@@ -110,14 +117,28 @@ async def test_sampling_judges_whole_conversations_and_commits_the_rest(
 ) -> None:
     """Sampling judges whole conversations at the recorded rate and still commits the events it skips."""
     settings = make_settings(sample_rate=0.3)
-    events = [json.dumps({"event_id": f"e{i}", "conversation_id": f"c{i % 60}", "user_message": "When did order A17 ship?",
-                          "response": "Order A17 shipped.", "timestamp": "2026-11-29T09:00:00Z"}).encode() for i in range(300)]
+    events = [
+        json.dumps(
+            {
+                "event_id": f"e{i}",
+                "conversation_id": f"c{i % 60}",
+                "user_message": "When did order A17 ship?",
+                "response": "Order A17 shipped.",
+                "timestamp": "2026-11-29T09:00:00Z",
+            }
+        ).encode()
+        for i in range(300)
+    ]
     await produce_values(broker.bootstrap, settings.kafka_topics[0], events)
     async with RunningPipeline(settings, async_store) as run:
         await drained(run, broker.bootstrap, settings, 300)
     expected = {f"c{c}" for c in range(60) if sample_point(f"c{c}") < 0.3}
-    got = (await async_store.query(f"SELECT conversation_id, count(), any(sample_rate), any(sample_rule) FROM {async_store.store.qualified_table} FINAL "
-                                   "GROUP BY conversation_id")).rows
+    got = (
+        await async_store.query(
+            f"SELECT conversation_id, count(), any(sample_rate), any(sample_rule) FROM {async_store.store.qualified_table} FINAL "
+            "GROUP BY conversation_id"
+        )
+    ).rows
     assert {r[0] for r in got} == expected
     assert all(r[1] == 5 and r[2] == 0.3 and r[3] == "base" for r in got)
     assert run.counter("relevancy_monitor_events_not_sampled") == 300 - 5 * len(expected)
@@ -157,17 +178,23 @@ class ScriptedJudge:
         pass
 
 
-async def test_judge_failures_become_error_rows_never_scores(broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore) -> None:
+async def test_judge_failures_become_error_rows_never_scores(
+    broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore
+) -> None:
     """Unavailable, timed-out and crashing judge calls become error rows without a score; others score ok."""
     settings = make_settings(judge_timeout_s=0.5)
     questions = ["When did order A17 ship? FAIL", "Is it HANG time?", "CRASH now?", "When did order A17 ship?"]
-    values = [json.dumps({"event_id": f"e{i}", "user_message": q, "response": "Order A17 shipped.", "timestamp": "2026-11-29T09:00:00Z"}).encode()
-              for i, q in enumerate(questions)]
+    values = [
+        json.dumps({"event_id": f"e{i}", "user_message": q, "response": "Order A17 shipped.", "timestamp": "2026-11-29T09:00:00Z"}).encode()
+        for i, q in enumerate(questions)
+    ]
     await produce_values(broker.bootstrap, settings.kafka_topics[0], values)
     async with RunningPipeline(settings, async_store, judge=ScriptedJudge()) as run:
         await drained(run, broker.bootstrap, settings, 4)
-    got = {r[0]: r[1:] for r in (await async_store.query(
-        f"SELECT event_id, status, score, error, judge_id FROM {async_store.store.qualified_table} FINAL")).rows}
+    got = {
+        r[0]: r[1:]
+        for r in (await async_store.query(f"SELECT event_id, status, score, error, judge_id FROM {async_store.store.qualified_table} FINAL")).rows
+    }
     assert got["e0"][:2] == ("error", None) and got["e0"][2].startswith("unavailable: judge API kept returning 529")
     assert got["e1"][:2] == ("error", None) and got["e1"][2].startswith("timeout")
     assert got["e2"][:2] == ("error", None) and got["e2"][2].startswith("internal")
@@ -176,7 +203,9 @@ async def test_judge_failures_become_error_rows_never_scores(broker: LocalBroker
     assert run.counter("relevancy_monitor_judge_errors") == 3
 
 
-async def test_in_flight_is_bounded_and_concurrency_respected(broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore) -> None:
+async def test_in_flight_is_bounded_and_concurrency_respected(
+    broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore
+) -> None:
     """In-flight events stay under the cap plus one fetch, and judge calls under judge_concurrency."""
     settings = make_settings(max_in_flight=30, resume_in_flight=10, kafka_max_poll_records=10, judge_concurrency=3)
     judge = ScriptedJudge(delay_s=0.01)
@@ -184,10 +213,12 @@ async def test_in_flight_is_bounded_and_concurrency_respected(broker: LocalBroke
     await produce_values(broker.bootstrap, settings.kafka_topics[0], generate_events(n, seed=4, malformed_share=0.0))
     peak = 0
     async with RunningPipeline(settings, async_store, judge=judge) as run:
+
         async def watch() -> bool:
             nonlocal peak
             peak = max(peak, run.pipeline.tracker.in_flight())
             return await count_rows(async_store, final=False) >= n
+
         await wait_for(watch, 90, f"{n} rows")
     assert judge.peak <= 3
     assert peak <= 30 + 10  # the cap plus at most one fetch

@@ -41,8 +41,23 @@ class FaultyStore(AsyncStore):
 def rows(n: int, prefix: str = "e") -> list[ScoredRow]:
     """`n` ok rows with event ids `prefix`0.., scored now."""
     now = datetime.now(UTC)
-    return [ScoredRow(event_id=f"{prefix}{i}", conversation_id="c", event_time=now, app="a", model="", prompt_version="", judge="lexical",
-                      judge_model="h", judge_id="j", status="ok", score=1.0, scored_at=now) for i in range(n)]
+    return [
+        ScoredRow(
+            event_id=f"{prefix}{i}",
+            conversation_id="c",
+            event_time=now,
+            app="a",
+            model="",
+            prompt_version="",
+            judge="lexical",
+            judge_model="h",
+            judge_id="j",
+            status="ok",
+            score=1.0,
+            scored_at=now,
+        )
+        for i in range(n)
+    ]
 
 
 async def test_batches_by_size_and_acknowledges_after_write(async_store: AsyncStore) -> None:

@@ -1,11 +1,14 @@
--- relevancy-monitor schema, step 014: relevancy_minutely, plain columns per minute and segment over the rollup
--- (no -Merge functions needed). mean_score, low_score_share and the quantiles are over ok rows; error_rate over
--- all rows; weighted_mean_score weights each row by 1/sample_rate (traffic-weighted); events is distinct event
--- ids (approximate), rows counts redelivered duplicates too. Aggregate further with sums of the counts, never
--- by averaging means. score_q and lag_q are the quantile arrays the single columns come from.
-CREATE VIEW IF NOT EXISTS {database}.relevancy_minutely AS
+-- relevancy-monitor schema, step 012: relevancy_minutely and relevancy_hourly, plain columns per minute or hour and
+-- segment over the rollups of step 010 (no -Merge functions needed), one view per grain with the same columns.
+-- mean_score, low_score_share and the quantiles are over ok rows; error_rate over all rows; weighted_mean_score
+-- weights each row by 1/sample_rate (traffic-weighted); events is distinct event ids (approximate), rows counts
+-- redelivered duplicates too. Aggregate further with sums of the counts, never by averaging means. score_q and
+-- lag_q are the quantile arrays the single columns come from.
+--
+-- Placeholders: {grain.view} is the view, {grain.rollup} the rollup it reads, {grain.column} the time column.
+CREATE VIEW IF NOT EXISTS {database}.{grain.view} AS
 SELECT
-    minute, app, model, prompt_version, judge, judge_id,
+    {grain.column}, app, model, prompt_version, judge, judge_id,
     sum(n_rows) AS rows,
     uniqMerge(event_ids) AS events,
     sum(n_ok) AS ok_rows,
@@ -34,5 +37,5 @@ SELECT
     lag_q[2] AS lag_p90_s,
     lag_q[3] AS lag_p99_s,
     max(lag_highest_s) AS lag_max_s
-FROM {database}.relevancy_rollup_1m
-GROUP BY minute, app, model, prompt_version, judge, judge_id
+FROM {database}.{grain.rollup}
+GROUP BY {grain.column}, app, model, prompt_version, judge, judge_id

@@ -1,8 +1,12 @@
--- relevancy-monitor schema, step 011: the materialized view filling relevancy_rollup_1m on every insert into
--- the scores table. Low scores are those below 0.5. Lag is scored_at - event_time in seconds (never negative).
-CREATE MATERIALIZED VIEW IF NOT EXISTS {database}.relevancy_rollup_1m_mv TO {database}.relevancy_rollup_1m AS
+-- relevancy-monitor schema, step 011: the materialized views filling the rollups of step 010 on every insert
+-- into the scores table, one per grain (relevancy_rollup_1m_mv, relevancy_rollup_1h_mv). Low scores are those
+-- below 0.5. Lag is scored_at - event_time in seconds (never negative).
+--
+-- Placeholders: {grain.mv} is the view, {grain.rollup} the table it fills, {grain.bucket}(event_time) the start
+-- of the row's minute or hour (toStartOfMinute, toStartOfHour), stored as {grain.column}.
+CREATE MATERIALIZED VIEW IF NOT EXISTS {database}.{grain.mv} TO {database}.{grain.rollup} AS
 SELECT
-    toStartOfMinute(event_time) AS minute,
+    {grain.bucket}(event_time) AS {grain.column},
     app, model, prompt_version, judge, judge_id,
     toUInt64(count()) AS n_rows,
     toUInt64(countIf(status = 'ok')) AS n_ok,
@@ -23,4 +27,4 @@ SELECT
     quantilesTDigestState(0.1, 0.25, 0.5, 0.75, 0.9)(score) AS score_quantiles,
     quantilesTDigestState(0.5, 0.9, 0.99)(toFloat64(greatest(dateDiff('millisecond', event_time, scored_at), 0) / 1000.0)) AS lag_quantiles
 FROM {database}.{table}
-GROUP BY minute, app, model, prompt_version, judge, judge_id
+GROUP BY {grain.column}, app, model, prompt_version, judge, judge_id

@@ -1,8 +1,20 @@
--- relevancy-monitor schema, step 012: per-hour rollup, the same columns as relevancy_rollup_1m (step 010) by
--- hour of event_time; filled by the view in 013, read through relevancy_hourly (015). Same duplicate caveat.
-CREATE TABLE IF NOT EXISTS {database}.relevancy_rollup_1h
+-- relevancy-monitor schema, step 010: the rollups of the scores table, one per grain (schemas/ddl.py renders this
+-- file once per grain): relevancy_rollup_1m per minute and relevancy_rollup_1h per hour of event_time, with the
+-- same columns; filled by the materialized views of step 011.
+--
+-- One row per (minute or hour of event_time, app, model, prompt_version, judge, judge_id) after merges; read them
+-- through the views relevancy_minutely and relevancy_hourly (step 012), which need no knowledge of -State/-Merge
+-- functions.
+-- Materialized views fire on inserted blocks: a redelivered event written twice is counted twice here (the
+-- scores table collapses it, these sums do not), so `rows` can exceed `events` (distinct event ids, uniq).
+-- Alert rules read the scores table with FINAL instead; the rollups are for dashboards and history.
+-- Only rows inserted after this table exists are counted (a materialized view does not backfill).
+--
+-- Placeholders: {grain.rollup} is the table (relevancy_rollup_1m, relevancy_rollup_1h), {grain.column} its time
+-- column (minute, hour).
+CREATE TABLE IF NOT EXISTS {database}.{grain.rollup}
 (
-    hour               DateTime('UTC'),
+    {grain.column}     DateTime('UTC'),
     app                LowCardinality(String),
     model              LowCardinality(String),
     prompt_version     LowCardinality(String),
@@ -28,5 +40,5 @@ CREATE TABLE IF NOT EXISTS {database}.relevancy_rollup_1h
     lag_quantiles      AggregateFunction(quantilesTDigest(0.5, 0.9, 0.99), Float64)
 )
 ENGINE = AggregatingMergeTree
-PARTITION BY toYYYYMM(hour)
-ORDER BY (hour, app, model, prompt_version, judge_id, judge)
+PARTITION BY toYYYYMM({grain.column})
+ORDER BY ({grain.column}, app, model, prompt_version, judge_id, judge)

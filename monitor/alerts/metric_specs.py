@@ -1,0 +1,98 @@
+"""One `MetricSpec` per metric a rule can alert on: everything that differs between metrics, in one place.
+
+Rules, observations, SQL, the evaluator and the engine look a metric up in `SPECS` (or through `Rule.spec`)
+instead of branching on its name."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, TypeAlias
+
+from monitor.alerts import observations as obs
+
+if TYPE_CHECKING:
+    from monitor.alerts.observations import Reading
+    from monitor.alerts.rules import Rule
+    from monitor.alerts.windows import SegmentData, TailCounts
+
+    # (rule, segment data, tail counts once read, whether to run the tests) -> the metric's reading.
+    ReadFunction: TypeAlias = Callable[[Rule, SegmentData, TailCounts | None, bool], Reading]
+
+MetricName = Literal[
+    "mean_score",
+    "low_score_share",
+    "p10",
+    "error_rate",
+    "judged_volume",
+    "coverage",
+    "scoring_lag_p90",
+    "cost_per_window",
+    "no_data",
+]
+Direction = Literal["down", "up"]
+
+_OK_ROWS = "status = 'ok'"
+_WORST_SCORES_FIRST = "score ASC, event_time DESC"
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSpec:
+    """How one metric is read, tested, keyed and explained."""
+
+    name: MetricName
+    bad_direction: Direction  # which way is bad, unless the rule says otherwise
+    read: ReadFunction  # the value, baseline, sample sizes and p-values of one segment
+    tests: tuple[str, ...] = ()  # the tests run with `test: auto` (vs the baseline, vs the threshold); () for none
+    time_column: str = "event_time"  # the time a row belongs to a window by
+    needs_traffic: bool = False  # joins the traffic table's sampled counts to the scores
+    # Score metrics key by judge_id too, so a judge or judge-prompt change starts a new baseline instead of
+    # looking like a product regression.
+    judge_keyed: bool = False
+    examples_filter: str | None = _OK_ROWS  # which rows the "worst examples" query lists
+    examples_order: str = _WORST_SCORES_FIRST  # and worst first by what
+    silence: bool = False  # fires when a segment with traffic goes quiet; takes no condition
+    min_events_apply: bool = True  # the window needs `min_events` events to decide on
+    tail_counts: bool = False  # its tests need counts below the baseline's value, read in a second query
+
+    @property
+    def test_label(self) -> str:
+        """The tests as shown to people (`welch_t / one_sample_t`); "" when the metric has none."""
+        return " / ".join(self.tests)
+
+
+_SHARE_TESTS = ("two_proportion_z", "wilson_score")
+
+SPECS: dict[str, MetricSpec] = {
+    spec.name: spec
+    for spec in (
+        MetricSpec("mean_score", "down", obs.read_mean_score, ("welch_t", "one_sample_t"), judge_keyed=True),
+        MetricSpec("low_score_share", "up", obs.read_low_score_share, _SHARE_TESTS, judge_keyed=True),
+        MetricSpec("p10", "down", obs.read_p10, ("tail_share_z", "wilson_score"), judge_keyed=True, tail_counts=True),
+        MetricSpec(
+            "error_rate",
+            "up",
+            obs.read_error_rate,
+            _SHARE_TESTS,
+            judge_keyed=True,
+            examples_filter="status = 'error'",
+            examples_order="event_time DESC",
+        ),
+        MetricSpec("judged_volume", "down", obs.read_judged_volume, ("poisson_exact",), min_events_apply=False),
+        MetricSpec("coverage", "down", obs.read_coverage, _SHARE_TESTS, needs_traffic=True),
+        # Scoring lag is about rows written lately, so its windows go by scored_at.
+        MetricSpec(
+            "scoring_lag_p90",
+            "up",
+            obs.read_scoring_lag_p90,
+            time_column="scored_at",
+            judge_keyed=True,
+            examples_filter=None,
+            examples_order="lag_s DESC",
+        ),
+        MetricSpec(
+            "cost_per_window", "up", obs.read_cost_per_window, judge_keyed=True, examples_filter=None, examples_order="cost_usd DESC NULLS LAST"
+        ),
+        MetricSpec("no_data", "down", obs.read_no_data, ("poisson_exact",), silence=True, min_events_apply=False),
+    )
+}

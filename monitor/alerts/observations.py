@@ -1,0 +1,219 @@
+"""Pure: a rule's metric value, baseline value, sample sizes and test p-values for one segment.
+
+One `read_*` function per metric does the maths (its `MetricSpec` names it); `observe` adds what is the same
+for every metric: whether the data suffices to decide, and which test ran."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from monitor.alerts import stats
+from monitor.alerts.windows import SegmentData, SegmentKey, TailCounts, WindowStats
+
+if TYPE_CHECKING:
+    from monitor.alerts.rules import Bound, Rule
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """What one evaluation saw for one segment of one rule."""
+
+    rule: str
+    segment: SegmentKey
+    value: float | None
+    baseline: float | None
+    n_current: int
+    n_baseline: int
+    sufficient: bool
+    p_change: float | None = None  # one-sided p that the change vs the baseline is chance
+    p_threshold: float | None = None  # one-sided p that the value is really on the good side of the fire threshold
+    test: str = ""  # "" when the metric has no test or the rule disabled it
+    note: str = ""  # why the data is insufficient, or other context
+    judge: str = ""
+
+    @property
+    def p_value(self) -> float | None:
+        """The most relevant p-value for people: the change test if there is one, else the threshold test."""
+        return self.p_change if self.p_change is not None else self.p_threshold
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """One metric's value and baseline in one segment, the sample sizes behind them, and the test p-values."""
+
+    value: float | None
+    baseline: float | None
+    n_current: int
+    n_baseline: int
+    p_change: float | None = None
+    p_threshold: float | None = None
+    notes: tuple[str, ...] = ()
+
+
+def observe(rule: Rule, segment: SegmentKey, data: SegmentData | None, tail: TailCounts | None = None) -> Observation:
+    """The observation of `rule` for `segment`; `data` None means the segment had no rows in any window."""
+    if data is None:
+        return Observation(rule.name, segment, None, None, 0, 0, sufficient=False, note="no rows in the window or the baseline")
+    spec = rule.spec
+    testing = rule.test == "auto" and bool(spec.tests)
+    r = spec.read(rule, data, tail, testing)
+    sufficient, notes = _silence_sufficiency(rule, r) if spec.silence else _sufficiency(rule, r)
+    return Observation(
+        rule=rule.name,
+        segment=segment,
+        value=r.value,
+        baseline=r.baseline,
+        n_current=r.n_current,
+        n_baseline=r.n_baseline,
+        sufficient=sufficient,
+        p_change=r.p_change,
+        p_threshold=r.p_threshold,
+        test=spec.test_label if testing else "",
+        note="; ".join(notes),
+        judge=data.judge,
+    )
+
+
+def _sufficiency(rule: Rule, r: Reading) -> tuple[bool, list[str]]:
+    """Whether `r` rests on enough events to decide on, and the notes saying why not."""
+    notes = list(r.notes)
+    sufficient = True
+    if rule.spec.min_events_apply and r.n_current < rule.min_events:
+        sufficient = False
+        notes.append(f"{r.n_current} < min_events {rule.min_events} in the window")
+    if r.value is None:
+        sufficient = False
+        if not notes:
+            notes.append("no value in the window")
+    if rule.condition.uses_baseline and (r.n_baseline < rule.min_baseline_events or r.baseline is None):
+        sufficient = False
+        notes.append(f"{r.n_baseline} < min_baseline_events {rule.min_baseline_events} in the baseline")
+    return sufficient, notes
+
+
+def _silence_sufficiency(rule: Rule, r: Reading) -> tuple[bool, list[str]]:
+    """Silence is only evidence where the baseline had enough events to expect some now."""
+    if r.n_current == 0 and r.n_baseline < rule.min_baseline_events:
+        return False, [*r.notes, f"silent, and the baseline has {r.n_baseline} < {rule.min_baseline_events} events"]
+    return True, list(r.notes)
+
+
+# ---- one reading per metric (named by its MetricSpec) -----------------------------------------------------
+
+
+def read_mean_score(rule: Rule, data: SegmentData, tail: TailCounts | None, testing: bool) -> Reading:
+    """Mean ok score; Welch's t against the baseline, one-sample t against the threshold."""
+    cur, base = data.current, data.baseline
+    value, baseline = cur.score_mean, base.score_mean
+    thr, alt = rule.condition.threshold, _alt(rule)
+    p_change = p_thr = None
+    if testing and value is not None:
+        if baseline is not None:
+            p_change = stats.welch_t_test(value, cur.score_var or 0.0, cur.ok, baseline, base.score_var or 0.0, base.ok, alt)
+        if thr is not None:
+            p_thr = stats.one_sample_t_test(value, cur.score_var or 0.0, cur.ok, thr.fire, alt)
+    return Reading(value, baseline, cur.ok, base.ok, p_change, p_thr)
+
+
+def read_low_score_share(rule: Rule, data: SegmentData, tail: TailCounts | None, testing: bool) -> Reading:
+    """Share of ok scores below the rule's `low_score_below`."""
+    cur, base = data.current, data.baseline
+    return _share(rule, testing, cur.low, cur.ok, base.low, base.ok)
+
+
+def read_p10(rule: Rule, data: SegmentData, tail: TailCounts | None, testing: bool) -> Reading:
+    """10th percentile of ok scores; tested on the tail counts once they are read."""
+    cur, base = data.current, data.baseline
+    value, baseline = cur.p10, base.p10
+    p_change = p_thr = None
+    if testing and tail is not None and value is not None:
+        # A lower p10 means more than the baseline's share of scores now sit below the baseline's p10.
+        if baseline is not None:
+            p_change = stats.two_proportion_z_test(tail.current_below, cur.ok, tail.baseline_below, base.ok, "greater")
+        if rule.condition.threshold is not None:
+            p_thr = stats.one_proportion_score_test(tail.current_below_threshold, cur.ok, 0.1, "greater")
+    return Reading(value, baseline, cur.ok, base.ok, p_change, p_thr)
+
+
+def read_error_rate(rule: Rule, data: SegmentData, tail: TailCounts | None, testing: bool) -> Reading:
+    """Share of rows that are judge errors."""
+    cur, base = data.current, data.baseline
+    return _share(rule, testing, cur.errors, cur.rows, base.errors, base.rows)
+
+
+def read_scoring_lag_p90(rule: Rule, data: SegmentData, tail: TailCounts | None, testing: bool) -> Reading:
+    """90th percentile of seconds from event time to scoring (no test: min_events guards it)."""
+    cur, base = data.current, data.baseline
+    return Reading(cur.lag_p90, base.lag_p90, cur.rows, base.rows)
+
+
+def read_coverage(rule: Rule, data: SegmentData, tail: TailCounts | None, testing: bool) -> Reading:
+    """Share of sampled events (traffic table) that got a row."""
+    cur, base = data.current, data.baseline
+    n_cur, n_base = cur.sampled or 0, base.sampled or 0
+    r = _share(rule, testing, min(cur.events, n_cur), n_cur, min(base.events, n_base), n_base)
+    return r if cur.sampled is not None else _with_note(r, "no traffic counts for this segment")
+
+
+def read_judged_volume(rule: Rule, data: SegmentData, tail: TailCounts | None, testing: bool) -> Reading:
+    """Rows judged in the window; the baseline scaled to the window's length. Poisson tests."""
+    cur, base = data.current, data.baseline
+    thr, alt = rule.condition.threshold, _alt(rule)
+    baseline = _scaled(base.rows, base, cur.seconds) if rule.uses_baseline else None
+    p_change = p_thr = None
+    if testing:
+        if rule.uses_baseline:
+            p_change = stats.poisson_rate_test(cur.rows, cur.seconds, base.rows, base.seconds, alt)
+        if thr is not None:
+            p_thr = stats.poisson_test(cur.rows, thr.fire, alt)
+    return Reading(float(cur.rows), baseline, cur.rows, base.rows, p_change, p_thr)
+
+
+def read_cost_per_window(rule: Rule, data: SegmentData, tail: TailCounts | None, testing: bool) -> Reading:
+    """Judge cost in the window; the baseline scaled to the window's length (no test)."""
+    cur, base = data.current, data.baseline
+    baseline = _scaled(base.cost, base, cur.seconds) if rule.uses_baseline else None
+    return Reading(cur.cost, baseline, cur.rows, base.rows)
+
+
+def read_no_data(rule: Rule, data: SegmentData, tail: TailCounts | None, testing: bool) -> Reading:
+    """Rows (or consumed traffic) in the window against the rate of the baseline; a Poisson rate test."""
+    cur, base = data.current, data.baseline
+    current_count = (cur.consumed or 0) if rule.source == "traffic" else cur.rows
+    base_count = (base.consumed or 0) if rule.source == "traffic" else base.rows
+    p_change = stats.poisson_rate_test(current_count, cur.seconds, base_count, base.seconds, "less") if testing else None
+    return Reading(float(current_count), _scaled(base_count, base, cur.seconds), current_count, base_count, p_change)
+
+
+# ---- shared maths ----------------------------------------------------------------------------------------
+
+
+def _alt(rule: Rule) -> stats.Alternative:
+    return "less" if rule.bad_direction == "down" else "greater"
+
+
+def _scaled(count: float, base: WindowStats | None, cur_seconds: float) -> float | None:
+    if base is None or base.seconds <= 0:
+        return None
+    return count * cur_seconds / base.seconds
+
+
+def _share(rule: Rule, testing: bool, k_cur: int, n_cur: int, k_base: int, n_base: int) -> Reading:
+    """A share metric (k of n): two-proportion z against the baseline, a score test against the threshold."""
+    value = k_cur / n_cur if n_cur else None
+    baseline = k_base / n_base if n_base else None
+    thr: Bound | None = rule.condition.threshold
+    alt = _alt(rule)
+    p_change = p_thr = None
+    if testing and value is not None:
+        if baseline is not None:
+            p_change = stats.two_proportion_z_test(k_cur, n_cur, k_base, n_base, alt)
+        if thr is not None:
+            p_thr = stats.one_proportion_score_test(k_cur, n_cur, thr.fire, alt)
+    return Reading(value, baseline, n_cur, n_base, p_change, p_thr)
+
+
+def _with_note(r: Reading, note: str) -> Reading:
+    return dataclasses.replace(r, notes=(*r.notes, note))

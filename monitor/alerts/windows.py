@@ -1,0 +1,120 @@
+"""Pure data at the bottom of the alerts package: a rule's windows and what one segment showed in them.
+
+Imports no SQL, store or scipy module, so the pure modules (observations, evaluator, metric specs) stay pure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from monitor.alerts.rules import Rule
+
+SegmentKey = tuple[tuple[str, str], ...]
+
+
+def utc(dt: datetime) -> datetime:
+    """`dt` as an aware UTC datetime (naive values from ClickHouse are UTC)."""
+    return dt.replace(tzinfo=UTC) if dt.tzinfo is None else dt.astimezone(UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class Windows:
+    """The current window and the baseline windows (empty when the rule has no baseline), half-open [start, end)."""
+
+    current: tuple[datetime, datetime]
+    baseline: tuple[tuple[datetime, datetime], ...] = ()
+
+    @property
+    def current_seconds(self) -> float:
+        """Length of the current window."""
+        return (self.current[1] - self.current[0]).total_seconds()
+
+    @property
+    def baseline_seconds(self) -> float:
+        """Total length of the baseline windows."""
+        return sum((e - s).total_seconds() for s, e in self.baseline)
+
+    @property
+    def span(self) -> tuple[datetime, datetime]:
+        """The smallest range covering every window (what the query scans)."""
+        starts = [self.current[0], *(s for s, _ in self.baseline)]
+        ends = [self.current[1], *(e for _, e in self.baseline)]
+        return (min(starts), max(ends))
+
+
+def windows_for(rule: Rule, now: datetime) -> Windows:
+    """The windows of `rule` evaluated at `now`; the end is floored to the minute (traffic is per minute)."""
+    end = utc(now) - rule.offset
+    end = end.replace(second=0, microsecond=0)
+    start = end - rule.window
+    if not rule.uses_baseline or rule.baseline is None:
+        return Windows((start, end))
+    if rule.baseline.trailing is not None:
+        return Windows((start, end), ((start - rule.baseline.trailing, start),))
+    days = rule.baseline.previous_days or 0
+    return Windows((start, end), tuple((start - timedelta(days=k), end - timedelta(days=k)) for k in range(1, days + 1)))
+
+
+def baseline_exposure(windows: Windows, first: datetime | None, windows_with_rows: int) -> float:
+    """Seconds of baseline that count, for rates: a trailing baseline from the segment's first row in it
+    (younger segments and a new monitor are not read as silent before), previous days only those with rows."""
+    if not windows.baseline:
+        return 0.0
+    if len(windows.baseline) == 1:
+        start, end = windows.baseline[0]
+        if first is None:
+            return 0.0
+        return (end - max(start, utc(first))).total_seconds()
+    per = (windows.baseline[0][1] - windows.baseline[0][0]).total_seconds()
+    return per * windows_with_rows
+
+
+@dataclass(frozen=True, slots=True)
+class WindowStats:
+    """Aggregates of one segment in one window; None where no rows define the value."""
+
+    seconds: float
+    rows: int = 0  # ok + error rows, deduplicated
+    ok: int = 0
+    errors: int = 0
+    score_mean: float | None = None
+    score_var: float | None = None
+    low: int = 0  # ok rows with score below the rule's low_score_below
+    p10: float | None = None
+    lag_p90: float | None = None  # seconds from event_time to scored_at
+    cost: float = 0.0
+    events: int = 0  # distinct event ids (any judge)
+    sampled: int | None = None  # from the traffic table (None: not read)
+    consumed: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentData:
+    """One segment's current and baseline statistics, and the judge name when keyed by judge_id."""
+
+    current: WindowStats
+    baseline: WindowStats
+    judge: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TrafficCounts:
+    """Sampled and consumed events of one segment in the current window and the baseline."""
+
+    sampled: int
+    consumed: int
+    baseline_sampled: int
+    baseline_consumed: int
+    baseline_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class TailCounts:
+    """For p10 tests: ok scores below the baseline's p10 in each window, and below the fire threshold now."""
+
+    cutoff: float
+    current_below: int
+    baseline_below: int
+    current_below_threshold: int
