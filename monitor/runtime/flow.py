@@ -6,6 +6,7 @@ fake clock."""
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections import deque
 from collections.abc import Callable
@@ -43,11 +44,14 @@ class FlowSettings:
 
 
 class AdaptiveLimiter:
-    """A concurrency limit that halves on a rate-limit signal (down to `floor`) and grows by one per `limit`
-    successes (up to `ceiling`): additive increase, multiplicative decrease. Slots are handed directly to
-    waiters in arrival order, one per free slot."""
+    """A concurrency limit: additive increase (one slot per `limit` successes, up to `ceiling`), multiplicative
+    decrease on a rate-limit signal (down to `floor`), at most once per window of about one call's round-trip
+    time, as TCP does: the calls already in flight when the provider pushed back were sent under the old limit,
+    so their 429s are one signal, not sixteen. Slots are handed directly to waiters in arrival order."""
 
-    def __init__(self, ceiling: int, floor: int = 1, decrease_factor: float = 0.5) -> None:
+    def __init__(
+        self, ceiling: int, floor: int = 1, decrease_factor: float = 0.5, min_window_s: float = 0.5, clock: Clock = time.monotonic
+    ) -> None:
         if not 1 <= floor <= ceiling:
             raise ValueError(f"need 1 <= floor <= ceiling, got {floor} and {ceiling}")
         self.ceiling = ceiling
@@ -55,6 +59,11 @@ class AdaptiveLimiter:
         self.factor = decrease_factor
         self.limit = float(ceiling)
         self.active = 0
+        self.decreases = 0
+        self._min_window_s = min_window_s
+        self._clock = clock
+        self._rtt_s: float | None = None
+        self._hold_until = -math.inf
         self._waiters: deque[asyncio.Future[None]] = deque()
 
     @property
@@ -62,14 +71,29 @@ class AdaptiveLimiter:
         """The whole number of calls allowed at once now."""
         return max(self.floor, int(self.limit))
 
+    @property
+    def window_s(self) -> float:
+        """How long one decrease holds off the next: the smoothed call round-trip time, at least `min_window_s`."""
+        return max(self._min_window_s, self._rtt_s or 0.0)
+
+    def record_latency(self, seconds: float) -> None:
+        """One call's round-trip time (smoothed like TCP's SRTT, gain 1/8)."""
+        self._rtt_s = seconds if self._rtt_s is None else self._rtt_s + (seconds - self._rtt_s) / 8
+
     def on_success(self) -> None:
         """One call succeeded without being rate limited."""
         self.limit = min(float(self.ceiling), self.limit + 1.0 / self.limit)
         self._hand_off()
 
-    def on_rate_limited(self) -> None:
-        """The provider said slow down."""
+    def on_rate_limited(self) -> bool:
+        """The provider said slow down; returns whether the limit was lowered (False within the hold window)."""
+        now = self._clock()
+        if now < self._hold_until:
+            return False
         self.limit = max(float(self.floor), self.limit * self.factor)
+        self._hold_until = now + self.window_s
+        self.decreases += 1
+        return True
 
     def _hand_off(self) -> None:
         while self._waiters and self.active < self.current:

@@ -103,6 +103,7 @@ class GuardedJudge:
             started = time.monotonic()
             verdict = await self._verdict(event)
             elapsed = time.monotonic() - started
+            self.limiter.record_latency(elapsed)
             if isinstance(verdict, Judgement):
                 self._on_spent(verdict.usage)
             if self.judge.rate_limited > limited_before:

@@ -23,11 +23,13 @@ class FakeClock:
 
 async def test_aimd_halves_to_the_floor_and_climbs_back() -> None:
     """Rate limits halve the limit down to the floor, and successes climb it back additively to the ceiling."""
-    lim = AdaptiveLimiter(ceiling=16, floor=2)
+    clock = FakeClock()
+    lim = AdaptiveLimiter(ceiling=16, floor=2, clock=clock)
     assert lim.current == 16
     for expected in (8, 4, 2, 2):
         lim.on_rate_limited()
         assert lim.current == expected
+        clock.t += lim.window_s  # each signal in a window of its own
     successes = 0
     while lim.current < 16:
         lim.on_success()
@@ -50,7 +52,7 @@ async def test_limiter_bounds_concurrency_and_shrinks_live() -> None:
 
     await asyncio.gather(*(work() for _ in range(20)))
     assert peak == 4
-    lim.on_rate_limited()
+    assert lim.on_rate_limited()
     peak = 0
     await asyncio.gather(*(work() for _ in range(20)))
     assert peak == 2
