@@ -7,6 +7,7 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import structlog
 
@@ -46,6 +47,11 @@ class GuardedJudge:
         self.rate = RateLimiter(flow.judge_requests_per_minute, flow.judge_tokens_per_minute)
         self.breaker = CircuitBreaker(flow.breaker_threshold, flow.breaker_cooldown_s, flow.breaker_max_cooldown_s)
         self._rate_limited_seen = judge.rate_limited
+        self._calling: set[asyncio.Task[Any]] = set()
+
+    def is_calling(self, task: asyncio.Task[Any]) -> bool:
+        """Whether `task` is inside a judge call right now (past every wait: the call has been sent)."""
+        return task in self._calling
 
     def throttled_since_last_asked(self) -> bool:
         """Whether the provider rate limited us since the previous call of this method (for freshness)."""
@@ -101,7 +107,14 @@ class GuardedJudge:
             self._metrics.judge_concurrency.set(self.limiter.current)
             limited_before = self.judge.rate_limited
             started = time.monotonic()
-            verdict = await self._verdict(event)
+            task = asyncio.current_task()
+            if task is not None:
+                self._calling.add(task)
+            try:
+                verdict = await self._verdict(event)
+            finally:
+                if task is not None:
+                    self._calling.discard(task)
             elapsed = time.monotonic() - started
             self.limiter.record_latency(elapsed)
             if isinstance(verdict, Judgement):

@@ -32,9 +32,9 @@ class PartitionTasks:
     def __init__(self) -> None:
         self._tasks: dict[TopicPartition, set[asyncio.Task[Any]]] = {}
 
-    def spawn(self, tp: TopicPartition, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+    def spawn(self, tp: TopicPartition, coro: Coroutine[Any, Any, Any], name: str | None = None) -> asyncio.Task[Any]:
         """Run `coro` as a task of partition `tp`; a failure is logged (with the task's name)."""
-        task = asyncio.create_task(coro)
+        task = asyncio.create_task(coro, name=name)
         bucket = self._tasks.setdefault(tp, set())
         bucket.add(task)
         task.add_done_callback(bucket.discard)
@@ -50,19 +50,28 @@ class PartitionTasks:
         chosen = self._tasks.values() if tps is None else (self._tasks.get(tp, set()) for tp in tps)
         return set().union(*chosen)
 
-    async def drain(self, tps: Iterable[TopicPartition] | None, deadline: Deadline) -> int:
-        """Let the tasks of `tps` finish until the deadline, then cancel the rest (their offsets stay
-        uncommitted); returns how many were abandoned."""
+    async def drain(
+        self, tps: Iterable[TopicPartition] | None, deadline: Deadline, *, stop_now: Callable[[asyncio.Task[Any]], bool] = lambda _: False
+    ) -> int:
+        """Cancel at once the tasks of `tps` for which `stop_now` holds, let the others finish until the deadline,
+        then cancel the rest (the offsets of cancelled work stay uncommitted); returns how many were abandoned."""
         tasks = self.of(tps)
+        stopped = {t for t in tasks if stop_now(t)}
+        for task in stopped:
+            task.cancel()
+        if stopped:
+            await asyncio.gather(*stopped, return_exceptions=True)
+            log.info("stopped_before_judging", events=len(stopped), note="not started: redelivered to the next owner")
+        tasks -= stopped
         if not tasks:
-            return 0
+            return len(stopped)
         _, pending = await asyncio.wait(tasks, timeout=deadline.remaining())
         for task in pending:
             task.cancel()
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
             log.warning("abandoned_in_flight", events=len(pending))
-        return len(pending)
+        return len(stopped) + len(pending)
 
     def forget(self, tps: Iterable[TopicPartition]) -> None:
         """Drop the bookkeeping of partitions that are no longer ours."""

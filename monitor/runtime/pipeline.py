@@ -81,6 +81,8 @@ class Pipeline:
         self.dlq = DeadLetterPublisher(parts.producer, parts.kafka.dlq_topic)
         self.source = KafkaSource(parts.consumer, parts.kafka.topics, on_assigned=self._on_assigned, on_revoked=self._on_revoked)
         self._background: list[asyncio.Task[None]] = []
+        self._dead_letters: set[asyncio.Task[Any]] = set()
+        self._closing: set[TopicPartition] = set()  # being finished: no new judge call starts for them
 
     # ---- lifecycle ---------------------------------------------------------------------------------------
 
@@ -146,13 +148,15 @@ class Pipeline:
     async def finish(self, partitions: Iterable[TopicPartition], deadline: Deadline, *, phase: str) -> int:
         """Finish the work of `partitions` (revoked, or all of them on shutdown) within one deadline; returns
         the events left unfinished (uncommitted, so redelivered). In this order:
-          1. drain: let their judge and dead-letter tasks finish; cancel what is still running at the deadline;
+          1. drain: start no new judge call for them; cancel the events still waiting for one (a slot, the rate
+             limit, the circuit) and let the calls already sent and the dead letters finish until the deadline;
           2. flush: write every buffered row (acknowledging their tickets), for what is left of the deadline;
           3. traffic: write the per-segment traffic counts;
           4. commit: commit the low-water mark of each partition;
           5. forget: drop their offsets, tasks and lag gauges (a later owner starts afresh)."""
         tps = set(partitions)
-        await self.tasks.drain(tps, deadline)
+        self._closing |= tps
+        await self.tasks.drain(tps, deadline, stop_now=self._not_yet_judging)
         try:
             await asyncio.wait_for(self.sink.flush_all(), timeout=deadline.remaining())
         except (TimeoutError, SinkClosed):
@@ -162,12 +166,17 @@ class Pipeline:
         left = sum(self.tracker.in_flight(tp) for tp in tps)
         self.tracker.revoke(tps)
         self.tasks.forget(tps)
+        self._closing -= tps
         for tp in tps:
             try:
                 self.metrics.lag.remove(tp.topic, str(tp.partition))
             except KeyError:
                 pass
         return left
+
+    def _not_yet_judging(self, task: asyncio.Task[Any]) -> bool:
+        # Work that has not reached the judge is cheaper to redeliver than to wait for.
+        return task not in self._dead_letters and not self.guard.is_calling(task)
 
     # ---- per record --------------------------------------------------------------------------------------
 
@@ -186,7 +195,9 @@ class Pipeline:
             at = record.timestamp / 1000 if record.timestamp and record.timestamp > 0 else time.time()
             self.cost.traffic.add(at, "", "", "", "consumed")
             self.cost.traffic.add(at, "", "", "", "dead_lettered")
-            self.tasks.spawn(tp, self._dead_letter(record, e, ticket))
+            task = self.tasks.spawn(tp, self._dead_letter(record, e, ticket))
+            self._dead_letters.add(task)
+            task.add_done_callback(self._dead_letters.discard)
             return
         decision = self._sample(event)
         if decision.sampled:
@@ -234,16 +245,19 @@ class Pipeline:
         if judgement is not None:
             self.metrics.cache_hits.inc()
             self._write_row(event, decision, ticket, judgement, 0.0, cached=True)
-        elif self.tracker.is_current(ticket):
+        elif self._wanted(ticket):
             self._lead(key, event, decision, ticket)
 
     async def _judge_and_write(self, event: ConversationEvent, decision: SampleDecision, ticket: Ticket) -> Judgement | JudgeFailure | None:
         """Judge one event and add its row; returns the verdict (None if abandoned on revocation)."""
-        outcome = await self.guard.judge_event(event, still_wanted=lambda: self.tracker.is_current(ticket))
+        outcome = await self.guard.judge_event(event, still_wanted=lambda: self._wanted(ticket))
         if outcome is None:
             return None
         self._write_row(event, decision, ticket, outcome.verdict, outcome.elapsed_s)
         return outcome.verdict
+
+    def _wanted(self, ticket: Ticket) -> bool:
+        return self.tracker.is_current(ticket) and ticket.tp not in self._closing
 
     def _write_row(
         self,
