@@ -26,6 +26,8 @@ from the same tree.
 
 from __future__ import annotations
 
+from schemas.usage import Usage
+
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
 
@@ -94,9 +96,14 @@ class NotifyError(MonitorError):
 
 
 class JudgeError(MonitorError):
-    """A judge could not produce a score. `reason` is a short stable code (a metric label and the row's error)."""
+    """A judge could not produce a score. `reason` is a short stable code (a metric label and the row's error);
+    `usage` is what the failed attempts cost (a `schemas.usage.Usage`, None when nothing was spent)."""
 
     reason = "judge_error"
+
+    def __init__(self, message: str, usage: Usage | None = None) -> None:
+        super().__init__(message)
+        self.usage = usage
 
 
 class JudgeReplyInvalid(JudgeError):
@@ -111,8 +118,8 @@ class JudgeUnavailable(JudgeError):
 
     reason = "unavailable"
 
-    def __init__(self, message: str, kind: str = "unknown") -> None:
-        super().__init__(message)
+    def __init__(self, message: str, kind: str = "unknown", usage: Usage | None = None) -> None:
+        super().__init__(message, usage)
         self.kind = kind
 
 

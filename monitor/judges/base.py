@@ -9,17 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from schemas.errors import JudgeError, JudgeUnavailable
-
-
-@dataclass(frozen=True, slots=True)
-class Usage:
-    """Tokens and estimated cost of one judged event (cost None when the model's price is unknown)."""
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-    cost_usd: float | None = 0.0
+from schemas.usage import Usage
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +40,7 @@ class JudgeFailure:
     detail: str
     transient: bool = False
     rate_limited: bool = False
+    usage: Usage = field(default_factory=Usage)  # what the failed attempts cost (invalid replies are paid for)
 
     @property
     def message(self) -> str:
@@ -59,9 +50,10 @@ class JudgeFailure:
     @classmethod
     def from_error(cls, err: JudgeError) -> JudgeFailure:
         """The failure a judge reported by raising `err`."""
+        usage = err.usage if isinstance(err.usage, Usage) else Usage()
         if isinstance(err, JudgeUnavailable):
-            return cls(err.reason, str(err), transient=True, rate_limited=err.kind == "rate_limited")
-        return cls(err.reason, str(err))
+            return cls(err.reason, str(err), transient=True, rate_limited=err.kind == "rate_limited", usage=usage)
+        return cls(err.reason, str(err), usage=usage)
 
 
 @dataclass(frozen=True, slots=True)

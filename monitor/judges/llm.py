@@ -9,11 +9,12 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel
 
-from monitor.judges.base import JudgeInfo, Judgement, Usage, make_judge_id
+from monitor.judges.base import JudgeInfo, Judgement, make_judge_id
 from monitor.judges.messages_client import MessagesClient
 from monitor.judges.prompts import USER_TEMPLATE, user_message
 from monitor.judges.settings import JudgeSettings
 from monitor.judges.structured_output import output_config, parse_reply
+from schemas.usage import Usage
 
 R = TypeVar("R", bound=BaseModel)
 

@@ -18,9 +18,9 @@ import anthropic
 import structlog
 from anthropic.types import MessageParam, OutputConfigParam, TextBlockParam
 
-from monitor.judges.base import Usage
 from monitor.judges.settings import JudgeSettings
 from schemas.errors import JudgeApiError, JudgeReplyInvalid, JudgeUnavailable
+from schemas.usage import Usage
 
 log = structlog.get_logger(__name__)
 
@@ -117,7 +117,7 @@ class MessagesClient:
                 self.stats[f"error.{failure.kind}"] += 1
                 if failure.kind == "api_error":
                     self.stats["gave_up.api_error"] += 1
-                    raise JudgeApiError(failure.detail) from e
+                    raise JudgeApiError(failure.detail, self._usage(tokens)) from e
                 continue
             tokens.add(message.usage)
             self._count_tokens(message.usage)
@@ -135,8 +135,8 @@ class MessagesClient:
         self.stats[f"gave_up.{failure.kind}"] += 1
         summary = f"{failure.detail} (after {attempts} attempt{'s' if attempts > 1 else ''})"
         if failure.kind == "invalid_reply":
-            raise JudgeReplyInvalid(summary)
-        raise JudgeUnavailable(f"{failure.kind}: {summary}", kind=failure.kind)
+            raise JudgeReplyInvalid(summary, self._usage(tokens))
+        raise JudgeUnavailable(f"{failure.kind}: {summary}", kind=failure.kind, usage=self._usage(tokens))
 
     async def aclose(self) -> None:
         """Close the HTTP connections."""

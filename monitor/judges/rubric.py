@@ -6,9 +6,10 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from monitor.judges.base import Judgement, Usage
+from monitor.judges.base import Judgement
 from monitor.judges.llm import LLMJudge
 from monitor.judges.prompts import DATA_RULES
+from schemas.usage import Usage
 
 MAX_SCORE = 4
 

@@ -7,9 +7,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
-from monitor.judges.base import Judgement, Usage
+from monitor.judges.base import Judgement
 from monitor.judges.llm import LLMJudge
 from monitor.judges.prompts import DATA_RULES
+from schemas.usage import Usage
 
 SYSTEM_PROMPT = f"""\
 You are an impartial evaluator of answer relevancy for an AI assistant's replies.

@@ -8,13 +8,13 @@ from collections.abc import Iterable
 
 import structlog
 
-from monitor.judges.base import Usage
 from monitor.runtime.budget import BudgetSettings, FreshnessGovernor, Limits, Spend, SpendBudget
 from monitor.runtime.metrics import Metrics
 from monitor.runtime.store import AsyncStore
 from monitor.runtime.traffic_counts import COLUMNS as TRAFFIC_COLUMNS
 from monitor.runtime.traffic_counts import TrafficCounter
 from schemas.scored import ScoredRow
+from schemas.usage import Usage
 
 log = structlog.get_logger("monitor.runtime.cost_control")
 

@@ -49,9 +49,7 @@ class AdaptiveLimiter:
     time, as TCP does: the calls already in flight when the provider pushed back were sent under the old limit,
     so their 429s are one signal, not sixteen. Slots are handed directly to waiters in arrival order."""
 
-    def __init__(
-        self, ceiling: int, floor: int = 1, decrease_factor: float = 0.5, min_window_s: float = 0.5, clock: Clock = time.monotonic
-    ) -> None:
+    def __init__(self, ceiling: int, floor: int = 1, decrease_factor: float = 0.5, min_window_s: float = 0.5, clock: Clock = time.monotonic) -> None:
         if not 1 <= floor <= ceiling:
             raise ValueError(f"need 1 <= floor <= ceiling, got {floor} and {ceiling}")
         self.ceiling = ceiling

@@ -11,12 +11,13 @@ from typing import Any
 
 import structlog
 
-from monitor.judges.base import JudgeFailure, Judgement, Usage
+from monitor.judges.base import JudgeFailure, Judgement
 from monitor.protocols import Judge
 from monitor.runtime.flow import AdaptiveLimiter, CircuitBreaker, FlowSettings, RateLimiter
 from monitor.runtime.metrics import Metrics
 from schemas.errors import JudgeError
 from schemas.events import ConversationEvent
+from schemas.usage import Usage
 
 log = structlog.get_logger("monitor.runtime.guarded_judge")
 
@@ -117,8 +118,7 @@ class GuardedJudge:
                     self._calling.discard(task)
             elapsed = time.monotonic() - started
             self.limiter.record_latency(elapsed)
-            if isinstance(verdict, Judgement):
-                self._on_spent(verdict.usage)
+            self._on_spent(verdict.usage)  # failed calls are paid for too (an invalid reply still costs its tokens)
             if self.judge.rate_limited > limited_before:
                 self.limiter.on_rate_limited()
                 self._metrics.judge_rate_limited.labels(self.judge.info.method).inc()

@@ -5,9 +5,10 @@ from __future__ import annotations
 from datetime import datetime
 
 from consumers.sampling import SampleDecision
-from monitor.judges.base import JudgeFailure, JudgeInfo, Judgement, Usage
+from monitor.judges.base import JudgeFailure, JudgeInfo, Judgement
 from schemas.events import ConversationEvent
 from schemas.scored import ScoredRow
+from schemas.usage import Usage
 
 
 def build_row(
@@ -21,8 +22,8 @@ def build_row(
     store_text: bool,
     cached: bool = False,
 ) -> ScoredRow:
-    """An ok row from a `Judgement`, or an error row (no score) from a `JudgeFailure`. A `cached` verdict cost
-    nothing this time: its row carries no tokens or cost."""
+    """An ok row from a `Judgement`, or an error row (no score, but the tokens and cost of the failed attempts)
+    from a `JudgeFailure`. A `cached` verdict cost nothing this time: its row carries no tokens or cost."""
     common = dict(
         event_id=event.event_id,
         conversation_id=event.conversation_id,
@@ -44,9 +45,16 @@ def build_row(
         kafka_offset=event.source.offset,
         scored_at=scored_at,
     )
-    if isinstance(outcome, JudgeFailure):
-        return ScoredRow(status="error", error=outcome.message, **common)
     u = Usage() if cached else outcome.usage
+    spend = dict(
+        input_tokens=u.input_tokens,
+        output_tokens=u.output_tokens,
+        cache_read_tokens=u.cache_read_tokens,
+        cache_write_tokens=u.cache_write_tokens,
+        cost_usd=u.cost_usd,
+    )
+    if isinstance(outcome, JudgeFailure):  # what the failed attempts cost stays visible on the row
+        return ScoredRow(status="error", error=outcome.message, **spend, **common)
     return ScoredRow(
         cached=cached,
         status="ok",
@@ -57,10 +65,6 @@ def build_row(
         verdicts=list(outcome.verdicts),
         verdict_reasons=list(outcome.verdict_reasons),
         n_statements=len(outcome.statements),
-        input_tokens=u.input_tokens,
-        output_tokens=u.output_tokens,
-        cache_read_tokens=u.cache_read_tokens,
-        cache_write_tokens=u.cache_write_tokens,
-        cost_usd=u.cost_usd,
+        **spend,
         **common,
     )

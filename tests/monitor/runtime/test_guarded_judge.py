@@ -7,20 +7,30 @@ import asyncio
 import time
 from datetime import UTC, datetime
 
-from monitor.judges.base import Judgement, Usage
+from monitor.judges.base import Judgement
 from monitor.judges.rubric import RubricJudge
 from monitor.runtime.flow import AdaptiveLimiter, FlowSettings
 from monitor.runtime.guarded_judge import GuardedJudge
 from monitor.runtime.metrics import Metrics
 from schemas.events import ConversationEvent, KafkaPosition
+from schemas.usage import Usage
 from tests.fake_messages_api import FakeMessagesAPI, rate_limited
 from tests.monitor.judges.conftest import FAST, QUESTION, TIGHT, judge_settings
 
 
 def _event(n: int) -> ConversationEvent:
     return ConversationEvent(
-        event_id=f"e{n}", conversation_id=f"c{n}", event_time=datetime.now(UTC), app="a", model="m", prompt_version="v1",
-        metadata={}, question=f"{QUESTION} ({n})", response=TIGHT, shape="flat", source=KafkaPosition(topic="t", partition=0, offset=n),
+        event_id=f"e{n}",
+        conversation_id=f"c{n}",
+        event_time=datetime.now(UTC),
+        app="a",
+        model="m",
+        prompt_version="v1",
+        metadata={},
+        question=f"{QUESTION} ({n})",
+        response=TIGHT,
+        shape="flat",
+        source=KafkaPosition(topic="t", partition=0, offset=n),
     )
 
 
