@@ -86,9 +86,9 @@ async def wait_for(predicate: Callable[[], Awaitable[bool]], timeout_s: float, w
 class RunningPipeline:
     """A pipeline running in a task, with a stop switch; its store is the test's `AsyncStore`."""
 
-    def __init__(self, settings: Settings, store: AsyncStore, judge: Judge | None = None) -> None:
+    def __init__(self, settings: Settings, store: AsyncStore, judge: Judge | None = None, metrics: Metrics | None = None) -> None:
         """Build the pipeline from `settings` around `store`, with the configured judge unless `judge` is given."""
-        self.metrics = Metrics()
+        self.metrics = metrics or Metrics()
         self.pipeline = build_pipeline(settings, judge or build_judge(settings.judge_client), store, self.metrics)
         self.stop = asyncio.Event()
         self.task: asyncio.Task[None] | None = None

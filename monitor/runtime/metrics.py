@@ -13,14 +13,42 @@ if TYPE_CHECKING:
     from monitor.protocols import Judge
 
 _PREFIX = "relevancy_monitor_"
+OTHER = "other"
+
+
+class LabelCap:
+    """Bounds the values of a label that comes from event data: an allow-list when one is given, else the first
+    `max_values` values seen; every other value is reported as `other`. A producer bug that puts a request id in
+    `app` would otherwise create a series per event and can take the Prometheus server down."""
+
+    def __init__(self, max_values: int, allowed: tuple[str, ...] = ()) -> None:
+        self.max_values = max_values
+        self._allowed = frozenset(allowed)
+        self._seen: set[str] = set()
+
+    def __call__(self, value: str) -> str:
+        """The label value to export for `value`: itself, or `other`."""
+        if self._allowed:
+            return value if value in self._allowed else OTHER
+        if value in self._seen:
+            return value
+        if len(self._seen) < self.max_values:
+            self._seen.add(value)
+            return value
+        return OTHER
 
 
 class Metrics:
-    """Counters, gauges and histograms of one pipeline; label values stay low-cardinality."""
+    """Counters, gauges and histograms of one pipeline; label values stay low-cardinality (`app` is capped by
+    `app_label`, see `LabelCap`)."""
 
-    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+    def __init__(self, registry: CollectorRegistry | None = None, *, max_apps: int = 100, apps: tuple[str, ...] = ()) -> None:
         self.registry = registry or CollectorRegistry()
         r = self.registry
+        self._app_cap = LabelCap(max_apps, apps)
+        self.label_overflow = Counter(
+            _PREFIX + "metric_label_overflow", "Events whose label value was reported as `other` (over the cap)", ["label"], registry=r
+        )
         self.consumed = Counter(_PREFIX + "events_consumed", "Records fetched from Kafka", ["topic"], registry=r)
         self.dead_lettered = Counter(_PREFIX + "events_dead_lettered", "Records sent to the dead-letter topic", ["reason"], registry=r)
         self.dlq_publish_failures = Counter(_PREFIX + "dlq_publish_failures", "Dead-letter publish attempts that failed", registry=r)
@@ -55,6 +83,13 @@ class Metrics:
         self.in_flight = Gauge(_PREFIX + "in_flight_events", "Events fetched and not yet finished", registry=r)
         self.paused = Gauge(_PREFIX + "consumption_paused", "1 while consumption is paused for backpressure", registry=r)
         self.lag = Gauge(_PREFIX + "consumer_lag", "Records behind the high-watermark", ["topic", "partition"], registry=r)
+
+    def app_label(self, app: str) -> str:
+        """The `app` label value for an event's app: itself while under the cap, else `other` (counted)."""
+        label = self._app_cap(app)
+        if label == OTHER and app != OTHER:
+            self.label_overflow.labels("app").inc()
+        return label
 
     def watch_judge(self, judge: Judge) -> None:
         """Export a judge's own API counters (attempts, errors and retries by kind, tokens) at scrape time."""

@@ -212,9 +212,9 @@ class Pipeline:
         traffic.add(at, event.app, event.model, event.prompt_version, "consumed")
         traffic.add(at, event.app, event.model, event.prompt_version, "sampled" if decision.sampled else "not_sampled")
         if decision.sampled:
-            self.metrics.sampled.labels(event.app, decision.kind.value).inc()
+            self.metrics.sampled.labels(self.metrics.app_label(event.app), decision.kind.value).inc()
         else:
-            self.metrics.not_sampled.labels(event.app).inc()
+            self.metrics.not_sampled.labels(self.metrics.app_label(event.app)).inc()
         return decision
 
     def _judge(self, event: ConversationEvent, decision: SampleDecision, ticket: Ticket) -> None:
@@ -276,7 +276,7 @@ class Pipeline:
             log.error("invalid_judgement", event_id=event.event_id, error=str(e)[:200])
             failure = JudgeFailure("internal", f"invalid judgement: {e}")
             row = build_row(event, info, decision, failure, latency_ms=latency_ms, scored_at=now, store_text=self.store_text)
-        self.metrics.judged.labels(event.app, info.method, row.status).inc()
+        self.metrics.judged.labels(self.metrics.app_label(event.app), info.method, row.status).inc()
         if row.status == "error":
             log.warning("judge_failed", event_id=event.event_id, partition=ticket.tp.partition, offset=ticket.offset, error=row.error[:200])
         self.sink.add(row, ticket)
