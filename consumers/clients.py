@@ -3,6 +3,7 @@ into `KafkaUnavailable` (one line for the operator)."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -30,6 +31,7 @@ class KafkaSettings:
     max_poll_records: int = 500
     dlq_topic: str = "relevancy-monitor.dlq"
     max_event_bytes: int = 1_000_000
+    connect_timeout_s: float = 60.0  # start-up gives up after this: a run must not hang on an absent broker
 
 
 class _Startable(Protocol):
@@ -71,9 +73,14 @@ def make_producer(kafka: KafkaSettings, **extra: Any) -> AIOKafkaProducer:
 
 
 async def start_client(client: _Startable, kafka: KafkaSettings) -> None:
-    """`client.start()`, with a failure to reach the brokers raised as `KafkaUnavailable`."""
+    """`client.start()` within `connect_timeout_s`, with a failure to reach the brokers raised as `KafkaUnavailable`."""
     try:
-        await client.start()
+        await asyncio.wait_for(client.start(), timeout=kafka.connect_timeout_s)
+    except TimeoutError as e:
+        raise KafkaUnavailable(
+            f"no answer from Kafka at {kafka.bootstrap_servers} within {kafka.connect_timeout_s:g}s "
+            "(check MONITOR_KAFKA_BOOTSTRAP_SERVERS, or raise MONITOR_KAFKA_CONNECT_TIMEOUT_S)"
+        ) from e
     except KafkaConnectionError as e:
         raise KafkaUnavailable(f"cannot reach Kafka at {kafka.bootstrap_servers}: {e} (check MONITOR_KAFKA_BOOTSTRAP_SERVERS)") from e
     except KafkaError as e:
@@ -83,8 +90,8 @@ async def start_client(client: _Startable, kafka: KafkaSettings) -> None:
 async def ensure_topics(kafka: KafkaSettings, topics: dict[str, int]) -> list[str]:
     """Create missing topics ({name: partitions}) with the broker's default replication; returns those created."""
     admin = AIOKafkaAdminClient(**client_kwargs(kafka))
-    await start_client(admin, kafka)
     try:
+        await start_client(admin, kafka)
         existing = set(await admin.list_topics())
         missing = [NewTopic(name, num_partitions=n, replication_factor=1) for name, n in topics.items() if name not in existing]
         if missing:

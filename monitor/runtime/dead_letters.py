@@ -9,15 +9,17 @@ import structlog
 from aiokafka.structs import ConsumerRecord
 
 from consumers.deadletter import DeadLetterPublisher
+from monitor.runtime.health import Health
 from monitor.runtime.metrics import Metrics
 from schemas.errors import DecodeError
 
 log = structlog.get_logger("monitor.runtime.dead_letters")
 
 
-async def dead_letter(dlq: DeadLetterPublisher, record: ConsumerRecord[Any, Any], err: DecodeError, metrics: Metrics) -> None:
+async def dead_letter(dlq: DeadLetterPublisher, record: ConsumerRecord[Any, Any], err: DecodeError, metrics: Metrics, health: Health) -> None:
     """Publish `record` with its reason, retrying with backoff until acknowledged: until then it is not done, so
-    its partition's commits wait for it (nothing is lost silently)."""
+    its partition's commits wait for it (nothing is lost silently). A refusing topic (authorization, a missing
+    topic) is said loudly once, with the topic, and shows in readiness until a publish succeeds."""
     delay = 0.2
     while True:
         try:
@@ -25,8 +27,19 @@ async def dead_letter(dlq: DeadLetterPublisher, record: ConsumerRecord[Any, Any]
             break
         except Exception as e:  # KafkaError or a client-side refusal
             metrics.dlq_publish_failures.inc()
-            log.error("dlq_publish_failed", partition=record.partition, offset=record.offset, error=type(e).__name__, detail=str(e)[:200])
+            problem = f"{type(e).__name__}: {e}"[:200]
+            if health.mark("dead_letter_topic", False, problem):
+                log.error(
+                    "dead_letter_topic_refused",
+                    topic=dlq.topic,
+                    error=type(e).__name__,
+                    detail=str(e)[:200],
+                    note="the partition's commits wait for this record; fix the topic or its ACLs",
+                )
+            log.debug("dlq_publish_failed", topic=dlq.topic, partition=record.partition, offset=record.offset, error=type(e).__name__)
             await asyncio.sleep(delay)
             delay = min(delay * 2, 10.0)
+    if health.mark("dead_letter_topic", True):
+        log.info("dead_letter_topic_writable", topic=dlq.topic)
     metrics.dead_lettered.labels(err.reason).inc()
     log.info("dead_lettered", topic=record.topic, partition=record.partition, offset=record.offset, reason=err.reason, detail=err.detail[:200])

@@ -36,6 +36,7 @@ class FlowSettings:
     commit_interval_s: float = 1.0
     shutdown_grace_s: float = 20.0
     lag_check_s: float = 5.0
+    progress_log_s: float = 30.0
 
     @property
     def resume_at(self) -> int:

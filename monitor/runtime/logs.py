@@ -4,8 +4,39 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
+from collections.abc import Callable
 
 import structlog
+
+# Library loggers whose connection errors repeat many times a second while a broker is away.
+_CHATTY = ("aiokafka", "kafka")
+
+
+class RepeatLimiter(logging.Filter):
+    """Lets the first record of each message template through, then at most one per `every_s`, annotated with
+    how many like it were held back. A lost broker made aiokafka log ~60 lines a second; the monitor logs the
+    state change itself (`kafka_unreachable`), so the library's repeats add nothing but noise."""
+
+    def __init__(self, every_s: float = 30.0, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__()
+        self.every_s = every_s
+        self._clock = clock
+        self._seen: dict[tuple[str, int, str], tuple[float, int]] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """True to emit `record`."""
+        if not record.name.startswith(_CHATTY):
+            return True
+        key, now = (record.name, record.levelno, str(record.msg)), self._clock()
+        last, held = self._seen.get(key, (-self.every_s, 0))
+        if now - last < self.every_s:
+            self._seen[key] = (last, held + 1)
+            return False
+        self._seen[key] = (now, 0)
+        if held:
+            record.msg = f"{record.msg} [{held} more like this in the last {self.every_s:g}s]"
+        return True
 
 
 def configure_logging(fmt: str = "auto", level: str = "info") -> None:
@@ -26,6 +57,7 @@ def configure_logging(fmt: str = "auto", level: str = "info") -> None:
         cache_logger_on_first_use=True,
     )
     handler = logging.StreamHandler(sys.stderr)
+    handler.addFilter(RepeatLimiter())
     handler.setFormatter(structlog.stdlib.ProcessorFormatter(processor=renderer, foreign_pre_chain=shared))
     root = logging.getLogger()
     root.handlers[:] = [handler]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily
 from prometheus_client.registry import Collector
 
@@ -95,9 +95,9 @@ class Metrics:
         """Export a judge's own API counters (attempts, errors and retries by kind, tokens) at scrape time."""
         self.registry.register(_JudgeStatsCollector(judge.info.method, judge.stats))
 
-    def serve(self, port: int) -> None:
-        """Expose /metrics on `port` in a daemon thread."""
-        start_http_server(port, registry=self.registry)
+    def total(self, name: str) -> float:
+        """The sum of a counter's samples over all its labels (for progress lines)."""
+        return sum(s.value for m in self.registry.collect() if m.name == name for s in m.samples if s.name.endswith("_total"))
 
 
 class _JudgeStatsCollector(Collector):

@@ -31,6 +31,7 @@ from monitor.runtime.cost_control import CostControl
 from monitor.runtime.dead_letters import dead_letter
 from monitor.runtime.flow import FlowSettings
 from monitor.runtime.guarded_judge import GuardedJudge
+from monitor.runtime.health import Health, HealthGauges
 from monitor.runtime.metrics import Metrics
 from monitor.runtime.partition_tasks import Deadline, PartitionTasks
 from monitor.runtime.rows import build_row
@@ -44,6 +45,8 @@ log = structlog.get_logger("monitor.runtime.pipeline")
 
 _POLL_MS = 100
 _FACTOR_EVERY_S = 1.0
+_PROBE_TIMEOUT_S = 5.0
+_CLOSE_TIMEOUT_S = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +66,8 @@ class Collaborators:
     sink: ClickHouseSink[Ticket]
     tracker: OffsetTracker
     metrics: Metrics
+    health: Health
+    dlq: DeadLetterPublisher
 
 
 class Pipeline:
@@ -78,7 +83,9 @@ class Pipeline:
         self.sink, self.tracker = parts.sink, parts.tracker
         self.tasks = PartitionTasks()
         self.backpressure = Backpressure(high=parts.flow.max_in_flight, low=parts.flow.resume_at)
-        self.dlq = DeadLetterPublisher(parts.producer, parts.kafka.dlq_topic)
+        self.dlq, self.health = parts.dlq, parts.health
+        self._gauges = HealthGauges(parts.metrics.registry)
+        self._lag = 0
         self.source = KafkaSource(parts.consumer, parts.kafka.topics, on_assigned=self._on_assigned, on_revoked=self._on_revoked)
         self._background: list[asyncio.Task[None]] = []
         self._dead_letters: set[asyncio.Task[Any]] = set()
@@ -89,11 +96,11 @@ class Pipeline:
     async def run(self, stop: asyncio.Event) -> None:
         """Consume until `stop` is set; then drain within the grace period, flush, commit and close."""
         await self.store.open()
-        await start_client(self.producer, self.kafka)
         try:
-            await self.source.start()
+            await start_client(self.producer, self.kafka)
+            await start_client(self.source, self.kafka)
         except BaseException:
-            await self.producer.stop()
+            await self._close_kafka_clients()  # a failed start leaves no client open ("Unclosed ..." warnings)
             raise
         info = self.guard.judge.info
         log.info(
@@ -114,7 +121,7 @@ class Pipeline:
             await self._shutdown()
 
     async def _consume(self, stop: asyncio.Event) -> None:
-        last_commit = last_lag = last_factor = time.monotonic()
+        last_commit = last_lag = last_factor = last_progress = time.monotonic()
         while not stop.is_set():
             batch = await self.source.getmany(timeout_ms=_POLL_MS, max_records=self.kafka.max_poll_records)
             for tp, records in batch.items():
@@ -129,8 +136,14 @@ class Pipeline:
                 self.cost.refresh()
                 last_factor = now
             if now - last_lag >= self.flow.lag_check_s:
-                self.cost.on_lag(await self._update_lag(), throttled=self.guard.throttled_since_last_asked())
+                await self._probe_kafka()
+                self._lag = await self._update_lag()
+                self.cost.on_lag(self._lag, throttled=self.guard.throttled_since_last_asked())
+                self._gauges.update(self.health)
                 last_lag = now
+            if now - last_progress >= self.flow.progress_log_s:
+                self._log_progress()
+                last_progress = now
 
     async def _shutdown(self) -> None:
         grace = self.flow.shutdown_grace_s
@@ -141,9 +154,24 @@ class Pipeline:
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
         log.info("stopped", unfinished_events=left, note="unfinished events are not committed and will be redelivered" if left else "")
-        await self.source.stop()
-        await self.producer.stop()
+        await self._close_kafka_clients()
         await self.guard.judge.aclose()
+
+    async def _close_kafka_clients(self) -> None:
+        # Bounded: with the brokers gone, leaving the group or flushing the producer would otherwise wait out
+        # aiokafka's own request timeouts (or retry forever), and the process would not exit.
+        for name, stop in (("consumer", self.source.stop), ("producer", self.producer.stop)):
+            try:
+                await asyncio.wait_for(stop(), timeout=_CLOSE_TIMEOUT_S)
+            except (TimeoutError, KafkaError) as e:
+                log.warning("kafka_client_close_incomplete", client=name, error=type(e).__name__)
+            except asyncio.CancelledError:
+                # aiokafka's fetcher re-raises the cancellation of its own fetch tasks from stop() while the
+                # brokers are away; only a cancellation of this task itself may end the shutdown here.
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    raise
+                log.warning("kafka_client_close_incomplete", client=name, error="its fetch tasks were cancelled")
 
     async def finish(self, partitions: Iterable[TopicPartition], deadline: Deadline, *, phase: str) -> int:
         """Finish the work of `partitions` (revoked, or all of them on shutdown) within one deadline; returns
@@ -282,7 +310,7 @@ class Pipeline:
         self.sink.add(row, ticket)
 
     async def _dead_letter(self, record: ConsumerRecord[Any, Any], err: DecodeError, ticket: Ticket) -> None:
-        await dead_letter(self.dlq, record, err, self.metrics)
+        await dead_letter(self.dlq, record, err, self.metrics, self.health)
         self.tracker.done(ticket)
 
     # ---- flow, offsets -----------------------------------------------------------------------------------
@@ -317,13 +345,48 @@ class Pipeline:
             self.metrics.commit_failures.inc()
         return committed
 
-    async def _update_lag(self) -> int:
-        """Refresh the per-partition lag gauges; returns the total lag of owned partitions."""
+    async def _probe_kafka(self) -> None:
+        """Ask the brokers for metadata: the readiness of the Kafka side, logged when it changes."""
         try:
-            lags = await self.source.lag()
-        except KafkaError as e:
+            await asyncio.wait_for(self.source.consumer.topics(), timeout=_PROBE_TIMEOUT_S)
+        except (TimeoutError, KafkaError) as e:
+            problem = f"{type(e).__name__}: {e}"[:200] if str(e) else type(e).__name__
+            if self.health.mark("kafka", False, problem):
+                log.error(
+                    "kafka_unreachable",
+                    bootstrap=self.kafka.bootstrap_servers,
+                    error=problem,
+                    in_flight=self.tracker.in_flight(),
+                    note="unfinished events are kept and retried; progress lines report while this lasts",
+                )
+            return
+        if self.health.mark("kafka", True):
+            log.info("kafka_reachable", bootstrap=self.kafka.bootstrap_servers)
+
+    def _log_progress(self) -> None:
+        total = self.metrics.total
+        log.info(
+            "progress",
+            consumed=int(total("relevancy_monitor_events_consumed")),
+            judged=int(total("relevancy_monitor_events_judged")),
+            written=int(total("relevancy_monitor_rows_written")),
+            dead_lettered=int(total("relevancy_monitor_events_dead_lettered")),
+            in_flight=self.tracker.in_flight(),
+            lag=self._lag,
+            sampling_factor=round(self.cost.factor, 3),
+            circuit=self.guard.breaker.state.value,
+            ready=self.health.ready,
+            down=sorted(c for c, up in self.health.up.items() if not up),
+        )
+
+    async def _update_lag(self) -> int:
+        """Refresh the per-partition lag gauges; returns the total lag of owned partitions (the last known lag
+        while the brokers do not answer)."""
+        try:
+            lags = await asyncio.wait_for(self.source.lag(), timeout=_PROBE_TIMEOUT_S)
+        except (TimeoutError, KafkaError) as e:
             log.debug("lag_unavailable", error=type(e).__name__)
-            return 0
+            return self._lag
         for tp, lag in lags.items():
             self.metrics.lag.labels(tp.topic, str(tp.partition)).set(lag)
         return sum(lags.values())

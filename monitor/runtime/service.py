@@ -9,6 +9,7 @@ import signal
 import structlog
 
 from consumers.clients import ensure_topics, make_consumer, make_producer
+from consumers.deadletter import DeadLetterPublisher
 from consumers.offsets import OffsetTracker, Ticket
 from consumers.sampling import Sampler
 from monitor.config import Settings
@@ -16,6 +17,7 @@ from monitor.judges.factory import build_judge
 from monitor.protocols import Judge
 from monitor.runtime.cost_control import CostControl
 from monitor.runtime.guarded_judge import GuardedJudge
+from monitor.runtime.health import Health, HealthServer
 from monitor.runtime.metrics import Metrics
 from monitor.runtime.pipeline import Collaborators, Pipeline
 from monitor.runtime.sink import ClickHouseSink
@@ -35,9 +37,11 @@ def build_sampler(settings: Settings) -> Sampler:
         raise SamplingConfigError(f"invalid setting MONITOR_SAMPLING_FILE: {e}") from None
 
 
-def build_pipeline(settings: Settings, judge: Judge, store: AsyncStore, metrics: Metrics) -> Pipeline:
+def build_pipeline(settings: Settings, judge: Judge, store: AsyncStore, metrics: Metrics, health: Health | None = None) -> Pipeline:
     """A pipeline with every collaborator built from its slice of `settings`."""
     metrics.watch_judge(judge)
+    health = health or Health()
+    producer = make_producer(settings.kafka)
     tracker = OffsetTracker()
     cost = CostControl(settings.budget, store, metrics)
 
@@ -54,14 +58,16 @@ def build_pipeline(settings: Settings, judge: Judge, store: AsyncStore, metrics:
             store_text=settings.store.store_text,
             store=store,
             consumer=make_consumer(settings.kafka),
-            producer=make_producer(settings.kafka),
+            producer=producer,
             guard=GuardedJudge(judge, flow, metrics, on_spent=cost.spent),
             sampler=build_sampler(settings),
             cost=cost,
             reuse=VerdictReuse(VerdictCache(settings.budget.cache_max_entries, settings.budget.cache_ttl_s)),
-            sink=ClickHouseSink(store, acknowledge, metrics, max_rows=flow.batch_max_rows, max_seconds=flow.batch_max_seconds),
+            sink=ClickHouseSink(store, acknowledge, metrics, health, max_rows=flow.batch_max_rows, max_seconds=flow.batch_max_seconds),
             tracker=tracker,
             metrics=metrics,
+            health=health,
+            dlq=DeadLetterPublisher(producer, settings.kafka.dlq_topic),
         )
     )
 
@@ -83,14 +89,15 @@ async def run_service(settings: Settings, stop: asyncio.Event | None = None, met
     if judge.info.heuristic:
         log.warning("heuristic_judge", judge=judge.info.method, note="word-overlap heuristic, not an LLM judge: for demos and dry runs")
     metrics = metrics or Metrics()
+    health = Health()
     if settings.metrics_port:
-        metrics.serve(settings.metrics_port)
+        HealthServer(metrics.registry, health, settings.metrics_port).start()
     created = await ensure_topics(settings.kafka, {settings.dlq_topic: 1})
     if created:
         log.info("created_topics", topics=created)
     s = settings.store
     store = AsyncStore(ClickHouseStore(s.url, s.database, s.table))
     try:
-        await build_pipeline(settings, judge, store, metrics).run(stop)
+        await build_pipeline(settings, judge, store, metrics, health).run(stop)
     finally:
         await store.close()

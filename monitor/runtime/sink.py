@@ -22,6 +22,7 @@ from typing import Generic, TypeVar
 import structlog
 from clickhouse_connect.driver.exceptions import DataError
 
+from monitor.runtime.health import Health
 from monitor.runtime.metrics import Metrics
 from monitor.runtime.store import AsyncStore
 from schemas.errors import SinkClosed
@@ -47,6 +48,7 @@ class ClickHouseSink(Generic[T]):
         store: AsyncStore,
         on_durable: Callable[[list[T], list[ScoredRow]], None],
         metrics: Metrics,
+        health: Health | None = None,
         *,
         max_rows: int = 1000,
         max_seconds: float = 1.0,
@@ -56,6 +58,7 @@ class ClickHouseSink(Generic[T]):
         self._store = store
         self._on_durable = on_durable
         self._metrics = metrics
+        self._health = health or Health()
         self.max_rows = max_rows
         self.max_seconds = max_seconds
         self._retry_initial_s = retry_initial_s
@@ -112,6 +115,7 @@ class ClickHouseSink(Generic[T]):
                         break
                     except Exception as e:  # any driver or network error: the batch stays in memory and is retried
                         self._metrics.insert_failures.inc()
+                        self._health.mark("store", False, f"{type(e).__name__}: {str(e)[:200]}")
                         log.warning("insert_failed", rows=len(rows), error=type(e).__name__, detail=str(e)[:300], retry_in_s=round(delay, 2))
                         if self._closing:
                             raise SinkClosed(f"gave up a batch of {len(rows)} rows on shutdown") from e
@@ -124,6 +128,7 @@ class ClickHouseSink(Generic[T]):
                 self._oldest = time.monotonic()
                 raise
             self._metrics.flush_seconds.observe(time.monotonic() - started)
+            self._health.mark("store", True)
             self._metrics.rows_written.inc(len(rows))
             self._on_durable(tickets, rows)
             return len(rows)

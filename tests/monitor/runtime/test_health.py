@@ -1,0 +1,63 @@
+"""Readiness: the HTTP endpoints beside the metrics, and the store's state as the sink sees it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import urllib.error
+import urllib.request
+
+from prometheus_client import CollectorRegistry
+
+from monitor.runtime.health import Health, HealthGauges, HealthServer
+from monitor.runtime.metrics import Metrics
+from monitor.runtime.sink import ClickHouseSink
+from monitor.runtime.store import AsyncStore
+from tests.monitor.runtime.test_sink import FaultyStore, rows
+
+
+def _get(port: int, path: str) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def test_readyz_is_503_with_the_reason_while_a_dependency_is_down_and_metrics_stay_served() -> None:
+    """/readyz answers 503 naming the component and its problem, /healthz stays 200, /metrics shows the gauges."""
+    registry, health = CollectorRegistry(), Health()
+    gauges = HealthGauges(registry)
+    server = HealthServer(registry, health, 0, host="127.0.0.1").start()
+    try:
+        assert _get(server.port, "/readyz")[0] == 200
+        assert health.mark("kafka", False, "KafkaConnectionError: connection refused") and not health.mark("kafka", False, "again")
+        gauges.update(health)
+        status, body = _get(server.port, "/readyz")
+        report = json.loads(body)
+        assert status == 503 and report["ready"] is False and report["components"]["kafka"]["problem"] == "again"
+        assert _get(server.port, "/healthz")[0] == 200
+        metrics = _get(server.port, "/metrics")[1].decode()
+        assert 'relevancy_monitor_up{component="kafka"} 0.0' in metrics and "relevancy_monitor_ready 0.0" in metrics
+        assert _get(server.port, "/nope")[0] == 404
+    finally:
+        server.stop()
+
+
+async def test_a_failing_store_shows_in_readiness_until_a_write_succeeds(async_store: AsyncStore) -> None:
+    """Insert failures mark the store down (with the error) and the first durable write marks it up again."""
+    health = Health()
+    seen: list[bool] = []
+    store = FaultyStore(async_store, fail_before=2)
+    sink: ClickHouseSink[int] = ClickHouseSink(store, lambda t, r: seen.append(health.up["store"]), Metrics(), health, retry_initial_s=0.01)
+    original = store.insert_rows
+
+    async def watching(rows_: object, token: str) -> None:
+        seen.append(health.up["store"])
+        await original(rows_, token)  # type: ignore[arg-type]
+
+    store.insert_rows = watching  # type: ignore[method-assign]
+    for i, r in enumerate(rows(2)):
+        sink.add(r, i)
+    await asyncio.wait_for(sink.flush(), 10)
+    assert seen == [True, False, False, True] and health.ready
