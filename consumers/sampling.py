@@ -93,11 +93,13 @@ class Rule(BaseModel):
 
 
 class MinPerSegment(BaseModel):
-    """Judge everything in a segment until it has `events` judged in the current window."""
+    """Judge everything in a segment until this replica has judged `events_per_replica` of it in the current
+    window. Counted per process, by design: N replicas judge up to N times the minimum (a global count would
+    need a store round-trip per decision); the name says so."""
 
     model_config = ConfigDict(extra="forbid")
 
-    events: int = Field(ge=1)
+    events_per_replica: int = Field(ge=1)
     window_s: float = Field(3600.0, gt=0)
     segment_by: list[SegmentField] = Field(default_factory=lambda: list(SEGMENT_FIELDS))
 
@@ -111,6 +113,13 @@ class SamplingPolicy(BaseModel):
     default_rate: float = Field(1.0, ge=0.0, le=1.0)
     rules: list[Rule] = Field(default_factory=list)
     min_per_segment: MinPerSegment | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed_events(cls, data: object) -> object:
+        if isinstance(data, dict) and isinstance(data.get("min_per_segment"), dict) and "events" in data["min_per_segment"]:
+            raise ValueError("min_per_segment.events is now events_per_replica: the minimum is counted by each replica")
+        return data
 
     @classmethod
     def from_yaml(cls, path: Path, default_rate: float, key: SampleKey) -> SamplingPolicy:
@@ -218,7 +227,7 @@ class Sampler:
         else:
             rate, kind, name = self.policy.default_rate, DecisionKind.BASE, ""
         self._roll_window(now)
-        if self.policy.min_per_segment is not None and self._judged[self._segment(event)] < self.policy.min_per_segment.events:
+        if self.policy.min_per_segment is not None and self._judged[self._segment(event)] < self.policy.min_per_segment.events_per_replica:
             rate, kind, name = 1.0, DecisionKind.MIN_PER_SEGMENT, ""
         factor = min(1.0, factor)
         effective = rate * factor

@@ -160,7 +160,7 @@ def test_lower_rates_sample_a_subset_of_higher_ones() -> None:
 
 def test_minimum_per_segment_boosts_small_segments_then_falls_back(tmp_path: Path) -> None:
     """A small segment is sampled fully up to its minimum per window, then at base rate; a new window boosts it."""
-    p = policy(tmp_path, "default_rate: 0.01\nmin_per_segment: {events: 30, window_s: 60, segment_by: [app]}\n")
+    p = policy(tmp_path, "default_rate: 0.01\nmin_per_segment: {events_per_replica: 30, window_s: 60, segment_by: [app]}\n")
     s = Sampler(p)
     now = 6000.0  # a window boundary
     small = [s.decide(seg_event(i, app="tiny"), now=now + 1) for i in range(40)]
