@@ -31,6 +31,7 @@ class KafkaSettings:
     max_poll_records: int = 500
     dlq_topic: str = "relevancy-monitor.dlq"
     max_event_bytes: int = 1_000_000
+    max_future_skew_s: float | None = 3600.0  # event times further ahead than this are a bad clock: dead-lettered
     connect_timeout_s: float = 60.0  # start-up gives up after this: a run must not hang on an absent broker
 
 

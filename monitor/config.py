@@ -1,18 +1,23 @@
 """Settings: every one from an env var prefixed MONITOR_ or the matching CLI flag (flags win).
 
 `Settings` holds the flat, validated MONITOR_* names operators depend on; each component receives only its typed
-slice (`kafka`, `judge_client`, `flow`, `budget`, `sampling`, `store`), built by the properties below."""
+slice (`kafka`, `judge_client`, `flow`, `budget`, `sampling`, `store`), built by the properties below.
+
+Every check is a field validator (cross-field ones read the fields defined before them), so each error has the
+field as its location and `describe_error` can name the environment variable. Whether the judge needs an API key
+is checked where the judge is built (`monitor.judges.factory`), so read-only commands never need one."""
 
 from __future__ import annotations
 
 import difflib
+import json
 import os
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import AliasChoices, BeforeValidator, Field, SecretStr, ValidationError, field_validator, model_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic import AliasChoices, BeforeValidator, Field, SecretStr, ValidationError, ValidationInfo, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, SettingsError
 
 from consumers.clients import KafkaSettings
 from consumers.sampling import SamplingSettings
@@ -21,7 +26,7 @@ from monitor.judges.pricing import DEFAULT_PRICES, ModelPrice
 from monitor.judges.settings import JudgeSettings
 from monitor.runtime.budget import BudgetSettings
 from monitor.runtime.flow import FlowSettings
-from monitor.runtime.store import StoreSettings
+from monitor.runtime.store import StoreSettings, normalize_url
 from schemas.errors import ConfigError
 
 S = TypeVar("S", bound=BaseSettings)
@@ -32,6 +37,30 @@ DEFAULT_CLICKHOUSE_URL = f"chdb://{Path('.relevancy-monitor/chdb').absolute()}"
 def _split_csv(value: Any) -> Any:
     if isinstance(value, str):
         return [part.strip() for part in value.split(",") if part.strip()]
+    return value
+
+
+def _json(value: Any) -> Any:
+    # Parsed here rather than by pydantic-settings, whose parse error is a traceback that names no variable.
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError as e:
+            raise ValueError(f"not valid JSON ({e})") from None
+    return value
+
+
+def _http_url(value: str | None) -> str | None:
+    if value and not value.startswith(("http://", "https://")):
+        raise ValueError("must be an http:// or https:// URL")
+    return value
+
+
+def _host_ports(value: str) -> str:
+    for server in value.split(","):
+        host, colon, port = server.strip().rpartition(":")
+        if not server.strip() or (colon and (not host or not port.isdigit() or not 0 < int(port) < 65536)):
+            raise ValueError(f"expected host:port[,host:port], {server.strip()!r} is not host:port")
     return value
 
 
@@ -51,11 +80,13 @@ class Settings(BaseSettings):
     kafka_sasl_password: SecretStr | None = None
     kafka_session_timeout_ms: int = Field(10_000, ge=1000, description="group session timeout")
     kafka_max_poll_records: int = Field(500, ge=1, description="records per fetch call")
+    kafka_connect_timeout_s: float = Field(60.0, gt=0, description="start-up gives up (one line, exit 1) when the brokers do not answer within this")
     dlq_topic: str = Field("relevancy-monitor.dlq", min_length=1, description="dead-letter topic for events that cannot be judged")
     max_event_bytes: int = Field(1_000_000, ge=1024, description="larger record values are dead-lettered")
+    max_future_skew_s: float | None = Field(3600.0, gt=0, description="event times further ahead of the monitor's clock are dead-lettered")
 
     # ClickHouse
-    clickhouse_url: str = Field(DEFAULT_CLICKHOUSE_URL, description="chdb:///dir (embedded) or http(s)://user:pass@host:8123")
+    clickhouse_url: str = Field(DEFAULT_CLICKHOUSE_URL, description="chdb:///abs/dir or chdb:rel/dir (embedded) or http(s)://user:pass@host:8123")
     clickhouse_database: str = Field("relevancy", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     clickhouse_table: str = Field("relevancy_scores", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     store_text: bool = Field(True, description="store the question and response text in each row")
@@ -89,7 +120,7 @@ class Settings(BaseSettings):
     statements_strict_threshold: float | None = Field(
         None, ge=0.0, le=1.0, description="strict mode of the statements judge: a score below this becomes 0"
     )
-    judge_prices: dict[str, ModelPrice] = Field(
+    judge_prices: Annotated[dict[str, ModelPrice], NoDecode, BeforeValidator(_json)] = Field(
         default_factory=lambda: dict(DEFAULT_PRICES), description="USD per million tokens per model, as JSON (merged over the defaults)"
     )
 
@@ -120,11 +151,21 @@ class Settings(BaseSettings):
     batch_max_seconds: float = Field(1.0, gt=0, description="longest a row waits before its batch is written")
     commit_interval_s: float = Field(1.0, gt=0, description="how often finished offsets are committed")
     shutdown_grace_s: float = Field(20.0, ge=0, description="drain budget on SIGTERM before exiting")
+    progress_log_s: float = Field(30.0, gt=0, description="how often `run` logs a one-line progress summary at info")
 
     # Operations
-    metrics_port: int = Field(9108, ge=0, le=65535, description="Prometheus /metrics port (0 disables)")
+    metrics_port: int = Field(9108, ge=0, le=65535, description="port of /metrics, /healthz and /readyz (0 disables)")
+    metrics_max_apps: int = Field(100, ge=1, description="distinct `app` label values exported; later ones are reported as `other`")
+    metrics_apps: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="allow-list of `app` label values, comma-separated (others are `other`); overrides the cap"
+    )
     log_format: Literal["auto", "json", "console"] = Field("auto", description="auto: console on a TTY, JSON lines otherwise")
     log_level: Literal["debug", "info", "warning", "error"] = "info"
+
+    @field_validator("metrics_apps", mode="before")
+    @classmethod
+    def _apps_csv(cls, value: Any) -> Any:
+        return _split_csv(value)
 
     @field_validator("kafka_topics", mode="before")
     @classmethod
@@ -136,19 +177,45 @@ class Settings(BaseSettings):
     def _merge_prices(cls, value: dict[str, ModelPrice]) -> dict[str, ModelPrice]:
         return {**DEFAULT_PRICES, **value}
 
-    @model_validator(mode="after")
-    def _checks(self) -> Settings:
-        if self.judge_concurrency_floor > self.judge_concurrency:
-            raise ValueError("judge_concurrency_floor must not exceed judge_concurrency")
-        if self.flow.resume_at >= self.max_in_flight:
-            raise ValueError(f"resume_in_flight ({self.flow.resume_at}) must be below max_in_flight ({self.max_in_flight})")
-        if not self.clickhouse_url.startswith(("chdb:", "http://", "https://")):
-            raise ValueError("clickhouse_url must start with chdb:, http:// or https://")
-        if self.judge in ("rubric", "statements") and self.anthropic_api_key is None:
-            raise ValueError(f"the {self.judge} judge calls the Anthropic API: set MONITOR_ANTHROPIC_API_KEY (or ANTHROPIC_API_KEY)")
-        if self.dlq_topic in self.kafka_topics:
-            raise ValueError("dlq_topic must not be one of kafka_topics")
-        return self
+    @field_validator("kafka_bootstrap_servers")
+    @classmethod
+    def _servers(cls, value: str) -> str:
+        return _host_ports(value)
+
+    @field_validator("dlq_topic")
+    @classmethod
+    def _dlq_not_an_input(cls, value: str, info: ValidationInfo) -> str:
+        if value in info.data.get("kafka_topics", ()):
+            raise ValueError("must not be one of MONITOR_KAFKA_TOPICS")
+        return value
+
+    @field_validator("clickhouse_url")
+    @classmethod
+    def _clickhouse_url(cls, value: str) -> str:
+        if not value.startswith(("chdb:", "http://", "https://")):
+            raise ValueError("must start with chdb:, http:// or https://")
+        return normalize_url(value)  # relative chdb paths made absolute, as errors and the start-up log show them
+
+    @field_validator("judge_concurrency_floor")
+    @classmethod
+    def _floor_within_concurrency(cls, value: int, info: ValidationInfo) -> int:
+        ceiling = info.data.get("judge_concurrency")
+        if ceiling is not None and value > ceiling:
+            raise ValueError(f"must not exceed MONITOR_JUDGE_CONCURRENCY ({ceiling})")
+        return value
+
+    @field_validator("anthropic_base_url")
+    @classmethod
+    def _base_url(cls, value: str | None) -> str | None:
+        return _http_url(value)
+
+    @field_validator("resume_in_flight")
+    @classmethod
+    def _resume_below_cap(cls, value: int | None, info: ValidationInfo) -> int | None:
+        cap = info.data.get("max_in_flight")
+        if value is not None and cap is not None and value >= cap:
+            raise ValueError(f"must be below MONITOR_MAX_IN_FLIGHT ({cap})")
+        return value
 
     @property
     def kafka(self) -> KafkaSettings:
@@ -166,6 +233,8 @@ class Settings(BaseSettings):
             max_poll_records=self.kafka_max_poll_records,
             dlq_topic=self.dlq_topic,
             max_event_bytes=self.max_event_bytes,
+            connect_timeout_s=self.kafka_connect_timeout_s,
+            max_future_skew_s=self.max_future_skew_s,
         )
 
     @property
@@ -204,6 +273,7 @@ class Settings(BaseSettings):
             commit_interval_s=self.commit_interval_s,
             shutdown_grace_s=self.shutdown_grace_s,
             lag_check_s=self.lag_check_s,
+            progress_log_s=self.progress_log_s,
         )
 
     @property
@@ -278,19 +348,59 @@ class AlertSettings(BaseSettings):
             raise ValueError("must be a positive duration")
         return value
 
+    @field_validator("rules")
+    @classmethod
+    def _readable(cls, value: Path | None) -> Path | None:
+        # Checked here so a wrong path names ALERTS_RULES; the file's content is checked by `load_rules`.
+        if value is not None and not value.is_file():
+            raise ValueError(f"no such file {value.absolute()}")
+        return value
 
-def describe_error(err: ValidationError, prefix: str = "MONITOR_") -> str:
-    """One line naming the first bad setting by its env var, e.g. `MONITOR_SAMPLE_RATE: ...`."""
+    @field_validator("webhook_url", "slack_webhook_url", "alertmanager_url", "generator_url")
+    @classmethod
+    def _urls(cls, value: str | None) -> str | None:
+        return _http_url(value)
+
+
+def _aliases(model: type[BaseSettings], name: str) -> list[str]:
+    alias = model.model_fields[name].validation_alias
+    return [str(a) for a in alias.choices] if isinstance(alias, AliasChoices) else []
+
+
+def _field_of(model: type[BaseSettings], key: str) -> str | None:
+    # An error's location is the field name, or the alias the value came in by (lower-cased by pydantic-settings).
+    for name in model.model_fields:
+        if key.lower() in {name, *(a.lower() for a in _aliases(model, name))}:
+            return name
+    return None
+
+
+def env_var(model: type[BaseSettings], prefix: str, key: str) -> str:
+    """The environment variable of a setting, given its field name or one of its aliases; of several variables
+    (`MONITOR_ANTHROPIC_API_KEY`, `ANTHROPIC_API_KEY`), the one that is set."""
+    name = _field_of(model, key)
+    if name is None:
+        return f"{prefix}{key.upper()}"
+    names = [a for a in _aliases(model, name) if a.isupper()] or [f"{prefix}{name.upper()}"]
+    return next((n for n in names if n in os.environ), names[0])
+
+
+def _is_secret(model: type[BaseSettings], key: str) -> bool:
+    name = _field_of(model, key)
+    return name is None or "SecretStr" in str(model.model_fields[name].annotation)
+
+
+def describe_error(err: ValidationError, prefix: str = "MONITOR_", model: type[BaseSettings] | None = None) -> str:
+    """One line naming the first bad setting by its env var, e.g. `invalid setting MONITOR_SAMPLE_RATE: ...`."""
+    model = model or (Settings if prefix == "MONITOR_" else AlertSettings)
     first = err.errors(include_url=False)[0]
     loc = [str(x) for x in first["loc"]]
     msg = first["msg"].removeprefix("Value error, ")
     if not loc:
         return f"invalid settings: {msg}"
-    name = f"{prefix}{loc[0].upper()}"
     given = first.get("input")
-    secret = loc and ("password" in loc[0] or "api_key" in loc[0])
-    shown = f" (got {given!r})" if loc and given is not None and not isinstance(given, dict) and not secret else ""
-    return f"invalid setting {name}: {msg}{shown}"
+    shown = f" (got {given!r})" if given is not None and not isinstance(given, dict | list) and not _is_secret(model, loc[0]) else ""
+    return f"invalid setting {env_var(model, prefix, loc[0])}: {msg}{shown}"
 
 
 def _check_unknown_env(prefix: str, model: type[BaseSettings]) -> None:
@@ -308,7 +418,10 @@ def _load(model: type[S], prefix: str, overrides: dict[str, Any]) -> S:
     try:
         return model(**{k: v for k, v in overrides.items() if v is not None})
     except ValidationError as e:
-        raise ConfigError(describe_error(e, prefix)) from None
+        raise ConfigError(describe_error(e, prefix, model)) from None
+    except SettingsError as e:  # a value pydantic-settings could not decode; its message quotes the field
+        field = str(e).partition('field "')[2].partition('"')[0]
+        raise ConfigError(f"invalid setting {env_var(model, prefix, field)}: cannot be parsed") from None
 
 
 def load_settings(**overrides: Any) -> Settings:

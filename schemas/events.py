@@ -1,14 +1,46 @@
-"""Input event shapes (flat and chat) and the normalised event the pipeline judges."""
+"""Input event shapes (flat and chat) and the normalised event the pipeline judges.
+
+Text rules (ClickHouse's driver cannot encode a lone UTF-16 surrogate, which JSON's "\\ud800" escape can carry):
+ids and labels (event_id, conversation_id, app, model, prompt_version, metadata keys) with a NUL or a lone
+surrogate are refused, since replacing a character could merge two of them; free text (the messages, the
+response, metadata values) keeps NULs (valid UTF-8, stored byte for byte) and gets U+FFFD for a lone surrogate."""
 
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 MAX_ID_CHARS = 256
+REPLACEMENT_CHAR = "\ufffd"
+
+# json.loads joins a valid surrogate pair into one code point, so any surrogate left in a str is a lone one.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_NOT_IN_IDENTIFIER = re.compile("[\x00\ud800-\udfff]")
+
+
+def replace_lone_surrogates(text: str) -> str:
+    """`text` with each lone UTF-16 surrogate replaced by U+FFFD, so that it encodes as UTF-8."""
+    if text.isascii():  # the common case needs no scan
+        return text
+    return _LONE_SURROGATE.sub(REPLACEMENT_CHAR, text)
+
+
+def identifier_problem(text: str) -> str | None:
+    """Why `text` cannot be an id or a label (it has a NUL or a lone surrogate), or None if it can."""
+    found = _NOT_IN_IDENTIFIER.search(text)
+    if found is None:
+        return None
+    char = found.group()
+    what = "NUL" if char == "\x00" else "a lone surrogate"
+    return f"contains U+{ord(char):04X} ({what}) at index {found.start()}; ids and labels must be valid Unicode without NUL"
+
+
+# Free text: judged and stored, so a lone surrogate becomes a visible U+FFFD instead of failing the insert.
+Text = Annotated[str, AfterValidator(replace_lone_surrogates)]
 
 
 def _scalar_to_str(value: Any) -> str:
@@ -20,6 +52,13 @@ def _scalar_to_str(value: Any) -> str:
         return str(value)
     # Nested values are kept (as JSON) rather than failing the whole event over a label.
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def _metadata_key(key: Any) -> str:
+    text = str(key)
+    if problem := identifier_problem(text):
+        raise ValueError(f"key {json.dumps(text)} {problem}")  # json.dumps: the detail itself stays ASCII
+    return text
 
 
 class EventEnvelope(BaseModel):
@@ -35,6 +74,14 @@ class EventEnvelope(BaseModel):
     prompt_version: str = Field(default="", max_length=MAX_ID_CHARS)
     metadata: dict[str, str] = Field(default_factory=dict)
 
+    @field_validator("event_id", "conversation_id", "app", "model", "prompt_version", mode="before")
+    @classmethod
+    def _valid_identifier(cls, value: Any) -> Any:
+        # Refused, not repaired: "a\ud800" and "a\ud801" would both become "a\ufffd" and collapse into one row.
+        if isinstance(value, str) and (problem := identifier_problem(value)):
+            raise ValueError(problem)
+        return value
+
     @field_validator("app", "model", "prompt_version", mode="before")
     @classmethod
     def _null_is_default(cls, value: Any, info: Any) -> Any:
@@ -45,11 +92,12 @@ class EventEnvelope(BaseModel):
     @field_validator("metadata", mode="before")
     @classmethod
     def _metadata_as_strings(cls, value: Any) -> Any:
-        # metadata is a label map: coerce scalar values instead of dead-lettering the event; drop nulls.
+        # metadata is a label map: coerce scalar values instead of dead-lettering the event; drop nulls. Keys
+        # are labels (refused like ids), values free text.
         if value is None:
             return {}
         if isinstance(value, dict):
-            return {str(k): _scalar_to_str(v) for k, v in value.items() if v is not None}
+            return {_metadata_key(k): replace_lone_surrogates(_scalar_to_str(v)) for k, v in value.items() if v is not None}
         return value
 
     @field_validator("timestamp")
@@ -66,8 +114,8 @@ class EventEnvelope(BaseModel):
 class FlatEvent(EventEnvelope):
     """The flat shape: one user message and one response."""
 
-    user_message: str
-    response: str
+    user_message: Text
+    response: Text
 
 
 class ContentPart(BaseModel):
@@ -76,7 +124,7 @@ class ContentPart(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     type: str
-    text: str | None = None
+    text: Text | None = None
 
 
 class ChatMessage(BaseModel):
@@ -85,7 +133,7 @@ class ChatMessage(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     role: str
-    content: str | list[ContentPart] | None = None
+    content: Text | list[ContentPart] | None = None
 
     def text(self) -> str:
         """The message's text: the string content, or its text parts joined by newlines."""

@@ -5,10 +5,18 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from schemas.events import replace_lone_surrogates
 
 U32 = 2**32 - 1
 I32 = 2**31 - 1
+
+# Per-statement detail kept in a row. A judge can split a long answer into thousands of statements (the lexical
+# judge makes one per sentence); beyond this the arrays only bloat the row and its insert, so they keep the
+# first ones while `n_statements` (and the score) still count them all.
+MAX_STORED_STATEMENTS = 1000
+_STATEMENT_ARRAYS = ("statements", "verdicts", "verdict_reasons")
 
 # Rows with status ok outrank error rows for the same (judge_id, event_id) in ReplacingMergeTree,
 # so a redelivered event that scores after an earlier failure replaces the error row, never the reverse.
@@ -56,6 +64,16 @@ class ScoredRow(BaseModel):
     scored_at: datetime
     version: int = 0
 
+    @model_validator(mode="before")
+    @classmethod
+    def _storable(cls, data: Any) -> Any:
+        """Cap the statement arrays and make every string encodable as UTF-8 (the driver refuses a lone surrogate,
+        which would fail the whole batch); the decoder already cleans event text, this covers judge output too."""
+        if not isinstance(data, dict):
+            return data
+        capped = {k: (v[:MAX_STORED_STATEMENTS] if k in _STATEMENT_ARRAYS and isinstance(v, list | tuple) else v) for k, v in data.items()}
+        return {k: _utf8_safe(v) for k, v in capped.items()}
+
     def model_post_init(self, context: Any) -> None:
         """Check status against score, and derive `version` (ok rows outrank error rows) when not given."""
         if self.status == "ok" and self.score is None:
@@ -71,7 +89,7 @@ class ScoredRow(BaseModel):
         return self.model_copy(
             update=dict(
                 status="error",
-                error=reason[:1000],
+                error=replace_lone_surrogates(reason[:1000]),
                 score=None,
                 raw_score=None,
                 reasoning="",
@@ -88,6 +106,17 @@ class ScoredRow(BaseModel):
     def as_tuple(self) -> tuple[Any, ...]:
         """Values in column order, for a columnar insert."""
         return tuple(getattr(self, name) for name in SCORED_COLUMNS)
+
+
+def _utf8_safe(value: Any) -> Any:
+    """`value` with lone surrogates replaced in its strings, including those inside lists and dicts."""
+    if isinstance(value, str):
+        return replace_lone_surrogates(value)
+    if isinstance(value, list | tuple):
+        return [_utf8_safe(v) for v in value]
+    if isinstance(value, dict):
+        return {_utf8_safe(k): _utf8_safe(v) for k, v in value.items()}
+    return value
 
 
 SCORED_COLUMNS: tuple[str, ...] = tuple(ScoredRow.model_fields)

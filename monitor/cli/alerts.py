@@ -2,7 +2,8 @@
 
 ClickHouse settings come from `monitor.config.Settings` (MONITOR_CLICKHOUSE_* or the flags below); the alert
 options are flags or ALERTS_* environment variables (`monitor.config.AlertSettings`), validated only by the
-command that uses them, so a malformed ALERTS_* value never stops another command."""
+command that uses them, so a malformed ALERTS_* value never stops another command. Every action opens an existing
+store (written by `run` or `migrate`) and never creates one or its schema."""
 
 from __future__ import annotations
 
@@ -109,12 +110,17 @@ def _load(ns: argparse.Namespace) -> tuple[Settings, AlertSettings, RuleSet]:
     return settings, alert, load_rules(alert.rules)
 
 
-def _open_store(settings: Settings) -> ClickHouseStore:
+def _open_store(settings: Settings, *tables: str) -> ClickHouseStore:
+    """The existing store, with the scores table and `tables` present; creates nothing and issues no DDL."""
     from monitor.runtime.store import ClickHouseStore
 
     s = settings.store
     store = ClickHouseStore(s.url, s.database, s.table)
-    store.ensure_schema()
+    try:
+        store.open_existing(*tables)
+    except BaseException:
+        store.close()
+        raise
     return store
 
 
@@ -175,12 +181,13 @@ def build_notifiers(alert: AlertSettings) -> list[Notifier]:
 def cmd_run(ns: argparse.Namespace) -> int:
     """`alerts run`: rounds until SIGTERM/SIGINT."""
     from monitor.alerts.engine import AlertRunner
+    from monitor.alerts.state import LEASE_TABLE, STATE_TABLE
     from monitor.runtime.logs import configure_logging
 
     settings, alert, rules = _load(ns)
     configure_logging(settings.log_format, settings.log_level)
     notifiers = build_notifiers(alert)
-    store = _open_store(settings)
+    store = _open_store(settings, STATE_TABLE, *(() if ns.no_lease else (LEASE_TABLE,)))
     runner = AlertRunner(
         store, rules, notifiers, traffic_table=alert.traffic_table, replica=alert.replica_id, lease_ttl=None if ns.no_lease else alert.interval * 3
     )
@@ -209,14 +216,14 @@ def run_check(ns: argparse.Namespace, out: IO[str] | None = None) -> int:
     """Evaluate once against the configured store and print every rule and segment to `out`."""
     from monitor.alerts.engine import evaluate_rules
     from monitor.alerts.rules import RuleSet
-    from monitor.alerts.state import StateStore
+    from monitor.alerts.state import STATE_TABLE, StateStore
 
     out = out or sys.stdout
     settings, alert, rules = _load(ns)
     now = parse_time("--at", ns.at, datetime.now(UTC)) if ns.at else datetime.now(UTC)
     if ns.ignore_for:
         rules = RuleSet(rules=[r.model_copy(update={"for_": timedelta(0)}) for r in rules.rules])
-    store = _open_store(settings)
+    store = _open_store(settings, *(() if ns.no_state else (STATE_TABLE,)))
     try:
         previous = {} if ns.no_state else StateStore(store).load()
         evaluation = evaluate_rules(store, rules, now, previous, alert.traffic_table)

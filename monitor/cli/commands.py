@@ -1,28 +1,36 @@
-"""The service and tooling subcommands: `run`, `sql`, `produce`, `broker` and `demo`."""
+"""The service and tooling subcommands: `run`, `migrate`, `sql`, `produce`, `broker` and `demo`.
+
+`run` and `migrate` write the store (and create it); `sql` only reads: it opens an existing store, issues no DDL,
+and needs neither write rights nor a judge's API key."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
 import sys
-import time
+import threading
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from monitor.cli.flags import add_settings_flags, settings_from_args
+from monitor.cli.flags import add_settings_flags, add_store_flags, settings_from_args
 from monitor.cli.table import print_result
-from schemas.errors import UsageError
+from schemas.errors import LocalBrokerError, UsageError
 
 
 def register(sub: Any) -> None:
-    """Add `run`, `sql`, `produce`, `broker` and `demo` to the CLI's subparsers."""
+    """Add `run`, `migrate`, `sql`, `produce`, `broker` and `demo` to the CLI's subparsers."""
     p = sub.add_parser("run", help="run the monitor service (SIGTERM/SIGINT stop it cleanly)")
     add_settings_flags(p)
     p.set_defaults(func=cmd_run)
 
-    p = sub.add_parser("sql", help="run a query against the configured store and print the result")
-    p.add_argument("query", nargs="?", help="SQL; {table} expands to the scores table")
+    p = sub.add_parser("migrate", help="create the store and apply its schema (the DDL), as `run` does at start-up; idempotent")
+    add_store_flags(p)
+    p.set_defaults(func=cmd_migrate)
+
+    p = sub.add_parser("sql", help="run a query against the configured store and print the result (reads only, creates nothing)")
+    p.add_argument("query", nargs="?", help="SQL; {table} expands to the scores table, unqualified names resolve in the database")
     p.add_argument("--file", help="read the query from a file")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")
     add_settings_flags(p)
@@ -40,7 +48,7 @@ def register(sub: Any) -> None:
     p.add_argument("--malformed-share", type=float, default=0.02)
     p.set_defaults(func=cmd_produce)
 
-    p = sub.add_parser("broker", help="run a local in-memory Kafka-protocol broker (tansu) for trying things out")
+    p = sub.add_parser("broker", help="run a local in-memory Kafka-protocol broker (tansu) for trying things out; SIGTERM/Ctrl-C stop it")
     p.add_argument("--port", type=int, default=9092)
     p.set_defaults(func=cmd_broker)
 
@@ -62,8 +70,22 @@ def cmd_run(ns: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_migrate(ns: argparse.Namespace) -> int:
+    """`migrate`: create the store if need be and apply the versioned DDL."""
+    from monitor.runtime.store import ClickHouseStore
+
+    s = settings_from_args(ns).store
+    store = ClickHouseStore(s.url, s.database, s.table)
+    try:
+        store.ensure_schema()
+    finally:
+        store.close()
+    print(f"schema of {store.qualified_table} applied at {store.url}", file=sys.stderr)
+    return 0
+
+
 def cmd_sql(ns: argparse.Namespace) -> int:
-    """`sql`: one query against the configured store, printed."""
+    """`sql`: one query against the existing store, printed; no DDL, so a read-only ClickHouse user suffices."""
     from monitor.runtime.store import ClickHouseStore
 
     settings = settings_from_args(ns)
@@ -76,7 +98,7 @@ def cmd_sql(ns: argparse.Namespace) -> int:
     s = settings.store
     store = ClickHouseStore(s.url, s.database, s.table)
     try:
-        store.ensure_schema()
+        store.open_existing()
         result = store.query(query.replace("{table}", store.qualified_table))
     finally:
         store.close()
@@ -99,16 +121,20 @@ def cmd_produce(ns: argparse.Namespace) -> int:
 
 
 def cmd_broker(ns: argparse.Namespace) -> int:
-    """`broker`: a local tansu broker in the foreground until Ctrl-C."""
+    """`broker`: a local tansu broker in the foreground until SIGTERM, SIGINT (Ctrl-C) or SIGHUP; tansu stops with it."""
     from monitor.devtools.localbroker import LocalBroker
 
+    # Python's default SIGTERM/SIGHUP end the process without unwinding, which left tansu running (and holding
+    # the port); these handlers turn every stop signal into a normal exit through `LocalBroker.__exit__`.
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, lambda *_: stop.set())
     with LocalBroker(port=ns.port) as broker:
         print(f"local Kafka-protocol broker (tansu, in-memory) listening on {broker.bootstrap}; Ctrl-C stops it", file=sys.stderr)
-        try:
-            while True:
-                time.sleep(3600)
-        except KeyboardInterrupt:
+        while not stop.wait(1.0) and broker.running:
             pass
+        if not stop.is_set():
+            raise LocalBrokerError(f"tansu on {broker.bootstrap} exited by itself")
     return 0
 
 

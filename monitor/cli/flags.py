@@ -28,6 +28,17 @@ def add_settings_flags(parser: argparse.ArgumentParser) -> None:
             group.add_argument(flag, dest=name, default=None, metavar=name.split("_")[-1].upper(), help=help_text)
 
 
+STORE_SETTINGS = ("clickhouse_url", "clickhouse_database", "clickhouse_table")
+
+
+def add_store_flags(parser: argparse.ArgumentParser) -> None:
+    """Add only the flags that say where the store is (`--clickhouse-url`, `--clickhouse-database`, `--clickhouse-table`)."""
+    group = parser.add_argument_group("store (each also from the env var MONITOR_<NAME>)")
+    for name in STORE_SETTINGS:
+        field = Settings.model_fields[name]
+        group.add_argument("--" + name.replace("_", "-"), dest=name, default=None, help=f"{field.description or name} [env MONITOR_{name.upper()}]")
+
+
 def settings_from_args(ns: argparse.Namespace) -> Settings:
     """Env vars, overridden by the flags given on the command line; raises `ConfigError`."""
     given = {name: getattr(ns, name) for name in Settings.model_fields if getattr(ns, name, None) is not None}

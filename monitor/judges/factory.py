@@ -12,7 +12,7 @@ def build_judge(settings: JudgeSettings) -> Judge:
     """The configured judge; raises `ConfigError` (one line) when it cannot be built."""
     if settings.method == "lexical":
         return LexicalJudge(settings.max_input_chars)
-    if settings.api_key is None:  # Settings refuses this already; kept for hand-built settings
+    if settings.api_key is None:  # the only key check: commands that build no judge (sql, alerts) need no key
         raise ConfigError(f"the {settings.method} judge calls the Anthropic API: set MONITOR_ANTHROPIC_API_KEY (or ANTHROPIC_API_KEY)")
     if settings.method == "rubric":
         from monitor.judges.rubric import RubricJudge

@@ -4,12 +4,18 @@ runs; it measures word overlap, which only loosely tracks relevancy."""
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Mapping
 
 from monitor.judges.base import JudgeInfo, Judgement, make_judge_id
 from monitor.judges.prompts import truncate
 
-_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
+# Invisible format characters that turn up in real text: zero-width space/joiners, direction marks, embeddings
+# and isolates, word joiner, BOM. Between a sentence's full stop and the next space they must not stop the
+# split, and a "sentence" of nothing else is not a statement.
+_INVISIBLE = "\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff"
+_SENTENCE_SPLIT = re.compile(rf"(?<=[.!?\u061f\u06d4])[{_INVISIBLE}]*\s+|\n+")  # also the Arabic ؟ and ۔
+_BLANK = re.compile(rf"[\s{_INVISIBLE}]*")
 _WORD = re.compile(r"\w+", re.UNICODE)
 _MIN_PREFIX = 4  # "ship" matches "shipped"; a crude stand-in for stemming
 
@@ -23,17 +29,30 @@ STOPWORDS = frozenset(
     thank thing things""".split()
 )
 
-PROMPT = "lexical-v1: sentence relevant iff it shares a content word (prefix>=4) with the question, echoes excluded"
+PROMPT = "lexical-v2: sentence relevant iff it shares a content word (prefix>=4) with the question, echoes excluded"
 
 
 def split_sentences(text: str) -> list[str]:
-    """Split a response into sentences on terminal punctuation and line breaks."""
-    return [s.strip() for s in _SENTENCE_SPLIT.split(text) if s and s.strip()]
+    """Split a response into sentences on terminal punctuation and line breaks, dropping blank ones."""
+    return [s.strip() for s in _SENTENCE_SPLIT.split(text) if s and not _BLANK.fullmatch(s)]
+
+
+def _fold(text: str) -> str:
+    """`text` for word matching: NFC, without format characters (Cf) or combining marks (M). A zero-width
+    space or soft hyphen inside a word, or Arabic and Hebrew vowel marks, would otherwise split it in two for
+    `\\w+`; both sides are folded, so a word still matches itself."""
+    if text.isascii():  # the common case: nothing to fold
+        return text
+    return "".join(ch for ch in unicodedata.normalize("NFC", text) if not _invisible_or_mark(unicodedata.category(ch)))
+
+
+def _invisible_or_mark(category: str) -> bool:
+    return category == "Cf" or category.startswith("M")
 
 
 def content_words(text: str) -> set[str]:
-    """Lower-cased words that are not stopwords."""
-    return {w for w in (m.group(0).lower() for m in _WORD.finditer(text)) if w not in STOPWORDS}
+    """Lower-cased words that are not stopwords (format characters and combining marks ignored)."""
+    return {w for w in (m.group(0).lower() for m in _WORD.finditer(_fold(text))) if w not in STOPWORDS}
 
 
 def _match(a: str, b: str) -> bool:
@@ -44,7 +63,7 @@ def _match(a: str, b: str) -> bool:
 
 
 def _normalised(text: str) -> str:
-    return " ".join(m.group(0).lower() for m in _WORD.finditer(text))
+    return " ".join(m.group(0).lower() for m in _WORD.finditer(_fold(text)))
 
 
 class LexicalJudge:

@@ -218,6 +218,7 @@ class Pipeline:
                 position=KafkaPosition(topic=record.topic, partition=record.partition, offset=record.offset),
                 record_timestamp_ms=record.timestamp,
                 max_bytes=self.kafka.max_event_bytes,
+                max_future_skew_s=self.kafka.max_future_skew_s,
             )
         except DecodeError as e:
             at = record.timestamp / 1000 if record.timestamp and record.timestamp > 0 else time.time()

@@ -37,7 +37,9 @@ def build_sampler(settings: Settings) -> Sampler:
         raise SamplingConfigError(f"invalid setting MONITOR_SAMPLING_FILE: {e}") from None
 
 
-def build_pipeline(settings: Settings, judge: Judge, store: AsyncStore, metrics: Metrics, health: Health | None = None) -> Pipeline:
+def build_pipeline(
+    settings: Settings, judge: Judge, store: AsyncStore, metrics: Metrics, health: Health | None = None, sampler: Sampler | None = None
+) -> Pipeline:
     """A pipeline with every collaborator built from its slice of `settings`."""
     metrics.watch_judge(judge)
     health = health or Health()
@@ -60,7 +62,7 @@ def build_pipeline(settings: Settings, judge: Judge, store: AsyncStore, metrics:
             consumer=make_consumer(settings.kafka),
             producer=producer,
             guard=GuardedJudge(judge, flow, metrics, on_spent=cost.spent),
-            sampler=build_sampler(settings),
+            sampler=sampler or build_sampler(settings),
             cost=cost,
             reuse=VerdictReuse(VerdictCache(settings.budget.cache_max_entries, settings.budget.cache_ttl_s)),
             sink=ClickHouseSink(store, acknowledge, metrics, health, max_rows=flow.batch_max_rows, max_seconds=flow.batch_max_seconds),
@@ -88,7 +90,8 @@ async def run_service(settings: Settings, stop: asyncio.Event | None = None, met
     log.info("starting", settings=settings.redacted())
     if judge.info.heuristic:
         log.warning("heuristic_judge", judge=judge.info.method, note="word-overlap heuristic, not an LLM judge: for demos and dry runs")
-    metrics = metrics or Metrics()
+    sampler = build_sampler(settings)  # before Kafka: a bad rules file is reported even with no broker
+    metrics = metrics or Metrics(max_apps=settings.metrics_max_apps, apps=tuple(settings.metrics_apps))
     health = Health()
     if settings.metrics_port:
         HealthServer(metrics.registry, health, settings.metrics_port).start()
@@ -98,6 +101,6 @@ async def run_service(settings: Settings, stop: asyncio.Event | None = None, met
     s = settings.store
     store = AsyncStore(ClickHouseStore(s.url, s.database, s.table))
     try:
-        await build_pipeline(settings, judge, store, metrics, health).run(stop)
+        await build_pipeline(settings, judge, store, metrics, health, sampler).run(stop)
     finally:
         await store.close()

@@ -140,7 +140,7 @@ class ClickHouseSink(Generic[T]):
         try:
             await self._store.insert_rows(rows, token)
             return rows
-        except DataError as e:
+        except (DataError, UnicodeError) as e:  # what the driver cannot encode is a property of the row
             log.error("batch_refused_by_driver", rows=len(rows), detail=str(e).splitlines()[0][:300])
         written: list[ScoredRow] = []
         for i, row in enumerate(rows):
@@ -148,14 +148,14 @@ class ClickHouseSink(Generic[T]):
                 await self._store.insert_rows([row], f"{token}-{i}")
                 written.append(row)
                 continue
-            except DataError as e:
+            except (DataError, UnicodeError) as e:
                 reason = f"internal: row refused by the store: {str(e).splitlines()[0][:200]}"
                 log.error("row_refused_by_driver", event_id=row.event_id, detail=reason)
             fallback = row.as_error(reason)
             try:
                 await self._store.insert_rows([fallback], f"{token}-{i}-error")
                 written.append(fallback)
-            except DataError as e:
+            except (DataError, UnicodeError) as e:
                 log.error("row_dropped", event_id=row.event_id, detail=str(e).splitlines()[0][:300])
                 self._metrics.rows_dropped.inc()
         return written

@@ -1,14 +1,20 @@
 """The ClickHouse store through clickhouse-connect: embedded chDB (`chdb:///dir`) or a server (`http(s)://`).
 
 All calls are synchronous; async callers go through `AsyncStore`, which runs them on one dedicated thread
-(chDB has no async client and one engine per process, so calls are serialised there)."""
+(chDB has no async client and one engine per process, so calls are serialised there).
+
+Two ways in: the writer (`run`, `migrate`) opens the store and applies the DDL, creating the embedded directory
+if need be; the read paths (`sql`, `alerts`) use `open_existing`, which creates nothing and issues no DDL, so they
+work for a read-only ClickHouse user and never leave an empty store behind."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import clickhouse_connect
@@ -39,6 +45,34 @@ class QueryResult:
     rows: list[tuple[Any, ...]]
 
 
+# chdb:// locations clickhouse-connect keeps in memory rather than on disk.
+_MEMORY_LOCATIONS = frozenset({"", "memory", ":memory:"})
+_MIGRATE_HINT = "run the monitor (relevancy-monitor run) or `relevancy-monitor migrate` first"
+
+
+def chdb_directory(url: str) -> Path | None:
+    """The absolute directory of an embedded `chdb:` URL, relative paths resolved against the working directory;
+    None for a server URL or an in-memory engine."""
+    if not url.startswith("chdb:"):
+        return None
+    location = url.removeprefix("chdb:").partition("?")[0]
+    # `chdb:///abs/dir` leaves `/abs/dir`; `chdb://relative/dir` and `chdb:relative` leave a relative path (the
+    # driver would read `relative` as the location and `dir` as a database, then fail and leave `relative/` behind).
+    location = location.removeprefix("//")
+    if location in _MEMORY_LOCATIONS:
+        return None
+    return Path(os.path.abspath(os.path.expanduser(location)))
+
+
+def normalize_url(url: str) -> str:
+    """`url` with an embedded store's directory made absolute (`chdb:///abs/dir?options`); other URLs unchanged."""
+    directory = chdb_directory(url)
+    if directory is None:
+        return url
+    _, sep, options = url.partition("?")
+    return f"chdb://{directory}{sep}{options}"
+
+
 def open_client(url: str) -> Client:
     """A clickhouse-connect client for `url`; raises `StoreError` with a readable reason."""
     try:
@@ -60,11 +94,14 @@ def _safe(url: str) -> str:
     return f"{scheme}://{rest.rpartition('@')[2]}" if sep else url
 
 
+_EXISTING_TABLES = "SELECT name FROM system.tables WHERE database = {database:String} AND has({tables:Array(String)}, name)"
+
+
 class ClickHouseStore:
     """Schema creation, idempotent batch inserts and queries against one database and table."""
 
     def __init__(self, url: str, database: str, table: str) -> None:
-        self.url = url
+        self.url = normalize_url(url)
         self.database = database
         self.table = table
         self._client: Client | None = None
@@ -86,10 +123,34 @@ class ClickHouseStore:
         assert self._client is not None
         return self._client
 
+    def open_existing(self, *tables: str) -> None:
+        """Open a store that must exist already, creating nothing (no directory, no DDL): the read paths' way in.
+
+        The scores table and `tables` (other tables of the database) must exist; raises `StoreError` naming the
+        missing directory or tables and how to create them."""
+        directory = chdb_directory(self.url)
+        # Opening chDB on a missing or empty directory would create an empty store there and answer from it.
+        if directory is not None and not (directory.is_dir() and any(directory.iterdir())):
+            raise StoreError(f"no embedded ClickHouse store at {directory}: {_MIGRATE_HINT}")
+        self.open()
+        wanted = [self.table, *tables]
+        found = {row[0] for row in self.query(_EXISTING_TABLES, {"database": self.database, "tables": wanted}).rows}
+        missing = [f"{self.database}.{t}" for t in wanted if t not in found]
+        if missing:
+            kind = "table" if len(missing) == 1 else "tables"
+            raise StoreError(f"{kind} {', '.join(missing)} not found at {_safe(self.url)}: {_MIGRATE_HINT}")
+        self._use_database()
+
     def ensure_schema(self) -> None:
-        """Apply the versioned DDL from `schemas/` (idempotent)."""
+        """Apply the versioned DDL from `schemas/` (idempotent); creates the embedded store if need be."""
         for statement in render_ddl(self.database, self.table):
             self.command(statement)
+        self._use_database()
+
+    def _use_database(self) -> None:
+        # Unqualified names in queries (`FROM relevancy_scores`) resolve against the configured database. Set only
+        # once the database is known to exist: a client opened on a missing database fails on its first query.
+        self.client.database = self.database
 
     def command(self, sql: str) -> Any:
         """Run a statement that returns no rows."""

@@ -43,9 +43,9 @@ def test_flags_override_env(monkeypatch: pytest.MonkeyPatch) -> None:
     [
         ({"MONITOR_SAMPLE_RATE": "abc"}, "MONITOR_SAMPLE_RATE"),
         ({"MONITOR_JUDGE": "gpt"}, "MONITOR_JUDGE"),
-        ({"MONITOR_CLICKHOUSE_URL": "postgres://x"}, "clickhouse_url"),
+        ({"MONITOR_CLICKHOUSE_URL": "postgres://x"}, "invalid setting MONITOR_CLICKHOUSE_URL"),
         ({"MONITOR_CLICKHOUSE_DATABASE": "a-b"}, "MONITOR_CLICKHOUSE_DATABASE"),
-        ({"MONITOR_MAX_IN_FLIGHT": "10", "MONITOR_RESUME_IN_FLIGHT": "10"}, "resume_in_flight"),
+        ({"MONITOR_MAX_IN_FLIGHT": "10", "MONITOR_RESUME_IN_FLIGHT": "10"}, "invalid setting MONITOR_RESUME_IN_FLIGHT"),
         ({"MONITOR_SAMPLE_RAT": "0.1"}, "did you mean MONITOR_SAMPLE_RATE?"),
     ],
 )

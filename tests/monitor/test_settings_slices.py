@@ -15,7 +15,7 @@ from schemas.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
 # Settings no component slice carries: they configure the process itself.
-PROCESS_SETTINGS = {"metrics_port", "log_format", "log_level"}
+PROCESS_SETTINGS = {"metrics_port", "metrics_max_apps", "metrics_apps", "log_format", "log_level"}
 
 
 @pytest.fixture(autouse=True)
@@ -44,6 +44,8 @@ SLICE_OF: dict[str, str] = {
     },
     "dlq_topic": "kafka.dlq_topic",
     "max_event_bytes": "kafka.max_event_bytes",
+    "kafka_connect_timeout_s": "kafka.connect_timeout_s",
+    "max_future_skew_s": "kafka.max_future_skew_s",
     "clickhouse_url": "store.url",
     "clickhouse_database": "store.database",
     "clickhouse_table": "store.table",
@@ -77,6 +79,7 @@ SLICE_OF: dict[str, str] = {
             "commit_interval_s",
             "shutdown_grace_s",
             "lag_check_s",
+            "progress_log_s",
         )
     },
     "sample_rate": "sampling.rate",

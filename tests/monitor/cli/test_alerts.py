@@ -168,6 +168,8 @@ def test_subprocess_check_on_a_fresh_store_and_a_bad_rules_file(tmp_path: Path) 
     def run(*a: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-c", _MAIN, *a], env=env, capture_output=True, text=True, timeout=120)
 
+    done = run("migrate")  # `alerts check` reads an existing store only; it never creates one
+    assert done.returncode == 0, done.stderr
     done = run("alerts", "check", "--json")
     assert done.returncode == 0, done.stderr
     rows = [json.loads(line) for line in done.stdout.splitlines()]

@@ -80,7 +80,7 @@ async def test_bad_setting_is_one_line_naming_it() -> None:
     assert code == 2
     assert err.strip().count("\n") == 0 and "MONITOR_SAMPLE_RATE" in err and "Traceback" not in err
     code, _, err = await cli("run", "--kafka-topics", "a,b", "--dlq-topic", "a", env=monitor_env())
-    assert code == 2 and "dlq_topic" in err
+    assert code == 2 and "invalid setting MONITOR_DLQ_TOPIC" in err
 
 
 async def test_llm_judge_without_key_refuses_to_start() -> None:

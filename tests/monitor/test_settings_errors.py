@@ -1,0 +1,204 @@
+"""Every malformed MONITOR_* and ALERTS_* setting is a one-line error naming its environment variable (issue 10,
+item 8): one malformed value per field of `Settings` and `AlertSettings`, cross-field checks, and a few runs of the
+console script (exit 2, a single stderr line)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from monitor.config import AlertSettings, Settings, load_alert_settings, load_settings
+from monitor.runtime.service import build_sampler
+from schemas.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# A value each setting must refuse. A new setting fails `test_every_setting_is_covered` until it is added here or
+# to FREE_FORM.
+MALFORMED: dict[str, str] = {
+    "kafka_bootstrap_servers": "broker:notaport",
+    "kafka_topics": " , ",
+    "kafka_group_id": "",
+    "kafka_auto_offset_reset": "sometimes",
+    "kafka_security_protocol": "TLS",
+    "kafka_sasl_mechanism": "GSSAPI",
+    "kafka_session_timeout_ms": "10s",
+    "kafka_max_poll_records": "0",
+    "kafka_connect_timeout_s": "0",
+    "max_future_skew_s": "-5",
+    "dlq_topic": "",
+    "max_event_bytes": "10",
+    "clickhouse_url": "postgres://ch:5432",
+    "clickhouse_database": "a-b",
+    "clickhouse_table": "scores;drop",
+    "store_text": "maybe",
+    "judge": "gpt",
+    "judge_concurrency": "0",
+    "judge_timeout_s": "-1",
+    "judge_concurrency_floor": "0",
+    "judge_requests_per_minute": "0",
+    "judge_tokens_per_minute": "lots",
+    "judge_event_attempts": "11",
+    "breaker_threshold": "0",
+    "breaker_cooldown_s": "0",
+    "breaker_max_cooldown_s": "-5",
+    "judge_model": "",
+    "anthropic_base_url": "api.example.com",
+    "judge_request_timeout_s": "0",
+    "judge_max_retries": "11",
+    "judge_max_tokens": "1",
+    "judge_max_input_chars": "10",
+    "statements_strict_threshold": "1.5",
+    "judge_prices": "{not json",
+    "sample_rate": "2",
+    "sample_key": "user_id",
+    "sampling_file": "/nonexistent/sampling.yaml",
+    "budget_usd_per_hour": "0",
+    "budget_usd_per_day": "-1",
+    "budget_requests_per_hour": "x",
+    "budget_requests_per_day": "0",
+    "budget_tokens_per_hour": "0",
+    "budget_tokens_per_day": "0",
+    "budget_soft_limit": "1.5",
+    "budget_sync_s": "0",
+    "freshness_max_lag": "0",
+    "lag_check_s": "0",
+    "freshness_min_factor": "0",
+    "cache_max_entries": "-1",
+    "cache_ttl_s": "0",
+    "traffic_flush_s": "0",
+    "max_in_flight": "1",
+    "resume_in_flight": "-1",
+    "batch_max_rows": "0",
+    "batch_max_seconds": "0",
+    "commit_interval_s": "0",
+    "shutdown_grace_s": "-1",
+    "progress_log_s": "0",
+    "metrics_port": "70000",
+    "metrics_max_apps": "0",
+    "log_format": "xml",
+    "log_level": "trace",
+}
+ALERTS_MALFORMED: dict[str, str] = {
+    "rules": "/nonexistent/rules.yaml",
+    "traffic_table": "a-b",
+    "interval": "soon",
+    "webhook_url": "hooks.example.com/x",
+    "slack_webhook_url": "ftp://slack",
+    "alertmanager_url": "alertmanager:9093",
+    "generator_url": "grafana/d/relevancy",
+    "notify_timeout_s": "abc",
+    "metrics_port": "-1",
+}
+# Settings that accept any string: names and secrets have no format to check here (a wrong one is refused by the
+# server that receives it: Kafka's SASL, the Messages API, the alert lease table).
+FREE_FORM = frozenset({"kafka_sasl_username", "kafka_sasl_password", "anthropic_api_key", "metrics_apps"})
+ALERTS_FREE_FORM = frozenset({"replica_id"})
+
+
+def _sampler() -> object:
+    # MONITOR_SAMPLING_FILE is read by `run` (the command that uses it), not by every command loading settings.
+    return build_sampler(load_settings())
+
+
+# The loader a command runs for a setting; `load_settings` unless the setting is read later by its command.
+LOADER: dict[str, Callable[[], object]] = {"sampling_file": _sampler}
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for k in list(os.environ):
+        if k.startswith(("MONITOR_", "ALERTS_", "ANTHROPIC_")):
+            monkeypatch.delenv(k)
+
+
+def _one_line_error(load: Callable[[], object]) -> str:
+    with pytest.raises(ConfigError) as info:
+        load()
+    msg = str(info.value)
+    assert "\n" not in msg, msg
+    return msg
+
+
+def test_every_setting_is_covered() -> None:
+    """Each field of both models has a malformed value below or is listed as free-form (and not both)."""
+    assert set(MALFORMED) | FREE_FORM == set(Settings.model_fields) and not set(MALFORMED) & FREE_FORM
+    assert set(ALERTS_MALFORMED) | ALERTS_FREE_FORM == set(AlertSettings.model_fields) and not set(ALERTS_MALFORMED) & ALERTS_FREE_FORM
+
+
+@pytest.mark.parametrize("name", sorted(MALFORMED))  # every field but the free-form ones (see the coverage test)
+def test_a_malformed_monitor_setting_names_its_variable(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """MONITOR_<NAME> set to a malformed value is a one-line ConfigError starting `invalid setting MONITOR_<NAME>:`."""
+    var = f"MONITOR_{name.upper()}"
+    monkeypatch.setenv(var, MALFORMED[name])
+    msg = _one_line_error(LOADER.get(name, load_settings))
+    assert msg.startswith(f"invalid setting {var}: "), msg
+
+
+@pytest.mark.parametrize("name", sorted(ALERTS_MALFORMED))
+def test_a_malformed_alerts_setting_names_its_variable(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """ALERTS_<NAME> set to a malformed value is a one-line ConfigError starting `invalid setting ALERTS_<NAME>:`."""
+    var = f"ALERTS_{name.upper()}"
+    monkeypatch.setenv(var, ALERTS_MALFORMED[name])
+    msg = _one_line_error(load_alert_settings)
+    assert msg.startswith(f"invalid setting {var}: "), msg
+
+
+@pytest.mark.parametrize(
+    ("env", "var", "also"),
+    [
+        ({"MONITOR_JUDGE_CONCURRENCY": "2", "MONITOR_JUDGE_CONCURRENCY_FLOOR": "3"}, "MONITOR_JUDGE_CONCURRENCY_FLOOR", "MONITOR_JUDGE_CONCURRENCY"),
+        ({"MONITOR_MAX_IN_FLIGHT": "10", "MONITOR_RESUME_IN_FLIGHT": "10"}, "MONITOR_RESUME_IN_FLIGHT", "MONITOR_MAX_IN_FLIGHT"),
+        ({"MONITOR_KAFKA_TOPICS": "a,b", "MONITOR_DLQ_TOPIC": "b"}, "MONITOR_DLQ_TOPIC", "MONITOR_KAFKA_TOPICS"),
+        ({"ANTHROPIC_BASE_URL": "localhost:8080"}, "ANTHROPIC_BASE_URL", "http"),
+        ({"MONITOR_JUDGE_PRICES": '{"m": {"input": "cheap"}}'}, "MONITOR_JUDGE_PRICES", "valid number"),
+    ],
+)
+def test_cross_field_and_alias_errors_name_the_variable(monkeypatch: pytest.MonkeyPatch, env: dict[str, str], var: str, also: str) -> None:
+    """A cross-field check names the variable at fault and the one it depends on; an alias error names the alias set."""
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    msg = _one_line_error(load_settings)
+    assert msg.startswith(f"invalid setting {var}: ") and also in msg, msg
+
+
+def test_well_formed_values_pass_the_format_checks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The URL and host:port checks accept the usual forms: several brokers, a host without a port, https URLs."""
+    monkeypatch.setenv("MONITOR_KAFKA_BOOTSTRAP_SERVERS", "kafka-1:9092, kafka-2:9093,localhost")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "https://api.example.com")
+    monkeypatch.setenv("MONITOR_CLICKHOUSE_URL", "https://user:pw@ch.example:8443")
+    s = load_settings()
+    assert (s.anthropic_base_url, s.clickhouse_url) == ("https://api.example.com", "https://user:pw@ch.example:8443")
+    monkeypatch.setenv("ALERTS_WEBHOOK_URL", "http://hooks.local/x")
+    a = load_alert_settings(alertmanager_url="https://am.example", generator_url="https://grafana/d/x")
+    assert (a.webhook_url, a.generator_url, a.slack_webhook_url) == ("http://hooks.local/x", "https://grafana/d/x", None)
+
+
+def _cli(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("MONITOR_", "ALERTS_", "ANTHROPIC_"))}
+    return subprocess.run(
+        [sys.executable, "-m", "monitor.cli.main", *args], env={**base, **env}, cwd=cwd, capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "var"),
+    [
+        (("sql", "SELECT 1"), {"MONITOR_JUDGE_PRICES": "{not json"}, "MONITOR_JUDGE_PRICES"),  # was a SettingsError traceback
+        (("run",), {"MONITOR_CLICKHOUSE_URL": "postgres://ch"}, "MONITOR_CLICKHOUSE_URL"),  # was "invalid settings: clickhouse_url ..."
+        (("run",), {"MONITOR_KAFKA_TOPICS": "a", "MONITOR_DLQ_TOPIC": "a"}, "MONITOR_DLQ_TOPIC"),
+        (("alerts", "check"), {"ALERTS_RULES": "/nonexistent/rules.yaml"}, "ALERTS_RULES"),
+        (("alerts", "run", "--once", "--no-lease"), {"ALERTS_ALERTMANAGER_URL": "alertmanager:9093"}, "ALERTS_ALERTMANAGER_URL"),
+    ],
+)
+def test_the_console_script_exits_2_with_one_line_naming_the_variable(tmp_path: Path, args: tuple[str, ...], env: dict[str, str], var: str) -> None:
+    """Through the real entry point a malformed setting exits 2 with a single stderr line naming its variable."""
+    done = _cli(*args, env=env, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith(f"relevancy-monitor: error: invalid setting {var}: "), done.stderr
+    assert not any(tmp_path.iterdir())  # refused before any store was opened or created
