@@ -2,30 +2,18 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from consumers.sampling import DecisionKind, Sampler, SamplingPolicy
 from schemas.errors import SamplingConfigError
-from schemas.events import ConversationEvent, KafkaPosition
+from schemas.events import ConversationEvent
+from tests.consumers.test_sampling import event
 
 
-def _event(app: str = "a", conv: str = "c1") -> ConversationEvent:
-    return ConversationEvent(
-        event_id="e",
-        conversation_id=conv,
-        event_time=datetime.now(UTC),
-        app=app,
-        model="m",
-        prompt_version="v1",
-        metadata={},
-        question="q",
-        response="r",
-        shape="flat",
-        source=KafkaPosition(topic="t", partition=0, offset=0),
-    )
+def _event(app: str = "a") -> ConversationEvent:
+    return event("c1", "e").model_copy(update={"app": app})
 
 
 def test_each_decision_carries_its_kind_and_the_factor_that_scaled_it() -> None:

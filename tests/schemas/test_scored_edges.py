@@ -4,31 +4,12 @@ carries encodes as UTF-8, so the real store accepts it."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
 
 from monitor.runtime.store import ClickHouseStore
-from schemas.scored import MAX_STORED_STATEMENTS, ScoredRow
+from schemas.scored import MAX_STORED_STATEMENTS
+from tests.schemas.test_scored import row
 
 T0 = datetime(2026, 11, 29, 9, 0, tzinfo=UTC)
-
-
-def row(**kw: Any) -> ScoredRow:
-    """An ok row with `kw` overriding the fixed fields."""
-    base: dict[str, Any] = dict(
-        event_id="e1",
-        conversation_id="c",
-        event_time=T0,
-        app="a",
-        model="m",
-        prompt_version="v1",
-        judge="lexical",
-        judge_model="h",
-        judge_id="j1",
-        status="ok",
-        score=0.5,
-        scored_at=T0,
-    )
-    return ScoredRow(**{**base, **kw})
 
 
 def test_statement_arrays_are_capped_and_the_count_stays_truthful(store: ClickHouseStore) -> None:
