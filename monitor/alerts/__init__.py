@@ -9,6 +9,8 @@ Modules, bottom up:
 - `rules`: the YAML rules (pydantic)
 - `evaluator`: verdicts and state transitions (pure)
 - `queries`: the SQL of a rule's windows, and fetching it
+- `baselines`: a new prompt version's or model's baseline borrowed from its parent's earlier history (pure)
+- `rollouts`: the newest version against the one before it, for rollout rules (pure)
 - `state`: alert state and the lease in ClickHouse
 - `notifiers`: webhook, Slack and Alertmanager
 - `prometheus`: the evaluator's own Prometheus metrics

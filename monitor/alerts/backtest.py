@@ -30,6 +30,8 @@ class Episode:
     baseline_at_fire: float | None = None
     p_value_at_fire: float | None = None
     n_at_fire: int = 0
+    n_baseline_at_fire: int = 0
+    note_at_fire: str = ""  # the verdict and, when borrowed, which baseline it was judged against
 
     @property
     def delay(self) -> timedelta | None:
@@ -129,7 +131,7 @@ def _track(report: BacktestReport, open_: dict[StateKey, Episode], res: SegmentR
     elif new.state == "firing" and old != "firing":
         ep = open_.get(key) or Episode(new.rule, new.segment, new.severity, pending_at=now)
         ep.fired_at, ep.value_at_fire, ep.baseline_at_fire = now, new.value, new.baseline
-        ep.p_value_at_fire, ep.n_at_fire = new.p_value, new.n_current
+        ep.p_value_at_fire, ep.n_at_fire, ep.n_baseline_at_fire, ep.note_at_fire = new.p_value, new.n_current, new.n_baseline, new.note
         open_[key] = ep
         report.episodes.append(ep)
     elif new.state == "inactive" and old == "pending":

@@ -11,11 +11,13 @@ from datetime import UTC, datetime, timedelta
 
 import structlog
 
+from monitor.alerts.baselines import with_parent_baselines
 from monitor.alerts.evaluator import AlertState, NoticeKind, Verdict, decide, notification_due, segment_key_json, step
 from monitor.alerts.notifiers import AlertMessage, Notifier
 from monitor.alerts.observations import Observation, observe
 from monitor.alerts.prometheus import AlertMetrics
-from monitor.alerts.queries import DEFAULT_TRAFFIC_TABLE, examples_sql, fetch_scores, fetch_tail_counts, fetch_traffic
+from monitor.alerts.queries import DEFAULT_TRAFFIC_TABLE, examples_sql, fetch_scores, fetch_tail_counts, fetch_traffic, fetch_versions
+from monitor.alerts.rollouts import pair_newest
 from monitor.alerts.rules import Rule, RuleSet
 from monitor.alerts.state import Lease, StateStore
 from monitor.alerts.windows import SegmentData, SegmentKey, TrafficCounts, Windows, WindowStats, windows_for
@@ -60,12 +62,15 @@ class Evaluation:
 
 
 def collect(store: ClickHouseStore, rule: Rule, windows: Windows, traffic_table: str) -> dict[SegmentKey, SegmentData]:
-    """Per-segment data of `rule` for `windows` (scores, traffic, or both)."""
+    """Per-segment data of `rule` for `windows` (scores, traffic, or both; for rollout rules the newest version
+    against the one before it), with parent baselines for segments without enough history of their own."""
+    if rule.spec.compares_versions:
+        return pair_newest(rule, fetch_versions(store, rule, windows))
     if rule.source == "traffic":
         return {k: _traffic_only(t, windows) for k, t in fetch_traffic(store, rule, windows, traffic_table).items()}
     data = fetch_scores(store, rule, windows)
     if not rule.spec.needs_traffic:
-        return data
+        return with_parent_baselines(rule, data)
     traffic = fetch_traffic(store, rule, windows, traffic_table)
     empty = SegmentData(WindowStats(windows.current_seconds), WindowStats(windows.baseline_seconds))
     return {key: _with_traffic(data.get(key) or empty, traffic.get(key)) for key in set(data) | set(traffic)}
@@ -80,10 +85,10 @@ def _traffic_only(t: TrafficCounts, windows: Windows) -> SegmentData:
 
 def _with_traffic(d: SegmentData, t: TrafficCounts | None) -> SegmentData:
     # A segment missing from the traffic table had nothing sampled: 0, not unknown.
-    return SegmentData(
-        dataclasses.replace(d.current, sampled=t.sampled if t else 0, consumed=t.consumed if t else 0),
-        dataclasses.replace(d.baseline, sampled=t.baseline_sampled if t else 0, consumed=t.baseline_consumed if t else 0),
-        d.judge,
+    return dataclasses.replace(
+        d,
+        current=dataclasses.replace(d.current, sampled=t.sampled if t else 0, consumed=t.consumed if t else 0),
+        baseline=dataclasses.replace(d.baseline, sampled=t.baseline_sampled if t else 0, consumed=t.baseline_consumed if t else 0),
     )
 
 
@@ -103,7 +108,7 @@ def evaluate_rule(
         if segment not in data and not rule.spec.silence:
             # Gone from the window and the baseline (a replaced judge or retired prompt version): its alert
             # resolves here, while silence of real traffic is what the no_data rules page on.
-            verdict = Verdict(False, False, True, "segment retired: no rows in the window or the baseline")
+            verdict = Verdict(False, False, True, rule.spec.retired_note)
         if rule.spec.tail_counts and obs.test and obs.sufficient and _tail_candidate(rule, obs, mine.get(segment)):
             thr = rule.condition.threshold.fire if rule.condition.threshold is not None else 0.0
             cutoff = obs.baseline if obs.baseline is not None else thr
@@ -240,6 +245,7 @@ class AlertRunner:
             examples_sql=examples_sql(rule, s.segment, windows, self.store.database, self.store.table),
             test=result.observation.test if result is not None else "",
             judge=result.observation.judge if result is not None else "",
+            baseline_from=result.observation.baseline_from if result is not None else None,
         )
 
     def _export(self, states: Mapping[StateKey, AlertState]) -> None:

@@ -132,11 +132,19 @@ def step(rule: Rule, prev: AlertState | None, obs: Observation, verdict: Verdict
     """The next state of one segment after an evaluation at `now`."""
     s = prev or AlertState(rule=rule.name, segment=obs.segment, severity=rule.severity)
     s = dataclasses.replace(s, last_eval_at=now, severity=rule.severity)
+    # The note says which baseline was used whenever it is not the segment's own history.
+    source = obs.baseline_from.describe() if obs.baseline_from is not None else ""
     if not verdict.sufficient:
         # Missing data never reads as fine: nothing changes, the last values stay, the note says why.
-        return dataclasses.replace(s, note=f"no decision: {verdict.reason}")
+        return dataclasses.replace(s, note=_joined(f"no decision: {verdict.reason}", source))
     s = dataclasses.replace(
-        s, value=obs.value, baseline=obs.baseline, n_current=obs.n_current, n_baseline=obs.n_baseline, p_value=obs.p_value, note=verdict.reason
+        s,
+        value=obs.value,
+        baseline=obs.baseline,
+        n_current=obs.n_current,
+        n_baseline=obs.n_baseline,
+        p_value=obs.p_value,
+        note=_joined(verdict.reason, source),
     )
     if s.state in ("inactive", "resolved"):
         if not verdict.fire:
@@ -155,6 +163,10 @@ def step(rule: Rule, prev: AlertState | None, obs: Observation, verdict: Verdict
     if not verdict.bad:
         return dataclasses.replace(s, state="resolved", resolved_at=now)
     return s
+
+
+def _joined(*parts: str) -> str:
+    return "; ".join(p for p in parts if p)
 
 
 def notification_due(state: AlertState, notifier: str, rule: Rule, now: datetime, resend_while_firing: bool) -> NoticeKind | None:

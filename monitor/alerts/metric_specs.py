@@ -29,6 +29,7 @@ MetricName = Literal[
     "scoring_lag_p90",
     "cost_per_window",
     "no_data",
+    "rollout_mean_score",
 ]
 Direction = Literal["down", "up"]
 
@@ -54,6 +55,12 @@ class MetricSpec:
     silence: bool = False  # fires when a segment with traffic goes quiet; takes no condition
     min_events_apply: bool = True  # the window needs `min_events` events to decide on
     tail_counts: bool = False  # its tests need counts below the baseline's value, read in a second query
+    # A segment with too little history of its own (a new prompt version or model) may borrow its nearest
+    # parent's baseline: the metric is made of counts and sums, which pool by adding segments up.
+    poolable: bool = False
+    # Rollout rules: the baseline is the version before the newest one, in the same window (rule.rollout).
+    compares_versions: bool = False
+    retired_note: str = "segment retired: no rows in the window or the baseline"  # why a vanished segment resolves
 
     @property
     def test_label(self) -> str:
@@ -62,12 +69,13 @@ class MetricSpec:
 
 
 _SHARE_TESTS = ("two_proportion_z", "wilson_score")
+_MEAN_TESTS = ("welch_t", "one_sample_t")
 
 SPECS: dict[str, MetricSpec] = {
     spec.name: spec
     for spec in (
-        MetricSpec("mean_score", "down", obs.read_mean_score, ("welch_t", "one_sample_t"), judge_keyed=True),
-        MetricSpec("low_score_share", "up", obs.read_low_score_share, _SHARE_TESTS, judge_keyed=True),
+        MetricSpec("mean_score", "down", obs.read_mean_score, _MEAN_TESTS, judge_keyed=True, poolable=True),
+        MetricSpec("low_score_share", "up", obs.read_low_score_share, _SHARE_TESTS, judge_keyed=True, poolable=True),
         MetricSpec("p10", "down", obs.read_p10, ("tail_share_z", "wilson_score"), judge_keyed=True, tail_counts=True),
         MetricSpec(
             "error_rate",
@@ -75,6 +83,7 @@ SPECS: dict[str, MetricSpec] = {
             obs.read_error_rate,
             _SHARE_TESTS,
             judge_keyed=True,
+            poolable=True,
             examples_filter="status = 'error'",
             examples_order="event_time DESC",
         ),
@@ -94,5 +103,16 @@ SPECS: dict[str, MetricSpec] = {
             "cost_per_window", "up", obs.read_cost_per_window, judge_keyed=True, examples_filter=None, examples_order="cost_usd DESC NULLS LAST"
         ),
         MetricSpec("no_data", "down", obs.read_no_data, ("poisson_exact",), silence=True, min_events_apply=False),
+        # The newest version is its own segment (its examples, its fingerprint); when it stops being the newest,
+        # or the version before it leaves the window, there is no rollout left to judge.
+        MetricSpec(
+            "rollout_mean_score",
+            "down",
+            obs.read_rollout_mean_score,
+            _MEAN_TESTS,
+            judge_keyed=True,
+            compares_versions=True,
+            retired_note="rollout over: not the newest version any more, or no earlier one left in the window",
+        ),
     )
 }

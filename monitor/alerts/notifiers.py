@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from monitor.alerts.durations import format_duration
 from monitor.alerts.evaluator import AlertState, NoticeKind
 from monitor.alerts.rules import Rule
+from monitor.alerts.windows import BaselineSource
 from schemas.errors import NotifyError
 
 USER_AGENT = "relevancy-monitor-alerts/1"
@@ -34,6 +35,7 @@ class AlertMessage:
     examples_sql: str
     test: str = ""
     judge: str = ""
+    baseline_from: BaselineSource | None = None  # None: the segment's own history
 
     @property
     def status(self) -> str:
@@ -51,16 +53,26 @@ class AlertMessage:
         return dict(self.state.segment)
 
     def summary(self) -> str:
-        """One line for people."""
+        """One line for people; it names the baseline whenever that is not the segment's own history."""
         s = self.state
         seg = " ".join(f"{k}={v}" for k, v in s.segment) or "all traffic"
         head = "RESOLVED" if self.kind == "resolved" else s.severity.upper()
+        src = self.baseline_from
+        if src is not None and src.kind == "previous_version":
+            # A rollout: both versions, with their means and sizes, then the test.
+            what, new, old = "/".join(src.fields), "/".join(src.segment_values), ", ".join(src.baseline_values)
+            p = f", p={s.p_value:.2g}" if s.p_value is not None else ""
+            return (
+                f"[{head}] {self.rule.name}: {what} {new} mean {_fmt(s.value)} (n={s.n_current}) "
+                f"vs {old} before it mean {_fmt(s.baseline)} (n={s.n_baseline}){p}, for {seg}"
+            )
         parts = [f"[{head}] {self.rule.name}: {self.rule.metric} {_fmt(s.value)}"]
         if s.baseline is not None:
             parts.append(f"vs baseline {_fmt(s.baseline)}")
         parts.append(f"(n={s.n_current}/{s.n_baseline}" + (f", p={s.p_value:.2g})" if s.p_value is not None else ")"))
         parts.append(f"for {seg}")
-        return " ".join(parts)
+        text = " ".join(parts)
+        return f"{text}; {src.describe()}" if src is not None else text
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON object of the generic webhook."""
@@ -82,6 +94,7 @@ class AlertMessage:
             "n_baseline": s.n_baseline,
             "p_value": s.p_value,
             "test": self.test,
+            "baseline_source": _source_dict(self.baseline_from),
             "note": s.note,
             "window": {"start": _iso(self.window_start), "end": _iso(self.window_end), "length": format_duration(self.rule.window)},
             "since": _iso(s.since),
@@ -90,6 +103,19 @@ class AlertMessage:
             "summary": self.summary(),
             "examples_sql": self.examples_sql,
         }
+
+
+def _source_dict(src: BaselineSource | None) -> dict[str, Any] | None:
+    if src is None:
+        return None
+    return {
+        "kind": src.kind,
+        "fields": list(src.fields),
+        "segment_values": list(src.segment_values),
+        "baseline_values": list(src.baseline_values),
+        "reason": src.reason,
+        "description": src.describe(),
+    }
 
 
 def _fmt(v: float | None) -> str:
@@ -178,6 +204,8 @@ def slack_payload(m: AlertMessage) -> dict[str, Any]:
         f"*Samples (now / baseline)*\n{s.n_current} / {s.n_baseline}",
         f"*p-value*\n{'n/a' if s.p_value is None else f'{s.p_value:.3g}'} ({m.test or 'no test'})",
     ]
+    if m.baseline_from is not None:
+        fields.append(f"*Baseline*\n{m.baseline_from.describe()}")
     blocks: list[dict[str, Any]] = [
         {"type": "section", "text": {"type": "mrkdwn", "text": f"*{m.summary()}*\n{m.rule.description}".strip()}},
         {"type": "section", "fields": [{"type": "mrkdwn", "text": f} for f in fields]},
@@ -229,6 +257,7 @@ class AlertmanagerNotifier:
             "n_baseline": str(s.n_baseline),
             "p_value": "n/a" if s.p_value is None else f"{s.p_value:.3g}",
             "test": m.test,
+            "baseline_source": m.baseline_from.describe() if m.baseline_from is not None else "",
             "examples_sql": m.examples_sql,
         }
         starts = s.fired_at or s.since or m.now

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from monitor.alerts import stats
-from monitor.alerts.windows import SegmentData, SegmentKey, TailCounts, WindowStats
+from monitor.alerts.windows import BaselineSource, SegmentData, SegmentKey, TailCounts, WeightedSums, WindowStats
 
 if TYPE_CHECKING:
     from monitor.alerts.rules import Bound, Rule
@@ -32,6 +32,7 @@ class Observation:
     test: str = ""  # "" when the metric has no test or the rule disabled it
     note: str = ""  # why the data is insufficient, or other context
     judge: str = ""
+    baseline_from: BaselineSource | None = None  # None: the segment's own history
 
     @property
     def p_value(self) -> float | None:
@@ -73,6 +74,7 @@ def observe(rule: Rule, segment: SegmentKey, data: SegmentData | None, tail: Tai
         test=spec.test_label if testing else "",
         note="; ".join(notes),
         judge=data.judge,
+        baseline_from=data.baseline_from,
     )
 
 
@@ -104,23 +106,42 @@ def _silence_sufficiency(rule: Rule, r: Reading) -> tuple[bool, list[str]]:
 
 
 def read_mean_score(rule: Rule, data: SegmentData, tail: TailCounts | None, testing: bool) -> Reading:
-    """Mean ok score; Welch's t against the baseline, one-sample t against the threshold."""
+    """Traffic-weighted mean ok score (weights 1/sample_rate); Welch's t against the baseline, one-sample t
+    against the threshold, both on the weighted variance and the effective sample size."""
     cur, base = data.current, data.baseline
-    value, baseline = cur.score_mean, base.score_mean
+    now, before = weighted_moments(cur.weighted), weighted_moments(base.weighted)
+    thr, alt = rule.condition.threshold, _alt(rule)
+    p_change = p_thr = None
+    if testing and now is not None:
+        if before is not None:
+            p_change = stats.welch_t_test(now.mean, now.variance, now.n_eff, before.mean, before.variance, before.n_eff, alt)
+        if thr is not None:
+            p_thr = stats.one_sample_t_test(now.mean, now.variance, now.n_eff, thr.fire, alt)
+    value = now.mean if now is not None else None
+    baseline = before.mean if before is not None else None
+    return Reading(value, baseline, cur.ok, base.ok, p_change, p_thr)
+
+
+def read_rollout_mean_score(rule: Rule, data: SegmentData, tail: TailCounts | None, testing: bool) -> Reading:
+    """The newest version's traffic-weighted mean against the previous version's in the same window (the pair
+    is chosen by `rollouts.pair_newest`); the same weighted Welch test as `mean_score`."""
+    return read_mean_score(rule, data, tail, testing)
+
+
+def read_low_score_share(rule: Rule, data: SegmentData, tail: TailCounts | None, testing: bool) -> Reading:
+    """Traffic-weighted share of ok scores below the rule's `low_score_below`; the share tests run on the
+    effective sample sizes."""
+    cur, base = data.current, data.baseline
+    value, baseline = _low_share(cur.weighted), _low_share(base.weighted)
+    n_cur, n_base = effective_n(cur.weighted), effective_n(base.weighted)
     thr, alt = rule.condition.threshold, _alt(rule)
     p_change = p_thr = None
     if testing and value is not None:
         if baseline is not None:
-            p_change = stats.welch_t_test(value, cur.score_var or 0.0, cur.ok, baseline, base.score_var or 0.0, base.ok, alt)
+            p_change = stats.two_proportion_z_test(value * n_cur, n_cur, baseline * n_base, n_base, alt)
         if thr is not None:
-            p_thr = stats.one_sample_t_test(value, cur.score_var or 0.0, cur.ok, thr.fire, alt)
+            p_thr = stats.one_proportion_score_test(value * n_cur, n_cur, thr.fire, alt)
     return Reading(value, baseline, cur.ok, base.ok, p_change, p_thr)
-
-
-def read_low_score_share(rule: Rule, data: SegmentData, tail: TailCounts | None, testing: bool) -> Reading:
-    """Share of ok scores below the rule's `low_score_below`."""
-    cur, base = data.current, data.baseline
-    return _share(rule, testing, cur.low, cur.ok, base.low, base.ok)
 
 
 def read_p10(rule: Rule, data: SegmentData, tail: TailCounts | None, testing: bool) -> Reading:
@@ -188,6 +209,38 @@ def read_no_data(rule: Rule, data: SegmentData, tail: TailCounts | None, testing
 
 
 # ---- shared maths ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class WeightedMoments:
+    """The traffic-weighted mean and variance of a window's scores, and the effective sample size behind them."""
+
+    mean: float
+    variance: float  # unbiased for reliability weights; 0.0 for a single effective row
+    n_eff: float  # (sum w)^2 / sum w^2: equals the row count when every weight is the same
+
+
+def effective_n(w: WeightedSums) -> float:
+    """Kish's effective sample size (sum w)^2 / sum w^2 (0.0 for no rows)."""
+    return w.weight * w.weight / w.weight_sq if w.weight_sq > 0 else 0.0
+
+
+def weighted_moments(w: WeightedSums) -> WeightedMoments | None:
+    """Weighted mean, variance and effective n of the scores summed in `w`; None when it holds no rows.
+
+    The variance is sum w (x - mean)^2 / sum w, corrected by n_eff / (n_eff - 1): with equal weights that is the
+    ordinary sample variance, and the standard error of the weighted mean is sqrt(variance / n_eff)."""
+    if w.weight <= 0:
+        return None
+    mean = w.score / w.weight
+    n_eff = effective_n(w)
+    spread = max(w.score_sq / w.weight - mean * mean, 0.0)  # rounding can take an exact 0 below it
+    variance = spread * n_eff / (n_eff - 1) if n_eff > 1 else 0.0
+    return WeightedMoments(mean, variance, n_eff)
+
+
+def _low_share(w: WeightedSums) -> float | None:
+    return min(max(w.low / w.weight, 0.0), 1.0) if w.weight > 0 else None
 
 
 def _alt(rule: Rule) -> stats.Alternative:

@@ -1,4 +1,5 @@
-"""SQL for rule evaluation: the current and baseline windows of a rule, aggregated per segment.
+"""SQL for rule evaluation: the current and baseline windows of a rule, aggregated per segment (for rollout rules,
+per segment and version, with each version's first event).
 
 Rules read the scores table with FINAL, so a redelivered event counts once (the rollups count it twice).
 Times and segment values are bound as query parameters; column and table names come from fixed lists and
@@ -12,7 +13,18 @@ from datetime import datetime
 from typing import Any
 
 from monitor.alerts.rules import Rule
-from monitor.alerts.windows import SegmentData, SegmentKey, TailCounts, TrafficCounts, Windows, WindowStats, baseline_exposure, utc
+from monitor.alerts.windows import (
+    SegmentData,
+    SegmentKey,
+    TailCounts,
+    TrafficCounts,
+    VersionStats,
+    WeightedSums,
+    Windows,
+    WindowStats,
+    baseline_exposure,
+    utc,
+)
 from monitor.runtime.store import ClickHouseStore
 from schemas.errors import QueryError, StoreError
 
@@ -55,13 +67,22 @@ def _window_params(windows: Windows) -> tuple[dict[str, Any], list[tuple[str, st
     return params, base_names
 
 
+# Per row: the scoring lag, and the weight 1/sample_rate. Rows always carry a rate in (0, 1]; the floor only
+# keeps a hand-written 0 from turning every sum infinite.
+_ROW_COLUMNS = "dateDiff('millisecond', event_time, scored_at) / 1000.0 AS lag_s, 1 / greatest(sample_rate, 1e-6) AS weight"
+
+
+# Score sums are weighted by 1/sample_rate (`weight`), so means are traffic means whatever the sampling did
+# (rules, budget, freshness factor); plain sums, not means, so that segments pool by adding.
 _SCORE_AGGS = (
     ("rows", "countIf({w})"),
     ("ok", "countIf({w} AND status = 'ok')"),
     ("errors", "countIf({w} AND status = 'error')"),
-    ("score_mean", "avgIf(score, {w} AND status = 'ok')"),
-    ("score_var", "varSampIf(score, {w} AND status = 'ok')"),
-    ("low", "countIf({w} AND status = 'ok' AND score < {{low:Float64}})"),
+    ("weight", "sumIf(weight, {w} AND status = 'ok')"),
+    ("weight_sq", "sumIf(weight * weight, {w} AND status = 'ok')"),
+    ("w_score", "sumIf(weight * score, {w} AND status = 'ok')"),
+    ("w_score_sq", "sumIf(weight * score * score, {w} AND status = 'ok')"),
+    ("w_low", "sumIf(weight, {w} AND status = 'ok' AND score < {{low:Float64}})"),
     ("p10", "quantileExactIf(0.1)(score, {w} AND status = 'ok')"),
     ("lag_p90", "quantileExactIf(0.9)(lag_s, {w})"),
     ("cost", "sumIf(ifNull(cost_usd, 0), {w})"),
@@ -84,7 +105,7 @@ def scores_sql(rule: Rule, database: str, table: str, windows: Windows) -> tuple
     sql = (
         f"SELECT {', '.join(select)}\n"
         f"FROM (\n"
-        f"  SELECT *, dateDiff('millisecond', event_time, scored_at) / 1000.0 AS lag_s,\n"
+        f"  SELECT *, {_ROW_COLUMNS},\n"
         f"         {col} >= {{cur_start:{_TS}}} AND {col} < {{cur_end:{_TS}}} AS in_cur,\n"
         f"         {_window_predicate(col, base_names)} AS in_base\n"
         f"  FROM {_ident(database)}.{_ident(table)} FINAL\n"
@@ -93,6 +114,30 @@ def scores_sql(rule: Rule, database: str, table: str, windows: Windows) -> tuple
     )
     if keys:
         sql += f"\nGROUP BY {', '.join(keys)}"
+    return sql, params
+
+
+def versions_sql(rule: Rule, database: str, table: str, windows: Windows, lookback_start: datetime) -> tuple[str, dict[str, Any]]:
+    """SQL and parameters of a rollout rule: per segment and version (rule.rollout.of) with rows in the current
+    window, the window's aggregates and the version's first event since `lookback_start`."""
+    params, _ = _window_params(windows)
+    params.update(low=rule.low_score_below, lookback_start=lookback_start)
+    col = rule.spec.time_column
+    keys = list(rule.key_fields)
+    select = [*keys, "any(judge) AS judge_name"]
+    select += [f"{expr.format(w='in_cur')} AS c_{name}" for name, expr in _SCORE_AGGS]
+    select.append(f"min({col}) AS first_seen")
+    sql = (
+        f"SELECT {', '.join(select)}\n"
+        f"FROM (\n"
+        f"  SELECT *, {_ROW_COLUMNS},\n"
+        f"         {col} >= {{cur_start:{_TS}}} AND {col} < {{cur_end:{_TS}}} AS in_cur\n"
+        f"  FROM {_ident(database)}.{_ident(table)} FINAL\n"
+        f"  WHERE {col} >= {{lookback_start:{_TS}}} AND {col} < {{cur_end:{_TS}}}\n"
+        f")\n"
+        f"GROUP BY {', '.join(keys)}\n"
+        f"HAVING countIf(in_cur) > 0"
+    )
     return sql, params
 
 
@@ -159,6 +204,26 @@ def fetch_scores(store: ClickHouseStore, rule: Rule, windows: Windows) -> dict[S
     return out
 
 
+def fetch_versions(store: ClickHouseStore, rule: Rule, windows: Windows) -> dict[SegmentKey, list[VersionStats]]:
+    """A rollout rule's versions with rows in the current window, per segment (the key without the version);
+    empty for a rule without `rollout`."""
+    if rule.rollout is None:
+        return {}
+    of = rule.rollout.of
+    sql, params = versions_sql(rule, store.database, store.table, windows, windows.current[1] - rule.rollout.lookback)
+    keys = rule.key_fields
+    n_aggs = len(_SCORE_AGGS)
+    out: dict[SegmentKey, list[VersionStats]] = {}
+    for row in _run(store, sql, params):
+        named = list(zip(keys, (str(v) for v in row[: len(keys)]), strict=True))
+        scope: SegmentKey = tuple((k, v) for k, v in named if k != of)
+        version = next(v for k, v in named if k == of)
+        pos = len(keys)
+        cur = _stats(row[pos + 1 : pos + 1 + n_aggs], windows.current_seconds)
+        out.setdefault(scope, []).append(VersionStats(version, utc(row[pos + 1 + n_aggs]), cur, str(row[pos])))
+    return out
+
+
 def _stats(values: tuple[Any, ...], seconds: float) -> WindowStats:
     v = dict(zip((name for name, _ in _SCORE_AGGS), values, strict=True))
     rows = int(v["rows"])
@@ -168,13 +233,21 @@ def _stats(values: tuple[Any, ...], seconds: float) -> WindowStats:
         rows=rows,
         ok=ok,
         errors=int(v["errors"]),
-        score_mean=_num(v["score_mean"]) if ok else None,
-        score_var=_num(v["score_var"]) if ok > 1 else None,
-        low=int(v["low"]),
+        weighted=_weighted(v) if ok else WeightedSums(),
         p10=_num(v["p10"]) if ok else None,
         lag_p90=_num(v["lag_p90"]) if rows else None,
         cost=_num(v["cost"]) or 0.0,
         events=int(v["events"]),
+    )
+
+
+def _weighted(v: dict[str, Any]) -> WeightedSums:
+    # sumIf over a Nullable score is NULL where no row matched: nothing, so 0.
+    def total(name: str) -> float:
+        return _num(v[name]) or 0.0
+
+    return WeightedSums(
+        weight=total("weight"), weight_sq=total("weight_sq"), score=total("w_score"), score_sq=total("w_score_sq"), low=total("w_low")
     )
 
 

@@ -88,6 +88,17 @@ class Baseline(_Strict):
         return self
 
 
+class Rollout(_Strict):
+    """What a rollout rule compares: per segment, the newest value of `of` (the one whose first event is latest)
+    against the one before it, both over the rule's window."""
+
+    of: Literal["prompt_version", "model"]
+    lookback: Duration = Field(timedelta(days=7), description="how far back a version's first event is looked for")
+    # Versions that start within this of each other started together (an A/B split, traffic after a quiet night):
+    # neither is a rollout of the other.
+    min_gap: Duration = Field(timedelta(hours=1), description="the newest must have started this long after the one before it")
+
+
 class Rule(_Strict):
     """One alert rule, evaluated per segment."""
 
@@ -100,6 +111,7 @@ class Rule(_Strict):
     window: Duration = timedelta(minutes=30)
     offset: Duration = Field(timedelta(0), description="the window ends this long before now (rows still being scored)")
     baseline: Baseline | None = None
+    rollout: Rollout | None = Field(None, description="rollout_mean_score: which field's newest value to compare")
     direction: Direction | None = None
     condition: Condition = Field(default_factory=Condition)
     min_events: int = Field(30, ge=0, description="judged events (or sampled, for coverage) needed in the window")
@@ -140,8 +152,9 @@ class Rule(_Strict):
                 raise ValueError("source applies to no_data rules only")
             if self.condition.empty:
                 raise ValueError("condition needs threshold, change or relative_change")
-            if self.condition.uses_baseline and self.baseline is None:
+            if self.condition.uses_baseline and self.baseline is None and not self.spec.compares_versions:
                 raise ValueError("condition compares with a baseline (change/relative_change): give baseline")
+        self._check_rollout()
         t = self.condition.threshold
         if t is not None and t.clear is not None:
             if self.bad_direction == "down" and t.clear < t.fire:
@@ -149,6 +162,20 @@ class Rule(_Strict):
             if self.bad_direction == "up" and t.clear > t.fire:
                 raise ValueError(f"condition.threshold.clear must be <= fire for {self.metric} (higher is worse)")
         return self
+
+    def _check_rollout(self) -> None:
+        if not self.spec.compares_versions:
+            if self.rollout is not None:
+                raise ValueError("rollout applies to rollout_mean_score rules only")
+            return
+        if self.rollout is None:
+            raise ValueError(f"a {self.metric} rule needs rollout: {{of: prompt_version}} or {{of: model}}")
+        if self.baseline is not None:
+            raise ValueError(f"a {self.metric} rule takes no baseline: it compares with the version before the newest, in the same window")
+        if self.rollout.of in self.segment_by:
+            raise ValueError(f"segment_by must not list {self.rollout.of}: the rule compares its values")
+        if self.rollout.lookback < self.window:
+            raise ValueError("rollout.lookback must be at least the window")
 
     @property
     def spec(self) -> MetricSpec:
@@ -162,8 +189,10 @@ class Rule(_Strict):
 
     @property
     def key_fields(self) -> tuple[str, ...]:
-        """The segment key columns in a fixed order; judge_id for score metrics."""
-        fields = tuple(f for f in ("app", "model", "prompt_version") if f in self.segment_by)
+        """The segment key columns in a fixed order; judge_id for score metrics; a rollout rule's field too (the
+        segment is the newest version)."""
+        keyed = {*self.segment_by, *((self.rollout.of,) if self.rollout is not None else ())}
+        fields = tuple(f for f in ("app", "model", "prompt_version") if f in keyed)
         return (*fields, "judge_id") if self.spec.judge_keyed else fields
 
     @property

@@ -24,8 +24,9 @@ def _finite(x: float) -> bool:
     return x is not None and math.isfinite(x)
 
 
-def welch_t_test(mean1: float, var1: float, n1: int, mean2: float, var2: float, n2: int, alternative: Alternative) -> float:
-    """One-sided Welch's t-test p-value for mean1 vs mean2 from summary statistics (1.0 when undefined)."""
+def welch_t_test(mean1: float, var1: float, n1: float, mean2: float, var2: float, n2: float, alternative: Alternative) -> float:
+    """One-sided Welch's t-test p-value for mean1 vs mean2 from summary statistics (1.0 when undefined). The sizes
+    may be effective sample sizes (weighted samples), so they need not be whole numbers."""
     if n1 < 2 or n2 < 2 or not all(_finite(v) for v in (mean1, var1, mean2, var2)):
         return 1.0
     se2 = var1 / n1 + var2 / n2
@@ -38,8 +39,8 @@ def welch_t_test(mean1: float, var1: float, n1: int, mean2: float, var2: float, 
     return float(_st().t.sf(t, df) if alternative == "greater" else _st().t.cdf(t, df))
 
 
-def one_sample_t_test(mean: float, var: float, n: int, mu0: float, alternative: Alternative) -> float:
-    """One-sided one-sample t-test p-value of mean vs a fixed reference mu0 (1.0 when undefined)."""
+def one_sample_t_test(mean: float, var: float, n: float, mu0: float, alternative: Alternative) -> float:
+    """One-sided one-sample t-test p-value of mean vs a fixed reference mu0 (1.0 when undefined); n may be effective."""
     if n < 2 or not _finite(mean) or not _finite(var):
         return 1.0
     if var <= 0:
@@ -48,8 +49,9 @@ def one_sample_t_test(mean: float, var: float, n: int, mu0: float, alternative: 
     return float(_st().t.sf(t, n - 1) if alternative == "greater" else _st().t.cdf(t, n - 1))
 
 
-def two_proportion_z_test(x1: int, n1: int, x2: int, n2: int, alternative: Alternative) -> float:
-    """One-sided pooled two-proportion z-test p-value for x1/n1 vs x2/n2 (1.0 when undefined)."""
+def two_proportion_z_test(x1: float, n1: float, x2: float, n2: float, alternative: Alternative) -> float:
+    """One-sided pooled two-proportion z-test p-value for x1/n1 vs x2/n2 (1.0 when undefined); counts may be
+    effective (a weighted share times its effective sample size)."""
     if n1 <= 0 or n2 <= 0:
         return 1.0
     x1, x2 = min(max(x1, 0), n1), min(max(x2, 0), n2)
@@ -62,8 +64,8 @@ def two_proportion_z_test(x1: int, n1: int, x2: int, n2: int, alternative: Alter
     return float(_st().norm.sf(z) if alternative == "greater" else _st().norm.cdf(z))
 
 
-def one_proportion_score_test(x: int, n: int, p0: float, alternative: Alternative) -> float:
-    """One-sided score test of x/n vs p0: rejects exactly when the Wilson interval excludes p0."""
+def one_proportion_score_test(x: float, n: float, p0: float, alternative: Alternative) -> float:
+    """One-sided score test of x/n vs p0: rejects exactly when the Wilson interval excludes p0 (x, n may be effective)."""
     if n <= 0:
         return 1.0
     x = min(max(x, 0), n)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from monitor.alerts.rules import Rule
@@ -72,6 +72,19 @@ def baseline_exposure(windows: Windows, first: datetime | None, windows_with_row
 
 
 @dataclass(frozen=True, slots=True)
+class WeightedSums:
+    """Sums over a window's ok rows, each weighted by w = 1/sample_rate (the traffic one judged row stands for).
+
+    Sums rather than means, so that windows and segments pool by adding them (a parent's baseline)."""
+
+    weight: float = 0.0  # sum of w
+    weight_sq: float = 0.0  # sum of w^2, for the effective sample size (sum w)^2 / sum w^2
+    score: float = 0.0  # sum of w * score
+    score_sq: float = 0.0  # sum of w * score^2
+    low: float = 0.0  # sum of w over scores below the rule's low_score_below
+
+
+@dataclass(frozen=True, slots=True)
 class WindowStats:
     """Aggregates of one segment in one window; None where no rows define the value."""
 
@@ -79,9 +92,7 @@ class WindowStats:
     rows: int = 0  # ok + error rows, deduplicated
     ok: int = 0
     errors: int = 0
-    score_mean: float | None = None
-    score_var: float | None = None
-    low: int = 0  # ok rows with score below the rule's low_score_below
+    weighted: WeightedSums = WeightedSums()  # score sums weighted by 1/sample_rate (mean_score, low_score_share)
     p10: float | None = None
     lag_p90: float | None = None  # seconds from event_time to scored_at
     cost: float = 0.0
@@ -90,12 +101,54 @@ class WindowStats:
     consumed: int | None = None
 
 
+BaselineKind = Literal["parent", "previous_version"]
+
+
+@dataclass(frozen=True, slots=True)
+class BaselineSource:
+    """Where a segment's baseline came from when it is not the segment's own history: the nearest parent's (same
+    app and judge, the other prompt versions or models), or, in a rollout rule, the version before it."""
+
+    kind: BaselineKind
+    fields: tuple[str, ...]  # the key fields the baseline differs in: ("prompt_version",), ("model",) or both
+    segment_values: tuple[str, ...]  # the segment's values of those fields: ("v2",)
+    baseline_values: tuple[str, ...]  # the baseline's, most events first: ("v1",), or ("m1/v1",) for both fields
+    scope: SegmentKey  # the key fields segment and baseline share (app, judge_id)
+    reason: str = ""  # why the segment's own history was not used
+
+    def describe(self) -> str:
+        """One clause for people: `prompt_version v2 against the app's baseline (v1)`."""
+        what, own = "/".join(self.fields), "/".join(self.segment_values)
+        theirs = ", ".join(self.baseline_values[:3]) + (f" and {len(self.baseline_values) - 3} more" if len(self.baseline_values) > 3 else "")
+        if self.kind == "previous_version":
+            return f"{what} {own} against {theirs}, the {what} before it, in the same window"
+        shared = [(k, v) for k, v in self.scope if k != "judge_id"]
+        if [k for k, _ in shared] == ["app"]:
+            whose = "the app's baseline"
+        else:
+            whose = "the baseline of " + (" ".join(f"{k}={v}" for k, v in shared) or "all traffic")
+        text = f"{what} {own} against {whose} ({theirs})"
+        return f"{text}: {self.reason}" if self.reason else text
+
+
 @dataclass(frozen=True, slots=True)
 class SegmentData:
-    """One segment's current and baseline statistics, and the judge name when keyed by judge_id."""
+    """One segment's current and baseline statistics, the judge name when keyed by judge_id, and where the
+    baseline came from when it is not the segment's own history."""
 
     current: WindowStats
     baseline: WindowStats
+    judge: str = ""
+    baseline_from: BaselineSource | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class VersionStats:
+    """One prompt version (or model) of a rollout rule's segment: its current window and its first event."""
+
+    name: str
+    first_seen: datetime  # the version's first event in the rule's lookback (any status)
+    current: WindowStats
     judge: str = ""
 
 

@@ -412,6 +412,8 @@ class EpisodeRow(TypedDict):
     baseline: float | None
     p_value: float | None
     n: int
+    n_baseline: int
+    note: str  # at the time it fired: which baseline was used (its own, a parent's, the version before)
 
 
 def episode_row(e: Episode) -> EpisodeRow:
@@ -428,6 +430,8 @@ def episode_row(e: Episode) -> EpisodeRow:
         baseline=e.baseline_at_fire,
         p_value=e.p_value_at_fire,
         n=e.n_at_fire,
+        n_baseline=e.n_baseline_at_fire,
+        note=e.note_at_fire,
     )
 
 
@@ -448,7 +452,7 @@ def _print_backtest(report: BacktestReport, step: str, summary: list[RuleSummary
     console.print(t)
     if episodes:
         e_t = Table(title="episodes")
-        for col in ("rule", "segment", "pending at", "fired at", "resolved at", "value", "baseline", "n", "p"):
+        for col in ("rule", "segment", "pending at", "fired at", "resolved at", "value", "baseline", "n now/base", "p", "note"):
             e_t.add_column(col, overflow="fold")
         for e in episodes:
             e_t.add_row(
@@ -459,7 +463,8 @@ def _print_backtest(report: BacktestReport, step: str, summary: list[RuleSummary
                 e["resolved_at"] or "(still firing)",
                 _num(e["value"]),
                 _num(e["baseline"]),
-                str(e["n"]),
+                f"{e['n']}/{e['n_baseline']}",
                 _num(e["p_value"], 2),
+                escape(e["note"]),
             )
         console.print(e_t)

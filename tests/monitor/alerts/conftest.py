@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from monitor.alerts.rules import Rule, parse_rules
+from monitor.alerts.rules import Rule, RuleSet, load_rules, parse_rules
 from monitor.runtime.store import ClickHouseStore
 from schemas.scored import ScoredRow
 
@@ -114,3 +114,15 @@ def insert_traffic(store: ClickHouseStore, rows: Iterable[tuple[datetime, str, s
     """Traffic rows (minute, app, model, prompt_version, consumed, sampled)."""
     data = [(m, a, mo, p, c, s, c - s, 0) for m, a, mo, p, c, s in rows]
     store.insert_table("traffic_counts", ["minute", "app", "model", "prompt_version", "consumed", "sampled", "not_sampled", "dead_lettered"], data)
+
+
+SCORE_RULES = ("relevancy_drop", "relevancy_floor", "low_score_share_rise", "prompt_rollout_regression", "model_rollout_regression")
+
+
+def default_rules(*names: str, ignore_for: bool = False) -> RuleSet:
+    """The shipped default rules named (all when none are), with `for` set to 0 if `ignore_for` (like `check --ignore-for`)."""
+    rules = [r for r in load_rules().rules if not names or r.name in names]
+    assert not names or len(rules) == len(names), names
+    if ignore_for:
+        rules = [r.model_copy(update={"for_": timedelta(0)}) for r in rules]
+    return RuleSet(rules=rules)

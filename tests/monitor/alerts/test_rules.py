@@ -111,3 +111,49 @@ def test_every_metric_a_rule_can_name_has_one_spec() -> None:
     """Each metric a rule may name has exactly one spec, filed under its own name."""
     assert sorted(SPECS) == sorted(get_args(MetricName))
     assert all(name == spec.name for name, spec in SPECS.items())
+
+
+def test_default_rollout_rules_compare_versions_per_app_and_the_floor_fires_on_a_real_breach() -> None:
+    """The shipped rollout rules compare the newest prompt version and model per app (keyed by it and the judge); the floor tests at alpha 0.05."""
+    rules = {r.name: r for r in load_rules().rules}
+    prompt, model = rules["prompt_rollout_regression"], rules["model_rollout_regression"]
+    assert prompt.rollout is not None and prompt.rollout.of == "prompt_version" and prompt.key_fields == ("app", "prompt_version", "judge_id")
+    assert model.rollout is not None and model.rollout.of == "model" and model.key_fields == ("app", "model", "judge_id")
+    assert prompt.min_events >= 50 and prompt.min_baseline_events >= 50 and prompt.spec.tests[0] == "welch_t"
+    assert rules["relevancy_floor"].alpha == 0.05 and rules["relevancy_drop"].alpha == 0.001
+
+
+def test_every_shipped_rule_is_documented() -> None:
+    """docs/alerting.md names every shipped rule (its test and alpha are explained there)."""
+    docs = (Path(__file__).resolve().parents[3] / "docs" / "alerting.md").read_text(encoding="utf-8")
+    assert all(f"`{r.name}`" in docs for r in load_rules().rules)
+
+
+ROLLOUT = """
+rules:
+  - name: rollout
+    metric: rollout_mean_score
+    rollout: {of: prompt_version}
+    segment_by: [app]
+    window: 6h
+    condition: {relative_change: 0.1}
+"""
+
+
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        (("    rollout: {of: prompt_version}\n", ""), "needs rollout: {of: prompt_version} or {of: model}"),
+        (("segment_by: [app]", "segment_by: [app, prompt_version]"), "segment_by must not list prompt_version"),
+        (("window: 6h", "window: 6h\n    baseline: {trailing: 24h}"), "takes no baseline"),
+        (("{of: prompt_version}", "{of: prompt_version, lookback: 1h}"), "rollout.lookback must be at least the window"),
+        (("metric: rollout_mean_score", "metric: mean_score\n    baseline: {trailing: 1h}"), "rollout applies to rollout_mean_score rules only"),
+        (("{of: prompt_version}", "{of: judge_id}"), "rules[0] (rollout).rollout.of: Input should be"),
+    ],
+)
+def test_rollout_rules_are_checked(edit: tuple[str, str], expected: str) -> None:
+    """A rollout rule needs `rollout`, compares a field it is not segmented by, takes no baseline; other metrics take no `rollout`."""
+    assert parse_rules(ROLLOUT).rules[0].rollout is not None
+    with pytest.raises(RulesError) as e:
+        parse_rules(ROLLOUT.replace(*edit), "r.yaml")
+    assert expected in str(e.value) and "\n" not in str(e.value)
