@@ -351,7 +351,7 @@ class Pipeline:
         try:
             await asyncio.wait_for(self.source.consumer.topics(), timeout=_PROBE_TIMEOUT_S)
         except (TimeoutError, KafkaError) as e:
-            problem = f"{type(e).__name__}: {e}"[:200] if str(e) else type(e).__name__
+            problem = (str(e) or type(e).__name__)[:200]  # aiokafka puts the class name in the message already
             if self.health.mark("kafka", False, problem):
                 log.error(
                     "kafka_unreachable",
