@@ -1,13 +1,18 @@
 """Liveness and readiness: what the monitor's dependencies look like right now, and the HTTP endpoints that
 report it beside the metrics (`/metrics`, `/healthz`, `/readyz`).
 
-Readiness is false while the brokers cannot be reached or the dead-letter topic refuses writes: the monitor
-keeps its unfinished events and retries, and the probe says why nothing moves."""
+- Liveness fails only when the process is wedged: the event loop has not beaten for `max_silence_s`. A lost
+  broker, store or judge never fails it, because a restart fixes none of them.
+- Readiness is true once the consumer has joined its group and the store has answered, and while the brokers,
+  the store and the dead-letter topic look healthy. The judge's circuit is reported but never gates it: a
+  provider outage hits every replica alike and must not block a rollout."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -20,10 +25,15 @@ COMPONENTS = ("kafka", "dead_letter_topic", "store")
 
 @dataclass
 class Health:
-    """Per component: up or not, and the last problem seen (one line, no secrets)."""
+    """Per component: up or not, and the last problem seen (one line, no secrets); the start-up milestones; and
+    information reported without gating (the judge's circuit)."""
 
     up: dict[str, bool] = field(default_factory=lambda: dict.fromkeys(COMPONENTS, True))
     problem: dict[str, str] = field(default_factory=dict)
+    joined: bool = False  # the consumer has joined its group (its first assignment arrived)
+    store_answered: bool = False  # the store opened and answered
+    info: dict[str, str] = field(default_factory=dict)
+    beat: float = field(default_factory=time.monotonic)
 
     def mark(self, component: str, up: bool, problem: str = "") -> bool:
         """Record a component's state; returns True when it changed (so callers log transitions only)."""
@@ -37,12 +47,31 @@ class Health:
 
     @property
     def ready(self) -> bool:
-        """Whether every component is up."""
-        return all(self.up.values())
+        """Whether the monitor has started and every component is up."""
+        return self.joined and self.store_answered and all(self.up.values())
+
+    def starting(self) -> list[str]:
+        """The start-up milestones not reached yet."""
+        return [what for what, done in (("joining the consumer group", self.joined), ("opening the store", self.store_answered)) if not done]
+
+    def alive(self, max_silence_s: float, now: float | None = None) -> bool:
+        """Whether the event loop beat within `max_silence_s`."""
+        return (time.monotonic() if now is None else now) - self.beat <= max_silence_s
+
+    async def heartbeat(self, every_s: float = 1.0) -> None:
+        """Beat from the event loop until cancelled: a wedged loop stops beating, and liveness fails."""
+        while True:
+            self.beat = time.monotonic()
+            await asyncio.sleep(every_s)
 
     def report(self) -> dict[str, Any]:
         """The readiness document served at /readyz."""
-        return {"ready": self.ready, "components": {c: {"up": u, "problem": self.problem.get(c, "")} for c, u in self.up.items()}}
+        return {
+            "ready": self.ready,
+            "starting": self.starting(),
+            "components": {c: {"up": u, "problem": self.problem.get(c, "")} for c, u in self.up.items()},
+            "info": dict(self.info),
+        }
 
 
 class HealthGauges:
@@ -60,11 +89,12 @@ class HealthGauges:
 
 
 class HealthServer:
-    """Serves `/metrics` (Prometheus), `/healthz` (the process answers) and `/readyz` (503 with the reasons
-    while a dependency is down) on one port, in a daemon thread."""
+    """Serves `/metrics` (Prometheus), `/healthz` (503 once the event loop has been silent for `max_silence_s`)
+    and `/readyz` (503 with the reasons until started, and while a dependency is down) on one port, in a daemon
+    thread."""
 
-    def __init__(self, registry: CollectorRegistry, health: Health, port: int, host: str = "0.0.0.0") -> None:
-        handler = _handler(registry, health)
+    def __init__(self, registry: CollectorRegistry, health: Health, port: int, host: str = "0.0.0.0", max_silence_s: float = 30.0) -> None:
+        handler = _handler(registry, health, max_silence_s)
         self._server = ThreadingHTTPServer((host, port), handler)
         self.port = int(self._server.server_address[1])
         self._thread = threading.Thread(target=self._server.serve_forever, name="health-http", daemon=True)
@@ -80,14 +110,16 @@ class HealthServer:
         self._server.server_close()
 
 
-def _handler(registry: CollectorRegistry, health: Health) -> type[BaseHTTPRequestHandler]:
+def _handler(registry: CollectorRegistry, health: Health, max_silence_s: float) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             path = self.path.split("?", 1)[0]
             if path == "/metrics":
                 self._send(200, generate_latest(registry), CONTENT_TYPE_LATEST)
             elif path == "/healthz":
-                self._send(200, b'{"alive": true}\n', "application/json")
+                alive = health.alive(max_silence_s)
+                body = {"alive": alive, "silent_s": round(time.monotonic() - health.beat, 1)}
+                self._send(200 if alive else 503, json.dumps(body).encode() + b"\n", "application/json")
             elif path == "/readyz":
                 self._send(200 if health.ready else 503, json.dumps(health.report()).encode() + b"\n", "application/json")
             else:

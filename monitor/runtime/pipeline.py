@@ -96,6 +96,7 @@ class Pipeline:
     async def run(self, stop: asyncio.Event) -> None:
         """Consume until `stop` is set; then drain within the grace period, flush, commit and close."""
         await self.store.open()
+        self.health.store_answered = True
         try:
             await start_client(self.producer, self.kafka)
             await start_client(self.source, self.kafka)
@@ -137,6 +138,8 @@ class Pipeline:
                 last_factor = now
             if now - last_lag >= self.flow.lag_check_s:
                 await self._probe_kafka()
+                await self._probe_store()
+                self.health.info["judge_circuit"] = self.guard.breaker.state.value
                 self._lag = await self._update_lag()
                 self.cost.on_lag(self._lag, throttled=self.guard.throttled_since_last_asked())
                 self._gauges.update(self.health)
@@ -364,6 +367,17 @@ class Pipeline:
         if self.health.mark("kafka", True):
             log.info("kafka_reachable", bootstrap=self.kafka.bootstrap_servers)
 
+    async def _probe_store(self) -> None:
+        """A trivial query: readiness turns false when the store stops answering, even while nothing is written."""
+        try:
+            await asyncio.wait_for(self.store.query("SELECT 1"), timeout=_PROBE_TIMEOUT_S)
+        except Exception as e:  # StoreError, a timeout, or the driver's own connection errors
+            if self.health.mark("store", False, (str(e) or type(e).__name__)[:200]):
+                log.error("store_unreachable", error=type(e).__name__, detail=str(e)[:200])
+            return
+        if self.health.mark("store", True):
+            log.info("store_reachable")
+
     def _log_progress(self) -> None:
         total = self.metrics.total
         log.info(
@@ -396,6 +410,7 @@ class Pipeline:
 
     async def _on_assigned(self, assigned: set[TopicPartition]) -> None:
         self.tracker.assign(assigned)
+        self.health.joined = True
         log.info("partitions_assigned", partitions=sorted(f"{tp.topic}/{tp.partition}" for tp in assigned))
 
     async def _on_revoked(self, revoked: set[TopicPartition]) -> None:

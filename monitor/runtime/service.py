@@ -93,14 +93,18 @@ async def run_service(settings: Settings, stop: asyncio.Event | None = None, met
     sampler = build_sampler(settings)  # before Kafka: a bad rules file is reported even with no broker
     metrics = metrics or Metrics(max_apps=settings.metrics_max_apps, apps=tuple(settings.metrics_apps))
     health = Health()
-    if settings.metrics_port:
-        HealthServer(metrics.registry, health, settings.metrics_port).start()
-    created = await ensure_topics(settings.kafka, {settings.dlq_topic: 1})
-    if created:
-        log.info("created_topics", topics=created)
-    s = settings.store
-    store = AsyncStore(ClickHouseStore(s.url, s.database, s.table))
+    heartbeat = asyncio.create_task(health.heartbeat(), name="liveness-heartbeat")  # from the start: start-up is not a hang
     try:
-        await build_pipeline(settings, judge, store, metrics, health, sampler).run(stop)
+        if settings.metrics_port:
+            HealthServer(metrics.registry, health, settings.metrics_port).start()
+        created = await ensure_topics(settings.kafka, {settings.dlq_topic: 1})
+        if created:
+            log.info("created_topics", topics=created)
+        s = settings.store
+        store = AsyncStore(ClickHouseStore(s.url, s.database, s.table))
+        try:
+            await build_pipeline(settings, judge, store, metrics, health, sampler).run(stop)
+        finally:
+            await store.close()
     finally:
-        await store.close()
+        heartbeat.cancel()

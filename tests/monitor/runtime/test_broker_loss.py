@@ -118,6 +118,31 @@ async def test_a_stop_while_the_broker_is_away_exits_cleanly(tmp_path: Path) -> 
     assert "Traceback" not in text and "Unclosed" not in text and "CancelledError" not in text
 
 
+async def test_readiness_transitions_against_a_broker_lost_mid_run(tmp_path: Path) -> None:
+    """/readyz: 503 while starting, 200 once joined, 503 within 30 s of losing the broker, 200 again once it returns."""
+    topic, port = f"ready-{uuid.uuid4().hex[:6]}", free_port()
+    with ProxiedBroker() as pb:
+        await create_topic(pb.bootstrap, topic)
+        monitor = MonitorProcess(_env(pb, topic, tmp_path, port))
+        started = time.monotonic()
+        await monitor.start()
+        await wait_for(lambda: _is(_readiness(port)[0] == 503), 30, "/readyz to answer 503 while starting")
+        assert "joining the consumer group" in _readiness(port)[1].get("starting", [])  # type: ignore[operator]
+        await wait_for(lambda: _is(_readiness(port)[0] == 200), 60, "/readyz 200 once joined")
+        ready_s = time.monotonic() - started
+        pb.proxy.cut()
+        cut = time.monotonic()
+        await wait_for(lambda: _is(_readiness(port)[0] == 503), 30, "/readyz 503 after the broker is lost")
+        unready_s = time.monotonic() - cut
+        pb.proxy.restore()
+        back = time.monotonic()
+        await wait_for(lambda: _is(_readiness(port)[0] == 200), 60, "/readyz 200 after the broker returns")
+        ready_again_s = time.monotonic() - back
+        print(f"ready after start {ready_s:.1f}s; unready {unready_s:.1f}s after the cut; ready {ready_again_s:.1f}s after restore")
+        code = await monitor.terminate()
+    assert code == 0 and unready_s < 30
+
+
 async def _at_least(value: object, n: int) -> bool:
     return await value >= n  # type: ignore[operator,no-any-return]
 

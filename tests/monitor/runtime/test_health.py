@@ -26,7 +26,7 @@ def _get(port: int, path: str) -> tuple[int, bytes]:
 
 def test_readyz_is_503_with_the_reason_while_a_dependency_is_down_and_metrics_stay_served() -> None:
     """/readyz answers 503 naming the component and its problem, /healthz stays 200, /metrics shows the gauges."""
-    registry, health = CollectorRegistry(), Health()
+    registry, health = CollectorRegistry(), Health(joined=True, store_answered=True)
     gauges = HealthGauges(registry)
     server = HealthServer(registry, health, 0, host="127.0.0.1").start()
     try:
@@ -46,7 +46,7 @@ def test_readyz_is_503_with_the_reason_while_a_dependency_is_down_and_metrics_st
 
 async def test_a_failing_store_shows_in_readiness_until_a_write_succeeds(async_store: AsyncStore) -> None:
     """Insert failures mark the store down (with the error) and the first durable write marks it up again."""
-    health = Health()
+    health = Health(joined=True, store_answered=True)
     seen: list[bool] = []
     store = FaultyStore(async_store, fail_before=2)
     sink: ClickHouseSink[int] = ClickHouseSink(store, lambda t, r: seen.append(health.up["store"]), Metrics(), health, retry_initial_s=0.01)
@@ -61,3 +61,38 @@ async def test_a_failing_store_shows_in_readiness_until_a_write_succeeds(async_s
         sink.add(r, i)
     await asyncio.wait_for(sink.flush(), 10)
     assert seen == [True, False, False, True] and health.ready
+
+
+def test_not_ready_until_joined_and_the_store_answered_and_the_judge_circuit_never_gates() -> None:
+    """A fresh monitor is not ready (saying why) until both milestones; an open judge circuit is reported, not gating."""
+    health = Health()
+    assert not health.ready and health.starting() == ["joining the consumer group", "opening the store"]
+    health.store_answered = True
+    health.joined = True
+    health.info["judge_circuit"] = "open"
+    assert health.ready and health.report()["info"] == {"judge_circuit": "open"} and health.report()["starting"] == []
+
+
+def test_liveness_fails_only_when_the_event_loop_stops_beating() -> None:
+    """/healthz is 200 while the loop beats, even with every dependency down, and 503 once it has been silent."""
+    registry, health = CollectorRegistry(), Health()
+    for component in ("kafka", "store", "dead_letter_topic"):
+        health.mark(component, False, "down")
+    server = HealthServer(registry, health, 0, host="127.0.0.1", max_silence_s=0.5).start()
+    try:
+        assert _get(server.port, "/healthz")[0] == 200
+        health.beat -= 1.0  # as if the loop had been wedged for a second
+        status, body = _get(server.port, "/healthz")
+        assert status == 503 and json.loads(body)["alive"] is False
+    finally:
+        server.stop()
+
+
+async def test_the_heartbeat_keeps_liveness_up_while_the_loop_runs() -> None:
+    """The heartbeat task refreshes the beat from the event loop."""
+    health = Health()
+    health.beat -= 100
+    task = asyncio.create_task(health.heartbeat(every_s=0.01))
+    await asyncio.sleep(0.05)
+    task.cancel()
+    assert health.alive(1.0)
