@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -21,6 +22,7 @@ from monitor.alerts.rollouts import pair_newest
 from monitor.alerts.rules import Rule, RuleSet
 from monitor.alerts.state import Lease, StateStore
 from monitor.alerts.windows import SegmentData, SegmentKey, TrafficCounts, Windows, WindowStats, windows_for
+from monitor.runtime.health import Health, HealthServer
 from monitor.runtime.store import ClickHouseStore
 from schemas.errors import NotifyError, QueryError, StoreError
 
@@ -257,9 +259,11 @@ class AlertRunner:
             self.metrics.firing.labels(rule, severity).set(n)
 
     def run_forever(self, interval: timedelta, stop: threading.Event, metrics_port: int = 0) -> None:
-        """Rounds every `interval` until `stop` is set; a failing round is logged and the next one runs."""
+        """Rounds every `interval` until `stop` is set; a failing round is logged and the next one runs. The metrics
+        port also answers /healthz (rounds keep beating) and /readyz (the store answered the last round)."""
+        health = Health(joined=True)  # the evaluator is in no consumer group
         if metrics_port:
-            self.metrics.serve(metrics_port)
+            HealthServer(self.metrics.registry, health, metrics_port, max_silence_s=3 * interval.total_seconds() + 60).start()
         log.info(
             "alert evaluator started",
             rules=len(self.rules.rules),
@@ -270,15 +274,21 @@ class AlertRunner:
         try:
             while not stop.is_set():
                 started = datetime.now(UTC)
+                health.beat = time.monotonic()
                 try:
                     report = self.run_once(started)
+                    health.store_answered = True
+                    health.mark("store", True)
                     if report.leader and report.evaluation is not None:
                         firing = sum(1 for r in report.evaluation.results if r.state.state == "firing")
                         log.info("alert round", firing=firing, sent=report.sent, failed=report.failed, rule_errors=len(report.evaluation.errors))
                 except (StoreError, QueryError) as e:
+                    health.mark("store", False, str(e)[:200])
                     log.error("alert round failed", error=str(e))
-                elapsed = (datetime.now(UTC) - started).total_seconds()
-                stop.wait(max(0.0, interval.total_seconds() - elapsed))
+                wait_until = time.monotonic() + max(0.0, interval.total_seconds() - (datetime.now(UTC) - started).total_seconds())
+                while not stop.is_set() and (left := wait_until - time.monotonic()) > 0:
+                    stop.wait(min(left, 5.0))
+                    health.beat = time.monotonic()  # waiting between rounds is not a hang
         finally:
             if self.lease is not None:
                 try:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge
 
 _PREFIX = "relevancy_monitor_alert_"
 
@@ -19,7 +19,3 @@ class AlertMetrics:
         self.firing = Gauge(_PREFIX + "firing", "Segments firing per rule", ["rule", "severity"], registry=r)
         self.leader = Gauge(_PREFIX + "leader", "1 while this replica evaluates and notifies", registry=r)
         self.last_round = Gauge(_PREFIX + "last_round_timestamp_seconds", "When the last round finished", registry=r)
-
-    def serve(self, port: int) -> None:
-        """Expose the registry on http://0.0.0.0:`port`/metrics (a daemon thread)."""
-        start_http_server(port, registry=self.registry)
