@@ -1,18 +1,24 @@
 """aiokafka client construction: connection and security options in one place, and start-up failures turned
-into `KafkaUnavailable` (one line for the operator)."""
+into `KafkaUnavailable` (one line for the operator).
+
+Security (`client_kwargs`, shared by the consumer, the dead-letter producer, the admin client and `produce`): TLS
+with the CA, client certificate and key of the MONITOR_KAFKA_SSL_* settings, and SASL PLAIN or SCRAM-SHA-256/512.
+An incomplete or contradictory combination is a one-line `ConfigError` naming the variables."""
 
 from __future__ import annotations
 
 import asyncio
+import ssl
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-from aiokafka.errors import KafkaConnectionError, KafkaError, TopicAlreadyExistsError
+from aiokafka.errors import KafkaConnectionError, KafkaError, TopicAlreadyExistsError, for_code
 from aiokafka.helpers import create_ssl_context
 
-from schemas.errors import KafkaUnavailable
+from schemas.errors import ConfigError, KafkaUnavailable
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,9 +33,16 @@ class KafkaSettings:
     sasl_mechanism: str | None = None
     sasl_username: str | None = None
     sasl_password: str | None = field(default=None, repr=False)
+    ssl_cafile: Path | None = None  # None: the system's CAs
+    ssl_certfile: Path | None = None  # client certificate (mutual TLS)
+    ssl_keyfile: Path | None = None  # its key, when not in the certificate file
+    ssl_check_hostname: bool = True
     session_timeout_ms: int = 10_000
     max_poll_records: int = 500
     dlq_topic: str = "relevancy-monitor.dlq"
+    dlq_create: bool = True  # false: never create the dead-letter topic (clusters where the app may not)
+    dlq_partitions: int = 3
+    dlq_replication_factor: int | None = None  # None: min(3, brokers in the cluster)
     max_event_bytes: int = 1_000_000
     max_future_skew_s: float | None = 3600.0  # event times further ahead than this are a bad clock: dead-lettered
     connect_timeout_s: float = 60.0  # start-up gives up after this: a run must not hang on an absent broker
@@ -39,17 +52,87 @@ class _Startable(Protocol):
     async def start(self) -> None: ...
 
 
+_TLS_FILES = (
+    ("ssl_cafile", "MONITOR_KAFKA_SSL_CAFILE"),
+    ("ssl_certfile", "MONITOR_KAFKA_SSL_CERTFILE"),
+    ("ssl_keyfile", "MONITOR_KAFKA_SSL_KEYFILE"),
+)
+
+
+def _file_error(variable: str, path: Path, e: Exception) -> ConfigError:
+    reason = e.strerror if isinstance(e, OSError) and e.strerror else (getattr(e, "reason", None) or str(e) or type(e).__name__)
+    return ConfigError(f"invalid setting {variable}: cannot use {path} ({reason})")
+
+
+def _holds_certificates(path: Path) -> bool:
+    try:
+        ssl.create_default_context().load_verify_locations(cafile=path)
+    except (OSError, ssl.SSLError, ValueError):
+        return False
+    return True
+
+
+def ssl_context(kafka: KafkaSettings) -> ssl.SSLContext:
+    """The TLS context of the Kafka clients: the CA of MONITOR_KAFKA_SSL_CAFILE (else the system's), the client
+    certificate and key for mutual TLS, hostname checking per MONITOR_KAFKA_SSL_CHECK_HOSTNAME. A file that cannot
+    be read or is not PEM of its kind is a one-line `ConfigError` naming its variable."""
+    try:
+        context: ssl.SSLContext = create_ssl_context(cafile=kafka.ssl_cafile)
+    except (OSError, ssl.SSLError, ValueError) as e:
+        assert kafka.ssl_cafile is not None  # the system's CAs load without error
+        raise _file_error("MONITOR_KAFKA_SSL_CAFILE", kafka.ssl_cafile, e) from None
+    if kafka.ssl_certfile is not None:
+        try:
+            context.load_cert_chain(kafka.ssl_certfile, kafka.ssl_keyfile)
+        except (OSError, ssl.SSLError, ValueError) as e:
+            bad_key = kafka.ssl_keyfile is not None and _holds_certificates(kafka.ssl_certfile)
+            variable, path = ("MONITOR_KAFKA_SSL_KEYFILE", kafka.ssl_keyfile) if bad_key else ("MONITOR_KAFKA_SSL_CERTFILE", kafka.ssl_certfile)
+            assert path is not None
+            raise _file_error(variable, path, e) from None
+    context.check_hostname = kafka.ssl_check_hostname
+    return context
+
+
+def check_security(kafka: KafkaSettings) -> None:
+    """Refuse, in one line naming the variables, security settings that cannot work together: TLS files without a
+    TLS protocol, a SASL mechanism without a SASL protocol, SASL without both username and password."""
+    tls = kafka.security_protocol in ("SSL", "SASL_SSL")
+    sasl = kafka.security_protocol in ("SASL_PLAINTEXT", "SASL_SSL")
+    for attr, variable in _TLS_FILES:
+        if getattr(kafka, attr) is not None and not tls:
+            raise ConfigError(f"invalid setting {variable}: needs MONITOR_KAFKA_SECURITY_PROTOCOL=SSL or SASL_SSL (it is {kafka.security_protocol})")
+    if kafka.sasl_mechanism and not sasl:
+        raise ConfigError(
+            f"invalid setting MONITOR_KAFKA_SASL_MECHANISM: needs MONITOR_KAFKA_SECURITY_PROTOCOL=SASL_SSL or SASL_PLAINTEXT "
+            f"(it is {kafka.security_protocol})"
+        )
+    if sasl:
+        missing = [
+            v
+            for v, given in (("MONITOR_KAFKA_SASL_USERNAME", kafka.sasl_username), ("MONITOR_KAFKA_SASL_PASSWORD", kafka.sasl_password))
+            if not given
+        ]
+        if missing:
+            mechanism = kafka.sasl_mechanism or "PLAIN"
+            raise ConfigError(
+                f"invalid setting MONITOR_KAFKA_SASL_MECHANISM: SASL {mechanism} needs MONITOR_KAFKA_SASL_USERNAME and "
+                f"MONITOR_KAFKA_SASL_PASSWORD ({' and '.join(missing)} not set)"
+            )
+
+
 def client_kwargs(kafka: KafkaSettings) -> dict[str, Any]:
-    """Connection and security options shared by consumer, producer and admin client."""
+    """Connection and security options shared by consumer, producer and admin client; raises `ConfigError`
+    (one line naming the variables) for security settings that cannot work."""
+    check_security(kafka)
     kw: dict[str, Any] = {
         "bootstrap_servers": kafka.bootstrap_servers,
         "security_protocol": kafka.security_protocol,
         "client_id": "relevancy-monitor",
     }
     if kafka.security_protocol in ("SSL", "SASL_SSL"):
-        kw["ssl_context"] = create_ssl_context()
-    if kafka.sasl_mechanism:
-        kw["sasl_mechanism"] = kafka.sasl_mechanism
+        kw["ssl_context"] = ssl_context(kafka)
+    if kafka.security_protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
+        kw["sasl_mechanism"] = kafka.sasl_mechanism or "PLAIN"
         kw["sasl_plain_username"] = kafka.sasl_username
         kw["sasl_plain_password"] = kafka.sasl_password
     return kw
@@ -83,23 +166,84 @@ async def start_client(client: _Startable, kafka: KafkaSettings) -> None:
             "(check MONITOR_KAFKA_BOOTSTRAP_SERVERS, or raise MONITOR_KAFKA_CONNECT_TIMEOUT_S)"
         ) from e
     except KafkaConnectionError as e:
+        tls = await _tls_failure(kafka)
+        if tls:
+            raise KafkaUnavailable(
+                f"cannot reach Kafka at {kafka.bootstrap_servers}: TLS handshake failed: {tls} "
+                "(check MONITOR_KAFKA_SSL_CAFILE, MONITOR_KAFKA_SSL_CERTFILE and MONITOR_KAFKA_SSL_CHECK_HOSTNAME)"
+            ) from e
         raise KafkaUnavailable(f"cannot reach Kafka at {kafka.bootstrap_servers}: {e} (check MONITOR_KAFKA_BOOTSTRAP_SERVERS)") from e
     except KafkaError as e:
         raise KafkaUnavailable(f"Kafka error: {type(e).__name__}: {e}") from e
 
 
+async def _tls_failure(kafka: KafkaSettings) -> str | None:
+    """Why a TLS handshake with the first bootstrap server fails, or None (no TLS, no failure, or not a TLS problem):
+    aiokafka reports only "Unable to bootstrap", which does not tell an untrusted certificate from a closed port."""
+    if kafka.security_protocol not in ("SSL", "SASL_SSL"):
+        return None
+    host, _, port = kafka.bootstrap_servers.split(",")[0].strip().rpartition(":")
+    host, port = (host, port) if host else (port, "9092")
+    try:
+        _, writer = await asyncio.wait_for(
+            asyncio.open_connection(host.strip("[]"), int(port), ssl=ssl_context(kafka)), timeout=min(5.0, kafka.connect_timeout_s)
+        )
+    except ssl.SSLCertVerificationError as e:
+        return f"certificate verify failed: {e.verify_message}"
+    except ssl.SSLError as e:
+        return str(e.reason or e)
+    except (OSError, TimeoutError, ValueError):
+        return None
+    writer.close()
+    return None
+
+
+# Replicas of a created topic when none is configured: Kafka's usual 3, or every broker of a smaller cluster.
+DEFAULT_REPLICATION = 3
+
+
+async def ensure_dlq_topic(kafka: KafkaSettings) -> list[str]:
+    """Create the dead-letter topic if it is missing (see `ensure_topics`); returns it if it was created."""
+    return await ensure_topics(kafka, {kafka.dlq_topic: kafka.dlq_partitions})
+
+
 async def ensure_topics(kafka: KafkaSettings, topics: dict[str, int]) -> list[str]:
-    """Create missing topics ({name: partitions}) with the broker's default replication; returns those created."""
+    """Create missing topics ({name: partitions}); returns those created.
+
+    Each is created with `kafka.dlq_replication_factor` replicas, by default min(3, brokers in the cluster) (aiokafka
+    speaks CreateTopics v0-v3, which cannot ask for the broker's default with -1). The dead-letter topic
+    (`kafka.dlq_topic`) always gets `kafka.dlq_partitions`, whatever `topics` says, and is skipped when
+    `kafka.dlq_create` is false (MONITOR_DLQ_CREATE=false: clusters where the app may not create topics). A broker
+    refusing to create a topic is a one-line `KafkaUnavailable` naming it."""
+    wanted = {name: (kafka.dlq_partitions if name == kafka.dlq_topic else n) for name, n in topics.items()}
+    if not kafka.dlq_create:
+        wanted.pop(kafka.dlq_topic, None)
+    if not wanted:
+        return []  # no admin client at all: it may lack even the right to list topics
     admin = AIOKafkaAdminClient(**client_kwargs(kafka))
     try:
         await start_client(admin, kafka)
         existing = set(await admin.list_topics())
-        missing = [NewTopic(name, num_partitions=n, replication_factor=1) for name, n in topics.items() if name not in existing]
-        if missing:
-            try:
-                await admin.create_topics(missing)
-            except TopicAlreadyExistsError:
-                pass  # a replica created it at the same time
-        return [t.name for t in missing]
+        names = [name for name in wanted if name not in existing]
+        if not names:
+            return []
+        replication = kafka.dlq_replication_factor or min(DEFAULT_REPLICATION, len((await admin.describe_cluster())["brokers"]) or 1)
+        missing = [NewTopic(name, num_partitions=wanted[name], replication_factor=replication) for name in names]
+        try:
+            response = await admin.create_topics(missing)
+        except TopicAlreadyExistsError:
+            return []  # a replica created it at the same time
+        created = []
+        for topic, code, *message in response.topic_errors:
+            if code == 0:
+                created.append(topic)
+            elif code != TopicAlreadyExistsError.errno:  # else a replica created it at the same time
+                error = for_code(code)
+                detail = f": {message[0]}" if message and message[0] else ""
+                hint = " (or create it and set MONITOR_DLQ_CREATE=false)" if topic == kafka.dlq_topic else ""
+                raise KafkaUnavailable(
+                    f"Kafka refused to create topic {topic} with {wanted[topic]} partitions x {replication} replicas: {error.__name__}{detail}{hint}"
+                )
+        return created
     finally:
         await admin.close()

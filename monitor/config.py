@@ -56,6 +56,15 @@ def _http_url(value: str | None) -> str | None:
     return value
 
 
+def _readable(value: Path | None) -> Path | None:
+    if value is not None:
+        if not value.is_file():
+            raise ValueError(f"no such file {value.absolute()}")
+        if not os.access(value, os.R_OK):
+            raise ValueError(f"cannot read {value.absolute()} (permissions)")
+    return value
+
+
 def _host_ports(value: str) -> str:
     for server in value.split(","):
         host, colon, port = server.strip().rpartition(":")
@@ -78,10 +87,19 @@ class Settings(BaseSettings):
     kafka_sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = None
     kafka_sasl_username: str | None = None
     kafka_sasl_password: SecretStr | None = None
+    kafka_ssl_cafile: Path | None = Field(None, description="PEM file of the CA that signed the brokers' certificates (default: the system's CAs)")
+    kafka_ssl_certfile: Path | None = Field(None, description="PEM client certificate for mutual TLS (may hold the key too)")
+    kafka_ssl_keyfile: Path | None = Field(None, description="PEM private key of MONITOR_KAFKA_SSL_CERTFILE, if not in that file")
+    kafka_ssl_check_hostname: bool = Field(True, description="check that the broker's certificate names the host connected to")
     kafka_session_timeout_ms: int = Field(10_000, ge=1000, description="group session timeout")
     kafka_max_poll_records: int = Field(500, ge=1, description="records per fetch call")
     kafka_connect_timeout_s: float = Field(60.0, gt=0, description="start-up gives up (one line, exit 1) when the brokers do not answer within this")
     dlq_topic: str = Field("relevancy-monitor.dlq", min_length=1, description="dead-letter topic for events that cannot be judged")
+    dlq_create: bool = Field(True, description="create the dead-letter topic at start if it is missing (false where the app may not create topics)")
+    dlq_partitions: int = Field(3, ge=1, description="partitions of the dead-letter topic when it is created")
+    dlq_replication_factor: int | None = Field(
+        None, ge=1, description="replication of the dead-letter topic when it is created (default: min(3, brokers in the cluster))"
+    )
     max_event_bytes: int = Field(1_000_000, ge=1024, description="larger record values are dead-lettered")
     max_future_skew_s: float | None = Field(3600.0, gt=0, description="event times further ahead of the monitor's clock are dead-lettered")
 
@@ -89,6 +107,14 @@ class Settings(BaseSettings):
     clickhouse_url: str = Field(DEFAULT_CLICKHOUSE_URL, description="chdb:///abs/dir or chdb:rel/dir (embedded) or http(s)://user:pass@host:8123")
     clickhouse_database: str = Field("relevancy", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     clickhouse_table: str = Field("relevancy_scores", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    clickhouse_user: str | None = Field(None, min_length=1, description="ClickHouse user (over one in the URL)")
+    clickhouse_password: SecretStr | None = Field(None, description="ClickHouse password (over one in the URL)")
+    clickhouse_ca_file: Path | None = Field(None, description="PEM file of the CA that signed the ClickHouse server's certificate (https)")
+    clickhouse_verify: bool = Field(True, description="verify the ClickHouse server's certificate (https)")
+    clickhouse_cluster: str | None = Field(
+        None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="create the schema ON CLUSTER this cluster, with Replicated engines"
+    )
+    auto_migrate: bool | None = Field(None, description="`run` applies pending schema migrations itself (default: true for chdb:, false for servers)")
     store_text: bool = Field(True, description="store the question and response text in each row")
 
     # Judge
@@ -196,6 +222,19 @@ class Settings(BaseSettings):
             raise ValueError("must start with chdb:, http:// or https://")
         return normalize_url(value)  # relative chdb paths made absolute, as errors and the start-up log show them
 
+    @field_validator("kafka_ssl_cafile", "kafka_ssl_certfile", "kafka_ssl_keyfile", "clickhouse_ca_file")
+    @classmethod
+    def _readable_file(cls, value: Path | None) -> Path | None:
+        # Checked here so a wrong path names its variable; the content is checked where the TLS context is built.
+        return _readable(value)
+
+    @field_validator("kafka_ssl_keyfile")
+    @classmethod
+    def _key_needs_cert(cls, value: Path | None, info: ValidationInfo) -> Path | None:
+        if value is not None and info.data.get("kafka_ssl_certfile") is None:
+            raise ValueError("needs MONITOR_KAFKA_SSL_CERTFILE (the certificate of this key)")
+        return value
+
     @field_validator("judge_concurrency_floor")
     @classmethod
     def _floor_within_concurrency(cls, value: int, info: ValidationInfo) -> int:
@@ -229,9 +268,16 @@ class Settings(BaseSettings):
             sasl_mechanism=self.kafka_sasl_mechanism,
             sasl_username=self.kafka_sasl_username,
             sasl_password=self.kafka_sasl_password.get_secret_value() if self.kafka_sasl_password else None,
+            ssl_cafile=self.kafka_ssl_cafile,
+            ssl_certfile=self.kafka_ssl_certfile,
+            ssl_keyfile=self.kafka_ssl_keyfile,
+            ssl_check_hostname=self.kafka_ssl_check_hostname,
             session_timeout_ms=self.kafka_session_timeout_ms,
             max_poll_records=self.kafka_max_poll_records,
             dlq_topic=self.dlq_topic,
+            dlq_create=self.dlq_create,
+            dlq_partitions=self.dlq_partitions,
+            dlq_replication_factor=self.dlq_replication_factor,
             max_event_bytes=self.max_event_bytes,
             connect_timeout_s=self.kafka_connect_timeout_s,
             max_future_skew_s=self.max_future_skew_s,
@@ -302,14 +348,32 @@ class Settings(BaseSettings):
 
     @property
     def store(self) -> StoreSettings:
-        """Where rows are written and whether they carry the text."""
-        return StoreSettings(url=self.clickhouse_url, database=self.clickhouse_database, table=self.clickhouse_table, store_text=self.store_text)
+        """Where rows are written, how to connect and authenticate, whether rows carry the text, and the schema's options."""
+        return StoreSettings(
+            url=self.clickhouse_url,
+            database=self.clickhouse_database,
+            table=self.clickhouse_table,
+            store_text=self.store_text,
+            user=self.clickhouse_user,
+            password=self.clickhouse_password.get_secret_value() if self.clickhouse_password else None,
+            ca_file=self.clickhouse_ca_file,
+            verify=self.clickhouse_verify,
+            cluster=self.clickhouse_cluster,
+            auto_migrate=self.auto_migrate,
+        )
+
+    @property
+    def auto_migrates(self) -> bool:
+        """Whether `run` applies pending migrations: MONITOR_AUTO_MIGRATE, or by default true for the embedded store
+        (chdb:) and false for a server, where the operator runs `relevancy-monitor migrate`."""
+        return self.store.auto_migrates
 
     def redacted(self) -> dict[str, Any]:
         """Settings for a start-up log line, with secrets and URL passwords hidden."""
         out = self.model_dump(mode="json")
         out["kafka_sasl_password"] = "***" if self.kafka_sasl_password else None
         out["anthropic_api_key"] = "***" if self.anthropic_api_key else None
+        out["clickhouse_password"] = "***" if self.clickhouse_password else None
         out.pop("judge_prices", None)
         out["clickhouse_url"] = _redact_url(self.clickhouse_url)
         return out

@@ -115,7 +115,7 @@ def _open_store(settings: Settings, *tables: str) -> ClickHouseStore:
     from monitor.runtime.store import ClickHouseStore
 
     s = settings.store
-    store = ClickHouseStore(s.url, s.database, s.table)
+    store = ClickHouseStore.from_settings(s)
     try:
         store.open_existing(*tables)
     except BaseException:

@@ -12,11 +12,14 @@ import sys
 import threading
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from monitor.cli.flags import add_settings_flags, add_store_flags, settings_from_args
 from monitor.cli.table import print_result
 from schemas.errors import LocalBrokerError, UsageError
+
+if TYPE_CHECKING:
+    from monitor.runtime.store import StoreSettings
 
 
 def register(sub: Any) -> None:
@@ -25,7 +28,10 @@ def register(sub: Any) -> None:
     add_settings_flags(p)
     p.set_defaults(func=cmd_run)
 
-    p = sub.add_parser("migrate", help="create the store and apply its schema (the DDL), as `run` does at start-up; idempotent")
+    p = sub.add_parser(
+        "migrate",
+        help="create the store and apply the pending schema migrations in order, each once (recorded in schema_migrations); idempotent",
+    )
     add_store_flags(p)
     p.set_defaults(func=cmd_migrate)
 
@@ -60,27 +66,52 @@ def register(sub: Any) -> None:
 
 
 def cmd_run(ns: argparse.Namespace) -> int:
-    """`run`: the service, until SIGTERM or SIGINT."""
+    """`run`: the service, until SIGTERM or SIGINT. The Kafka security settings are checked first; then, for a
+    server (or an explicit MONITOR_AUTO_MIGRATE), the schema version: behind, `run` stops with one line saying to run
+    `migrate`, unless MONITOR_AUTO_MIGRATE (default true only for the embedded store, which the service migrates)."""
+    from consumers.clients import client_kwargs
     from monitor.runtime.logs import configure_logging
     from monitor.runtime.service import run_service
 
     settings = settings_from_args(ns)
     configure_logging(settings.log_format, settings.log_level)
+    client_kwargs(settings.kafka)  # SASL and TLS settings (and the PEM files) checked before anything starts
+    if not settings.store.url.startswith("chdb:") or settings.store.auto_migrate is not None:
+        _prepare_schema(settings.store)
     asyncio.run(run_service(settings))
     return 0
 
 
+def _prepare_schema(s: StoreSettings) -> None:
+    """Migrate the store (MONITOR_AUTO_MIGRATE) or check that its schema is current; raises `StoreError`."""
+    import structlog
+
+    from monitor.runtime.store import ClickHouseStore
+
+    store = ClickHouseStore.from_settings(s)
+    try:
+        if s.auto_migrates:
+            applied = store.migrate()
+            if applied:
+                structlog.get_logger("monitor.cli").info("migrated", database=s.database, migrations=[m.name for m in applied])
+        else:
+            store.check_schema()
+    finally:
+        store.close()
+
+
 def cmd_migrate(ns: argparse.Namespace) -> int:
-    """`migrate`: create the store if need be and apply the versioned DDL."""
+    """`migrate`: create the store if need be and apply the pending migrations, in order, each once."""
     from monitor.runtime.store import ClickHouseStore
 
     s = settings_from_args(ns).store
-    store = ClickHouseStore(s.url, s.database, s.table)
+    store = ClickHouseStore.from_settings(s)
     try:
-        store.ensure_schema()
+        applied = store.migrate()
     finally:
         store.close()
-    print(f"schema of {store.qualified_table} applied at {store.url}", file=sys.stderr)
+    done = f"{len(applied)} migration(s) applied: {', '.join(m.name for m in applied)}" if applied else "already up to date"
+    print(f"schema of {store.qualified_table} applied at {store.url} ({done})", file=sys.stderr)
     return 0
 
 
@@ -96,7 +127,7 @@ def cmd_sql(ns: argparse.Namespace) -> int:
     else:
         raise UsageError("give a query or --file FILE")
     s = settings.store
-    store = ClickHouseStore(s.url, s.database, s.table)
+    store = ClickHouseStore.from_settings(s)
     try:
         store.open_existing()
         result = store.query(query.replace("{table}", store.qualified_table))
@@ -115,7 +146,10 @@ def cmd_produce(ns: argparse.Namespace) -> int:
         values: Iterable[bytes] = [ln for ln in lines if ln.strip()]
     else:
         values = generate_events(ns.generate, seed=ns.seed, malformed_share=ns.malformed_share)
-    sent = asyncio.run(produce(ns.bootstrap_servers, ns.topic, values, rate=ns.rate, partitions=ns.partitions))
+    from monitor.config import load_settings
+
+    kafka = load_settings().kafka  # TLS and SASL from MONITOR_KAFKA_*, like the monitor's own clients
+    sent = asyncio.run(produce(ns.bootstrap_servers, ns.topic, values, rate=ns.rate, partitions=ns.partitions, kafka=kafka))
     print(f"produced {sent} record(s) to {ns.topic} at {ns.bootstrap_servers}", file=sys.stderr)
     return 0
 

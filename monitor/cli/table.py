@@ -18,8 +18,9 @@ def _cell(value: Any) -> Any:
     return value
 
 
-def print_result(columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str, out: TextIO = sys.stdout) -> None:
-    """Print query results as a table, CSV or JSON lines."""
+def print_result(columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str, out: TextIO | None = None) -> None:
+    """Print query results as a table, CSV or JSON lines (to stdout unless `out` is given)."""
+    out = out or sys.stdout  # looked up per call: a default bound at import would miss a redirected stdout
     if fmt == "csv":
         w = csv.writer(out)
         w.writerow(columns)

@@ -5,6 +5,7 @@ record values to a topic at a steady rate."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import random
 import time
@@ -104,9 +105,12 @@ def generate_events(count: int, *, seed: int = 7, malformed_share: float = 0.02,
         yield json.dumps(event).encode()
 
 
-async def produce(bootstrap: str, topic: str, values: Iterable[bytes], *, rate: float = 0.0, partitions: int = 3) -> int:
-    """Produce record values to `topic` (created if missing), at `rate` per second (0: as fast as possible)."""
-    kafka = KafkaSettings(bootstrap_servers=bootstrap)
+async def produce(
+    bootstrap: str, topic: str, values: Iterable[bytes], *, rate: float = 0.0, partitions: int = 3, kafka: KafkaSettings | None = None
+) -> int:
+    """Produce record values to `topic` (created if missing), at `rate` per second (0: as fast as possible); `kafka`
+    carries the TLS and SASL settings (its bootstrap servers are replaced by `bootstrap`)."""
+    kafka = dataclasses.replace(kafka, bootstrap_servers=bootstrap) if kafka else KafkaSettings(bootstrap_servers=bootstrap)
     await ensure_topics(kafka, {topic: partitions})
     producer = make_producer(kafka, linger_ms=5)
     await start_client(producer, kafka)

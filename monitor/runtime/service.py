@@ -8,7 +8,7 @@ import signal
 
 import structlog
 
-from consumers.clients import ensure_topics, make_consumer, make_producer
+from consumers.clients import ensure_dlq_topic, make_consumer, make_producer
 from consumers.deadletter import DeadLetterPublisher
 from consumers.offsets import OffsetTracker, Ticket
 from consumers.sampling import Sampler
@@ -97,11 +97,11 @@ async def run_service(settings: Settings, stop: asyncio.Event | None = None, met
     try:
         if settings.metrics_port:
             HealthServer(metrics.registry, health, settings.metrics_port).start()
-        created = await ensure_topics(settings.kafka, {settings.dlq_topic: 1})
+        created = await ensure_dlq_topic(settings.kafka)
         if created:
             log.info("created_topics", topics=created)
         s = settings.store
-        store = AsyncStore(ClickHouseStore(s.url, s.database, s.table))
+        store = AsyncStore(ClickHouseStore.from_settings(s))
         try:
             await build_pipeline(settings, judge, store, metrics, health, sampler).run(stop)
         finally:

@@ -5,7 +5,11 @@ All calls are synchronous; async callers go through `AsyncStore`, which runs the
 
 Two ways in: the writer (`run`, `migrate`) opens the store and applies the DDL, creating the embedded directory
 if need be; the read paths (`sql`, `alerts`) use `open_existing`, which creates nothing and issues no DDL, so they
-work for a read-only ClickHouse user and never leave an empty store behind."""
+work for a read-only ClickHouse user and never leave an empty store behind.
+
+The DDL is applied as versioned migrations (`schemas.ddl.migrations`), each once, recorded in
+`{database}.schema_migrations` with its checksum: `migrate` applies the pending ones, `check_schema` refuses a store
+that is behind (`run` on a server, unless MONITOR_AUTO_MIGRATE) and both refuse an applied migration that changed."""
 
 from __future__ import annotations
 
@@ -13,7 +17,8 @@ import asyncio
 import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,19 +27,31 @@ from clickhouse_connect.driver.client import Client
 from clickhouse_connect.driver.exceptions import ClickHouseError
 
 from monitor.runtime.budget import Spend
-from schemas.ddl import render_ddl
+from schemas.ddl import MIGRATIONS_TABLE, Migration, migrations, migrations_table_ddl
 from schemas.errors import StoreError
 from schemas.scored import SCORED_COLUMNS, ScoredRow
 
 
 @dataclass(frozen=True, slots=True)
 class StoreSettings:
-    """The store slice of the settings: where rows go and whether they carry the conversation text."""
+    """The store slice of the settings: where rows go, how to connect and authenticate (servers), whether rows
+    carry the conversation text, the cluster of the DDL and whether `run` migrates the schema itself."""
 
     url: str
     database: str = "relevancy"
     table: str = "relevancy_scores"
     store_text: bool = True
+    user: str | None = None  # over a user in the URL
+    password: str | None = field(default=None, repr=False)  # over a password in the URL
+    ca_file: Path | None = None  # https: the CA of the server's certificate (default: the system's)
+    verify: bool = True  # https: verify the server's certificate
+    cluster: str | None = None  # DDL ON CLUSTER with Replicated engines
+    auto_migrate: bool | None = None  # None: true for the embedded store (chdb:), false for a server
+
+    @property
+    def auto_migrates(self) -> bool:
+        """Whether `run` applies pending migrations itself: `auto_migrate`, by default only for the embedded store."""
+        return self.url.startswith("chdb:") if self.auto_migrate is None else self.auto_migrate
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,10 +90,14 @@ def normalize_url(url: str) -> str:
     return f"chdb://{directory}{sep}{options}"
 
 
-def open_client(url: str) -> Client:
+def open_client(url: str, **client_options: Any) -> Client:
     """A clickhouse-connect client for `url`; raises `StoreError` with a readable reason."""
     try:
-        return clickhouse_connect.get_client(dsn=url)
+        return clickhouse_connect.get_client(dsn=url, **client_options)
+    except ImportError as e:  # clickhouse-connect imports chDB only for a chdb:// URL; the core install leaves it out
+        if url.startswith("chdb:"):
+            raise StoreError("the embedded ClickHouse (chdb://) needs the chDB extra: pip install 'relevancy-monitor[embedded]'") from None
+        raise StoreError(f"cannot open ClickHouse at {_safe(url)}: {str(e).splitlines()[0][:300] if str(e) else type(e).__name__}") from None
     except Exception as e:  # the driver raises several unrelated types for "cannot open"
         text = str(e)
         if "Cannot lock file" in text or "already running" in text:
@@ -89,6 +110,10 @@ def open_client(url: str) -> Client:
         raise StoreError(f"cannot open ClickHouse at {_safe(url)}: {text.splitlines()[0][:300] if text else type(e).__name__}") from None
 
 
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
 def _safe(url: str) -> str:
     scheme, sep, rest = url.partition("://")
     return f"{scheme}://{rest.rpartition('@')[2]}" if sep else url
@@ -97,14 +122,70 @@ def _safe(url: str) -> str:
 _EXISTING_TABLES = "SELECT name FROM system.tables WHERE database = {database:String} AND has({tables:Array(String)}, name)"
 
 
+def client_options(
+    url: str, user: str | None = None, password: str | None = None, ca_file: Path | None = None, verify: bool = True
+) -> dict[str, Any]:
+    """The keyword arguments of `clickhouse_connect.get_client` for a server URL: the interface its scheme names
+    (clickhouse-connect reads only host, port, user and password from the URL: https://host:8123 would be plain
+    http), credentials (over those in the URL) and, for https, certificate verification and the CA; none for chdb."""
+    if url.startswith("chdb:"):
+        return {}
+    options: dict[str, Any] = {"interface": "https" if url.startswith("https://") else "http"}
+    if user is not None:
+        options["username"] = user
+    if password is not None:
+        options["password"] = password
+    if url.startswith("https://"):
+        options["verify"] = verify
+        if ca_file is not None and verify:
+            options["ca_cert"] = str(ca_file)
+    return options
+
+
 class ClickHouseStore:
     """Schema creation, idempotent batch inserts and queries against one database and table."""
 
-    def __init__(self, url: str, database: str, table: str) -> None:
+    def __init__(
+        self,
+        url: str,
+        database: str,
+        table: str,
+        *,
+        user: str | None = None,
+        password: str | None = None,
+        ca_file: Path | None = None,
+        verify: bool = True,
+        cluster: str | None = None,
+        auto_migrate: bool | None = None,
+    ) -> None:
         self.url = normalize_url(url)
         self.database = database
         self.table = table
+        self.cluster = cluster
+        self.auto_migrate = auto_migrate
+        self._client_options = client_options(self.url, user, password, ca_file, verify)
         self._client: Client | None = None
+
+    @classmethod
+    def from_settings(cls, s: StoreSettings) -> ClickHouseStore:
+        """A store from the store slice of the settings (URL, names, credentials, TLS, cluster)."""
+        return cls(
+            s.url,
+            s.database,
+            s.table,
+            user=s.user,
+            password=s.password,
+            ca_file=s.ca_file,
+            verify=s.verify,
+            cluster=s.cluster,
+            auto_migrate=s.auto_migrate,
+        )
+
+    @property
+    def auto_migrates(self) -> bool:
+        """Whether `ensure_schema` applies pending migrations (else it only checks): `auto_migrate`, by default true
+        for the embedded store and false for a server (whose operator runs `relevancy-monitor migrate`)."""
+        return self.url.startswith("chdb:") if self.auto_migrate is None else self.auto_migrate
 
     @property
     def qualified_table(self) -> str:
@@ -114,7 +195,7 @@ class ClickHouseStore:
     def open(self) -> None:
         """Connect (or open the embedded engine)."""
         if self._client is None:
-            self._client = open_client(self.url)
+            self._client = open_client(self.url, **self._client_options)
 
     @property
     def client(self) -> Client:
@@ -142,10 +223,76 @@ class ClickHouseStore:
         self._use_database()
 
     def ensure_schema(self) -> None:
-        """Apply the versioned DDL from `schemas/` (idempotent); creates the embedded store if need be."""
-        for statement in render_ddl(self.database, self.table):
-            self.command(statement)
+        """What `run` does at start: apply the pending migrations if `auto_migrates` (creating the embedded store if
+        need be, see `migrate`), else refuse a schema that is behind (see `check_schema`)."""
+        if self.auto_migrates:
+            self.migrate()
+        else:
+            self.check_schema()
+
+    def _migrations(self) -> list[Migration]:
+        return migrations(self.database, self.table, self.cluster)
+
+    def applied_migrations(self) -> dict[str, tuple[str, str, Any]]:
+        """{version: (file name, checksum, applied_at)} of the migrations recorded in the store; empty when the
+        store, its database or its `schema_migrations` table does not exist yet (a store of an earlier release)."""
+        directory = chdb_directory(self.url)
+        if directory is not None and not (directory.is_dir() and any(directory.iterdir())):
+            return {}  # opening chDB here would create the store; a missing one has applied nothing
+        found = self.query(_EXISTING_TABLES, {"database": self.database, "tables": [MIGRATIONS_TABLE]}).rows
+        if not found:
+            return {}
+        rows = self.query(
+            f"SELECT version, argMax(name, applied_at), argMax(checksum, applied_at), max(applied_at)"
+            f" FROM {self.database}.{MIGRATIONS_TABLE} WHERE scores_table = {{table:String}} GROUP BY version",
+            {"table": self.table},
+        ).rows
+        return {str(v): (str(name), str(checksum), at) for v, name, checksum, at in rows}
+
+    def pending_migrations(self) -> list[Migration]:
+        """The migrations not yet applied, in order; raises `StoreError` (one line) if an applied one has changed
+        since: a changed column or index must be a new numbered migration, never an edit of an applied file."""
+        applied = self.applied_migrations()
+        pending = []
+        for m in self._migrations():
+            if m.version not in applied:
+                pending.append(m)
+                continue
+            name, checksum, at = applied[m.version]
+            if checksum != m.checksum:
+                raise StoreError(
+                    f"schema migration {m.name} was changed after it was applied to {self.database} at {_safe(self.url)} "
+                    f"(as {name} on {at}; checksum {checksum[:12]} recorded, {m.checksum[:12]} now): restore it and put the "
+                    "change in a new numbered migration in schemas/sql"
+                )
+        return pending
+
+    def check_schema(self) -> None:
+        """Refuse, in one line, a store whose schema is behind this release or whose applied migrations changed:
+        what `run` does at start when it does not migrate (a server without MONITOR_AUTO_MIGRATE)."""
+        pending = self.pending_migrations()
+        if pending:
+            names = ", ".join(m.name for m in pending)
+            raise StoreError(
+                f"the schema of {self.database} at {_safe(self.url)} is behind this release ({len(pending)} pending migration(s): "
+                f"{names}): run `relevancy-monitor migrate` first, or set MONITOR_AUTO_MIGRATE=true"
+            )
         self._use_database()
+
+    def migrate(self) -> list[Migration]:
+        """Apply the pending migrations in order, each once, recording each (version, name, checksum, applied_at)
+        in `{database}.schema_migrations` (for this scores table) once its statements succeeded; returns those applied. A store of an
+        earlier release (tables, no record) gets every version recorded: all statements are IF NOT EXISTS."""
+        pending = self.pending_migrations()
+        for statement in migrations_table_ddl(self.database, self.cluster):
+            self.command(statement)
+        for m in pending:
+            for statement in m.statements:
+                self.command(statement)
+            row = (self.table, m.version, m.name, m.checksum, _now())
+            self.insert_table(MIGRATIONS_TABLE, ("scores_table", "version", "name", "checksum", "applied_at"), [row])
+        self._use_database()
+        return pending
 
     def _use_database(self) -> None:
         # Unqualified names in queries (`FROM relevancy_scores`) resolve against the configured database. Set only

@@ -28,18 +28,6 @@ RELEASE, NAMESPACE = "rm", "monitoring"
 CRDS = {"ScaledObject", "ServiceMonitor"}
 POD_KINDS = {"Deployment", "Job"}
 
-# Settings the lead is adding to monitor.config; the chart already sets them. test_pending_setting_is_real says
-# which of them are real yet (xfail while not); remove a name from here once it is.
-PENDING_SETTINGS = {
-    "MONITOR_CLICKHOUSE_USER",
-    "MONITOR_CLICKHOUSE_PASSWORD",
-    "MONITOR_CLICKHOUSE_CA_FILE",
-    "MONITOR_KAFKA_SSL_CAFILE",
-    "MONITOR_KAFKA_SSL_CERTFILE",
-    "MONITOR_KAFKA_SSL_KEYFILE",
-    "MONITOR_AUTO_MIGRATE",
-    "MONITOR_DLQ_CREATE",
-}
 # Env that is not a setting of the monitor, set on purpose: HOME on the writable emptyDir.
 NON_SETTING_ENV = {"HOME"}
 # Variables that carry secrets: only ever from a secretKeyRef, never a literal value or a ConfigMap key.
@@ -352,19 +340,10 @@ def test_llm_judge_without_api_key_secret_fails() -> None:
 
 
 def test_every_env_name_is_a_real_setting(docs: list[dict[str, Any]]) -> None:
-    """Every MONITOR_*/ALERTS_* variable the chart sets is a field of Settings/AlertSettings (or ANTHROPIC_API_KEY), or listed as pending."""
+    """Every MONITOR_*/ALERTS_* variable the chart sets is a field of Settings/AlertSettings (or ANTHROPIC_API_KEY)."""
     names = env_names(docs) - NON_SETTING_ENV
-    unknown = names - real_settings() - PENDING_SETTINGS
+    unknown = names - real_settings()
     assert not unknown, f"not settings of monitor.config: {sorted(unknown)}"
-
-
-@pytest.mark.parametrize("name", sorted(PENDING_SETTINGS))
-def test_pending_setting_is_real(name: str) -> None:
-    """Says whether a setting the chart uses ahead of monitor.config exists yet (xfail until the lead adds it)."""
-    rendered = set().union(*(env_names(list(_rendered(case))) for case in CASES))
-    assert name in rendered, f"{name} is pending but the chart no longer sets it: drop it from PENDING_SETTINGS"
-    if name not in real_settings():
-        pytest.xfail(f"{name} is not yet a setting of monitor.config")
 
 
 def test_settings_values_are_accepted_by_monitor_config(docs: list[dict[str, Any]]) -> None:

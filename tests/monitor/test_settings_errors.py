@@ -27,15 +27,27 @@ MALFORMED: dict[str, str] = {
     "kafka_auto_offset_reset": "sometimes",
     "kafka_security_protocol": "TLS",
     "kafka_sasl_mechanism": "GSSAPI",
+    "kafka_ssl_cafile": "/nonexistent/ca.pem",
+    "kafka_ssl_certfile": "/nonexistent/client.pem",
+    "kafka_ssl_keyfile": "/nonexistent/client.key",
+    "kafka_ssl_check_hostname": "perhaps",
     "kafka_session_timeout_ms": "10s",
     "kafka_max_poll_records": "0",
     "kafka_connect_timeout_s": "0",
     "max_future_skew_s": "-5",
     "dlq_topic": "",
+    "dlq_create": "sometimes",
+    "dlq_partitions": "0",
+    "dlq_replication_factor": "0",
     "max_event_bytes": "10",
     "clickhouse_url": "postgres://ch:5432",
     "clickhouse_database": "a-b",
     "clickhouse_table": "scores;drop",
+    "clickhouse_user": "",
+    "clickhouse_ca_file": "/nonexistent/ca.pem",
+    "clickhouse_verify": "maybe",
+    "clickhouse_cluster": "my cluster",
+    "auto_migrate": "sometimes",
     "store_text": "maybe",
     "judge": "gpt",
     "judge_concurrency": "0",
@@ -97,7 +109,7 @@ ALERTS_MALFORMED: dict[str, str] = {
 }
 # Settings that accept any string: names and secrets have no format to check here (a wrong one is refused by the
 # server that receives it: Kafka's SASL, the Messages API, the alert lease table).
-FREE_FORM = frozenset({"kafka_sasl_username", "kafka_sasl_password", "anthropic_api_key", "metrics_apps"})
+FREE_FORM = frozenset({"kafka_sasl_username", "kafka_sasl_password", "anthropic_api_key", "metrics_apps", "clickhouse_password"})
 ALERTS_FREE_FORM = frozenset({"replica_id"})
 
 
@@ -157,6 +169,7 @@ def test_a_malformed_alerts_setting_names_its_variable(monkeypatch: pytest.Monke
         ({"MONITOR_KAFKA_TOPICS": "a,b", "MONITOR_DLQ_TOPIC": "b"}, "MONITOR_DLQ_TOPIC", "MONITOR_KAFKA_TOPICS"),
         ({"ANTHROPIC_BASE_URL": "localhost:8080"}, "ANTHROPIC_BASE_URL", "http"),
         ({"MONITOR_JUDGE_PRICES": '{"m": {"input": "cheap"}}'}, "MONITOR_JUDGE_PRICES", "valid number"),
+        ({"MONITOR_KAFKA_SSL_KEYFILE": __file__}, "MONITOR_KAFKA_SSL_KEYFILE", "MONITOR_KAFKA_SSL_CERTFILE"),
     ],
 )
 def test_cross_field_and_alias_errors_name_the_variable(monkeypatch: pytest.MonkeyPatch, env: dict[str, str], var: str, also: str) -> None:
@@ -192,6 +205,8 @@ def _cli(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProc
         (("sql", "SELECT 1"), {"MONITOR_JUDGE_PRICES": "{not json"}, "MONITOR_JUDGE_PRICES"),  # was a SettingsError traceback
         (("run",), {"MONITOR_CLICKHOUSE_URL": "postgres://ch"}, "MONITOR_CLICKHOUSE_URL"),  # was "invalid settings: clickhouse_url ..."
         (("run",), {"MONITOR_KAFKA_TOPICS": "a", "MONITOR_DLQ_TOPIC": "a"}, "MONITOR_DLQ_TOPIC"),
+        (("run",), {"MONITOR_KAFKA_SECURITY_PROTOCOL": "SASL_SSL", "MONITOR_KAFKA_SASL_MECHANISM": "SCRAM-SHA-512"}, "MONITOR_KAFKA_SASL_MECHANISM"),
+        (("run",), {"MONITOR_KAFKA_SSL_CAFILE": "/nonexistent/ca.pem"}, "MONITOR_KAFKA_SSL_CAFILE"),
         (("alerts", "check"), {"ALERTS_RULES": "/nonexistent/rules.yaml"}, "ALERTS_RULES"),
         (("alerts", "run", "--once", "--no-lease"), {"ALERTS_ALERTMANAGER_URL": "alertmanager:9093"}, "ALERTS_ALERTMANAGER_URL"),
     ],

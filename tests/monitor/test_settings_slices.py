@@ -38,11 +38,18 @@ SLICE_OF: dict[str, str] = {
             "sasl_mechanism",
             "sasl_username",
             "sasl_password",
+            "ssl_cafile",
+            "ssl_certfile",
+            "ssl_keyfile",
+            "ssl_check_hostname",
             "session_timeout_ms",
             "max_poll_records",
         )
     },
     "dlq_topic": "kafka.dlq_topic",
+    "dlq_create": "kafka.dlq_create",
+    "dlq_partitions": "kafka.dlq_partitions",
+    "dlq_replication_factor": "kafka.dlq_replication_factor",
     "max_event_bytes": "kafka.max_event_bytes",
     "kafka_connect_timeout_s": "kafka.connect_timeout_s",
     "max_future_skew_s": "kafka.max_future_skew_s",
@@ -50,6 +57,12 @@ SLICE_OF: dict[str, str] = {
     "clickhouse_database": "store.database",
     "clickhouse_table": "store.table",
     "store_text": "store.store_text",
+    "clickhouse_user": "store.user",
+    "clickhouse_password": "store.password",
+    "clickhouse_ca_file": "store.ca_file",
+    "clickhouse_verify": "store.verify",
+    "clickhouse_cluster": "store.cluster",
+    "auto_migrate": "store.auto_migrate",
     "judge": "judge_client.method",
     "judge_model": "judge_client.model",
     "anthropic_api_key": "judge_client.api_key",
@@ -109,6 +122,19 @@ def test_every_setting_reaches_its_slice_with_its_value() -> None:
         max_in_flight=40,
         resume_in_flight=5,
         budget_usd_per_day=3.0,
+        kafka_ssl_cafile=__file__,
+        kafka_ssl_certfile=__file__,
+        kafka_ssl_keyfile=__file__,
+        kafka_ssl_check_hostname=False,
+        dlq_create=False,
+        dlq_partitions=6,
+        dlq_replication_factor=2,
+        clickhouse_user="ch-user",
+        clickhouse_password="ch-pw",
+        clickhouse_ca_file=__file__,
+        clickhouse_verify=False,
+        clickhouse_cluster="c1",
+        auto_migrate=False,
     )
     assert set(SLICE_OF) | PROCESS_SETTINGS == set(Settings.model_fields)
     for name, path in SLICE_OF.items():
@@ -118,16 +144,32 @@ def test_every_setting_reaches_its_slice_with_its_value() -> None:
         assert getattr(getattr(s, slice_name), attr) == want, name
 
 
+@pytest.mark.parametrize(
+    ("url", "setting", "expected"),
+    [("chdb:///tmp/x", None, True), ("https://ch:8443", None, False), ("http://ch:8123", True, True), ("chdb:///tmp/x", False, False)],
+)
+def test_auto_migrate_defaults_per_url_unless_set(url: str, setting: bool | None, expected: bool) -> None:
+    """MONITOR_AUTO_MIGRATE unset means true for the embedded store and false for a server; set, it wins."""
+    s = load_settings(clickhouse_url=url, auto_migrate=setting)
+    assert s.auto_migrate is setting and s.auto_migrates is expected and s.store.auto_migrates is expected
+
+
+def test_the_clickhouse_password_is_redacted() -> None:
+    """MONITOR_CLICKHOUSE_PASSWORD never appears in the start-up settings log line."""
+    out = load_settings(clickhouse_user="u", clickhouse_password="s3cret").redacted()
+    assert out["clickhouse_password"] == "***" and "s3cret" not in str(out) and out["clickhouse_user"] == "u"
+
+
 def test_resume_mark_is_derived_from_the_cap_when_unset() -> None:
     """Without MONITOR_RESUME_IN_FLIGHT consumption resumes at half the in-flight cap, and the field stays unset."""
     s = load_settings(max_in_flight=100)
     assert s.resume_in_flight is None and s.flow.resume_at == 50
 
 
-def test_alert_settings_come_from_alerts_variables() -> None:
+def test_alert_settings_come_from_alerts_variables(monkeypatch: pytest.MonkeyPatch) -> None:
     """ALERTS_* variables fill the alert settings, flags override them, durations are parsed."""
-    os.environ["ALERTS_NOTIFY_TIMEOUT_S"] = "2.5"
-    os.environ["ALERTS_INTERVAL"] = "30s"
+    monkeypatch.setenv("ALERTS_NOTIFY_TIMEOUT_S", "2.5")  # through monkeypatch: a later test must not see them
+    monkeypatch.setenv("ALERTS_INTERVAL", "30s")
     a = load_alert_settings(webhook_url="http://hook")
     assert (a.notify_timeout_s, a.interval.total_seconds(), a.webhook_url) == (2.5, 30.0, "http://hook")
     assert load_alert_settings(interval="5m").interval.total_seconds() == 300.0
@@ -143,9 +185,10 @@ def test_alert_settings_come_from_alerts_variables() -> None:
         ({"ALERTS_WEBHOOK": "http://x"}, "did you mean ALERTS_WEBHOOK_URL?"),
     ],
 )
-def test_a_bad_alert_setting_is_one_line_naming_the_variable(env: dict[str, str], expected: str) -> None:
+def test_a_bad_alert_setting_is_one_line_naming_the_variable(monkeypatch: pytest.MonkeyPatch, env: dict[str, str], expected: str) -> None:
     """A malformed or misspelt ALERTS_* variable is a ConfigError of one line that names it."""
-    os.environ.update(env)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
     with pytest.raises(ConfigError) as info:
         load_alert_settings()
     assert expected in str(info.value) and "\n" not in str(info.value)
