@@ -8,6 +8,7 @@ import contextlib
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from types import TracebackType
 
 from monitor.devtools.localbroker import free_port
@@ -90,9 +91,9 @@ async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
 class ProxiedBroker:
     """tansu listening on a private port and advertising a `TcpProxy` in front of it: `bootstrap` is the proxy."""
 
-    def __init__(self) -> None:
+    def __init__(self, make_proxy: Callable[[int], TcpProxy] = TcpProxy) -> None:
         self.broker_port = free_port()
-        self.proxy = TcpProxy(self.broker_port)
+        self.proxy = make_proxy(self.broker_port)
         self._proc: subprocess.Popen[bytes] | None = None
 
     @property

