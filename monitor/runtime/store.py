@@ -32,6 +32,11 @@ from schemas.errors import StoreError
 from schemas.scored import SCORED_COLUMNS, ScoredRow
 
 
+def migrates_itself(url: str, auto_migrate: bool | None) -> bool:
+    """`auto_migrate` if set, else true for the embedded store (nobody else would migrate it) and false for a server."""
+    return url.startswith("chdb:") if auto_migrate is None else auto_migrate
+
+
 @dataclass(frozen=True, slots=True)
 class StoreSettings:
     """The store slice of the settings: where rows go, how to connect and authenticate (servers), whether rows
@@ -51,7 +56,7 @@ class StoreSettings:
     @property
     def auto_migrates(self) -> bool:
         """Whether `run` applies pending migrations itself: `auto_migrate`, by default only for the embedded store."""
-        return self.url.startswith("chdb:") if self.auto_migrate is None else self.auto_migrate
+        return migrates_itself(self.url, self.auto_migrate)
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,7 +190,7 @@ class ClickHouseStore:
     def auto_migrates(self) -> bool:
         """Whether `ensure_schema` applies pending migrations (else it only checks): `auto_migrate`, by default true
         for the embedded store and false for a server (whose operator runs `relevancy-monitor migrate`)."""
-        return self.url.startswith("chdb:") if self.auto_migrate is None else self.auto_migrate
+        return migrates_itself(self.url, self.auto_migrate)
 
     @property
     def qualified_table(self) -> str:
