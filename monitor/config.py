@@ -24,6 +24,7 @@ from consumers.sampling import SamplingSettings
 from monitor.alerts.durations import parse_duration
 from monitor.judges.pricing import DEFAULT_PRICES, ModelPrice
 from monitor.judges.settings import JudgeSettings
+from monitor.privacy.settings import DEFAULT_PHONE_REGIONS, RedactionSettings
 from monitor.runtime.budget import BudgetSettings
 from monitor.runtime.flow import FlowSettings
 from monitor.runtime.store import StoreSettings, normalize_url
@@ -32,6 +33,9 @@ from schemas.errors import ConfigError
 S = TypeVar("S", bound=BaseSettings)
 
 DEFAULT_CLICKHOUSE_URL = f"chdb://{Path('.relevancy-monitor/chdb').absolute()}"
+
+
+_BOOLEAN_WORDS = frozenset({"true", "false", "1", "0", "yes", "no", "on", "off"})
 
 
 def _split_csv(value: Any) -> Any:
@@ -115,7 +119,31 @@ class Settings(BaseSettings):
         None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="create the schema ON CLUSTER this cluster, with Replicated engines"
     )
     auto_migrate: bool | None = Field(None, description="`run` applies pending schema migrations itself (default: true for chdb:, false for servers)")
-    store_text: bool = Field(True, description="store the question and response text in each row")
+    store_text: Literal["redacted", "none", "full"] = Field(
+        "redacted", description="text kept in each row: redacted (as the judge saw it), none (scores, verdicts, ids) or full (as received)"
+    )
+    retention_days: int | None = Field(
+        None,
+        ge=0,
+        le=36500,
+        description="days rows are kept in the scores, traffic and rollup tables, by event time (0: forever; unset: TTLs left as they are)",
+    )
+    text_retention_days: int = Field(
+        0, ge=0, le=36500, description="days the text columns of a row are kept before they are emptied (0: as long as the row)"
+    )
+
+    # Privacy
+    redact: bool = Field(True, description="replace personal data with typed placeholders before the judge and the store see the text")
+    redact_patterns: Annotated[dict[str, str], NoDecode, BeforeValidator(_json)] = Field(
+        default_factory=dict, description='extra kinds to redact, as JSON {"KIND": "regular expression"}; the placeholder is [KIND]'
+    )
+    redact_allow: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="values never redacted (exact, case-insensitive), comma-separated or a JSON list"
+    )
+    redact_phone_regions: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: list(DEFAULT_PHONE_REGIONS),
+        description="regions (ISO 3166 codes) whose national phone formats are recognised, comma-separated; +country numbers always are",
+    )
 
     # Judge
     judge: Literal["lexical", "rubric", "statements"] = Field("lexical", description="judge method")
@@ -187,6 +215,59 @@ class Settings(BaseSettings):
     )
     log_format: Literal["auto", "json", "console"] = Field("auto", description="auto: console on a TTY, JSON lines otherwise")
     log_level: Literal["debug", "info", "warning", "error"] = "info"
+
+    @field_validator("store_text", mode="before")
+    @classmethod
+    def _text_policy(cls, value: Any) -> Any:
+        # The old boolean meant "verbatim or nothing"; guessing which policy it maps to could store personal data.
+        if isinstance(value, bool) or (isinstance(value, str) and value.strip().lower() in _BOOLEAN_WORDS):
+            raise ValueError("is now redacted, none or full (true/false are no longer accepted: full was the old true, none the old false)")
+        return value.strip().lower() if isinstance(value, str) else value
+
+    @field_validator("text_retention_days")
+    @classmethod
+    def _text_within_rows(cls, value: int, info: ValidationInfo) -> int:
+        rows = info.data.get("retention_days")
+        if value and rows is None:
+            # Retention is managed only when MONITOR_RETENTION_DAYS is set, so that a run without it never undoes a TTL.
+            raise ValueError("needs MONITOR_RETENTION_DAYS as well (0 keeps rows forever)")
+        if value and rows and value > rows:
+            raise ValueError(f"is longer than MONITOR_RETENTION_DAYS ({rows}): text cannot outlive its row")
+        return value
+
+    @field_validator("redact_allow", mode="before")
+    @classmethod
+    def _allow_list(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.lstrip().startswith("["):
+            return _json(value)
+        return _split_csv(value)
+
+    @field_validator("redact_phone_regions", mode="before")
+    @classmethod
+    def _regions_csv(cls, value: Any) -> Any:
+        return [region.upper() for region in _split_csv(value)] if isinstance(value, str) else value
+
+    @field_validator("redact_patterns")
+    @classmethod
+    def _patterns_compile(cls, value: dict[str, str]) -> dict[str, str]:
+        from monitor.privacy.custom import check_patterns
+
+        try:
+            check_patterns(value)
+        except ConfigError as e:  # a ValueError here gets the env var's name in front, like every other setting
+            raise ValueError(str(e)) from None
+        return value
+
+    @field_validator("redact_phone_regions")
+    @classmethod
+    def _regions_known(cls, value: list[str]) -> list[str]:
+        from monitor.privacy.recognizers import check_phone_regions
+
+        try:
+            check_phone_regions(value)
+        except ConfigError as e:
+            raise ValueError(str(e)) from None
+        return value
 
     @field_validator("metrics_apps", mode="before")
     @classmethod
@@ -354,12 +435,24 @@ class Settings(BaseSettings):
             database=self.clickhouse_database,
             table=self.clickhouse_table,
             store_text=self.store_text,
+            retention_days=self.retention_days,
+            text_retention_days=self.text_retention_days,
             user=self.clickhouse_user,
             password=self.clickhouse_password.get_secret_value() if self.clickhouse_password else None,
             ca_file=self.clickhouse_ca_file,
             verify=self.clickhouse_verify,
             cluster=self.clickhouse_cluster,
             auto_migrate=self.auto_migrate,
+        )
+
+    @property
+    def redaction(self) -> RedactionSettings:
+        """Whether and how text is redacted before the judge and the store."""
+        return RedactionSettings(
+            enabled=self.redact,
+            patterns=dict(self.redact_patterns),
+            allow=tuple(self.redact_allow),
+            phone_regions=tuple(self.redact_phone_regions),
         )
 
     @property

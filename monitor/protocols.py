@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Protocol
 
 from monitor.judges.base import JudgeInfo, Judgement
+from monitor.privacy.spans import Redacted, Span
 
 
 class Judge(Protocol):
@@ -34,4 +35,27 @@ class Judge(Protocol):
 
     async def aclose(self) -> None:
         """Release connections."""
+        ...
+
+
+class Recognizer(Protocol):
+    """Finds the items of one or more kinds of personal data in a text. Pure: no I/O, never raises on any str."""
+
+    def find(self, text: str) -> Iterable[Span]:
+        """The spans of the items found in `text`, in any order; they may overlap."""
+        ...
+
+
+class Redactor(Protocol):
+    """Replaces personal data with typed placeholders. Pure and idempotent: redacting its own output changes
+    nothing. The built-in one is `monitor.privacy.redactor.RecognizerRedactor`; any engine (a model-based one,
+    Presidio) fits behind this."""
+
+    @property
+    def name(self) -> str:
+        """What redacted, with a version (stored on every row, so a change of recognizers is visible)."""
+        ...
+
+    def redact(self, text: str) -> Redacted:
+        """`text` with every item found replaced by its placeholder, and the counts by kind."""
         ...

@@ -72,6 +72,9 @@ def _body(text: str) -> str:
 
 # The start of a CREATE up to its object's name, where ClickHouse wants `ON CLUSTER`.
 _CREATE = re.compile(r"^(CREATE (?:DATABASE|TABLE|VIEW|MATERIALIZED VIEW) IF NOT EXISTS [A-Za-z_][A-Za-z0-9_.]*)")
+# The same place in an ALTER TABLE (`ALTER TABLE db.t ON CLUSTER c MODIFY TTL ...`) and a lightweight DELETE
+# (`DELETE FROM db.t ON CLUSTER c WHERE ...`): right after the table's name, before the commands or WHERE.
+_ALTER_OR_DELETE = re.compile(r"^((?:ALTER TABLE|DELETE FROM) [A-Za-z_][A-Za-z0-9_.]*)(?=\s)(?!\s+ON CLUSTER\b)")
 _ENGINE = re.compile(r"\bENGINE = ([A-Za-z]*)MergeTree\b(?:\(([^()]*)\))?")
 # Where replicas keep a table in (Zoo)Keeper: ClickHouse expands these macros itself, per table and server.
 REPLICA_PATH = "/clickhouse/tables/{shard}/{database}/{table}"
@@ -80,11 +83,17 @@ REPLICA_NAME = "{replica}"
 
 def on_cluster(statement: str, cluster: str) -> str:
     """`statement` for a cluster: `ON CLUSTER <cluster>` after the created object's name, a *MergeTree engine made
-    Replicated* (path and replica from the servers' macros), the non-replicated dedup window made the replicated one."""
+    Replicated* (path and replica from the servers' macros), the non-replicated dedup window made the replicated one.
+    An `ALTER TABLE db.t ...` or `DELETE FROM db.t ...` gets only `ON CLUSTER <cluster>` after the table's name."""
     _check_identifier("cluster", cluster)
+    out, found = _ALTER_OR_DELETE.subn(rf"\1 ON CLUSTER {cluster}", statement, count=1)
+    if found:
+        return out
     out, found = _CREATE.subn(rf"\1 ON CLUSTER {cluster}", statement, count=1)
     if not found:
-        raise ValueError(f"cannot place ON CLUSTER in a statement that is not a CREATE ... IF NOT EXISTS: {statement[:80]!r}")
+        raise ValueError(
+            f"cannot place ON CLUSTER in a statement that is not a CREATE ... IF NOT EXISTS, ALTER TABLE or DELETE FROM: {statement[:80]!r}"
+        )
 
     def replicated(m: re.Match[str]) -> str:
         args = ", ".join(a for a in (f"'{REPLICA_PATH}'", f"'{REPLICA_NAME}'", (m.group(2) or "").strip()) if a)

@@ -63,6 +63,10 @@ class ScoredRow(BaseModel):
     kafka_offset: int = Field(default=-1, ge=-1)
     scored_at: datetime
     version: int = 0
+    # Personal data replaced before the judge and the store saw the text: items per kind, and which recognizers
+    # ran ("" when redaction was off). Added by migration 020, hence after `version`.
+    redactions: dict[str, int] = Field(default_factory=dict)
+    redactor: str = ""
 
     @model_validator(mode="before")
     @classmethod

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from monitor.cli.flags import add_settings_flags, add_store_flags, settings_from_args
+from monitor.cli.flags import RETENTION_SETTINGS, add_settings_flags, add_store_flags, settings_from_args
 from monitor.cli.table import print_result
 from schemas.errors import LocalBrokerError, UsageError
 
@@ -32,7 +32,7 @@ def register(sub: Any) -> None:
         "migrate",
         help="create the store and apply the pending schema migrations in order, each once (recorded in schema_migrations); idempotent",
     )
-    add_store_flags(p)
+    add_store_flags(p, *RETENTION_SETTINGS)
     p.set_defaults(func=cmd_migrate)
 
     p = sub.add_parser("sql", help="run a query against the configured store and print the result (reads only, creates nothing)")
@@ -68,7 +68,8 @@ def register(sub: Any) -> None:
 def cmd_run(ns: argparse.Namespace) -> int:
     """`run`: the service, until SIGTERM or SIGINT. The Kafka security settings are checked first; then, for a
     server (or an explicit MONITOR_AUTO_MIGRATE), the schema version: behind, `run` stops with one line saying to run
-    `migrate`, unless MONITOR_AUTO_MIGRATE (default true only for the embedded store, which the service migrates)."""
+    `migrate`, unless MONITOR_AUTO_MIGRATE (default true only for the embedded store, which the service migrates). A
+    retention that differs from the settings only logs a warning saying to run `migrate` (or is applied, migrating)."""
     from consumers.clients import client_kwargs
     from monitor.runtime.logs import configure_logging
     from monitor.runtime.service import run_service
@@ -83,19 +84,31 @@ def cmd_run(ns: argparse.Namespace) -> int:
 
 
 def _prepare_schema(s: StoreSettings) -> None:
-    """Migrate the store (MONITOR_AUTO_MIGRATE) or check that its schema is current; raises `StoreError`."""
+    """Migrate the store (MONITOR_AUTO_MIGRATE) or check that its schema is current; raises `StoreError`. Without
+    migrating, a retention (TTLs) that differs from the settings is a warning naming `relevancy-monitor migrate`."""
     import structlog
 
     from monitor.runtime.store import ClickHouseStore
 
+    log = structlog.get_logger("monitor.cli")
     store = ClickHouseStore.from_settings(s)
     try:
         if s.auto_migrates:
             applied = store.migrate()
             if applied:
-                structlog.get_logger("monitor.cli").info("migrated", database=s.database, migrations=[m.name for m in applied])
+                log.info("migrated", database=s.database, migrations=[m.name for m in applied])
+            retention = store.retention_applied
+            if retention:
+                log.info("retention applied", database=s.database, retention=retention.wanted, changes=retention.describe())
         else:
             store.check_schema()
+            if store.retention_pending:
+                log.warning(
+                    "the store's retention differs from the settings: run `relevancy-monitor migrate` to apply it",
+                    database=s.database,
+                    retention=store.retention_pending.wanted,
+                    changes=store.retention_pending.describe(),
+                )
     finally:
         store.close()
 
@@ -112,6 +125,16 @@ def cmd_migrate(ns: argparse.Namespace) -> int:
         store.close()
     done = f"{len(applied)} migration(s) applied: {', '.join(m.name for m in applied)}" if applied else "already up to date"
     print(f"schema of {store.qualified_table} applied at {store.url} ({done})", file=sys.stderr)
+    retention = store.retention_applied
+    if retention:
+        changed = f"{len(retention.changes)} TTL change(s); rows already stored follow in the background"
+        print(f"retention set to {retention.wanted} ({changed}):", file=sys.stderr)
+        for line in retention.describe():
+            print(f"  {line}", file=sys.stderr)
+    elif retention is not None:
+        print(f"retention unchanged: {retention.wanted}", file=sys.stderr)
+    else:
+        print("retention not managed (MONITOR_RETENTION_DAYS unset): the tables' TTLs were left as they are", file=sys.stderr)
     return 0
 
 

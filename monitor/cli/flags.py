@@ -31,10 +31,14 @@ def add_settings_flags(parser: argparse.ArgumentParser) -> None:
 STORE_SETTINGS = ("clickhouse_url", "clickhouse_database", "clickhouse_table")
 
 
-def add_store_flags(parser: argparse.ArgumentParser) -> None:
-    """Add only the flags that say where the store is (`--clickhouse-url`, `--clickhouse-database`, `--clickhouse-table`)."""
+RETENTION_SETTINGS = ("retention_days", "text_retention_days")
+
+
+def add_store_flags(parser: argparse.ArgumentParser, *extra: str) -> None:
+    """Add only the flags that say where the store is (`--clickhouse-url`, `--clickhouse-database`, `--clickhouse-table`),
+    and those of the `extra` settings named (`RETENTION_SETTINGS` for `migrate`)."""
     group = parser.add_argument_group("store (each also from the env var MONITOR_<NAME>)")
-    for name in STORE_SETTINGS:
+    for name in (*STORE_SETTINGS, *extra):
         field = Settings.model_fields[name]
         group.add_argument("--" + name.replace("_", "-"), dest=name, default=None, help=f"{field.description or name} [env MONITOR_{name.upper()}]")
 

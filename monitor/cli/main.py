@@ -11,13 +11,14 @@ from schemas.errors import MonitorError
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand (nothing is read from the environment here)."""
-    from monitor.cli import alerts, commands, judge
+    from monitor.cli import alerts, commands, forget, judge
 
     parser = argparse.ArgumentParser(prog="relevancy-monitor", description="Answer-relevancy monitoring for LLM assistants.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands.register(sub)
     judge.register(sub)
     alerts.register(sub)
+    forget.register(sub)
     return parser
 
 

@@ -28,6 +28,11 @@ FROM {table} FINAL
 WHERE status = 'ok'
 GROUP BY app, prompt_version ORDER BY app, prompt_version
 """
+REDACTED_SQL = """
+SELECT kind, sum(items) AS items, count() AS rows
+FROM {table} FINAL ARRAY JOIN mapKeys(redactions) AS kind, mapValues(redactions) AS items
+GROUP BY kind ORDER BY items DESC, kind
+"""
 WORST_SQL = """
 SELECT app, prompt_version, round(score, 2) AS score, substring(question, 1, 50) AS question, substring(response, 1, 70) AS response
 FROM {table} FINAL WHERE status = 'ok' ORDER BY score ASC, event_time DESC LIMIT 5
@@ -75,7 +80,11 @@ def run_demo(seconds: float, rate: float, data_dir: Path, console: Console) -> D
         try:
             tables = [
                 (title, store.query(sql.replace("{table}", store.qualified_table)))
-                for title, sql in (("Mean relevancy per app and prompt version", SUMMARY_SQL), ("Five lowest-scored answers", WORST_SQL))
+                for title, sql in (
+                    ("Mean relevancy per app and prompt version", SUMMARY_SQL),
+                    ("Five lowest-scored answers", WORST_SQL),
+                    ("Personal data replaced before the judge and the store saw the text (placeholders like [EMAIL])", REDACTED_SQL),
+                )
             ]
         finally:
             store.close()
@@ -92,7 +101,7 @@ async def _demo(settings: Settings, metrics: Metrics, seconds: float, rate: floa
     stop = asyncio.Event()
     total = max(1, int(seconds * rate))
     producer = asyncio.create_task(
-        produce(settings.kafka_bootstrap_servers, "conversations", generate_events(total, seed=int(time.time())), rate=rate)
+        produce(settings.kafka_bootstrap_servers, "conversations", generate_events(total, seed=int(time.time()), pii_share=0.1), rate=rate)
     )
     service = asyncio.create_task(run_service(settings, stop=stop, metrics=metrics))
     with Progress(TextColumn("{task.description}"), BarColumn(), TimeRemainingColumn(), console=console, transient=True) as progress:

@@ -1,6 +1,6 @@
 """Synthetic conversation traffic for the demo and for load: both shapes, several segments, padded and
-off-topic answers, and a small share of malformed records (deterministic for a seed), and `produce`, which sends
-record values to a topic at a steady rate."""
+off-topic answers, a small share of malformed records and optionally personal data in the text (deterministic for
+a seed), and `produce`, which sends record values to a topic at a steady rate."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 
 from consumers.clients import KafkaSettings, ensure_topics, make_producer, start_client
+from monitor.devtools.pii_samples import Planted, planted_snippet, planted_value
+from monitor.privacy.kinds import BUILTIN_KINDS, CARD, EMAIL, IBAN, IP, NATIONAL_ID, PHONE, SECRET, SSN, URL_CREDENTIALS
 
 # (app, question, tight answer, filler that pads it, off-topic answer)
 _SCENARIOS = [
@@ -64,13 +66,67 @@ _MALFORMED: list[bytes] = [
     b"\xff\xfe\x00garbage",
 ]
 
+# How a user or an assistant mentions each kind of personal data: "{x}" is the value with its context.
+_ASKED = {
+    EMAIL: ("My email is {x}.", "I'm writing from {x}."),
+    PHONE: ("My number is {x}.", "You can call me on {x}."),
+    CARD: ("I paid with card {x}.", "My card is {x}."),
+    IBAN: ("My IBAN is {x}.", "Refunds should go to {x}."),
+    SSN: ("For verification: {x}.", "(I gave you {x} last time.)"),
+    NATIONAL_ID: ("For verification: {x}.", "My ID is {x}."),
+    IP: ("I'm connecting from {x}.", "My IP is {x}."),
+    SECRET: ("For context, I'm using {x}.", "Config: {x}"),
+    URL_CREDENTIALS: ("My connection string is {x}.", "DATABASE_URL={x}"),
+}
+_ANSWERED = {
+    EMAIL: ("I've sent a confirmation to {x}.",),
+    PHONE: ("We'll text updates to {x}.",),
+    CARD: ("The charge on {x} has been noted.",),
+    IBAN: ("Refunds will go to {x}.",),
+    SSN: ("I've noted {x} on your file.",),
+    NATIONAL_ID: ("I've noted {x} on your file.",),
+    IP: ("Requests from {x} are allowed.",),
+    SECRET: ("Please rotate {x} now that it has been shared.",),
+    URL_CREDENTIALS: ("Your app connects with {x}.",),
+}
 
-def generate_events(count: int, *, seed: int = 7, malformed_share: float = 0.02, now: datetime | None = None) -> Iterator[bytes]:
-    """Yield `count` record values (UTF-8 JSON, or deliberately malformed bytes)."""
+
+def _with_personal_data(rng: random.Random, question: str, answer: str) -> tuple[str, str, tuple[Planted, ...]]:
+    """The pair with one or two planted values woven into the question and/or the answer."""
+    planted: list[Planted] = []
+    for _ in range(rng.choice((1, 1, 2))):
+        kind = rng.choice(BUILTIN_KINDS)
+        value, fmt = planted_value(rng, kind)
+        planted.append(Planted(kind, value, fmt))
+        where = rng.random()
+        if where < 0.75:
+            said = rng.choice(_ASKED[kind]).replace("{x}", planted_snippet(rng, value, fmt))
+            question = f"{said} {question}" if rng.random() < 0.5 else f"{question} {said}"
+        if where >= 0.5:
+            answer = f"{answer} {rng.choice(_ANSWERED[kind]).replace('{x}', planted_snippet(rng, value, fmt))}"
+    return question, answer, tuple(planted)
+
+
+def generate_events(
+    count: int, *, seed: int = 7, malformed_share: float = 0.02, now: datetime | None = None, pii_share: float = 0.0
+) -> Iterator[bytes]:
+    """Yield `count` record values (UTF-8 JSON, or deliberately malformed bytes); `pii_share` of the valid events
+    carry one or two items of (synthetic, valid-looking) personal data in the user message and/or the response."""
+    for value, _ in generate_labelled_events(count, seed=seed, malformed_share=malformed_share, now=now, pii_share=pii_share):
+        yield value
+
+
+def generate_labelled_events(
+    count: int, *, seed: int = 7, malformed_share: float = 0.02, now: datetime | None = None, pii_share: float = 0.0
+) -> Iterator[tuple[bytes, tuple[Planted, ...]]]:
+    """`generate_events`, each record value paired with the personal data planted in it (empty for most)."""
     rng = random.Random(seed)
+    # The personal data draws from a stream of its own, so a stream with it is the stream without it (same ids,
+    # segments and labels) plus the planted text, and pii_share=0 draws nothing extra.
+    pii_rng = random.Random(f"{seed}/pii")
     for i in range(count):
         if rng.random() < malformed_share:
-            yield rng.choice(_MALFORMED)
+            yield rng.choice(_MALFORMED), ()
             continue
         app, q, tight, filler, off = rng.choice(_SCENARIOS)
         fill = {"n": f"{rng.choice('ABCDEFG')}{rng.randint(10, 99)}", "d": rng.randint(1, 28), "c": rng.choice([404, 429, 503])}
@@ -85,6 +141,9 @@ def generate_events(count: int, *, seed: int = 7, malformed_share: float = 0.02,
         else:
             answer = tight.format(**fill)
         question = q.format(**fill)
+        planted: tuple[Planted, ...] = ()
+        if pii_share > 0.0 and pii_rng.random() < pii_share:
+            question, answer, planted = _with_personal_data(pii_rng, question, answer)
         base: dict[str, object] = {
             "event_id": str(uuid.UUID(int=rng.getrandbits(128))),
             "conversation_id": f"conv-{rng.randint(1, max(1, count // 2))}",
@@ -102,7 +161,7 @@ def generate_events(count: int, *, seed: int = 7, malformed_share: float = 0.02,
                 **base,
                 "messages": [{"role": "user", "content": question}, {"role": "assistant", "content": [{"type": "text", "text": answer}]}],
             }
-        yield json.dumps(event).encode()
+        yield json.dumps(event).encode(), planted
 
 
 async def produce(

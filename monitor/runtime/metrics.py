@@ -73,6 +73,9 @@ class Metrics:
         )
         self.budget_used = Gauge(_PREFIX + "budget_used_ratio", "Largest share of any judge spend cap used in its window", registry=r)
         self.cache_hits = Counter(_PREFIX + "verdict_cache_hits", "Events scored from the verdict cache", registry=r)
+        self.redactions = Counter(
+            _PREFIX + "redactions", "Items of personal data replaced before the judge and the store, by kind", ["kind"], registry=r
+        )
         self.sampled = Counter(_PREFIX + "events_sampled", "Decoded events selected for judging", ["app", "rule"], registry=r)
         self.rows_written = Counter(_PREFIX + "rows_written", "Rows durably inserted into ClickHouse", registry=r)
         self.rows_dropped = Counter(_PREFIX + "rows_dropped", "Rows the store refused even as error rows (logged with their event id)", registry=r)

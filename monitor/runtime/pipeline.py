@@ -18,6 +18,7 @@ import structlog
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.errors import KafkaError
 from aiokafka.structs import ConsumerRecord
+from pydantic import ValidationError
 
 from consumers.clients import KafkaSettings, start_client
 from consumers.deadletter import DeadLetterPublisher
@@ -26,6 +27,8 @@ from consumers.offsets import OffsetTracker, Ticket
 from consumers.sampling import SampleDecision, Sampler
 from consumers.source import KafkaSource
 from monitor.judges.base import JudgeFailure, Judgement
+from monitor.privacy.events import JudgedEvent, redact_event
+from monitor.protocols import Redactor
 from monitor.runtime.backpressure import Backpressure
 from monitor.runtime.cost_control import CostControl
 from monitor.runtime.dead_letters import dead_letter
@@ -34,7 +37,7 @@ from monitor.runtime.guarded_judge import GuardedJudge
 from monitor.runtime.health import Health, HealthGauges
 from monitor.runtime.metrics import Metrics
 from monitor.runtime.partition_tasks import Deadline, PartitionTasks
-from monitor.runtime.rows import build_row
+from monitor.runtime.rows import TextPolicy, build_row
 from monitor.runtime.sink import ClickHouseSink
 from monitor.runtime.store import AsyncStore
 from monitor.runtime.verdict_reuse import VerdictReuse, cache_key
@@ -55,7 +58,8 @@ class Collaborators:
 
     kafka: KafkaSettings
     flow: FlowSettings
-    store_text: bool
+    text_policy: TextPolicy
+    redactor: Redactor | None  # None: MONITOR_REDACT=false, the judge and the store see the text as received
     store: AsyncStore
     consumer: AIOKafkaConsumer
     producer: AIOKafkaProducer
@@ -77,7 +81,7 @@ class Pipeline:
     path per process, so the store outlives a pipeline."""
 
     def __init__(self, parts: Collaborators) -> None:
-        self.kafka, self.flow, self.store_text = parts.kafka, parts.flow, parts.store_text
+        self.kafka, self.flow, self.text_policy, self.redactor = parts.kafka, parts.flow, parts.text_policy, parts.redactor
         self.store, self.producer, self.metrics = parts.store, parts.producer, parts.metrics
         self.guard, self.sampler, self.cost, self.reuse = parts.guard, parts.sampler, parts.cost, parts.reuse
         self.sink, self.tracker = parts.sink, parts.tracker
@@ -233,9 +237,19 @@ class Pipeline:
             return
         decision = self._sample(event)
         if decision.sampled:
-            self._judge(event, decision, ticket)
+            self._judge(self._redact(event), decision, ticket)
         else:
             self.tracker.done(ticket)
+
+    def _redact(self, event: ConversationEvent) -> JudgedEvent:
+        """The event as the judge and the store may see it: personal data replaced (only sampled events: the rest
+        is never sent or stored, so it costs no redaction)."""
+        if self.redactor is None:
+            return JudgedEvent.unredacted(event)
+        judged = redact_event(event, self.redactor)
+        for kind, n in judged.redactions.items():
+            self.metrics.redactions.labels(kind).inc(n)
+        return judged
 
     def _sample(self, event: ConversationEvent) -> SampleDecision:
         factor, reason = self.cost.current()
@@ -249,8 +263,8 @@ class Pipeline:
             self.metrics.not_sampled.labels(self.metrics.app_label(event.app)).inc()
         return decision
 
-    def _judge(self, event: ConversationEvent, decision: SampleDecision, ticket: Ticket) -> None:
-        key = cache_key(self.guard.judge.info.judge_id, event.question, event.response)
+    def _judge(self, event: JudgedEvent, decision: SampleDecision, ticket: Ticket) -> None:
+        key = cache_key(self.guard.judge.info.judge_id, event.judged.question, event.judged.response)
         hit = self.reuse.cached(key)
         if hit is not None:  # costs nothing: no budget, no judge call
             self.metrics.cache_hits.inc()
@@ -262,7 +276,7 @@ class Pipeline:
             return
         self._lead(key, event, decision, ticket)
 
-    def _lead(self, key: bytes, event: ConversationEvent, decision: SampleDecision, ticket: Ticket) -> asyncio.Task[Any]:
+    def _lead(self, key: bytes, event: JudgedEvent, decision: SampleDecision, ticket: Ticket) -> asyncio.Task[Any]:
         # The call is reserved at decision time: a burst cannot decide past the budget before calls start.
         self.cost.reserve_call()
         task = self.tasks.spawn(ticket.tp, self._judge_and_write(event, decision, ticket))
@@ -270,7 +284,7 @@ class Pipeline:
         return task
 
     async def _follow(
-        self, key: bytes, leader: asyncio.Future[Judgement | None], event: ConversationEvent, decision: SampleDecision, ticket: Ticket
+        self, key: bytes, leader: asyncio.Future[Judgement | None], event: JudgedEvent, decision: SampleDecision, ticket: Ticket
     ) -> None:
         """Reuse the verdict of an identical pair being judged; judge it ourselves if none comes."""
         judgement = await self.reuse.follow(key, leader)
@@ -280,9 +294,9 @@ class Pipeline:
         elif self._wanted(ticket):
             self._lead(key, event, decision, ticket)
 
-    async def _judge_and_write(self, event: ConversationEvent, decision: SampleDecision, ticket: Ticket) -> Judgement | JudgeFailure | None:
+    async def _judge_and_write(self, event: JudgedEvent, decision: SampleDecision, ticket: Ticket) -> Judgement | JudgeFailure | None:
         """Judge one event and add its row; returns the verdict (None if abandoned on revocation)."""
-        outcome = await self.guard.judge_event(event, still_wanted=lambda: self._wanted(ticket))
+        outcome = await self.guard.judge_event(event.judged, still_wanted=lambda: self._wanted(ticket))
         if outcome is None:
             return None
         self._write_row(event, decision, ticket, outcome.verdict, outcome.elapsed_s)
@@ -293,7 +307,7 @@ class Pipeline:
 
     def _write_row(
         self,
-        event: ConversationEvent,
+        event: JudgedEvent,
         decision: SampleDecision,
         ticket: Ticket,
         verdict: Judgement | JudgeFailure,
@@ -303,14 +317,15 @@ class Pipeline:
         info = self.guard.judge.info
         latency_ms, now = int(elapsed * 1000), datetime.now(UTC)
         try:
-            row = build_row(event, info, decision, verdict, latency_ms=latency_ms, scored_at=now, store_text=self.store_text, cached=cached)
+            row = build_row(event, info, decision, verdict, latency_ms=latency_ms, scored_at=now, text_policy=self.text_policy, cached=cached)
         except ValueError as e:  # a judgement that does not fit the row contract is an error, not a lost event
-            log.error("invalid_judgement", event_id=event.event_id, error=str(e)[:200])
-            failure = JudgeFailure("internal", f"invalid judgement: {e}")
-            row = build_row(event, info, decision, failure, latency_ms=latency_ms, scored_at=now, store_text=self.store_text)
-        self.metrics.judged.labels(self.metrics.app_label(event.app), info.method, row.status).inc()
+            problem = _row_problem(e)
+            log.error("invalid_judgement", event_id=event.judged.event_id, error=problem[:200])
+            failure = JudgeFailure("internal", f"invalid judgement: {problem}")
+            row = build_row(event, info, decision, failure, latency_ms=latency_ms, scored_at=now, text_policy=self.text_policy)
+        self.metrics.judged.labels(self.metrics.app_label(event.judged.app), info.method, row.status).inc()
         if row.status == "error":
-            log.warning("judge_failed", event_id=event.event_id, partition=ticket.tp.partition, offset=ticket.offset, error=row.error[:200])
+            log.warning("judge_failed", event_id=event.judged.event_id, partition=ticket.tp.partition, offset=ticket.offset, error=row.error[:200])
         self.sink.add(row, ticket)
 
     async def _dead_letter(self, record: ConsumerRecord[Any, Any], err: DecodeError, ticket: Ticket) -> None:
@@ -417,3 +432,10 @@ class Pipeline:
         """Finish the revoked partitions within half the session timeout (the rebalance waits for us)."""
         await self.finish(revoked, Deadline(self.kafka.session_timeout_ms / 1000 / 2), phase="revoke")
         log.info("partitions_revoked", partitions=sorted(f"{tp.topic}/{tp.partition}" for tp in revoked))
+
+
+def _row_problem(err: ValueError) -> str:
+    """Why a row was refused, by field and reason only: pydantic's own message quotes the values (judged text)."""
+    if isinstance(err, ValidationError):
+        return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'row'}: {e['msg']}" for e in err.errors(include_input=False, include_url=False)[:3])
+    return str(err)[:200]  # our own checks (model_post_init) name no values

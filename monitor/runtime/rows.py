@@ -3,47 +3,58 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Literal
 
 from consumers.sampling import SampleDecision
 from monitor.judges.base import JudgeFailure, JudgeInfo, Judgement
-from schemas.events import ConversationEvent
+from monitor.privacy.events import JudgedEvent
 from schemas.scored import ScoredRow
 from schemas.usage import Usage
 
+TextPolicy = Literal["redacted", "none", "full"]
+
 
 def build_row(
-    event: ConversationEvent,
+    event: JudgedEvent,
     info: JudgeInfo,
     decision: SampleDecision,
     outcome: Judgement | JudgeFailure,
     *,
     latency_ms: int,
     scored_at: datetime,
-    store_text: bool,
+    text_policy: TextPolicy,
     cached: bool = False,
 ) -> ScoredRow:
     """An ok row from a `Judgement`, or an error row (no score, but the tokens and cost of the failed attempts)
-    from a `JudgeFailure`. A `cached` verdict cost nothing this time: its row carries no tokens or cost."""
+    from a `JudgeFailure`. A `cached` verdict cost nothing this time: its row carries no tokens or cost.
+
+    `text_policy` (MONITOR_STORE_TEXT): `redacted` stores the text as the judge saw it, `full` as received, `none`
+    no question, response, reasoning, statement or reason text (verdicts, counts, scores and ids stay)."""
+    judged = event.judged
+    stored = event.original if text_policy == "full" else judged
+    keep_text = text_policy != "none"
     common = dict(
-        event_id=event.event_id,
-        conversation_id=event.conversation_id,
-        event_time=event.event_time,
-        app=event.app,
-        model=event.model,
-        prompt_version=event.prompt_version,
-        metadata=event.metadata,
+        event_id=judged.event_id,
+        conversation_id=judged.conversation_id,
+        event_time=judged.event_time,
+        app=judged.app,
+        model=judged.model,
+        prompt_version=judged.prompt_version,
+        metadata=stored.metadata,
         judge=info.method,
         judge_model=info.model,
         judge_id=info.judge_id,
-        question=event.question if store_text else "",
-        response=event.response if store_text else "",
+        question=stored.question if keep_text else "",
+        response=stored.response if keep_text else "",
         sample_rate=decision.rate,
         sample_rule=decision.rule,
         latency_ms=max(0, latency_ms),
-        kafka_topic=event.source.topic,
-        kafka_partition=event.source.partition,
-        kafka_offset=event.source.offset,
+        kafka_topic=judged.source.topic,
+        kafka_partition=judged.source.partition,
+        kafka_offset=judged.source.offset,
         scored_at=scored_at,
+        redactions=dict(event.redactions),
+        redactor=event.redactor,
     )
     u = Usage() if cached else outcome.usage
     spend = dict(
@@ -60,10 +71,10 @@ def build_row(
         status="ok",
         score=outcome.score,
         raw_score=outcome.raw_score,
-        reasoning=outcome.reasoning,
-        statements=list(outcome.statements),
+        reasoning=outcome.reasoning if keep_text else "",
+        statements=list(outcome.statements) if keep_text else [],
         verdicts=list(outcome.verdicts),
-        verdict_reasons=list(outcome.verdict_reasons),
+        verdict_reasons=list(outcome.verdict_reasons) if keep_text else [],
         n_statements=len(outcome.statements),
         **spend,
         **common,

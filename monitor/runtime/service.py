@@ -14,6 +14,7 @@ from consumers.offsets import OffsetTracker, Ticket
 from consumers.sampling import Sampler
 from monitor.config import Settings
 from monitor.judges.factory import build_judge
+from monitor.privacy.redactor import build_redactor
 from monitor.protocols import Judge
 from monitor.runtime.cost_control import CostControl
 from monitor.runtime.guarded_judge import GuardedJudge
@@ -57,7 +58,8 @@ def build_pipeline(
         Collaborators(
             kafka=settings.kafka,
             flow=flow,
-            store_text=settings.store.store_text,
+            text_policy=settings.store.store_text,
+            redactor=build_redactor(settings.redaction) if settings.redact else None,
             store=store,
             consumer=make_consumer(settings.kafka),
             producer=producer,

@@ -9,7 +9,10 @@ work for a read-only ClickHouse user and never leave an empty store behind.
 
 The DDL is applied as versioned migrations (`schemas.ddl.migrations`), each once, recorded in
 `{database}.schema_migrations` with its checksum: `migrate` applies the pending ones, `check_schema` refuses a store
-that is behind (`run` on a server, unless MONITOR_AUTO_MIGRATE) and both refuse an applied migration that changed."""
+that is behind (`run` on a server, unless MONITOR_AUTO_MIGRATE) and both refuse an applied migration that changed.
+
+Retention (MONITOR_RETENTION_DAYS, MONITOR_TEXT_RETENTION_DAYS) is applied as TTLs at the end of `migrate`, only where
+the tables differ (`monitor.runtime.retention`); `check_schema` only finds the difference (`retention_pending`)."""
 
 from __future__ import annotations
 
@@ -20,14 +23,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import clickhouse_connect
 from clickhouse_connect.driver.client import Client
 from clickhouse_connect.driver.exceptions import ClickHouseError
 
 from monitor.runtime.budget import Spend
-from schemas.ddl import MIGRATIONS_TABLE, Migration, migrations, migrations_table_ddl
+from monitor.runtime.retention import ALTER_SETTINGS, RetentionPlan, plan_retention, retention_tables
+from schemas.ddl import MIGRATIONS_TABLE, Migration, migrations, migrations_table_ddl, on_cluster
 from schemas.errors import StoreError
 from schemas.scored import SCORED_COLUMNS, ScoredRow
 
@@ -45,7 +49,9 @@ class StoreSettings:
     url: str
     database: str = "relevancy"
     table: str = "relevancy_scores"
-    store_text: bool = True
+    store_text: Literal["redacted", "none", "full"] = "redacted"
+    retention_days: int | None = None  # rows of the scores, traffic, rollup tables, by event time; 0: forever; None: TTLs untouched
+    text_retention_days: int = 0  # the text columns of the scores table only; 0: as long as the row
     user: str | None = None  # over a user in the URL
     password: str | None = field(default=None, repr=False)  # over a password in the URL
     ca_file: Path | None = None  # https: the CA of the server's certificate (default: the system's)
@@ -162,18 +168,24 @@ class ClickHouseStore:
         verify: bool = True,
         cluster: str | None = None,
         auto_migrate: bool | None = None,
+        retention_days: int | None = None,
+        text_retention_days: int = 0,
     ) -> None:
         self.url = normalize_url(url)
         self.database = database
         self.table = table
         self.cluster = cluster
         self.auto_migrate = auto_migrate
+        self.retention_days = retention_days  # rows of the scores, traffic and rollup tables; 0: forever; None: unmanaged
+        self.text_retention_days = text_retention_days  # the scores table's text columns; 0: as long as the row
+        self.retention_applied: RetentionPlan | None = None  # what the last `migrate` changed (empty: nothing)
+        self.retention_pending: RetentionPlan | None = None  # what the last `check_schema` found differing (not applied)
         self._client_options = client_options(self.url, user, password, ca_file, verify)
         self._client: Client | None = None
 
     @classmethod
     def from_settings(cls, s: StoreSettings) -> ClickHouseStore:
-        """A store from the store slice of the settings (URL, names, credentials, TLS, cluster)."""
+        """A store from the store slice of the settings (URL, names, credentials, TLS, cluster, retention)."""
         return cls(
             s.url,
             s.database,
@@ -184,6 +196,8 @@ class ClickHouseStore:
             verify=s.verify,
             cluster=s.cluster,
             auto_migrate=s.auto_migrate,
+            retention_days=s.retention_days,
+            text_retention_days=s.text_retention_days,
         )
 
     @property
@@ -274,7 +288,8 @@ class ClickHouseStore:
 
     def check_schema(self) -> None:
         """Refuse, in one line, a store whose schema is behind this release or whose applied migrations changed:
-        what `run` does at start when it does not migrate (a server without MONITOR_AUTO_MIGRATE)."""
+        what `run` does at start when it does not migrate (a server without MONITOR_AUTO_MIGRATE). A retention that
+        differs from the settings is not refused: it is left in `retention_pending` (empty when none differs)."""
         pending = self.pending_migrations()
         if pending:
             names = ", ".join(m.name for m in pending)
@@ -282,12 +297,16 @@ class ClickHouseStore:
                 f"the schema of {self.database} at {_safe(self.url)} is behind this release ({len(pending)} pending migration(s): "
                 f"{names}): run `relevancy-monitor migrate` first, or set MONITOR_AUTO_MIGRATE=true"
             )
+        self.retention_pending = self.retention_plan() if self.retention_days is not None else None
         self._use_database()
 
     def migrate(self) -> list[Migration]:
         """Apply the pending migrations in order, each once, recording each (version, name, checksum, applied_at)
         in `{database}.schema_migrations` (for this scores table) once its statements succeeded; returns those applied. A store of an
-        earlier release (tables, no record) gets every version recorded: all statements are IF NOT EXISTS."""
+        earlier release (tables, no record) gets every version recorded: all statements are IF NOT EXISTS.
+
+        Then the retention: the TTLs that differ from `retention_days` and `text_retention_days` are altered, and what
+        changed is left in `retention_applied` (empty when nothing differed)."""
         pending = self.pending_migrations()
         for statement in migrations_table_ddl(self.database, self.cluster):
             self.command(statement)
@@ -296,8 +315,30 @@ class ClickHouseStore:
                 self.command(statement)
             row = (self.table, m.version, m.name, m.checksum, _now())
             self.insert_table(MIGRATIONS_TABLE, ("scores_table", "version", "name", "checksum", "applied_at"), [row])
+        # Unset MONITOR_RETENTION_DAYS leaves the TTLs alone: a `migrate` from a laptop without the deployment's
+        # settings must not remove a retention (or shorten it).
+        self.retention_applied = self.apply_retention() if self.retention_days is not None else None
         self._use_database()
         return pending
+
+    def retention_plan(self) -> RetentionPlan:
+        """What it takes to bring the tables' TTLs to `retention_days` and `text_retention_days` (see
+        `monitor.runtime.retention`), from their `create_table_query`; raises `StoreError` if a table is missing."""
+        tables = retention_tables(self.table)
+        sql = "SELECT name, create_table_query FROM system.tables WHERE database = {database:String} AND has({tables:Array(String)}, name)"
+        current = {str(name): str(query) for name, query in self.query(sql, {"database": self.database, "tables": list(tables)}).rows}
+        try:
+            return plan_retention(self.database, self.table, self.retention_days or 0, self.text_retention_days, current, self.cluster)
+        except ValueError as e:
+            raise StoreError(f"cannot plan the retention of {self.database} at {_safe(self.url)}: {e}: {_MIGRATE_HINT}") from None
+
+    def apply_retention(self) -> RetentionPlan:
+        """Alter the TTLs that differ from the settings, one ALTER per table (see `retention.ALTER_SETTINGS` on the
+        rewrite of existing parts); returns the plan applied (empty: nothing differed). Raises `StoreError`."""
+        plan = self.retention_plan()
+        for statement in plan.statements:
+            self._execute(statement, settings=dict(ALTER_SETTINGS))
+        return plan
 
     def _use_database(self) -> None:
         # Unqualified names in queries (`FROM relevancy_scores`) resolve against the configured database. Set only
@@ -310,6 +351,20 @@ class ClickHouseStore:
             return self.client.command(sql)
         except ClickHouseError as e:
             raise StoreError(str(e).strip().splitlines()[0][:500]) from e
+
+    def _execute(self, sql: str, parameters: dict[str, Any] | None = None, settings: dict[str, Any] | None = None) -> Any:
+        try:
+            return self.client.command(sql, parameters=parameters, settings=settings)
+        except ClickHouseError as e:
+            raise StoreError(str(e).strip().splitlines()[0][:500]) from e
+
+    def erase_rows(self, table: str, where: str, parameters: dict[str, Any]) -> None:
+        """Lightweight `DELETE FROM {database}.{table} WHERE {where}` (ON CLUSTER with a cluster): the rows vanish from
+        reads once it returns (ClickHouse waits for the marking by default) and from disk at later merges. `where`
+        takes its values from `parameters`, bound by the server (`{name:Array(String)}`), never formatted into the SQL.
+        Raises `StoreError`."""
+        statement = f"DELETE FROM {self.database}.{table} WHERE {where}"
+        self._execute(on_cluster(statement, self.cluster) if self.cluster else statement, parameters=parameters)
 
     def insert_rows(self, rows: Sequence[ScoredRow], dedup_token: str) -> None:
         """Insert scored rows; a retry with the same token and rows is a no-op on the server."""

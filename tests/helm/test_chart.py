@@ -329,6 +329,21 @@ def test_secret_in_extra_settings_is_refused() -> None:
         render({"extraSettings": {"MONITOR_KAFKA_SASL_PASSWORD": "hunter2"}})
 
 
+def test_privacy_values_reach_the_consumer_and_the_migrate_job() -> None:
+    """privacy.* become MONITOR_REDACT and MONITOR_STORE_TEXT (settings) and the retention days on both the consumer
+    and the migrate job (which applies the TTLs); a chart-owned setting in extraSettings fails the render."""
+    docs = render({"privacy": {"redact": False, "storeText": "none", "retentionDays": 90, "textRetentionDays": 7}})
+    data = one(docs, "ConfigMap", "-settings")["data"]
+    assert (data["MONITOR_REDACT"], data["MONITOR_STORE_TEXT"]) == ("false", "none")
+    for kind, suffix in (("Job", "-migrate"), ("Deployment", "-consumer")):
+        env = {e["name"]: e.get("value") for e in one(docs, kind, suffix)["spec"]["template"]["spec"]["containers"][0]["env"]}
+        assert (env["MONITOR_RETENTION_DAYS"], env["MONITOR_TEXT_RETENTION_DAYS"]) == ("90", "7"), kind
+    with pytest.raises(helm_python.HelmRenderError, match="has its own value"):
+        render({"extraSettings": {"MONITOR_STORE_TEXT": "full"}})
+    with pytest.raises(helm_python.HelmValuesError):
+        render({"privacy": {"storeText": "false"}})
+
+
 def test_llm_judge_without_api_key_secret_fails() -> None:
     """An LLM judge with no judge.apiKey.existingSecret fails the render with a message naming the value."""
     with pytest.raises(helm_python.HelmRenderError, match=r"judge\.apiKey\.existingSecret is required"):

@@ -33,9 +33,9 @@ def test_env_values_and_csv_topics(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_flags_override_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """Command-line flags override environment values."""
     monkeypatch.setenv("MONITOR_SAMPLE_RATE", "0.25")
-    ns = build_parser().parse_args(["run", "--sample-rate", "0.5", "--no-store-text", "--judge", "lexical"])
+    ns = build_parser().parse_args(["run", "--sample-rate", "0.5", "--store-text", "none", "--judge", "lexical"])
     s = settings_from_args(ns)
-    assert s.sample_rate == 0.5 and s.store_text is False
+    assert s.sample_rate == 0.5 and s.store_text == "none"
 
 
 @pytest.mark.parametrize(

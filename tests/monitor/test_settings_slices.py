@@ -57,6 +57,12 @@ SLICE_OF: dict[str, str] = {
     "clickhouse_database": "store.database",
     "clickhouse_table": "store.table",
     "store_text": "store.store_text",
+    "retention_days": "store.retention_days",
+    "text_retention_days": "store.text_retention_days",
+    "redact": "redaction.enabled",
+    "redact_patterns": "redaction.patterns",
+    "redact_allow": "redaction.allow",
+    "redact_phone_regions": "redaction.phone_regions",
     "clickhouse_user": "store.user",
     "clickhouse_password": "store.password",
     "clickhouse_ca_file": "store.ca_file",
@@ -135,6 +141,13 @@ def test_every_setting_reaches_its_slice_with_its_value() -> None:
         clickhouse_verify=False,
         clickhouse_cluster="c1",
         auto_migrate=False,
+        store_text="none",
+        retention_days=30,
+        text_retention_days=7,
+        redact=False,
+        redact_patterns='{"ORDER_REF": "ORD-[0-9]{6}"}',
+        redact_allow="support@example.com",
+        redact_phone_regions="US,IN",
     )
     assert set(SLICE_OF) | PROCESS_SETTINGS == set(Settings.model_fields)
     for name, path in SLICE_OF.items():

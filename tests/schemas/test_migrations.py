@@ -61,12 +61,12 @@ def test_non_cluster_ddl_is_byte_for_byte_the_previous_one() -> None:
 
 
 def test_cluster_ddl_is_on_cluster_with_replicated_engines() -> None:
-    """With a cluster every CREATE names ON CLUSTER right after its object, every MergeTree engine is Replicated* with
-    the macro path and replica before its own arguments, and nothing else changes."""
+    """With a cluster every CREATE and ALTER names ON CLUSTER right after its object, every MergeTree engine is
+    Replicated* with the macro path and replica before its own arguments, and nothing else changes."""
     plain = render_ddl("relevancy", "relevancy_scores") + migrations_table_ddl("relevancy")
     clustered = render_ddl("relevancy", "relevancy_scores", "prod") + migrations_table_ddl("relevancy", "prod")
     assert len(clustered) == len(plain)
-    head = re.compile(r"^CREATE (DATABASE|TABLE|VIEW|MATERIALIZED VIEW) IF NOT EXISTS [A-Za-z_][A-Za-z0-9_.]* ON CLUSTER prod(\s|$)")
+    head = re.compile(r"^(?:CREATE (DATABASE|TABLE|VIEW|MATERIALIZED VIEW) IF NOT EXISTS|ALTER TABLE) [A-Za-z_][A-Za-z0-9_.]* ON CLUSTER prod(\s|$)")
     engines = 0
     for before, after in zip(plain, clustered, strict=True):
         assert head.match(after), after[:120]
@@ -88,9 +88,10 @@ def test_cluster_ddl_is_on_cluster_with_replicated_engines() -> None:
 
 
 def test_on_cluster_refuses_what_it_cannot_place() -> None:
-    """A statement that is not CREATE ... IF NOT EXISTS, or a cluster name that is not an identifier, is refused."""
+    """A statement that is not CREATE ... IF NOT EXISTS, ALTER TABLE or DELETE FROM, or a cluster name that is not an
+    identifier, is refused."""
     with pytest.raises(ValueError, match="ON CLUSTER"):
-        on_cluster("ALTER TABLE db.t ADD COLUMN x UInt8", "prod")
+        on_cluster("DROP TABLE db.t", "prod")
     with pytest.raises(ValueError, match="cluster name"):
         on_cluster("CREATE DATABASE IF NOT EXISTS db", "prod; DROP")
 

@@ -104,6 +104,10 @@ seccompProfile:
   value: {{ $ch.database | quote }}
 - name: MONITOR_CLICKHOUSE_TABLE
   value: {{ $ch.table | quote }}
+- name: MONITOR_RETENTION_DAYS
+  value: {{ .Values.privacy.retentionDays | toString | quote }}
+- name: MONITOR_TEXT_RETENTION_DAYS
+  value: {{ .Values.privacy.textRetentionDays | toString | quote }}
 {{- with $ch.auth.existingSecret }}
 - name: MONITOR_CLICKHOUSE_USER
   valueFrom:

@@ -230,6 +230,7 @@ def _demo_rows(start: datetime, end: datetime, *, per_minute: int, keep: set[str
     from consumers.sampling import DecisionKind, SampleDecision
     from monitor.devtools.traffic import generate_events
     from monitor.judges.lexical import LexicalJudge, score_lexical
+    from monitor.privacy.events import JudgedEvent
     from monitor.runtime.rows import build_row
     from schemas.errors import DecodeError
     from schemas.events import KafkaPosition
@@ -249,7 +250,11 @@ def _demo_rows(start: datetime, end: datetime, *, per_minute: int, keep: set[str
                 continue  # the demo dead-letters these
             if event.prompt_version in keep:
                 judgement = score_lexical(event.question, event.response)
-                rows.append(build_row(event, info, decision, judgement, latency_ms=5, scored_at=t + timedelta(seconds=5), store_text=True))
+                rows.append(
+                    build_row(
+                        JudgedEvent.unredacted(event), info, decision, judgement, latency_ms=5, scored_at=t + timedelta(seconds=5), text_policy="full"
+                    )
+                )
         t += timedelta(minutes=1)
     return rows
 

@@ -239,9 +239,9 @@ async def test_a_leader_cancelled_before_it_ran_releases_its_followers(make_sett
     p = run.pipeline
     tp = TopicPartition("t", 0)
     p.tracker.assign([tp])
-    event = decode_event(FLAT[0], position=KafkaPosition(topic="t", partition=0, offset=0), record_timestamp_ms=0)
+    event = p._redact(decode_event(FLAT[0], position=KafkaPosition(topic="t", partition=0, offset=0), record_timestamp_ms=0))
     decision = SampleDecision(True, 1.0, DecisionKind.BASE)
-    key = cache_key(p.guard.judge.info.judge_id, event.question, event.response)
+    key = cache_key(p.guard.judge.info.judge_id, event.judged.question, event.judged.response)
     leader = p._lead(key, event, decision, p.tracker.track(tp, 0))
     verdict = p.reuse.leader(key)
     assert verdict is not None
@@ -278,7 +278,9 @@ async def test_a_probe_cancelled_mid_call_does_not_wedge_the_circuit(make_settin
     p.tracker.assign([tp])
     p.guard.breaker.on_failure()  # the judge has been failing: the circuit is open
     decision = SampleDecision(True, 1.0, DecisionKind.BASE)
-    events = [decode_event(v, position=KafkaPosition(topic="t", partition=0, offset=i), record_timestamp_ms=0) for i, v in enumerate(FLAT[:2])]
+    events = [
+        p._redact(decode_event(v, position=KafkaPosition(topic="t", partition=0, offset=i), record_timestamp_ms=0)) for i, v in enumerate(FLAT[:2])
+    ]
     probe = p._lead(b"k0", events[0], decision, p.tracker.track(tp, 0))
     await asyncio.sleep(0.3)  # the first task took the probe and hangs in the judge
     waiting = p._lead(b"k1", events[1], decision, p.tracker.track(tp, 1))

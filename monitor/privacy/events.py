@@ -1,0 +1,45 @@
+"""Redacting an event: its question, response and metadata values, before the judge and the store see them (pure)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from monitor.protocols import Redactor
+from schemas.events import ConversationEvent
+
+
+@dataclass(frozen=True, slots=True)
+class JudgedEvent:
+    """An event as the judge sees it (`judged`: redacted, or the original when redaction is off), the event as
+    received (`original`), the items replaced per kind and the redactor's name ("" when off)."""
+
+    judged: ConversationEvent
+    original: ConversationEvent
+    redactions: Mapping[str, int] = field(default_factory=dict)
+    redactor: str = ""
+
+    @classmethod
+    def unredacted(cls, event: ConversationEvent) -> JudgedEvent:
+        """The event judged as received (MONITOR_REDACT=false)."""
+        return cls(event, event)
+
+
+def redact_event(event: ConversationEvent, redactor: Redactor) -> JudgedEvent:
+    """`event` with personal data replaced in its question, response and metadata values (ids and labels are kept:
+    replacing them could merge rows), and the counts per kind."""
+    counts: Counter[str] = Counter()
+    question = redactor.redact(event.question)
+    response = redactor.redact(event.response)
+    counts.update(question.counts)
+    counts.update(response.counts)
+    metadata: dict[str, str] = {}
+    for key, value in event.metadata.items():
+        redacted = redactor.redact(value)
+        counts.update(redacted.counts)
+        metadata[key] = redacted.text
+    if not counts:
+        return JudgedEvent(event, event, {}, redactor.name)
+    judged = event.model_copy(update={"question": question.text, "response": response.text, "metadata": metadata})
+    return JudgedEvent(judged, event, dict(counts), redactor.name)

@@ -1,0 +1,191 @@
+"""Erasure for data-subject requests (`relevancy-monitor forget`): every row of a person's conversations or events,
+from every scores table of the database, with a report of what was deleted.
+
+The scores tables are the configured one and every other `scores_table` recorded in `{database}.schema_migrations`
+(a database may hold several) that still exists. For each: count the rows matching the conversation ids or event
+ids, run a lightweight `DELETE FROM ... WHERE conversation_id IN ... OR event_id IN ...` (ON CLUSTER with a cluster)
+where any matched, then count again: the rows must be gone from reads (the DELETE waits for that by default; a
+server set to delete asynchronously gets `verify_timeout_s` to get there). The ids are bound as server-side
+parameters (`{name:Array(String)}`), never formatted into the SQL, so any id (quotes, SQL) is matched literally.
+
+The traffic and rollup tables hold aggregates per minute or hour and segment (counts, sums, quantile sketches and an
+approximate distinct count of event ids, kept as hashes), no ids or text: nothing is deleted there.
+
+Nothing here parses arguments or prints: `monitor.cli.forget` does."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from monitor.runtime.retention import TRAFFIC_TABLE
+from monitor.runtime.store import ClickHouseStore
+from schemas.ddl import MIGRATIONS_TABLE, ROLLUP_GRAINS
+from schemas.errors import StoreError
+
+AGGREGATE_TABLES = (TRAFFIC_TABLE, *(grain.rollup for grain in ROLLUP_GRAINS))
+AGGREGATES_NOTE = (
+    "aggregates per minute or hour and segment only (counts, sums, quantile sketches, an approximate distinct count of "
+    "event id hashes): no ids or text, nothing deleted"
+)
+# The ids are server-side parameters: ClickHouse binds the arrays, whatever characters the ids hold.
+MATCH = "conversation_id IN {conversation_ids:Array(String)} OR event_id IN {event_ids:Array(String)}"
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_EXISTING = "SELECT name FROM system.tables WHERE database = {database:String} AND has({tables:Array(String)}, name)"
+
+
+@dataclass(frozen=True, slots=True)
+class TableErasure:
+    """What one scores table held of the ids asked, and what was deleted: rows matching before the DELETE, rows
+    deleted, rows still matching after it (0 unless rows arrived meanwhile), and which asked ids had rows there."""
+
+    table: str  # database.table
+    rows_matched: int
+    rows_deleted: int
+    rows_remaining: int
+    conversation_ids_found: tuple[str, ...] = ()
+    event_ids_found: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ErasureReport:
+    """The outcome of one erasure (or dry run) for the audit trail: when, which ids, and per table what was found
+    and deleted; `aggregate_tables` hold no ids, see `AGGREGATES_NOTE`."""
+
+    database: str
+    conversation_ids: tuple[str, ...]
+    event_ids: tuple[str, ...]
+    dry_run: bool
+    at: datetime
+    tables: tuple[TableErasure, ...]
+    aggregate_tables: tuple[str, ...] = ()
+    elapsed_s: float = 0.0
+    note: str = field(default=AGGREGATES_NOTE)
+
+    @property
+    def rows_matched(self) -> int:
+        """Rows matching the ids, over every scores table, before the DELETE."""
+        return sum(t.rows_matched for t in self.tables)
+
+    @property
+    def rows_deleted(self) -> int:
+        """Rows deleted, over every scores table (0 on a dry run)."""
+        return sum(t.rows_deleted for t in self.tables)
+
+    @property
+    def rows_remaining(self) -> int:
+        """Rows still matching after the DELETE (0 when the erasure is complete; the matched rows on a dry run)."""
+        return sum(t.rows_remaining for t in self.tables)
+
+    def as_json(self) -> dict[str, Any]:
+        """The report as a JSON-ready dict, for an audit trail."""
+        return {
+            "at": self.at.isoformat(),
+            "database": self.database,
+            "dry_run": self.dry_run,
+            "conversation_ids": list(self.conversation_ids),
+            "event_ids": list(self.event_ids),
+            "tables": [
+                {
+                    "table": t.table,
+                    "rows_matched": t.rows_matched,
+                    "rows_deleted": t.rows_deleted,
+                    "rows_remaining": t.rows_remaining,
+                    "conversation_ids_found": list(t.conversation_ids_found),
+                    "event_ids_found": list(t.event_ids_found),
+                }
+                for t in self.tables
+            ],
+            "rows_matched": self.rows_matched,
+            "rows_deleted": self.rows_deleted,
+            "rows_remaining": self.rows_remaining,
+            "aggregate_tables": [{"table": name, "rows_deleted": 0, "note": self.note} for name in self.aggregate_tables],
+            "elapsed_s": round(self.elapsed_s, 3),
+        }
+
+
+def scores_tables(store: ClickHouseStore) -> list[str]:
+    """The scores tables of the store's database that exist: the configured one first, then every other
+    `scores_table` recorded in `schema_migrations`, sorted. Raises `StoreError` for a recorded name that is not a
+    plain identifier (it is put into SQL)."""
+    database = store.database
+    names = [store.table]
+    if store.query(_EXISTING, {"database": database, "tables": [MIGRATIONS_TABLE]}).rows:
+        recorded = store.query(f"SELECT DISTINCT scores_table FROM {database}.{MIGRATIONS_TABLE}").rows
+        names += sorted({str(r[0]) for r in recorded} - {store.table})
+    for name in names:
+        if not _IDENT.match(name):
+            raise StoreError(f"scores table {name!r} recorded in {database}.{MIGRATIONS_TABLE} is not a plain identifier")
+    found = {str(r[0]) for r in store.query(_EXISTING, {"database": database, "tables": names}).rows}
+    return [name for name in names if name in found]
+
+
+def source(database: str, table: str, cluster: str | None = None) -> str:
+    """What a count reads: the table, or with a cluster every shard of it (`cluster('c', db.t)`), since the DELETE
+    is ON CLUSTER and a node holds only its own shard's rows."""
+    if cluster is None:
+        return f"{database}.{table}"
+    if not _IDENT.match(cluster):
+        raise ValueError(f"cluster name {cluster!r} is not a plain identifier")
+    return f"cluster('{cluster}', {database}.{table})"
+
+
+def _count(store: ClickHouseStore, table: str, parameters: dict[str, Any]) -> int:
+    sql = f"SELECT count() FROM {source(store.database, table, store.cluster)} WHERE {MATCH}"
+    return int(store.query(sql, parameters).rows[0][0])
+
+
+def forget(
+    store: ClickHouseStore,
+    conversation_ids: Iterable[str] = (),
+    event_ids: Iterable[str] = (),
+    *,
+    dry_run: bool = False,
+    verify_timeout_s: float = 30.0,
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> ErasureReport:
+    """Erase the rows of `conversation_ids` and `event_ids` from every scores table of an open store (see the
+    module's docstring), or only count them (`dry_run`); returns the report. Ids that match nothing are no error
+    (0 rows). Raises ValueError when no id, or a blank one, is given; `StoreError` when ClickHouse fails."""
+    conversations = tuple(dict.fromkeys(conversation_ids))
+    events = tuple(dict.fromkeys(event_ids))
+    if not conversations and not events:
+        raise ValueError("no conversation id or event id given")
+    if any(not i.strip() for i in (*conversations, *events)):
+        raise ValueError("an id is empty: an empty id would match every row without one")
+    at = clock()
+    started = time.monotonic()
+    parameters: dict[str, Any] = {"conversation_ids": list(conversations), "event_ids": list(events)}
+    found_sql = (
+        "SELECT count(), groupUniqArrayIf(conversation_id, conversation_id IN {conversation_ids:Array(String)}),"
+        " groupUniqArrayIf(event_id, event_id IN {event_ids:Array(String)})"
+    )
+    results = []
+    for table in scores_tables(store):
+        row = store.query(f"{found_sql} FROM {source(store.database, table, store.cluster)} WHERE {MATCH}", parameters).rows[0]
+        matched, found_conversations, found_events = int(row[0]), tuple(sorted(row[1])), tuple(sorted(row[2]))
+        remaining = matched
+        if matched and not dry_run:
+            store.erase_rows(table, MATCH, parameters)
+            remaining = _count(store, table, parameters)
+            deadline = time.monotonic() + verify_timeout_s
+            while remaining and time.monotonic() < deadline:  # only when the server deletes asynchronously
+                time.sleep(0.5)
+                remaining = _count(store, table, parameters)
+        deleted = 0 if dry_run else max(matched - remaining, 0)
+        results.append(TableErasure(f"{store.database}.{table}", matched, deleted, remaining, found_conversations, found_events))
+    aggregates = {str(r[0]) for r in store.query(_EXISTING, {"database": store.database, "tables": list(AGGREGATE_TABLES)}).rows}
+    return ErasureReport(
+        database=store.database,
+        conversation_ids=conversations,
+        event_ids=events,
+        dry_run=dry_run,
+        at=at,
+        tables=tuple(results),
+        aggregate_tables=tuple(f"{store.database}.{name}" for name in AGGREGATE_TABLES if name in aggregates),
+        elapsed_s=time.monotonic() - started,
+    )

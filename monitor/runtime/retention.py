@@ -1,0 +1,308 @@
+"""Retention as ClickHouse TTLs: how long rows and their text are kept (MONITOR_RETENTION_DAYS,
+MONITOR_TEXT_RETENTION_DAYS), and the ALTER statements that bring a store's tables there. Pure: no I/O.
+
+Rows of the scores table, `traffic_counts` and the rollups (`relevancy_rollup_1m`, `relevancy_rollup_1h`) get a
+table TTL of `retention_days` after their event time (the scores table's `event_time`, the others' minute or hour
+column); 0 keeps them forever (no TTL). The text columns of the scores table (`TEXT_COLUMNS`) get a column TTL of
+`text_retention_days` after the event time: ClickHouse empties them (their default: '' or []) and keeps the row;
+0, or a value not shorter than the row's retention, leaves them without one (they go with the row).
+
+The settings are authoritative over those TTLs: a table TTL or text-column TTL that differs (set by hand, or by an
+earlier setting) is replaced, and removed when the setting is 0. `plan_retention` compares what each table has (its
+`create_table_query` from `system.tables`, where ClickHouse renders `INTERVAL 30 DAY` as `toIntervalDay(30)`) with
+what is wanted and returns only the differences, one ALTER per table, so applying a plan twice is a no-op.
+
+`event_time` is DateTime64(3): the TTL reads `toDateTime(event_time)`, a DateTime, which every ClickHouse version
+accepts in a TTL (recent ones take DateTime64 as well)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from schemas.ddl import ROLLUP_GRAINS, on_cluster
+
+TEXT_COLUMNS = ("question", "response", "reasoning", "statements", "verdict_reasons")
+TRAFFIC_TABLE = "traffic_counts"
+_SCORES_TIME = "toDateTime(event_time)"
+
+# Sent with every retention ALTER. A MODIFY TTL (or a column TTL) changes the table's metadata at once; with
+# materialize_ttl_after_modify=1 (ClickHouse's default, set here so a profile cannot turn it off) it also queues a
+# MATERIALIZE TTL mutation that rewrites the existing parts in the background, so rows already stored beyond the
+# new retention are deleted and old text emptied. That rewrite is heavy on a big table, but without it the existing
+# parts keep their old TTL and a privacy retention would only ever reach rows inserted afterwards. The cost is paid
+# only when the retention changes: each table's changes go in one ALTER (one mutation), and an unchanged retention
+# issues no ALTER at all. The ALTER does not wait for the rewrite (unless the session sets mutations_sync, which
+# chDB does: there migrate waits); it can be followed in system.mutations.
+ALTER_SETTINGS: Mapping[str, int] = {"materialize_ttl_after_modify": 1}
+
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True, slots=True)
+class TableTTLs:
+    """The TTLs one table should have: its table TTL and its managed columns' (None: no TTL)."""
+
+    table: str
+    ttl: str | None
+    columns: tuple[tuple[str, str | None], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class TTLChange:
+    """One TTL that differs: on `table` (unqualified), or on its `column`; `before` as the table has it (None: none),
+    `after` as wanted (None: to be removed)."""
+
+    table: str
+    column: str | None
+    before: str | None
+    after: str | None
+
+    def __str__(self) -> str:
+        where = f"{self.table}.{self.column}" if self.column else self.table
+        kind = "text TTL" if self.column else "TTL"
+        if self.after is None:
+            return f"{where}: {kind} {self.before} removed"
+        return f"{where}: {kind} {self.before or 'none'} -> {self.after}"
+
+
+@dataclass(frozen=True, slots=True)
+class RetentionPlan:
+    """What it takes to bring the retention of a database's tables to the settings: the differing TTLs and the
+    ALTER statements (one per table, ON CLUSTER with a cluster) applying them. Empty when nothing differs."""
+
+    database: str
+    retention_days: int
+    text_retention_days: int
+    changes: tuple[TTLChange, ...] = ()
+    statements: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.changes)
+
+    @property
+    def wanted(self) -> str:
+        """The retention asked for, in words: `rows 30 days, text 7 days`."""
+        rows = f"{self.retention_days} days" if self.retention_days else "forever"
+        text = f"{self.text_retention_days} days" if _text_ttl_wanted(self.retention_days, self.text_retention_days) else "as long as the row"
+        return f"rows {rows}, text {text}"
+
+    def describe(self) -> list[str]:
+        """One line per differing TTL, the table qualified: `relevancy.relevancy_scores: TTL none -> ...`."""
+        return [f"{self.database}.{change}" for change in self.changes]
+
+
+def _text_ttl_wanted(retention_days: int, text_retention_days: int) -> bool:
+    return text_retention_days > 0 and (retention_days == 0 or text_retention_days < retention_days)
+
+
+def retention_tables(table: str) -> tuple[str, ...]:
+    """The tables whose retention is managed, for the scores table `table`: it, the traffic table and the rollups."""
+    return (table, TRAFFIC_TABLE, *(grain.rollup for grain in ROLLUP_GRAINS))
+
+
+def wanted_ttls(table: str, retention_days: int, text_retention_days: int) -> tuple[TableTTLs, ...]:
+    """The TTL wanted on each managed table (see the module's docstring); raises ValueError for a negative number
+    of days or a table name that is not a plain identifier."""
+    if retention_days < 0 or text_retention_days < 0:
+        raise ValueError(f"retention days must be 0 or more (got {retention_days} and {text_retention_days})")
+    if not _IDENT.match(table):
+        raise ValueError(f"table name {table!r} is not a plain identifier")
+
+    def after(time: str, days: int) -> str | None:
+        return f"{time} + INTERVAL {days} DAY" if days > 0 else None
+
+    text = after(_SCORES_TIME, text_retention_days) if _text_ttl_wanted(retention_days, text_retention_days) else None
+    return (
+        TableTTLs(table, after(_SCORES_TIME, retention_days), tuple((column, text) for column in TEXT_COLUMNS)),
+        TableTTLs(TRAFFIC_TABLE, after("minute", retention_days)),
+        *(TableTTLs(grain.rollup, after(grain.column, retention_days)) for grain in ROLLUP_GRAINS),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnDef:
+    """A column as `create_table_query` declares it: its type and its TTL expression (None: none)."""
+
+    type: str
+    ttl: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class TableDef:
+    """The TTL-relevant parts of a table's `create_table_query` (or `engine_full`, which has no columns)."""
+
+    ttl: str | None
+    columns: Mapping[str, ColumnDef]
+
+
+def plan_retention(
+    database: str,
+    table: str,
+    retention_days: int,
+    text_retention_days: int,
+    current: Mapping[str, str],
+    cluster: str | None = None,
+) -> RetentionPlan:
+    """The plan taking the managed tables of `database` from `current` ({table: its create_table_query}) to the
+    retention wanted: for each table whose TTLs differ, one `ALTER TABLE db.t [ON CLUSTER c] MODIFY COLUMN c <type>
+    TTL ... | MODIFY COLUMN c REMOVE TTL, ..., MODIFY TTL ... | REMOVE TTL`. Raises ValueError for a managed table
+    missing from `current`, or a text column missing from the scores table."""
+    if not _IDENT.match(database):
+        raise ValueError(f"database name {database!r} is not a plain identifier")
+    changes: list[TTLChange] = []
+    statements: list[str] = []
+    for want in wanted_ttls(table, retention_days, text_retention_days):
+        if want.table not in current:
+            raise ValueError(f"table {database}.{want.table} not found")
+        have = parse_table(current[want.table])
+        commands: list[str] = []
+        for column, ttl in want.columns:
+            found = have.columns.get(column)
+            if found is None:
+                raise ValueError(f"column {column} not found in {database}.{want.table}")
+            if not _same(found.ttl, ttl):
+                changes.append(TTLChange(want.table, column, found.ttl, ttl))
+                commands.append(f"MODIFY COLUMN {column} {found.type} TTL {ttl}" if ttl else f"MODIFY COLUMN {column} REMOVE TTL")
+        if not _same(have.ttl, want.ttl):
+            changes.append(TTLChange(want.table, None, have.ttl, want.ttl))
+            # Last: the table TTL is a comma-separated list, so a command after it would be read as another element.
+            commands.append(f"MODIFY TTL {want.ttl}" if want.ttl else "REMOVE TTL")
+        if commands:
+            statement = f"ALTER TABLE {database}.{want.table} {', '.join(commands)}"
+            statements.append(on_cluster(statement, cluster) if cluster else statement)
+    return RetentionPlan(database, retention_days, text_retention_days, tuple(changes), tuple(statements))
+
+
+# ---- reading a create_table_query ---------------------------------------------------------------------------
+
+_INTERVAL_DAYS = re.compile(r"\bINTERVAL\s+(\d+)\s+DAY\b", re.IGNORECASE)
+_TYPE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_TTL = re.compile(r"\bTTL\b")
+# What may follow a column's TTL expression in ClickHouse's rendering of a column declaration.
+_AFTER_COLUMN_TTL = re.compile(r"\b(?:COMMENT|CODEC|STATISTICS|COLLATE|SETTINGS|PRIMARY KEY)\b")
+_AFTER_TABLE_TTL = re.compile(r"\b(?:SETTINGS|COMMENT)\b")
+_NOT_COLUMNS = frozenset({"INDEX", "PROJECTION", "CONSTRAINT", "PRIMARY", "STATISTICS"})
+
+
+def _canonical(expression: str | None) -> str | None:
+    """An expression as ClickHouse renders it, for comparison: no backquotes, single spaces, `toIntervalDay(N)`."""
+    if expression is None:
+        return None
+    text = _INTERVAL_DAYS.sub(r"toIntervalDay(\1)", expression.replace("`", ""))
+    text = re.sub(r"\s+", " ", text).strip()
+    return re.sub(r"\(\s+", "(", re.sub(r"\s+\)", ")", text))
+
+
+def _same(a: str | None, b: str | None) -> bool:
+    return _canonical(a) == _canonical(b)
+
+
+def _mask(text: str) -> tuple[str, list[int]]:
+    """`text` with the inside of quotes ('…', "…", `…`) blanked, so keywords and brackets in strings and names are not
+    seen, and the bracket depth at each position (a bracket counts at its own position as the outer depth)."""
+    out: list[str] = []
+    depth: list[int] = []
+    level = 0
+    quote: str | None = None
+    escaped = False
+    for ch in text:
+        if quote is not None:
+            if escaped:
+                escaped = False
+                out.append("_")
+            elif ch == "\\":
+                escaped = True
+                out.append("_")
+            elif ch == quote:
+                quote = None
+                out.append(ch)
+            else:
+                out.append("_")
+            depth.append(level)
+            continue
+        if ch in "'\"`":
+            quote = ch
+        elif ch == "(":
+            depth.append(level)
+            level += 1
+            out.append(ch)
+            continue
+        elif ch == ")":
+            level -= 1
+        depth.append(level)
+        out.append(ch)
+    return "".join(out), depth
+
+
+def _top_level(pattern: re.Pattern[str], masked: str, depth: list[int], start: int = 0) -> re.Match[str] | None:
+    for m in pattern.finditer(masked, start):
+        if depth[m.start()] == 0:
+            return m
+    return None
+
+
+def _ttl_after(text: str, masked: str, depth: list[int], end_pattern: re.Pattern[str]) -> str | None:
+    m = _top_level(_TTL, masked, depth)
+    if m is None:
+        return None
+    stop = _top_level(end_pattern, masked, depth, m.end())
+    return text[m.end() : stop.start() if stop else len(text)].strip() or None
+
+
+def _split_top_level(text: str) -> list[str]:
+    masked, depth = _mask(text)
+    parts, start = [], 0
+    for i, ch in enumerate(masked):
+        if ch == "," and depth[i] == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p.strip() for p in parts if p.strip()]
+
+
+def _parse_column(element: str) -> tuple[str, ColumnDef] | None:
+    if element.startswith("`"):
+        masked, _ = _mask(element)
+        close = masked.index("`", 1)
+        name = element[1:close].replace("\\`", "`").replace("\\\\", "\\")
+        rest = element[close + 1 :].lstrip()
+    else:
+        first = _TYPE_NAME.match(element)
+        if first is None or first.group(0).upper() in _NOT_COLUMNS:
+            return None
+        name, rest = first.group(0), element[first.end() :].lstrip()
+    type_name = _TYPE_NAME.match(rest)
+    if type_name is None:
+        return None
+    end = type_name.end()
+    if rest[end : end + 1] == "(":
+        masked, depth = _mask(rest)
+        end = next(i for i in range(end + 1, len(rest)) if masked[i] == ")" and depth[i] == 0) + 1
+    column_type, tail = rest[:end], rest[end:]
+    masked, depth = _mask(tail)
+    return name, ColumnDef(column_type, _ttl_after(tail, masked, depth, _AFTER_COLUMN_TTL))
+
+
+def parse_table(create_table_query: str) -> TableDef:
+    """The table TTL and the columns (type, TTL) of a `create_table_query` as `system.tables` renders it; given an
+    `engine_full` instead, the table TTL only (no columns). Raises ValueError for a query without a column list."""
+    text = create_table_query.strip()
+    columns: dict[str, ColumnDef] = {}
+    engine = text
+    if text.upper().startswith("CREATE"):
+        masked, depth = _mask(text)
+        opening = masked.find("(")
+        if opening < 0:
+            raise ValueError(f"no column list in {text[:80]!r}")
+        closing = next((i for i in range(opening + 1, len(text)) if masked[i] == ")" and depth[i] == 0), -1)
+        if closing < 0:
+            raise ValueError(f"unbalanced column list in {text[:80]!r}")
+        for element in _split_top_level(text[opening + 1 : closing]):
+            parsed = _parse_column(element)
+            if parsed is not None:
+                columns[parsed[0]] = parsed[1]
+        engine = text[closing + 1 :]
+    masked, depth = _mask(engine)
+    return TableDef(_ttl_after(engine, masked, depth, _AFTER_TABLE_TTL), columns)

@@ -1,0 +1,108 @@
+"""`relevancy-monitor forget` end to end, each command in its own process on its own embedded store: the report
+(one line per table and a total, or JSON for an audit trail), exit 0; no id is a usage error (exit 2, one line); a
+missing store is one line (exit 1) and creates nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+
+# Run in a fresh process (chDB allows one store per process): migrate the store at argv[1] and write the rows of
+# conversations alice (events a1, a2) and bob (b1), each event scored by two judges.
+_SEED = """
+import sys
+from datetime import UTC, datetime, timedelta
+from monitor.runtime.store import ClickHouseStore
+from tests.monitor.alerts.conftest import insert, make_row
+store = ClickHouseStore(sys.argv[1], "relevancy", "relevancy_scores")
+store.migrate()
+t = datetime.now(UTC) - timedelta(hours=1)
+rows = []
+for conversation, events in (("alice", ["a1", "a2"]), ("bob", ["b1"])):
+    for event in events:
+        row = make_row(t, event_id=event).model_copy(update={"conversation_id": conversation})
+        rows += [row, row.model_copy(update={"judge_id": "j2"})]
+insert(store, rows)
+store.close()
+"""
+
+
+def _env(**extra: str) -> dict[str, str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("MONITOR_", "ALERTS_", "ANTHROPIC_"))}
+    return {**base, "PYTHONPATH": str(ROOT), **extra}
+
+
+def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "monitor.cli.main", *args], env=_env(), cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture
+def seeded(tmp_path: Path) -> str:
+    """The URL of an embedded store in its own directory holding alice's 4 rows and bob's 2."""
+    url = f"chdb://{tmp_path / 'store'}"
+    done = subprocess.run([sys.executable, "-c", _SEED, url], env=_env(), cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return url
+
+
+def _conversations(url: str, cwd: Path) -> list[str]:
+    done = _cli("sql", "--clickhouse-url", url, "--format", "csv", "SELECT conversation_id FROM {table} ORDER BY conversation_id", cwd=cwd)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()[1:]
+
+
+def test_forget_prints_one_line_per_table_and_a_total(seeded: str, tmp_path: Path) -> None:
+    """Forgetting alice and event b1 deletes all 6 rows, prints the scores table's line, the aggregate tables' lines
+    (nothing deleted) and the total, and exits 0."""
+    done = _cli("forget", "--clickhouse-url", seeded, "--conversation-id", "alice", "--event-id", "b1", "--event-id", "nope", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "relevancy.relevancy_scores: 6 row(s) deleted (1 of 1 conversation id(s) found, 1 of 2 event id(s) found)"
+    assert lines[1:4] == [
+        f"relevancy.{t}: 0 rows deleted (aggregates only: no ids or text)" for t in ("traffic_counts", "relevancy_rollup_1m", "relevancy_rollup_1h")
+    ]
+    assert len(lines) == 5 and lines[4].startswith("total: 6 row(s) deleted from 1 scores table(s) of relevancy ("), lines
+    assert _conversations(seeded, tmp_path) == []
+
+
+def test_forget_json_is_an_audit_record_and_a_dry_run_deletes_nothing(seeded: str, tmp_path: Path) -> None:
+    """--format json --dry-run prints the time, the ids and the counts, and leaves every row in place."""
+    done = _cli("forget", "--clickhouse-url", seeded, "--conversation-id", "bob", "--dry-run", "--format", "json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    record = json.loads(done.stdout)
+    assert datetime.fromisoformat(record["at"]).tzinfo is not None
+    assert (record["dry_run"], record["conversation_ids"], record["event_ids"]) == (True, ["bob"], [])
+    assert (record["rows_matched"], record["rows_deleted"]) == (2, 0)
+    assert record["tables"][0] == {
+        "table": "relevancy.relevancy_scores",
+        "rows_matched": 2,
+        "rows_deleted": 0,
+        "rows_remaining": 2,
+        "conversation_ids_found": ["bob"],
+        "event_ids_found": [],
+    }
+    assert _conversations(seeded, tmp_path) == ["alice"] * 4 + ["bob"] * 2
+
+
+def test_forget_without_an_id_is_a_usage_error_in_one_line(tmp_path: Path) -> None:
+    """No --conversation-id or --event-id: exit 2 with one line saying to give one, before opening any store."""
+    done = _cli("forget", "--clickhouse-url", f"chdb://{tmp_path / 'store'}", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr == "relevancy-monitor: error: give at least one --conversation-id ID or --event-id ID\n"
+    assert done.stdout == "" and list(tmp_path.iterdir()) == []
+
+
+def test_forget_on_a_missing_store_is_one_line_and_creates_nothing(tmp_path: Path) -> None:
+    """A store that does not exist: exit 1, one line naming it and how to create it; no directory is left."""
+    done = _cli("forget", "--clickhouse-url", f"chdb://{tmp_path / 'store'}", "--event-id", "e1", cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith(f"relevancy-monitor: error: no embedded ClickHouse store at {tmp_path / 'store'}")
+    assert list(tmp_path.iterdir()) == []

@@ -1,0 +1,167 @@
+"""Erasure for data-subject requests (privacy issue): `forget` deletes every row of the conversations and events
+asked from every scores table of the database, leaves the others, reports the counts, counts only on a dry run, and
+matches ids literally whatever they contain."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from monitor.runtime.erasure import AGGREGATE_TABLES, forget, scores_tables, source
+from monitor.runtime.store import ClickHouseStore
+from schemas.errors import StoreError
+from schemas.scored import ScoredRow
+from tests.monitor.alerts.conftest import insert, make_row
+
+T = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+AT = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)
+
+
+def _rows(conversation: str, events: list[str]) -> list[ScoredRow]:
+    """Two judges' rows for each event of a conversation."""
+    rows = []
+    for i, event in enumerate(events):
+        row = make_row(T + timedelta(minutes=i), event_id=event).model_copy(update={"conversation_id": conversation})
+        rows += [row, row.model_copy(update={"judge_id": "j2"})]
+    return rows
+
+
+@pytest.fixture
+def people(store: ClickHouseStore) -> ClickHouseStore:
+    """Conversation alice (events a1, a2, a3) and bob (b1, b2), each event scored by two judges: 10 rows."""
+    insert(store, _rows("alice", ["a1", "a2", "a3"]) + _rows("bob", ["b1", "b2"]))
+    return store
+
+
+def _left(store: ClickHouseStore, table: str = "relevancy_scores") -> list[tuple[str, str]]:
+    rows = store.query(f"SELECT conversation_id, event_id FROM {store.database}.{table} ORDER BY conversation_id, event_id, judge_id").rows
+    return [(str(c), str(e)) for c, e in rows]
+
+
+def _rollup_rows(store: ClickHouseStore) -> list[int]:
+    return [int(store.query(f"SELECT count() FROM {store.database}.{t}").rows[0][0]) for t in AGGREGATE_TABLES]
+
+
+def test_forget_by_conversation_and_by_event_deletes_those_rows_only(people: ClickHouseStore) -> None:
+    """Forgetting conversation alice and event b1 deletes their 8 rows (both judges); bob's b2 stays; the report
+    says so per table and in total, with the ids found; the aggregate tables are listed and left alone."""
+    rollups = _rollup_rows(people)
+    report = forget(people, ["alice"], ["b1"], clock=lambda: AT)
+    assert _left(people) == [("bob", "b2"), ("bob", "b2")]
+    (table,) = report.tables
+    assert table.table == f"{people.database}.relevancy_scores"
+    assert (table.rows_matched, table.rows_deleted, table.rows_remaining) == (8, 8, 0)
+    assert (table.conversation_ids_found, table.event_ids_found) == (("alice",), ("b1",))
+    assert (report.rows_deleted, report.conversation_ids, report.event_ids, report.at, report.dry_run) == (8, ("alice",), ("b1",), AT, False)
+    assert report.aggregate_tables == tuple(f"{people.database}.{t}" for t in AGGREGATE_TABLES)
+    assert _rollup_rows(people) == rollups
+    audit = report.as_json()
+    assert audit["at"] == "2026-12-01T09:30:00+00:00" and audit["rows_deleted"] == 8 and audit["tables"][0]["rows_deleted"] == 8
+    assert [a["rows_deleted"] for a in audit["aggregate_tables"]] == [0, 0, 0] and "no ids or text" in audit["aggregate_tables"][0]["note"]
+
+
+def test_the_rows_are_gone_from_final_reads_too(people: ClickHouseStore) -> None:
+    """The replacing table read with FINAL (as the alert rules read it) shows no forgotten row either."""
+    forget(people, ["bob"])
+    assert people.query(f"SELECT count() FROM {people.database}.relevancy_scores FINAL WHERE conversation_id = 'bob'").rows == [(0,)]
+    assert people.query(f"SELECT count() FROM {people.database}.relevancy_scores FINAL").rows == [(6,)]
+
+
+def test_a_dry_run_counts_and_deletes_nothing(people: ClickHouseStore) -> None:
+    """--dry-run reports the rows that match and leaves all 10 rows in place."""
+    report = forget(people, ["alice", "nobody"], ["b2"], dry_run=True)
+    assert len(_left(people)) == 10
+    (table,) = report.tables
+    assert (table.rows_matched, table.rows_deleted, table.rows_remaining, report.dry_run) == (8, 0, 8, True)
+    assert (table.conversation_ids_found, table.event_ids_found) == (("alice",), ("b2",))
+
+
+def test_ids_that_match_nothing_are_no_error_and_issue_no_delete(people: ClickHouseStore) -> None:
+    """Unknown ids report 0 rows, delete nothing and leave no mutation (no DELETE is sent for a table without matches)."""
+    report = forget(people, ["carol"], ["zz"])
+    assert (report.rows_matched, report.rows_deleted, report.tables[0].conversation_ids_found) == (0, 0, ())
+    assert len(_left(people)) == 10
+    assert people.query("SELECT count() FROM system.mutations WHERE database = {d:String}", {"d": people.database}).rows == [(0,)]
+
+
+@pytest.mark.parametrize(
+    "evil",
+    [
+        "x' OR '1'='1",
+        "') OR 1=1 --",
+        "alice' OR conversation_id != '",
+        "\\'; DROP TABLE relevancy_scores; --",
+        '"}; DELETE FROM relevancy_scores WHERE 1 --',
+        "{conversation_ids:Array(String)}",
+        "a\\b\nc\t\x00",
+    ],
+)
+def test_ids_with_quotes_or_sql_are_matched_literally(store: ClickHouseStore, evil: str) -> None:
+    """An id holding quotes, SQL, parameter syntax, backslashes or control characters deletes exactly the rows with
+    that id (here one event of a conversation named by it) and nothing else; the tables are intact."""
+    insert(store, _rows(evil, ["e-evil"]) + _rows("alice", ["a1"]) + _rows("x", ["1"]))
+    report = forget(store, [evil], [evil])
+    assert report.rows_deleted == 2 and report.tables[0].conversation_ids_found == (evil,)
+    assert _left(store) == [("alice", "a1"), ("alice", "a1"), ("x", "1"), ("x", "1")]
+    assert forget(store, [], [evil]).rows_matched == 0
+
+
+def test_every_scores_table_recorded_in_the_database_is_erased(people: ClickHouseStore) -> None:
+    """A second scores table migrated into the same database (recorded in schema_migrations) is erased as well."""
+    other = ClickHouseStore(people.url, people.database, "other_scores")
+    other.migrate()
+    insert(other, _rows("alice", ["a9"]) + _rows("dave", ["d1"]))
+    assert scores_tables(people) == ["relevancy_scores", "other_scores"]
+    assert scores_tables(other) == ["other_scores", "relevancy_scores"]
+    report = forget(people, ["alice"])
+    assert [(t.table.split(".")[1], t.rows_deleted) for t in report.tables] == [("relevancy_scores", 6), ("other_scores", 2)]
+    assert report.rows_deleted == 8
+    assert _left(people, "other_scores") == [("dave", "d1"), ("dave", "d1")]
+
+
+def test_blank_or_missing_ids_are_refused(people: ClickHouseStore) -> None:
+    """No id, or an empty one (it would match every row without an id), is a ValueError and deletes nothing."""
+    with pytest.raises(ValueError, match="no conversation id or event id"):
+        forget(people, [], [])
+    with pytest.raises(ValueError, match="empty"):
+        forget(people, ["alice", " "])
+    assert len(_left(people)) == 10
+
+
+def test_with_a_cluster_the_delete_is_on_cluster_and_counts_read_every_shard(people: ClickHouseStore) -> None:
+    """With a cluster the DELETE goes ON CLUSTER (chDB parses it, then refuses distributed DDL) and the counts read
+    `cluster('c', db.t)`."""
+    clustered = ClickHouseStore(people.url, people.database, people.table, cluster="prod")
+    with pytest.raises(StoreError, match="Replicated DDL queries are disabled"):
+        clustered.erase_rows("relevancy_scores", "event_id IN {e:Array(String)}", {"e": ["a1"]})
+    assert len(_left(people)) == 10
+    assert source("db", "t", "prod") == "cluster('prod', db.t)" and source("db", "t") == "db.t"
+
+
+def test_forget_among_many_rows_deletes_only_its_own_and_reports_its_time(store: ClickHouseStore) -> None:
+    """A forget among 20,000 rows deletes exactly its 42 and reports how long it took (elapsed_s)."""
+    rows = []
+    for c in range(500):
+        rows += _rows(f"c{c}", [f"c{c}-e{i}" for i in range(20)])
+    insert(store, rows)
+    started = time.monotonic()
+    report = forget(store, ["c7"], ["c9-e3"])
+    took = time.monotonic() - started
+    assert report.rows_deleted == 42 and len(_left(store)) == 20_000 - 42
+    assert 0 < report.elapsed_s <= took
+
+
+@pytest.fixture
+def never_empty(people: ClickHouseStore, monkeypatch: pytest.MonkeyPatch) -> Iterator[ClickHouseStore]:
+    """The store, with a DELETE that does nothing (as if the server deleted asynchronously and never got there)."""
+    monkeypatch.setattr(people, "erase_rows", lambda *a, **k: None)
+    yield people
+
+
+def test_rows_still_matching_after_the_delete_are_reported(never_empty: ClickHouseStore) -> None:
+    """When rows still match after the DELETE (and the wait), the report says how many remain instead of 0."""
+    report = forget(never_empty, ["alice"], verify_timeout_s=0.6)
+    assert (report.rows_matched, report.rows_deleted, report.rows_remaining) == (6, 0, 6)

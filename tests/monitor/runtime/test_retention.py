@@ -1,0 +1,346 @@
+"""Retention as TTLs (privacy issue): the plan is pure and only holds what differs (re-running is a no-op); `migrate`
+applies MONITOR_RETENTION_DAYS to the scores, traffic and rollup tables and MONITOR_TEXT_RETENTION_DAYS to the text
+columns, and chDB then deletes old rows and empties old text; a store that does not migrate itself only warns."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+import structlog
+
+import monitor.runtime.logs
+from monitor.cli.commands import _prepare_schema
+from monitor.cli.main import main
+from monitor.config import load_settings
+from monitor.runtime.retention import TEXT_COLUMNS, TTLChange, parse_table, plan_retention, retention_tables, wanted_ttls
+from monitor.runtime.store import ClickHouseStore
+from tests.monitor.alerts.conftest import insert, insert_traffic, make_row
+
+# ---- pure: reading a create_table_query and planning -----------------------------------------------------------
+
+
+def _scores(ttl: str | None = None, text_ttl: str | None = None, table: str = "relevancy_scores") -> str:
+    """A scores table's create_table_query as system.tables renders it, with a table TTL and a TTL on its text columns."""
+    t = f" TTL {text_ttl}" if text_ttl else ""
+    return (
+        f"CREATE TABLE db.{table} (`event_id` String, `conversation_id` String, `event_time` DateTime64(3, 'UTC'), "
+        f"`status` Enum8('ok' = 1, 'error' = 2), `score` Nullable(Float64), `reasoning` String{t}, `statements` Array(String){t}, "
+        f"`verdicts` Array(LowCardinality(String)), `verdict_reasons` Array(String){t}, `question` String{t}, `response` String{t}, "
+        "`redactions` Map(LowCardinality(String), UInt32), `version` UInt64) ENGINE = ReplacingMergeTree(version) "
+        f"PARTITION BY toYYYYMM(event_time) ORDER BY (event_id){f' TTL {ttl}' if ttl else ''} SETTINGS non_replicated_deduplication_window = 1000"
+    )
+
+
+def _aggregate(table: str, column: str, ttl: str | None = None) -> str:
+    return (
+        f"CREATE TABLE db.{table} (`{column}` DateTime('UTC'), `app` LowCardinality(String), `n_rows` SimpleAggregateFunction(sum, UInt64)) "
+        f"ENGINE = AggregatingMergeTree PARTITION BY toYYYYMM({column}) ORDER BY ({column}, app){f' TTL {ttl}' if ttl else ''} "
+        "SETTINGS index_granularity = 8192"
+    )
+
+
+def _current(days: int = 0, text_days: int = 0) -> dict[str, str]:
+    """Every managed table as ClickHouse renders it after a retention of `days` and `text_days` (0: no TTL)."""
+
+    def ttl(time: str, n: int) -> str | None:
+        return f"{time} + toIntervalDay({n})" if n else None
+
+    return {
+        "relevancy_scores": _scores(ttl("toDateTime(event_time)", days), ttl("toDateTime(event_time)", text_days)),
+        "traffic_counts": _aggregate("traffic_counts", "minute", ttl("minute", days)),
+        "relevancy_rollup_1m": _aggregate("relevancy_rollup_1m", "minute", ttl("minute", days)),
+        "relevancy_rollup_1h": _aggregate("relevancy_rollup_1h", "hour", ttl("hour", days)),
+    }
+
+
+def test_parse_reads_table_and_column_ttls_types_and_quoted_text() -> None:
+    """The table TTL ends at SETTINGS; each column has its type (brackets and quotes included) and its TTL, which
+    ends before COMMENT/CODEC; quotes and brackets inside comments, names and strings do not confuse the reading."""
+    query = (
+        "CREATE TABLE db.t (`t` DateTime64(3, 'UTC'), `q` String DEFAULT 'a, (b' COMMENT 'it\\'s TTL x' CODEC(ZSTD(3)) TTL toDateTime(t) + "
+        "toIntervalDay(3), `odd, name` Enum8('a,b' = 1), `a` Array(String) TTL toDateTime(t) + toIntervalDay(4) "
+        "SETTINGS (max_compress_block_size = 1), "
+        "INDEX i q TYPE bloom_filter GRANULARITY 1) ENGINE = ReplicatedMergeTree('/clickhouse/{shard}/TTL', '{replica}') ORDER BY t "
+        "TTL toDateTime(t) + toIntervalDay(30) SETTINGS index_granularity = 8192"
+    )
+    parsed = parse_table(query)
+    assert parsed.ttl == "toDateTime(t) + toIntervalDay(30)"
+    assert {name: (c.type, c.ttl) for name, c in parsed.columns.items()} == {
+        "t": ("DateTime64(3, 'UTC')", None),
+        "q": ("String", "toDateTime(t) + toIntervalDay(3)"),
+        "odd, name": ("Enum8('a,b' = 1)", None),
+        "a": ("Array(String)", "toDateTime(t) + toIntervalDay(4)"),
+    }
+    assert parse_table("MergeTree ORDER BY t TTL t + toIntervalDay(2)").ttl == "t + toIntervalDay(2)"  # an engine_full
+    assert parse_table(_scores()).ttl is None and parse_table(_aggregate("x", "minute")).ttl is None
+
+
+def test_the_wanted_ttls_follow_the_settings() -> None:
+    """Rows by event time (as a DateTime) or the minute/hour column; text TTL only when shorter than the rows'."""
+    scores, traffic, minute, hour = wanted_ttls("relevancy_scores", 30, 7)
+    assert scores.ttl == "toDateTime(event_time) + INTERVAL 30 DAY"
+    assert dict(scores.columns) == {c: "toDateTime(event_time) + INTERVAL 7 DAY" for c in TEXT_COLUMNS}
+    assert (traffic.table, traffic.ttl) == ("traffic_counts", "minute + INTERVAL 30 DAY")
+    assert (minute.table, minute.ttl, hour.table, hour.ttl) == (
+        "relevancy_rollup_1m",
+        "minute + INTERVAL 30 DAY",
+        "relevancy_rollup_1h",
+        "hour + INTERVAL 30 DAY",
+    )
+    assert all(ttl is None for _, ttl in wanted_ttls("t", 30, 30)[0].columns)  # text cannot outlive the row: no column TTL
+    assert dict(wanted_ttls("t", 0, 5)[0].columns)["question"] == "toDateTime(event_time) + INTERVAL 5 DAY"
+    assert all(w.ttl is None for w in wanted_ttls("t", 0, 0))
+    assert retention_tables("s") == ("s", "traffic_counts", "relevancy_rollup_1m", "relevancy_rollup_1h")
+    with pytest.raises(ValueError, match="0 or more"):
+        wanted_ttls("t", -1, 0)
+
+
+@pytest.mark.parametrize(("days", "text_days"), [(0, 0), (30, 0), (30, 7), (0, 7), (365, 30)])
+def test_the_plan_is_empty_when_the_tables_already_have_the_retention(days: int, text_days: int) -> None:
+    """Tables rendered with the wanted TTLs (ClickHouse's `toIntervalDay(N)` form) need no statement."""
+    plan = plan_retention("db", "relevancy_scores", days, text_days, _current(days, text_days))
+    assert not plan and plan.changes == () and plan.statements == ()
+
+
+def test_setting_a_retention_alters_each_table_once_with_the_table_ttl_last() -> None:
+    """From no TTL to 30/7 days: one ALTER per table, the text columns with their types, MODIFY TTL last."""
+    plan = plan_retention("db", "relevancy_scores", 30, 7, _current())
+    text = "toDateTime(event_time) + INTERVAL 7 DAY"
+    assert plan.statements == (
+        f"ALTER TABLE db.relevancy_scores MODIFY COLUMN question String TTL {text}, MODIFY COLUMN response String TTL {text}, "
+        f"MODIFY COLUMN reasoning String TTL {text}, MODIFY COLUMN statements Array(String) TTL {text}, "
+        f"MODIFY COLUMN verdict_reasons Array(String) TTL {text}, MODIFY TTL toDateTime(event_time) + INTERVAL 30 DAY",
+        "ALTER TABLE db.traffic_counts MODIFY TTL minute + INTERVAL 30 DAY",
+        "ALTER TABLE db.relevancy_rollup_1m MODIFY TTL minute + INTERVAL 30 DAY",
+        "ALTER TABLE db.relevancy_rollup_1h MODIFY TTL hour + INTERVAL 30 DAY",
+    )
+    assert len(plan.changes) == 9 and TTLChange("relevancy_scores", None, None, "toDateTime(event_time) + INTERVAL 30 DAY") in plan.changes
+    assert plan.wanted == "rows 30 days, text 7 days"
+    assert "db.relevancy_scores: TTL none -> toDateTime(event_time) + INTERVAL 30 DAY" in plan.describe()
+
+
+def test_changing_only_the_days_changes_only_what_differs() -> None:
+    """30/7 to 60/7 alters the table TTLs only; 30/7 to 30/3 only the text columns of the scores table."""
+    longer = plan_retention("db", "relevancy_scores", 60, 7, _current(30, 7))
+    assert longer.statements[0] == "ALTER TABLE db.relevancy_scores MODIFY TTL toDateTime(event_time) + INTERVAL 60 DAY"
+    assert len(longer.statements) == 4 and all("COLUMN" not in st for st in longer.statements)
+    assert longer.changes[0].before == "toDateTime(event_time) + toIntervalDay(30)"
+    shorter_text = plan_retention("db", "relevancy_scores", 30, 3, _current(30, 7))
+    assert len(shorter_text.statements) == 1 and shorter_text.statements[0].count("MODIFY COLUMN") == 5
+    assert "MODIFY TTL" not in shorter_text.statements[0] and {c.column for c in shorter_text.changes} == set(TEXT_COLUMNS)
+
+
+def test_a_zero_retention_removes_the_ttls() -> None:
+    """0/0 on tables with TTLs: REMOVE TTL on each table and MODIFY COLUMN c REMOVE TTL on each text column."""
+    plan = plan_retention("db", "relevancy_scores", 0, 0, _current(30, 7))
+    removes = ", ".join(f"MODIFY COLUMN {c} REMOVE TTL" for c in TEXT_COLUMNS)
+    assert plan.statements == (
+        f"ALTER TABLE db.relevancy_scores {removes}, REMOVE TTL",
+        "ALTER TABLE db.traffic_counts REMOVE TTL",
+        "ALTER TABLE db.relevancy_rollup_1m REMOVE TTL",
+        "ALTER TABLE db.relevancy_rollup_1h REMOVE TTL",
+    )
+    assert all(c.after is None for c in plan.changes) and str(plan.changes[-1]) == "relevancy_rollup_1h: TTL hour + toIntervalDay(30) removed"
+
+
+def test_a_ttl_set_by_hand_is_replaced_and_interval_spellings_compare_equal() -> None:
+    """A different TTL expression is replaced by the settings'; `INTERVAL 30 DAY` and `toIntervalDay(30)` are equal."""
+    current = _current(30, 0)
+    current["traffic_counts"] = _aggregate("traffic_counts", "minute", "minute + INTERVAL 30 DAY")
+    assert not plan_retention("db", "relevancy_scores", 30, 0, current)
+    current["traffic_counts"] = _aggregate("traffic_counts", "minute", "minute + toIntervalDay(30) DELETE WHERE app = 'x'")
+    assert plan_retention("db", "relevancy_scores", 30, 0, current).statements == (
+        "ALTER TABLE db.traffic_counts MODIFY TTL minute + INTERVAL 30 DAY",
+    )
+
+
+def test_the_plan_is_on_cluster_with_a_cluster() -> None:
+    """With a cluster every ALTER names ON CLUSTER right after the table."""
+    plan = plan_retention("db", "relevancy_scores", 30, 7, _current(), cluster="prod")
+    assert [st.split(" MODIFY ")[0] for st in plan.statements] == [
+        f"ALTER TABLE db.{t} ON CLUSTER prod" for t in retention_tables("relevancy_scores")
+    ]
+
+
+def test_a_missing_table_or_text_column_is_refused() -> None:
+    """The plan names a managed table missing from the store, or a text column missing from the scores table."""
+    current = _current()
+    del current["relevancy_rollup_1h"]
+    with pytest.raises(ValueError, match=r"db\.relevancy_rollup_1h not found"):
+        plan_retention("db", "relevancy_scores", 30, 0, current)
+    current = _current()
+    current["relevancy_scores"] = current["relevancy_scores"].replace("`reasoning` String, ", "")
+    with pytest.raises(ValueError, match="column reasoning not found"):
+        plan_retention("db", "relevancy_scores", 30, 7, current)
+
+
+# ---- against the real store (chDB) ---------------------------------------------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for k in list(os.environ):
+        if k.startswith(("MONITOR_", "ALERTS_", "ANTHROPIC_")):
+            monkeypatch.delenv(k)
+    monkeypatch.setattr(monitor.runtime.logs, "configure_logging", lambda *a, **k: None)
+
+
+@pytest.fixture
+def kept(clickhouse_url: str, database: str) -> Iterator[ClickHouseStore]:
+    """A store keeping rows 30 days and text 7 days, on a fresh database (not yet migrated); dropped afterwards."""
+    s = ClickHouseStore(clickhouse_url, database, "relevancy_scores", retention_days=30, text_retention_days=7)
+    yield s
+    s.command(f"DROP DATABASE IF EXISTS {database}")
+
+
+def _create_queries(store: ClickHouseStore) -> dict[str, str]:
+    rows = store.query("SELECT name, create_table_query FROM system.tables WHERE database = {d:String}", {"d": store.database}).rows
+    return {str(n): str(q) for n, q in rows}
+
+
+def _optimize(store: ClickHouseStore) -> None:
+    for table in retention_tables(store.table):
+        store.command(f"OPTIMIZE TABLE {store.database}.{table} FINAL")
+
+
+def test_migrate_sets_the_ttls_and_a_second_migrate_changes_nothing(kept: ClickHouseStore) -> None:
+    """After migrate with 30/7 days each table's create_table_query carries its TTL and each text column its own;
+    migrating again applies no statement."""
+    kept.migrate()
+    assert kept.retention_applied is not None and len(kept.retention_applied.changes) == 9
+    queries = _create_queries(kept)
+    assert "ORDER BY (app, judge_id, event_id) TTL toDateTime(event_time) + toIntervalDay(30) SETTINGS" in queries["relevancy_scores"]
+    for column in TEXT_COLUMNS:
+        assert parse_table(queries["relevancy_scores"]).columns[column].ttl == "toDateTime(event_time) + toIntervalDay(7)"
+    assert parse_table(queries["relevancy_scores"]).columns["event_id"].ttl is None
+    assert " TTL minute + toIntervalDay(30) " in queries["traffic_counts"] and " TTL minute + toIntervalDay(30) " in queries["relevancy_rollup_1m"]
+    assert " TTL hour + toIntervalDay(30) " in queries["relevancy_rollup_1h"]
+    kept.migrate()
+    assert kept.retention_applied is not None and not kept.retention_applied and kept.retention_applied.statements == ()
+    assert _create_queries(kept) == queries
+
+
+def _age(store: ClickHouseStore, days_ago: list[int]) -> None:
+    now = datetime.now(UTC)
+    rows = [make_row(now - timedelta(days=d), event_id=f"e{d}", statements=["s"], verdicts=["yes"]) for d in days_ago]
+    insert(store, rows)
+    minute = (now - timedelta(days=0)).replace(second=0, microsecond=0)
+    insert_traffic(store, [(minute - timedelta(days=d), "support", "m1", "v1", 10, 5) for d in days_ago])
+
+
+def _ages_left(store: ClickHouseStore) -> dict[str, list[tuple[object, ...]]]:
+    db = store.database
+    return {
+        "scores": store.query(
+            f"SELECT event_id, question, response, reasoning, statements, verdict_reasons, verdicts, score"
+            f" FROM {db}.relevancy_scores ORDER BY event_id"
+        ).rows,
+        "traffic": store.query(f"SELECT dateDiff('day', minute, now()) FROM {db}.traffic_counts ORDER BY 1").rows,
+        "minutely": store.query(f"SELECT dateDiff('day', minute, now()) FROM {db}.relevancy_rollup_1m ORDER BY 1").rows,
+        "hourly": store.query(f"SELECT dateDiff('day', hour, now()) FROM {db}.relevancy_rollup_1h ORDER BY 1").rows,
+    }
+
+
+def test_rows_past_the_retention_go_and_old_text_is_emptied_after_optimize(kept: ClickHouseStore) -> None:
+    """With 30/7 days, after OPTIMIZE ... FINAL: rows 40 days old are gone from every table; a row 10 days old keeps
+    its score and verdicts but its text columns are empty; a row 1 day old keeps everything."""
+    kept.migrate()
+    _age(kept, [1, 10, 40])
+    _optimize(kept)
+    left = _ages_left(kept)
+    assert left["scores"] == [
+        ("e1", "q support", "a support", "r", ["s"], [""], ["yes"], 0.8),
+        ("e10", "", "", "", [], [], ["yes"], 0.8),
+    ]
+    assert left["traffic"] == [(1,), (10,)] and left["minutely"] == [(1,), (10,)] and left["hourly"] == [(1,), (10,)]
+
+
+def test_rows_stored_before_the_retention_was_set_go_when_migrate_applies_it(clickhouse_url: str, kept: ClickHouseStore) -> None:
+    """Rows written under no retention are deleted (and old text emptied) by the migrate that sets one, without any
+    OPTIMIZE: the TTL is materialized on the existing parts (chDB waits for that mutation)."""
+    forever = ClickHouseStore(clickhouse_url, kept.database, kept.table)
+    forever.migrate()
+    _age(forever, [1, 10, 40])
+    kept.migrate()
+    left = _ages_left(kept)
+    assert [(r[0], r[1]) for r in left["scores"]] == [("e1", "q support"), ("e10", "")]
+    assert left["traffic"] == [(1,), (10,)] and left["minutely"] == [(1,), (10,)]
+
+
+def test_a_zero_retention_removes_the_ttls_and_keeps_old_rows(clickhouse_url: str, kept: ClickHouseStore) -> None:
+    """Migrating with 0/0 after 30/7 removes every TTL; rows of any age then stay through OPTIMIZE ... FINAL."""
+    kept.migrate()
+    forever = ClickHouseStore(clickhouse_url, kept.database, kept.table, retention_days=0)
+    forever.migrate()
+    assert forever.retention_applied is not None and len(forever.retention_applied.changes) == 9
+    assert all(" TTL " not in q for q in _create_queries(forever).values())
+    _age(forever, [1, 40])
+    _optimize(forever)
+    assert [(r[0], r[1]) for r in _ages_left(forever)["scores"]] == [("e1", "q support"), ("e40", "q support")]
+
+
+def test_a_migrate_without_a_retention_setting_leaves_the_ttls_alone(clickhouse_url: str, kept: ClickHouseStore) -> None:
+    """MONITOR_RETENTION_DAYS unset (a `migrate` run without the deployment's settings) changes no TTL and checks none."""
+    kept.migrate()
+    before = _create_queries(kept)
+    unset = ClickHouseStore(clickhouse_url, kept.database, kept.table)
+    unset.migrate()
+    unset.check_schema()
+    assert (unset.retention_applied, unset.retention_pending) == (None, None)
+    assert _create_queries(kept) == before and " TTL " in before["relevancy_scores"]
+
+
+def test_check_schema_finds_a_differing_retention_without_applying_it(clickhouse_url: str, kept: ClickHouseStore) -> None:
+    """A store that does not migrate itself: check_schema passes, leaves the difference in retention_pending and
+    alters nothing; an equal retention leaves it empty."""
+    ClickHouseStore(clickhouse_url, kept.database, kept.table).migrate()
+    before = _create_queries(kept)
+    kept.check_schema()
+    assert kept.retention_pending is not None and len(kept.retention_pending.changes) == 9
+    assert _create_queries(kept) == before
+    kept.migrate()
+    kept.check_schema()
+    assert kept.retention_pending is not None and not kept.retention_pending
+
+
+def test_run_without_migrating_warns_about_a_differing_retention_and_starts(clickhouse_url: str, kept: ClickHouseStore) -> None:
+    """`run`'s start-up step on a store that does not migrate itself logs one warning naming `relevancy-monitor
+    migrate` (and does not refuse); migrating itself, it applies the retention and logs that instead."""
+    ClickHouseStore(clickhouse_url, kept.database, kept.table).migrate()
+    settings = load_settings(clickhouse_url=clickhouse_url, clickhouse_database=kept.database, auto_migrate=False, retention_days=30)
+    with structlog.testing.capture_logs() as logs:
+        _prepare_schema(settings.store)
+    warnings = [e for e in logs if e["log_level"] == "warning"]
+    assert len(warnings) == 1 and "relevancy-monitor migrate" in warnings[0]["event"], logs
+    assert warnings[0]["retention"] == "rows 30 days, text as long as the row" and len(warnings[0]["changes"]) == 4
+    assert " TTL " not in _create_queries(kept)["relevancy_scores"]
+    migrating = load_settings(clickhouse_url=clickhouse_url, clickhouse_database=kept.database, auto_migrate=True, retention_days=30)
+    with structlog.testing.capture_logs() as logs:
+        _prepare_schema(migrating.store)
+    assert [e["event"] for e in logs] == ["retention applied"] and " TTL " in _create_queries(kept)["relevancy_scores"]
+    with structlog.testing.capture_logs() as logs:
+        _prepare_schema(settings.store)
+    assert logs == []
+
+
+def test_the_migrate_command_prints_the_retention_changes(
+    clickhouse_url: str, database: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`relevancy-monitor migrate` with MONITOR_RETENTION_DAYS prints each TTL it changed, then `unchanged`."""
+    monkeypatch.setenv("MONITOR_RETENTION_DAYS", "30")
+    monkeypatch.setenv("MONITOR_TEXT_RETENTION_DAYS", "7")
+    flags = ["--clickhouse-url", clickhouse_url, "--clickhouse-database", database]
+    try:
+        assert main(["migrate", *flags]) == 0
+        err = capsys.readouterr().err.splitlines()
+        assert err[1] == "retention set to rows 30 days, text 7 days (9 TTL change(s); rows already stored follow in the background):", err
+        assert f"  {database}.relevancy_scores: TTL none -> toDateTime(event_time) + INTERVAL 30 DAY" in err
+        assert f"  {database}.relevancy_scores.question: text TTL none -> toDateTime(event_time) + INTERVAL 7 DAY" in err
+        assert len(err) == 11
+        assert main(["migrate", *flags]) == 0
+        assert capsys.readouterr().err.splitlines()[1:] == ["retention unchanged: rows 30 days, text 7 days"]
+    finally:
+        ClickHouseStore(clickhouse_url, database, "relevancy_scores").command(f"DROP DATABASE IF EXISTS {database}")
