@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 
-from bench import judge_overhead, pipeline_throughput
+from bench import judge_overhead, pipeline_throughput, redaction_quality
 
 
 def main() -> None:
     """Each benchmark prints its own ratios against a baseline measured in the same run."""
     asyncio.run(judge_overhead.main(500))
     asyncio.run(pipeline_throughput.main(20_000))
+    redaction_quality.main()
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ class Recognizer(Protocol):
     """Finds the items of one or more kinds of personal data in a text. Pure: no I/O, never raises on any str."""
 
     def find(self, text: str) -> Iterable[Span]:
-        """The spans of the items found in `text`, in any order; they may overlap."""
+        """The spans of the items found in `text`, in priority order: where two overlap, the earlier one wins."""
         ...
 
 

@@ -33,6 +33,11 @@ SELECT kind, sum(items) AS items, count() AS rows
 FROM {table} FINAL ARRAY JOIN mapKeys(redactions) AS kind, mapValues(redactions) AS items
 GROUP BY kind ORDER BY items DESC, kind
 """
+REDACTED_EXAMPLES_SQL = """
+SELECT substring(question, greatest(1, position(question, '[') - 25), 60) AS question,
+       substring(response, greatest(1, position(response, '[') - 25), 60) AS response
+FROM {table} FINAL WHERE notEmpty(redactions) ORDER BY event_time DESC LIMIT 3
+"""
 WORST_SQL = """
 SELECT app, prompt_version, round(score, 2) AS score, substring(question, 1, 50) AS question, substring(response, 1, 70) AS response
 FROM {table} FINAL WHERE status = 'ok' ORDER BY score ASC, event_time DESC LIMIT 5
@@ -84,6 +89,7 @@ def run_demo(seconds: float, rate: float, data_dir: Path, console: Console) -> D
                     ("Mean relevancy per app and prompt version", SUMMARY_SQL),
                     ("Five lowest-scored answers", WORST_SQL),
                     ("Personal data replaced before the judge and the store saw the text (placeholders like [EMAIL])", REDACTED_SQL),
+                    ("Three of those rows, as stored (MONITOR_STORE_TEXT=redacted)", REDACTED_EXAMPLES_SQL),
                 )
             ]
         finally:

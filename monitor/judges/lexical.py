@@ -29,7 +29,17 @@ STOPWORDS = frozenset(
     thank thing things""".split()
 )
 
-PROMPT = "lexical-v2: sentence relevant iff it shares a content word (prefix>=4) with the question, echoes excluded"
+PROMPT = (
+    "lexical-v3: sentence relevant iff it shares a content word (prefix>=4) with the question, echoes excluded,"
+    " a redaction placeholder matching only itself"
+)
+# What redaction leaves in place of personal data ([CARD], [EMAIL], a user's [ORDER_REF]) stands for the removed
+# item: "[IP]" in the question and in the answer is the same address, but "[CARD]" is not the word "cards".
+_PLACEHOLDER = re.compile(r"\[([A-Z][A-Z0-9_]{0,31})\]")
+
+
+def _placeholder_token(m: re.Match[str]) -> str:
+    return f" ph_{m.group(1).lower()}_ph "
 
 
 def split_sentences(text: str) -> list[str]:
@@ -51,8 +61,9 @@ def _invisible_or_mark(category: str) -> bool:
 
 
 def content_words(text: str) -> set[str]:
-    """Lower-cased words that are not stopwords (format characters and combining marks ignored)."""
-    return {w for w in (m.group(0).lower() for m in _WORD.finditer(_fold(text))) if w not in STOPWORDS}
+    """Lower-cased words that are not stopwords (format characters and combining marks ignored; a placeholder is a
+    word of its own)."""
+    return {w for w in (m.group(0).lower() for m in _WORD.finditer(_fold(_PLACEHOLDER.sub(_placeholder_token, text)))) if w not in STOPWORDS}
 
 
 def _match(a: str, b: str) -> bool:

@@ -29,17 +29,14 @@ class JudgedEvent:
 def redact_event(event: ConversationEvent, redactor: Redactor) -> JudgedEvent:
     """`event` with personal data replaced in its question, response and metadata values (ids and labels are kept:
     replacing them could merge rows), and the counts per kind."""
-    counts: Counter[str] = Counter()
     question = redactor.redact(event.question)
     response = redactor.redact(event.response)
-    counts.update(question.counts)
-    counts.update(response.counts)
-    metadata: dict[str, str] = {}
-    for key, value in event.metadata.items():
-        redacted = redactor.redact(value)
-        counts.update(redacted.counts)
-        metadata[key] = redacted.text
-    if not counts:
+    metadata = {key: redactor.redact(value) for key, value in event.metadata.items()}
+    parts = [question, response, *metadata.values()]
+    if not any(part.counts for part in parts):  # the common case: the event goes on as it came
         return JudgedEvent(event, event, {}, redactor.name)
-    judged = event.model_copy(update={"question": question.text, "response": response.text, "metadata": metadata})
-    return JudgedEvent(judged, event, dict(counts), redactor.name)
+    counts: Counter[str] = Counter()
+    for part in parts:
+        counts.update(part.counts)
+    update = {"question": question.text, "response": response.text, "metadata": {key: m.text for key, m in metadata.items()}}
+    return JudgedEvent(event.model_copy(update=update), event, dict(counts), redactor.name)

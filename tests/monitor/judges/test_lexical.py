@@ -35,3 +35,11 @@ async def test_judge_is_labelled_heuristic() -> None:
     j = LexicalJudge()
     assert j.info.heuristic and j.info.method == "lexical" and j.info.judge_id.startswith("lexical-")
     assert (await j.judge(Q, "Order A17 shipped.")).score == 1.0
+
+
+async def test_a_redaction_placeholder_matches_only_the_same_placeholder() -> None:
+    """[IP] in the question and in the answer is the same item; [CARD] is not the word "cards"."""
+    judge = LexicalJudge()
+    same = await judge.judge("Why is [IP] blocked?", "Yes, [IP] is on the deny list.")
+    word = await judge.judge("Will the refund go back to [CARD]?", "Gift cards never expire.")
+    assert (same.score, word.score) == (1.0, 0.0)
