@@ -52,6 +52,7 @@ def register(sub: Any) -> None:
     p.add_argument("--rate", type=float, default=0.0, help="events per second (0: as fast as possible)")
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--malformed-share", type=float, default=0.02)
+    p.add_argument("--pii-share", type=float, default=0.0, help="share of generated events carrying synthetic personal data (to see redaction)")
     p.set_defaults(func=cmd_produce)
 
     p = sub.add_parser("broker", help="run a local in-memory Kafka-protocol broker (tansu) for trying things out; SIGTERM/Ctrl-C stop it")
@@ -168,7 +169,10 @@ def cmd_produce(ns: argparse.Namespace) -> int:
         lines = Path(ns.file).read_bytes().splitlines()
         values: Iterable[bytes] = [ln for ln in lines if ln.strip()]
     else:
-        values = generate_events(ns.generate, seed=ns.seed, malformed_share=ns.malformed_share)
+        for name in ("malformed_share", "pii_share"):
+            if not 0.0 <= getattr(ns, name) <= 1.0:
+                raise UsageError(f"--{name.replace('_', '-')} must be between 0 and 1, got {getattr(ns, name)}")
+        values = generate_events(ns.generate, seed=ns.seed, malformed_share=ns.malformed_share, pii_share=ns.pii_share)
     from monitor.config import load_settings
 
     kafka = load_settings().kafka  # TLS and SASL from MONITOR_KAFKA_*, like the monitor's own clients

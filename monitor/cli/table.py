@@ -22,7 +22,7 @@ def print_result(columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str
     """Print query results as a table, CSV or JSON lines (to stdout unless `out` is given)."""
     out = out or sys.stdout  # looked up per call: a default bound at import would miss a redirected stdout
     if fmt == "csv":
-        w = csv.writer(out)
+        w = csv.writer(out, lineterminator="\n")  # a shell reading `sql --format csv` gets no \r at line ends
         w.writerow(columns)
         w.writerows([[_cell(v) for v in r] for r in rows])
     elif fmt == "json":

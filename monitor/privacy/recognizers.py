@@ -35,8 +35,6 @@ from monitor.protocols import Recognizer
 from schemas.errors import ConfigError
 
 
-# No digit right before or after, not even across one space or dash: "4539 1488 0343" inside a card number is no
-# Aadhaar number, and a number inside a longer one is not an item of its own (see `_first_digit` for before).
 def _first_digit(first: str = r"\d") -> str:
     """`first` (one digit of the class given) with no digit right before it, not even across one separator. The
     digit comes first and the look-behinds after it, so the regex engine skips ahead to digits instead of testing
@@ -44,6 +42,8 @@ def _first_digit(first: str = r"\d") -> str:
     return rf"{first}(?<!\d{first})(?<!\d[ \-.]{first})"
 
 
+# No digit right after, not even across one space or dash (`_first_digit` says the same of before): "4539 1488 0343"
+# inside a card number is no Aadhaar number, and a number inside a longer one is not an item of its own.
 _NO_DIGIT_AFTER = r"(?![ \-.]?\d)"
 
 

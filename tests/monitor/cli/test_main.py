@@ -105,3 +105,21 @@ async def test_sql_errors_are_one_line(tmp_path: Path) -> None:
     assert code == 1 and "Traceback" not in err and err.startswith("relevancy-monitor: error:")
     code, _, err = await cli("sql", env=env)
     assert code == 2 and "give a query" in err
+
+
+async def test_produce_generates_personal_data_on_request_and_refuses_a_bad_share(broker: LocalBroker, topic: str) -> None:
+    """`produce --generate N --pii-share 1` sends events whose text the redactor finds items in; a share outside
+    0..1 is a usage error in one line (exit 2)."""
+    from monitor.privacy.redactor import build_redactor
+    from monitor.privacy.settings import RedactionSettings
+    from tests.harness import read_all
+
+    env = monitor_env()
+    code, _, err = await cli("produce", "--generate", "5", "--pii-share", "1.5", "--bootstrap-servers", broker.bootstrap, env=env)
+    assert (code, len(err.strip().splitlines())) == (2, 1) and "--pii-share" in err, err
+    args = ("--generate", "30", "--pii-share", "1", "--malformed-share", "0", "--bootstrap-servers", broker.bootstrap, "--topic", topic)
+    code, _, err = await cli("produce", *args, env=env)
+    assert code == 0, err
+    redactor = build_redactor(RedactionSettings())
+    records = await read_all(broker.bootstrap, topic, 30)
+    assert all(redactor.redact(r.value.decode()).counts for r in records)
