@@ -60,3 +60,20 @@ def test_error_rows_follow_the_policy_too(policy: TextPolicy) -> None:
     r = row(policy, JudgeFailure("invalid_reply", "no JSON"))
     assert r.status == "error" and r.redactions == {"CARD": 1, "EMAIL": 2}
     assert (r.question == "") == (policy == "none")
+
+
+def test_a_refused_row_is_described_by_field_and_reason_never_by_its_values() -> None:
+    """A judgement the row contract refuses is logged and stored as field and reason; pydantic's own message would
+    quote the judged text."""
+    from pydantic import ValidationError
+
+    from monitor.runtime.pipeline import _row_problem
+
+    good = row("redacted")
+    try:
+        ScoredRow.model_validate({**good.model_dump(), "statements": "my card 4539 1488 0343 6467"})
+    except ValidationError as e:
+        assert "4539" in str(e)  # what the old message would have carried
+        assert "4539" not in _row_problem(e) and "statements" in _row_problem(e)
+    else:
+        raise AssertionError("the row should have been refused")
