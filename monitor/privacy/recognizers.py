@@ -414,7 +414,7 @@ class PhoneRecognizer:
 # number has seven digits with at most two separator characters between them.
 _PHONE_SHAPE = r"\d(?:[ .\-/()]{0,2}\d){6}"
 _DOTTED_NUMBER = r"\d\.\d{1,3}\.\d"
-_COLON_HEX = r"[0-9a-f]:[0-9a-f:]|::"
+_COLON_HEX = r"[0-9a-f]{1,4}:[0-9a-f:]*:|::[0-9a-f]"  # two colons between hex digits, or "::1" (not "[::-1]")
 _SIX_LETTERS_TWO_DIGITS = r"[a-z]{6}\d\d[a-z]"  # the start of a codice fiscale
 # The rough shape of each number kind, in the order of `BuiltinRecognizers`' numbers (IBAN, card, SSN, then
 # `NATIONAL_IDS_NUMERIC`: NINO, DNI, NIE, NIR, SIN, Aadhaar): only a text with the shape gets the exact pattern.
@@ -460,6 +460,8 @@ class BuiltinRecognizers:
     def find(self, text: str) -> Iterator[Span]:
         """Every item in `text`, in priority order: secrets, URL credentials, emails, named ids, then the other numbers,
         IP addresses and phone numbers."""
+        if len(text) < 7 and (len(text) < 3 or not any(c.isdigit() or c in "@:" for c in text)):
+            return  # a label such as "web" or "en-GB": no item is that short or lacks all of a digit, @ and :
         gates = self._gates.open(text)
         if not gates:
             return
