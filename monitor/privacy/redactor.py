@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from monitor.privacy.custom import compile_patterns
 from monitor.privacy.recognizers import builtin_recognizers
-from monitor.privacy.settings import RedactionSettings
+from monitor.privacy.settings import DEFAULT_PHONE_REGIONS, RedactionSettings
 from monitor.privacy.spans import Redacted, Span, replace_spans
 from monitor.protocols import Recognizer
 
@@ -50,7 +50,7 @@ def build_redactor(settings: RedactionSettings) -> RecognizerRedactor:
     """The built-in recognizers, then the user's patterns, with the allow-list; raises `ConfigError` for a bad pattern."""
     recognizers: list[Recognizer] = [*builtin_recognizers(settings.phone_regions), *compile_patterns(settings.patterns)]
     name = RECOGNIZERS_VERSION
-    if settings.patterns or settings.allow or tuple(settings.phone_regions) != ("US", "GB", "DE", "FR"):
+    if settings.patterns or settings.allow or tuple(settings.phone_regions) != DEFAULT_PHONE_REGIONS:
         config = json.dumps([dict(settings.patterns), sorted(settings.allow), list(settings.phone_regions)], sort_keys=True)
         name = f"{name}+{hashlib.sha256(config.encode()).hexdigest()[:8]}"
     return RecognizerRedactor(recognizers, settings.allow, name)
