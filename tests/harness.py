@@ -74,6 +74,11 @@ async def committed_offsets(bootstrap: str, group: str, topic: str, partitions: 
         await consumer.stop()
 
 
+async def all_committed(bootstrap: str, group: str, topic: str, n: int) -> bool:
+    """Whether the group has committed `n` offsets on `topic`, summed over its partitions."""
+    return sum(v or 0 for v in (await committed_offsets(bootstrap, group, topic)).values()) == n
+
+
 async def wait_for(predicate: Callable[[], Awaitable[bool]], timeout_s: float, what: str) -> None:
     """Poll an async predicate until true; fail with `what` on timeout."""
     deadline = time.monotonic() + timeout_s

@@ -19,7 +19,7 @@ from monitor.runtime.store import AsyncStore
 from schemas.errors import DecodeError
 from schemas.events import KafkaPosition
 from tests.fake_messages_api import FakeMessagesAPI, Reply, overloaded, server_error, slow
-from tests.harness import RunningPipeline, committed_offsets, count_rows, produce_values, read_all, wait_for
+from tests.harness import RunningPipeline, all_committed, committed_offsets, count_rows, produce_values, read_all, wait_for
 from tests.monitor.cli.test_main import CLI, cli, monitor_env
 
 pytestmark = pytest.mark.slow
@@ -128,7 +128,7 @@ async def test_sigkill_at_random_points_then_restart_loses_and_duplicates_nothin
     mon = MonitorProcess(env)
     await mon.start()
     await asyncio.wait_for(mon.assigned.wait(), 60)
-    await wait_for(lambda: _all_committed(broker.bootstrap, group, topic, len(values)), 120, "every offset committed after the restarts")
+    await wait_for(lambda: all_committed(broker.bootstrap, group, topic, len(values)), 120, "every offset committed after the restarts")
     assert await mon.terminate() == 0
 
     code, out, err = await cli("sql", "--format", "json", "SELECT event_id FROM {table} FINAL", env=env)
@@ -139,10 +139,6 @@ async def test_sigkill_at_random_points_then_restart_loses_and_duplicates_nothin
     code, out, _ = await cli("sql", "--format", "csv", "SELECT count() FROM {table}", env=env)
     raw_rows = int(out.splitlines()[1])
     assert raw_rows >= len(expected) and kills >= 3  # raw rows may include redelivered duplicates; FINAL hides them
-
-
-async def _all_committed(bootstrap: str, group: str, topic: str, n: int) -> bool:
-    return await total_committed(bootstrap, group, topic) == n
 
 
 async def test_rebalance_two_members_one_stopped_mid_stream(
@@ -165,7 +161,7 @@ async def test_rebalance_two_members_one_stopped_mid_stream(
     await first.shutdown()  # leaves the group mid-stream: its partitions move to the second member
     await producing
     await wait_for(
-        lambda: _all_committed(broker.bootstrap, settings.kafka_group_id, settings.kafka_topics[0], len(values)), 90, "every offset committed"
+        lambda: all_committed(broker.bootstrap, settings.kafka_group_id, settings.kafka_topics[0], len(values)), 90, "every offset committed"
     )
     await second.shutdown()
     assert first.counter("relevancy_monitor_events_consumed") > 0
@@ -280,7 +276,7 @@ async def test_poison_mix_is_dead_lettered_while_good_events_are_scored(
     total = await produce_values(broker.bootstrap, settings.kafka_topics[0], values, key=lambda i: b"k")
     async with RunningPipeline(settings, async_store) as run:
         await wait_for(
-            lambda: _all_committed(broker.bootstrap, settings.kafka_group_id, settings.kafka_topics[0], total), 60, "every offset committed"
+            lambda: all_committed(broker.bootstrap, settings.kafka_group_id, settings.kafka_topics[0], total), 60, "every offset committed"
         )
     assert await count_rows(async_store) == 200
     assert run.counter("relevancy_monitor_events_dead_lettered") == len(poison) * 5

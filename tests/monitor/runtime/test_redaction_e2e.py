@@ -15,7 +15,7 @@ from monitor.devtools.localbroker import LocalBroker
 from monitor.privacy.redactor import RECOGNIZERS_VERSION
 from monitor.runtime.store import AsyncStore
 from tests.fake_messages_api import FakeMessagesAPI
-from tests.harness import RunningPipeline, committed_offsets, produce_values, wait_for
+from tests.harness import RunningPipeline, all_committed, produce_values, wait_for
 from tests.monitor.cli.test_main import monitor_env
 from tests.monitor.runtime.test_faults import MonitorProcess
 
@@ -73,11 +73,7 @@ async def test_planted_items_reach_neither_the_judge_nor_the_store(
     topic = settings.kafka_topics[0]
     await produce_values(broker.bootstrap, topic, values)
     async with RunningPipeline(settings, async_store) as run:
-
-        async def all_committed() -> bool:
-            return sum(v or 0 for v in (await committed_offsets(broker.bootstrap, settings.kafka_group_id, topic)).values()) == len(values)
-
-        await wait_for(all_committed, 60, "every event committed")
+        await wait_for(lambda: all_committed(broker.bootstrap, settings.kafka_group_id, topic, len(values)), 60, "every event committed")
         metric_counts = {kind: run.counter("relevancy_monitor_redactions", kind=kind) for kind, _ in PLANTED}
 
     bodies = [r.raw.decode("utf-8", "replace") + json.dumps(r.body, ensure_ascii=False) for r in fake_messages_api.requests]
@@ -136,10 +132,7 @@ async def test_a_known_api_key_never_appears_in_any_log_line_of_a_full_run(
     await mon.start()
     await asyncio.wait_for(mon.assigned.wait(), 60)
 
-    async def all_committed() -> bool:
-        return sum(v or 0 for v in (await committed_offsets(broker.bootstrap, f"logs-{topic}", topic)).values()) == len(values)
-
-    await wait_for(all_committed, 60, "every record committed")
+    await wait_for(lambda: all_committed(broker.bootstrap, f"logs-{topic}", topic, len(values)), 60, "every record committed")
     assert await mon.terminate() == 0
     assert any(configured_key in r.headers.get("x-api-key", "") + r.headers.get("authorization", "") for r in fake_messages_api.requests)
     log = "".join(mon.lines)
