@@ -1,4 +1,4 @@
-"""The service and tooling subcommands: `run`, `migrate`, `sql`, `produce`, `broker` and `demo`.
+"""The service and tooling subcommands: `run`, `migrate`, `sql`, `produce` and `broker`.
 
 `run` and `migrate` write the store (and create it); `sql` only reads: it opens an existing store, issues no DDL,
 and needs neither write rights nor a judge's API key."""
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 
 def register(sub: Any) -> None:
-    """Add `run`, `migrate`, `sql`, `produce`, `broker` and `demo` to the CLI's subparsers."""
+    """Add `run`, `migrate`, `sql`, `produce` and `broker` to the CLI's subparsers."""
     p = sub.add_parser("run", help="run the monitor service (SIGTERM/SIGINT stop it cleanly)")
     add_settings_flags(p)
     p.set_defaults(func=cmd_run)
@@ -58,12 +58,6 @@ def register(sub: Any) -> None:
     p = sub.add_parser("broker", help="run a local in-memory Kafka-protocol broker (tansu) for trying things out; SIGTERM/Ctrl-C stop it")
     p.add_argument("--port", type=int, default=9092)
     p.set_defaults(func=cmd_broker)
-
-    p = sub.add_parser("demo", help="local broker + generated traffic + the monitor on embedded ClickHouse, then a summary")
-    p.add_argument("--seconds", type=float, default=20.0, help="how long to run the monitor")
-    p.add_argument("--rate", type=float, default=100.0, help="generated events per second")
-    p.add_argument("--data-dir", default=".relevancy-monitor/demo", help="where the embedded ClickHouse keeps its files")
-    p.set_defaults(func=cmd_demo)
 
 
 def cmd_run(ns: argparse.Namespace) -> int:
@@ -196,23 +190,4 @@ def cmd_broker(ns: argparse.Namespace) -> int:
             pass
         if not stop.is_set():
             raise LocalBrokerError(f"tansu on {broker.bootstrap} exited by itself")
-    return 0
-
-
-def cmd_demo(ns: argparse.Namespace) -> int:
-    """`demo`: run the whole path locally, then print what landed in ClickHouse."""
-    from rich.console import Console
-
-    from monitor.devtools.demo import run_demo
-
-    console = Console(stderr=True)
-    report = run_demo(seconds=ns.seconds, rate=ns.rate, data_dir=Path(ns.data_dir), console=console)
-    for title, result in report.tables:
-        console.print(f"\n[bold]{title}[/]")
-        print_result(result.columns, result.rows, "table")
-    console.print(
-        f"\nconsumed {report.consumed}, scored {report.scored}, dead-lettered {report.dead_lettered} (malformed on purpose).\n"
-        f"Query the rows yourself:\n  relevancy-monitor sql --clickhouse-url chdb://{report.data_dir} "
-        '"SELECT judge, count(), avg(score) FROM {table} FINAL GROUP BY judge"'
-    )
     return 0

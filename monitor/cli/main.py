@@ -11,7 +11,7 @@ from schemas.errors import MonitorError
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand (nothing is read from the environment here)."""
-    from monitor.cli import alerts, commands, forget, judge
+    from monitor.cli import alerts, commands, demo, forget, judge
 
     parser = argparse.ArgumentParser(prog="relevancy-monitor", description="Answer-relevancy monitoring for LLM assistants.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -19,6 +19,7 @@ def build_parser() -> argparse.ArgumentParser:
     judge.register(sub)
     alerts.register(sub)
     forget.register(sub)
+    demo.register(sub)
     return parser
 
 
