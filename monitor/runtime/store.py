@@ -5,7 +5,9 @@ All calls are synchronous; async callers go through `AsyncStore`, which runs the
 
 Two ways in: the writer (`run`, `migrate`) opens the store and applies the DDL, creating the embedded directory
 if need be; the read paths (`sql`, `alerts`) use `open_existing`, which creates nothing and issues no DDL, so they
-work for a read-only ClickHouse user and never leave an empty store behind.
+work for a read-only ClickHouse user and never leave an empty store behind. While a monitor holds an embedded
+directory (chDB allows one process per directory), `open_existing` reaches that monitor's engine through its
+read-only endpoint (`monitor.runtime.embedded_reader`) instead, and every write is refused in one line.
 
 The DDL is applied as versioned migrations (`schemas.ddl.migrations`), each once, recorded in
 `{database}.schema_migrations` with its checksum: `migrate` applies the pending ones, `check_schema` refuses a store
@@ -26,14 +28,18 @@ from pathlib import Path
 from typing import Any, Literal
 
 import clickhouse_connect
+import structlog
 from clickhouse_connect.driver.client import Client
 from clickhouse_connect.driver.exceptions import ClickHouseError
 
 from monitor.runtime.budget import Spend
+from monitor.runtime.embedded_reader import READER_USER, EmbeddedReader, ReaderAddress, reader_address
 from monitor.runtime.retention import ALTER_SETTINGS, RetentionPlan, plan_retention, retention_tables
 from schemas.ddl import MIGRATIONS_TABLE, Migration, migrations, migrations_table_ddl, on_cluster
 from schemas.errors import StoreError
 from schemas.scored import SCORED_COLUMNS, ScoredRow
+
+log = structlog.get_logger("monitor.runtime.store")
 
 
 def migrates_itself(url: str, auto_migrate: bool | None) -> bool:
@@ -112,6 +118,13 @@ def open_client(url: str, **client_options: Any) -> Client:
     except Exception as e:  # the driver raises several unrelated types for "cannot open"
         text = str(e)
         if "Cannot lock file" in text or "already running" in text:
+            directory = chdb_directory(url)
+            holder = reader_address(directory) if directory else None
+            if holder is not None:
+                raise StoreError(
+                    f"the embedded ClickHouse at {url} is held by a running monitor (pid {holder.pid}): reads (sql, alerts, "
+                    "report) reach it while it runs, writes need it stopped; or point MONITOR_CLICKHOUSE_URL at a ClickHouse server"
+                ) from None
             raise StoreError(
                 f"the embedded ClickHouse at {url} is in use by another process (a running monitor?): "
                 "stop it first, or point MONITOR_CLICKHOUSE_URL at a ClickHouse server"
@@ -182,6 +195,7 @@ class ClickHouseStore:
         self.retention_pending: RetentionPlan | None = None  # what the last `check_schema` found differing (not applied)
         self._client_options = client_options(self.url, user, password, ca_file, verify)
         self._client: Client | None = None
+        self.via_reader: ReaderAddress | None = None  # reads go to the running monitor that holds the directory
 
     @classmethod
     def from_settings(cls, s: StoreSettings) -> ClickHouseStore:
@@ -212,8 +226,13 @@ class ClickHouseStore:
         return f"{self.database}.{self.table}"
 
     def open(self) -> None:
-        """Connect (or open the embedded engine)."""
+        """Connect (or open the embedded engine); refuses, in one line, an embedded directory another live monitor holds."""
         if self._client is None:
+            directory = chdb_directory(self.url)
+            holder = reader_address(directory) if directory else None
+            if holder is not None and holder.pid != os.getpid():  # chDB would print its lock error and fail anyway
+                self.via_reader = holder
+                self._writable()
             self._client = open_client(self.url, **self._client_options)
 
     @property
@@ -232,6 +251,8 @@ class ClickHouseStore:
         # Opening chDB on a missing or empty directory would create an empty store there and answer from it.
         if directory is not None and not (directory.is_dir() and any(directory.iterdir())):
             raise StoreError(f"no embedded ClickHouse store at {directory}: {_MIGRATE_HINT}")
+        if self._client is None and directory is not None:
+            self._open_reader(directory)
         self.open()
         wanted = [self.table, *tables]
         found = {row[0] for row in self.query(_EXISTING_TABLES, {"database": self.database, "tables": wanted}).rows}
@@ -240,6 +261,24 @@ class ClickHouseStore:
             kind = "table" if len(missing) == 1 else "tables"
             raise StoreError(f"{kind} {', '.join(missing)} not found at {_safe(self.url)}: {_MIGRATE_HINT}")
         self._use_database()
+
+    def _open_reader(self, directory: Path) -> None:
+        """Connect to the read-only endpoint of another live process that holds `directory`, if there is one."""
+        address = reader_address(directory)
+        if address is None or address.pid == os.getpid():  # in the holding process itself, chDB shares its engine
+            return
+        try:
+            self._client = clickhouse_connect.get_client(dsn=address.url, username=READER_USER, password=address.password)
+        except Exception:  # a stale address (the pid reused): the directory's lock decides below
+            return
+        self.via_reader = address
+
+    def _writable(self) -> None:
+        if self.via_reader is not None:
+            raise StoreError(
+                f"the embedded ClickHouse at {self.url} is held by a running monitor (pid {self.via_reader.pid}), which serves "
+                "reads only: stop it to write here, or point MONITOR_CLICKHOUSE_URL at a ClickHouse server"
+            )
 
     def ensure_schema(self) -> None:
         """What `run` does at start: apply the pending migrations if `auto_migrates` (creating the embedded store if
@@ -347,12 +386,14 @@ class ClickHouseStore:
 
     def command(self, sql: str) -> Any:
         """Run a statement that returns no rows."""
+        self._writable()
         try:
             return self.client.command(sql)
         except ClickHouseError as e:
             raise StoreError(str(e).strip().splitlines()[0][:500]) from e
 
     def _execute(self, sql: str, parameters: dict[str, Any] | None = None, settings: dict[str, Any] | None = None) -> Any:
+        self._writable()
         try:
             return self.client.command(sql, parameters=parameters, settings=settings)
         except ClickHouseError as e:
@@ -368,6 +409,7 @@ class ClickHouseStore:
 
     def insert_rows(self, rows: Sequence[ScoredRow], dedup_token: str) -> None:
         """Insert scored rows; a retry with the same token and rows is a no-op on the server."""
+        self._writable()
         data = [row.as_tuple() for row in rows]
         self.client.insert(
             self.qualified_table,
@@ -378,6 +420,7 @@ class ClickHouseStore:
 
     def insert_table(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
         """Insert plain rows into another table of this database (traffic counts, alert state); raises `StoreError`."""
+        self._writable()
         try:
             self.client.insert(f"{self.database}.{table}", list(rows), column_names=list(columns))
         except ClickHouseError as e:
@@ -408,6 +451,7 @@ class ClickHouseStore:
         if self._client is not None:
             self._client.close()
             self._client = None
+        self.via_reader = None
 
 
 class AsyncStore:
@@ -416,14 +460,18 @@ class AsyncStore:
     def __init__(self, store: ClickHouseStore) -> None:
         self.store = store
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="clickhouse")
+        self._reader: EmbeddedReader | None = None
 
     async def _run(self, fn: Any, *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
 
     async def open(self) -> None:
-        """Open and create the schema."""
+        """Open and create the schema; an embedded store is then served read-only to other processes."""
         await self._run(self.store.open)
         await self._run(self.store.ensure_schema)
+        directory = chdb_directory(self.store.url)
+        if directory is not None:
+            self._reader = await self._run(_start_reader, directory)
 
     async def insert_rows(self, rows: Sequence[ScoredRow], dedup_token: str) -> None:
         """See `ClickHouseStore.insert_rows`."""
@@ -442,6 +490,19 @@ class AsyncStore:
         return await self._run(self.store.query, sql, parameters)  # type: ignore[no-any-return]
 
     async def close(self) -> None:
-        """Close the store and the thread."""
+        """Stop serving reads, close the store and the thread."""
+        if self._reader is not None:
+            await self._run(self._reader.stop)
+            self._reader = None
         await self._run(self.store.close)
         self._executor.shutdown(wait=True)
+
+
+def _start_reader(directory: Path) -> EmbeddedReader | None:
+    """The read-only endpoint for `directory`, started; None (logged) if it cannot start: the monitor runs on
+    without it, and only reads from other processes wait for it to stop."""
+    try:
+        return EmbeddedReader(directory).start()
+    except Exception as e:  # an optional convenience must not stop the service
+        log.warning("embedded_reader_unavailable", directory=str(directory), error=str(e).splitlines()[0][:300] if str(e) else type(e).__name__)
+        return None
