@@ -11,7 +11,7 @@ from schemas.errors import MonitorError
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand (nothing is read from the environment here)."""
-    from monitor.cli import alerts, commands, demo, forget, judge
+    from monitor.cli import alerts, commands, demo, forget, judge, report
 
     parser = argparse.ArgumentParser(prog="relevancy-monitor", description="Answer-relevancy monitoring for LLM assistants.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -20,6 +20,7 @@ def build_parser() -> argparse.ArgumentParser:
     alerts.register(sub)
     forget.register(sub)
     demo.register(sub)
+    report.register(sub)
     return parser
 
 

@@ -1,0 +1,179 @@
+"""What the report is made of: the rows its queries return, typed (no SQL, no rendering here)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Literal
+
+# Whether an optional table could be read: absent from the database, present without rows in the range, or with rows.
+TableStatus = Literal["missing", "empty", "present"]
+
+LOW_SCORE_BELOW = 0.5
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Segment:
+    """One series of the report: an app and prompt version as judged by one judge (`judge_id`)."""
+
+    app: str
+    prompt_version: str
+    judge_id: str
+    judge: str = ""
+    judge_model: str = ""
+
+    @property
+    def label(self) -> str:
+        """The series' name in a chart's legend: prompt version and judge id (which names the method)."""
+        return f"{self.prompt_version or '(none)'} · {self.judge_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentBucket:
+    """The rows of one segment in one time bucket; `w_*` are sums of 1/sample_rate (or of 1 when unweighted)."""
+
+    t: datetime
+    segment: Segment
+    rows: int
+    ok: int
+    errors: int
+    w_ok: float
+    w_score: float
+    w_low: float
+
+
+@dataclass(frozen=True, slots=True)
+class HealthBucket:
+    """Judge health of one judge in one time bucket: error rows, rate-limited error rows, scoring lag in seconds."""
+
+    t: datetime
+    judge_id: str
+    judge: str
+    rows: int
+    errors: int
+    rate_limited: int
+    lag_p50_s: float | None
+    lag_p90_s: float | None
+    lag_max_s: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeTotals:
+    """One judge over the whole range: rows, error rows, rate-limited error rows, scoring lag and spend."""
+
+    judge_id: str
+    judge: str
+    judge_model: str
+    rows: int
+    errors: int
+    rate_limited: int
+    lag_p50_s: float | None
+    lag_p90_s: float | None
+    lag_max_s: float | None
+    cost_usd: float
+    priced: int
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorReason:
+    """How many error rows one judge wrote for one reason over the whole range."""
+
+    judge_id: str
+    reason: str
+    rows: int
+
+
+@dataclass(frozen=True, slots=True)
+class CostDay:
+    """Judge spend of one judge on one UTC day (of event time). `priced` rows carry a cost; the rest had no price."""
+
+    day: date
+    judge_id: str
+    judge: str
+    judge_model: str
+    rows: int
+    priced: int
+    cached: int
+    cost_usd: float
+
+
+@dataclass(frozen=True, slots=True)
+class TrafficBucket:
+    """Events consumed and chosen for judging (traffic table) and events judged (scores table) per app and
+    prompt version in one time bucket. The app is empty for records that could not be decoded."""
+
+    t: datetime
+    app: str
+    prompt_version: str
+    consumed: int
+    sampled: int
+    judged: int
+
+
+@dataclass(frozen=True, slots=True)
+class Example:
+    """One judged event among the worst scored, with the judge's per-statement verdicts (empty for other judges)."""
+
+    event_time: datetime
+    event_id: str
+    app: str
+    prompt_version: str
+    judge_id: str
+    judge: str
+    score: float
+    raw_score: float | None
+    question: str
+    response: str
+    reasoning: str
+    statements: tuple[str, ...]
+    verdicts: tuple[str, ...]
+    verdict_reasons: tuple[str, ...]
+    n_statements: int
+
+
+@dataclass(frozen=True, slots=True)
+class Firing:
+    """The latest fired episode of one alert rule for one segment that overlaps the range (`resolved_at` None:
+    still firing). The segment is the rule's key, e.g. (("app", "support"), ("judge_id", "lexical-…"))."""
+
+    rule: str
+    severity: str
+    segment: tuple[tuple[str, str], ...]
+    state: str
+    fired_at: datetime
+    resolved_at: datetime | None
+    value: float | None
+    baseline: float | None
+    note: str
+
+    def get(self, key: str) -> str | None:
+        """The segment's value for `key`, None when the rule does not key on it (it covers every value)."""
+        return next((v for k, v in self.segment if k == key), None)
+
+
+@dataclass(frozen=True, slots=True)
+class ReportData:
+    """Everything the queries returned for one range, with where it came from."""
+
+    store: str  # the store's URL without credentials
+    table: str  # database.table of the scores
+    since: datetime
+    until: datetime
+    generated_at: datetime
+    bucket_s: int
+    weighted: bool  # means weighted by 1/sample_rate (the table has the column)
+    segments: tuple[SegmentBucket, ...]
+    health: tuple[HealthBucket, ...]
+    judges: tuple[JudgeTotals, ...]
+    error_reasons: tuple[ErrorReason, ...]
+    costs: tuple[CostDay, ...]
+    traffic: tuple[TrafficBucket, ...]
+    traffic_status: TableStatus
+    examples: tuple[Example, ...]
+    firings: tuple[Firing, ...]
+    alert_status: TableStatus
+
+    @property
+    def judged_rows(self) -> int:
+        """Rows of the scores table in the range (ok and error)."""
+        return sum(b.rows for b in self.segments)

@@ -1,0 +1,391 @@
+"""The report as one self-contained HTML page (pure): inline CSS and SVG, no script, no outside resource.
+
+Every text from the store (app names, conversation text, verdicts, errors) goes through `html.escape`."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from monitor.report.buckets import describe_width
+from monitor.report.charts import MAX_APP_CHARTS
+from monitor.report.model import Example, Firing, ReportData
+from monitor.report.totals import SegmentTotals, overall_mean, ratio
+
+_CSS = """
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; margin: 24px 32px; color: #1d1d1f;
+       max-width: 1280px; line-height: 1.4; }
+h1 { font-size: 26px; margin: 0 0 4px; } h2 { font-size: 20px; margin: 32px 0 8px; border-bottom: 1px solid #ddd; padding-bottom: 4px; }
+h3 { font-size: 15px; margin: 18px 0 4px; }
+.meta { color: #555; margin: 2px 0; font-size: 13px; } .note { color: #555; font-size: 13px; margin: 4px 0 8px; }
+.empty { background: #fff6e0; border: 1px solid #e8c66a; padding: 14px 18px; font-size: 17px; margin: 18px 0; }
+.kpis { display: flex; flex-wrap: wrap; gap: 12px; margin: 12px 0; }
+.kpi { border: 1px solid #ddd; border-radius: 6px; padding: 8px 14px; min-width: 120px; }
+.kpi b { display: block; font-size: 20px; } .kpi span { color: #555; font-size: 12px; }
+table { border-collapse: collapse; font-size: 13px; margin: 6px 0 12px; }
+th, td { border-bottom: 1px solid #e5e5e5; padding: 4px 10px 4px 0; text-align: left; vertical-align: top; }
+th { color: #444; font-weight: 600; } td.n { text-align: right; font-variant-numeric: tabular-nums; }
+code { font-size: 12px; background: #f4f4f4; padding: 0 3px; border-radius: 3px; }
+.chart svg { width: 100%; height: auto; }
+.text { max-width: 380px; max-height: 180px; overflow: auto; white-space: pre-wrap; word-break: break-word; }
+.v { display: inline-block; min-width: 28px; text-align: center; border-radius: 3px; font-size: 11px; margin-right: 4px; color: #fff; }
+.v-yes { background: #2e7d32; } .v-no { background: #c62828; } .v-idk { background: #757575; }
+ol.statements { margin: 0; padding-left: 18px; max-width: 420px; } .reason { color: #8a1c1c; font-size: 12px; }
+.firing { color: #c62828; font-weight: 600; }
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class ChartView:
+    """A drawn chart: its inline SVG and the series it left out."""
+
+    svg: str
+    omitted: tuple[str, ...] = ()
+
+
+def esc(value: object) -> str:
+    """`value` as HTML text (quotes escaped too, so it is safe in attributes)."""
+    return html.escape(str(value), quote=True)
+
+
+def when(t: datetime | None) -> str:
+    """`2026-11-02 09:15:00 UTC`, or an empty string."""
+    return "" if t is None else t.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def num(v: float | None, digits: int = 3) -> str:
+    """`v` rounded to `digits` decimals; an empty cell when there is no value."""
+    return "" if v is None else f"{v:,.{digits}f}"
+
+
+def pct(share: float | None, digits: int = 1) -> str:
+    """A share (0..1) as a percentage."""
+    return "" if share is None else f"{100 * share:.{digits}f} %"
+
+
+def usd(v: float) -> str:
+    """Dollars: cents above a dollar, four decimals below (judge calls cost fractions of a cent)."""
+    return f"${v:,.2f}" if abs(v) >= 1 else f"${v:.4f}"
+
+
+def count(v: int) -> str:
+    """An integer with thousands separators."""
+    return f"{v:,}"
+
+
+def _table(headers: Sequence[str], rows: Iterable[Sequence[str]], numeric: Iterable[int] = ()) -> str:
+    """A table of already escaped cells; columns in `numeric` are right-aligned."""
+    right = set(numeric)
+    head = "".join(f"<th>{h}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f'<td class="n">{c}</td>' if i in right else f"<td>{c}</td>" for i, c in enumerate(r)) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _segment_text(segment: tuple[tuple[str, str], ...]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in segment) or "all segments"
+
+
+def render_page(data: ReportData, totals: Sequence[SegmentTotals], charts: dict[str, ChartView], marked: frozenset[Firing]) -> str:
+    """The whole page. `charts` maps a chart key (see `monitor.report.charts`) to its drawing; `marked` are
+    the firings drawn on at least one chart."""
+    parts = [_header(data)]
+    if data.judged_rows == 0:
+        parts.append(_empty(data))
+    else:
+        parts += [
+            _summary(data, totals),
+            _relevancy(data, totals, charts),
+            _alerts(data, marked),
+            _coverage(data, charts),
+            _health(data, charts),
+            _cost(data, charts),
+            _examples(data.examples),
+        ]
+    parts.append(_method(data))
+    title = f"Relevancy report · {when(data.since)} – {when(data.until)}"
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{esc(title)}</title><style>{_CSS}</style></head>\n<body>\n" + "\n".join(parts) + "\n</body></html>\n"
+    )
+
+
+def _header(data: ReportData) -> str:
+    weighting = (
+        "Means and shares are traffic-weighted: each row counts 1/sample_rate."
+        if data.weighted
+        else "Means and shares are unweighted: this table has no sample_rate column."
+    )
+    return (
+        "<header><h1>Relevancy report</h1>"
+        f'<p class="meta">{esc(when(data.since))} – {esc(when(data.until))} · buckets of {esc(describe_width(data.bucket_s))}</p>'
+        f'<p class="meta">store <code>{esc(data.store)}</code> · table <code>{esc(data.table)}</code> · generated {esc(when(data.generated_at))}</p>'
+        f'<p class="meta">{esc(weighting)}</p></header>'
+    )
+
+
+def _empty(data: ReportData) -> str:
+    consumed = sum(b.consumed for b in data.traffic)
+    extra = f" The traffic counts show {count(consumed)} events consumed in the range, none of them judged." if consumed else ""
+    message = f"No judged events between {when(data.since)} and {when(data.until)} in {data.table}.{extra}"
+    return f'<section id="summary"><p class="empty">{esc(message)}</p></section>'
+
+
+def _kpi(value: str, label: str) -> str:
+    return f'<div class="kpi"><b>{value}</b><span>{esc(label)}</span></div>'
+
+
+def _summary(data: ReportData, totals: Sequence[SegmentTotals]) -> str:
+    rows = sum(t.rows for t in totals)
+    errors = sum(t.errors for t in totals)
+    ok_w = sum(t.w_ok for t in totals)
+    low = ratio(sum(t.w_low for t in totals), ok_w)
+    cost = sum(c.cost_usd for c in data.costs)
+    kpis = "".join(
+        (
+            _kpi(count(rows), "judged rows"),
+            _kpi(num(overall_mean(totals)), "mean score, all segments"),
+            _kpi(pct(low), "scored < 0.5"),
+            _kpi(pct(ratio(errors, rows)), f"error rows ({count(errors)})"),
+            _kpi(usd(cost), "judge cost"),
+            _kpi(count(len(totals)), "segments"),
+            _kpi(count(len(data.judges)), "judges"),
+        )
+    )
+    table = _table(
+        ["app", "prompt version", "judge", "judge model", "judge_id", "rows", "ok", "errors", "mean score", "score < 0.5"],
+        (
+            [
+                esc(t.segment.app),
+                esc(t.segment.prompt_version),
+                esc(t.segment.judge),
+                esc(t.segment.judge_model or "–"),
+                f"<code>{esc(t.segment.judge_id)}</code>",
+                count(t.rows),
+                count(t.ok),
+                count(t.errors),
+                num(t.mean),
+                pct(t.low_share),
+            ]
+            for t in totals
+        ),
+        numeric=range(5, 10),
+    )
+    return f'<section id="summary"><h2>Summary</h2><div class="kpis">{kpis}</div>{table}</section>'
+
+
+def _chart(charts: dict[str, ChartView], key: str) -> str:
+    view = charts.get(key)
+    if view is None:
+        return ""
+    left_out = f'<p class="note">Not drawn, to keep the legend readable (see the tables): {esc(", ".join(view.omitted))}.</p>' if view.omitted else ""
+    return f'<div class="chart" id="chart-{esc(key)}">{view.svg}</div>{left_out}'
+
+
+def _relevancy(data: ReportData, totals: Sequence[SegmentTotals], charts: dict[str, ChartView]) -> str:
+    out = [
+        '<section id="relevancy"><h2>Relevancy over time</h2>',
+        '<p class="note">Per app: one line per prompt version and judge (<code>judge_id</code>). Red bands are alert firings'
+        f" that concern the app (from the alert state).{esc(_alert_status_note(data))}</p>",
+    ]
+    apps = list(dict.fromkeys(t.segment.app for t in totals))
+    for app in apps[:MAX_APP_CHARTS]:
+        judges = sorted({t.segment.judge_id for t in totals if t.segment.app == app})
+        out.append(f"<h3>app {esc(app or '(none)')}</h3>")
+        out.append(f'<p class="note">judges: {", ".join(f"<code>{esc(j)}</code>" for j in judges)}</p>')
+        out.append(_chart(charts, f"relevancy-{app}"))
+    if len(apps) > MAX_APP_CHARTS:
+        rest = ", ".join(apps[MAX_APP_CHARTS:])
+        out.append(f'<p class="note">{len(apps) - MAX_APP_CHARTS} quieter apps have no chart (the summary lists them): {esc(rest)}.</p>')
+    out.append("</section>")
+    return "".join(out)
+
+
+def _alert_status_note(data: ReportData) -> str:
+    if data.alert_status == "missing":
+        return " There is no alert state table in this database, so the charts carry no alert marks."
+    if data.alert_status == "empty":
+        return " The alert state table is empty (no evaluator has run), so the charts carry no alert marks."
+    if not data.firings:
+        return " No alert fired in this range."
+    return ""
+
+
+def _alerts(data: ReportData, marked: frozenset[Firing]) -> str:
+    head = '<section id="alerts"><h2>Alert firings</h2>'
+    if data.alert_status != "present" or not data.firings:
+        return f'{head}<p class="note">{esc(_alert_status_note(data).strip())}</p></section>'
+    table = _table(
+        ["rule", "severity", "segment", "state now", "fired at", "resolved at", "value", "baseline", "on a chart", "note"],
+        (
+            [
+                f'<span class="firing">{esc(f.rule)}</span>',
+                esc(f.severity),
+                esc(_segment_text(f.segment)),
+                esc(f.state),
+                esc(when(f.fired_at)),
+                esc(when(f.resolved_at) or "still firing"),
+                num(f.value),
+                num(f.baseline),
+                "yes" if f in marked else "no (no such segment in range)",
+                esc(f.note),
+            ]
+            for f in data.firings
+        ),
+        numeric=(6, 7),
+    )
+    caveat = (
+        "The alert state keeps the latest episode of each rule and segment, so an earlier firing of the same segment "
+        "is not shown; <code>relevancy-monitor alerts backtest</code> replays the rules over the whole history."
+    )
+    return f'{head}<p class="note">{caveat}</p>{table}</section>'
+
+
+def _coverage(data: ReportData, charts: dict[str, ChartView]) -> str:
+    head = '<section id="coverage"><h2>Volume and coverage</h2>'
+    if data.traffic_status != "present":
+        why = "no traffic table" if data.traffic_status == "missing" else "no traffic counts in this range"
+        note = f"Judged events only: {why}, so the share of traffic judged is unknown."
+    else:
+        note = (
+            "Consumed and sampled events come from the traffic counts (per minute of event time); judged events are distinct "
+            "event ids in the scores table. Coverage is judged / consumed."
+        )
+    per: dict[tuple[str, str], list[int]] = {}
+    for b in data.traffic:
+        acc = per.setdefault((b.app, b.prompt_version), [0, 0, 0])
+        acc[0] += b.consumed
+        acc[1] += b.sampled
+        acc[2] += b.judged
+    table = _table(
+        ["app", "prompt version", "consumed", "sampled", "judged", "coverage"],
+        (
+            [esc(app or "(not decoded: dead-lettered)"), esc(pv), count(c), count(s), count(j), pct(ratio(j, c))]
+            for (app, pv), (c, s, j) in sorted(per.items(), key=lambda kv: -kv[1][0])
+        ),
+        numeric=range(2, 6),
+    )
+    return f'{head}<p class="note">{esc(note)}</p>{_chart(charts, "coverage")}{table}</section>'
+
+
+def _health(data: ReportData, charts: dict[str, ChartView]) -> str:
+    judges = _table(
+        ["judge_id", "judge", "judge model", "rows", "error rows", "error rate", "rate limited (429)", "lag p50", "lag p90", "lag max"],
+        (
+            [
+                f"<code>{esc(j.judge_id)}</code>",
+                esc(j.judge),
+                esc(j.judge_model or "–"),
+                count(j.rows),
+                count(j.errors),
+                pct(ratio(j.errors, j.rows)),
+                count(j.rate_limited),
+                _seconds(j.lag_p50_s),
+                _seconds(j.lag_p90_s),
+                _seconds(j.lag_max_s),
+            ]
+            for j in data.judges
+        ),
+        numeric=range(3, 10),
+    )
+    reasons = (
+        _table(
+            ["judge_id", "error", "rows"],
+            ([f"<code>{esc(r.judge_id)}</code>", esc(r.reason), count(r.rows)] for r in data.error_reasons),
+            numeric=(2,),
+        )
+        if data.error_reasons
+        else '<p class="note">No error rows in this range.</p>'
+    )
+    note = (
+        "Error rows have no score. A 429 shows here only when the provider kept refusing past the retries "
+        "(<code>error</code> names <code>rate_limited</code>); most rate limiting makes events wait instead, which shows as lag "
+        "and in the metric <code>relevancy_monitor_judge_rate_limited_total</code>."
+    )
+    chart = _chart(charts, "judge-health")
+    return f'<section id="judge-health"><h2>Judge health</h2><p class="note">{note}</p>{chart}{judges}<h3>Errors by reason</h3>{reasons}</section>'
+
+
+def _seconds(v: float | None) -> str:
+    return "" if v is None else f"{v:,.1f} s"
+
+
+def _cost(data: ReportData, charts: dict[str, ChartView]) -> str:
+    # A judge without a model (lexical) makes no API call; only a model's uncached rows should carry a cost.
+    unpriced = sum(c.rows - c.priced - c.cached for c in data.costs if c.judge_model)
+    note = "Per UTC day of event time. Cached verdicts cost nothing."
+    if unpriced > 0:
+        note += f" {count(unpriced)} uncached rows of model judges carry no cost (cost_usd is NULL: no known price): the totals leave them out."
+    table = _table(
+        ["day", "judge_id", "judge model", "rows", "cached", "priced", "cost"],
+        (
+            [
+                esc(c.day.isoformat()),
+                f"<code>{esc(c.judge_id)}</code>",
+                esc(c.judge_model or "–"),
+                count(c.rows),
+                count(c.cached),
+                count(c.priced),
+                usd(c.cost_usd),
+            ]
+            for c in data.costs
+        ),
+        numeric=range(3, 7),
+    )
+    return f'<section id="cost"><h2>Judge cost per day</h2><p class="note">{esc(note)}</p>{_chart(charts, "cost")}{table}</section>'
+
+
+def _statements(e: Example) -> str:
+    if not e.statements:
+        return '<span class="note">no statements (this judge gives none)</span>' if e.judge != "statements" else ""
+    items = []
+    for i, s in enumerate(e.statements):
+        verdict = e.verdicts[i] if i < len(e.verdicts) else ""
+        reason = e.verdict_reasons[i] if i < len(e.verdict_reasons) else ""
+        cls = verdict if verdict in ("yes", "no", "idk") else "idk"
+        why = f'<div class="reason">{esc(reason)}</div>' if reason else ""
+        items.append(f'<li><span class="v v-{cls}">{esc(verdict or "?")}</span>{esc(s)}{why}</li>')
+    more = f'<div class="note">… {count(e.n_statements - len(e.statements))} more</div>' if e.n_statements > len(e.statements) else ""
+    return f'<ol class="statements">{"".join(items)}</ol>{more}'
+
+
+def _text(s: str) -> str:
+    return f'<div class="text">{esc(s)}</div>' if s else ""
+
+
+def _examples(examples: Sequence[Example]) -> str:
+    head = '<section id="worst"><h2>Worst-scored examples</h2>'
+    if not examples:
+        return f'{head}<p class="note">No ok rows in this range.</p></section>'
+    table = _table(
+        ["score", "when", "app", "prompt version", "judge_id", "question", "response", "statements and verdicts", "reasoning"],
+        (
+            [
+                num(e.score),
+                esc(when(e.event_time)),
+                esc(e.app),
+                esc(e.prompt_version),
+                f"<code>{esc(e.judge_id)}</code>",
+                _text(e.question),
+                _text(e.response),
+                _statements(e),
+                _text(e.reasoning),
+            ]
+            for e in examples
+        ),
+        numeric=(0,),
+    )
+    note = f"The {len(examples)} lowest ok scores in the range, lowest first (texts as stored: redacted upstream, cut after 1,200 characters)."
+    return f'{head}<p class="note">{esc(note)}</p>{table}</section>'
+
+
+def _method(data: ReportData) -> str:
+    weight = "weighted by 1/sample_rate" if data.weighted else "unweighted (no sample_rate column)"
+    return (
+        '<footer><h2>How this was computed</h2><p class="note">'
+        f"Rows read with <code>FINAL</code> from {esc(data.table)} where event_time is in [{esc(when(data.since))}, {esc(when(data.until))}); "
+        f"means and low-score shares (score &lt; 0.5) over ok rows, {esc(weight)}; scoring lag is scored_at − event_time; "
+        "each series stays within one judge_id, so a judge change starts a new line rather than looking like a regression.</p></footer>"
+    )

@@ -1,0 +1,265 @@
+"""The report's reads: the scores table (always FINAL: ReplacingMergeTree keeps duplicates until it merges), the
+traffic counts (SummingMergeTree: sum() ... GROUP BY) and the alert state, through `ClickHouseStore.query`.
+
+Times and limits are bound as query parameters; table names are the store's, checked as plain identifiers."""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import UTC, date, datetime
+from typing import Any
+
+from monitor.alerts.state import STATE_TABLE, StateStore
+from monitor.alerts.windows import utc
+from monitor.report.model import (
+    LOW_SCORE_BELOW,
+    CostDay,
+    ErrorReason,
+    Example,
+    Firing,
+    HealthBucket,
+    JudgeTotals,
+    ReportData,
+    Segment,
+    SegmentBucket,
+    TableStatus,
+    TrafficBucket,
+)
+from monitor.runtime.store import ClickHouseStore
+
+DEFAULT_TRAFFIC_TABLE = "traffic_counts"
+WORST_EXAMPLES = 20
+EXAMPLE_CHARS = 1200  # per text: enough to judge a verdict by, small enough for a page of twenty
+EXAMPLE_STATEMENTS = 25
+
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_TS = "DateTime64(3, 'UTC')"
+_RANGE = f"event_time >= {{since:{_TS}}} AND event_time < {{until:{_TS}}}"
+_BUCKET = "toStartOfInterval({column}, toIntervalSecond({{bucket:UInt32}}))"
+# A 429 reaches a row only when the provider kept refusing past the retries: the judge's error then names the kind
+# (`unavailable: rate_limited: HTTP 429 ...`). Most rate limiting makes events wait instead of failing.
+_RATE_LIMITED = "(positionCaseInsensitive(error, 'rate_limited') > 0 OR position(error, 'HTTP 429') > 0)"
+_LAG_S = "dateDiff('millisecond', event_time, scored_at) / 1000.0"
+
+
+def _ident(name: str) -> str:
+    if not _IDENT.match(name):
+        raise ValueError(f"{name!r} is not a plain identifier")
+    return name
+
+
+def _num(value: Any) -> float | None:
+    if value is None:
+        return None
+    f = float(value)
+    return f if math.isfinite(f) else None
+
+
+def fetch_report_data(
+    store: ClickHouseStore,
+    since: datetime,
+    until: datetime,
+    bucket_s: int,
+    *,
+    traffic_table: str = DEFAULT_TRAFFIC_TABLE,
+    worst: int = WORST_EXAMPLES,
+    store_label: str = "",
+    now: datetime | None = None,
+) -> ReportData:
+    """Every query of the report over [since, until) in buckets of `bucket_s`; raises `StoreError`."""
+    db, table = _ident(store.database), _ident(store.table)
+    scores = f"{db}.{table}"
+    params: dict[str, Any] = {"since": since, "until": until, "bucket": bucket_s, "low": LOW_SCORE_BELOW}
+    tables = _existing_tables(store, db, [_ident(traffic_table), STATE_TABLE])
+    weighted = _has_column(store, db, table, "sample_rate")
+    weight = "1 / greatest(sample_rate, 1e-6)" if weighted else "1"
+
+    segments = tuple(_segment_buckets(store, scores, weight, params))
+    traffic: tuple[TrafficBucket, ...] = ()
+    traffic_status: TableStatus = "missing"
+    if traffic_table in tables:
+        traffic = tuple(_traffic(store, scores, f"{db}.{traffic_table}", params))
+        traffic_status = "present" if any(b.consumed for b in traffic) else "empty"
+    firings: tuple[Firing, ...] = ()
+    alert_status: TableStatus = "missing"
+    if STATE_TABLE in tables:
+        alert_status, firings = _firings(store, since, until)
+    return ReportData(
+        store=store_label or store.url,
+        table=scores,
+        since=since,
+        until=until,
+        generated_at=now or datetime.now(UTC),
+        bucket_s=bucket_s,
+        weighted=weighted,
+        segments=segments,
+        health=tuple(_health(store, scores, params)),
+        judges=tuple(_judges(store, scores, params)),
+        error_reasons=tuple(_error_reasons(store, scores, params)),
+        costs=tuple(_costs(store, scores, params)),
+        traffic=traffic,
+        traffic_status=traffic_status,
+        examples=tuple(_worst(store, scores, {**params, "limit": worst, "chars": EXAMPLE_CHARS + 1, "n": EXAMPLE_STATEMENTS})),
+        firings=firings,
+        alert_status=alert_status,
+    )
+
+
+def _existing_tables(store: ClickHouseStore, db: str, names: list[str]) -> set[str]:
+    sql = "SELECT name FROM system.tables WHERE database = {db:String} AND has({names:Array(String)}, name)"
+    return {str(r[0]) for r in store.query(sql, {"db": db, "names": names}).rows}
+
+
+def _has_column(store: ClickHouseStore, db: str, table: str, column: str) -> bool:
+    sql = "SELECT count() FROM system.columns WHERE database = {db:String} AND table = {t:String} AND name = {c:String}"
+    return bool(store.query(sql, {"db": db, "t": table, "c": column}).rows[0][0])
+
+
+def _segment_buckets(store: ClickHouseStore, scores: str, weight: str, params: dict[str, Any]) -> list[SegmentBucket]:
+    sql = (
+        f"SELECT {_BUCKET.format(column='event_time')} AS t, app, prompt_version, judge_id, any(judge), any(judge_model),\n"
+        "       count(), countIf(status = 'ok'), countIf(status = 'error'),\n"
+        "       sumIf(w, status = 'ok'), sumIf(w * score, status = 'ok'), sumIf(w, status = 'ok' AND score < {low:Float64})\n"
+        "FROM (SELECT event_time, app, prompt_version, judge_id, judge, judge_model, status, score, "
+        f"{weight} AS w FROM {scores} FINAL WHERE {_RANGE})\n"
+        "GROUP BY t, app, prompt_version, judge_id ORDER BY t, app, prompt_version, judge_id"
+    )
+    out = []
+    for t, app, pv, jid, judge, jmodel, rows, ok, errors, w_ok, w_score, w_low in store.query(sql, params).rows:
+        segment = Segment(str(app), str(pv), str(jid), str(judge), str(jmodel))
+        out.append(SegmentBucket(utc(t), segment, int(rows), int(ok), int(errors), _num(w_ok) or 0.0, _num(w_score) or 0.0, _num(w_low) or 0.0))
+    return out
+
+
+def _health(store: ClickHouseStore, scores: str, params: dict[str, Any]) -> list[HealthBucket]:
+    sql = (
+        "SELECT t, judge_id, any(judge), count(), countIf(status = 'error'), countIf(status = 'error' AND limited),\n"
+        "       quantileExact(0.5)(lag_s), quantileExact(0.9)(lag_s), max(lag_s)\n"
+        f"FROM (SELECT {_BUCKET.format(column='event_time')} AS t, judge_id, judge, status, {_RATE_LIMITED} AS limited,\n"
+        f"             {_LAG_S} AS lag_s FROM {scores} FINAL WHERE {_RANGE})\n"
+        "GROUP BY t, judge_id ORDER BY t, judge_id"
+    )
+    return [
+        HealthBucket(utc(t), str(jid), str(judge), int(rows), int(errors), int(limited), _num(p50), _num(p90), _num(top))
+        for t, jid, judge, rows, errors, limited, p50, p90, top in store.query(sql, params).rows
+    ]
+
+
+def _judges(store: ClickHouseStore, scores: str, params: dict[str, Any]) -> list[JudgeTotals]:
+    sql = (
+        "SELECT judge_id, any(judge), any(judge_model), count(), countIf(status = 'error'), countIf(status = 'error' AND limited),\n"
+        "       quantileExact(0.5)(lag_s), quantileExact(0.9)(lag_s), max(lag_s), sum(ifNull(cost_usd, 0)), countIf(cost_usd IS NOT NULL)\n"
+        f"FROM (SELECT judge_id, judge, judge_model, status, cost_usd, {_RATE_LIMITED} AS limited, {_LAG_S} AS lag_s\n"
+        f"      FROM {scores} FINAL WHERE {_RANGE})\n"
+        "GROUP BY judge_id ORDER BY count() DESC, judge_id"
+    )
+    return [
+        JudgeTotals(
+            str(jid), str(judge), str(jmodel), int(rows), int(errors), int(limited), _num(p50), _num(p90), _num(top), _num(cost) or 0.0, int(priced)
+        )
+        for jid, judge, jmodel, rows, errors, limited, p50, p90, top, cost, priced in store.query(sql, params).rows
+    ]
+
+
+def _error_reasons(store: ClickHouseStore, scores: str, params: dict[str, Any]) -> list[ErrorReason]:
+    # The row's error is `reason: detail`; for `unavailable` the detail starts with the kind (timeout, overloaded, ...).
+    sql = (
+        "SELECT judge_id, multiIf(limited, 'rate limited (429)', head = 'unavailable', concat(head, ': ', kind),\n"
+        "                         head = '', '(no reason given)', head) AS reason, count() AS n\n"
+        "FROM (SELECT judge_id, error, trimBoth(splitByChar(':', error)[1]) AS head, trimBoth(splitByChar(':', error)[2]) AS kind,\n"
+        f"             {_RATE_LIMITED} AS limited FROM {scores} FINAL WHERE {_RANGE} AND status = 'error')\n"
+        "GROUP BY judge_id, reason ORDER BY n DESC, judge_id, reason LIMIT 100"
+    )
+    return [ErrorReason(str(jid), str(reason), int(n)) for jid, reason, n in store.query(sql, params).rows]
+
+
+def _costs(store: ClickHouseStore, scores: str, params: dict[str, Any]) -> list[CostDay]:
+    sql = (
+        "SELECT toDate(event_time) AS day, judge_id, any(judge), any(judge_model), count(), countIf(cost_usd IS NOT NULL),\n"
+        "       countIf(cached), sum(ifNull(cost_usd, 0))\n"
+        f"FROM {scores} FINAL WHERE {_RANGE}\n"
+        "GROUP BY day, judge_id ORDER BY day, judge_id"
+    )
+    out = []
+    for day, jid, judge, jmodel, rows, priced, cached, cost in store.query(sql, params).rows:
+        d = day if isinstance(day, date) else date.fromisoformat(str(day))
+        out.append(CostDay(d, str(jid), str(judge), str(jmodel), int(rows), int(priced), int(cached), _num(cost) or 0.0))
+    return out
+
+
+def _traffic(store: ClickHouseStore, scores: str, traffic: str, params: dict[str, Any]) -> list[TrafficBucket]:
+    counted = (
+        f"SELECT {_BUCKET.format(column='minute')} AS t, app, prompt_version, sum(consumed), sum(sampled) FROM {traffic}\n"
+        f"WHERE minute >= {{since:{_TS}}} AND minute < {{until:{_TS}}} GROUP BY t, app, prompt_version"
+    )
+    # Events, not rows: with two judges an event has two rows but was consumed once.
+    judged = (
+        f"SELECT {_BUCKET.format(column='event_time')} AS t, app, prompt_version, uniqExact(event_id) FROM {scores} FINAL\n"
+        f"WHERE {_RANGE} GROUP BY t, app, prompt_version"
+    )
+    merged: dict[tuple[datetime, str, str], list[int]] = {}
+    for t, app, pv, consumed, sampled in store.query(counted, params).rows:
+        merged.setdefault((utc(t), str(app), str(pv)), [0, 0, 0])[:2] = [int(consumed), int(sampled)]
+    for t, app, pv, n in store.query(judged, params).rows:
+        merged.setdefault((utc(t), str(app), str(pv)), [0, 0, 0])[2] = int(n)
+    return [TrafficBucket(t, app, pv, c, s, j) for (t, app, pv), (c, s, j) in sorted(merged.items())]
+
+
+def _worst(store: ClickHouseStore, scores: str, params: dict[str, Any]) -> list[Example]:
+    cut = "substringUTF8({col}, 1, {{chars:UInt32}})"
+    per_statement = "arrayMap(s -> substringUTF8(s, 1, {{chars:UInt32}}), arraySlice({col}, 1, {{n:UInt32}}))"
+    sql = (
+        "SELECT event_time, event_id, app, prompt_version, judge_id, judge, score, raw_score,\n"
+        f"       {cut.format(col='question')}, {cut.format(col='response')}, {cut.format(col='reasoning')},\n"
+        f"       {per_statement.format(col='statements')}, arraySlice(verdicts, 1, {{n:UInt32}}),\n"
+        f"       {per_statement.format(col='verdict_reasons')}, n_statements\n"
+        f"FROM {scores} FINAL WHERE {_RANGE} AND status = 'ok'\n"
+        "ORDER BY score ASC, event_time DESC, event_id LIMIT {limit:UInt32}"
+    )
+    out = []
+    for row in store.query(sql, params).rows:
+        at, eid, app, pv, jid, judge, score, raw, question, response, reasoning, statements, verdicts, reasons, n = row
+        out.append(
+            Example(
+                event_time=utc(at),
+                event_id=str(eid),
+                app=str(app),
+                prompt_version=str(pv),
+                judge_id=str(jid),
+                judge=str(judge),
+                score=float(score),
+                raw_score=_num(raw),
+                question=_clip(question),
+                response=_clip(response),
+                reasoning=_clip(reasoning),
+                statements=tuple(_clip(s) for s in statements),
+                verdicts=tuple(str(v) for v in verdicts),
+                verdict_reasons=tuple(_clip(s) for s in reasons),
+                n_statements=int(n),
+            )
+        )
+    return out
+
+
+def _clip(text: Any) -> str:
+    # The query returns one character more than it shows, so a cut text can say so.
+    s = str(text)
+    return s if len(s) <= EXAMPLE_CHARS else s[:EXAMPLE_CHARS] + "…"
+
+
+def _firings(store: ClickHouseStore, since: datetime, until: datetime) -> tuple[TableStatus, tuple[Firing, ...]]:
+    """The latest fired episode of each rule and segment overlapping the range. The state table keeps one row per
+    rule and segment (ReplacingMergeTree, read with FINAL), so an earlier episode of the same segment is gone."""
+    states = StateStore(store).load()
+    if not states:
+        return "empty", ()
+    out = []
+    for s in states.values():
+        if s.fired_at is None or s.fired_at >= until:
+            continue
+        resolved = s.resolved_at if s.state != "firing" else None
+        if resolved is not None and resolved < since:
+            continue
+        out.append(Firing(s.rule, s.severity, s.segment, s.state, s.fired_at, resolved, s.value, s.baseline, s.note))
+    return "present", tuple(sorted(out, key=lambda f: (f.fired_at, f.rule, f.segment)))

@@ -1,0 +1,134 @@
+"""`write_report`: query a store for a range, build the charts and the page, write one HTML file."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from monitor.alerts.windows import utc
+from monitor.report.buckets import bucket_grid, bucket_seconds
+from monitor.report.charts import MAX_APP_CHARTS, Chart, cost_chart, coverage_chart, firing_applies, health_chart, relevancy_chart
+from monitor.report.model import Firing, ReportData, Segment, TableStatus
+from monitor.report.page import ChartView, render_page
+from monitor.report.queries import DEFAULT_TRAFFIC_TABLE, WORST_EXAMPLES, fetch_report_data
+from monitor.report.svg import render_svg
+from monitor.report.totals import apps_in_order, segment_totals
+from monitor.runtime.store import ClickHouseStore
+from schemas.errors import UsageError
+
+
+@dataclass(frozen=True, slots=True)
+class ReportSummary:
+    """What a written report shows: where it is, its range, the segments charted, the rows read, the firings marked."""
+
+    path: Path
+    since: datetime
+    until: datetime
+    segments: tuple[Segment, ...]
+    judged_rows: int
+    firings_marked: int
+    alert_state: TableStatus  # whether the alert state table was there and had rows
+    weighted: bool  # means weighted by 1/sample_rate
+
+
+@dataclass(frozen=True, slots=True)
+class RenderedReport:
+    """The page and what it shows."""
+
+    html: str
+    segments: tuple[Segment, ...]
+    marked: frozenset[Firing]
+
+
+def store_label(url: str) -> str:
+    """The store's URL as shown in the report: an embedded path as is, a server without user, password or query."""
+    if url.startswith("chdb:"):
+        return url
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    host = f"[{host}]" if ":" in host else host  # an IPv6 address keeps its brackets
+    try:
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:  # not a number: shown as nothing rather than failing the report over its title
+        port = ""
+    return f"{parts.scheme}://{host}{port}{parts.path}"
+
+
+def charts_of(data: ReportData) -> tuple[list[Chart], frozenset[Firing]]:
+    """Every chart of the report, and the firings drawn on at least one of them (pure)."""
+    totals = segment_totals(data.segments)
+    grid = bucket_grid(data.since, data.until, data.bucket_s)
+    x_range = (data.since, data.until)
+    apps = apps_in_order(totals)[:MAX_APP_CHARTS]
+    charts = [relevancy_chart(app, totals, data.segments, grid, data.bucket_s, x_range, data.firings, data.weighted) for app in apps]
+    charts += [
+        coverage_chart(data.traffic, grid, data.bucket_s, x_range, data.traffic_status == "present"),
+        health_chart(data.health, grid, data.bucket_s, x_range),
+        cost_chart(data.costs, data.since, data.until),
+    ]
+    segments = [t.segment for t in totals if t.segment.app in apps]
+    marked = frozenset(f for f in data.firings if firing_applies(f, segments))
+    return charts, marked
+
+
+def render_report(data: ReportData) -> RenderedReport:
+    """The HTML page of `data`, with its charts drawn as inline SVG."""
+    totals = segment_totals(data.segments)
+    if data.judged_rows == 0:
+        return RenderedReport(render_page(data, totals, {}, frozenset()), (), frozenset())
+    charts, marked = charts_of(data)
+    views = {c.key: ChartView(render_svg(c), c.omitted) for c in charts if not c.empty}
+    return RenderedReport(render_page(data, totals, views, marked), tuple(t.segment for t in totals), marked)
+
+
+def write_report(
+    store: ClickHouseStore,
+    since: datetime,
+    until: datetime,
+    path: Path,
+    *,
+    traffic_table: str = DEFAULT_TRAFFIC_TABLE,
+    worst: int = WORST_EXAMPLES,
+    now: datetime | None = None,
+) -> ReportSummary:
+    """Write the report of [since, until) (naive times are UTC) from a store to `path`; raises `UsageError` for an
+    empty range or an unwritable path, `StoreError` for the store."""
+    since, until = utc(since), utc(until)
+    if since >= until:
+        raise UsageError(f"the report's range is empty: since ({since.isoformat()}) must be before until ({until.isoformat()})")
+    data = fetch_report_data(
+        store,
+        since,
+        until,
+        bucket_seconds(since, until),
+        traffic_table=traffic_table,
+        worst=worst,
+        store_label=store_label(store.url),
+        now=now or datetime.now(UTC),
+    )
+    report = render_report(data)
+    _write_atomically(path, report.html)
+    return ReportSummary(
+        path=path,
+        since=since,
+        until=until,
+        segments=report.segments,
+        judged_rows=data.judged_rows,
+        firings_marked=len(report.marked),
+        alert_state=data.alert_status,
+        weighted=data.weighted,
+    )
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    # A reader (a browser refreshing the file) never sees half a page, and a failed write leaves the old one.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise UsageError(f"cannot write the report to {path}: {e.strerror or e}") from None

@@ -1,0 +1,246 @@
+"""`write_report` against the real embedded store: what the page shows, read with FINAL, weighted by 1/sample_rate,
+with alert firings from the alert state, coverage from the traffic counts, judge health, cost and the worst examples."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from monitor.report import ReportSummary, write_report
+from monitor.report.model import Segment
+from monitor.report.queries import fetch_report_data
+from monitor.report.write import charts_of
+from monitor.runtime.store import ClickHouseStore
+from schemas.errors import UsageError
+from tests.monitor.report.conftest import HOSTILE, LEXICAL_JUDGE, STATEMENTS_JUDGE, T0, T1, Filled, fill, make_row, outside_references
+
+
+@pytest.fixture(scope="module")
+def page(filled: Filled, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, ReportSummary]:
+    """The report of the filled day, written once for the module: (its HTML, its summary)."""
+    path = tmp_path_factory.mktemp("report") / "day.html"
+    summary = write_report(filled.store, T0, T1, path)
+    return path.read_text(encoding="utf-8"), summary
+
+
+def _section(html: str, section_id: str) -> str:
+    match = re.search(rf'<section id="{section_id}">(.*?)</section>', html, re.DOTALL)
+    assert match, f"no section {section_id}"
+    return match.group(1)
+
+
+def test_summary_names_every_segment_and_counts_each_event_once(filled: Filled, tmp_path: Path) -> None:
+    """The summary lists each (app, prompt version, judge_id) and counts a redelivered batch once (FINAL)."""
+    summary = write_report(filled.store, T0, T1, tmp_path / "r.html")
+    assert summary.path == tmp_path / "r.html" and summary.path.is_file()
+    assert summary.judged_rows == filled.rows
+    assert {(s.app, s.prompt_version, s.judge_id) for s in summary.segments} == {
+        ("support", "v1", STATEMENTS_JUDGE),
+        ("support", "v2", STATEMENTS_JUDGE),
+        ("search", "v7", LEXICAL_JUDGE),
+    }
+    assert Segment("support", "v1", STATEMENTS_JUDGE, "statements", "claude-haiku-4-5") in summary.segments
+    assert summary.weighted and summary.alert_state == "present"
+
+
+def test_title_names_the_store_the_table_and_the_range(page: tuple[str, ReportSummary], filled: Filled) -> None:
+    """The header shows the store, database.table, the range in UTC and the weighting."""
+    html, _ = page
+    header = html.split("</header>")[0]
+    assert filled.store.url in header and f"{filled.store.database}.relevancy_scores" in header
+    assert "2026-11-02 00:00:00 UTC – 2026-11-03 00:00:00 UTC" in header
+    assert "traffic-weighted: each row counts 1/sample_rate" in header
+
+
+def test_each_app_has_a_relevancy_chart_with_its_judges(page: tuple[str, ReportSummary]) -> None:
+    """Relevancy over time has one chart (inline SVG) per app, naming the judge ids charted."""
+    html, _ = page
+    section = _section(html, "relevancy")
+    for app, judge in (("support", STATEMENTS_JUDGE), ("search", LEXICAL_JUDGE)):
+        chart = re.search(
+            rf'<h3>app {app}</h3><p class="note">judges: <code>{judge}</code></p><div class="chart" id="chart-relevancy-{app}"><svg', section
+        )
+        assert chart, app
+
+
+def test_firings_are_marked_on_the_charts_of_the_segments_they_concern(filled: Filled, page: tuple[str, ReportSummary]) -> None:
+    """A firing marks only the charts of segments it keys on, one without such a segment is only listed, an old one is left out."""
+    _, summary = page
+    assert summary.firings_marked == 2
+    data = fetch_report_data(filled.store, T0, T1, 900)
+    assert [(f.rule, f.get("app")) for f in data.firings] == [
+        ("relevancy_floor", "billing"),
+        ("relevancy_drop", "support"),
+        ("judge_error_rate", None),
+    ]
+    charts = {c.key: c for c in charts_of(data)[0]}
+    support = charts["relevancy-support"].spans
+    assert [s.label for s in support] == [f"relevancy_drop · v2 · {STATEMENTS_JUDGE}", f"judge_error_rate · {STATEMENTS_JUDGE}"]
+    assert support[0].start == T0 + timedelta(hours=14, minutes=20) and support[0].end == T0 + timedelta(hours=18, minutes=10)
+    assert support[1].end == T1 and support[1].open_end
+    assert charts["relevancy-search"].spans == ()
+    table = _section(page[0], "alerts")
+    assert "app=billing" in table and "no (no such segment in range)" in table and "still firing" in table
+
+
+def test_means_are_weighted_by_one_over_the_sample_rate(store: ClickHouseStore, tmp_path: Path) -> None:
+    """A score of 1 sampled at 0.25 weighs four times a score of 0 sampled at 1: the mean shown is 0.8, not 0.5."""
+    rows = [
+        make_row(T0 + timedelta(minutes=5), app="a", prompt_version="p", judge_id=LEXICAL_JUDGE, score=1.0, sample_rate=0.25),
+        make_row(T0 + timedelta(minutes=6), app="a", prompt_version="p", judge_id=LEXICAL_JUDGE, score=0.0, sample_rate=1.0),
+    ]
+    store.insert_rows(rows, uuid.uuid4().hex)
+    summary = write_report(store, T0, T0 + timedelta(hours=1), tmp_path / "w.html")
+    html = (tmp_path / "w.html").read_text(encoding="utf-8")
+    assert summary.weighted
+    assert '<td class="n">0.800</td><td class="n">20.0 %</td>' in _section(html, "summary")
+
+
+def test_a_table_without_sample_rate_gives_unweighted_means_and_says_so(store: ClickHouseStore, tmp_path: Path) -> None:
+    """Without a sample_rate column every row counts once, and the page says the means are unweighted."""
+    rows = [
+        make_row(T0 + timedelta(minutes=5), app="a", prompt_version="p", judge_id=LEXICAL_JUDGE, score=1.0, sample_rate=0.25),
+        make_row(T0 + timedelta(minutes=6), app="a", prompt_version="p", judge_id=LEXICAL_JUDGE, score=0.0, sample_rate=1.0),
+    ]
+    store.insert_rows(rows, uuid.uuid4().hex)
+    db = store.database
+    store.command(
+        f"CREATE TABLE {db}.legacy_scores ENGINE = ReplacingMergeTree(version) ORDER BY (app, judge_id, event_id)"
+        f" AS SELECT * EXCEPT (sample_rate) FROM {db}.relevancy_scores"
+    )
+    legacy = ClickHouseStore(store.url, db, "legacy_scores")
+    legacy.open_existing()
+    summary = write_report(legacy, T0, T0 + timedelta(hours=1), tmp_path / "u.html")
+    html = (tmp_path / "u.html").read_text(encoding="utf-8")
+    assert not summary.weighted and "unweighted: this table has no sample_rate column" in html
+    assert '<td class="n">0.500</td><td class="n">50.0 %</td>' in _section(html, "summary")
+
+
+@pytest.mark.parametrize(
+    ("change", "status", "says"), [("DROP TABLE", "missing", "no alert state table"), ("TRUNCATE TABLE", "empty", "alert state table is empty")]
+)
+def test_without_alert_state_the_charts_carry_no_marks_and_the_page_says_so(
+    store: ClickHouseStore, tmp_path: Path, change: str, status: str, says: str
+) -> None:
+    """A missing or empty alert state table marks nothing, and both the relevancy and the alert sections say why."""
+    fill(store)
+    store.command(f"{change} {store.database}.alert_state")
+    summary = write_report(store, T0, T1, tmp_path / "a.html")
+    html = (tmp_path / "a.html").read_text(encoding="utf-8")
+    assert summary.alert_state == status and summary.firings_marked == 0 and summary.judged_rows > 0
+    assert says in _section(html, "relevancy") and says in _section(html, "alerts")
+    assert "firing:" not in html
+
+
+def test_coverage_sets_judged_events_against_the_traffic_counts(page: tuple[str, ReportSummary]) -> None:
+    """Coverage per app and prompt version is judged events over consumed ones from the traffic counts."""
+    section = _section(page[0], "coverage")
+    assert '<tr><td>support</td><td>v1</td><td class="n">158</td><td class="n">79</td><td class="n">79</td><td class="n">50.0 %</td></tr>' in section
+    assert (
+        '<tr><td>search</td><td>v7</td><td class="n">144</td><td class="n">144</td><td class="n">144</td><td class="n">100.0 %</td></tr>' in section
+    )
+    assert "(not decoded: dead-lettered)" in section and 'id="chart-coverage"' in section
+
+
+def test_coverage_without_a_traffic_table_shows_judged_events_only(store: ClickHouseStore, tmp_path: Path) -> None:
+    """Without the traffic table the page charts judged events and says coverage is unknown, rather than failing."""
+    fill(store)
+    store.command(f"DROP TABLE {store.database}.traffic_counts")
+    write_report(store, T0, T1, tmp_path / "t.html")
+    section = _section((tmp_path / "t.html").read_text(encoding="utf-8"), "coverage")
+    assert "no traffic table, so the share of traffic judged is unknown" in section and 'id="chart-coverage"' in section
+
+
+def test_judge_health_counts_errors_rate_limits_and_lag_per_judge(filled: Filled, page: tuple[str, ReportSummary]) -> None:
+    """Per judge: error rows, rate-limited (429) error rows by their error text, error reasons and lag quantiles."""
+    data = fetch_report_data(filled.store, T0, T1, 900)
+    judges = {j.judge_id: j for j in data.judges}
+    assert judges[STATEMENTS_JUDGE].rate_limited == filled.rate_limited == 4
+    assert judges[STATEMENTS_JUDGE].errors == 10 and judges[LEXICAL_JUDGE].errors == 0
+    assert judges[LEXICAL_JUDGE].lag_max_s == 6.0 and judges[STATEMENTS_JUDGE].lag_p90_s == 4.0
+    assert {(r.reason, r.rows) for r in data.error_reasons} == {("invalid_reply", 6), ("rate limited (429)", 4)}
+    section = _section(page[0], "judge-health")
+    assert "rate limited (429)" in section and 'id="chart-judge-health"' in section and "6.4 %" in section
+
+
+def test_cost_is_summed_per_day_and_judge(page: tuple[str, ReportSummary]) -> None:
+    """Cost per UTC day and judge: the priced rows' cost_usd, with the rows that carry none counted."""
+    section = _section(page[0], "cost")
+    assert f"<td>2026-11-02</td><td><code>{STATEMENTS_JUDGE}</code></td><td>claude-haiku-4-5</td>" in section
+    assert "$0.0612" in section and "4 uncached rows of model judges carry no cost" in section
+
+
+def test_worst_examples_show_statements_and_verdicts_with_text_escaped(page: tuple[str, ReportSummary]) -> None:
+    """The worst rows come lowest first with each statement's verdict and reason, and a script in a conversation stays text."""
+    html, _ = page
+    section = _section(html, "worst")
+    scores = [float(s) for s in re.findall(r'<tr><td class="n">([0-9.]+)</td>', section)]
+    assert len(scores) == 20 and scores == sorted(scores) and scores[0] == 0.0
+    assert '<span class="v v-no">no</span>We also sell gift cards.' in section and '<div class="reason">a greeting</div>' in section
+    assert '<span class="v v-yes">yes</span>Order A17 shipped on 3 March.' in section
+    assert HOSTILE not in html and "<script" not in html and "<img" not in html
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&lt;img src=&quot;https://evil.example/p.png&quot;&gt;" in section
+
+
+def test_the_page_references_no_outside_resource(page: tuple[str, ReportSummary]) -> None:
+    """No script, stylesheet link, image, frame, import or url() anywhere: the file needs no network when opened."""
+    html, _ = page
+    assert outside_references(html) == []
+    assert "https://evil.example/p.png" in html  # the conversation's URL is there, as text
+    assert "xmlns" not in html  # the SVG's namespace URLs are dropped too: the HTML parser knows them
+
+
+def test_the_reference_check_finds_what_would_load() -> None:
+    """The check above is not vacuous: it finds a script, a stylesheet link, a CSS url(), a CSS import and an SVG image."""
+    html = (
+        '<script src="https://cdn.example/x.js"></script><link rel="stylesheet" href="s.css"><p style="background: url(//h/x.png)">'
+        '<style>@import "https://fonts.example/f.css";</style><svg><image xlink:href="https://h/i.png"/><use xlink:href="#g1"/></svg>'
+    )
+    found = outside_references(html)
+    for needle in ("cdn.example/x.js", "href=s.css", "url(//h/x.png)", "@import", "h/i.png"):
+        assert any(needle in f for f in found), (needle, found)
+    assert not any("#g1" in f for f in found), found
+
+
+def test_an_empty_range_gives_a_clear_report(filled: Filled, tmp_path: Path) -> None:
+    """A range without rows writes a page saying there were no judged events between the two times."""
+    since = T0 - timedelta(days=10)
+    summary = write_report(filled.store, since, since + timedelta(days=1), tmp_path / "e.html")
+    html = (tmp_path / "e.html").read_text(encoding="utf-8")
+    assert summary.judged_rows == 0 and summary.segments == () and summary.firings_marked == 0
+    assert f"No judged events between 2026-10-23 00:00:00 UTC and 2026-10-24 00:00:00 UTC in {filled.store.database}.relevancy_scores." in html
+    assert "<svg" not in html
+
+
+def test_an_inverted_range_is_a_usage_error(filled: Filled, tmp_path: Path) -> None:
+    """Since at or after until is a one-line `UsageError`, and nothing is written."""
+    with pytest.raises(UsageError, match="must be before") as err:
+        write_report(filled.store, T1, T0, tmp_path / "x.html")
+    assert "\n" not in str(err.value) and not (tmp_path / "x.html").exists()
+
+
+def test_an_unwritable_path_is_a_usage_error_naming_it(filled: Filled, tmp_path: Path) -> None:
+    """A path in a missing directory is a one-line `UsageError` naming the path, with no temporary file left."""
+    target = tmp_path / "missing" / "r.html"
+    with pytest.raises(UsageError, match=re.escape(str(target))):
+        write_report(filled.store, T0, T1, target)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_chart_draws_the_busiest_eight_series_and_names_the_rest(store: ClickHouseStore, tmp_path: Path) -> None:
+    """Of ten prompt versions a chart draws the busiest eight and names the other two; the summary lists all ten."""
+    rows = [
+        make_row(T0 + timedelta(minutes=m), app="a", prompt_version=f"p{v}", judge_id=LEXICAL_JUDGE, score=0.5)
+        for v in range(10)
+        for m in range(20 - v)  # p0 busiest, p9 quietest
+    ]
+    store.insert_rows(rows, uuid.uuid4().hex)
+    summary = write_report(store, T0, T0 + timedelta(hours=1), tmp_path / "m.html")
+    html = (tmp_path / "m.html").read_text(encoding="utf-8")
+    assert len(summary.segments) == 10
+    assert f"Not drawn, to keep the legend readable (see the tables): p8 · {LEXICAL_JUDGE}, p9 · {LEXICAL_JUDGE}." in _section(html, "relevancy")
+    assert html.count(f"<td><code>{LEXICAL_JUDGE}</code></td>") >= 10
