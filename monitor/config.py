@@ -83,42 +83,78 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="MONITOR_", extra="forbid", validate_default=True, populate_by_name=True)
 
     # Kafka
-    kafka_bootstrap_servers: str = Field("127.0.0.1:9092", description="Kafka bootstrap servers, host:port[,host:port]")
+    kafka_bootstrap_servers: str = Field(
+        "127.0.0.1:9092", description="the Kafka brokers to connect to first", json_schema_extra={"shown_type": "host:port[,host:port…]"}
+    )
     kafka_topics: Annotated[list[str], NoDecode] = Field(["conversations"], min_length=1, description="topics to consume, comma-separated")
-    kafka_group_id: str = Field("relevancy-monitor", min_length=1, description="consumer group id")
-    kafka_auto_offset_reset: Literal["earliest", "latest"] = Field("earliest", description="where a new group starts")
-    kafka_security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
-    kafka_sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = None
-    kafka_sasl_username: str | None = None
-    kafka_sasl_password: SecretStr | None = None
-    kafka_ssl_cafile: Path | None = Field(None, description="PEM file of the CA that signed the brokers' certificates (default: the system's CAs)")
-    kafka_ssl_certfile: Path | None = Field(None, description="PEM client certificate for mutual TLS (may hold the key too)")
+    kafka_group_id: str = Field("relevancy-monitor", min_length=1, description="consumer group id (the replicas of one deployment share it)")
+    kafka_auto_offset_reset: Literal["earliest", "latest"] = Field(
+        "earliest", description="where a group without committed offsets starts: the oldest retained record, or only records produced from now on"
+    )
+    kafka_security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = Field(
+        "PLAINTEXT",
+        description="how every Kafka client connects: SSL is TLS; SASL_* authenticate with user and password (over TLS for SASL_SSL)",
+    )
+    kafka_sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = Field(
+        None, description="SASL mechanism; only with a SASL_* protocol", json_schema_extra={"shown_default": "`PLAIN` with a SASL_* protocol"}
+    )
+    kafka_sasl_username: str | None = Field(None, description="SASL user name; a SASL_* protocol needs it and MONITOR_KAFKA_SASL_PASSWORD")
+    kafka_sasl_password: SecretStr | None = Field(None, description="SASL password (environment only, never a flag: argv is visible in `ps`)")
+    kafka_ssl_cafile: Path | None = Field(
+        None,
+        description="PEM file of the CA that signed the brokers' certificates; SSL or SASL_SSL only",
+        json_schema_extra={"shown_default": "the system's CAs"},
+    )
+    kafka_ssl_certfile: Path | None = Field(None, description="PEM client certificate for mutual TLS (may hold the key too); SSL or SASL_SSL only")
     kafka_ssl_keyfile: Path | None = Field(None, description="PEM private key of MONITOR_KAFKA_SSL_CERTFILE, if not in that file")
     kafka_ssl_check_hostname: bool = Field(True, description="check that the broker's certificate names the host connected to")
-    kafka_session_timeout_ms: int = Field(10_000, ge=1000, description="group session timeout")
-    kafka_max_poll_records: int = Field(500, ge=1, description="records per fetch call")
+    kafka_session_timeout_ms: int = Field(
+        10_000,
+        ge=1000,
+        description="consumer group session timeout: heartbeats every third of it; on a rebalance, revoked partitions get half of it to finish",
+    )
+    kafka_max_poll_records: int = Field(500, ge=1, description="most records taken from Kafka in one fetch")
     kafka_connect_timeout_s: float = Field(60.0, gt=0, description="start-up gives up (one line, exit 1) when the brokers do not answer within this")
     dlq_topic: str = Field("relevancy-monitor.dlq", min_length=1, description="dead-letter topic for events that cannot be judged")
     dlq_create: bool = Field(True, description="create the dead-letter topic at start if it is missing (false where the app may not create topics)")
     dlq_partitions: int = Field(3, ge=1, description="partitions of the dead-letter topic when it is created")
     dlq_replication_factor: int | None = Field(
-        None, ge=1, description="replication of the dead-letter topic when it is created (default: min(3, brokers in the cluster))"
+        None,
+        ge=1,
+        description="replicas of each topic `run` or `produce` creates (the dead-letter topic, produce's target)",
+        json_schema_extra={"shown_default": "min(3, brokers in the cluster)"},
     )
-    max_event_bytes: int = Field(1_000_000, ge=1024, description="larger record values are dead-lettered")
+    max_event_bytes: int = Field(1_000_000, ge=1024, description="record values larger than this are dead-lettered as `oversized`")
     max_future_skew_s: float | None = Field(3600.0, gt=0, description="event times further ahead of the monitor's clock are dead-lettered")
 
     # ClickHouse
-    clickhouse_url: str = Field(DEFAULT_CLICKHOUSE_URL, description="chdb:///abs/dir or chdb:rel/dir (embedded) or http(s)://user:pass@host:8123")
-    clickhouse_database: str = Field("relevancy", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
-    clickhouse_table: str = Field("relevancy_scores", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    clickhouse_url: str = Field(
+        DEFAULT_CLICKHOUSE_URL,
+        description="the store: chdb:///abs/dir or chdb:rel/dir (embedded, relative to the working directory) or http(s)://user:pass@host:8123",
+        json_schema_extra={"shown_type": "chdb:… or http(s)://…", "shown_default": "`chdb://<cwd>/.relevancy-monitor/chdb`"},
+    )
+    clickhouse_database: str = Field(
+        "relevancy",
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+        description="database of every table; unqualified names in `sql` resolve in it",
+    )
+    clickhouse_table: str = Field(
+        "relevancy_scores",
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+        description="the scores table (`{table}` in `sql` queries)",
+    )
     clickhouse_user: str | None = Field(None, min_length=1, description="ClickHouse user (over one in the URL)")
-    clickhouse_password: SecretStr | None = Field(None, description="ClickHouse password (over one in the URL)")
+    clickhouse_password: SecretStr | None = Field(None, description="ClickHouse password (over one in the URL; environment only, never a flag)")
     clickhouse_ca_file: Path | None = Field(None, description="PEM file of the CA that signed the ClickHouse server's certificate (https)")
     clickhouse_verify: bool = Field(True, description="verify the ClickHouse server's certificate (https)")
     clickhouse_cluster: str | None = Field(
         None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="create the schema ON CLUSTER this cluster, with Replicated engines"
     )
-    auto_migrate: bool | None = Field(None, description="`run` applies pending schema migrations itself (default: true for chdb:, false for servers)")
+    auto_migrate: bool | None = Field(
+        None,
+        description="`run` applies pending schema migrations itself; otherwise it stops on a schema that is behind, asking for `migrate`",
+        json_schema_extra={"shown_default": "`true` for chdb:, `false` for servers"},
+    )
     store_text: Literal["redacted", "none", "full"] = Field(
         "redacted", description="text kept in each row: redacted (as the judge saw it), none (scores, verdicts, ids) or full (as received)"
     )
@@ -146,8 +182,10 @@ class Settings(BaseSettings):
     )
 
     # Judge
-    judge: Literal["lexical", "rubric", "statements"] = Field("lexical", description="judge method")
-    judge_concurrency: int = Field(8, ge=1, le=1024, description="judge calls in flight at once")
+    judge: Literal["lexical", "rubric", "statements"] = Field(
+        "lexical", description="judge method: rubric and statements are LLM judges (they need an API key), lexical an offline heuristic"
+    )
+    judge_concurrency: int = Field(8, ge=1, le=1024, description="most judge calls in flight at once (halved under 429s, grown back one at a time)")
     judge_timeout_s: float = Field(150.0, gt=0, description="deadline for one judge call of an event, its API retries included")
     judge_concurrency_floor: int = Field(1, ge=1, description="adaptive concurrency never goes below this under 429s")
     judge_requests_per_minute: float | None = Field(None, gt=0, description="client-side cap on judge requests per minute")
@@ -160,12 +198,13 @@ class Settings(BaseSettings):
     anthropic_api_key: SecretStr | None = Field(
         None,
         validation_alias=AliasChoices("MONITOR_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY", "anthropic_api_key"),
-        description="API key for the LLM judges (MONITOR_ANTHROPIC_API_KEY or ANTHROPIC_API_KEY)",
+        description="API key of the LLM judges (environment only, never a flag)",
     )
     anthropic_base_url: str | None = Field(
         None,
         validation_alias=AliasChoices("MONITOR_ANTHROPIC_BASE_URL", "ANTHROPIC_BASE_URL", "anthropic_base_url"),
-        description="Messages API base URL (default: the SDK's)",
+        description="Messages API base URL",
+        json_schema_extra={"shown_type": "http(s)://…", "shown_default": "the SDK's"},
     )
     judge_request_timeout_s: float = Field(20.0, gt=0, description="timeout of one judge API request")
     judge_max_retries: int = Field(3, ge=0, le=10, description="retries of a judge call on transient errors or invalid replies")
@@ -175,23 +214,35 @@ class Settings(BaseSettings):
         None, ge=0.0, le=1.0, description="strict mode of the statements judge: a score below this becomes 0"
     )
     judge_prices: Annotated[dict[str, ModelPrice], NoDecode, BeforeValidator(_json)] = Field(
-        default_factory=lambda: dict(DEFAULT_PRICES), description="USD per million tokens per model, as JSON (merged over the defaults)"
+        default_factory=lambda: dict(DEFAULT_PRICES),
+        description='USD per million tokens per model, as JSON {"model": {"input": …, "output": …, "cache_read": …, "cache_write": …}}, '
+        "merged over the defaults",
+        json_schema_extra={"shown_default": "list prices of the Claude Haiku, Sonnet and Opus 4.5 and 5.5 models"},
     )
 
     # Sampling
-    sample_rate: float = Field(1.0, ge=0.0, le=1.0, description="share of conversations judged")
-    sample_key: Literal["conversation_id", "event_id"] = Field("conversation_id", description="what the sampling hash is over")
+    sample_rate: float = Field(
+        1.0,
+        ge=0.0,
+        le=1.0,
+        description="share of conversations (or events, see MONITOR_SAMPLE_KEY) judged where no sampling rule decides",
+    )
+    sample_key: Literal["conversation_id", "event_id"] = Field(
+        "conversation_id", description="what the sampling hash is over: conversation_id judges all turns of a conversation or none"
+    )
 
     sampling_file: Path | None = Field(None, description="YAML sampling rules (segment rates, always/never, minimum per segment)")
-    budget_usd_per_hour: float | None = Field(None, gt=0, description="cap on estimated judge spend per hour (USD)")
-    budget_usd_per_day: float | None = Field(None, gt=0, description="cap on estimated judge spend per UTC day (USD)")
-    budget_requests_per_hour: float | None = Field(None, gt=0, description="cap on judge calls per hour")
-    budget_requests_per_day: float | None = Field(None, gt=0, description="cap on judge calls per UTC day")
-    budget_tokens_per_hour: float | None = Field(None, gt=0, description="cap on judge tokens per hour")
-    budget_tokens_per_day: float | None = Field(None, gt=0, description="cap on judge tokens per UTC day")
+    budget_usd_per_hour: float | None = Field(None, gt=0, description="cap on estimated judge spend per clock hour (USD), all replicas together")
+    budget_usd_per_day: float | None = Field(None, gt=0, description="cap on estimated judge spend per UTC day (USD), all replicas together")
+    budget_requests_per_hour: float | None = Field(None, gt=0, description="cap on judge calls per clock hour, all replicas together")
+    budget_requests_per_day: float | None = Field(None, gt=0, description="cap on judge calls per UTC day, all replicas together")
+    budget_tokens_per_hour: float | None = Field(None, gt=0, description="cap on judge tokens per clock hour, all replicas together")
+    budget_tokens_per_day: float | None = Field(None, gt=0, description="cap on judge tokens per UTC day, all replicas together")
     budget_soft_limit: float = Field(0.8, gt=0, le=1, description="share of a cap where the sampling rate starts to fall")
     budget_sync_s: float = Field(30.0, gt=0, description="how often spend is re-read from the store (all replicas)")
-    freshness_max_lag: int | None = Field(100_000, ge=1, description="consumer lag (records) above which the sampling rate is lowered")
+    freshness_max_lag: int | None = Field(
+        100_000, ge=1, description="consumer lag (records) above which the sampling rate halves every MONITOR_LAG_CHECK_S"
+    )
     lag_check_s: float = Field(5.0, gt=0, description="how often consumer lag is measured (metrics and freshness)")
     freshness_min_factor: float = Field(0.01, gt=0, le=1, description="lowest share of the sampling rate kept under pressure")
     cache_max_entries: int = Field(10_000, ge=0, description="verdict cache size (0 disables)")
@@ -200,7 +251,12 @@ class Settings(BaseSettings):
 
     # Flow and delivery
     max_in_flight: int = Field(2000, ge=2, description="events fetched and not yet finished; consumption pauses at this cap")
-    resume_in_flight: int | None = Field(None, ge=0, description="consumption resumes at or below this (default: half the cap)")
+    resume_in_flight: int | None = Field(
+        None,
+        ge=0,
+        description="consumption resumes at or below this many events in flight",
+        json_schema_extra={"shown_default": "half of MONITOR_MAX_IN_FLIGHT"},
+    )
     batch_max_rows: int = Field(1000, ge=1, description="rows per ClickHouse insert")
     batch_max_seconds: float = Field(1.0, gt=0, description="longest a row waits before its batch is written")
     commit_interval_s: float = Field(1.0, gt=0, description="how often finished offsets are committed")
@@ -214,7 +270,7 @@ class Settings(BaseSettings):
         default_factory=list, description="allow-list of `app` label values, comma-separated (others are `other`); overrides the cap"
     )
     log_format: Literal["auto", "json", "console"] = Field("auto", description="auto: console on a TTY, JSON lines otherwise")
-    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="lowest level logged (never conversation text, at any level)")
 
     @field_validator("store_text", mode="before")
     @classmethod
@@ -487,15 +543,17 @@ class AlertSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="ALERTS_", extra="forbid", validate_default=True)
 
-    rules: Path | None = Field(None, description="rules YAML (default: the shipped default rules)")
+    rules: Path | None = Field(None, description="rules YAML", json_schema_extra={"shown_default": "the shipped default rules"})
     traffic_table: str = Field("traffic_counts", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="traffic table in the database")
     interval: Annotated[timedelta, BeforeValidator(parse_duration)] = Field(timedelta(minutes=1), description="time between rounds")
-    webhook_url: str | None = Field(None, description="generic JSON webhook")
-    slack_webhook_url: str | None = Field(None, description="Slack-compatible incoming webhook")
-    alertmanager_url: str | None = Field(None, description="Alertmanager base URL; alerts go to /api/v2/alerts")
-    generator_url: str = Field("", description="link sent as generatorURL (a dashboard)")
+    webhook_url: str | None = Field(None, description="generic JSON webhook", json_schema_extra={"shown_type": "http(s)://…"})
+    slack_webhook_url: str | None = Field(None, description="Slack-compatible incoming webhook", json_schema_extra={"shown_type": "http(s)://…"})
+    alertmanager_url: str | None = Field(
+        None, description="Alertmanager base URL; alerts go to /api/v2/alerts", json_schema_extra={"shown_type": "http(s)://…"}
+    )
+    generator_url: str = Field("", description="link sent as generatorURL (a dashboard)", json_schema_extra={"shown_type": "http(s)://…"})
     notify_timeout_s: float = Field(5.0, gt=0, description="seconds per HTTP attempt of a notification")
-    replica_id: str = Field("", description="name of this replica in the lease table (default host:pid:random)")
+    replica_id: str = Field("", description="name of this replica in the lease table", json_schema_extra={"shown_default": "`<host>:<pid>:<random>`"})
     metrics_port: int = Field(0, ge=0, le=65535, description="Prometheus /metrics port of the evaluator (0 disables)")
 
     @field_validator("interval")

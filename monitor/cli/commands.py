@@ -14,7 +14,17 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from monitor.cli.flags import RETENTION_SETTINGS, add_settings_flags, add_store_flags, settings_from_args
+from monitor.cli.flags import (
+    CLUSTER_SETTINGS,
+    KAFKA_CONNECTION_SETTINGS,
+    KAFKA_ENV_ONLY,
+    RETENTION_SETTINGS,
+    add_renamed_flag,
+    add_setting_flags,
+    add_settings_flags,
+    add_store_flags,
+    settings_from_args,
+)
 from monitor.cli.table import print_result
 from schemas.errors import LocalBrokerError, UsageError
 
@@ -24,39 +34,63 @@ if TYPE_CHECKING:
 
 def register(sub: Any) -> None:
     """Add `run`, `migrate`, `sql`, `produce` and `broker` to the CLI's subparsers."""
-    p = sub.add_parser("run", help="run the monitor service (SIGTERM/SIGINT stop it cleanly)")
+    about = "run the monitor service (SIGTERM/SIGINT stop it cleanly)"
+    p = sub.add_parser(
+        "run",
+        help=about,
+        description=f"{about[0].upper()}{about[1:]}. Each flag is also the environment variable its help names (flags win).",
+        usage="%(prog)s [flags]",  # the flags are listed by topic below; a usage line of every one would fill the screen
+    )
     add_settings_flags(p)
     p.set_defaults(func=cmd_run)
 
-    p = sub.add_parser(
-        "migrate",
-        help="create the store and apply the pending schema migrations in order, each once (recorded in schema_migrations); idempotent",
-    )
-    add_store_flags(p, *RETENTION_SETTINGS)
+    about = "create the store and apply the pending schema migrations in order, each once (recorded in schema_migrations); idempotent"
+    p = sub.add_parser("migrate", help=about, description=f"{about[0].upper()}{about[1:]}.")
+    add_store_flags(p, *CLUSTER_SETTINGS, *RETENTION_SETTINGS)
     p.set_defaults(func=cmd_migrate)
 
-    p = sub.add_parser("sql", help="run a query against the configured store and print the result (reads only, creates nothing)")
-    p.add_argument("query", nargs="?", help="SQL; {table} expands to the scores table, unqualified names resolve in the database")
-    p.add_argument("--file", help="read the query from a file")
-    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
-    add_settings_flags(p)
+    about = "run a query against the configured store and print the result (reads only, creates nothing)"
+    p = sub.add_parser("sql", help=about, description=f"{about[0].upper()}{about[1:]}.")
+    p.add_argument("query", nargs="?", help="SQL; {table} expands to the scores table, unqualified names resolve in the database (or give --file)")
+    p.add_argument("--file", help="read the query from this file instead (default: the query argument)")
+    p.add_argument(
+        "--format",
+        choices=["table", "csv", "json"],
+        default="table",
+        help="table: for people, long values cut to fit the terminal; csv, or json (one object per line): full values (default: table)",
+    )
+    add_store_flags(p)
     p.set_defaults(func=cmd_sql)
 
-    p = sub.add_parser("produce", help="produce events to a topic: a JSONL file as-is, or generated traffic")
+    about = "produce events to a topic: a JSONL file as-is, or generated traffic"
+    p = sub.add_parser("produce", help=about, description=f"{about[0].upper()}{about[1:]}.")
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--file", help="one record value per line (sent as-is, malformed lines included)")
-    src.add_argument("--generate", type=int, metavar="N", help="generate N synthetic events")
-    p.add_argument("--bootstrap-servers", default="127.0.0.1:9092")
-    p.add_argument("--topic", default="conversations")
-    p.add_argument("--partitions", type=int, default=3, help="partitions if the topic is created")
-    p.add_argument("--rate", type=float, default=0.0, help="events per second (0: as fast as possible)")
-    p.add_argument("--seed", type=int, default=7)
-    p.add_argument("--malformed-share", type=float, default=0.02)
-    p.add_argument("--pii-share", type=float, default=0.0, help="share of generated events carrying synthetic personal data (to see redaction)")
+    src.add_argument("--file", help="one record value per line, sent as-is, malformed lines included (this or --generate is required)")
+    src.add_argument("--generate", type=int, metavar="N", help="generate N synthetic events (this or --file is required)")
+    p.add_argument(
+        "--kafka-topic",
+        metavar="TOPIC",
+        help="topic to produce to, created if missing [default: the first of MONITOR_KAFKA_TOPICS, which defaults to conversations]",
+    )
+    p.add_argument("--partitions", type=int, default=3, help="partitions of the topic if it is created (default: 3)")
+    p.add_argument("--rate", type=float, default=0.0, help="events per second, 0 for as fast as possible (default: 0)")
+    p.add_argument("--seed", type=int, default=7, help="seed of the generated events: the same seed gives the same events (default: 7)")
+    p.add_argument("--malformed-share", type=float, default=0.02, help="share of generated events malformed on purpose, 0..1 (default: 0.02)")
+    p.add_argument(
+        "--pii-share",
+        type=float,
+        default=0.0,
+        help="share of generated events carrying synthetic personal data (to see redaction), 0..1 (default: 0)",
+    )
+    add_setting_flags(p, "Kafka", KAFKA_CONNECTION_SETTINGS, KAFKA_ENV_ONLY)
+    # Former spellings, from before the flags were named after the settings they set.
+    add_renamed_flag(p, "--bootstrap-servers", "--kafka-bootstrap-servers", "kafka_bootstrap_servers")
+    add_renamed_flag(p, "--topic", "--kafka-topic", "kafka_topic")
     p.set_defaults(func=cmd_produce)
 
-    p = sub.add_parser("broker", help="run a local in-memory Kafka-protocol broker (tansu) for trying things out; SIGTERM/Ctrl-C stop it")
-    p.add_argument("--port", type=int, default=9092)
+    about = "run a local in-memory Kafka-protocol broker (tansu) for trying things out; SIGTERM/Ctrl-C stop it"
+    p = sub.add_parser("broker", help=about, description=f"{about[0].upper()}{about[1:]}.")
+    p.add_argument("--port", type=int, default=9092, help="port to listen on, on 127.0.0.1 (default: 9092)")
     p.set_defaults(func=cmd_broker)
 
 
@@ -139,7 +173,10 @@ def cmd_sql(ns: argparse.Namespace) -> int:
 
     settings = settings_from_args(ns)
     if ns.file:
-        query = Path(ns.file).read_text(encoding="utf-8")
+        try:
+            query = _read_file(ns.file).decode("utf-8")
+        except UnicodeDecodeError:
+            raise UsageError(f"--file {ns.file} is not UTF-8 text") from None
     elif ns.query:
         query = ns.query
     else:
@@ -160,19 +197,27 @@ def cmd_produce(ns: argparse.Namespace) -> int:
     from monitor.devtools.traffic import generate_events, produce
 
     if ns.file:
-        lines = Path(ns.file).read_bytes().splitlines()
+        lines = _read_file(ns.file).splitlines()
         values: Iterable[bytes] = [ln for ln in lines if ln.strip()]
     else:
         for name in ("malformed_share", "pii_share"):
             if not 0.0 <= getattr(ns, name) <= 1.0:
                 raise UsageError(f"--{name.replace('_', '-')} must be between 0 and 1, got {getattr(ns, name)}")
         values = generate_events(ns.generate, seed=ns.seed, malformed_share=ns.malformed_share, pii_share=ns.pii_share)
-    from monitor.config import load_settings
-
-    kafka = load_settings().kafka  # TLS and SASL from MONITOR_KAFKA_*, like the monitor's own clients
-    sent = asyncio.run(produce(ns.bootstrap_servers, ns.topic, values, rate=ns.rate, partitions=ns.partitions, kafka=kafka))
-    print(f"produced {sent} record(s) to {ns.topic} at {ns.bootstrap_servers}", file=sys.stderr)
+    settings = settings_from_args(ns)  # brokers, TLS and SASL from the flags and MONITOR_KAFKA_*, like `run`'s clients
+    kafka = settings.kafka
+    topic: str = ns.kafka_topic or settings.kafka_topics[0]
+    sent = asyncio.run(produce(kafka.bootstrap_servers, topic, values, rate=ns.rate, partitions=ns.partitions, kafka=kafka))
+    print(f"produced {sent} record(s) to {topic} at {kafka.bootstrap_servers}", file=sys.stderr)
     return 0
+
+
+def _read_file(path: str) -> bytes:
+    """The bytes of a `--file`; raises `UsageError` (one line) when it cannot be read."""
+    try:
+        return Path(path).read_bytes()
+    except OSError as e:
+        raise UsageError(f"cannot read --file {path}: {e.strerror or e}") from None
 
 
 def cmd_broker(ns: argparse.Namespace) -> int:

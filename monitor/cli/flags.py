@@ -1,46 +1,147 @@
-"""Every MONITOR_* setting as a command-line flag of the same name (flags win over the environment)."""
+"""MONITOR_* settings as command-line flags of the same name (`--sample-rate` for MONITOR_SAMPLE_RATE; flags win over
+the environment). Each command adds the flags of the settings it reads, each with its description and default; the
+settings a command reads without a flag (secrets, say) still come from the environment."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 import typing
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
 
 from monitor.config import Settings, load_settings
+from monitor.devtools.config_reference import (
+    MONITOR_SECTION,
+    default_text,
+    env_only,
+    literal_choices,
+    topic_of,
+    value_type,
+    variables,
+)
 
-# Secrets stay out of argv (visible in `ps`); structured values are JSON in the environment.
-_ENV_ONLY = frozenset({"anthropic_api_key", "kafka_sasl_password", "judge_prices"})
+# Where the store is and how to reach it: what every command opening the store reads (with the password, env only).
+STORE_SETTINGS = ("clickhouse_url", "clickhouse_database", "clickhouse_table", "clickhouse_user", "clickhouse_ca_file", "clickhouse_verify")
+STORE_ENV_ONLY = ("clickhouse_password",)
 
-
-def add_settings_flags(parser: argparse.ArgumentParser) -> None:
-    """Add one flag per setting (`--sample-rate` for MONITOR_SAMPLE_RATE), all defaulting to the environment."""
-    group = parser.add_argument_group("settings (each also from the env var MONITOR_<NAME>)")
-    for name, field in Settings.model_fields.items():
-        if name in _ENV_ONLY:
-            continue
-        flag = "--" + name.replace("_", "-")
-        help_text = f"{field.description or name} [env MONITOR_{name.upper()}]"
-        args = typing.get_args(field.annotation)
-        if field.annotation is bool:
-            group.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction, default=None, help=help_text)
-        elif typing.get_origin(field.annotation) is typing.Literal:
-            group.add_argument(flag, dest=name, choices=list(args), default=None, help=help_text)
-        else:
-            group.add_argument(flag, dest=name, default=None, metavar=name.split("_")[-1].upper(), help=help_text)
-
-
-STORE_SETTINGS = ("clickhouse_url", "clickhouse_database", "clickhouse_table")
-
+# The DDL and DELETEs of `migrate` and `forget` run ON CLUSTER this cluster.
+CLUSTER_SETTINGS = ("clickhouse_cluster",)
 
 RETENTION_SETTINGS = ("retention_days", "text_retention_days")
 
+# How a Kafka client reaches the brokers (with the SASL password, env only): what `produce` reads besides its topic.
+KAFKA_CONNECTION_SETTINGS = (
+    "kafka_bootstrap_servers",
+    "kafka_security_protocol",
+    "kafka_sasl_mechanism",
+    "kafka_sasl_username",
+    "kafka_ssl_cafile",
+    "kafka_ssl_certfile",
+    "kafka_ssl_keyfile",
+    "kafka_ssl_check_hostname",
+    "kafka_connect_timeout_s",
+)
+KAFKA_ENV_ONLY = ("kafka_sasl_password",)
+
+# What `judge` reads to build and call the judge (with the API key and the prices, env only).
+JUDGE_SETTINGS = (
+    "judge",
+    "judge_model",
+    "anthropic_base_url",
+    "judge_concurrency",
+    "judge_request_timeout_s",
+    "judge_max_retries",
+    "judge_max_tokens",
+    "judge_max_input_chars",
+    "statements_strict_threshold",
+)
+JUDGE_ENV_ONLY = ("anthropic_api_key", "judge_prices")
+
+_UNIT_METAVARS = {"_s": "SECONDS", "_seconds": "SECONDS", "_ms": "MS", "_days": "DAYS"}
+
+
+def _metavar(name: str, annotation: Any) -> str:
+    kind = value_type(annotation)
+    unit = next((m for suffix, m in _UNIT_METAVARS.items() if name.endswith(suffix)), None)
+    if unit and kind in (int, float):
+        return unit
+    simple = {int: "N", float: "NUMBER", bool: "BOOL", Path: "FILE"}
+    if kind in simple:
+        return simple[kind]
+    if name == "kafka_bootstrap_servers":
+        return "HOST:PORT[,...]"
+    origin = typing.get_origin(kind)
+    if origin is list:
+        return "A,B,..."
+    if origin is dict:
+        return "JSON"
+    return name.rsplit("_", 1)[-1].upper()
+
+
+def setting_help(name: str) -> str:
+    """A setting's flag help: its description, its variable and its default as typed (`1.0`, `unset`)."""
+    field = Settings.model_fields[name]
+    env = " or ".join(variables(Settings, "MONITOR_", name))
+    text = f"{field.description or name} [env {env}; default: {default_text(field) or 'unset'}]"
+    return text.replace("`", "").replace("%", "%%")  # markdown quotes are for the README; argparse formats help with %
+
+
+def add_setting_flag(group: argparse._ActionsContainer, name: str) -> None:
+    """Add the flag of one setting to `group`: a switch pair for a boolean, choices for a literal, else a value."""
+    field = Settings.model_fields[name]
+    flag = "--" + name.replace("_", "-")
+    choices = literal_choices(field)
+    if field.annotation is bool:
+        group.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction, default=None, help=setting_help(name))
+    elif choices:
+        group.add_argument(flag, dest=name, choices=choices, default=None, help=setting_help(name))
+    else:
+        group.add_argument(flag, dest=name, default=None, metavar=_metavar(name, field.annotation), help=setting_help(name))
+
+
+def add_setting_flags(parser: argparse.ArgumentParser, title: str, names: Iterable[str], env_settings: Iterable[str] = ()) -> None:
+    """Add the flags of the settings `names` in one group of the help, which names the `env_settings` read too."""
+    also = [" or ".join(variables(Settings, "MONITOR_", name)) for name in env_settings]
+    description = f"Also read, from the environment only: {', '.join(also)}." if also else None
+    group = parser.add_argument_group(f"{title} (each flag also from its MONITOR_* variable)", description)
+    for name in names:
+        add_setting_flag(group, name)
+
+
+def add_settings_flags(parser: argparse.ArgumentParser) -> None:
+    """Add a flag for every setting but the env-only ones (secrets, prices), grouped by topic: what `run` takes."""
+    for title, _ in MONITOR_SECTION.topics:
+        names = [n for n in Settings.model_fields if topic_of(n, MONITOR_SECTION) == title]
+        flags = [n for n in names if not env_only(n, Settings.model_fields[n])]
+        add_setting_flags(parser, title, flags, [n for n in names if n not in flags])
+
 
 def add_store_flags(parser: argparse.ArgumentParser, *extra: str) -> None:
-    """Add only the flags that say where the store is (`--clickhouse-url`, `--clickhouse-database`, `--clickhouse-table`),
-    and those of the `extra` settings named (`RETENTION_SETTINGS` for `migrate`)."""
-    group = parser.add_argument_group("store (each also from the env var MONITOR_<NAME>)")
-    for name in (*STORE_SETTINGS, *extra):
-        field = Settings.model_fields[name]
-        group.add_argument("--" + name.replace("_", "-"), dest=name, default=None, help=f"{field.description or name} [env MONITOR_{name.upper()}]")
+    """Add the flags that say where the store is and how to reach it (`STORE_SETTINGS`), and those of the `extra`
+    settings named (`RETENTION_SETTINGS` for `migrate`)."""
+    add_setting_flags(parser, "store", (*STORE_SETTINGS, *extra), STORE_ENV_ONLY)
+
+
+class _Renamed(argparse.Action):
+    """A former spelling of a flag: still accepted, hidden from the help, with one line on stderr naming the new one."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, new: str, nargs: int | None = None, const: Any = None, **kw: Any) -> None:
+        super().__init__(option_strings, dest, nargs=nargs, const=const, default=argparse.SUPPRESS, help=argparse.SUPPRESS, **kw)
+        self.new = new
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option_string: str | None = None) -> None:
+        sys.stderr.write(f"relevancy-monitor: {option_string} is now {self.new} (the old spelling still works, for now)\n")
+        setattr(namespace, self.dest, self.const if self.nargs == 0 else values)
+
+
+def add_renamed_flag(parser: argparse.ArgumentParser, old: str, new: str, dest: str, *, const: Any = None) -> None:
+    """Accept `old` as a hidden alias of `new` (with `const`, a switch standing for `new`)."""
+    if const is None:
+        parser.add_argument(old, action=_Renamed, dest=dest, new=new)
+    else:
+        parser.add_argument(old, action=_Renamed, dest=dest, new=new, nargs=0, const=const)
 
 
 def settings_from_args(ns: argparse.Namespace) -> Settings:

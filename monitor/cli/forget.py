@@ -10,7 +10,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any
 
-from monitor.cli.flags import add_store_flags, settings_from_args
+from monitor.cli.flags import CLUSTER_SETTINGS, add_store_flags, settings_from_args
 from schemas.errors import StoreError, UsageError
 
 if TYPE_CHECKING:
@@ -19,17 +19,21 @@ if TYPE_CHECKING:
 
 def register(sub: Any) -> None:
     """Add `forget` to the CLI's subparsers."""
-    p = sub.add_parser(
-        "forget",
-        help="erase the rows of conversations or events from every scores table (data-subject requests) and report what was deleted",
-    )
+    about = "erase the rows of conversations or events from every scores table (data-subject requests) and report what was deleted"
+    p = sub.add_parser("forget", help=about, description=f"{about[0].upper()}{about[1:]}.")
+    needed = "repeatable; at least one --conversation-id or --event-id is required"
     p.add_argument(
-        "--conversation-id", dest="conversation_ids", action="append", default=[], metavar="ID", help="a conversation to erase (repeatable)"
+        "--conversation-id", dest="conversation_ids", action="append", default=[], metavar="ID", help=f"a conversation to erase ({needed})"
     )
-    p.add_argument("--event-id", dest="event_ids", action="append", default=[], metavar="ID", help="an event to erase (repeatable)")
+    p.add_argument("--event-id", dest="event_ids", action="append", default=[], metavar="ID", help=f"an event to erase ({needed})")
     p.add_argument("--dry-run", action="store_true", help="count the rows that would be deleted, delete nothing")
-    p.add_argument("--format", choices=["table", "json"], default="table", help="table: one line per table and a total; json: for an audit trail")
-    add_store_flags(p)
+    p.add_argument(
+        "--format",
+        choices=["table", "json"],
+        default="table",
+        help="table: one line per table and a total; json: for an audit trail (default: table)",
+    )
+    add_store_flags(p, *CLUSTER_SETTINGS)
     p.set_defaults(func=cmd_forget)
 
 

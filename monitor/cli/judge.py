@@ -13,7 +13,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from monitor.config import Settings, load_settings
+from monitor.cli.flags import JUDGE_ENV_ONLY, JUDGE_SETTINGS, add_renamed_flag, add_setting_flags, settings_from_args
+from monitor.config import Settings
 from monitor.judges.base import JudgeInfo, Judgement
 from monitor.protocols import Judge
 from schemas.errors import JudgeError, UsageError
@@ -57,13 +58,15 @@ def register(subparsers: Any) -> None:
         '({"question": ..., "answer": ...}; "user_message"/"response" also accepted). '
         "Exit code 1 if any pair could not be judged.",
     )
-    p.add_argument("--question", "-q", help="the user's question")
-    p.add_argument("--answer", "-a", help="the assistant's answer")
-    p.add_argument("--file", "-f", help="JSONL file of pairs ('-' reads stdin)")
-    p.add_argument("--judge", choices=["lexical", "rubric", "statements"], default=None, help="judge method [env MONITOR_JUDGE]")
-    p.add_argument("--model", default=None, help="model of the LLM judges [env MONITOR_JUDGE_MODEL]")
+    p.add_argument("--question", "-q", help="the user's question (required with --answer, unless --file is given)")
+    p.add_argument("--answer", "-a", help="the assistant's answer (required with --question, unless --file is given)")
+    p.add_argument("--file", "-f", help="JSONL file of pairs, '-' reads stdin (required unless --question and --answer are given)")
     p.add_argument("--verbose", "-v", action="store_true", help="also show each statement with its verdict and reason")
-    p.add_argument("--json", action="store_true", help="print one JSON object per pair instead of a table")
+    p.add_argument("--format", choices=["table", "json"], default="table", help="table, or json: one object per pair (default: table)")
+    add_setting_flags(p, "judge", JUDGE_SETTINGS, JUDGE_ENV_ONLY)
+    # Former spellings, from before the flags were named like those of `run` and `sql`.
+    add_renamed_flag(p, "--model", "--judge-model", "judge_model")
+    add_renamed_flag(p, "--json", "--format json", "format", const="json")
     p.set_defaults(func=cmd_judge)
 
 
@@ -71,7 +74,7 @@ def cmd_judge(ns: argparse.Namespace) -> int:
     """The `judge` command: configure logging (to stderr), judge the pairs, print them; exit 1 if any failed."""
     from monitor.runtime.logs import configure_logging
 
-    settings = load_settings(judge=ns.judge, judge_model=ns.model)
+    settings = settings_from_args(ns)
     configure_logging(settings.log_format, settings.log_level)
     return run_judge(ns, settings)
 
@@ -83,10 +86,10 @@ def run_judge(ns: argparse.Namespace, settings: Settings | None = None, out: IO[
     out = out or sys.stdout
     err = err or sys.stderr
     pairs = read_pairs(ns)
-    settings = settings or load_settings(judge=ns.judge, judge_model=ns.model)
+    settings = settings or settings_from_args(ns)
     judge = build_judge(settings.judge_client)
     outcomes = asyncio.run(_judge_all(judge, pairs, settings.judge_concurrency))
-    if ns.json:
+    if ns.format == "json":
         for o in outcomes:
             out.write(json.dumps(outcome_dict(o, judge.info), ensure_ascii=False) + "\n")
     else:

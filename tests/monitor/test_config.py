@@ -74,3 +74,12 @@ def test_unpriced_model_is_allowed_and_prices_merge(monkeypatch: pytest.MonkeyPa
     s = load_settings()
     assert {"my-judge", "claude-haiku-5-5"} <= set(s.judge_prices)
     assert s.judge_prices["my-judge"].cost(1_000_000, 0, 0, 0) == 1.0
+
+
+def test_every_setting_has_a_description() -> None:
+    """Every MONITOR_* and ALERTS_* field says what it does: the reference in README.md and `--help` show it."""
+    from monitor.config import AlertSettings, Settings
+
+    for model in (Settings, AlertSettings):
+        for name, field in model.model_fields.items():
+            assert field.description and field.description.strip(), f"{model.__name__}.{name} has no description"

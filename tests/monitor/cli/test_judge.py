@@ -70,7 +70,7 @@ def api_env(fake_messages_api: FakeMessagesAPI, monkeypatch: pytest.MonkeyPatch)
 @pytest.mark.parametrize("method", ["statements", "rubric"])
 def test_json_output_for_one_pair(api_env: FakeMessagesAPI, method: str) -> None:
     """--json prints one line with the padded pair's score, the judge, usage and cost, from one request."""
-    code, out, _ = run("--judge", method, "--question", QUESTION, "--answer", PADDED, "--json")
+    code, out, _ = run("--judge", method, "--question", QUESTION, "--answer", PADDED, "--format", "json")
     assert code == 0
     [line] = out.splitlines()
     obj = json.loads(line)
@@ -114,7 +114,7 @@ def test_file_of_pairs_with_both_key_spellings_and_a_bad_line(api_env: FakeMessa
         + "{broken\n",
         encoding="utf-8",
     )
-    code, out, err = run("--judge", "statements", "--file", str(pairs), "--json")
+    code, out, err = run("--judge", "statements", "--file", str(pairs), "--format", "json")
     assert code == 1
     objs = [json.loads(ln) for ln in out.splitlines()]
     assert [o["index"] for o in objs] == [1, 3, 4]
@@ -142,7 +142,7 @@ def test_lexical_needs_no_api(monkeypatch: pytest.MonkeyPatch) -> None:
     """The lexical judge runs without any API key and is reported as heuristic."""
     for var in ("MONITOR_JUDGE", "MONITOR_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY"):
         monkeypatch.delenv(var, raising=False)
-    code, out, _ = run("--judge", "lexical", "-q", QUESTION, "-a", PADDED, "--json")
+    code, out, _ = run("--judge", "lexical", "-q", QUESTION, "-a", PADDED, "--format", "json")
     assert code == 0 and json.loads(out)["judge"]["heuristic"] is True
 
 
@@ -181,7 +181,17 @@ def test_subprocess_json_stays_clean_while_retries_are_logged_to_stderr(fake_mes
     """In a subprocess, --json stdout holds only the result while the 529 retry is logged to stderr."""
     fake_messages_api.script(overloaded())
     proc = _subprocess(
-        fake_messages_api, "--judge", "statements", "-q", QUESTION, "-a", PADDED, "--json", MONITOR_LOG_LEVEL="debug", MONITOR_LOG_FORMAT="json"
+        fake_messages_api,
+        "--judge",
+        "statements",
+        "-q",
+        QUESTION,
+        "-a",
+        PADDED,
+        "--format",
+        "json",
+        MONITOR_LOG_LEVEL="debug",
+        MONITOR_LOG_FORMAT="json",
     )
     assert proc.returncode == 0, proc.stderr
     [obj] = [json.loads(ln) for ln in proc.stdout.splitlines()]

@@ -44,7 +44,9 @@ async def test_run_scores_events_from_another_process_and_sql_shows_them(broker:
         MONITOR_COMMIT_INTERVAL_S="0.2",
     )
     for f in ("events-flat.jsonl", "events-chat.jsonl", "events-malformed.txt"):
-        code, _, err = await cli("produce", "--file", str(EXAMPLES / f), "--bootstrap-servers", broker.bootstrap, "--topic", topic, env=env)
+        code, _, err = await cli(
+            "produce", "--file", str(EXAMPLES / f), "--kafka-bootstrap-servers", broker.bootstrap, "--kafka-topic", topic, env=env
+        )
         assert code == 0, err
     service = await asyncio.create_subprocess_exec(CLI, "run", env=env, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
     try:
@@ -115,9 +117,9 @@ async def test_produce_generates_personal_data_on_request_and_refuses_a_bad_shar
     from tests.harness import read_all
 
     env = monitor_env()
-    code, _, err = await cli("produce", "--generate", "5", "--pii-share", "1.5", "--bootstrap-servers", broker.bootstrap, env=env)
+    code, _, err = await cli("produce", "--generate", "5", "--pii-share", "1.5", "--kafka-bootstrap-servers", broker.bootstrap, env=env)
     assert (code, len(err.strip().splitlines())) == (2, 1) and "--pii-share" in err, err
-    args = ("--generate", "30", "--pii-share", "1", "--malformed-share", "0", "--bootstrap-servers", broker.bootstrap, "--topic", topic)
+    args = ("--generate", "30", "--pii-share", "1", "--malformed-share", "0", "--kafka-bootstrap-servers", broker.bootstrap, "--kafka-topic", topic)
     code, _, err = await cli("produce", *args, env=env)
     assert code == 0, err
     redactor = build_redactor(RedactionSettings())

@@ -1,0 +1,292 @@
+"""The configuration reference: every MONITOR_* and ALERTS_* variable with its type, default and meaning, rendered
+from the settings models (`monitor.config`) into README.md between two markers, and the same words for `--help`.
+
+    python -m monitor.devtools.config_reference --write README.md   # regenerate the reference
+    python -m monitor.devtools.config_reference --check README.md   # exit 1 if README.md and the models disagree
+
+A field can say how people should read it with `json_schema_extra`: `shown_type` (e.g. `host:port[,host:port…]`)
+and `shown_default` (markdown, for defaults that are not a value, e.g. `the system's CAs`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import types
+import typing
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import annotated_types
+from pydantic import AliasChoices, SecretStr
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings
+
+from monitor.alerts.durations import format_duration
+from monitor.config import AlertSettings, Settings
+from schemas.errors import MonitorError, UsageError
+
+START_MARKER = "<!-- config-reference:start -->"
+END_MARKER = "<!-- config-reference:end -->"
+
+# Topics in field order: a field belongs to the last topic whose first field comes at or before it, so a setting
+# added inside a section of monitor/config.py lands in that section's topic.
+MONITOR_TOPICS = (
+    ("Kafka", "kafka_bootstrap_servers"),
+    ("Dead letters and input limits", "dlq_topic"),
+    ("ClickHouse store, text and retention", "clickhouse_url"),
+    ("Privacy", "redact"),
+    ("Judge", "judge"),
+    ("Sampling and cost control", "sample_rate"),
+    ("Flow and delivery", "max_in_flight"),
+    ("Operations", "metrics_port"),
+)
+ALERTS_TOPICS = (("Alerts (`relevancy-monitor alerts`)", "rules"),)
+
+_IDENTIFIER = r"^[A-Za-z_][A-Za-z0-9_]*$"
+_UNITS = {"_s": "seconds", "_seconds": "seconds", "_ms": "milliseconds", "_days": "days"}
+
+
+@dataclass(frozen=True, slots=True)
+class SettingDoc:
+    """One setting as the reference shows it; `default` is None for a secret (never shown)."""
+
+    name: str
+    variables: tuple[str, ...]
+    type: str
+    default: str | None
+    meaning: str
+    topic: str
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    """A settings model, the prefix of its variables and its topics."""
+
+    model: type[BaseSettings]
+    prefix: str
+    topics: tuple[tuple[str, str], ...]
+
+
+MONITOR_SECTION = Section(Settings, "MONITOR_", MONITOR_TOPICS)
+ALERTS_SECTION = Section(AlertSettings, "ALERTS_", ALERTS_TOPICS)
+SECTIONS = (MONITOR_SECTION, ALERTS_SECTION)
+
+
+def _extra(field: FieldInfo, key: str) -> str | None:
+    extra = field.json_schema_extra
+    value = extra.get(key) if isinstance(extra, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def value_type(annotation: Any) -> Any:
+    """The type of a setting's value, `X | None` read as X (that it may be unset is said by its default)."""
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType) and len(args) == 1:
+        return args[0]
+    return annotation
+
+
+def is_secret(field: FieldInfo) -> bool:
+    """Whether the setting holds a secret: such a one is never a flag and its default is never shown."""
+    return value_type(field.annotation) is SecretStr
+
+
+# Structured values too long for a command line; like secrets (visible in `ps`), they come from the environment only.
+_ENV_ONLY = frozenset({"judge_prices"})
+
+
+def env_only(name: str, field: FieldInfo) -> bool:
+    """Whether the setting is read from the environment only, never from a flag."""
+    return is_secret(field) or name in _ENV_ONLY
+
+
+def literal_choices(field: FieldInfo) -> tuple[str, ...] | None:
+    """The allowed values of a `Literal` setting (optional or not), else None."""
+    inner = value_type(field.annotation)
+    return tuple(str(v) for v in typing.get_args(inner)) if typing.get_origin(inner) is typing.Literal else None
+
+
+def _number(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _bounds(field: FieldInfo) -> str:
+    low = high = ""
+    for m in field.metadata:
+        if isinstance(m, annotated_types.Ge):
+            low = f"≥ {_number(m.ge)}"
+        elif isinstance(m, annotated_types.Gt):
+            low = f"> {_number(m.gt)}"
+        elif isinstance(m, annotated_types.Le):
+            high = f"≤ {_number(m.le)}"
+        elif isinstance(m, annotated_types.Lt):
+            high = f"< {_number(m.lt)}"
+    if low.startswith("≥") and high.startswith("≤"):
+        return f"{low[2:]}..{high[2:]}"
+    return ", ".join(b for b in (low, high) if b)
+
+
+def _pattern(field: FieldInfo) -> str | None:
+    return next((str(p) for m in field.metadata if (p := getattr(m, "pattern", None))), None)
+
+
+def _min_length(field: FieldInfo) -> int:
+    return next((int(m.min_length) for m in field.metadata if isinstance(m, annotated_types.MinLen)), 0)
+
+
+def type_text(name: str, field: FieldInfo) -> str:
+    """The type as people read it: `int ≥ 1`, `float 0..1`, `float > 0 (seconds)`, `` `a`, `b` or `c` ``."""
+    shown = _extra(field, "shown_type")
+    if shown:
+        return shown
+    choices = literal_choices(field)
+    if choices:
+        quoted = [f"`{c}`" for c in choices]
+        return " or ".join([", ".join(quoted[:-1]), quoted[-1]]) if len(quoted) > 1 else quoted[0]
+    inner = value_type(field.annotation)
+    origin = typing.get_origin(inner)
+    if inner is bool:
+        return "`true` or `false`"
+    if inner is SecretStr:
+        return "secret string"
+    if inner is Path:
+        return "file path"
+    if inner is timedelta:
+        return "duration (`30s`, `5m`, `1h`)"
+    if origin is dict:
+        return "JSON object"
+    if origin is list:
+        return "comma-separated list" + (", not empty" if _min_length(field) else "")
+    if inner in (int, float):
+        unit = next((u for suffix, u in _UNITS.items() if name.endswith(suffix)), None)
+        text = " ".join(t for t in (inner.__name__, _bounds(field)) if t)
+        return f"{text} ({unit})" if unit else text
+    if _pattern(field) == _IDENTIFIER:
+        return "name (letters, digits, `_`)"
+    return "non-empty string" if _min_length(field) else "string"
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, timedelta):
+        return format_duration(value)
+    if isinstance(value, list | tuple):
+        return ",".join(str(v) for v in value)
+    return str(value)  # a float keeps its point (`1.0`): what a user types for a share or a number of seconds
+
+
+def default_text(field: FieldInfo) -> str | None:
+    """The default as a user would type it (markdown), `unset` or `empty`; None for a secret, whose default is never shown."""
+    if is_secret(field):
+        return None
+    shown = _extra(field, "shown_default")
+    if shown:
+        return shown
+    value = field.get_default(call_default_factory=True)
+    if value is None:
+        return "unset"
+    if value in ("", [], {}):
+        return "empty"
+    return f"`{_value(value)}`"
+
+
+def variables(model: type[BaseSettings], prefix: str, name: str) -> tuple[str, ...]:
+    """The environment variables of a setting: `MONITOR_<NAME>`, or its upper-case aliases (`ANTHROPIC_API_KEY`)."""
+    alias = model.model_fields[name].validation_alias
+    names = [str(a) for a in alias.choices if isinstance(a, str) and a.isupper()] if isinstance(alias, AliasChoices) else []
+    return tuple(names) or (f"{prefix}{name.upper()}",)
+
+
+def topic_of(name: str, section: Section) -> str:
+    """The topic a field of `section.model` belongs to (see `MONITOR_TOPICS`)."""
+    order = list(section.model.model_fields)
+    starts = [(order.index(first), title) for title, first in section.topics]  # ValueError: a topic's first field is gone
+    return max((i, t) for i, t in starts if i <= order.index(name))[1]
+
+
+def setting_docs(section: Section) -> list[SettingDoc]:
+    """Every field of the section's model, in the model's order."""
+    return [
+        SettingDoc(
+            name=name,
+            variables=variables(section.model, section.prefix, name),
+            type=type_text(name, field),
+            default=default_text(field),
+            meaning=field.description or "",
+            topic=topic_of(name, section),
+        )
+        for name, field in section.model.model_fields.items()
+    ]
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render(sections: Sequence[Section] = SECTIONS) -> str:
+    """The markdown between the markers: one table per topic, every variable with its type, default and meaning."""
+    structured = [f"`{v}`" for s in sections for n in s.model.model_fields if n in _ENV_ONLY for v in variables(s.model, s.prefix, n)]
+    lines = [
+        "<!-- generated from monitor/config.py by `python -m monitor.devtools.config_reference --write README.md`: "
+        "edit the descriptions there, not here -->",
+        "",
+        "Each `MONITOR_<NAME>` is also the flag `--<name>` of `relevancy-monitor run` (flags win), except the secrets"
+        + (f" and {', '.join(structured)}" if structured else "")
+        + ", which are read from the environment only. Other commands take the flags of the settings they use "
+        "(`relevancy-monitor <command> --help`).",
+    ]
+    for section in sections:
+        docs = setting_docs(section)
+        for title, _ in section.topics:
+            lines += ["", f"### {title}", "", "| variable | type | default | meaning |", "|---|---|---|---|"]
+            for d in (d for d in docs if d.topic == title):
+                names = " or ".join(f"`{v}`" for v in d.variables)
+                lines.append(f"| {names} | {_cell(d.type)} | {_cell(d.default or '')} | {_cell(d.meaning)} |")
+    return "\n".join(lines) + "\n"
+
+
+def splice(text: str, block: str) -> str:
+    """`text` with `block` between the markers; raises `UsageError` when the markers are missing or out of order."""
+    start, end = text.find(START_MARKER), text.find(END_MARKER)
+    if start < 0 or end < start:
+        raise UsageError(f"no {START_MARKER} ... {END_MARKER} markers, in that order")
+    return f"{text[: start + len(START_MARKER)]}\n{block}{text[end:]}"
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise UsageError(f"cannot read {path}: {e.strerror or e}") from None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Write the reference into a README, or check it (exit 1 with one line when it is out of date)."""
+    parser = argparse.ArgumentParser(prog="python -m monitor.devtools.config_reference", description="The configuration reference in a README.")
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--write", metavar="README", type=Path, help="regenerate the reference between the markers of this file")
+    mode.add_argument("--check", metavar="README", type=Path, help="exit 1 if the reference in this file differs from the models")
+    ns = parser.parse_args(argv)
+    path: Path = ns.write or ns.check
+    try:
+        text = _read(path)
+        wanted = splice(text, render())
+    except MonitorError as e:
+        sys.stderr.write(f"config_reference: error: {path}: {e}\n")
+        return e.exit_code
+    if ns.check:
+        if wanted != text:
+            sys.stderr.write(f"{path}: the configuration reference is out of date: run python -m monitor.devtools.config_reference --write {path}\n")
+            return 1
+        return 0
+    if wanted != text:
+        path.write_text(wanted, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
