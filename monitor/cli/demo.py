@@ -3,35 +3,119 @@
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
+import sys
+import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from monitor.cli.table import print_result
+from monitor.config import DEFAULT_CLICKHOUSE_URL
+from monitor.runtime.store import chdb_directory, normalize_url
+from schemas.errors import UsageError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from monitor.devtools.demo import DemoPlan, DemoProgress
+
+
+def demo_directory(flag: str | None, env: Mapping[str, str]) -> Path:
+    """The embedded store's directory: the flag, else MONITOR_CLICKHOUSE_URL when embedded, else the default store.
+    Raises `UsageError` for a server or in-memory URL given as the flag: the demo replaces its store."""
+    configured = env.get("MONITOR_CLICKHOUSE_URL", "")
+    url = flag or (configured if configured.startswith("chdb:") else DEFAULT_CLICKHOUSE_URL)
+    directory = chdb_directory(url)
+    if directory is None:
+        raise UsageError(f"--clickhouse-url: the demo runs on an embedded store of its own (chdb:///dir), got {url!r}")
+    return directory
 
 
 def register(sub: Any) -> None:
     """Add `demo` to the CLI's subparsers."""
-    p = sub.add_parser("demo", help="local broker + generated traffic + the monitor on embedded ClickHouse, then a summary")
-    p.add_argument("--seconds", type=float, default=20.0, help="how long to run the monitor")
-    p.add_argument("--rate", type=float, default=100.0, help="generated events per second")
-    p.add_argument("--data-dir", default=".relevancy-monitor/demo", help="where the embedded ClickHouse keeps its files")
+    p = sub.add_parser(
+        "demo",
+        help="a local broker, the monitor and the alert evaluator on generated traffic, until a planted regression alerts",
+        description="Six hours of history, then live traffic in which one app's new prompt version pads its answers: the "
+        "demo ends with the alert that fired, the worst examples, an HTML report and three commands to try. It uses the "
+        "statements LLM judge when ANTHROPIC_API_KEY is set (with less traffic), the lexical heuristic otherwise.",
+    )
+    p.add_argument(
+        "--duration",
+        type=float,
+        default=120.0,
+        metavar="SECONDS",
+        help="most seconds of live traffic; it stops 5 s after the planted alert fires (default: 120)",
+    )
+    p.add_argument("--rate", type=float, default=40.0, metavar="PER_SECOND", help="live events per second (default: 40; at most 4 with an LLM judge)")
+    p.add_argument(
+        "--clickhouse-url",
+        default=None,
+        metavar="URL",
+        help="the embedded store (chdb:///dir), replaced if an earlier demo wrote it [env MONITOR_CLICKHOUSE_URL if chdb:; "
+        "default: the store `run` and `sql` use, chdb://<cwd>/.relevancy-monitor/chdb]",
+    )
+    p.add_argument(
+        "--report", type=Path, metavar="FILE", default=Path(".relevancy-monitor/demo-report.html"), help="the HTML report (default: %(default)s)"
+    )
     p.set_defaults(func=cmd_demo)
 
 
 def cmd_demo(ns: argparse.Namespace) -> int:
-    """`demo`: run the whole path locally, then print what landed in ClickHouse."""
+    """`demo`: plan it from the flags and the environment, run it with a live panel, print the final screen."""
     from rich.console import Console
 
-    from monitor.devtools.demo import run_demo
+    from monitor.devtools.demo import plan_demo, run_demo
+    from monitor.devtools.demo_screen import final_lines
 
     console = Console(stderr=True)
-    report = run_demo(seconds=ns.seconds, rate=ns.rate, data_dir=Path(ns.data_dir), console=console)
-    for title, result in report.tables:
-        console.print(f"\n[bold]{title}[/]")
-        print_result(result.columns, result.rows, "table")
+    plan = plan_demo(ns.duration, ns.rate, demo_directory(ns.clickhouse_url, os.environ), ns.report, os.environ)
     console.print(
-        f"\nconsumed {report.consumed}, scored {report.scored}, dead-lettered {report.dead_lettered} (malformed on purpose).\n"
-        f"Query the rows yourself:\n  relevancy-monitor sql --clickhouse-url chdb://{report.data_dir} "
-        '"SELECT judge, count(), avg(score) FROM {table} FINAL GROUP BY judge"'
+        f"[bold]relevancy-monitor demo[/]: {plan.history_events} events of history over {plan.history_hours:g} h, then "
+        f"{plan.rate:g} events/s until the alert fires (at most {plan.duration_s:g} s); store chdb://{plan.data_dir}",
+        soft_wrap=True,
     )
+    outcome = _run_with_panel(plan, console, run_demo)
+    for line in final_lines(outcome, _cli_name(), _store_flag(plan)):
+        console.print(line, soft_wrap=True, highlight=False)
     return 0
+
+
+def _run_with_panel(plan: DemoPlan, console: Console, run: Any) -> Any:
+    """The demo with a live panel on a terminal, or a line every few seconds elsewhere (CI logs, pipes)."""
+    from rich.live import Live
+
+    from monitor.devtools.demo_screen import live_view
+
+    if console.is_terminal:
+        with Live(console=console, refresh_per_second=4, transient=True) as live:
+            return run(plan, lambda p: live.update(live_view(p, plan)))
+    last: dict[str, Any] = {"at": 0.0, "phase": ""}
+
+    def line(p: DemoProgress) -> None:
+        if p.phase != last["phase"] or time.monotonic() - last["at"] >= 5:
+            last.update(at=time.monotonic(), phase=p.phase)
+            text = f"{p.phase}: consumed {p.consumed}, judged {p.judged}, in flight {p.in_flight}, dead-lettered {p.dead_lettered}"
+            console.print(text, soft_wrap=True)
+
+    return run(plan, line)
+
+
+def _cli_name() -> str:
+    """How to call this command again: `relevancy-monitor` when it is on PATH, else its path (`make demo` runs it
+    from .venv/bin without activating the venv)."""
+    own = Path(sys.argv[0]).absolute()
+    on_path = shutil.which("relevancy-monitor")
+    if on_path and Path(on_path).absolute() == own:
+        return "relevancy-monitor"
+    try:
+        return str(own.relative_to(Path.cwd()))
+    except ValueError:
+        return str(own)
+
+
+def _store_flag(plan: DemoPlan) -> str:
+    """` --clickhouse-url …` when `sql` and `alerts` would not find the demo's store by default."""
+    configured = normalize_url(os.environ.get("MONITOR_CLICKHOUSE_URL") or DEFAULT_CLICKHOUSE_URL)
+    return "" if chdb_directory(configured) == plan.data_dir else f" --clickhouse-url chdb://{plan.data_dir}"

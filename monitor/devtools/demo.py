@@ -1,125 +1,405 @@
-"""The demo: a local broker, generated traffic and the monitor on embedded ClickHouse, run for a while; then
-what landed in ClickHouse, for the `demo` command to print."""
+"""The demo: a local broker, the monitor and the alert evaluator on this machine, fed six hours of history and then
+live traffic in which one app's new prompt version starts padding its answers, until the alert fires.
+
+The order of one run:
+1. prepare the store: the demo's own earlier store is replaced, anyone else's is refused (`prepare_store`);
+2. start the broker and the service; write the history: events stamped over the past hours, judged and written
+   as the monitor would have at the time (`demo_history`);
+3. live traffic at `rate` through Kafka and the service; `regress_after_s` in, the regressed app rolls out its new
+   prompt version; the evaluator runs a round every few seconds (shipped rules plus `DEMO_RULE`) and the screen
+   shows progress; the traffic stops `AFTER_FIRING_S` after the planted alert fires, or after `duration_s`;
+4. drain, a last round, stop the service; read the worst examples of what fired and write the HTML report;
+5. mark the store as the demo's (`MARKER_FILE`), so the next demo may replace it.
+
+Rule windows end on a whole minute (traffic is counted per minute), so the alert fires at the first minute
+boundary after enough of the new version's events: 15 to 75 seconds after the rollout."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import json
+import random
 import shutil
 import time
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any, TypeVar
 
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-
+from monitor.alerts.engine import AlertRunner, Evaluation, SegmentResult
+from monitor.alerts.rules import RuleSet, load_rules, parse_rules
+from monitor.alerts.state import STATE_TABLE
 from monitor.config import Settings, load_settings
+from monitor.devtools.demo_history import judge_history, write_history
+from monitor.devtools.demo_traffic import history, regressed_segment, story_event
 from monitor.devtools.localbroker import LocalBroker
-from monitor.devtools.traffic import generate_events, produce
+from monitor.devtools.traffic import produce
+from monitor.runtime.embedded_reader import READER_FILE, reader_address
 from monitor.runtime.logs import configure_logging
 from monitor.runtime.metrics import Metrics
 from monitor.runtime.service import run_service
 from monitor.runtime.store import ClickHouseStore, QueryResult
+from schemas.errors import MonitorError, StoreError, UsageError
 
-SUMMARY_SQL = """
-SELECT app, prompt_version, count() AS judged, round(avg(score), 3) AS mean_score,
-       round(countIf(score < 0.5) / count(), 3) AS low_share
-FROM {table} FINAL
-WHERE status = 'ok'
-GROUP BY app, prompt_version ORDER BY app, prompt_version
+T = TypeVar("T")
+
+MARKER_FILE = "relevancy-monitor-demo.json"
+TOPIC = "conversations"
+EVALUATE_EVERY_S = 3.0
+AFTER_FIRING_S = 5.0
+DEMO_RULE_NAME = "demo_relevancy_drop"
+
+# Short window, no `for`: a one-minute demo can trip it, where the shipped relevancy_drop (for: 10m) stays pending.
+DEMO_RULE = """
+rules:
+  - name: demo_relevancy_drop
+    description: "(demo) Mean relevancy of an app's prompt version fell 10% against the app's previous 6 hours."
+    metric: mean_score
+    segment_by: [app, prompt_version]
+    window: 2m
+    offset: 0s
+    baseline: {trailing: 6h}
+    condition:
+      relative_change: {fire: 0.10, clear: 0.05}
+    min_events: 30
+    min_baseline_events: 100
+    alpha: 0.001
+    for: 0s
+    severity: page
 """
-REDACTED_SQL = """
-SELECT kind, sum(items) AS items, count() AS rows
-FROM {table} FINAL ARRAY JOIN mapKeys(redactions) AS kind, mapValues(redactions) AS items
-GROUP BY kind ORDER BY items DESC, kind
-"""
-REDACTED_EXAMPLES_SQL = """
-SELECT substring(question, greatest(1, position(question, '[') - 25), 60) AS question,
-       substring(response, greatest(1, position(response, '[') - 25), 60) AS response
-FROM {table} FINAL WHERE notEmpty(redactions) ORDER BY event_time DESC LIMIT 3
-"""
-WORST_SQL = """
-SELECT app, prompt_version, round(score, 2) AS score, substring(question, 1, 50) AS question, substring(response, 1, 70) AS response
-FROM {table} FINAL WHERE status = 'ok' ORDER BY score ASC, event_time DESC LIMIT 5
-"""
+
+
+def demo_rules() -> RuleSet:
+    """The shipped default rules plus the demo's short-window rule."""
+    return RuleSet(rules=[*load_rules().rules, *parse_rules(DEMO_RULE, "demo rule").rules])
 
 
 @dataclass(frozen=True, slots=True)
-class DemoReport:
-    """What one demo run produced: the counters and the summary queries' results (title, result)."""
+class DemoPlan:
+    """What one demo run does: how long, how fast, how much history, which judge, where the store and report go."""
 
+    duration_s: float  # the most seconds of live traffic (it stops sooner once the planted alert fires)
+    rate: float
+    history_hours: float
+    history_events: int
     data_dir: Path
+    report_path: Path
+    judge: str  # "lexical", or "statements" when an Anthropic API key is set
+    seed: int = field(default_factory=lambda: int(time.time()))
+
+    @property
+    def regress_after_s(self) -> float:
+        """When, into the live traffic, the regressed app rolls out its new prompt version."""
+        return min(15.0, self.duration_s / 3)
+
+
+def plan_demo(duration_s: float, rate: float, data_dir: Path, report_path: Path, env: Mapping[str, str]) -> DemoPlan:
+    """The plan for these flags: an LLM judge (and less traffic, to keep the bill to cents) when `env` has an
+    Anthropic API key, the lexical heuristic otherwise. Raises `UsageError` on a bad duration or rate."""
+    if not duration_s >= 30:
+        raise UsageError(f"--duration must be at least 30 seconds (alert windows end on whole minutes), got {duration_s:g}")
+    if not 1 <= rate <= 5000:
+        raise UsageError(f"--rate must be between 1 and 5000 events per second, got {rate:g}")
+    llm = bool(env.get("ANTHROPIC_API_KEY", "").strip())
+    rate = min(rate, 4.0) if llm else rate
+    events = 300 if llm else max(600, int(rate * 60))
+    return DemoPlan(duration_s, rate, 6.0, events, data_dir.absolute(), report_path.absolute(), "statements" if llm else "lexical")
+
+
+def prepare_store(data_dir: Path) -> None:
+    """Empty `data_dir` for a fresh demo when it is missing, empty or the demo's own (the marker, and nothing written
+    since); raises `UsageError` when a monitor holds it or it holds data the demo did not write."""
+    if not data_dir.exists() or not any(data_dir.iterdir()):
+        return
+    holder = reader_address(data_dir)
+    if holder is not None:
+        raise UsageError(f"a running monitor (pid {holder.pid}) holds {data_dir}: stop it, or give the demo another --data-dir")
+    marker = data_dir / MARKER_FILE
+    if not marker.exists():
+        raise UsageError(f"{data_dir} holds a store the demo did not write: the demo starts empty, so give it another --data-dir")
+    written = max((p.stat().st_mtime for p in data_dir.rglob("*") if p.is_file() and p.name not in (MARKER_FILE, READER_FILE, "status")), default=0.0)
+    if written > marker.stat().st_mtime + 60:  # chDB touches a few files as it shuts down, after the marker
+        raise UsageError(f"{data_dir} was written to after the last demo (by `relevancy-monitor run`?): give the demo another --data-dir")
+    shutil.rmtree(data_dir)
+
+
+@dataclass
+class DemoProgress:
+    """What the screen shows while the demo runs; updated by the demo, read by the screen."""
+
+    phase: str = "starting"
+    consumed: int = 0
+    judged: int = 0
+    in_flight: int = 0
+    dead_lettered: int = 0
+    live_elapsed_s: float = 0.0
+    regressed: bool = False
+    segments: list[tuple[str, str, int, float | None, int, float | None]] = field(default_factory=list)  # app, version, n/mean history, live
+    firing: list[SegmentResult] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Example:
+    """One of the worst-scored answers of the segment that fired, with its statements and their verdicts."""
+
+    score: float
+    question: str
+    statements: list[str]
+    verdicts: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class DemoOutcome:
+    """What one demo run produced: the counters, the last evaluation, what fired and its worst examples, the report."""
+
+    plan: DemoPlan
+    url: str
     consumed: int
-    scored: int
+    judged: int
     dead_lettered: int
-    tables: list[tuple[str, QueryResult]]
+    produced_history: int
+    produced_live: int
+    evaluation: Evaluation | None
+    fired: list[SegmentResult]
+    examples: dict[str, list[Example]]  # by rule name of what fired
+    report_path: Path | None
+    report_error: str = ""
 
 
 def _counter(metrics: Metrics, name: str) -> int:
     return int(sum(s.value for m in metrics.registry.collect() if m.name == name for s in m.samples if s.name.endswith("_total")))
 
 
-def run_demo(seconds: float, rate: float, data_dir: Path, console: Console) -> DemoReport:
-    """Run the whole path locally for `seconds` (progress on `console`), then read what landed in ClickHouse."""
-    data_dir = data_dir.absolute()
-    shutil.rmtree(data_dir, ignore_errors=True)  # the demo's own folder: start clean each time
-    configure_logging("console", "warning")
+def _gauge(metrics: Metrics, name: str) -> int:
+    return int(sum(s.value for m in metrics.registry.collect() if m.name == name for s in m.samples))
+
+
+def demo_settings(plan: DemoPlan, bootstrap: str) -> Settings:
+    """The monitor's settings for the demo: the local broker, the embedded store at `plan.data_dir`, quick batches."""
+    extra: dict[str, Any] = {"budget_usd_per_day": 1.0, "judge_concurrency": 16} if plan.judge != "lexical" else {}
+    return load_settings(
+        kafka_bootstrap_servers=bootstrap,
+        kafka_topics=[TOPIC],
+        kafka_group_id="relevancy-monitor-demo",
+        clickhouse_url=f"chdb://{plan.data_dir}",
+        judge=plan.judge,
+        metrics_port=0,
+        log_format="console",
+        log_level="error",
+        batch_max_seconds=0.5,
+        commit_interval_s=0.5,
+        **extra,
+    )
+
+
+def run_demo(plan: DemoPlan, show: Callable[[DemoProgress], None] | None = None) -> DemoOutcome:
+    """Run the whole demo (see the module docstring); `show` is called with the progress about twice a second."""
+    prepare_store(plan.data_dir)
+    configure_logging("console", "error")  # the screen tells the story; warnings would break into the live panel
     with LocalBroker() as broker:
-        settings = load_settings(
-            kafka_bootstrap_servers=broker.bootstrap,
-            kafka_topics=["conversations"],
-            kafka_group_id="relevancy-monitor-demo",
-            clickhouse_url=f"chdb://{data_dir}",
-            judge="lexical",
-            metrics_port=0,
-            log_format="console",
-            log_level="warning",
-        )
-        console.print(
-            f"[bold]relevancy-monitor demo[/]: broker {broker.bootstrap} (tansu), ClickHouse chdb://{data_dir}, "
-            f"judge [yellow]lexical (word-overlap heuristic, not an LLM)[/], {rate:g} events/s for {seconds:g}s"
-        )
-        metrics = Metrics()
-        asyncio.run(_demo(settings, metrics, seconds, rate, console))
-        store = ClickHouseStore(settings.clickhouse_url, settings.clickhouse_database, settings.clickhouse_table)
+        settings = demo_settings(plan, broker.bootstrap)
+        outcome = asyncio.run(_Demo(plan, settings, show or (lambda _: None)).run())
+    (plan.data_dir / MARKER_FILE).write_text(json.dumps({"finished_at": datetime.now(UTC).isoformat()}), encoding="utf-8")
+    return outcome
+
+
+_SEGMENTS_SQL = """
+SELECT app, prompt_version,
+       countIf(event_time < {live:DateTime64(3, 'UTC')}) AS n_history,
+       avgIf(score, event_time < {live:DateTime64(3, 'UTC')}) AS history,
+       countIf(event_time >= {live:DateTime64(3, 'UTC')}) AS n_live,
+       avgIf(score, event_time >= {live:DateTime64(3, 'UTC')}) AS live
+FROM {table} FINAL WHERE status = 'ok' GROUP BY app, prompt_version ORDER BY app, prompt_version
+"""
+_WORST_SQL = """
+SELECT score, question, statements, verdicts FROM {table} FINAL
+WHERE status = 'ok' AND app = {app:String} AND prompt_version = {version:String} AND event_time >= {since:DateTime64(3, 'UTC')}
+ORDER BY n_statements > 1 DESC, score ASC, event_time DESC LIMIT 3
+"""
+
+
+class _Demo:
+    """One run's moving parts: the service task, the producers, the evaluator, and a store client for reading."""
+
+    def __init__(self, plan: DemoPlan, settings: Settings, show: Callable[[DemoProgress], None]) -> None:
+        self.plan = plan
+        self.settings = settings
+        self.show = show
+        self.metrics = Metrics()
+        self.progress = DemoProgress()
+        self.rng = random.Random(plan.seed)
+        self.store = ClickHouseStore.from_settings(settings.store)
+        self.rules = demo_rules()
+        self.runner: AlertRunner | None = None
+        self.evaluation: Evaluation | None = None
+        self.live_start = datetime.now(UTC)
+        # One thread for every call of this client: the chDB client is not for concurrent use.
+        self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="demo-store")
+
+    async def _call(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._io, fn, *args)
+
+    async def run(self) -> DemoOutcome:
+        stop = asyncio.Event()
+        service = asyncio.create_task(run_service(self.settings, stop=stop, metrics=self.metrics))
         try:
-            tables = [
-                (title, store.query(sql.replace("{table}", store.qualified_table)))
-                for title, sql in (
-                    ("Mean relevancy per app and prompt version", SUMMARY_SQL),
-                    ("Five lowest-scored answers", WORST_SQL),
-                    ("Personal data replaced before the judge and the store saw the text (placeholders like [EMAIL])", REDACTED_SQL),
-                    ("Three of those rows, as stored (MONITOR_STORE_TEXT=redacted)", REDACTED_EXAMPLES_SQL),
-                )
-            ]
+            produced_history = await self._history(service)
+            produced_live = await self._live(service)
+            await self._drain(service, produced_live)
+            self.progress.phase = "last alert round"
+            self.show(self.progress)
+            await self._evaluate()
         finally:
-            store.close()
-    return DemoReport(
-        data_dir,
-        _counter(metrics, "relevancy_monitor_events_consumed"),
-        _counter(metrics, "relevancy_monitor_events_judged"),
-        _counter(metrics, "relevancy_monitor_events_dead_lettered"),
-        tables,
-    )
+            stop.set()
+            await service
+        self.progress.phase = "writing the report"
+        self.show(self.progress)
+        try:
+            return await self._call(self._finish, produced_history, produced_live)
+        finally:
+            await self._call(self.store.close)
+            self._io.shutdown()
 
+    async def _history(self, service: asyncio.Task[None]) -> int:
+        self.progress.phase = f"writing {self.plan.history_hours:g} h of history"
+        self.show(self.progress)
+        values = history(self.rng, datetime.now(UTC), self.plan.history_hours, self.plan.history_events)
+        past = await judge_history(self.settings, values, self.rng)
+        await self._open_store(service)
+        await self._call(write_history, self.store, past)
+        self.runner = AlertRunner(self.store, self.rules, [], replica="demo")
+        return len(values)
 
-async def _demo(settings: Settings, metrics: Metrics, seconds: float, rate: float, console: Console) -> None:
-    stop = asyncio.Event()
-    total = max(1, int(seconds * rate))
-    producer = asyncio.create_task(
-        produce(settings.kafka_bootstrap_servers, "conversations", generate_events(total, seed=int(time.time()), pii_share=0.1), rate=rate)
-    )
-    service = asyncio.create_task(run_service(settings, stop=stop, metrics=metrics))
-    with Progress(TextColumn("{task.description}"), BarColumn(), TimeRemainingColumn(), console=console, transient=True) as progress:
-        task = progress.add_task("starting", total=seconds)
-        started = time.monotonic()
-        while (elapsed := time.monotonic() - started) < seconds and not service.done():
-            consumed = _counter(metrics, "relevancy_monitor_events_consumed")
-            judged = _counter(metrics, "relevancy_monitor_events_judged")
-            progress.update(task, completed=elapsed, description=f"consumed {consumed:>6}  scored {judged:>6}")
+    async def _open_store(self, service: asyncio.Task[None], limit_s: float = 120.0) -> None:
+        """Open the store once the service has created it (it migrates the embedded store as it starts)."""
+        deadline = time.monotonic() + limit_s
+        while True:
+            await self._refresh(service)
+            try:
+                await self._call(self.store.open_existing, STATE_TABLE)
+                return
+            except StoreError:
+                if time.monotonic() > deadline:
+                    raise
             await asyncio.sleep(0.25)
-    stop.set()
-    producer.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await producer
-    await service
+
+    async def _wait_consumed(self, service: asyncio.Task[None], total: int, limit_s: float = 300.0) -> None:
+        deadline = time.monotonic() + limit_s
+        while time.monotonic() < deadline:
+            await self._refresh(service)
+            if self.progress.consumed >= total and self.progress.in_flight == 0:
+                await asyncio.sleep(self.settings.batch_max_seconds + 0.5)  # the last batch's rows and traffic counts
+                return
+            await asyncio.sleep(0.25)
+        raise UsageError(f"the monitor did not finish {total} events within {limit_s:.0f} s")
+
+    async def _refresh(self, service: asyncio.Task[None]) -> None:
+        if service.done():
+            service.result()  # the service's own error, as it would end `run`
+            raise UsageError("the monitor stopped early")
+        p, m = self.progress, self.metrics
+        p.consumed = _counter(m, "relevancy_monitor_events_consumed")
+        p.judged = _counter(m, "relevancy_monitor_events_judged")
+        p.dead_lettered = _counter(m, "relevancy_monitor_events_dead_lettered")
+        p.in_flight = _gauge(m, "relevancy_monitor_in_flight_events")
+        self.show(p)
+
+    async def _live(self, service: asyncio.Task[None]) -> int:
+        """Live traffic until the planted alert has fired and `AFTER_FIRING_S` more, or `duration_s`; returns the
+        events sent."""
+        self.progress.phase = "live traffic"
+        self.live_start = datetime.now(UTC)
+        started = time.monotonic()
+        ends_at = started + self.plan.duration_s
+
+        def values() -> Iterator[bytes]:
+            while time.monotonic() < ends_at:
+                self.progress.regressed = time.monotonic() - started >= self.plan.regress_after_s
+                yield story_event(self.rng, datetime.now(UTC), regressed=self.progress.regressed)
+
+        bootstrap = self.settings.kafka_bootstrap_servers
+        producer = asyncio.create_task(produce(bootstrap, TOPIC, values(), rate=self.plan.rate, kafka=self.settings.kafka))
+        next_round, next_query = time.monotonic() + EVALUATE_EVERY_S, 0.0
+        while not producer.done():
+            now = time.monotonic()
+            self.progress.live_elapsed_s = now - started
+            if now >= next_query:
+                await self._segments()
+                next_query = time.monotonic() + 1.0
+            if now >= next_round:
+                await self._evaluate()
+                next_round = time.monotonic() + EVALUATE_EVERY_S
+                if self.planted_fired() and ends_at > time.monotonic() + AFTER_FIRING_S:
+                    ends_at = time.monotonic() + AFTER_FIRING_S
+            await self._refresh(service)
+            await asyncio.sleep(0.5)
+        return await producer
+
+    def planted_fired(self) -> bool:
+        """Whether the demo rule fires for the regressed segment."""
+        wanted = regressed_segment().items()
+        return any(r.rule.name == DEMO_RULE_NAME and wanted <= dict(r.state.segment).items() for r in self.progress.firing)
+
+    async def _drain(self, service: asyncio.Task[None], live: int) -> None:
+        self.progress.phase = "judging the last events"
+        await self._wait_consumed(service, live)
+        await self._segments()
+
+    async def _segments(self) -> None:
+        sql = _SEGMENTS_SQL.replace("{table}", self.store.qualified_table)
+        result = await self._call(self.store.query, sql, {"live": self.live_start})
+        self.progress.segments = [(str(a), str(v), int(nh), _opt(h), int(nl), _opt(li)) for a, v, nh, h, nl, li in result.rows]
+
+    async def _evaluate(self) -> None:
+        assert self.runner is not None
+        report = await self._call(self.runner.run_once)
+        self.evaluation = report.evaluation
+        if report.evaluation is not None:
+            self.progress.firing = [r for r in report.evaluation.results if r.state.state == "firing"]
+
+    def _finish(self, produced_history: int, produced_live: int) -> DemoOutcome:
+        fired = [r for r in self.evaluation.results if r.state.state == "firing"] if self.evaluation else []
+        examples = {r.rule.name: self._worst(r) for r in fired if {"app", "prompt_version"} <= dict(r.state.segment).keys()}
+        report_path, report_error = self._report()
+        return DemoOutcome(
+            plan=self.plan,
+            url=self.store.url,
+            consumed=self.progress.consumed,
+            judged=self.progress.judged,
+            dead_lettered=self.progress.dead_lettered,
+            produced_history=produced_history,
+            produced_live=produced_live,
+            evaluation=self.evaluation,
+            fired=fired,
+            examples=examples,
+            report_path=report_path,
+            report_error=report_error,
+        )
+
+    def _worst(self, result: SegmentResult) -> list[Example]:
+        segment = dict(result.state.segment)
+        since = self.live_start
+        result_rows: QueryResult = self.store.query(
+            _WORST_SQL.replace("{table}", self.store.qualified_table), {"app": segment["app"], "version": segment["prompt_version"], "since": since}
+        )
+        return [Example(float(s), str(q), list(st), [str(v) for v in vs]) for s, q, st, vs in result_rows.rows]
+
+    def _report(self) -> tuple[Path | None, str]:
+        from monitor.report import write_report
+
+        since = self.live_start - timedelta(hours=self.plan.history_hours)
+        try:
+            summary = write_report(self.store, since, datetime.now(UTC), self.plan.report_path)
+        except MonitorError as e:  # the story is told on screen: a report that cannot be written is said, not fatal
+            return None, str(e)
+        return summary.path, ""
+
+
+def _opt(v: Any) -> float | None:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return None if f != f else f  # avgIf over no rows is nan

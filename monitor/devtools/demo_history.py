@@ -1,0 +1,89 @@
+"""The demo's history: hours of events written as the monitor would have written them at the time, so the alert
+rules have a baseline on a store that is minutes old.
+
+It runs the monitor's own parts (decode, redact, judge, row) but stamps each row as scored a few seconds after its
+event, as live scoring would have: sent through Kafka now, six hours of history would be scored now, and read as six
+hours of scoring lag (the `scoring_lag` rule would rightly call it a backlog)."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+
+from consumers.decode import decode_event
+from consumers.sampling import DecisionKind, SampleDecision
+from monitor.config import Settings
+from monitor.judges.base import JudgeFailure, Judgement
+from monitor.judges.factory import build_judge
+from monitor.privacy.events import JudgedEvent, redact_event
+from monitor.privacy.redactor import build_redactor
+from monitor.runtime.retention import TRAFFIC_TABLE
+from monitor.runtime.rows import build_row
+from monitor.runtime.store import ClickHouseStore
+from monitor.runtime.traffic_counts import COLUMNS, TrafficCounter
+from schemas.errors import DecodeError, JudgeError
+from schemas.events import KafkaPosition
+from schemas.scored import ScoredRow
+
+_TOPIC = "demo-history"
+
+
+@dataclass(frozen=True, slots=True)
+class History:
+    """The rows and traffic counts of the demo's history, ready to insert."""
+
+    rows: list[ScoredRow]
+    traffic: list[tuple[object, ...]]
+    dead_lettered: int
+
+
+async def judge_history(settings: Settings, values: Sequence[bytes], rng: random.Random) -> History:
+    """Decode, redact and judge `values` (in time order) with the configured judge, within its concurrency; a
+    malformed value is counted as consumed and dead-lettered at the time of the event before it, as the service would."""
+    judge = build_judge(settings.judge_client)
+    redactor = build_redactor(settings.redaction) if settings.redact else None
+    slots = asyncio.Semaphore(settings.judge_concurrency)
+    traffic = TrafficCounter()
+    decision = SampleDecision(sampled=True, rate=1.0, kind=DecisionKind.BASE)
+
+    async def score(judged: JudgedEvent) -> ScoredRow:
+        async with slots:
+            try:
+                outcome: Judgement | JudgeFailure = await judge.judge(judged.judged.question, judged.judged.response)
+            except JudgeError as e:
+                outcome = JudgeFailure.from_error(e)
+        latency = rng.uniform(0.2, 2.5)
+        scored_at = judged.original.event_time + timedelta(seconds=latency + rng.uniform(0.5, 3.0))
+        return build_row(
+            judged, judge.info, decision, outcome, latency_ms=int(latency * 1000), scored_at=scored_at, text_policy=settings.store.store_text
+        )
+
+    pending: list[JudgedEvent] = []
+    at, dead = 0.0, 0
+    for offset, value in enumerate(values):
+        try:
+            event = decode_event(value, position=KafkaPosition(topic=_TOPIC, partition=0, offset=offset), record_timestamp_ms=None)
+        except DecodeError:
+            traffic.add(at, "", "", "", "consumed")
+            traffic.add(at, "", "", "", "dead_lettered")
+            dead += 1
+            continue
+        at = event.event_time.timestamp()
+        traffic.add(at, event.app, event.model, event.prompt_version, "consumed")
+        traffic.add(at, event.app, event.model, event.prompt_version, "sampled")
+        pending.append(redact_event(event, redactor) if redactor else JudgedEvent(event, event))
+    try:
+        rows = list(await asyncio.gather(*(score(j) for j in pending)))
+    finally:
+        await judge.aclose()
+    return History(rows, traffic.drain(), dead)
+
+
+def write_history(store: ClickHouseStore, history: History) -> None:
+    """Insert the history's rows (in batches, idempotently) and its traffic counts."""
+    for start in range(0, len(history.rows), 1000):
+        store.insert_rows(history.rows[start : start + 1000], dedup_token=f"demo-history-{start}-{len(history.rows)}")
+    store.insert_table(TRAFFIC_TABLE, COLUMNS, history.traffic)

@@ -1,0 +1,146 @@
+"""What the demo shows: the live panel while it runs, and the final screen with the alert that fired. Pure: each
+function turns the demo's progress or outcome into rich renderables or lines, kept within 80 columns."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterator
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from monitor.alerts.engine import SegmentResult
+from monitor.devtools.demo import DemoOutcome, DemoPlan, DemoProgress, Example
+from monitor.devtools.demo_traffic import APPS, REGRESSED
+
+JUDGE_TEXT = {
+    "lexical": "lexical: a word-overlap heuristic, not an LLM (set ANTHROPIC_API_KEY for the statements LLM judge)",
+    "statements": "statements: Claude splits each answer into statements and judges each (ANTHROPIC_API_KEY is set)",
+}
+
+
+def _num(v: float | None, digits: int = 3) -> str:
+    return "-" if v is None else f"{v:.{digits}f}"
+
+
+def _segment(result: SegmentResult) -> str:
+    return ", ".join(f"{k}={v}" for k, v in result.state.segment) or "all"
+
+
+def live_view(progress: DemoProgress, plan: DemoPlan) -> RenderableType:
+    """The panel shown while the demo runs: the counters, relevancy per app and prompt version, and any firing."""
+    p = progress
+    head = Text.assemble(
+        (f"{p.phase}", "bold"),
+        f"  {p.live_elapsed_s:4.0f}/{plan.duration_s:.0f}s" if p.phase == "live traffic" else "",
+        f"\nconsumed {p.consumed}  judged {p.judged}  in flight {p.in_flight}  dead-lettered {p.dead_lettered}",
+    )
+    table = Table(box=None, pad_edge=False, header_style="dim")
+    for col, justify in (("app", "left"), ("prompt", "left"), ("history", "right"), ("live", "right"), ("alert", "left")):
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    firing = {(dict(r.state.segment).get("app"), dict(r.state.segment).get("prompt_version")) for r in p.firing}
+    for app, version, n_hist, hist, n_live, live in p.segments:
+        alert = "[bold red]FIRING[/]" if (app, version) in firing else ""
+        table.add_row(app, version, f"{_num(hist)} n={n_hist}", f"{_num(live)} n={n_live}", alert)
+    assert REGRESSED.new_version is not None
+    rollout = f"{REGRESSED.name} rolls out prompt {REGRESSED.new_version} at {plan.regress_after_s:.0f}s"
+    note = Text(f"{rollout}{' (now live)' if p.regressed else ''}", style="yellow" if p.regressed else "dim")
+    return Group(head, table, note)
+
+
+def final_lines(outcome: DemoOutcome, cli: str, store_flag: str = "") -> Iterator[RenderableType]:
+    """The final screen: what ran, the alert that fired (or why none did), the worst examples, where the report is,
+    and three commands to try next (printed with `soft_wrap`, so a wrapping terminal keeps them one line)."""
+    plan = outcome.plan
+    yield Text.assemble(("relevancy-monitor demo", "bold"), f": {outcome.produced_history} history + {outcome.produced_live} live events")
+    yield Text(f"judged {outcome.judged}, dead-lettered {outcome.dead_lettered} (malformed on purpose); judge {JUDGE_TEXT[plan.judge]}")
+    yield Text("")
+    if not outcome.fired:
+        yield Text("No alert fired. Run longer (--duration 90) or faster (--rate 80).", style="bold yellow")
+    for result in outcome.fired:
+        yield from _alert(result, outcome.examples.get(result.rule.name, []))
+    stable = [f"{a.name} {a.version}" for a in APPS if a is not REGRESSED]
+    yield Text(f"Stable apps ({', '.join(stable)}): no alert.", style="green")
+    pending = [r for r in (outcome.evaluation.results if outcome.evaluation else []) if r.state.state == "pending"]
+    for r in pending:
+        yield Text(f"pending: {r.rule.name} for {_segment(r)} (must hold {_duration(r)} before it pages)", style="dim")
+    yield Text("")
+    if outcome.report_path is not None:
+        yield Text.assemble("Report: ", (str(outcome.report_path), "bold"))
+    else:
+        yield Text(f"Report not written: {outcome.report_error}", style="red")
+    yield Text(f"Store: {outcome.url}" + ("" if store_flag else " (the default store of `run` and `sql`)"))
+    yield Text("\nNext, try:")
+    for command in next_commands(outcome, cli, store_flag):
+        yield Text(f"  {command}")
+
+
+def _duration(result: SegmentResult) -> str:
+    seconds = int(result.rule.for_.total_seconds())
+    return f"{seconds // 60}m" if seconds % 60 == 0 else f"{seconds}s"
+
+
+_TESTS = {"welch_t": "Welch's t-test, weighted", "one_sample_t": "one-sample t-test", "two_proportion_z": "two-proportion z-test"}
+
+
+def _alert(result: SegmentResult, examples: list[Example]) -> Iterator[RenderableType]:
+    o, rule = result.observation, result.rule
+    segment = {k: v for k, v in result.state.segment if k != "judge_id"}
+    change = "" if o.value is None or not o.baseline else f"{(o.value - o.baseline) / o.baseline:+.1%}"
+    tests = [t.strip() for t in o.test.split("/")] if o.test else []
+    test = tests[0] if o.p_change is not None and tests else tests[-1] if tests else "none"
+    yield Text.assemble(("ALERT FIRED ", "bold red"), (rule.name, "bold"), f" (severity {rule.severity})")
+    rows = [
+        ("segment", ", ".join(f"{k}={v}" for k, v in segment.items())),
+        ("current", f"{_num(o.value)} mean relevancy over the last {_window(result)}, n={o.n_current}"),
+        ("baseline", f"{_num(o.baseline)}, n={o.n_baseline}: {_against(result)}"),
+        ("change", f"{change} (fires at -10%)" if change else "-"),
+        ("test", f"{_TESTS.get(test, test)}, one-sided: p = {_p(o.p_value)} (alpha {rule.alpha})"),
+        ("judge", f"{o.judge} ({dict(result.state.segment).get('judge_id', '')})"),
+    ]
+    for label, value in rows:
+        yield Text(f"  {label:<9}{value}")
+    if examples:
+        yield Text("  lowest-scored answers of that segment (✓ relevant statement, ✗ not):", style="dim")
+    for ex in examples:
+        yield Text(f"    {ex.score:.2f}  Q: {ex.question}")
+        for statement, verdict in zip(ex.statements, ex.verdicts, strict=False):
+            mark = "✓" if verdict == "yes" else "✗" if verdict == "no" else "?"
+            yield Text(f"          {mark} {statement}", style="green" if mark == "✓" else "red" if mark == "✗" else "")
+
+
+def _against(result: SegmentResult) -> str:
+    """What the baseline is, in words: the segment's own past, or (a new version) the app's other versions."""
+    source, rule = result.observation.baseline_from, result.rule
+    trailing = rule.baseline.trailing if rule.baseline is not None else None
+    span = f" over the previous {int(trailing.total_seconds() // 3600)}h" if trailing is not None else ""
+    if source is None:
+        return f"the same segment{span}"
+    if source.kind == "parent":
+        theirs = ", ".join(source.baseline_values)
+        return f"the app's {'/'.join(source.fields)} {theirs}{span}; {'/'.join(source.segment_values)} has no history of its own yet"
+    return source.describe()
+
+
+def _window(result: SegmentResult) -> str:
+    seconds = int(result.rule.window.total_seconds())
+    return f"{seconds // 60}m" if seconds % 60 == 0 else f"{seconds}s"
+
+
+def _p(p: float | None) -> str:
+    return "-" if p is None else f"{p:.1e}" if p < 0.001 else f"{p:.3f}"
+
+
+def next_commands(outcome: DemoOutcome, cli: str, store_flag: str = "") -> list[str]:
+    """Three commands to try next, against the demo's store (`store_flag` when it is not the default) and with its
+    worst example."""
+    sql = "SELECT app, prompt_version, count() AS n, round(avg(score), 3) AS mean FROM {table} FINAL GROUP BY ALL ORDER BY ALL"
+    commands = [f"{cli} sql{store_flag} {shlex.quote(sql)}", f"{cli} alerts check{store_flag}"]
+    worst = next((ex for examples in outcome.examples.values() for ex in examples), None)
+    if worst is not None:
+        answer = " ".join(worst.statements)
+        commands.append(f"{cli} judge --verbose -q {shlex.quote(worst.question)} -a {shlex.quote(answer)}")
+    else:
+        commands.append(f"{cli} report --since -7h")
+    return commands

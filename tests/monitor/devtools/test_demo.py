@@ -1,0 +1,143 @@
+"""The demo as a new user runs it: one command that ends with the planted alert, and the pure parts behind it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from consumers.decode import decode_event
+from monitor.devtools.demo import DEMO_RULE_NAME, MARKER_FILE, demo_rules, plan_demo, prepare_store
+from monitor.devtools.demo_traffic import APPS, REGRESSED, history, regressed_segment, story_event
+from schemas.errors import DecodeError, UsageError
+from schemas.events import KafkaPosition
+
+CLI = str(Path(sys.executable).parent / "relevancy-monitor")
+
+
+async def _cli(*args: str, limit_s: float = 240) -> tuple[int, str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MONITOR_", "ALERTS_", "ANTHROPIC_"))}
+    proc = await asyncio.create_subprocess_exec(CLI, *args, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), limit_s)
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), err.decode()
+
+
+@pytest.mark.slow
+async def test_the_demo_ends_with_exactly_the_planted_alert(tmp_path: Path) -> None:
+    """`demo` exits 0 having fired one alert, for the regressed app's new prompt version only; the screen names it,
+    the report exists, and the store keeps the alert state for `sql` afterwards."""
+    store, report = tmp_path / "store", tmp_path / "report.html"
+    code, out, err = await _cli("demo", "--rate", "30", "--duration", "100", "--clickhouse-url", f"chdb://{store}", "--report", str(report))
+    screen = out + err
+    assert code == 0, screen
+    assert screen.count("ALERT FIRED") == 1 and f"ALERT FIRED {DEMO_RULE_NAME}" in screen, screen
+    assert "segment  app=support-bot, prompt_version=v13" in screen, screen
+    assert report.is_file() and str(report) in screen
+    code, out, err = await _cli(
+        "sql", "--clickhouse-url", f"chdb://{store}", "--format", "json", "SELECT rule, segment, state FROM alert_state FINAL WHERE state = 'firing'"
+    )
+    assert code == 0, err
+    firing = [json.loads(line) for line in out.splitlines()]
+    assert len(firing) == 1 and firing[0]["rule"] == DEMO_RULE_NAME, firing
+    segment = dict(json.loads(firing[0]["segment"]))
+    assert regressed_segment().items() <= segment.items(), segment
+    assert (store / MARKER_FILE).is_file()
+
+
+def test_the_judge_follows_the_api_key(tmp_path: Path) -> None:
+    """With ANTHROPIC_API_KEY the demo uses the statements LLM judge and at most 4 events/s; without, the lexical one."""
+    offline = plan_demo(60, 40, tmp_path, tmp_path / "r.html", {})
+    online = plan_demo(60, 40, tmp_path, tmp_path / "r.html", {"ANTHROPIC_API_KEY": "sk-test"})
+    assert (offline.judge, offline.rate) == ("lexical", 40)
+    assert (online.judge, online.rate) == ("statements", 4.0) and online.history_events < offline.history_events
+
+
+@pytest.mark.parametrize(("duration", "rate"), [(10, 40), (60, 0), (60, 10_000)])
+def test_a_bad_duration_or_rate_is_a_usage_error(tmp_path: Path, duration: float, rate: float) -> None:
+    """Too short a run, or a rate outside 1..5000 per second, is refused in one line."""
+    with pytest.raises(UsageError):
+        plan_demo(duration, rate, tmp_path, tmp_path / "r.html", {})
+
+
+def test_the_store_is_replaced_only_when_the_demo_wrote_it(tmp_path: Path) -> None:
+    """An earlier demo's store is replaced; a store without the marker, or written after it, is refused."""
+    store = tmp_path / "store"
+    (store / "data").mkdir(parents=True)
+    (store / "data" / "part.bin").write_bytes(b"x")
+    with pytest.raises(UsageError, match="did not write"):
+        prepare_store(store)
+    (store / MARKER_FILE).write_text("{}")
+    later = (store / MARKER_FILE).stat().st_mtime + 3600
+    os.utime(store / "data" / "part.bin", (later, later))
+    with pytest.raises(UsageError, match="written to after"):
+        prepare_store(store)
+    os.utime(store / "data" / "part.bin", (later - 7200, later - 7200))
+    prepare_store(store)
+    assert not store.exists()
+
+
+def test_history_spreads_over_the_hours_before_now_and_decodes() -> None:
+    """History events are in time order within the hours before now, almost all decode, and none is regressed."""
+    now = datetime.now(UTC)
+    values = history(random.Random(1), now, 6, 500)
+    events = []
+    for i, v in enumerate(values):
+        try:
+            events.append(decode_event(v, position=KafkaPosition(topic="t", partition=0, offset=i), record_timestamp_ms=None))
+        except DecodeError:
+            pass
+    assert 470 <= len(events) < 500  # about 1% malformed on purpose
+    times = [e.event_time for e in events]
+    assert times == sorted(times) and now - timedelta(hours=6) <= times[0] and times[-1] <= now
+    assert {e.prompt_version for e in events if e.app == REGRESSED.name} == {REGRESSED.version}
+    assert {e.app for e in events} == {a.name for a in APPS}
+
+
+def test_the_regressed_version_pads_more() -> None:
+    """After the rollout the regressed app runs its new version, and its answers are longer (padded) more often."""
+    rng, now = random.Random(2), datetime.now(UTC)
+
+    def padded_share(regressed: bool) -> float:
+        answers = []
+        for i in range(3000):
+            try:
+                e = decode_event(
+                    story_event(rng, now, regressed=regressed), position=KafkaPosition(topic="t", partition=0, offset=i), record_timestamp_ms=None
+                )
+            except DecodeError:
+                continue
+            if e.app == REGRESSED.name:
+                answers.append((e.prompt_version, e.response.count(". ") + e.response.count("! ")))
+        assert {v for v, _ in answers} == {REGRESSED.new_version if regressed else REGRESSED.version}
+        return sum(n >= 1 for _, n in answers) / len(answers)
+
+    assert padded_share(True) > padded_share(False) + 0.4
+
+
+def test_the_demo_rule_is_added_to_the_shipped_rules() -> None:
+    """The evaluator runs every shipped rule and the demo's short-window rule, which has no `for`."""
+    from monitor.alerts.rules import load_rules
+
+    rules = {r.name: r for r in demo_rules().rules}
+    assert set(rules) == {r.name for r in load_rules().rules} | {DEMO_RULE_NAME}
+    assert rules[DEMO_RULE_NAME].for_ == timedelta(0)
+
+
+def test_the_demo_store_is_embedded_and_defaults_to_the_one_run_uses(tmp_path: Path) -> None:
+    """The flag wins, then an embedded MONITOR_CLICKHOUSE_URL, then the default store of `run`; a server is refused."""
+    from monitor.cli.demo import demo_directory
+    from monitor.config import DEFAULT_CLICKHOUSE_URL
+    from monitor.runtime.store import chdb_directory
+
+    assert demo_directory(f"chdb://{tmp_path}/a", {"MONITOR_CLICKHOUSE_URL": f"chdb://{tmp_path}/b"}) == tmp_path / "a"
+    assert demo_directory(None, {"MONITOR_CLICKHOUSE_URL": f"chdb://{tmp_path}/b"}) == tmp_path / "b"
+    assert demo_directory(None, {"MONITOR_CLICKHOUSE_URL": "https://ch.example:8443"}) == chdb_directory(DEFAULT_CLICKHOUSE_URL)
+    with pytest.raises(UsageError, match="embedded"):
+        demo_directory("https://ch.example:8443", {})
