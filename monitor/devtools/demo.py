@@ -50,6 +50,7 @@ TOPIC = "conversations"
 EVALUATE_EVERY_S = 3.0
 AFTER_FIRING_S = 5.0
 DEMO_RULE_NAME = "demo_relevancy_drop"
+REPORT_HISTORY = timedelta(hours=1)
 
 # Short window, no `for`: a one-minute demo can trip it, where the shipped relevancy_drop (for: 10m) stays pending.
 DEMO_RULE = """
@@ -389,7 +390,7 @@ class _Demo:
     def _report(self) -> tuple[Path | None, str]:
         from monitor.report import write_report
 
-        since = self.live_start - timedelta(hours=self.plan.history_hours)
+        since = self.live_start - REPORT_HISTORY  # six hours of history would squeeze the live minutes to a sliver
         try:
             summary = write_report(self.store, since, datetime.now(UTC), self.plan.report_path)
         except MonitorError as e:  # the story is told on screen: a report that cannot be written is said, not fatal
