@@ -10,7 +10,9 @@ $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is needed, found " + sys.version.split()[0]'
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	@# setuptools' notice that an editable install imports from this folder (a UserWarning it calls InformationOnly)
+	@# is muted by module; warnings about the package's own configuration come from other modules and still show.
+	PYTHONWARNINGS=ignore::UserWarning:setuptools.command.editable_wheel $(PY) -m pip install --quiet -e '.[dev]'
 	@touch $(STAMP)
 
 install: $(STAMP)

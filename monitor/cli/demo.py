@@ -67,7 +67,7 @@ def cmd_demo(ns: argparse.Namespace) -> int:
     from rich.console import Console
 
     from monitor.devtools.demo import plan_demo, run_demo
-    from monitor.devtools.demo_screen import final_lines
+    from monitor.devtools.demo_screen import final_lines, next_commands
 
     console = Console(stderr=True)
     plan = plan_demo(ns.duration, ns.rate, demo_directory(ns.clickhouse_url, os.environ), ns.report, os.environ)
@@ -77,8 +77,10 @@ def cmd_demo(ns: argparse.Namespace) -> int:
         soft_wrap=True,
     )
     outcome = _run_with_panel(plan, console, run_demo)
-    for line in final_lines(outcome, _cli_name(), _store_flag(plan)):
-        console.print(line, soft_wrap=True, highlight=False)
+    for line in final_lines(outcome, _store_flag(plan)):
+        console.print(line, highlight=False)
+    for command in next_commands(outcome, _cli_name(), _store_flag(plan)):
+        console.print(f"  {command}", soft_wrap=True, highlight=False, markup=False)  # one line to copy, however it wraps
     return 0
 
 
@@ -96,7 +98,8 @@ def _run_with_panel(plan: DemoPlan, console: Console, run: Any) -> Any:
     def line(p: DemoProgress) -> None:
         if p.phase != last["phase"] or time.monotonic() - last["at"] >= 5:
             last.update(at=time.monotonic(), phase=p.phase)
-            text = f"{p.phase}: consumed {p.consumed}, judged {p.judged}, in flight {p.in_flight}, dead-lettered {p.dead_lettered}"
+            counts = f"consumed {p.consumed}, judged {p.judged}, in flight {p.in_flight}, dead-lettered {p.dead_lettered}"
+            text = f"{p.phase}: {counts}" if p.counting else p.phase
             console.print(text, soft_wrap=True)
 
     return run(plan, line)

@@ -131,6 +131,7 @@ class DemoProgress:
     """What the screen shows while the demo runs; updated by the demo, read by the screen."""
 
     phase: str = "starting"
+    counting: bool = False  # the counters cover live traffic only: the history is written beside the service
     consumed: int = 0
     judged: int = 0
     in_flight: int = 0
@@ -217,7 +218,7 @@ FROM {table} FINAL WHERE status = 'ok' GROUP BY app, prompt_version ORDER BY app
 _WORST_SQL = """
 SELECT score, question, statements, verdicts FROM {table} FINAL
 WHERE status = 'ok' AND app = {app:String} AND prompt_version = {version:String} AND event_time >= {since:DateTime64(3, 'UTC')}
-ORDER BY n_statements > 1 DESC, score ASC, event_time DESC LIMIT 3
+ORDER BY n_statements > 1 DESC, score ASC, event_time DESC LIMIT 50
 """
 
 
@@ -264,9 +265,9 @@ class _Demo:
             self._io.shutdown()
 
     async def _history(self, service: asyncio.Task[None]) -> int:
-        self.progress.phase = f"writing {self.plan.history_hours:g} h of history"
-        self.show(self.progress)
         values = history(self.rng, datetime.now(UTC), self.plan.history_hours, self.plan.history_events)
+        self.progress.phase = f"writing {self.plan.history_hours:g} h of history ({len(values)} events, judged as they came)"
+        self.show(self.progress)
         past = await judge_history(self.settings, values, self.rng)
         await self._open_store(service)
         await self._call(write_history, self.store, past)
@@ -310,7 +311,7 @@ class _Demo:
     async def _live(self, service: asyncio.Task[None]) -> int:
         """Live traffic until the planted alert has fired and `AFTER_FIRING_S` more, or `duration_s`; returns the
         events sent."""
-        self.progress.phase = "live traffic"
+        self.progress.phase, self.progress.counting = "live traffic", True
         self.live_start = datetime.now(UTC)
         started = time.monotonic()
         ends_at = started + self.plan.duration_s
@@ -385,7 +386,13 @@ class _Demo:
         result_rows: QueryResult = self.store.query(
             _WORST_SQL.replace("{table}", self.store.qualified_table), {"app": segment["app"], "version": segment["prompt_version"], "since": since}
         )
-        return [Example(float(s), str(q), list(st), [str(v) for v in vs]) for s, q, st, vs in result_rows.rows]
+        examples: dict[tuple[str, ...], Example] = {}
+        for score, question, statements, verdicts in result_rows.rows:
+            verdicts = [str(v) for v in verdicts]
+            # One example per kind of padding: the same irrelevant sentences on another order number teach nothing new.
+            shape = tuple(st for st, v in zip(statements, verdicts, strict=False) if v != "yes")
+            examples.setdefault(shape, Example(float(score), str(question), list(statements), verdicts))
+        return list(examples.values())[:3]
 
     def _report(self) -> tuple[Path | None, str]:
         from monitor.report import write_report

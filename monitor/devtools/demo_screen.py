@@ -4,7 +4,7 @@ function turns the demo's progress or outcome into rich renderables or lines, ke
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -33,8 +33,8 @@ def live_view(progress: DemoProgress, plan: DemoPlan) -> RenderableType:
     p = progress
     head = Text.assemble(
         (f"{p.phase}", "bold"),
-        f"  {p.live_elapsed_s:4.0f}/{plan.duration_s:.0f}s" if p.phase == "live traffic" else "",
-        f"\nconsumed {p.consumed}  judged {p.judged}  in flight {p.in_flight}  dead-lettered {p.dead_lettered}",
+        f" {p.live_elapsed_s:.0f}s (until the alert fires, at most {plan.duration_s:.0f}s)" if p.counting else "",
+        f"\nconsumed {p.consumed}  judged {p.judged}  in flight {p.in_flight}  dead-lettered {p.dead_lettered}" if p.counting else "",
     )
     table = Table(box=None, pad_edge=False, header_style="dim")
     for col, justify in (("app", "left"), ("prompt", "left"), ("history", "right"), ("live", "right"), ("alert", "left")):
@@ -49,11 +49,11 @@ def live_view(progress: DemoProgress, plan: DemoPlan) -> RenderableType:
     return Group(head, table, note)
 
 
-def final_lines(outcome: DemoOutcome, cli: str, store_flag: str = "") -> Iterator[RenderableType]:
-    """The final screen: what ran, the alert that fired (or why none did), the worst examples, where the report is,
-    and three commands to try next (printed with `soft_wrap`, so a wrapping terminal keeps them one line)."""
+def final_lines(outcome: DemoOutcome, store_flag: str = "") -> Iterator[RenderableType]:
+    """The final screen up to "Next, try:": what ran, the alert that fired (or that none did), the worst examples,
+    where the report and the store are. `next_commands` follow it."""
     plan = outcome.plan
-    yield Text.assemble(("relevancy-monitor demo", "bold"), f": {outcome.produced_history} history + {outcome.produced_live} live events")
+    yield Text.assemble(("done", "bold"), f": {outcome.produced_history} events of history, {outcome.produced_live} live")
     yield Text(f"judged {outcome.judged}, dead-lettered {outcome.dead_lettered} (malformed on purpose); judge {JUDGE_TEXT[plan.judge]}")
     yield Text("")
     if not outcome.fired:
@@ -72,8 +72,6 @@ def final_lines(outcome: DemoOutcome, cli: str, store_flag: str = "") -> Iterato
         yield Text(f"Report not written: {outcome.report_error}", style="red")
     yield Text(f"Store: {outcome.url}" + ("" if store_flag else " (the default store of `run` and `sql`)"))
     yield Text("\nNext, try:")
-    for command in next_commands(outcome, cli, store_flag):
-        yield Text(f"  {command}")
 
 
 def _duration(result: SegmentResult) -> str:
@@ -99,15 +97,28 @@ def _alert(result: SegmentResult, examples: list[Example]) -> Iterator[Renderabl
         ("test", f"{_TESTS.get(test, test)}, one-sided: p = {_p(o.p_value)} (alpha {rule.alpha})"),
         ("judge", f"{o.judge} ({dict(result.state.segment).get('judge_id', '')})"),
     ]
-    for label, value in rows:
-        yield Text(f"  {label:<9}{value}")
+    yield _grid(("  ", label, value) for label, value in rows)
     if examples:
         yield Text("  lowest-scored answers of that segment (✓ relevant statement, ✗ not):", style="dim")
+    lines: list[tuple[str, str, Text]] = []
     for ex in examples:
-        yield Text(f"    {ex.score:.2f}  Q: {ex.question}")
+        lines.append(("    ", f"{ex.score:.2f}", Text(f"Q: {ex.question}")))
         for statement, verdict in zip(ex.statements, ex.verdicts, strict=False):
             mark = "✓" if verdict == "yes" else "✗" if verdict == "no" else "?"
-            yield Text(f"          {mark} {statement}", style="green" if mark == "✓" else "red" if mark == "✗" else "")
+            lines.append(("    ", "", Text(f"{mark} {statement}", style="green" if mark == "✓" else "red" if mark == "✗" else "")))
+    if lines:
+        yield _grid(lines)
+
+
+def _grid(rows: Iterable[tuple[str, str, str | Text]]) -> Table:
+    """Rows of (indent, label, text): a long text wraps within its own column, under itself."""
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True)
+    grid.add_column(no_wrap=True, style="dim")
+    grid.add_column(overflow="fold")
+    for row in rows:
+        grid.add_row(*row)
+    return grid
 
 
 def _against(result: SegmentResult) -> str:
