@@ -103,7 +103,7 @@ def plan_demo(duration_s: float, rate: float, data_dir: Path, report_path: Path,
         raise UsageError(f"--duration must be at least 30 seconds (alert windows end on whole minutes), got {duration_s:g}")
     if not 1 <= rate <= 5000:
         raise UsageError(f"--rate must be between 1 and 5000 events per second, got {rate:g}")
-    llm = bool(env.get("ANTHROPIC_API_KEY", "").strip())
+    llm = bool((env.get("ANTHROPIC_API_KEY") or env.get("MONITOR_ANTHROPIC_API_KEY") or "").strip())
     rate = min(rate, 4.0) if llm else rate
     events = 300 if llm else max(600, int(rate * 60))
     return DemoPlan(duration_s, rate, 6.0, events, data_dir.absolute(), report_path.absolute(), "statements" if llm else "lexical")

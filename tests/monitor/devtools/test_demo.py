@@ -18,12 +18,13 @@ from monitor.devtools.demo import DEMO_RULE_NAME, MARKER_FILE, demo_rules, plan_
 from monitor.devtools.demo_traffic import APPS, REGRESSED, history, regressed_segment, story_event
 from schemas.errors import DecodeError, UsageError
 from schemas.events import KafkaPosition
+from tests.fake_messages_api import FakeMessagesAPI
 
 CLI = str(Path(sys.executable).parent / "relevancy-monitor")
 
 
-async def _cli(*args: str, limit_s: float = 240) -> tuple[int, str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MONITOR_", "ALERTS_", "ANTHROPIC_"))}
+async def _cli(*args: str, limit_s: float = 240, **extra: str) -> tuple[int, str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MONITOR_", "ALERTS_", "ANTHROPIC_"))} | extra
     proc = await asyncio.create_subprocess_exec(CLI, *args, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     out, err = await asyncio.wait_for(proc.communicate(), limit_s)
     assert proc.returncode is not None
@@ -52,10 +53,24 @@ async def test_the_demo_ends_with_exactly_the_planted_alert(tmp_path: Path) -> N
     assert (store / MARKER_FILE).is_file()
 
 
+@pytest.mark.slow
+async def test_with_an_api_key_the_demo_judges_with_the_llm(tmp_path: Path, fake_messages_api: FakeMessagesAPI) -> None:
+    """With an API key (here the suite's fake Messages API) the demo says it uses the statements LLM judge, every
+    event goes to the API, and the planted regression still fires."""
+    store, report = tmp_path / "store", tmp_path / "report.html"
+    args = ("demo", "--duration", "150", "--clickhouse-url", f"chdb://{store}", "--report", str(report))
+    code, out, err = await _cli(*args, limit_s=300, **fake_messages_api.env())
+    screen = out + err
+    assert code == 0, screen
+    assert "judge statements: Claude" in screen and f"ALERT FIRED {DEMO_RULE_NAME}" in screen, screen
+    assert len(fake_messages_api.requests) >= 300  # the history alone
+
+
 def test_the_judge_follows_the_api_key(tmp_path: Path) -> None:
     """With ANTHROPIC_API_KEY the demo uses the statements LLM judge and at most 4 events/s; without, the lexical one."""
     offline = plan_demo(60, 40, tmp_path, tmp_path / "r.html", {})
     online = plan_demo(60, 40, tmp_path, tmp_path / "r.html", {"ANTHROPIC_API_KEY": "sk-test"})
+    assert plan_demo(60, 40, tmp_path, tmp_path / "r.html", {"MONITOR_ANTHROPIC_API_KEY": "sk-test"}).judge == "statements"
     assert (offline.judge, offline.rate) == ("lexical", 40)
     assert (online.judge, online.rate) == ("statements", 4.0) and online.history_events < offline.history_events
 
