@@ -42,9 +42,11 @@ RUN --mount=type=bind,from=builder,source=/wheels,target=/wheels \
     python -m venv /opt/venv \
     && /opt/venv/bin/pip install --no-cache-dir --only-binary=:all: /wheels/relevancy_monitor-*.whl
 
-# Run time: writes go to /tmp only (mount an emptyDir or tmpfs there), no .pyc files, logs unbuffered.
+# Run time: writes go to /tmp only (mount an emptyDir or tmpfs there; `report`'s matplotlib keeps its font cache
+# there too), no .pyc files, logs unbuffered.
 ENV HOME=/tmp \
     TMPDIR=/tmp \
+    MPLCONFIGDIR=/tmp/matplotlib \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1
 WORKDIR /tmp
