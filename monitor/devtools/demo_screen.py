@@ -153,5 +153,5 @@ def next_commands(outcome: DemoOutcome, cli: str, store_flag: str = "") -> list[
         answer = " ".join(worst.statements)
         commands.append(f"{cli} judge --verbose -q {shlex.quote(worst.question)} -a {shlex.quote(answer)}")
     else:
-        commands.append(f"{cli} report --since -7h")
+        commands.append(f"{cli} report --since=-7h")
     return commands

@@ -97,8 +97,9 @@ async def _count(env: dict[str, str]) -> int:
 
 @pytest.mark.slow
 async def test_sql_during_a_live_run_sees_the_rows_grow(broker: LocalBroker, topic: str, tmp_path: Path) -> None:
-    """While `run` holds the embedded directory, `sql` (another process) sees the row count grow and `alerts check`
-    answers; `migrate` and `forget` are refused in one line naming the monitor's pid; the address goes on stop."""
+    """While `run` holds the embedded directory, `sql` (another process) sees the row count grow, and `alerts check`,
+    `alerts backtest` and `report` answer; `migrate` and `forget` are refused in one line naming the monitor's pid;
+    the address goes on stop."""
     data = tmp_path / "ch"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MONITOR_", "ALERTS_", "ANTHROPIC_"))}
     env.update(
@@ -127,6 +128,10 @@ async def test_sql_during_a_live_run_sees_the_rows_grow(broker: LocalBroker, top
         await wait_for(second_batch, 60, "65 rows, read by `sql` while `run` holds the store")
         code, out, err = await _cli("alerts", "check", "--json", env=env)
         assert code == 0 and out.strip(), err
+        code, _, err = await _cli("alerts", "backtest", "--since=-10m", "--step", "1m", env=env)
+        assert code == 0, err
+        code, _, err = await _cli("report", "--since=-7d", "--out", str(tmp_path / "report.html"), env=env)
+        assert code == 0 and "support-bot" in (tmp_path / "report.html").read_text(encoding="utf-8"), err
         assert service.pid is not None
         code, out, err = await _cli("sql", "--format", "csv", "SELECT any(event_id) FROM {table}", env=env)
         assert code == 0, err
