@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
 import time
 from collections.abc import Awaitable, Callable, Iterable
+from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
@@ -129,3 +132,21 @@ async def count_rows(store: AsyncStore, where: str = "1", final: bool = True) ->
     """Rows in the scores table (FINAL by default)."""
     result = await store.query(f"SELECT count() FROM {store.store.qualified_table} {'FINAL' if final else ''} WHERE {where}")
     return int(result.rows[0][0])
+
+
+CLI = str(Path(sys.executable).parent / "relevancy-monitor")
+
+
+def monitor_env(**extra: str) -> dict[str, str]:
+    """The environment with every MONITOR_*, ALERTS_* and ANTHROPIC_* variable removed, plus `extra`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MONITOR_", "ALERTS_", "ANTHROPIC_"))}
+    env.update(extra)
+    return env
+
+
+async def cli(*args: str, env: dict[str, str], limit_s: float = 60) -> tuple[int, str, str]:
+    """Run the console script with `args` and `env`; returns (exit code, stdout, stderr)."""
+    proc = await asyncio.create_subprocess_exec(CLI, *args, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), limit_s)
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), err.decode()

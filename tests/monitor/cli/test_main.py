@@ -4,31 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
-import sys
 from pathlib import Path
 
 from monitor.devtools.localbroker import LocalBroker
 from tests.conftest import EXAMPLES
-from tests.harness import committed_offsets, wait_for
-
-CLI = str(Path(sys.executable).parent / "relevancy-monitor")
-
-
-def monitor_env(**extra: str) -> dict[str, str]:
-    """The environment with every MONITOR_* and ANTHROPIC_* variable removed, plus `extra`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MONITOR_", "ANTHROPIC_"))}
-    env.update(extra)
-    return env
-
-
-async def cli(*args: str, env: dict[str, str], limit_s: float = 60) -> tuple[int, str, str]:
-    """Run the console script with `args` and `env`; returns (exit code, stdout, stderr)."""
-    proc = await asyncio.create_subprocess_exec(CLI, *args, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    out, err = await asyncio.wait_for(proc.communicate(), limit_s)
-    assert proc.returncode is not None
-    return proc.returncode, out.decode(), err.decode()
+from tests.harness import CLI, cli, committed_offsets, monitor_env, wait_for
 
 
 async def test_run_scores_events_from_another_process_and_sql_shows_them(broker: LocalBroker, topic: str, tmp_path: Path) -> None:

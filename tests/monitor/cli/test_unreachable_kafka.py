@@ -6,7 +6,7 @@ import socket
 import time
 from pathlib import Path
 
-from tests.monitor.cli.test_main import cli, monitor_env
+from tests.harness import cli, monitor_env
 
 
 async def test_a_silent_broker_is_one_line_within_the_connect_timeout(tmp_path: Path) -> None:

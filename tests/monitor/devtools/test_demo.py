@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import random
 import re
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -19,16 +17,11 @@ from monitor.devtools.demo_traffic import APPS, REGRESSED, history, regressed_se
 from schemas.errors import DecodeError, UsageError
 from schemas.events import KafkaPosition
 from tests.fake_messages_api import FakeMessagesAPI
-
-CLI = str(Path(sys.executable).parent / "relevancy-monitor")
+from tests.harness import cli, monitor_env
 
 
 async def _cli(*args: str, limit_s: float = 240, **extra: str) -> tuple[int, str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MONITOR_", "ALERTS_", "ANTHROPIC_"))} | extra
-    proc = await asyncio.create_subprocess_exec(CLI, *args, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    out, err = await asyncio.wait_for(proc.communicate(), limit_s)
-    assert proc.returncode is not None
-    return proc.returncode, out.decode(), err.decode()
+    return await cli(*args, env=monitor_env(**extra), limit_s=limit_s)
 
 
 @pytest.mark.slow

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import stat
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,9 +18,7 @@ from monitor.devtools.localbroker import LocalBroker
 from monitor.devtools.traffic import generate_events
 from monitor.runtime.embedded_reader import READER_FILE, READER_USER, EmbeddedReader, reader_address
 from monitor.runtime.store import ClickHouseStore
-from tests.harness import produce_values, wait_for
-
-CLI = str(Path(sys.executable).parent / "relevancy-monitor")
+from tests.harness import CLI, cli, monitor_env, produce_values, wait_for
 
 
 @pytest.fixture
@@ -82,15 +78,8 @@ def test_the_address_goes_with_the_process(reader: EmbeddedReader, tmp_path: Pat
     reader.stop = lambda: None  # type: ignore[method-assign]
 
 
-async def _cli(*args: str, env: dict[str, str]) -> tuple[int, str, str]:
-    proc = await asyncio.create_subprocess_exec(CLI, *args, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    out, err = await asyncio.wait_for(proc.communicate(), 60)
-    assert proc.returncode is not None
-    return proc.returncode, out.decode(), err.decode()
-
-
 async def _count(env: dict[str, str]) -> int:
-    code, out, err = await _cli("sql", "--format", "csv", "SELECT count() FROM {table} FINAL", env=env)
+    code, out, err = await cli("sql", "--format", "csv", "SELECT count() FROM {table} FINAL", env=env)
     assert code == 0, err
     return int(out.splitlines()[1])
 
@@ -101,8 +90,7 @@ async def test_sql_during_a_live_run_sees_the_rows_grow(broker: LocalBroker, top
     `alerts backtest` and `report` answer; `migrate` and `forget` are refused in one line naming the monitor's pid;
     the address goes on stop."""
     data = tmp_path / "ch"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MONITOR_", "ALERTS_", "ANTHROPIC_"))}
-    env.update(
+    env = monitor_env(
         MONITOR_KAFKA_BOOTSTRAP_SERVERS=broker.bootstrap,
         MONITOR_KAFKA_TOPICS=topic,
         MONITOR_KAFKA_GROUP_ID=f"reader-{topic}",
@@ -126,17 +114,17 @@ async def test_sql_during_a_live_run_sees_the_rows_grow(broker: LocalBroker, top
             return await _count(env) == 65
 
         await wait_for(second_batch, 60, "65 rows, read by `sql` while `run` holds the store")
-        code, out, err = await _cli("alerts", "check", "--json", env=env)
+        code, out, err = await cli("alerts", "check", "--json", env=env)
         assert code == 0 and out.strip(), err
-        code, _, err = await _cli("alerts", "backtest", "--since=-10m", "--step", "1m", env=env)
+        code, _, err = await cli("alerts", "backtest", "--since=-10m", "--step", "1m", env=env)
         assert code == 0, err
-        code, _, err = await _cli("report", "--since=-7d", "--out", str(tmp_path / "report.html"), env=env)
+        code, _, err = await cli("report", "--since=-7d", "--out", str(tmp_path / "report.html"), env=env)
         assert code == 0 and "support-bot" in (tmp_path / "report.html").read_text(encoding="utf-8"), err
         assert service.pid is not None
-        code, out, err = await _cli("sql", "--format", "csv", "SELECT any(event_id) FROM {table}", env=env)
+        code, out, err = await cli("sql", "--format", "csv", "SELECT any(event_id) FROM {table}", env=env)
         assert code == 0, err
         for args in (("migrate",), ("forget", "--event-id", out.splitlines()[1])):
-            code, _, err = await _cli(*args, env=env)
+            code, _, err = await cli(*args, env=env)
             assert code != 0 and len(err.strip().splitlines()) == 1 and f"pid {service.pid}" in err, (args, err)
         service.send_signal(signal.SIGTERM)
         await asyncio.wait_for(service.communicate(), 30)

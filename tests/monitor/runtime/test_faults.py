@@ -19,8 +19,7 @@ from monitor.runtime.store import AsyncStore
 from schemas.errors import DecodeError
 from schemas.events import KafkaPosition
 from tests.fake_messages_api import FakeMessagesAPI, Reply, overloaded, server_error, slow
-from tests.harness import RunningPipeline, all_committed, committed_offsets, count_rows, produce_values, read_all, wait_for
-from tests.monitor.cli.test_main import CLI, cli, monitor_env
+from tests.harness import CLI, RunningPipeline, all_committed, cli, committed_offsets, count_rows, monitor_env, produce_values, read_all, wait_for
 
 pytestmark = pytest.mark.slow
 

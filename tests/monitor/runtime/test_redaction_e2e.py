@@ -15,8 +15,7 @@ from monitor.devtools.localbroker import LocalBroker
 from monitor.privacy.redactor import RECOGNIZERS_VERSION
 from monitor.runtime.store import AsyncStore
 from tests.fake_messages_api import FakeMessagesAPI
-from tests.harness import RunningPipeline, all_committed, produce_values, wait_for
-from tests.monitor.cli.test_main import monitor_env
+from tests.harness import RunningPipeline, all_committed, monitor_env, produce_values, wait_for
 from tests.monitor.runtime.test_faults import MonitorProcess
 
 # (kind, value): one or more formats of every kind, planted in questions, responses and metadata values.
