@@ -7,14 +7,17 @@ Modules, bottom up:
 - `observations`: a metric's value, baseline and p-values for one segment
 - `metric_specs`: one `MetricSpec` per metric (direction, tests, columns, keys), the `SPECS` registry
 - `rules`: the YAML rules (pydantic)
+- `outcomes`: why a rule or segment made no decision, as data and in plain words (pure)
 - `evaluator`: verdicts and state transitions (pure)
-- `queries`: the SQL of a rule's windows, and fetching it
+- `history`: a backtest's per-bucket history of a rule and a step's windows summed from it (pure)
+- `queries`: the SQL of a rule's windows (and of its history), and fetching it
+- `sources`: where an evaluation gets its data: the store per query, or a history read ahead
 - `baselines`: a new prompt version's or model's baseline borrowed from its parent's earlier history (pure)
 - `rollouts`: the newest version against the one before it, for rollout rules (pure)
 - `state`: alert state and the lease in ClickHouse
 - `notifiers`: webhook, Slack and Alertmanager
 - `prometheus`: the evaluator's own Prometheus metrics
 - `engine`: one evaluation round, and `AlertRunner` (evaluate, notify, save)
-- `backtest`: replaying rules over stored history
+- `backtest`: replaying rules over stored history, from histories read once
 
 The command line is `monitor.cli.alerts` (`relevancy-monitor alerts ...`)."""

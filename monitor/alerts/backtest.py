@@ -1,19 +1,29 @@
 """Replay rules over stored history: when each would have gone pending, fired and resolved. State is kept in
-memory only; the live `alert_state` table is never read or written."""
+memory only; the live `alert_state` table is never read or written.
+
+Each rule's history is read once for the whole range (`monitor.alerts.history`; rules that read the same
+segments, time column and grid share one query), and every step is evaluated from it in memory with the same
+decisions as `run` and `check`. A rule whose windows do not fall on a grid of whole minutes, or whose history
+cannot be read, is queried step by step as before (`per_step=True` does that for every rule)."""
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Literal
 
 from monitor.alerts.engine import SegmentResult, StateKey, evaluate_rules
 from monitor.alerts.evaluator import AlertState
-from monitor.alerts.queries import DEFAULT_TRAFFIC_TABLE
+from monitor.alerts.history import Grid, History, grid_for, read_range, scores_at, tail_counts_at, traffic_at, values_for, versions_at
+from monitor.alerts.outcomes import Newest
+from monitor.alerts.queries import DEFAULT_TRAFFIC_TABLE, fetch_score_history, fetch_traffic_history
 from monitor.alerts.rules import Rule, RuleSet
-from monitor.alerts.windows import SegmentKey, utc
+from monitor.alerts.sources import RuleData, StoreData
+from monitor.alerts.windows import SegmentData, SegmentKey, TailCounts, TrafficCounts, VersionStats, Windows, utc
 from monitor.runtime.store import ClickHouseStore
-from schemas.errors import BacktestError
+from schemas.errors import BacktestError, QueryError
 
 
 @dataclass
@@ -89,6 +99,20 @@ class BacktestReport:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """Where a backtest is: reading histories (`done` of `total` queries) or evaluating (`done` of `total` steps,
+    the last one at `at`)."""
+
+    phase: Literal["reading", "evaluating"]
+    done: int
+    total: int
+    at: datetime | None = None
+
+
+ProgressFn = Callable[[Progress], None]
+
+
 def run_backtest(
     store: ClickHouseStore,
     rules: RuleSet,
@@ -97,8 +121,12 @@ def run_backtest(
     step: timedelta,
     traffic_table: str = DEFAULT_TRAFFIC_TABLE,
     max_steps: int = 20_000,
+    *,
+    progress: ProgressFn | None = None,
+    per_step: bool = False,
 ) -> BacktestReport:
-    """Evaluate every rule at since, since+step, ... < until with in-memory state."""
+    """Evaluate every rule at since, since+step, ... < until with in-memory state; `progress` is told of each
+    history read and each step; `per_step` queries every rule at every step instead of reading histories."""
     since, until = utc(since), utc(until)
     if step.total_seconds() < 60:
         raise BacktestError("--step must be at least 1m")
@@ -106,20 +134,143 @@ def run_backtest(
         raise BacktestError("--until must be after --since")
     if (until - since) / step > max_steps:
         raise BacktestError(f"{int((until - since) / step)} steps: more than {max_steps}; use a larger --step")
+    times = backtest_times(since, until, step)
+    fallback = StoreData(store, traffic_table)
+    data: RuleData = fallback if per_step else read_history(store, rules.rules, times, step, fallback, traffic_table, progress)
     report = BacktestReport(since, until, step)
     states: dict[StateKey, AlertState] = {}
     open_: dict[StateKey, Episode] = {}
-    now = since
-    while now < until:
-        evaluation = evaluate_rules(store, rules, now, states, traffic_table)
+    for i, now in enumerate(times):
+        evaluation = evaluate_rules(store, rules, now, states, traffic_table, data=data)
         report.evaluations += 1
         for err in evaluation.errors:
             report.errors[err.rule.name] += 1
         for res in evaluation.results:
             _track(report, open_, res, now)
             states[res.state.key] = res.state
-        now += step
+        if progress is not None:
+            progress(Progress("evaluating", i + 1, len(times), now))
     return report
+
+
+def backtest_times(since: datetime, until: datetime, step: timedelta) -> list[datetime]:
+    """The evaluation times since, since + step, ... before `until`."""
+    out = []
+    now = since
+    while now < until:
+        out.append(now)
+        now += step
+    return out
+
+
+class HistoryData:
+    """`RuleData` from histories read before the first step (by rule name); what they do not cover (a rule
+    without a history, a window off its grid or outside what was read) is asked of `fallback`."""
+
+    def __init__(self, fallback: RuleData, scores: Mapping[str, History], traffic: Mapping[str, History]) -> None:
+        self.fallback = fallback
+        self._scores = dict(scores)
+        self._traffic = dict(traffic)
+
+    def _score_history(self, rule: Rule, windows: Windows, lookback: timedelta | None = None) -> tuple[History, list[int]] | None:
+        h = self._scores.get(rule.name)
+        bounds = h.bounds(windows, lookback=lookback) if h is not None else None
+        return (h, bounds) if h is not None and bounds is not None else None
+
+    def scores(self, rule: Rule, windows: Windows) -> dict[SegmentKey, SegmentData]:
+        """See `RuleData.scores`."""
+        found = self._score_history(rule, windows)
+        return scores_at(found[0], rule, windows, found[1]) if found else self.fallback.scores(rule, windows)
+
+    def versions(self, rule: Rule, windows: Windows) -> dict[SegmentKey, list[VersionStats]]:
+        """See `RuleData.versions`."""
+        found = self._score_history(rule, windows, rule.rollout.lookback if rule.rollout is not None else None)
+        return versions_at(found[0], rule, windows, found[1]) if found else self.fallback.versions(rule, windows)
+
+    def traffic(self, rule: Rule, windows: Windows) -> dict[SegmentKey, TrafficCounts]:
+        """See `RuleData.traffic`."""
+        h = self._traffic.get(rule.name)
+        bounds = h.bounds(windows) if h is not None else None
+        return traffic_at(h, rule, windows, bounds) if h is not None and bounds is not None else self.fallback.traffic(rule, windows)
+
+    def tail_counts(self, rule: Rule, windows: Windows, segment: SegmentKey, cutoff: float, threshold: float) -> TailCounts:
+        """See `RuleData.tail_counts`."""
+        found = self._score_history(rule, windows)
+        if found is None or found[0].values != "score":
+            return self.fallback.tail_counts(rule, windows, segment, cutoff, threshold)
+        return tail_counts_at(found[0], windows, found[1], segment, cutoff, threshold)
+
+    def newest(self, rule: Rule, before: datetime) -> Newest | None:
+        """Not looked up: a backtest reports episodes, not why a rule had no segment."""
+        return None
+
+
+@dataclass
+class _Read:
+    """One history query over [start, end) and the rules it serves."""
+
+    rules: list[Rule]
+    grid: Grid
+    start: datetime
+    end: datetime
+
+
+def read_history(
+    store: ClickHouseStore,
+    rules: Sequence[Rule],
+    times: Sequence[datetime],
+    step: timedelta,
+    fallback: RuleData,
+    traffic_table: str = DEFAULT_TRAFFIC_TABLE,
+    progress: ProgressFn | None = None,
+) -> HistoryData:
+    """Read the history every rule needs for evaluations at `times`, one query per distinct (table, segment keys,
+    time column, grid); a query that fails leaves its rules to `fallback`, step by step."""
+    scores: dict[tuple[object, ...], _Read] = {}
+    traffic: dict[tuple[object, ...], _Read] = {}
+    for rule in rules:
+        grid = grid_for(rule, times[0], step) if times else None
+        if grid is None:
+            continue
+        start, end = read_range(rule, times[0], times[-1])
+        phase = grid.origin_ms % grid.size_ms
+        reads_traffic = rule.source == "traffic" or rule.spec.needs_traffic
+        key: tuple[object, ...]
+        if rule.source == "scores":
+            key = (rule.spec.time_column, rule.key_fields, rule.low_score_below, values_for(rule), grid.size, phase)
+            _plan(scores, key, rule, grid, start, end)
+        if reads_traffic:
+            key = (tuple(k for k in rule.key_fields if k != "judge_id"), grid.size, phase)
+            _plan(traffic, key, rule, grid, start, end)
+    total, done = len(scores) + len(traffic), 0
+    score_histories: dict[str, History] = {}
+    traffic_histories: dict[str, History] = {}
+    for plans, out, is_traffic in ((scores, score_histories, False), (traffic, traffic_histories, True)):
+        for r in plans.values():
+            grid = r.grid.covering(r.start)
+            try:
+                if is_traffic:
+                    h = fetch_traffic_history(store, r.rules[0], traffic_table, grid, r.start, r.end)
+                else:
+                    h = fetch_score_history(store, r.rules[0], grid, r.start, r.end)
+            except QueryError:
+                h = None  # step by step instead: each step then reports the rule's error, as `run` would
+            if h is not None:
+                out.update({rule.name: h for rule in r.rules})
+            done += 1
+            if progress is not None:
+                progress(Progress("reading", done, total))
+    return HistoryData(fallback, score_histories, traffic_histories)
+
+
+def _plan(plans: dict[tuple[object, ...], _Read], key: tuple[object, ...], rule: Rule, grid: Grid, start: datetime, end: datetime) -> None:
+    # Rules with the same key read the same sums on grids of the same size and phase: one query covers them all.
+    r = plans.get(key)
+    if r is None:
+        plans[key] = _Read([rule], grid, start, end)
+    else:
+        r.rules.append(rule)
+        r.start, r.end = min(r.start, start), max(r.end, end)
 
 
 def _track(report: BacktestReport, open_: dict[StateKey, Episode], res: SegmentResult, now: datetime) -> None:

@@ -7,7 +7,7 @@ import dataclasses
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 import structlog
@@ -16,12 +16,14 @@ from monitor.alerts.baselines import with_parent_baselines
 from monitor.alerts.evaluator import AlertState, NoticeKind, Verdict, decide, notification_due, segment_key_json, step
 from monitor.alerts.notifiers import AlertMessage, Notifier
 from monitor.alerts.observations import Observation, observe
+from monitor.alerts.outcomes import EmptyRule, Gap
 from monitor.alerts.prometheus import AlertMetrics
-from monitor.alerts.queries import DEFAULT_TRAFFIC_TABLE, examples_sql, fetch_scores, fetch_tail_counts, fetch_traffic, fetch_versions
-from monitor.alerts.rollouts import pair_newest
+from monitor.alerts.queries import DEFAULT_TRAFFIC_TABLE, examples_sql
+from monitor.alerts.rollouts import pair_newest, without_rollout
 from monitor.alerts.rules import Rule, RuleSet
+from monitor.alerts.sources import RuleData, StoreData
 from monitor.alerts.state import Lease, StateStore
-from monitor.alerts.windows import SegmentData, SegmentKey, TrafficCounts, Windows, WindowStats, windows_for
+from monitor.alerts.windows import SegmentData, SegmentKey, TrafficCounts, VersionStats, Windows, WindowStats, windows_for
 from monitor.runtime.health import Health, HealthServer
 from monitor.runtime.store import ClickHouseStore
 from schemas.errors import NotifyError, QueryError, StoreError
@@ -51,31 +53,62 @@ class RuleError:
 
 
 @dataclass(frozen=True, slots=True)
+class RoundCounts:
+    """What one evaluation found, in numbers (for the `run --once` summary and the per-round log line)."""
+
+    rules: int
+    segments: int
+    firing: int
+    pending: int
+    resolved: int  # segments that resolved in this evaluation
+    newly_firing: int  # segments that started firing in this evaluation
+    no_decision: int  # segments with too little data to decide on
+    empty_rules: int  # rules without any segment
+    rule_errors: int
+
+
+@dataclass(frozen=True, slots=True)
 class Evaluation:
     """The outcome of evaluating every rule once."""
 
     now: datetime
     results: list[SegmentResult]
     errors: list[RuleError]
+    empty: list[EmptyRule] = field(default_factory=list)  # rules without segments, and why
 
     def states(self) -> dict[StateKey, AlertState]:
         """The new states by key."""
         return {r.state.key: r.state for r in self.results}
 
+    def counts(self) -> RoundCounts:
+        """How many rules, segments, and segments in each state."""
+        res = self.results
+        return RoundCounts(
+            rules=len({r.rule.name for r in res} | {e.rule.name for e in self.empty} | {e.rule.name for e in self.errors}),
+            segments=len(res),
+            firing=sum(1 for r in res if r.state.state == "firing"),
+            pending=sum(1 for r in res if r.state.state == "pending"),
+            resolved=sum(1 for r in res if r.state.state == "resolved" and r.previous is not None and r.previous.state == "firing"),
+            newly_firing=sum(1 for r in res if r.state.state == "firing" and (r.previous is None or r.previous.state != "firing")),
+            no_decision=sum(1 for r in res if not r.verdict.sufficient),
+            empty_rules=len(self.empty),
+            rule_errors=len(self.errors),
+        )
 
-def collect(store: ClickHouseStore, rule: Rule, windows: Windows, traffic_table: str) -> dict[SegmentKey, SegmentData]:
+
+def collect(data: RuleData, rule: Rule, windows: Windows) -> dict[SegmentKey, SegmentData]:
     """Per-segment data of `rule` for `windows` (scores, traffic, or both; for rollout rules the newest version
     against the one before it), with parent baselines for segments without enough history of their own."""
     if rule.spec.compares_versions:
-        return pair_newest(rule, fetch_versions(store, rule, windows))
+        return pair_newest(rule, data.versions(rule, windows))
     if rule.source == "traffic":
-        return {k: _traffic_only(t, windows) for k, t in fetch_traffic(store, rule, windows, traffic_table).items()}
-    data = fetch_scores(store, rule, windows)
+        return {k: _traffic_only(t, windows) for k, t in data.traffic(rule, windows).items()}
+    scores = data.scores(rule, windows)
     if not rule.spec.needs_traffic:
-        return with_parent_baselines(rule, data)
-    traffic = fetch_traffic(store, rule, windows, traffic_table)
+        return with_parent_baselines(rule, scores)
+    traffic = data.traffic(rule, windows)
     empty = SegmentData(WindowStats(windows.current_seconds), WindowStats(windows.baseline_seconds))
-    return {key: _with_traffic(data.get(key) or empty, traffic.get(key)) for key in set(data) | set(traffic)}
+    return {key: _with_traffic(scores.get(key) or empty, traffic.get(key)) for key in set(scores) | set(traffic)}
 
 
 def _traffic_only(t: TrafficCounts, windows: Windows) -> SegmentData:
@@ -94,32 +127,66 @@ def _with_traffic(d: SegmentData, t: TrafficCounts | None) -> SegmentData:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class RuleOutcome:
+    """One rule after an evaluation: its segments, or why it had none."""
+
+    results: list[SegmentResult]
+    empty: EmptyRule | None = None
+
+
 def evaluate_rule(
-    store: ClickHouseStore, rule: Rule, now: datetime, previous: Mapping[StateKey, AlertState], traffic_table: str = DEFAULT_TRAFFIC_TABLE
+    store: ClickHouseStore,
+    rule: Rule,
+    now: datetime,
+    previous: Mapping[StateKey, AlertState],
+    traffic_table: str = DEFAULT_TRAFFIC_TABLE,
+    *,
+    data: RuleData | None = None,
 ) -> list[SegmentResult]:
-    """Evaluate one rule at `now` against the previous states; raises `QueryError`."""
+    """Evaluate one rule at `now` against the previous states (data from `data`, else the store); raises `QueryError`."""
+    return assess_rule(data or StoreData(store, traffic_table), rule, now, previous).results
+
+
+def assess_rule(data: RuleData, rule: Rule, now: datetime, previous: Mapping[StateKey, AlertState]) -> RuleOutcome:
+    """Evaluate one rule at `now`: its segments' results, or, when it has none, why; raises `QueryError`."""
     windows = windows_for(rule, now)
-    data = collect(store, rule, windows, traffic_table)
+    versions = data.versions(rule, windows) if rule.spec.compares_versions else {}
+    segments = pair_newest(rule, versions) if rule.spec.compares_versions else collect(data, rule, windows)
     mine = {s.segment: s for s in previous.values() if s.rule == rule.name}
     # Segments that vanished while active stay in play: they are held, never silently dropped.
-    keys = set(data) | {seg for seg, s in mine.items() if s.active}
+    keys = set(segments) | {seg for seg, s in mine.items() if s.active}
     results = []
     for segment in sorted(keys):
-        obs = observe(rule, segment, data.get(segment))
+        obs = observe(rule, segment, segments.get(segment))
         verdict = decide(rule, obs)
-        if segment not in data and not rule.spec.silence:
+        if segment not in segments and not rule.spec.silence:
             # Gone from the window and the baseline (a replaced judge or retired prompt version): its alert
             # resolves here, while silence of real traffic is what the no_data rules page on.
             verdict = Verdict(False, False, True, rule.spec.retired_note)
         if rule.spec.tail_counts and obs.test and obs.sufficient and _tail_candidate(rule, obs, mine.get(segment)):
             thr = rule.condition.threshold.fire if rule.condition.threshold is not None else 0.0
             cutoff = obs.baseline if obs.baseline is not None else thr
-            tail = fetch_tail_counts(store, rule, windows, segment, cutoff, thr)
-            obs = observe(rule, segment, data.get(segment), tail)
+            tail = data.tail_counts(rule, windows, segment, cutoff, thr)
+            obs = observe(rule, segment, segments.get(segment), tail)
             verdict = decide(rule, obs)
         prev = mine.get(segment)
         results.append(SegmentResult(rule, obs, verdict, prev, step(rule, prev, obs, verdict, now), windows))
-    return results
+    return RuleOutcome(results, None if results else _why_empty(data, rule, windows, now, versions))
+
+
+def _why_empty(data: RuleData, rule: Rule, windows: Windows, now: datetime, versions: Mapping[SegmentKey, Sequence[VersionStats]]) -> EmptyRule:
+    """Why `rule` found no segment: versions but no rollout among them, an empty table, or no rows in its windows."""
+    if versions:
+        single, together = without_rollout(rule, versions)
+        return EmptyRule(rule, windows, Gap.NO_ROLLOUT, single_version=single, started_together=together)
+    try:
+        newest = data.newest(rule, now)
+    except (QueryError, StoreError):
+        newest = None  # the explanation is worth less than the round: say less rather than fail the rule
+    if newest is not None and newest.at is None:
+        return EmptyRule(rule, windows, Gap.TRAFFIC_EMPTY if rule.source == "traffic" else Gap.STORE_EMPTY, newest)
+    return EmptyRule(rule, windows, Gap.NO_ROWS, newest)
 
 
 def _tail_candidate(rule: Rule, obs: Observation, prev: AlertState | None) -> bool:
@@ -133,18 +200,37 @@ def evaluate_rules(
     now: datetime,
     previous: Mapping[StateKey, AlertState],
     traffic_table: str = DEFAULT_TRAFFIC_TABLE,
+    *,
+    data: RuleData | None = None,
 ) -> Evaluation:
-    """Evaluate every rule; a rule that fails is reported in `errors` and its states are kept as they were."""
+    """Evaluate every rule (data from `data`, else one query per rule against the store); a rule that fails is
+    reported in `errors` and its states are kept as they were, a rule without segments in `empty` with the reason."""
+    source = data or StoreData(store, traffic_table)
     rule_list = rules.rules if isinstance(rules, RuleSet) else list(rules)
     results: list[SegmentResult] = []
     errors: list[RuleError] = []
+    empty: list[EmptyRule] = []
     for rule in rule_list:
         try:
-            results.extend(evaluate_rule(store, rule, now, previous, traffic_table))
+            outcome = assess_rule(source, rule, now, previous)
         except (QueryError, StoreError) as e:
             log.warning("alert rule failed", rule=rule.name, error=str(e))
             errors.append(RuleError(rule, str(e)))
-    return Evaluation(now, results, errors)
+            continue
+        results.extend(outcome.results)
+        if outcome.empty is not None:
+            empty.append(outcome.empty)
+    return Evaluation(now, results, errors, empty)
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """What one notifier was given in a round: alerts delivered, alerts whose delivery failed, and the error."""
+
+    notifier: str
+    sent: int = 0
+    failed: int = 0
+    error: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +242,20 @@ class RoundReport:
     sent: int = 0
     failed: int = 0
     saved: int = 0
+    deliveries: tuple[Delivery, ...] = ()  # one per configured notifier, in their order
+
+    def log_fields(self) -> dict[str, object]:
+        """The round in numbers, for one structured log line (counts and notifier names only, no text)."""
+        if self.evaluation is None:
+            return {"leader": self.leader}
+        return {
+            "leader": self.leader,
+            **dataclasses.asdict(self.evaluation.counts()),
+            "sent": self.sent,
+            "failed": self.failed,
+            "saved": self.saved,
+            "notifications": {d.notifier: {"sent": d.sent, "failed": d.failed} for d in self.deliveries},
+        }
 
 
 class AlertRunner:
@@ -194,18 +294,19 @@ class AlertRunner:
             self.metrics.rule_errors.labels(err.rule.name).inc()
         states = {**previous, **evaluation.states()}
         by_key = {r.state.key: r for r in evaluation.results}
-        states, sent, failed = self._notify(states, by_key, now)
+        states, deliveries = self._notify(states, by_key, now)
         changed = [s for k, s in states.items() if s.rule in self._rules_by_name and _worth_saving(s, previous.get(k))]
         saved = self.state_store.save(changed, now)
         self._export(states)
         self.metrics.rounds.inc()
         self.metrics.last_round.set(now.timestamp())
-        return RoundReport(True, evaluation, sent, failed, saved)
+        sent, failed = sum(d.sent for d in deliveries), sum(d.failed for d in deliveries)
+        return RoundReport(True, evaluation, sent, failed, saved, tuple(deliveries))
 
     def _notify(
         self, states: dict[StateKey, AlertState], results: Mapping[StateKey, SegmentResult], now: datetime
-    ) -> tuple[dict[StateKey, AlertState], int, int]:
-        sent = failed = 0
+    ) -> tuple[dict[StateKey, AlertState], list[Delivery]]:
+        deliveries: list[Delivery] = []
         states = dict(states)
         for notifier in self.notifiers:
             batch: list[tuple[StateKey, AlertMessage]] = []
@@ -217,15 +318,16 @@ class AlertRunner:
                 if kind is not None:
                     batch.append((key, self._message(kind, rule, s, results.get(key), now)))
             if not batch:
+                deliveries.append(Delivery(notifier.name))
                 continue
             try:
                 notifier.send([m for _, m in batch])
             except NotifyError as e:
-                failed += len(batch)
+                deliveries.append(Delivery(notifier.name, failed=len(batch), error=str(e)))
                 self.metrics.notifications.labels(notifier.name, "failed").inc(len(batch))
                 log.error("alert notification failed", notifier=notifier.name, alerts=len(batch), error=str(e))
                 continue
-            sent += len(batch)
+            deliveries.append(Delivery(notifier.name, sent=len(batch)))
             self.metrics.notifications.labels(notifier.name, "sent").inc(len(batch))
             for key, m in batch:
                 s = states[key]
@@ -233,7 +335,7 @@ class AlertRunner:
                 told = m.kind != "repeat" or not notifier.resend_while_firing
                 states[key] = dataclasses.replace(s, notified=delivered, last_notified_at=now if told else s.last_notified_at)
                 log.info("alert notified", notifier=notifier.name, kind=m.kind, rule=s.rule, segment=dict(s.segment))
-        return states, sent, failed
+        return states, deliveries
 
     def _message(self, kind: NoticeKind, rule: Rule, s: AlertState, result: SegmentResult | None, now: datetime) -> AlertMessage:
         windows = result.windows if result is not None else windows_for(rule, now)
@@ -279,9 +381,7 @@ class AlertRunner:
                     report = self.run_once(started)
                     health.store_answered = True
                     health.mark("store", True)
-                    if report.leader and report.evaluation is not None:
-                        firing = sum(1 for r in report.evaluation.results if r.state.state == "firing")
-                        log.info("alert round", firing=firing, sent=report.sent, failed=report.failed, rule_errors=len(report.evaluation.errors))
+                    log.info("alert round" if report.leader else "alert round skipped: another replica leads", **report.log_fields())
                 except (StoreError, QueryError) as e:
                     health.mark("store", False, str(e)[:200])
                     log.error("alert round failed", error=str(e))

@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Literal
 
 from monitor.alerts.observations import Observation
+from monitor.alerts.outcomes import Gap, Shortfall
 from monitor.alerts.rules import Rule
 from monitor.alerts.windows import SegmentKey
 
@@ -27,6 +28,7 @@ class Verdict:
     bad: bool
     sufficient: bool
     reason: str = ""
+    shortfalls: tuple[Shortfall, ...] = ()  # when not sufficient: why, as data
 
 
 def _beyond(value: float, level: float, direction: str) -> bool:
@@ -36,7 +38,7 @@ def _beyond(value: float, level: float, direction: str) -> bool:
 def decide(rule: Rule, obs: Observation) -> Verdict:
     """The verdict on one observation of `rule`."""
     if not obs.sufficient or obs.value is None:
-        return Verdict(False, False, False, obs.note or "insufficient data")
+        return Verdict(False, False, False, obs.note or "insufficient data", obs.shortfalls or (Shortfall(Gap.NO_VALUE),))
     if rule.spec.silence:
         return _silence_verdict(rule, obs, obs.value)
     return _condition_verdict(rule, obs, obs.value)
@@ -83,7 +85,7 @@ def _condition_verdict(rule: Rule, obs: Observation, value: float) -> Verdict:
             if f:
                 reasons.append(f"changed by {rel:.1%} (>= {cond.relative_change.fire:.0%})")
     if not fires:
-        return Verdict(False, False, False, "no baseline")
+        return Verdict(False, False, False, "no baseline", (Shortfall(Gap.NO_BASELINE),))
     combine = any if cond.combine == "any" else all
     fire, bad = combine(fires), combine(bads)
     if reasons and not fire and obs.test:

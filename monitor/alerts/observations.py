@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from monitor.alerts import stats
+from monitor.alerts.outcomes import Gap, Shortfall, describe_shortfalls
 from monitor.alerts.windows import BaselineSource, SegmentData, SegmentKey, TailCounts, WeightedSums, WindowStats
 
 if TYPE_CHECKING:
@@ -33,6 +34,7 @@ class Observation:
     note: str = ""  # why the data is insufficient, or other context
     judge: str = ""
     baseline_from: BaselineSource | None = None  # None: the segment's own history
+    shortfalls: tuple[Shortfall, ...] = ()  # why it is insufficient, as data (the note says it in words)
 
     @property
     def p_value(self) -> float | None:
@@ -50,17 +52,18 @@ class Reading:
     n_baseline: int
     p_change: float | None = None
     p_threshold: float | None = None
-    notes: tuple[str, ...] = ()
+    gaps: tuple[Shortfall, ...] = ()  # what the metric found missing beyond the sample sizes
 
 
 def observe(rule: Rule, segment: SegmentKey, data: SegmentData | None, tail: TailCounts | None = None) -> Observation:
     """The observation of `rule` for `segment`; `data` None means the segment had no rows in any window."""
     if data is None:
-        return Observation(rule.name, segment, None, None, 0, 0, sufficient=False, note="no rows in the window or the baseline")
+        gone = (Shortfall(Gap.NO_ROWS),)
+        return Observation(rule.name, segment, None, None, 0, 0, sufficient=False, note=describe_shortfalls(gone, rule), shortfalls=gone)
     spec = rule.spec
     testing = rule.test == "auto" and bool(spec.tests)
     r = spec.read(rule, data, tail, testing)
-    sufficient, notes = _silence_sufficiency(rule, r) if spec.silence else _sufficiency(rule, r)
+    shortfalls = _silence_shortfalls(rule, r) if spec.silence else _shortfalls(rule, r)
     return Observation(
         rule=rule.name,
         segment=segment,
@@ -68,38 +71,34 @@ def observe(rule: Rule, segment: SegmentKey, data: SegmentData | None, tail: Tai
         baseline=r.baseline,
         n_current=r.n_current,
         n_baseline=r.n_baseline,
-        sufficient=sufficient,
+        sufficient=not shortfalls,
         p_change=r.p_change,
         p_threshold=r.p_threshold,
         test=spec.test_label if testing else "",
-        note="; ".join(notes),
+        note=describe_shortfalls(shortfalls, rule),
         judge=data.judge,
         baseline_from=data.baseline_from,
+        shortfalls=shortfalls,
     )
 
 
-def _sufficiency(rule: Rule, r: Reading) -> tuple[bool, list[str]]:
-    """Whether `r` rests on enough events to decide on, and the notes saying why not."""
-    notes = list(r.notes)
-    sufficient = True
+def _shortfalls(rule: Rule, r: Reading) -> tuple[Shortfall, ...]:
+    """Why `r` does not rest on enough events to decide on; () when it does."""
+    out = list(r.gaps)
     if rule.spec.min_events_apply and r.n_current < rule.min_events:
-        sufficient = False
-        notes.append(f"{r.n_current} < min_events {rule.min_events} in the window")
-    if r.value is None:
-        sufficient = False
-        if not notes:
-            notes.append("no value in the window")
+        out.append(Shortfall(Gap.FEW_EVENTS, r.n_current, rule.min_events))
+    if r.value is None and not out:
+        out.append(Shortfall(Gap.NO_VALUE))
     if rule.condition.uses_baseline and (r.n_baseline < rule.min_baseline_events or r.baseline is None):
-        sufficient = False
-        notes.append(f"{r.n_baseline} < min_baseline_events {rule.min_baseline_events} in the baseline")
-    return sufficient, notes
+        out.append(Shortfall(Gap.FEW_BASELINE_EVENTS, r.n_baseline, rule.min_baseline_events))
+    return tuple(out)
 
 
-def _silence_sufficiency(rule: Rule, r: Reading) -> tuple[bool, list[str]]:
+def _silence_shortfalls(rule: Rule, r: Reading) -> tuple[Shortfall, ...]:
     """Silence is only evidence where the baseline had enough events to expect some now."""
     if r.n_current == 0 and r.n_baseline < rule.min_baseline_events:
-        return False, [*r.notes, f"silent, and the baseline has {r.n_baseline} < {rule.min_baseline_events} events"]
-    return True, list(r.notes)
+        return (*r.gaps, Shortfall(Gap.SILENT_FEW_BASELINE, r.n_baseline, rule.min_baseline_events))
+    return ()
 
 
 # ---- one reading per metric (named by its MetricSpec) -----------------------------------------------------
@@ -175,7 +174,7 @@ def read_coverage(rule: Rule, data: SegmentData, tail: TailCounts | None, testin
     cur, base = data.current, data.baseline
     n_cur, n_base = cur.sampled or 0, base.sampled or 0
     r = _share(rule, testing, min(cur.events, n_cur), n_cur, min(base.events, n_base), n_base)
-    return r if cur.sampled is not None else _with_note(r, "no traffic counts for this segment")
+    return r if cur.sampled is not None else dataclasses.replace(r, gaps=(*r.gaps, Shortfall(Gap.NO_TRAFFIC_COUNTS)))
 
 
 def read_judged_volume(rule: Rule, data: SegmentData, tail: TailCounts | None, testing: bool) -> Reading:
@@ -266,7 +265,3 @@ def _share(rule: Rule, testing: bool, k_cur: int, n_cur: int, k_base: int, n_bas
         if thr is not None:
             p_thr = stats.one_proportion_score_test(k_cur, n_cur, thr.fire, alt)
     return Reading(value, baseline, n_cur, n_base, p_change, p_thr)
-
-
-def _with_note(r: Reading, note: str) -> Reading:
-    return dataclasses.replace(r, notes=(*r.notes, note))

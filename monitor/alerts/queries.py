@@ -7,11 +7,11 @@ validated identifiers only."""
 
 from __future__ import annotations
 
-import math
 import re
 from datetime import datetime
 from typing import Any
 
+from monitor.alerts.history import SCORE_SUMS, TRAFFIC_SUMS, Grid, History, ValuesOf, build_history, values_for
 from monitor.alerts.rules import Rule
 from monitor.alerts.windows import (
     SegmentData,
@@ -19,11 +19,11 @@ from monitor.alerts.windows import (
     TailCounts,
     TrafficCounts,
     VersionStats,
-    WeightedSums,
     Windows,
     WindowStats,
     baseline_exposure,
     utc,
+    window_stats,
 )
 from monitor.runtime.store import ClickHouseStore
 from schemas.errors import QueryError, StoreError
@@ -38,13 +38,6 @@ def _ident(name: str) -> str:
     if not _IDENT.match(name):
         raise ValueError(f"{name!r} is not a plain identifier")
     return name
-
-
-def _num(value: Any) -> float | None:
-    if value is None:
-        return None
-    f = float(value)
-    return f if math.isfinite(f) else None
 
 
 def _window_predicate(column: str, names: list[tuple[str, str]]) -> str:
@@ -225,30 +218,7 @@ def fetch_versions(store: ClickHouseStore, rule: Rule, windows: Windows) -> dict
 
 
 def _stats(values: tuple[Any, ...], seconds: float) -> WindowStats:
-    v = dict(zip((name for name, _ in _SCORE_AGGS), values, strict=True))
-    rows = int(v["rows"])
-    ok = int(v["ok"])
-    return WindowStats(
-        seconds=seconds,
-        rows=rows,
-        ok=ok,
-        errors=int(v["errors"]),
-        weighted=_weighted(v) if ok else WeightedSums(),
-        p10=_num(v["p10"]) if ok else None,
-        lag_p90=_num(v["lag_p90"]) if rows else None,
-        cost=_num(v["cost"]) or 0.0,
-        events=int(v["events"]),
-    )
-
-
-def _weighted(v: dict[str, Any]) -> WeightedSums:
-    # sumIf over a Nullable score is NULL where no row matched: nothing, so 0.
-    def total(name: str) -> float:
-        return _num(v[name]) or 0.0
-
-    return WeightedSums(
-        weight=total("weight"), weight_sq=total("weight_sq"), score=total("w_score"), score_sq=total("w_score_sq"), low=total("w_low")
-    )
+    return window_stats(dict(zip((name for name, _ in _SCORE_AGGS), values, strict=True)), seconds)
 
 
 def fetch_traffic(store: ClickHouseStore, rule: Rule, windows: Windows, traffic_table: str) -> dict[SegmentKey, TrafficCounts]:
@@ -286,6 +256,68 @@ def fetch_tail_counts(store: ClickHouseStore, rule: Rule, windows: Windows, segm
     )
     row = _run(store, sql, params)[0]
     return TailCounts(cutoff, int(row[0]), int(row[1]), int(row[2]))
+
+
+# ---- a whole backtest's history per bucket (monitor.alerts.history) ---------------------------------------------
+
+
+def history_sql(
+    rule: Rule, database: str, table: str, grid: Grid, start: datetime, end: datetime, values: ValuesOf | None
+) -> tuple[str, dict[str, Any]]:
+    """SQL and parameters of a rule's history: per grid bucket and segment over [start, end), the same sums as
+    `scores_sql` (`history.SCORE_SUMS`), the bucket's first row time, and the raw values when `values` asks."""
+    col = rule.spec.time_column
+    keys = list(rule.key_fields)
+    aggs = dict(_SCORE_AGGS)
+    select = [f"intDiv(toUnixTimestamp64Milli({col}) - {{origin:Int64}}, {{size:Int64}}) AS bucket", *keys]
+    if "judge_id" in keys:
+        select.append("any(judge) AS judge_name")
+    select += [f"{aggs[name].format(w='1')} AS s_{name}" for name in SCORE_SUMS]  # prefixed: `weight` is a column
+    select.append(f"toUnixTimestamp64Milli(min({col})) AS first_ms")
+    if values == "score":
+        select.append("groupArrayIf(assumeNotNull(score), status = 'ok') AS vals")
+    elif values == "lag":
+        select.append("groupArray(lag_s) AS vals")
+    sql = (
+        f"SELECT {', '.join(select)}\n"
+        f"FROM (\n"
+        f"  SELECT *, {_ROW_COLUMNS}\n"
+        f"  FROM {_ident(database)}.{_ident(table)} FINAL\n"
+        f"  WHERE {col} >= {{start:{_TS}}} AND {col} < {{end:{_TS}}}\n"
+        f")\n"
+        f"GROUP BY {', '.join(['bucket', *keys])}\n"
+        f"ORDER BY {', '.join([*keys, 'bucket'])}"
+    )
+    return sql, {"origin": grid.origin_ms, "size": grid.size_ms, "start": start, "end": end, "low": rule.low_score_below}
+
+
+def fetch_score_history(store: ClickHouseStore, rule: Rule, grid: Grid, start: datetime, end: datetime) -> History:
+    """The scores of `rule`'s segments over [start, end) per bucket of `grid` (which must start at or before `start`)."""
+    values = values_for(rule)
+    sql, params = history_sql(rule, store.database, store.table, grid, start, end, values)
+    return build_history(grid, start, end, rule.key_fields, SCORE_SUMS, _run(store, sql, params), values)
+
+
+def fetch_traffic_history(store: ClickHouseStore, rule: Rule, traffic_table: str, grid: Grid, start: datetime, end: datetime) -> History:
+    """The traffic counts of `rule`'s segments over [start, end) per bucket of `grid`."""
+    keys = [k for k in rule.key_fields if k != "judge_id"]
+    sql = (
+        f"SELECT intDiv(toInt64(toUnixTimestamp(minute)) * 1000 - {{origin:Int64}}, {{size:Int64}}) AS bucket, {''.join(k + ', ' for k in keys)}"
+        "sum(sampled), sum(consumed), count(), toInt64(toUnixTimestamp(min(minute))) * 1000\n"
+        f"FROM {_ident(store.database)}.{_ident(traffic_table)}\n"
+        f"WHERE minute >= {{start:{_TS}}} AND minute < {{end:{_TS}}}\n"
+        f"GROUP BY {', '.join(['bucket', *keys])}\n"
+        f"ORDER BY {', '.join([*keys, 'bucket'])}"
+    )
+    rows = _run(store, sql, {"origin": grid.origin_ms, "size": grid.size_ms, "start": start, "end": end})
+    return build_history(grid, start, end, keys, TRAFFIC_SUMS, rows, None)
+
+
+def fetch_newest(store: ClickHouseStore, table: str, column: str, before: datetime) -> datetime | None:
+    """The latest `column` of `table` at or before `before` (None when the table has no such row)."""
+    sql = f"SELECT max({_ident(column)}) FROM {_ident(store.database)}.{_ident(table)} WHERE {_ident(column)} <= {{before:{_TS}}} HAVING count() > 0"
+    rows = _run(store, sql, {"before": before})
+    return utc(rows[0][0]) if rows else None
 
 
 # ---- ready-made SQL for people ---------------------------------------------------------------------------

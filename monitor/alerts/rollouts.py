@@ -52,6 +52,18 @@ def newest_and_previous(rule: Rule, found: Sequence[VersionStats]) -> tuple[Vers
     return newest, (enough or earlier)[-1]
 
 
+def without_rollout(rule: Rule, versions: Mapping[SegmentKey, Sequence[VersionStats]]) -> tuple[int, int]:
+    """Of the segments with no rollout in the window: how many have a single version, and how many have versions
+    that all started within `rollout.min_gap` of the newest (both 0 for a rule without `rollout`)."""
+    single = together = 0
+    for found in versions.values():
+        if len(found) < 2:
+            single += 1
+        elif newest_and_previous(rule, found) is None:
+            together += 1
+    return single, together
+
+
 def _with_field(scope: SegmentKey, field: str, value: str) -> SegmentKey:
     fields = {**dict(scope), field: value}
     return tuple((k, fields[k]) for k in _KEY_ORDER if k in fields)

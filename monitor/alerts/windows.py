@@ -4,9 +4,11 @@ Imports no SQL, store or scipy module, so the pure modules (observations, evalua
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from monitor.alerts.rules import Rule
@@ -99,6 +101,39 @@ class WindowStats:
     events: int = 0  # distinct event ids (any judge)
     sampled: int | None = None  # from the traffic table (None: not read)
     consumed: int | None = None
+
+
+def finite(value: Any) -> float | None:
+    """`value` as a float, or None when it is NULL, NaN or infinite (ClickHouse's answer for an empty aggregate)."""
+    if value is None:
+        return None
+    f = float(value)
+    return f if math.isfinite(f) else None
+
+
+def window_stats(v: Mapping[str, Any], seconds: float) -> WindowStats:
+    """A window's stats from its named sums (`rows`, `ok`, `errors`, `weight`, `weight_sq`, `w_score`, `w_score_sq`,
+    `w_low`, `cost`, `events`, and `p10`, `lag_p90` when read); the one conversion of the per-step queries and
+    of the backtest's history, so both build the same stats from the same sums."""
+    rows = int(v["rows"])
+    ok = int(v["ok"])
+
+    def total(name: str) -> float:
+        # sumIf over a Nullable score is NULL where no row matched: nothing, so 0.
+        return finite(v[name]) or 0.0
+
+    weighted = WeightedSums(total("weight"), total("weight_sq"), total("w_score"), total("w_score_sq"), total("w_low"))
+    return WindowStats(
+        seconds=seconds,
+        rows=rows,
+        ok=ok,
+        errors=int(v["errors"]),
+        weighted=weighted if ok else WeightedSums(),
+        p10=finite(v.get("p10")) if ok else None,
+        lag_p90=finite(v.get("lag_p90")) if rows else None,
+        cost=total("cost"),
+        events=int(v["events"]),
+    )
 
 
 BaselineKind = Literal["parent", "previous_version"]

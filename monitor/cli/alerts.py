@@ -23,10 +23,10 @@ if TYPE_CHECKING:
     # Types only: each command imports what it runs, so building the parser stays cheap.
     from rich.console import Console
 
-    from monitor.alerts.backtest import BacktestReport, Episode, RuleSummary
-    from monitor.alerts.engine import Evaluation
+    from monitor.alerts.backtest import BacktestReport, Episode, Progress, RuleSummary
+    from monitor.alerts.engine import Evaluation, RoundReport
     from monitor.alerts.notifiers import Notifier
-    from monitor.alerts.rules import RuleSet
+    from monitor.alerts.rules import Rule, RuleSet
     from monitor.runtime.store import ClickHouseStore
 
 
@@ -39,45 +39,110 @@ def register(subparsers: Any) -> None:
     )
     sub = p.add_subparsers(dest="alerts_command", required=True, metavar="ACTION")
 
-    run = sub.add_parser("run", help="evaluate the rules every --interval, keep state in ClickHouse, notify")
+    run = sub.add_parser(
+        "run",
+        help="evaluate the rules every --interval, keep state in ClickHouse, notify",
+        description="Evaluate every rule each --interval, keep each segment's state in alert_state, and notify the webhook, Slack and "
+        "Alertmanager targets configured. Logs one line per round; with --once, prints what it evaluated and sent.",
+    )
     _common(run)
-    run.add_argument("--interval", default=None, help="time between rounds [env ALERTS_INTERVAL, default 1m]")
-    run.add_argument("--webhook-url", default=None, help="generic JSON webhook [env ALERTS_WEBHOOK_URL]")
-    run.add_argument("--slack-webhook-url", default=None, help="Slack-compatible incoming webhook [env ALERTS_SLACK_WEBHOOK_URL]")
-    run.add_argument("--alertmanager-url", default=None, help="Alertmanager base URL, alerts go to /api/v2/alerts [env ALERTS_ALERTMANAGER_URL]")
-    run.add_argument("--generator-url", default=None, help="link sent as generatorURL (a dashboard) [env ALERTS_GENERATOR_URL]")
-    run.add_argument("--notify-timeout", dest="notify_timeout_s", default=None, help="seconds per HTTP attempt [env ALERTS_NOTIFY_TIMEOUT_S]")
-    run.add_argument("--replica-id", default=None, help="name of this replica in the lease table (default host:pid:random)")
-    run.add_argument("--no-lease", action="store_true", help="do not take the lease (only when exactly one evaluator runs)")
-    run.add_argument("--metrics-port", default=None, help="Prometheus /metrics port, 0 = off [env ALERTS_METRICS_PORT]")
-    run.add_argument("--once", action="store_true", help="run one round and exit (cron)")
+    run.add_argument("--interval", default=None, metavar="DURATION", help=_alert_help("interval", "time between rounds (30s, 1m, 5m)"))
+    run.add_argument("--webhook-url", default=None, metavar="URL", help=_alert_help("webhook_url", "generic JSON webhook", secret=True))
+    run.add_argument(
+        "--slack-webhook-url",
+        default=None,
+        metavar="URL",
+        help=_alert_help("slack_webhook_url", "Slack-compatible incoming webhook", secret=True),
+    )
+    run.add_argument(
+        "--alertmanager-url",
+        default=None,
+        metavar="URL",
+        help=_alert_help("alertmanager_url", "Alertmanager base URL; alerts go to /api/v2/alerts"),
+    )
+    run.add_argument("--generator-url", default=None, metavar="URL", help=_alert_help("generator_url", "link sent as generatorURL (a dashboard)"))
+    run.add_argument(
+        "--notify-timeout",
+        dest="notify_timeout_s",
+        default=None,
+        metavar="SECONDS",
+        help=_alert_help("notify_timeout_s", "seconds per HTTP attempt of a notification (two retries on 429, 5xx and connection errors)"),
+    )
+    run.add_argument("--replica-id", default=None, metavar="NAME", help=_alert_help("replica_id", "name of this replica in the lease table"))
+    run.add_argument(
+        "--no-lease",
+        action="store_true",
+        help="evaluate without taking the lease in alert_leases: only when exactly one evaluator runs (default: take the lease)",
+    )
+    run.add_argument(
+        "--metrics-port", default=None, metavar="PORT", help=_alert_help("metrics_port", "Prometheus /metrics, /healthz and /readyz port", "0 (off)")
+    )
+    run.add_argument(
+        "--once", action="store_true", help="run one round, print what was evaluated and sent, and exit, for cron (default: rounds until SIGTERM)"
+    )
     run.set_defaults(func=cmd_run)
 
-    check = sub.add_parser("check", help="evaluate once and print every rule and segment (writes and notifies nothing)")
+    check = sub.add_parser(
+        "check",
+        help="evaluate once and print every rule and segment (writes and notifies nothing)",
+        description="Evaluate every rule once and print each rule and segment: state, value against baseline, sample sizes, p-value, and "
+        "why a segment or a whole rule could not be decided. Reads the stored alert state; writes and notifies nothing.",
+    )
     _common(check)
-    check.add_argument("--json", action="store_true", help="one JSON object per rule and segment")
-    check.add_argument("--fail-on-firing", action="store_true", help="exit 1 if any segment is firing (for CI)")
-    check.add_argument("--ignore-for", action="store_true", help="treat every rule's `for` as 0 (fire on the first bad round)")
-    check.add_argument("--no-state", action="store_true", help="ignore the stored alert state (start every segment inactive)")
-    check.add_argument("--at", default=None, help="evaluate as of this time: ISO 8601, or relative as --at=-2h; default now")
+    check.add_argument("--json", action="store_true", help="one JSON object per line for each rule and segment (default: a table)")
+    check.add_argument("--fail-on-firing", action="store_true", help="exit 1 if any segment is firing, for CI (default: exit 0)")
+    check.add_argument(
+        "--ignore-for", action="store_true", help="treat every rule's `for` as 0: fire on the first bad round (default: each rule's `for`)"
+    )
+    check.add_argument(
+        "--no-state", action="store_true", help="ignore the stored alert state, start every segment inactive (default: read alert_state)"
+    )
+    check.add_argument(
+        "--at", default=None, metavar="TIME", help="evaluate as of this time: ISO 8601 (UTC without offset) or relative as --at=-2h (default: now)"
+    )
     check.set_defaults(func=cmd_check)
 
-    bt = sub.add_parser("backtest", help="replay the rules over stored history; never touches the live alert state")
+    bt = sub.add_parser(
+        "backtest",
+        help="replay the rules over stored history; never touches the live alert state",
+        description="Evaluate the rules at every --step from --since to --until with state kept in memory, and print per rule the episodes "
+        "that fired, the pending ones that cleared, and the delay to firing. Progress goes to stderr.",
+    )
     _common(bt)
-    bt.add_argument("--since", required=True, help="start: ISO 8601, or relative as --since=-7d")
-    bt.add_argument("--until", default="now", help="end: ISO 8601, relative (--until=-1d), or now (default)")
-    bt.add_argument("--step", default="5m", help="time between evaluations (default 5m)")
-    bt.add_argument("--rule", action="append", default=None, help="only this rule (repeatable)")
-    bt.add_argument("--json", action="store_true", help="print the report as JSON")
+    bt.add_argument("--since", required=True, metavar="TIME", help="start: ISO 8601 (UTC without offset) or relative as --since=-7d (required)")
+    bt.add_argument("--until", default="now", metavar="TIME", help="end: ISO 8601, relative (--until=-1d), or now (default: now)")
+    bt.add_argument("--step", default="5m", metavar="DURATION", help="time between evaluations, at least 1m (default: 5m)")
+    bt.add_argument("--rule", action="append", default=None, metavar="NAME", help="only this rule; repeat for several (default: every rule)")
+    bt.add_argument("--json", action="store_true", help="print the report as one JSON object (default: tables)")
+    bt.add_argument(
+        "--per-step",
+        action="store_true",
+        help="query every rule at every step instead of reading each rule's history once: slow, to cross-check (default: off)",
+    )
     bt.set_defaults(func=cmd_backtest)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--rules", default=None, help="rules YAML [env ALERTS_RULES; default: the shipped default rules]")
-    p.add_argument("--traffic-table", default=None, help="traffic table in the database [env ALERTS_TRAFFIC_TABLE]")
-    p.add_argument("--clickhouse-url", default=None, help="[env MONITOR_CLICKHOUSE_URL]")
-    p.add_argument("--clickhouse-database", default=None, help="[env MONITOR_CLICKHOUSE_DATABASE]")
-    p.add_argument("--clickhouse-table", default=None, help="[env MONITOR_CLICKHOUSE_TABLE]")
+    from monitor.cli.flags import add_store_flags
+
+    p.add_argument("--rules", default=None, metavar="FILE", help=_alert_help("rules", "rules YAML file"))
+    p.add_argument(
+        "--traffic-table",
+        default=None,
+        metavar="NAME",
+        help=_alert_help("traffic_table", "table of consumed and sampled events per minute, in the database (coverage and upstream rules)"),
+    )
+    add_store_flags(p)
+
+
+def _alert_help(name: str, what: str, default: str | None = None, *, secret: bool = False) -> str:
+    """Help of an ALERTS_* flag: what it is, its variable and its default (the setting's own unless `default` says),
+    written like the MONITOR_* flags' (`monitor.cli.flags.setting_help`)."""
+    from monitor.devtools.config_reference import default_text
+
+    shown = default or default_text(AlertSettings.model_fields[name]) or "unset"
+    keep = "; keep it in the environment, flags show in ps" if secret else ""
+    return f"{what} [env ALERTS_{name.upper()}; default: {shown}{keep}]".replace("`", "").replace("%", "%%")
 
 
 # ---- helpers ---------------------------------------------------------------------------------------------
@@ -104,8 +169,9 @@ def alert_settings(ns: argparse.Namespace) -> AlertSettings:
 def _load(ns: argparse.Namespace) -> tuple[Settings, AlertSettings, RuleSet]:
     """Store settings, alert settings (flags over ALERTS_*) and rules; raises `ConfigError`."""
     from monitor.alerts.rules import load_rules
+    from monitor.cli.flags import STORE_SETTINGS
 
-    settings = load_settings(clickhouse_url=ns.clickhouse_url, clickhouse_database=ns.clickhouse_database, clickhouse_table=ns.clickhouse_table)
+    settings = load_settings(**{name: getattr(ns, name) for name in STORE_SETTINGS if getattr(ns, name, None) is not None})
     alert = alert_settings(ns)
     return settings, alert, load_rules(alert.rules)
 
@@ -179,11 +245,17 @@ def build_notifiers(alert: AlertSettings) -> list[Notifier]:
 
 
 def cmd_run(ns: argparse.Namespace) -> int:
-    """`alerts run`: rounds until SIGTERM/SIGINT."""
+    """`alerts run`: rounds until SIGTERM/SIGINT, or one round with --once."""
+    return run_alerts(ns)
+
+
+def run_alerts(ns: argparse.Namespace, out: IO[str] | None = None) -> int:
+    """Run the evaluator named by `ns`; with --once, print what the round evaluated and sent to `out`."""
     from monitor.alerts.engine import AlertRunner
     from monitor.alerts.state import LEASE_TABLE, STATE_TABLE
     from monitor.runtime.logs import configure_logging
 
+    out = out or sys.stdout
     settings, alert, rules = _load(ns)
     configure_logging(settings.log_format, settings.log_level)
     notifiers = build_notifiers(alert)
@@ -194,6 +266,7 @@ def cmd_run(ns: argparse.Namespace) -> int:
     try:
         if ns.once:
             report = runner.run_once()
+            out.write("\n".join(round_summary(report, runner.state_store.writer, [n.name for n in notifiers])) + "\n")
             return 0 if report.failed == 0 else 1
         stop = threading.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -202,6 +275,39 @@ def cmd_run(ns: argparse.Namespace) -> int:
         return 0
     finally:
         store.close()
+
+
+def round_summary(report: RoundReport, replica: str, notifiers: list[str]) -> list[str]:
+    """What one round evaluated and sent, in a few lines for people (`run --once`)."""
+    now = report.evaluation.now if report.evaluation is not None else datetime.now(UTC)
+    head = f"alerts run at {now.isoformat(timespec='seconds')} (replica {replica})"
+    if not report.leader or report.evaluation is None:
+        return [head, "not the leader: another replica holds the lease (alert_leases); nothing evaluated or sent"]
+    c = report.evaluation.counts()
+    quiet = c.segments - c.firing - c.pending - c.resolved
+    lines = [
+        head,
+        f"evaluated {_plural(c.rules, 'rule')}, {_plural(c.segments, 'segment')}: {c.firing} firing ({c.newly_firing} new), {c.pending} pending, "
+        f"{c.resolved} resolved this round, {quiet} quiet",
+        f"no decision (too little data): {_plural(c.no_decision, 'segment')}, and {_plural(c.empty_rules, 'rule')} without any segment"
+        " (`alerts check` says why)",
+    ]
+    lines += [f"rule {e.rule.name} failed: {e.error}" for e in report.evaluation.errors]
+    if not notifiers:
+        lines.append("no notifier configured: nothing sent (set --webhook-url, --slack-webhook-url or --alertmanager-url, or ALERTS_*)")
+        return lines
+    sent = []
+    for d in report.deliveries:
+        text = f"{d.notifier} {d.sent} sent"
+        if d.failed:
+            text += f", {d.failed} failed ({d.error})"
+        sent.append(text)
+    lines.append(f"notifications: {'; '.join(sent)}; state rows saved: {report.saved}")
+    return lines
+
+
+def _plural(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 # ---- check -------------------------------------------------------------------------------------------------
@@ -229,23 +335,24 @@ def run_check(ns: argparse.Namespace, out: IO[str] | None = None) -> int:
         evaluation = evaluate_rules(store, rules, now, previous, alert.traffic_table)
     finally:
         store.close()
-    rows = check_rows(evaluation)
+    rows = check_rows(evaluation, [r.name for r in rules.rules])
     if ns.json:
         for row in rows:
             out.write(json.dumps(row, default=str) + "\n")
     else:
-        _print_check(rows, now, out)
+        print_check(rows, now, _console(out))
     firing = any(r["state"] == "firing" for r in rows)
     return 1 if (ns.fail_on_firing and firing) else 0
 
 
 class CheckRow(TypedDict):
-    """One rule and segment of `alerts check` (or a rule whose data could not be read), as printed and as JSON."""
+    """One rule and segment of `alerts check` (or a rule without segments, or whose data could not be read), as
+    printed and as JSON."""
 
     rule: str
     severity: str
     metric: str
-    segment: dict[str, str]
+    segment: dict[str, str] | None  # None: the row is about the whole rule, which had no segment
     judge: str
     state: str  # the alert state, or "error"
     since: str | None
@@ -255,15 +362,21 @@ class CheckRow(TypedDict):
     n_baseline: int
     p_value: float | None
     test: str
-    sufficient: bool
-    note: str
+    sufficient: bool  # whether a decision was made
+    reason: str  # why no decision was made, in plain words ("" when one was)
+    no_decision: list[dict[str, Any]]  # the same as data: [{"gap": "few_baseline_events", "have": 0, "need": 200}]
+    window: dict[str, str]  # the current window evaluated, [start, end)
+    note: str  # the state's note: the verdict, and which baseline was used when not the segment's own
 
 
-def check_rows(evaluation: Evaluation) -> list[CheckRow]:
-    """One row per rule and segment (and per failed rule) for printing."""
+def check_rows(evaluation: Evaluation, order: list[str] | None = None) -> list[CheckRow]:
+    """One row per rule and segment, per rule without segments, and per failed rule, in the rules' `order`."""
+    from monitor.alerts.outcomes import describe_empty, describe_shortfalls
+
+    now = evaluation.now
     rows: list[CheckRow] = []
     for r in evaluation.results:
-        s, o = r.state, r.observation
+        s, o, v = r.state, r.observation, r.verdict
         rows.append(
             CheckRow(
                 rule=r.rule.name,
@@ -279,73 +392,145 @@ def check_rows(evaluation: Evaluation) -> list[CheckRow]:
                 n_baseline=o.n_baseline,
                 p_value=o.p_value,
                 test=o.test,
-                sufficient=o.sufficient,
+                sufficient=v.sufficient,
+                reason="" if v.sufficient else describe_shortfalls(v.shortfalls, r.rule, r.windows, now) or v.reason,
+                no_decision=[] if v.sufficient else [{"gap": str(f.gap), "have": f.have, "need": f.need} for f in v.shortfalls],
+                window=_window(r.windows.current),
                 note=s.note,
             )
         )
-    for e in evaluation.errors:
-        rows.append(
-            CheckRow(
-                rule=e.rule.name,
-                severity=e.rule.severity,
-                metric=e.rule.metric,
-                segment={},
-                judge="",
-                state="error",
-                since=None,
-                value=None,
-                baseline=None,
-                n_current=0,
-                n_baseline=0,
-                p_value=None,
-                test="",
-                sufficient=False,
-                note=e.error,
-            )
-        )
+    for e in evaluation.empty:
+        gap: dict[str, Any] = {"gap": str(e.gap)}
+        if e.newest is not None:
+            gap["newest"] = e.newest.at.isoformat() if e.newest.at is not None else None
+        if e.single_version or e.started_together:
+            gap.update(single_version=e.single_version, started_together=e.started_together)
+        rows.append(_rule_row(e.rule, "inactive", describe_empty(e, now), [gap], _window(e.windows.current)))
+    for err in evaluation.errors:
+        rows.append(_rule_row(err.rule, "error", err.error, [{"gap": "query_failed"}], {}))
+    rank = {name: i for i, name in enumerate(order or [])}
+    rows.sort(key=lambda row: rank.get(row["rule"], len(rank)))  # stable: segments keep their order
     return rows
 
 
-_STATE_STYLE = {"firing": "bold red", "pending": "yellow", "resolved": "green", "error": "magenta", "inactive": ""}
+def _window(w: tuple[datetime, datetime]) -> dict[str, str]:
+    return {"start": w[0].isoformat(), "end": w[1].isoformat()}
 
 
-def _print_check(rows: list[CheckRow], now: datetime, out: IO[str]) -> None:
-    from rich.markup import escape
+def _rule_row(rule: Rule, state: str, reason: str, gaps: list[dict[str, Any]], window: dict[str, str]) -> CheckRow:
+    return CheckRow(
+        rule=rule.name,
+        severity=rule.severity,
+        metric=rule.metric,
+        segment=None,
+        judge="",
+        state=state,
+        since=None,
+        value=None,
+        baseline=None,
+        n_current=0,
+        n_baseline=0,
+        p_value=None,
+        test="",
+        sufficient=False,
+        reason=reason,
+        no_decision=gaps,
+        window=window,
+        note="",
+    )
+
+
+_STATE_STYLE = {"firing": "bold red", "pending": "yellow", "resolved": "green", "error": "magenta", "no data": "dim"}
+# Below this the wrapped first column gets too narrow to read: say so and point at --json instead.
+MIN_WIDTH = 60
+
+
+def print_check(rows: list[CheckRow], now: datetime, console: Console) -> None:
+    """The check as a table that fits the console (80 columns and up): one section per rule, a segment per row,
+    the reason or note under the segment; narrower consoles get one line pointing at --json."""
+    from rich import box
+    from rich.console import Group
+    from rich.padding import Padding
     from rich.table import Table
+    from rich.text import Text
 
-    table = Table(title=f"alert rules at {now.isoformat(timespec='seconds')}", show_lines=False)
-    for col in ("rule", "severity", "segment", "state", "value", "baseline", "n now/base", "p", "note"):
-        table.add_column(col, overflow="fold")
+    if console.width < MIN_WIDTH:
+        console.print(f"too narrow for the table ({console.width} columns, {MIN_WIDTH} needed): use --json", soft_wrap=True)
+        return
+    table = Table(title=f"alert rules at {now.isoformat(timespec='seconds')} (times UTC)", box=box.SIMPLE_HEAD, pad_edge=False, expand=True)
+    table.add_column("rule / segment", ratio=1, overflow="fold")
+    table.add_column("state", no_wrap=True)
+    table.add_column("value · n · p", no_wrap=True)
+    rules: dict[str, list[CheckRow]] = {}
     for r in rows:
-        style = _STATE_STYLE.get(r["state"], "")
-        state = r["state"] if r["sufficient"] or r["state"] == "error" else f"{r['state']} (no data)"
-        table.add_row(
-            r["rule"],
-            r["severity"],
-            escape(_segment_text(r["segment"])),
-            f"[{style}]{state}[/{style}]" if style else state,
-            _num(r["value"]),
-            _num(r["baseline"]),
-            f"{r['n_current']}/{r['n_baseline']}",
-            _num(r["p_value"], 2),
-            escape(r["note"] or ""),
-        )
-    console = _console(out)
+        rules.setdefault(r["rule"], []).append(r)
+    for name, group in rules.items():
+        head = Text.assemble((name, "bold"), (f" ({group[0]['severity']}, {group[0]['metric']})", "dim"))
+        if len(group) == 1 and group[0]["segment"] is None:
+            r = group[0]
+            table.add_row(Group(head, Padding(Text(r["reason"], style="dim"), (0, 0, 0, 2))), _state(r), "", end_section=True)
+            continue
+        table.add_row(head, "", "")
+        for i, r in enumerate(group):
+            parts = [Padding(Text(_segment_text(r["segment"] or {})), (0, 0, 0, 2))]
+            why = r["reason"] or r["note"]
+            if why:
+                parts.append(Padding(Text(why, style="dim"), (0, 0, 0, 4)))
+            table.add_row(Group(*parts), _state(r), _numbers(r), end_section=i == len(group) - 1)
     console.print(table)
-    counts: dict[str, int] = {}
-    for r in rows:
-        counts[r["state"]] = counts.get(r["state"], 0) + 1
-    console.print(", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "no segments", style="dim")
+    console.print(_check_counts(rows, len(rules)), style="dim")
+
+
+def _check_counts(rows: list[CheckRow], n_rules: int) -> str:
+    segments = [r for r in rows if r["segment"] is not None]
+    states: dict[str, int] = {}
+    for r in segments:
+        if r["sufficient"]:
+            states[r["state"]] = states.get(r["state"], 0) + 1
+    undecided = sum(1 for r in segments if not r["sufficient"])
+    empty = sum(1 for r in rows if r["segment"] is None and r["state"] != "error")
+    failed = sum(1 for r in rows if r["state"] == "error")
+    parts = [", ".join(f"{n} {k}" for k, n in sorted(states.items())) or "nothing decided"]
+    if undecided or empty:
+        parts.append(f"no decision: {_plural(undecided, 'segment')} and {_plural(empty, 'rule')} without any segment")
+    if failed:
+        parts.append(f"{_plural(failed, 'rule')} failed")
+    return f"{_plural(n_rules, 'rule')}, {_plural(len(segments), 'segment')}: " + "; ".join(parts)
+
+
+def _state_word(r: CheckRow) -> str:
+    # A segment without a decision keeps its stored state (a firing alert keeps firing): shown beside it.
+    if r["sufficient"] or r["state"] == "error":
+        return r["state"]
+    return "no data" if r["state"] == "inactive" else f"{r['state']}, no data"
+
+
+def _state(r: CheckRow) -> str:
+    word = _state_word(r)
+    style = _STATE_STYLE.get(r["state"] if r["state"] != "inactive" else word, "")
+    return f"[{style}]{word}[/{style}]" if style else word
+
+
+def _numbers(r: CheckRow) -> str:
+    if r["value"] is None and r["n_current"] == 0 and r["n_baseline"] == 0:
+        return ""
+    value = _num(r["value"]) or "-"
+    base = f" vs {_num(r['baseline'])}" if r["baseline"] is not None else ""
+    n = f"n {r['n_current']}/{r['n_baseline']}" if r["baseline"] is not None or r["n_baseline"] else f"n {r['n_current']}"
+    # A p-value without a decision tests nothing anyone acts on.
+    p = f"\np {_num(r['p_value'], 2)}" if r["p_value"] is not None and r["sufficient"] else ""
+    return f"{value}{base}\n{n}{p}"
 
 
 def _segment_text(segment: dict[str, str]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in segment.items()) or "all"
+    return " ".join(f"{k}={v}" for k, v in segment.items()) or "all traffic"
 
 
 def _console(out: IO[str]) -> Console:
     from rich.console import Console
 
-    return Console(file=out, width=max(160, Console(file=out).width))
+    # The terminal's width when `out` is one (else 80, or $COLUMNS): the tables wrap to fit it.
+    return Console(file=out)
 
 
 # ---- backtest ----------------------------------------------------------------------------------------------
@@ -356,8 +541,10 @@ def cmd_backtest(ns: argparse.Namespace) -> int:
     return run_backtest_cmd(ns)
 
 
-def run_backtest_cmd(ns: argparse.Namespace, out: IO[str] | None = None) -> int:
-    """Run the backtest named by `ns` and print the report to `out`."""
+def run_backtest_cmd(ns: argparse.Namespace, out: IO[str] | None = None, progress_console: Console | None = None) -> int:
+    """Run the backtest named by `ns`, showing progress on stderr (or `progress_console`), and print the report to `out`."""
+    from rich.console import Console
+
     from monitor.alerts.backtest import run_backtest
     from monitor.alerts.rules import RuleSet
 
@@ -373,7 +560,8 @@ def run_backtest_cmd(ns: argparse.Namespace, out: IO[str] | None = None) -> int:
         rules = RuleSet(rules=[r for r in rules.rules if r.name in ns.rule])
     store = _open_store(settings)
     try:
-        report = run_backtest(store, rules, since, until, step, alert.traffic_table)
+        with _BacktestProgress(progress_console or Console(stderr=True)) as shown:
+            report = run_backtest(store, rules, since, until, step, alert.traffic_table, progress=shown.update, per_step=ns.per_step)
     finally:
         store.close()
     summary = report.summary(rules.rules)
@@ -394,8 +582,45 @@ def run_backtest_cmd(ns: argparse.Namespace, out: IO[str] | None = None) -> int:
             + "\n"
         )
     else:
-        _print_backtest(report, ns.step, summary, episodes, out)
+        print_backtest(report, ns.step, summary, episodes, _console(out))
     return 0
+
+
+class _BacktestProgress:
+    """A rich progress display of a backtest: the history queries, then the steps with the time being evaluated."""
+
+    def __init__(self, console: Console) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+        self.bar = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[at]}"),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=console,
+            transient=True,
+        )
+        self.reading = self.bar.add_task("reading history", total=None, at="")
+        self.evaluating = self.bar.add_task("evaluating", total=None, at="", start=False)
+
+    def __enter__(self) -> _BacktestProgress:
+        self.bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.bar.stop()
+
+    def update(self, p: Progress) -> None:
+        """Show where the backtest is (the `progress` callback of `run_backtest`)."""
+        if p.phase == "reading":
+            self.bar.update(self.reading, completed=p.done, total=p.total)
+            return
+        if p.done == 1:
+            self.bar.start_task(self.evaluating)
+        at = p.at.strftime("%Y-%m-%d %H:%M") if p.at is not None else ""
+        self.bar.update(self.evaluating, completed=p.done, total=p.total, at=at)
 
 
 class EpisodeRow(TypedDict):
@@ -435,36 +660,49 @@ def episode_row(e: Episode) -> EpisodeRow:
     )
 
 
-def _print_backtest(report: BacktestReport, step: str, summary: list[RuleSummary], episodes: list[EpisodeRow], out: IO[str]) -> None:
+def print_backtest(report: BacktestReport, step: str, summary: list[RuleSummary], episodes: list[EpisodeRow], console: Console) -> None:
+    """The backtest as two tables that fit the console (80 columns and up): per rule, then the fired episodes."""
+    from rich import box
     from rich.markup import escape
     from rich.table import Table
 
-    console = _console(out)
+    if console.width < MIN_WIDTH:
+        console.print(f"too narrow for the tables ({console.width} columns, {MIN_WIDTH} needed): use --json", soft_wrap=True)
+        return
     t = Table(
         title=f"backtest {report.since.isoformat(timespec='minutes')} .. {report.until.isoformat(timespec='minutes')}, "
-        f"step {step}, {report.evaluations} evaluations"
+        f"step {step}, {report.evaluations} evaluations",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
     )
-    for col in ("rule", "fired", "still firing", "suppressed (pending, cleared)", "mean delay", "errors"):
-        t.add_column(col)
+    t.add_column("rule", overflow="fold")
+    for col in ("fired", "still firing", "cleared before firing", "mean delay", "errors"):
+        t.add_column(col, justify="right", max_width=9)
     for s in summary:
         delay = "" if s.mean_delay_s is None else f"{s.mean_delay_s / 60:.1f} min"
         t.add_row(s.rule, str(s.fired), str(s.still_firing), str(s.suppressed), delay, str(s.errors))
     console.print(t)
-    if episodes:
-        e_t = Table(title="episodes")
-        for col in ("rule", "segment", "pending at", "fired at", "resolved at", "value", "baseline", "n now/base", "p", "note"):
-            e_t.add_column(col, overflow="fold")
-        for e in episodes:
-            e_t.add_row(
-                e["rule"],
-                escape(_segment_text(e["segment"])),
-                e["pending_at"],
-                e["fired_at"] or "",
-                e["resolved_at"] or "(still firing)",
-                _num(e["value"]),
-                _num(e["baseline"]),
-                f"{e['n']}/{e['n_baseline']}",
-                _num(e["p_value"], 2),
-                escape(e["note"]),
-            )
-        console.print(e_t)
+    if not episodes:
+        return
+    e_t = Table(title="episodes (times UTC)", box=box.SIMPLE_HEAD, pad_edge=False, expand=True)
+    e_t.add_column("rule / segment / note", ratio=1, overflow="fold")
+    e_t.add_column("pending\nfired\nresolved", no_wrap=True)
+    e_t.add_column("value\nvs base", justify="right", no_wrap=True)
+    e_t.add_column("n\np", justify="right", no_wrap=True)
+    for i, e in enumerate(episodes):
+        note = f"\n[dim]{escape(e['note'])}[/dim]" if e["note"] else ""
+        times = "\n".join((_short_time(e["pending_at"]), _short_time(e["fired_at"]), _short_time(e["resolved_at"]) or "still firing"))
+        base = f"\nvs {_num(e['baseline'])}" if e["baseline"] is not None else ""
+        p = f"\np {_num(e['p_value'], 2)}" if e["p_value"] is not None else ""
+        e_t.add_row(
+            f"[bold]{escape(e['rule'])}[/bold]\n{escape(_segment_text(e['segment']))}{note}",
+            times,
+            f"{_num(e['value'])}{base}",
+            f"{e['n']}/{e['n_baseline']}{p}",
+            end_section=i < len(episodes) - 1,
+        )
+    console.print(e_t)
+
+
+def _short_time(iso: str | None) -> str:
+    return datetime.fromisoformat(iso).strftime("%m-%d %H:%M") if iso else ""

@@ -211,3 +211,28 @@ def test_state_rows_are_written_only_when_something_changes(dropped: ClickHouseS
     assert runner.run_once(NOW + timedelta(minutes=40)).saved == 1  # resolved
     assert runner.run_once(NOW + timedelta(minutes=41)).saved == 0  # quiet
     assert datetime.now(UTC) > NOW  # times in these tests are explicit, never the clock's
+
+
+def test_a_round_reports_what_each_notifier_was_given(dropped: ClickHouseStore, receiver: Receiver) -> None:
+    """A round reports per notifier how many alerts it delivered and how many failed (with the error), and its counts for the log line."""
+    receiver.fail["/slack"] = 3  # the first send (1 try + 2 retries) fails
+    runner = AlertRunner(
+        dropped, RULES, [WebhookNotifier(receiver.base + "/hook", backoff=0.01), SlackNotifier(receiver.base + "/slack", backoff=0.01)]
+    )
+    report = runner.run_once(NOW)
+    hook, slack = report.deliveries
+    assert (hook.notifier, hook.sent, hook.failed, hook.error) == ("webhook", 1, 0, "")
+    assert (slack.notifier, slack.sent, slack.failed) == ("slack", 0, 1) and "HTTP 500" in slack.error
+    fields = report.log_fields()
+    assert fields["notifications"] == {"webhook": {"sent": 1, "failed": 0}, "slack": {"sent": 0, "failed": 1}}
+    assert {k: fields[k] for k in ("rules", "segments", "firing", "newly_firing", "pending", "resolved", "rule_errors")} == {
+        "rules": 1,
+        "segments": 2,
+        "firing": 1,
+        "newly_firing": 1,
+        "pending": 0,
+        "resolved": 0,
+        "rule_errors": 0,
+    }
+    report = runner.run_once(NOW + timedelta(minutes=1))
+    assert [(d.notifier, d.sent, d.failed) for d in report.deliveries] == [("webhook", 0, 0), ("slack", 1, 0)]  # slack caught up

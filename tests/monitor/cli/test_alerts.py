@@ -13,11 +13,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
+from monitor.alerts.engine import Delivery, Evaluation, RoundReport
+from monitor.alerts.rules import load_rules
 from monitor.alerts.state import StateStore
-from monitor.cli.alerts import alert_settings, register, run_backtest_cmd, run_check
+from monitor.cli.alerts import alert_settings, check_rows, print_check, register, round_summary, run_alerts, run_backtest_cmd, run_check
 from monitor.runtime.store import ClickHouseStore
-from tests.monitor.alerts.conftest import T0, insert, noisy, stream
+from tests.monitor.alerts.conftest import T0, insert, make_row, noisy, stream
 from tests.monitor.alerts.receiver import Receiver
 
 RULES_YAML = """
@@ -62,7 +65,7 @@ def test_check_prints_every_segment_and_fails_on_firing_only_when_asked(populate
     out = io.StringIO()
     assert run_check(parse("alerts", "check", *flags, "--at", at), out) == 0
     text = out.getvalue()
-    assert "relevancy_drop" in text and "app=a, judge_id=j1" in text and "pending" in text and "inactive" in text
+    assert "relevancy_drop" in text and "app=a judge_id=j1" in text and "pending" in text and "inactive" in text
 
     out = io.StringIO()
     ns = parse("alerts", "check", *flags, "--at", at, "--json", "--ignore-for", "--fail-on-firing")
@@ -121,11 +124,118 @@ def test_run_once_notifies_and_keeps_state(store: ClickHouseStore, tmp_path: Pat
         monkeypatch.setenv("ALERTS_WEBHOOK_URL", receiver.base + "/hook")
         ns = parse("alerts", "run", *flags, "--once", "--no-lease")
         assert alert_settings(ns).webhook_url == receiver.base + "/hook"
-        assert ns.func(ns) == 0
+        out = io.StringIO()
+        assert run_alerts(ns, out) == 0
         [post] = receiver.posts["/hook"]
     assert [a["segment"]["app"] for a in post["alerts"]] == ["a"]
     states = StateStore(store).load()
     assert [(dict(s.segment)["app"], s.state) for s in states.values()] == [("a", "firing")]
+    # It says what it evaluated and what it sent.
+    lines = out.getvalue().splitlines()
+    assert lines[1] == "evaluated 1 rule, 2 segments: 1 firing (1 new), 0 pending, 0 resolved this round, 1 quiet"
+    assert lines[-1] == "notifications: webhook 1 sent; state rows saved: 1"
+
+    monkeypatch.delenv("ALERTS_WEBHOOK_URL")
+    out = io.StringIO()
+    assert run_alerts(parse("alerts", "run", *flags, "--once", "--no-lease"), out) == 0
+    assert out.getvalue().splitlines()[-1].startswith("no notifier configured: nothing sent")
+
+
+def test_the_round_summary_names_each_notifier_and_its_failures() -> None:
+    """The `run --once` summary lists each notifier with what it sent and failed, and says when this replica does not lead."""
+    now = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+    report = RoundReport(
+        True,
+        Evaluation(now, [], []),
+        sent=2,
+        failed=1,
+        saved=3,
+        deliveries=(Delivery("webhook", 2), Delivery("alertmanager", 0, 1, "POST http://am:9093/... failed: HTTP 503")),
+    )
+    lines = round_summary(report, "r1", ["webhook", "alertmanager"])
+    assert lines[0] == "alerts run at 2026-11-30T12:00:00+00:00 (replica r1)"
+    assert lines[-1] == "notifications: webhook 2 sent; alertmanager 0 sent, 1 failed (POST http://am:9093/... failed: HTTP 503); state rows saved: 3"
+    assert round_summary(RoundReport(False), "r2", ["webhook"])[1].startswith("not the leader")
+
+
+NOW = T0 + timedelta(hours=12, minutes=30)
+
+
+@pytest.fixture
+def fresh(store: ClickHouseStore) -> tuple[ClickHouseStore, list[str]]:
+    """A store whose only rows are from the last minute and a half before NOW, and the flags for the default rules."""
+    insert(store, [make_row(NOW - timedelta(seconds=100 - 10 * k), app=app) for k in range(10) for app in ("support-bot", "travel-agent")])
+    return store, ["--clickhouse-url", store.url, "--clickhouse-database", store.database, "--at", NOW.isoformat()]
+
+
+def test_check_lists_every_rule_and_says_why_nothing_was_decided(fresh: tuple[ClickHouseStore, list[str]], monkeypatch: pytest.MonkeyPatch) -> None:
+    """On minutes-old data `check --json` has an object for every rule: its segments, or one saying which window was empty and why."""
+    monkeypatch.delenv("ALERTS_RULES", raising=False)
+    _, flags = fresh
+    out = io.StringIO()
+    assert run_check(parse("alerts", "check", *flags, "--json", "--no-state"), out) == 0
+    rows = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert rows[0]["rule"] == "relevancy_drop"  # in the order of the rules file
+    assert {r["rule"] for r in rows} == {r.name for r in load_rules().rules}
+    by_rule = {r["rule"]: r for r in rows}
+    drop = by_rule["relevancy_drop"]
+    assert drop["segment"] is None and not drop["sufficient"]
+    assert drop["reason"] == (
+        "no judged rows between 11:58 and 12:28, nor in the previous 24h (the window ends `offset` 2m before now; newest row 12:29)"
+    )
+    assert drop["no_decision"] == [{"gap": "no_rows", "newest": (NOW - timedelta(seconds=10)).isoformat()}]
+    assert by_rule["upstream_silent"]["no_decision"][0]["gap"] == "traffic_empty"
+    silent = by_rule["stream_silent"]
+    assert silent["segment"] == {} and silent["no_decision"] == [{"gap": "silent_few_baseline", "have": 0, "need": 1}]
+    assert all(r["reason"] for r in rows if not r["sufficient"])
+
+
+def test_the_check_table_fits_80_columns_or_points_at_json(fresh: tuple[ClickHouseStore, list[str]], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check table wraps to 80 columns with every rule and its reason, and a console too narrow for it gets one line naming --json."""
+    monkeypatch.delenv("ALERTS_RULES", raising=False)
+    monkeypatch.delenv("COLUMNS", raising=False)
+    _, flags = fresh
+    out = io.StringIO()
+    run_check(parse("alerts", "check", *flags, "--no-state"), out)
+    text = out.getvalue()
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert all(r.name in text for r in load_rules().rules)
+    words = " ".join(text.split())  # the reasons wrap inside their column
+    assert "the window ends `offset` 2m before now; newest row 12:29" in words and "traffic table empty" in words
+
+    narrow = io.StringIO()
+    print_check(check_rows(Evaluation(NOW, [], [])), NOW, Console(file=narrow, width=50))
+    assert narrow.getvalue() == "too narrow for the table (50 columns, 60 needed): use --json\n"
+
+
+def test_backtest_shows_progress_on_stderr_and_keeps_stdout_clean(populated: tuple[ClickHouseStore, list[str]]) -> None:
+    """The backtest's progress goes to its own console (stderr), its JSON on stdout stays one clean object, and its tables fit 80 columns."""
+    _, flags = populated
+    span = ["--since", (T0 + timedelta(hours=24)).isoformat(), "--until", (DROP_AT + timedelta(hours=2)).isoformat()]
+    err, out = io.StringIO(), io.StringIO()
+    run_backtest_cmd(parse("alerts", "backtest", *flags, *span, "--json"), out, Console(file=err, force_terminal=True, width=80))
+    assert json.loads(out.getvalue())["evaluations"] == 30
+    assert "evaluating" in err.getvalue() and "30/30" in err.getvalue() and "reading history" in err.getvalue()
+    table = io.StringIO()
+    run_backtest_cmd(parse("alerts", "backtest", *flags, *span), table, Console(file=io.StringIO()))
+    assert max(len(line) for line in table.getvalue().splitlines()) <= 80 and "relevancy_drop" in table.getvalue()
+
+
+def test_every_flag_of_every_action_has_a_description_and_a_default() -> None:
+    """`--help` of run, check and backtest describes every flag and gives its default (or says it is required)."""
+    parser = argparse.ArgumentParser(prog="relevancy-monitor")
+    register(parser.add_subparsers(dest="command", required=True))
+    alerts = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices["alerts"]
+    actions = next(a for a in alerts._actions if isinstance(a, argparse._SubParsersAction)).choices
+    assert set(actions) == {"run", "check", "backtest"}
+    for name, sub in actions.items():
+        assert sub.description, name
+        for action in sub._actions:
+            if isinstance(action, argparse._HelpAction):
+                continue
+            text = action.help or ""
+            assert not text.startswith("[env"), (name, action.option_strings)  # a description before the variable
+            assert "default" in text or "required" in text, (name, action.option_strings, text)
 
 
 def test_bad_input_is_a_one_line_error(populated: tuple[ClickHouseStore, list[str]], tmp_path: Path) -> None:
@@ -173,10 +283,38 @@ def test_subprocess_check_on_a_fresh_store_and_a_bad_rules_file(tmp_path: Path) 
     done = run("alerts", "check", "--json")
     assert done.returncode == 0, done.stderr
     rows = [json.loads(line) for line in done.stdout.splitlines()]
-    # Empty store: the one whole-stream segment has no data to decide on; nothing reads as firing or fine.
-    assert [(r["rule"], r["state"], r["sufficient"]) for r in rows] == [("stream_silent", "inactive", False)]
+    # Empty store: every rule is listed and none decided anything; nothing reads as firing or fine.
+    assert [r["rule"] for r in rows] == [r.name for r in load_rules().rules]
+    assert not any(r["sufficient"] for r in rows) and {r["state"] for r in rows} == {"inactive"}
+    assert {r["reason"] for r in rows if r["metric"] not in ("no_data", "coverage", "scoring_lag_p90")} == {"no judged rows in the store yet"}
     (tmp_path / "r.yaml").write_text("rules:\n  - name: x\n    metric: mean_score\n", encoding="utf-8")
     done = run("alerts", "check", "--rules", str(tmp_path / "r.yaml"))
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0
     assert done.stderr.startswith("relevancy-monitor: error: ") and "condition needs threshold" in done.stderr
+
+
+def test_run_logs_one_structured_line_per_round(tmp_path: Path) -> None:
+    """`alerts run` logs one JSON line per round with the counts of rules, segments and states and what each notifier was given."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MONITOR_", "ALERTS_"))}
+    env.update(MONITOR_CLICKHOUSE_URL=f"chdb://{tmp_path / 'chdb'}", MONITOR_LOG_FORMAT="json", ALERTS_WEBHOOK_URL="http://127.0.0.1:9/hook")
+    assert subprocess.run([sys.executable, "-c", _MAIN, "migrate"], env=env, capture_output=True, timeout=120).returncode == 0
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _MAIN, "alerts", "run", "--no-lease", "--interval", "1s"], env=env, stderr=subprocess.PIPE, text=True
+    )
+    rounds = []
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            entry = json.loads(line)
+            if entry.get("event") == "alert round":
+                rounds.append(entry)
+            if len(rounds) == 2:
+                break
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    first = rounds[0]
+    assert first["rules"] == len(load_rules().rules) and first["segments"] == 1 and first["empty_rules"] == len(load_rules().rules) - 1
+    assert (first["firing"], first["pending"], first["resolved"], first["no_decision"], first["rule_errors"]) == (0, 0, 0, 1, 0)
+    assert first["notifications"] == {"webhook": {"sent": 0, "failed": 0}} and first["level"] == "info"

@@ -1,0 +1,71 @@
+"""Where an evaluation gets a rule's per-segment data: `RuleData`, answered by the store one query per rule and
+window (`StoreData`, what `run` and `check` use) or from history read ahead (`monitor.alerts.history`, what
+`backtest` uses). The engine decides the same way whichever answers."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Protocol
+
+from monitor.alerts.outcomes import Newest
+from monitor.alerts.queries import DEFAULT_TRAFFIC_TABLE, fetch_newest, fetch_scores, fetch_tail_counts, fetch_traffic, fetch_versions
+from monitor.alerts.rules import Rule
+from monitor.alerts.windows import SegmentData, SegmentKey, TailCounts, TrafficCounts, VersionStats, Windows
+from monitor.runtime.store import ClickHouseStore
+
+
+class RuleData(Protocol):
+    """A rule's data for one set of windows; every method raises `QueryError` when its data cannot be read."""
+
+    def scores(self, rule: Rule, windows: Windows) -> dict[SegmentKey, SegmentData]:
+        """Per-segment statistics of the scores in the current and baseline windows."""
+        ...
+
+    def versions(self, rule: Rule, windows: Windows) -> dict[SegmentKey, list[VersionStats]]:
+        """A rollout rule's versions with rows in the current window, per segment without the version."""
+        ...
+
+    def traffic(self, rule: Rule, windows: Windows) -> dict[SegmentKey, TrafficCounts]:
+        """Per-segment traffic counts in both windows."""
+        ...
+
+    def tail_counts(self, rule: Rule, windows: Windows, segment: SegmentKey, cutoff: float, threshold: float) -> TailCounts:
+        """Ok scores below `cutoff` (both windows) and below `threshold` (current) in one segment."""
+        ...
+
+    def newest(self, rule: Rule, before: datetime) -> Newest | None:
+        """The newest row the rule reads (scores or traffic) at or before `before`; None when not looked up."""
+        ...
+
+
+class StoreData:
+    """`RuleData` from the store: one query per call, each over the windows asked for."""
+
+    def __init__(self, store: ClickHouseStore, traffic_table: str = DEFAULT_TRAFFIC_TABLE) -> None:
+        self.store = store
+        self.traffic_table = traffic_table
+        self._newest: dict[tuple[str, str, datetime], Newest] = {}
+
+    def scores(self, rule: Rule, windows: Windows) -> dict[SegmentKey, SegmentData]:
+        """See `RuleData.scores`."""
+        return fetch_scores(self.store, rule, windows)
+
+    def versions(self, rule: Rule, windows: Windows) -> dict[SegmentKey, list[VersionStats]]:
+        """See `RuleData.versions`."""
+        return fetch_versions(self.store, rule, windows)
+
+    def traffic(self, rule: Rule, windows: Windows) -> dict[SegmentKey, TrafficCounts]:
+        """See `RuleData.traffic`."""
+        return fetch_traffic(self.store, rule, windows, self.traffic_table)
+
+    def tail_counts(self, rule: Rule, windows: Windows, segment: SegmentKey, cutoff: float, threshold: float) -> TailCounts:
+        """See `RuleData.tail_counts`."""
+        return fetch_tail_counts(self.store, rule, windows, segment, cutoff, threshold)
+
+    def newest(self, rule: Rule, before: datetime) -> Newest | None:
+        """See `RuleData.newest`; read once per table and time column (rules without segments share it)."""
+        table, column = (self.traffic_table, "minute") if rule.source == "traffic" else (self.store.table, rule.spec.time_column)
+        key = (table, column, before)
+        if key not in self._newest:
+            self._newest[key] = Newest(fetch_newest(self.store, table, column, before))
+        return self._newest[key]
