@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -35,6 +36,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return e.exit_code
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `... | head`: the reader has gone; no traceback, and none at exit when stdout is flushed
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, as a shell reports it
 
 
 if __name__ == "__main__":

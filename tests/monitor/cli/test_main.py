@@ -106,3 +106,18 @@ async def test_produce_generates_personal_data_on_request_and_refuses_a_bad_shar
     redactor = build_redactor(RedactionSettings())
     records = await read_all(broker.bootstrap, topic, 30)
     assert all(redactor.redact(r.value.decode()).counts for r in records)
+
+
+async def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    """`relevancy-monitor judge ... | head -1` ends without a traceback when the reader stops reading."""
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text("".join(json.dumps({"question": f"What is {i}?", "answer": f"It is {i}."}) + "\n" for i in range(5000)))
+    proc = await asyncio.create_subprocess_shell(
+        f"'{CLI}' judge --judge lexical --file '{pairs}' --format json | head -1",
+        env=monitor_env(),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert len(out.decode().splitlines()) == 1
+    assert "Traceback" not in err.decode() and "BrokenPipe" not in err.decode(), err.decode()
