@@ -1,0 +1,196 @@
+"""Reading a labelled set: one JSON object per line with `question`, `answer` (or `response`) and a human `label`.
+
+Blank lines are skipped (line numbers still count them, so an error names the line an editor shows). Anything
+else that is not a valid pair stops the whole read with one line naming the line: a calibration over a silently
+shortened set would look more certain than it is."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+from schemas.errors import UsageError
+
+Scale = Literal["rubric", "unit"]
+SCALES: tuple[Scale, ...] = ("rubric", "unit")
+RUBRIC_MAX = 4
+GOLDEN_SET = "golden_set.jsonl"
+
+_ANSWER_KEYS = ("answer", "response")
+_KNOWN = frozenset({"question", *_ANSWER_KEYS, "label", "id", "category", "rationale"})
+
+_Bad = Callable[[str], "LabelsError"]  # makes the error for one line from what is wrong with it
+
+
+class LabelsError(UsageError):
+    """The labelled set cannot be read or a line is not a valid labelled pair (exit 2); names the line."""
+
+
+@dataclass(frozen=True, slots=True)
+class LabelledPair:
+    """One labelled pair: where it was (`line`), its text, the label as written and on the 0..1 scale."""
+
+    line: int
+    question: str
+    answer: str
+    label: float  # as written in the file, on `scale`
+    label_unit: float  # on the judges' 0..1 scale
+    id: str | None = None
+    category: str | None = None
+
+    @property
+    def key(self) -> str:
+        """How reports name the pair: its id, else its line."""
+        return self.id if self.id is not None else f"line {self.line}"
+
+
+def to_unit(label: float, scale: Scale) -> float:
+    """A label on the judges' 0..1 scale (rubric 0–4 divided by 4)."""
+    return label / RUBRIC_MAX if scale == "rubric" else label
+
+
+def golden_path() -> Path:
+    """Where the shipped golden set is: `golden_set.jsonl` inside this package (it may not be installed)."""
+    return Path(str(resources.files("monitor.calibration").joinpath(GOLDEN_SET)))
+
+
+def read_labels(path: Path, scale: Scale = "rubric") -> list[LabelledPair]:
+    """The pairs of the JSONL file at `path`; raises `LabelsError` (one line) for an unreadable or invalid file."""
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise LabelsError(f"cannot read labels file {path}: {e.strerror or e}") from None
+    return parse_labels(data, scale, str(path))
+
+
+def parse_labels(data: bytes, scale: Scale, source: str) -> list[LabelledPair]:
+    """The pairs in `data` (JSONL bytes read from `source`); raises `LabelsError` naming the first bad line."""
+    pairs: list[LabelledPair] = []
+    lines_of_ids: dict[str, int] = {}
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        text = _decode(raw, number, source)
+        if not text.strip():
+            continue
+        pair = parse_line(text, number, scale, source)
+        if pair.id is not None:
+            if pair.id in lines_of_ids:
+                raise LabelsError(f"{source} line {number}: id {pair.id!r} is also on line {lines_of_ids[pair.id]}; ids must be unique")
+            lines_of_ids[pair.id] = number
+        pairs.append(pair)
+    if not pairs:
+        raise LabelsError(f"{source} has no labelled pairs (it is empty or only blank lines)")
+    return pairs
+
+
+def _decode(raw: bytes, number: int, source: str) -> str:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise LabelsError(f"{source} line {number}: not UTF-8 (byte {e.start + 1} of the line)") from None
+    # A byte-order mark on the first line, and Windows line ends, are what editors on other systems write.
+    return text.removeprefix("\ufeff").removesuffix("\r") if number == 1 else text.removesuffix("\r")
+
+
+def parse_line(text: str, number: int, scale: Scale, source: str) -> LabelledPair:
+    """One non-blank line as a labelled pair; raises `LabelsError` saying what is wrong with it."""
+
+    def bad(problem: str) -> LabelsError:
+        return LabelsError(f"{source} line {number}: {problem}")
+
+    try:
+        obj = json.loads(text)
+    except ValueError as e:
+        raise bad(f"not valid JSON ({e.msg} at column {e.colno})" if isinstance(e, json.JSONDecodeError) else "not valid JSON") from None
+    if not isinstance(obj, dict):
+        raise bad(f"not a JSON object (a {_json_type(obj)})")
+    unknown = sorted(set(obj) - _KNOWN)
+    if unknown:
+        # Refused rather than ignored: a misspelt "categroy" would otherwise vanish from the per-category table.
+        raise bad(f"unknown field {', '.join(map(repr, unknown))} (fields: question, answer or response, label, id, category, rationale)")
+    question = _text(obj, "question", bad)
+    if not question.strip():
+        raise bad("question is empty")
+    answer_keys = [k for k in _ANSWER_KEYS if k in obj]
+    if not answer_keys:
+        raise bad("missing field 'answer' (or 'response')")
+    if len(answer_keys) > 1:
+        raise bad("has both 'answer' and 'response'; give one")
+    answer = _text(obj, answer_keys[0], bad)
+    if "label" not in obj:
+        raise bad("missing field 'label'")
+    label = check_label(obj["label"], scale)
+    if isinstance(label, str):
+        raise bad(label)
+    return LabelledPair(
+        line=number,
+        question=question,
+        answer=answer,
+        label=label,
+        label_unit=to_unit(label, scale),
+        id=_id(obj.get("id"), bad),
+        category=_category(obj.get("category"), bad),
+    )
+
+
+def check_label(value: Any, scale: Scale) -> float | str:
+    """The label as a number if it is valid on `scale`, else what is wrong with it (pure)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return f"label must be a number, not {json.dumps(value)[:40]}"
+    if not math.isfinite(value):
+        return f"label {value} is not a finite number"
+    if scale == "rubric":
+        if not float(value).is_integer():
+            return f"label {value} is not an integer; rubric labels are 0–4 (--label-scale unit takes 0–1 with decimals)"
+        if not 0 <= value <= RUBRIC_MAX:
+            return f"label {value:g} is out of range 0–4 (the rubric scale; --label-scale unit takes 0–1)"
+        return float(value)
+    if not 0 <= value <= 1:
+        return f"label {value:g} is out of range 0–1 (the unit scale)"
+    return float(value)
+
+
+def _text(obj: dict[str, Any], key: str, bad: _Bad) -> str:
+    if key not in obj:
+        raise bad(f"missing field {key!r}")
+    value = obj[key]
+    if not isinstance(value, str):
+        raise bad(f"{key} must be a string, not {_json_type(value)}")
+    return value
+
+
+def _id(value: Any, bad: _Bad) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise bad(f"id must be a string or an integer, not {_json_type(value)}")
+    text = str(value)
+    if not text.strip():
+        raise bad("id is empty")
+    return text
+
+
+def _category(value: Any, bad: _Bad) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise bad(f"category must be a string, not {_json_type(value)}")
+    return value if value.strip() else None
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
