@@ -6,12 +6,13 @@ import asyncio
 import subprocess
 import sys
 
-from bench import judge_overhead, pipeline_throughput, redaction_quality
+from bench import judge_overhead, pipeline_throughput, prompt_cache, redaction_quality
 
 
 def main() -> None:
     """Each benchmark prints its own ratios against a baseline measured in the same run."""
     asyncio.run(judge_overhead.main(500))
+    prompt_cache.main(500)
     asyncio.run(pipeline_throughput.main(20_000))
     redaction_quality.main()
     # In a process of its own: chDB opens one store directory per process, and pipeline_throughput has had its own.

@@ -12,7 +12,12 @@ scripted step, then `default` (a brain reply unless changed).
         api.script(overloaded(), overloaded(), Reply())      # 529, 529, then a brain reply
         settings = load_settings(judge="rubric", **api.settings_overrides())
 
-Point a subprocess (a whole monitor) at it with `api.env()` (MONITOR_ANTHROPIC_BASE_URL and _API_KEY)."""
+Point a subprocess (a whole monitor) at it with `api.env()` (MONITOR_ANTHROPIC_BASE_URL and _API_KEY).
+
+Prompt caching: the system prefix up to the last `cache_control` marker is written on first sight and read
+afterwards, whatever its length. `FakeMessagesAPI(cache_min_tokens=N)` (or `api.cache_minimum(N)`) emulates the
+API's minimum: a shorter prefix is never cached and is billed as plain input. Tokens are characters / 4 unless
+`chars_per_token` says otherwise (the judges estimate with 3.5: pass that to agree with them)."""
 
 from __future__ import annotations
 
@@ -241,9 +246,19 @@ class _Server(ThreadingHTTPServer):
 class FakeMessagesAPI:
     """The fake server; use as a context manager or call `start()`/`stop()`."""
 
-    def __init__(self, brain: Callable[[RecordedRequest], str | dict[str, Any]] = default_brain) -> None:
-        """Set up a stopped server whose default replies come from `brain`."""
+    def __init__(
+        self,
+        brain: Callable[[RecordedRequest], str | dict[str, Any]] = default_brain,
+        *,
+        cache_min_tokens: int | None = None,
+        chars_per_token: float = 4.0,
+    ) -> None:
+        """Set up a stopped server whose default replies come from `brain`; `cache_min_tokens` None caches a prefix
+        of any length (the default), else only one of at least that many tokens."""
         self.brain = brain
+        self._cache_config = (cache_min_tokens, chars_per_token)
+        self._cache_min_tokens = cache_min_tokens
+        self._chars_per_token = chars_per_token
         self.default: Step = Reply()
         self._lock = threading.Lock()
         self._arrived = threading.Condition(self._lock)
@@ -338,13 +353,24 @@ class FakeMessagesAPI:
             self._rate = None if per_second is None else (per_second, retry_after)
             self._accepted.clear()
 
+    def cache_minimum(self, tokens: int | None, chars_per_token: float | None = None) -> None:
+        """Cache only prefixes of at least `tokens` tokens (None: any length), counting `chars_per_token` characters
+        per token if given; empties the cache."""
+        with self._lock:
+            self._cache_min_tokens = tokens
+            if chars_per_token is not None:
+                self._chars_per_token = chars_per_token
+            self._cached_prefixes.clear()
+
     def always(self, step: Step) -> None:
         """Answer every unscripted request with `step` (e.g. a persistently malformed reply)."""
         self.default = step
 
     def reset(self) -> None:
-        """Back to brain replies: no script, outage, rate limit or recorded requests."""
+        """Back to brain replies: no script, outage, rate limit or recorded requests; an empty cache with the cache
+        settings the server was built with."""
         with self._lock:
+            self._cache_min_tokens, self._chars_per_token = self._cache_config
             self._queue.clear()
             self._outage = None
             self._rate = None
@@ -428,32 +454,34 @@ class FakeMessagesAPI:
 
     def _usage(self, req: RecordedRequest, reply_text: str) -> dict[str, int]:
         # Simulates prompt caching: the system prefix up to the last cache_control marker is written on first
-        # sight and read afterwards; ~4 characters per token.
+        # sight and read afterwards, if it reaches the minimum (when one is set); ~4 characters per token.
+        tokens = self._tokens
         blocks = req.system_blocks
         marked = [i for i, b in enumerate(blocks) if b.get("cache_control")]
         prefix = "".join(b.get("text", "") for b in blocks[: marked[-1] + 1]) if marked else ""
         rest = "".join(b.get("text", "") for b in blocks[marked[-1] + 1 :]) if marked else req.system_text
         cache_write = cache_read = 0
-        if prefix:
+        if prefix and self._cache_min_tokens is not None and tokens(prefix) < self._cache_min_tokens:
+            rest = prefix + rest  # below the minimum the API caches nothing and bills the prefix as input
+        elif prefix:
             if prefix in self._cached_prefixes:
-                cache_read = _tokens(prefix)
+                cache_read = tokens(prefix)
             else:
                 self._cached_prefixes.add(prefix)
-                cache_write = _tokens(prefix)
+                cache_write = tokens(prefix)
         return {
-            "input_tokens": _tokens(rest) + _tokens(req.user_text),
-            "output_tokens": max(1, _tokens(reply_text)),
+            "input_tokens": tokens(rest) + tokens(req.user_text),
+            "output_tokens": max(1, tokens(reply_text)),
             "cache_creation_input_tokens": cache_write,
             "cache_read_input_tokens": cache_read,
         }
 
+    def _tokens(self, text: str) -> int:
+        return math.ceil(len(text) / self._chars_per_token)
+
     def _sleep(self, seconds: float) -> bool:
         """Wait `seconds` unless the server stops first; True if still running."""
         return not self._stopping.wait(seconds) if seconds > 0 else not self._stopping.is_set()
-
-
-def _tokens(text: str) -> int:
-    return math.ceil(len(text) / 4)
 
 
 def _error_body(fault: Fault) -> bytes:

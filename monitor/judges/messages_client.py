@@ -12,7 +12,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TypedDict, TypeVar
 
 import anthropic
 import structlog
@@ -29,6 +29,15 @@ T = TypeVar("T")
 
 # Transient failure kinds, retried with backoff. Anything else from the API is a `JudgeApiError`.
 RETRYABLE_STATUS = {408: "request_timeout", 409: "conflict", 429: "rate_limited", 529: "overloaded"}
+
+
+class RetryOptions(TypedDict, total=False):
+    """The keyword options of `MessagesClient` (and of the judges that build one) besides the settings."""
+
+    backoff_base_s: float
+    backoff_max_s: float
+    retry_after_cap_s: float
+    rng: random.Random | None
 
 
 @dataclass(slots=True)

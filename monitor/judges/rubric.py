@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import json
+from typing import Annotated, Unpack
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from monitor.judges.base import Judgement
+from monitor.judges.cache_minimums import PrefixCheck, warn_if_uncacheable
 from monitor.judges.llm import LLMJudge
+from monitor.judges.messages_client import RetryOptions
 from monitor.judges.prompts import DATA_RULES
+from monitor.judges.settings import JudgeSettings
+from monitor.judges.worked_examples import WorkedExample, examples_section
 from schemas.usage import Usage
 
 MAX_SCORE = 4
 
-SYSTEM_PROMPT = f"""\
+# The instructions alone: the whole system prompt until the worked examples were added.
+INSTRUCTIONS = f"""\
 You are an impartial evaluator of answer relevancy for an AI assistant's replies.
 
 # Task
@@ -45,6 +51,14 @@ A JSON object with exactly two keys: "reasoning" (one or two sentences explainin
 (an integer from 0 to 4). Nothing else."""
 
 
+def _expected_reply(example: WorkedExample) -> str:
+    return json.dumps({"reasoning": example.reasoning, "score": example.score}, ensure_ascii=False)
+
+
+# Static, so the whole system prompt is one cacheable prefix; the examples bring it above the cache minimum.
+SYSTEM_PROMPT = f"{INSTRUCTIONS}\n\n{examples_section(_expected_reply)}"
+
+
 class RubricReply(BaseModel):
     """The rubric judge's structured reply."""
 
@@ -60,6 +74,11 @@ class RubricJudge(LLMJudge[RubricReply]):
     method = "rubric"
     system_prompt = SYSTEM_PROMPT
     reply_model = RubricReply
+
+    def __init__(self, settings: JudgeSettings, **client_options: Unpack[RetryOptions]) -> None:
+        super().__init__(settings, **client_options)
+        # The system prompt is the whole cached prefix (no tools precede it): say so at start-up if it is too short.
+        self.prefix_check: PrefixCheck = warn_if_uncacheable(self.method, self.system_prompt, settings.model)
 
     def to_judgement(self, reply: RubricReply, usage: Usage) -> Judgement:
         """Raw score 0..4 mapped to [0, 1]."""

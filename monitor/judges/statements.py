@@ -3,16 +3,22 @@ score = share of statements not judged off-question."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+import json
+from typing import Annotated, Any, Literal, Unpack
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from monitor.judges.base import Judgement
+from monitor.judges.cache_minimums import PrefixCheck, warn_if_uncacheable
 from monitor.judges.llm import LLMJudge
+from monitor.judges.messages_client import RetryOptions
 from monitor.judges.prompts import DATA_RULES
+from monitor.judges.settings import JudgeSettings
+from monitor.judges.worked_examples import WorkedExample, examples_section
 from schemas.usage import Usage
 
-SYSTEM_PROMPT = f"""\
+# The instructions alone: the whole system prompt until the worked examples were added.
+INSTRUCTIONS = f"""\
 You are an impartial evaluator of answer relevancy for an AI assistant's replies.
 
 # Task, in one pass
@@ -39,6 +45,17 @@ A JSON object with exactly two keys: "statements" (the list of statements, in or
 with one object per statement, in the same order, each with "verdict": "yes", "no" or "idk", and "reason": a \
 few words, required for "no", may be empty otherwise). There must be exactly as many verdicts as statements. \
 Nothing else."""
+
+
+def _expected_reply(example: WorkedExample) -> str:
+    return json.dumps(
+        {"statements": [s.text for s in example.statements], "verdicts": [{"verdict": s.verdict, "reason": s.reason} for s in example.statements]},
+        ensure_ascii=False,
+    )
+
+
+# Static, so the whole system prompt is one cacheable prefix; the examples bring it above the cache minimum.
+SYSTEM_PROMPT = f"{INSTRUCTIONS}\n\n{examples_section(_expected_reply)}"
 
 Statement = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 
@@ -79,6 +96,11 @@ class StatementsJudge(LLMJudge[StatementsReply]):
     method = "statements"
     system_prompt = SYSTEM_PROMPT
     reply_model = StatementsReply
+
+    def __init__(self, settings: JudgeSettings, **client_options: Unpack[RetryOptions]) -> None:
+        super().__init__(settings, **client_options)
+        # The system prompt is the whole cached prefix (no tools precede it): say so at start-up if it is too short.
+        self.prefix_check: PrefixCheck = warn_if_uncacheable(self.method, self.system_prompt, settings.model)
 
     def params(self) -> dict[str, Any]:
         """Base parameters plus the strict threshold."""

@@ -1,0 +1,173 @@
+"""Prompt caching of the judges' static system prompt, before and after the worked examples, in the same run.
+
+For each judge (rubric, statements) and each system prompt (before: the instructions alone, the whole prompt until
+the examples were added; after: with the worked examples), N synthetic events (`monitor.devtools.traffic`, decoded
+as the consumer does) are judged by the real judge and client against a fresh fake Messages API that emulates the
+cache minimum of the judge model (the default model unless `--model`), counting tokens as the judges estimate them
+(characters / 3.5). The first event is judged alone and the rest CONCURRENCY at a time: the real API makes a cache
+entry available only once its first response has started, so concurrent first requests would each write it.
+
+Reported per judge and prompt: the prefix's estimated tokens, whether the fake cached it, prompt tokens and tokens
+read from cache per judged event, the share of prompt tokens read from cache at steady state (every event after the
+first, which writes), and the cost per 1,000 judged events at the configured prices (steady state). The fake's
+tokens are an estimate and its brain's replies are short, so compare the rows with each other, not with a bill.
+Prints a table and writes JSON (`--json PATH`). Run: `python -m bench.prompt_cache [--events 500] [--json PATH]`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from consumers.decode import decode_event
+from monitor.config import load_settings
+from monitor.devtools.traffic import generate_events
+from monitor.judges.cache_minimums import CHARS_PER_TOKEN, assumed_min_tokens, check_prefix, min_cacheable_tokens
+from monitor.judges.llm import LLMJudge
+from monitor.judges.rubric import INSTRUCTIONS as RUBRIC_INSTRUCTIONS
+from monitor.judges.rubric import RubricJudge
+from monitor.judges.statements import INSTRUCTIONS as STATEMENTS_INSTRUCTIONS
+from monitor.judges.statements import StatementsJudge
+from schemas.events import KafkaPosition
+from schemas.usage import Usage
+from tests.fake_messages_api import API_KEY, FakeMessagesAPI
+
+DEFAULT_JSON = Path(".relevancy-monitor/bench/prompt_cache.json")
+CONCURRENCY = 8
+
+
+class RubricBefore(RubricJudge):
+    """The rubric judge with its system prompt as it was before the worked examples."""
+
+    system_prompt = RUBRIC_INSTRUCTIONS
+
+
+class StatementsBefore(StatementsJudge):
+    """The statements judge with its system prompt as it was before the worked examples."""
+
+    system_prompt = STATEMENTS_INSTRUCTIONS
+
+
+VARIANTS: tuple[tuple[str, str, type[LLMJudge[Any]]], ...] = (
+    ("rubric", "before", RubricBefore),
+    ("rubric", "after", RubricJudge),
+    ("statements", "before", StatementsBefore),
+    ("statements", "after", StatementsJudge),
+)
+
+
+def pairs(n: int, seed: int = 7) -> list[tuple[str, str]]:
+    """`n` (question, response) pairs from the synthetic traffic, decoded as the consumer decodes records."""
+    out = []
+    for i, value in enumerate(generate_events(n, seed=seed, malformed_share=0.0)):
+        event = decode_event(value, position=KafkaPosition(topic="bench", partition=0, offset=i), record_timestamp_ms=None)
+        out.append((event.question, event.response))
+    return out
+
+
+def _summary(usages: list[Usage]) -> dict[str, Any]:
+    def prompt_tokens(u: Usage) -> int:
+        return u.input_tokens + u.cache_read_tokens + u.cache_write_tokens
+
+    steady = usages[1:] or usages
+    costs = [u.cost_usd for u in steady]
+    read = sum(u.cache_read_tokens for u in steady)
+    return {
+        "prompt_tokens_per_event": sum(prompt_tokens(u) for u in usages) / len(usages),
+        "cache_read_tokens_per_event": sum(u.cache_read_tokens for u in usages) / len(usages),
+        "cache_write_tokens_total": sum(u.cache_write_tokens for u in usages),
+        "cache_share_steady": read / max(1, sum(prompt_tokens(u) for u in steady)),
+        "cost_per_1000_steady_usd": None if any(c is None for c in costs) else sum(c or 0.0 for c in costs) / len(steady) * 1000,
+        "cost_per_1000_run_usd": None if any(u.cost_usd is None for u in usages) else sum(u.cost_usd or 0.0 for u in usages) / len(usages) * 1000,
+    }
+
+
+async def _run_variant(cls: type[LLMJudge[Any]], judged: list[tuple[str, str]], model: str | None, min_tokens: int) -> dict[str, Any]:
+    with FakeMessagesAPI(cache_min_tokens=min_tokens, chars_per_token=CHARS_PER_TOKEN) as api:
+        overrides: dict[str, Any] = {"judge_model": model} if model else {}
+        settings = load_settings(judge=cls.method, anthropic_base_url=api.base_url, anthropic_api_key=API_KEY, **overrides)
+        judge = cls(settings.judge_client)
+        sem = asyncio.Semaphore(CONCURRENCY)
+
+        async def one(q: str, r: str) -> Usage:
+            async with sem:
+                return (await judge.judge(q, r)).usage
+
+        try:
+            first = await one(*judged[0])
+            usages = [first, *await asyncio.gather(*(one(q, r) for q, r in judged[1:]))]
+        finally:
+            await judge.aclose()
+    check = check_prefix(cls.system_prompt, settings.judge_model)
+    return {"prefix_tokens": check.prefix_tokens, "cached": usages[-1].cache_read_tokens > 0, **_summary(usages)}
+
+
+async def measure(events: int, model: str | None = None) -> dict[str, Any]:
+    """Judge `events` events with each judge and prompt; returns the figures."""
+    judged = pairs(events)
+    settings = load_settings()
+    model_name = model or settings.judge_model
+    min_tokens = assumed_min_tokens(model_name)
+    rows = []
+    for method, prompt, cls in VARIANTS:
+        row = await _run_variant(cls, judged, model, min_tokens)
+        rows.append({"judge": method, "prompt": prompt, **row})
+    ratios: dict[str, float | None] = {}
+    for method in ("rubric", "statements"):
+        before, after = (next(r for r in rows if r["judge"] == method and r["prompt"] == p) for p in ("before", "after"))
+        b, a = before["cost_per_1000_steady_usd"], after["cost_per_1000_steady_usd"]
+        ratios[method] = a / b if a is not None and b else None
+    return {
+        "events": events,
+        "model": model_name,
+        "min_cacheable_tokens": min_tokens,
+        "model_in_table": min_cacheable_tokens(model_name) is not None,
+        "chars_per_token": CHARS_PER_TOKEN,
+        "rows": rows,
+        "cost_ratio_after_to_before": ratios,
+    }
+
+
+def report_lines(r: dict[str, Any]) -> list[str]:
+    """The figures as a table for people."""
+    known = "from the table" if r["model_in_table"] else "not in the table: the largest known minimum"
+    lines = [
+        f"{r['events']} judged events per row; model {r['model']}, minimum cacheable prefix {r['min_cacheable_tokens']:,} tokens ({known});",
+        f"fake Messages API emulating that minimum, {r['chars_per_token']:g} characters per token",
+        "",
+        f"{'judge':<12}{'prompt':<8}{'prefix tok':>11}{'cached':>8}{'prompt tok/ev':>15}{'from cache/ev':>15}{'cache share':>13}{'$ / 1,000 ev':>14}",
+    ]
+    for row in r["rows"]:
+        cost = row["cost_per_1000_steady_usd"]
+        lines.append(
+            f"{row['judge']:<12}{row['prompt']:<8}{row['prefix_tokens']:>11,}{'yes' if row['cached'] else 'no':>8}"
+            f"{row['prompt_tokens_per_event']:>15,.0f}{row['cache_read_tokens_per_event']:>15,.0f}"
+            f"{row['cache_share_steady']:>12.1%} {'n/a' if cost is None else f'{cost:.4f}':>13}"
+        )
+    lines.append("")
+    for method, ratio in r["cost_ratio_after_to_before"].items():
+        lines.append(f"{method}: cost after ÷ before = {'n/a' if ratio is None else f'{ratio:.2f}'}")
+    lines.append("(cache share and cost are at steady state: every event after the first, which writes the cache)")
+    return lines
+
+
+def main(events: int = 500, json_path: Path | None = DEFAULT_JSON, model: str | None = None) -> dict[str, Any]:
+    """Run the benchmark; print the table and write the JSON."""
+    result = asyncio.run(measure(events, model))
+    print("\n".join(report_lines(result)))
+    if json_path is not None:
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        print(f"\nwritten to {json_path}")
+    return result
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser(description="Prompt caching of the judges' system prompt before and after the worked examples.")
+    p.add_argument("--events", type=int, default=500, help="judged events per judge and prompt (default 500)")
+    p.add_argument("--model", default=None, help="judge model (default: the configured default)")
+    p.add_argument("--json", type=Path, default=DEFAULT_JSON, help=f"where to write the figures (default {DEFAULT_JSON})")
+    a = p.parse_args()
+    main(a.events, a.json, a.model)

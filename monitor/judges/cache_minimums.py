@@ -1,0 +1,107 @@
+"""Minimum cacheable prompt lengths per judge model, and the token estimate the judges compare them with.
+
+The API caches nothing below a model-dependent minimum prefix and says nothing about it (both cache counters stay
+0), so a prompt that shrinks below it silently costs full price on every call."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+import structlog
+
+log = structlog.get_logger(__name__)
+
+# Anthropic's rule of thumb for English text (about 3.5 characters per token). The benchmark and the tests run the
+# fake Messages API's cache minimum with the same figure (`chars_per_token`), so both sides agree on what is cached.
+CHARS_PER_TOKEN = 3.5
+
+# Tokens, per model id without its date suffix. Source: Anthropic's prompt-caching docs ("minimum cacheable prompt
+# length", as quoted in anthropic-sdk-python issue 1194) and the project's engineering notes for the 4.7+ and 5
+# models. Not published for the 5.5 models at the time of writing: those fall back to the largest value.
+MIN_CACHEABLE_TOKENS: dict[str, int] = {
+    "claude-opus-5": 512,
+    "claude-fable-5": 512,
+    "claude-mythos-5": 512,
+    "claude-opus-4-8": 1024,
+    "claude-sonnet-5": 1024,
+    "claude-sonnet-4-6": 1024,
+    "claude-sonnet-4-5": 1024,
+    "claude-opus-4-1": 1024,
+    "claude-opus-4-0": 1024,
+    "claude-opus-4": 1024,
+    "claude-sonnet-4-0": 1024,
+    "claude-sonnet-4": 1024,
+    "claude-3-7-sonnet": 1024,
+    "claude-opus-4-7": 2048,
+    "claude-3-5-haiku": 2048,
+    "claude-3-haiku": 2048,
+    "claude-opus-4-6": 4096,
+    "claude-opus-4-5": 4096,
+    "claude-haiku-4-5": 4096,
+}
+
+# An unknown model gets the largest minimum: assuming too small a one would hide an uncached prompt.
+UNKNOWN_MODEL_MIN_TOKENS = max(MIN_CACHEABLE_TOKENS.values())
+
+# "claude-haiku-4-5-20251001", "claude-haiku-4-5@20251001", "anthropic.claude-haiku-4-5-20251001-v1:0", "-latest".
+_DECORATIONS = re.compile(r"^(?:[a-z]+\.)?(?P<base>claude-[a-z0-9-]+?)(?:[-@]\d{8})?(?:-latest)?(?:-v\d+:\d+)?$")
+
+
+def estimate_tokens(text: str) -> int:
+    """Tokens in `text` by the characters-per-token approximation (rounded up)."""
+    return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+def base_model(model: str) -> str:
+    """`model` without a date suffix, `-latest`, or a cloud platform's prefix and version suffix."""
+    match = _DECORATIONS.match(model.strip().lower())
+    return match.group("base") if match else model.strip().lower()
+
+
+def min_cacheable_tokens(model: str) -> int | None:
+    """The published minimum cacheable prefix of `model`, or None when it is not in the table."""
+    return MIN_CACHEABLE_TOKENS.get(base_model(model))
+
+
+def assumed_min_tokens(model: str) -> int:
+    """The minimum to plan for: the published one, or the largest known one for a model not in the table."""
+    known = min_cacheable_tokens(model)
+    return known if known is not None else UNKNOWN_MODEL_MIN_TOKENS
+
+
+@dataclass(frozen=True, slots=True)
+class PrefixCheck:
+    """Whether a static prompt prefix is long enough for the model's prompt cache (by the token estimate)."""
+
+    model: str
+    prefix_tokens: int
+    min_tokens: int
+    known_model: bool
+
+    @property
+    def cacheable(self) -> bool:
+        """True when the prefix reaches the minimum, so calls after the first read it from the cache."""
+        return self.prefix_tokens >= self.min_tokens
+
+
+def check_prefix(prefix: str, model: str) -> PrefixCheck:
+    """The check of `prefix` against `model`'s minimum (the largest known minimum for an unknown model)."""
+    known = min_cacheable_tokens(model) is not None
+    return PrefixCheck(model=model, prefix_tokens=estimate_tokens(prefix), min_tokens=assumed_min_tokens(model), known_model=known)
+
+
+def warn_if_uncacheable(method: str, prefix: str, model: str) -> PrefixCheck:
+    """Check `prefix` for `model` and log a warning when it is too short to be cached (that only costs money)."""
+    check = check_prefix(prefix, model)
+    if not check.cacheable:
+        log.warning(
+            "judge_prompt_below_cache_minimum",
+            method=method,
+            model=model,
+            prefix_tokens=check.prefix_tokens,
+            min_tokens=check.min_tokens,
+            known_model=check.known_model,
+        )
+    return check
