@@ -470,7 +470,9 @@ class AsyncStore:
         await self._run(self.store.open)
         await self._run(self.store.ensure_schema)
         directory = chdb_directory(self.store.url)
-        if directory is not None:
+        # Opened again (a pipeline opens the store its caller opened): a second reader would leak its chDB
+        # session, and an engine shut down with a session still open crashes the process at exit.
+        if directory is not None and self._reader is None:
             self._reader = await self._run(_start_reader, directory)
 
     async def insert_rows(self, rows: Sequence[ScoredRow], dedup_token: str) -> None:

@@ -66,6 +66,19 @@ def test_a_wrong_password_is_refused(reader: EmbeddedReader, database: str) -> N
     assert mode == 0o600
 
 
+async def test_a_store_opened_twice_serves_one_reader_and_close_stops_it(store: ClickHouseStore, chdb_dir: Path) -> None:
+    """A pipeline opens the store its caller opened: one reader serves it, and closing the store withdraws it."""
+    from monitor.runtime.store import AsyncStore
+
+    shared = AsyncStore(ClickHouseStore(store.url, store.database, store.table))
+    await shared.open()
+    first = reader_address(chdb_dir)
+    await shared.open()
+    assert first is not None and reader_address(chdb_dir) == first
+    await shared.close()
+    assert reader_address(chdb_dir) is None and not (chdb_dir / READER_FILE).exists()
+
+
 def test_the_address_goes_with_the_process(reader: EmbeddedReader, tmp_path: Path) -> None:
     """An address left by a process that has ended is ignored; a stopped reader removes its address."""
     (tmp_path / READER_FILE).write_text(json.dumps({"url": "http://127.0.0.1:1", "password": "p", "pid": 2**22 + 12345}))
