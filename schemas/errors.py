@@ -4,7 +4,8 @@ its message is the single line an operator should see, and the command line prin
 
     MonitorError
     ├── UsageError              bad command-line input (exit 2)
-    │   └── BacktestError       an invalid backtest range or step
+    │   ├── BacktestError       an invalid backtest range or step
+    │   └── LabelsError         a labelled set (calibrate, canaries) that cannot be read; names the line
     ├── ConfigError             a setting is missing or invalid; names the environment variable (exit 2)
     │   ├── SamplingConfigError the sampling rules file
     │   └── RulesError          the alert rules file
@@ -46,6 +47,10 @@ class UsageError(MonitorError):
 
 class BacktestError(UsageError):
     """The backtest range or step is invalid."""
+
+
+class LabelsError(UsageError):
+    """The labelled set cannot be read or a line is not a valid labelled pair (exit 2); names the line."""
 
 
 class ConfigError(MonitorError):

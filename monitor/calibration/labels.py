@@ -14,7 +14,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from schemas.errors import UsageError
+from schemas.errors import LabelsError
 
 Scale = Literal["rubric", "unit"]
 SCALES: tuple[Scale, ...] = ("rubric", "unit")
@@ -25,10 +25,6 @@ _ANSWER_KEYS = ("answer", "response")
 _KNOWN = frozenset({"question", *_ANSWER_KEYS, "label", "id", "category", "rationale"})
 
 _Bad = Callable[[str], "LabelsError"]  # makes the error for one line from what is wrong with it
-
-
-class LabelsError(UsageError):
-    """The labelled set cannot be read or a line is not a valid labelled pair (exit 2); names the line."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
 
 from monitor.calibration.agreement import GROUPS, MIN_CATEGORY_PAIRS, Agreement, Bootstrap, Statistic, bucket
-from monitor.calibration.labels import SCALES, LabelledPair, LabelsError, Scale, golden_path, read_labels
+from monitor.calibration.labels import SCALES, LabelledPair, Scale, golden_path, read_labels
 from monitor.calibration.report import compare, document
 from monitor.calibration.run import CalibrationRun, PairOutcome, Progress
 from monitor.cli.flags import JUDGE_ENV_ONLY, JUDGE_SETTINGS, add_setting_flags, settings_from_args
 from monitor.config import Settings
 from monitor.judges.base import JudgeFailure, JudgeInfo
-from schemas.errors import UsageError
+from schemas.errors import LabelsError, UsageError
 
 if TYPE_CHECKING:
     from rich.console import Console

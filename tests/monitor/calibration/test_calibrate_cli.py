@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from rich.cells import cell_len
 
-from monitor.calibration.labels import LabelsError, golden_path
+from monitor.calibration.labels import golden_path
 from monitor.cli.calibrate import LARGE_SET, MAX_STATEMENTS, labels_source, progress_mode, register, run_calibrate
-from schemas.errors import ConfigError, UsageError
+from schemas.errors import ConfigError, LabelsError, UsageError
 from tests.fake_messages_api import FakeMessagesAPI, overloaded
 from tests.monitor.calibration.test_agreement import KAPPA, MAE, RHO, TAU
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 import monitor.calibration
-from monitor.calibration.labels import LabelledPair, LabelsError, check_label, golden_path, parse_labels, read_labels
-from schemas.errors import EXIT_USAGE, UsageError
+from monitor.calibration.labels import LabelledPair, check_label, golden_path, parse_labels, read_labels
+from schemas.errors import EXIT_USAGE, LabelsError, UsageError
 
 GOOD: dict[str, Any] = {"question": "When did order A17 ship?", "answer": "Order A17 shipped on 3 March.", "label": 4}
 
