@@ -4,7 +4,11 @@ The decision is `hash(key) < effective_rate`, with the hash of `conversation_id`
 key gets the same decision in every process and on every replay at the same rate, and a lower rate samples a
 subset of a higher one. The effective rate is the first matching rule's rate (or the base rate), raised to 1
 while a segment has fewer than its minimum judged events in the current window, then multiplied by an outside
-factor (budget and freshness, decided in `monitor`)."""
+factor (budget and freshness, decided in `monitor`).
+
+The shadow sample (`ShadowSampler`) is a second, independent draw over the same key with its own salt, among the
+events the primary judges: the same events are shadowed on every replica and replay, and a shadow row's rate is the
+primary's effective rate times the shadow rate, so 1/sample_rate still weights it to traffic."""
 
 from __future__ import annotations
 
@@ -38,6 +42,16 @@ class SamplingSettings:
 def sample_point(key: str) -> float:
     """A stable pseudo-random number in [0, 1) for `key` (BLAKE2b, independent of PYTHONHASHSEED)."""
     digest = hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "big") / 2**64
+
+
+SHADOW_SALT = b"rm-shadow-v1"  # BLAKE2b's own salt parameter (at most 16 bytes); changing it reshuffles the shadow sample
+
+
+def shadow_point(key: str) -> float:
+    """Like `sample_point`, salted: independent of the primary's draw, so the shadowed events are a random
+    subset of the judged ones rather than the judged ones with the lowest primary points."""
+    digest = hashlib.blake2b(key.encode("utf-8"), digest_size=8, salt=SHADOW_SALT).digest()
     return int.from_bytes(digest, "big") / 2**64
 
 
@@ -151,6 +165,7 @@ class DecisionKind(StrEnum):
     NEVER = "never"
     STOPPED = "stopped"
     MIN_PER_SEGMENT = "min_per_segment"
+    SHADOW = "shadow"
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +183,8 @@ class SampleDecision:
     @property
     def rule(self) -> str:
         """The decision as stored in `sample_rule`: `base`, `rule:<name>`, `always:<name>`, `never:<name>`,
-        `min_per_segment` or `stopped:<reason>`, followed by `*<factor>:<reason>` when a factor lowered the rate."""
+        `min_per_segment` or `stopped:<reason>`, followed by `*<factor>:<reason>` when a factor lowered the rate; a
+        shadow row's is `shadow:` and the primary decision's (`shadow:base`, `shadow:rule:vip*0.5:budget`)."""
         reason = self.factor_reason or "factor"
         if self.kind is DecisionKind.STOPPED:
             return f"stopped:{reason}"
@@ -235,3 +251,23 @@ class Sampler:
         if sampled and self.policy.min_per_segment is not None:
             self._judged[self._segment(event)] += 1
         return SampleDecision(sampled, effective, kind, name, factor, reason)
+
+
+class ShadowSampler:
+    """Which of the events the primary judges the shadow judge judges too: `shadow_point(key) < rate`, over the
+    primary's sampling key (a shadowed conversation is shadowed whole, like a sampled one)."""
+
+    def __init__(self, rate: float, key: SampleKey = "conversation_id") -> None:
+        if not 0.0 <= rate <= 1.0:
+            raise ValueError(f"shadow sample rate must be within [0, 1], got {rate}")
+        self.rate = rate
+        self.key = key
+
+    def decide(self, event: ConversationEvent, primary: SampleDecision) -> SampleDecision | None:
+        """The shadow row's decision for an event the primary judges (`primary.sampled`), or None: not shadowed."""
+        if not primary.sampled or self.rate <= 0.0:
+            return None
+        key = event.conversation_id if self.key == "conversation_id" else event.event_id
+        if shadow_point(key) >= self.rate:
+            return None
+        return SampleDecision(True, primary.rate * self.rate, DecisionKind.SHADOW, primary.rule)

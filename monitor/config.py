@@ -9,6 +9,7 @@ is checked where the judge is built (`monitor.judges.factory`), so read-only com
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 import os
@@ -27,6 +28,7 @@ from monitor.judges.settings import JudgeSettings
 from monitor.privacy.settings import DEFAULT_PHONE_REGIONS, RedactionSettings
 from monitor.runtime.budget import BudgetSettings
 from monitor.runtime.flow import FlowSettings
+from monitor.runtime.shadow import ShadowSettings
 from monitor.runtime.store import StoreSettings, normalize_url
 from schemas.errors import ConfigError
 
@@ -219,6 +221,21 @@ class Settings(BaseSettings):
         "merged over the defaults",
         json_schema_extra={"shown_default": "list prices of the Claude Haiku, Sonnet and Opus 4.5 and 5.5 models"},
     )
+    shadow_judge_model: str | None = Field(
+        None, min_length=1, description="model of an LLM shadow judge", json_schema_extra={"shown_default": "the primary's, `MONITOR_JUDGE_MODEL`"}
+    )
+    shadow_judge: Literal["lexical", "rubric", "statements"] | None = Field(
+        None,
+        description="a second judge for a sub-sample of the judged events, to compare with `relevancy-monitor compare` (unset: none); its rows "
+        "sit beside the primary's under its own judge_id with sample_rule `shadow:…`, within the same budget, rate limits, concurrency and circuit",
+    )
+    shadow_sample_rate: float = Field(
+        0.05,
+        ge=0.0,
+        le=1.0,
+        description="share of the events the primary judges that the shadow judge judges too (a salted hash of MONITOR_SAMPLE_KEY: the same "
+        "events on every replica and replay)",
+    )
 
     # Sampling
     sample_rate: float = Field(
@@ -385,6 +402,22 @@ class Settings(BaseSettings):
     def _base_url(cls, value: str | None) -> str | None:
         return _http_url(value)
 
+    @field_validator("shadow_judge")
+    @classmethod
+    def _shadow_is_another_judge(cls, value: str | None, info: ValidationInfo) -> str | None:
+        model = info.data.get("shadow_judge_model")
+        if value is None:
+            if model is not None:
+                raise ValueError("unset, but MONITOR_SHADOW_JUDGE_MODEL is set: name the shadow judge it is the model of")
+            return value
+        primary, primary_model = info.data.get("judge"), info.data.get("judge_model")
+        # Same method and model is the same judge_id (the other parameters are shared): its rows would replace the
+        # primary's in the table instead of sitting beside them. The lexical judge has no model to tell them apart.
+        if value == primary and (value == "lexical" or (model or primary_model) == primary_model):
+            shown = "" if value == "lexical" else f" with model {primary_model}"
+            raise ValueError(f"is the primary judge itself (MONITOR_JUDGE={primary}{shown}): choose another method or MONITOR_SHADOW_JUDGE_MODEL")
+        return value
+
     @field_validator("resume_in_flight")
     @classmethod
     def _resume_below_cap(cls, value: int | None, info: ValidationInfo) -> int | None:
@@ -435,6 +468,18 @@ class Settings(BaseSettings):
             statements_strict_threshold=self.statements_strict_threshold,
             prices=dict(self.judge_prices),
         )
+
+    @property
+    def shadow(self) -> ShadowSettings:
+        """The shadow judge: which, its model (None: the primary's) and its share of the judged events."""
+        return ShadowSettings(method=self.shadow_judge, model=self.shadow_judge_model, sample_rate=self.shadow_sample_rate)
+
+    @property
+    def shadow_judge_client(self) -> JudgeSettings | None:
+        """What the shadow judge needs (the primary's client settings with its own method and model), or None: off."""
+        if self.shadow_judge is None:
+            return None
+        return dataclasses.replace(self.judge_client, method=self.shadow_judge, model=self.shadow_judge_model or self.judge_model)
 
     @property
     def flow(self) -> FlowSettings:
@@ -555,6 +600,19 @@ class AlertSettings(BaseSettings):
     notify_timeout_s: float = Field(5.0, gt=0, description="seconds per HTTP attempt of a notification")
     replica_id: str = Field("", description="name of this replica in the lease table", json_schema_extra={"shown_default": "`<host>:<pid>:<random>`"})
     metrics_port: int = Field(0, ge=0, le=65535, description="Prometheus /metrics port of the evaluator (0 disables)")
+    canary_interval: timedelta = Field(
+        timedelta(hours=1),
+        description="how often `alerts run` re-scores the canary's labelled pairs with the live judge (the MONITOR_JUDGE* settings and "
+        "API key, as `run`), to tell a judge that drifted from a product that got worse; each run judges every pair (an LLM judge: one "
+        "call each, see docs/alerting.md for the cost); 0 or off: no canary",
+        json_schema_extra={"shown_type": "duration (`30m`, `1h`), or `0` / `off`"},
+    )
+    canary_file: Path | None = Field(
+        None,
+        description="labelled pairs the canary re-scores: JSON lines with question, answer (or response), label 0–4 and optional id and "
+        "category, as `relevancy-monitor calibrate --labels`",
+        json_schema_extra={"shown_default": "the shipped golden set (107 pairs)"},
+    )
 
     @field_validator("interval")
     @classmethod
@@ -563,13 +621,33 @@ class AlertSettings(BaseSettings):
             raise ValueError("must be a positive duration")
         return value
 
-    @field_validator("rules")
+    @field_validator("canary_interval", mode="before")
+    @classmethod
+    def _canary_off(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.strip().lower() in ("0", "off"):
+            return timedelta(0)
+        return parse_duration(value)
+
+    @field_validator("canary_interval")
+    @classmethod
+    def _canary_not_too_often(cls, value: timedelta) -> timedelta:
+        # Every run judges the whole set: with an LLM judge, a run every few seconds is a bill, not a canary.
+        if value.total_seconds() < 0 or 0 < value.total_seconds() < 60:
+            raise ValueError("must be 0 (off) or at least 1m: every run judges the whole labelled set")
+        return value
+
+    @field_validator("rules", "canary_file")
     @classmethod
     def _readable(cls, value: Path | None) -> Path | None:
-        # Checked here so a wrong path names ALERTS_RULES; the file's content is checked by `load_rules`.
+        # Checked here so a wrong path names ALERTS_RULES (ALERTS_CANARY_FILE); the content is checked when it is read.
         if value is not None and not value.is_file():
             raise ValueError(f"no such file {value.absolute()}")
         return value
+
+    @property
+    def canary_on(self) -> bool:
+        """Whether `alerts run` runs the canary."""
+        return self.canary_interval.total_seconds() > 0
 
     @field_validator("webhook_url", "slack_webhook_url", "alertmanager_url", "generator_url")
     @classmethod

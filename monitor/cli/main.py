@@ -12,13 +12,14 @@ from schemas.errors import MonitorError
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand (nothing is read from the environment here)."""
-    from monitor.cli import alerts, calibrate, commands, demo, forget, judge, report
+    from monitor.cli import alerts, calibrate, commands, compare, demo, forget, judge, report
 
     parser = argparse.ArgumentParser(prog="relevancy-monitor", description="Answer-relevancy monitoring for LLM assistants.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands.register(sub)
     judge.register(sub)
     calibrate.register(sub)
+    compare.register(sub)
     alerts.register(sub)
     forget.register(sub)
     demo.register(sub)

@@ -1,7 +1,9 @@
 """Flow control around the judge: adaptive concurrency (AIMD), a client-side rate limit, a circuit breaker.
 
 Each is a small object with its decision logic separate from waiting, so the decisions are testable with a
-fake clock."""
+fake clock. The concurrency and rate limits have two lanes: a `low` caller (the shadow judge) is served only while
+no normal caller waits, so a second judge sharing the limits can slow the first by at most the calls it has already
+been handed, never queue ahead of it."""
 
 from __future__ import annotations
 
@@ -48,7 +50,8 @@ class AdaptiveLimiter:
     """A concurrency limit: additive increase (one slot per `limit` successes, up to `ceiling`), multiplicative
     decrease on a rate-limit signal (down to `floor`), at most once per window of about one call's round-trip
     time, as TCP does: the calls already in flight when the provider pushed back were sent under the old limit,
-    so their 429s are one signal, not sixteen. Slots are handed directly to waiters in arrival order."""
+    so their 429s are one signal, not sixteen. Slots are handed directly to waiters in arrival order, every normal
+    waiter before any `low` one (`slot(low=True)`)."""
 
     def __init__(self, ceiling: int, floor: int = 1, decrease_factor: float = 0.5, min_window_s: float = 0.5, clock: Clock = time.monotonic) -> None:
         if not 1 <= floor <= ceiling:
@@ -64,6 +67,7 @@ class AdaptiveLimiter:
         self._rtt_s: float | None = None
         self._hold_until = -math.inf
         self._waiters: deque[asyncio.Future[None]] = deque()
+        self._low_waiters: deque[asyncio.Future[None]] = deque()
 
     @property
     def current(self) -> int:
@@ -95,18 +99,23 @@ class AdaptiveLimiter:
         return True
 
     def _hand_off(self) -> None:
-        while self._waiters and self.active < self.current:
-            waiter = self._waiters.popleft()
+        while self.active < self.current and (self._waiters or self._low_waiters):
+            waiter = (self._waiters or self._low_waiters).popleft()
             if not waiter.done():
                 self.active += 1
                 waiter.set_result(None)
 
-    async def __aenter__(self) -> AdaptiveLimiter:
-        if self.active < self.current and not self._waiters:
+    def slot(self, low: bool = False) -> _Slot:
+        """One slot as an async context manager; a `low` caller gets one only while no normal caller waits."""
+        return _Slot(self, low)
+
+    async def acquire(self, low: bool = False) -> None:
+        """Wait for a slot and take it (release it with `release`)."""
+        if self.active < self.current and not self._waiters and not (low and self._low_waiters):
             self.active += 1
-            return self
+            return
         waiter = asyncio.get_running_loop().create_future()
-        self._waiters.append(waiter)
+        (self._low_waiters if low else self._waiters).append(waiter)
         try:
             await waiter
         except asyncio.CancelledError:
@@ -114,22 +123,83 @@ class AdaptiveLimiter:
                 self.active -= 1
                 self._hand_off()
             raise
-        return self
 
-    async def __aexit__(self, *exc: object) -> None:
+    def release(self) -> None:
+        """Give a slot back (to the next waiter, normal ones first)."""
         self.active -= 1
         self._hand_off()
 
+    async def __aenter__(self) -> AdaptiveLimiter:
+        await self.acquire()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.release()
+
+
+class _Slot:
+    """`async with limiter.slot(low)`: one slot of `limiter` in the caller's lane."""
+
+    def __init__(self, limiter: AdaptiveLimiter, low: bool) -> None:
+        self._limiter = limiter
+        self._low = low
+
+    async def __aenter__(self) -> AdaptiveLimiter:
+        await self._limiter.acquire(self._low)
+        return self._limiter
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._limiter.release()
+
+
+class PriorityLock:
+    """A lock handed to waiters in arrival order, every normal waiter before any `low` one."""
+
+    def __init__(self) -> None:
+        self._held = False
+        self._waiters: deque[asyncio.Future[None]] = deque()
+        self._low_waiters: deque[asyncio.Future[None]] = deque()
+
+    @property
+    def locked(self) -> bool:
+        """Whether someone holds the lock."""
+        return self._held
+
+    async def acquire(self, low: bool = False) -> None:
+        """Wait until the lock is handed to us."""
+        if not self._held and not self._waiters and not self._low_waiters:
+            self._held = True
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        (self._low_waiters if low else self._waiters).append(waiter)
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():  # handed the lock, then cancelled: pass it on
+                self.release()
+            raise
+
+    def release(self) -> None:
+        """Hand the lock to the next waiter (normal ones first), or free it."""
+        for queue in (self._waiters, self._low_waiters):
+            while queue:
+                waiter = queue.popleft()
+                if not waiter.done():  # a cancelled waiter is skipped
+                    waiter.set_result(None)
+                    return
+        self._held = False
+
 
 class RateLimiter:
-    """Token buckets for requests and input tokens per minute (None: unlimited). `acquire` waits for both."""
+    """Token buckets for requests and input tokens per minute (None: unlimited). `acquire` waits for both; waiters
+    take their turn in arrival order, every normal one before any `low` one."""
 
     def __init__(self, requests_per_minute: float | None, tokens_per_minute: float | None, clock: Clock = time.monotonic) -> None:
         self._clock = clock
         self._buckets: list[list[float]] = []  # [capacity, level, refill_per_s, last]
         self._rpm = self._bucket(requests_per_minute)
         self._tpm = self._bucket(tokens_per_minute)
-        self._lock = asyncio.Lock()
+        self._lock = PriorityLock()
 
     def _bucket(self, per_minute: float | None) -> list[float] | None:
         if per_minute is None:
@@ -160,12 +230,16 @@ class RateLimiter:
                     b[1] -= n
         return wait
 
-    async def acquire(self, tokens: float = 0.0) -> None:
-        """Wait until the request fits under both limits, then take it."""
-        async with self._lock:
+    async def acquire(self, tokens: float = 0.0, low: bool = False) -> None:
+        """Wait until the request fits under both limits, then take it. A `low` request waits for its turn until no
+        normal one is waiting; once its turn has come it is not overtaken (one refill interval at most)."""
+        await self._lock.acquire(low)
+        try:
             # Sleeping exactly until the bucket refills is the point here: nothing else could signal it sooner.
             while (wait := self.delay_for(tokens)) > 0:  # noqa: ASYNC110
                 await asyncio.sleep(wait)
+        finally:
+            self._lock.release()
 
 
 class BreakerState(Enum):
@@ -243,6 +317,16 @@ class CircuitBreaker:
         self._probe_out = False
         self.opens += 1
         self._changed = asyncio.Event()
+
+    async def wait_closed(self) -> None:
+        """Wait until the circuit is closed, without ever taking the probe: for calls (the shadow judge's) whose
+        outcome must not decide the circuit's state."""
+        while self.is_open:
+            changed = self._changed
+            try:
+                await asyncio.wait_for(changed.wait(), timeout=max(0.05, self.retry_in()))
+            except TimeoutError:
+                pass
 
     async def wait(self) -> bool:
         """Wait until a call may go (at once while closed). True when this caller holds the half-open probe: it

@@ -1,12 +1,18 @@
 """Guarded judging: one judge behind a circuit breaker, adaptive concurrency (AIMD), a client-side rate limit and
-a timeout, with deferral of transient failures. Whatever happens, the caller gets a typed `JudgeOutcome`."""
+a timeout, with deferral of transient failures. Whatever happens, the caller gets a typed `JudgeOutcome`.
+
+The limits (`JudgeLimits`) belong to the pipeline, not to a judge: the shadow judge (`ShadowGuardedJudge`) passes
+the very same ones as the primary, below it. It obeys them (a slot, a rate token, a closed circuit) in the low lane,
+so it never queues ahead of a primary call, and it never steers them: its outcomes do not open or close the circuit,
+move the adaptive limit or count as the provider's 429s for freshness, so a failing shadow cannot slow the primary
+down beyond the slots and tokens its own calls take."""
 
 from __future__ import annotations
 
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
@@ -35,24 +41,61 @@ def estimate_tokens(event: ConversationEvent) -> float:
     return (len(event.question) + len(event.response)) / 4 + 600
 
 
+@dataclass(frozen=True, slots=True)
+class JudgeLimits:
+    """What every judge call of a pipeline passes, whichever judge makes it: the adaptive concurrency limit, the
+    client-side rate limit, the circuit breaker, and the set of tasks inside a call (for draining)."""
+
+    limiter: AdaptiveLimiter
+    rate: RateLimiter
+    breaker: CircuitBreaker
+    calling: set[asyncio.Task[Any]] = field(default_factory=set)
+
+    @classmethod
+    def from_flow(cls, flow: FlowSettings) -> JudgeLimits:
+        """The limits of the flow settings."""
+        return cls(
+            AdaptiveLimiter(flow.judge_concurrency, floor=flow.judge_concurrency_floor),
+            RateLimiter(flow.judge_requests_per_minute, flow.judge_tokens_per_minute),
+            CircuitBreaker(flow.breaker_threshold, flow.breaker_cooldown_s, flow.breaker_max_cooldown_s),
+        )
+
+
 class GuardedJudge:
     """Judges events through the guards. A rate-limited call never costs an event an attempt, and while the
     circuit is open an event waits instead of becoming an error row."""
 
-    def __init__(self, judge: Judge, flow: FlowSettings, metrics: Metrics, on_spent: Callable[[Usage], None]) -> None:
+    _low = False  # the lane of this judge's calls in the shared limits
+
+    def __init__(
+        self, judge: Judge, flow: FlowSettings, metrics: Metrics, on_spent: Callable[[Usage], None], *, limits: JudgeLimits | None = None
+    ) -> None:
         self.judge = judge
         self._flow = flow
         self._metrics = metrics
         self._on_spent = on_spent
-        self.limiter = AdaptiveLimiter(flow.judge_concurrency, floor=flow.judge_concurrency_floor)
-        self.rate = RateLimiter(flow.judge_requests_per_minute, flow.judge_tokens_per_minute)
-        self.breaker = CircuitBreaker(flow.breaker_threshold, flow.breaker_cooldown_s, flow.breaker_max_cooldown_s)
+        self.limits = limits or JudgeLimits.from_flow(flow)
         self._rate_limited_seen = judge.rate_limited
-        self._calling: set[asyncio.Task[Any]] = set()
+
+    @property
+    def limiter(self) -> AdaptiveLimiter:
+        """The adaptive concurrency limit (shared with a shadow judge)."""
+        return self.limits.limiter
+
+    @property
+    def rate(self) -> RateLimiter:
+        """The client-side rate limit (shared with a shadow judge)."""
+        return self.limits.rate
+
+    @property
+    def breaker(self) -> CircuitBreaker:
+        """The circuit breaker (shared with a shadow judge)."""
+        return self.limits.breaker
 
     def is_calling(self, task: asyncio.Task[Any]) -> bool:
-        """Whether `task` is inside a judge call right now (past every wait: the call has been sent)."""
-        return task in self._calling
+        """Whether `task` is inside a judge call right now (past every wait: the call has been sent), through this
+        guard or another sharing its limits."""
+        return task in self.limits.calling
 
     def throttled_since_last_asked(self) -> bool:
         """Whether the provider rate limited us since the previous call of this method (for freshness)."""
@@ -103,28 +146,32 @@ class GuardedJudge:
 
     async def _call(self, event: ConversationEvent) -> JudgeOutcome:
         """One judge call under the rate limit and the adaptive concurrency limit."""
-        await self.rate.acquire(estimate_tokens(event))
-        async with self.limiter:
+        await self.rate.acquire(estimate_tokens(event), low=self._low)
+        async with self.limiter.slot(low=self._low):
             self._metrics.judge_concurrency.set(self.limiter.current)
             limited_before = self.judge.rate_limited
             started = time.monotonic()
             task = asyncio.current_task()
             if task is not None:
-                self._calling.add(task)
+                self.limits.calling.add(task)
             try:
                 verdict = await self._verdict(event)
             finally:
                 if task is not None:
-                    self._calling.discard(task)
+                    self.limits.calling.discard(task)
             elapsed = time.monotonic() - started
-            self.limiter.record_latency(elapsed)
             self._on_spent(verdict.usage)  # failed calls are paid for too (an invalid reply still costs its tokens)
-            if self.judge.rate_limited > limited_before:
-                self.limiter.on_rate_limited()
-                self._metrics.judge_rate_limited.labels(self.judge.info.method).inc()
-            elif not (isinstance(verdict, JudgeFailure) and verdict.transient):
-                self.limiter.on_success()
+            self._steer(verdict, elapsed, rate_limited=self.judge.rate_limited > limited_before)
         return JudgeOutcome(verdict, elapsed)
+
+    def _steer(self, verdict: Judgement | JudgeFailure, elapsed: float, *, rate_limited: bool) -> None:
+        """Feed the outcome of a call to the adaptive limit (AIMD)."""
+        self.limiter.record_latency(elapsed)
+        if rate_limited:
+            self.limiter.on_rate_limited()
+            self._metrics.judge_rate_limited.labels(self.judge.info.method).inc()
+        elif not (isinstance(verdict, JudgeFailure) and verdict.transient):
+            self.limiter.on_success()
 
     async def _verdict(self, event: ConversationEvent) -> Judgement | JudgeFailure:
         timeout = self._flow.judge_timeout_s
@@ -137,3 +184,33 @@ class GuardedJudge:
         except Exception as e:  # a bug in a judge: an error row, never a made-up score
             log.exception("judge_crashed", event_id=event.event_id)
             return JudgeFailure("internal", f"{type(e).__name__}: {e}")
+
+
+class ShadowGuardedJudge(GuardedJudge):
+    """A second judge through the primary's limits, in their low lane. It waits while the primary's circuit is open
+    but never takes its probe; its outcomes steer nothing (circuit, AIMD, freshness); and every failed call, 429s
+    included, costs it an attempt: after `judge_event_attempts` calls it ends in an error row, so a shadow record
+    holds its offset for at most that many calls."""
+
+    _low = True
+
+    def __init__(self, judge: Judge, primary: GuardedJudge, metrics: Metrics, on_spent: Callable[[Usage], None]) -> None:
+        super().__init__(judge, primary._flow, metrics, on_spent, limits=primary.limits)
+
+    async def judge_event(self, event: ConversationEvent, still_wanted: Callable[[], bool]) -> JudgeOutcome | None:
+        """Judge one event with the shadow judge: a verdict, a failure after the bounded attempts, or None when its
+        partition was revoked while it waited."""
+        attempts = 0
+        while True:
+            await self.breaker.wait_closed()
+            if not still_wanted():
+                return None
+            outcome = await self._call(event)
+            attempts += 1
+            failure = outcome.verdict if isinstance(outcome.verdict, JudgeFailure) else None
+            if failure is None or not failure.transient or attempts >= self._flow.judge_event_attempts:
+                return outcome
+            log.info("shadow_judge_retry", event_id=event.event_id, partition=event.source.partition, offset=event.source.offset, attempts=attempts)
+
+    def _steer(self, verdict: Judgement | JudgeFailure, elapsed: float, *, rate_limited: bool) -> None:
+        """Nothing: the shadow's latency, successes and 429s are not the primary's (another model, perhaps)."""

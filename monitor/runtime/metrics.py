@@ -53,7 +53,14 @@ class Metrics:
         self.dead_lettered = Counter(_PREFIX + "events_dead_lettered", "Records sent to the dead-letter topic", ["reason"], registry=r)
         self.dlq_publish_failures = Counter(_PREFIX + "dlq_publish_failures", "Dead-letter publish attempts that failed", registry=r)
         self.not_sampled = Counter(_PREFIX + "events_not_sampled", "Decoded events not selected for judging", ["app"], registry=r)
-        self.judged = Counter(_PREFIX + "events_judged", "Scored rows produced", ["app", "judge", "status"], registry=r)
+        self.judged = Counter(_PREFIX + "events_judged", "Scored rows produced (by the primary judge)", ["app", "judge", "status"], registry=r)
+        self.shadow_rows = Counter(_PREFIX + "shadow_rows", "Scored rows produced by the shadow judge", ["app", "judge", "status"], registry=r)
+        self.shadow_cost = Counter(
+            _PREFIX + "shadow_cost_usd",
+            "Estimated USD of the shadow judge's calls (failed ones included; unpriced models add 0)",
+            ["judge"],
+            registry=r,
+        )
         self.judge_errors = Counter(_PREFIX + "judge_errors", "Judge failures that produced an error row", ["judge", "reason"], registry=r)
         self.judge_deferred = Counter(
             _PREFIX + "judge_deferred", "Judge calls put back to wait for a failing judge to recover", ["judge"], registry=r
@@ -94,9 +101,10 @@ class Metrics:
             self.label_overflow.labels("app").inc()
         return label
 
-    def watch_judge(self, judge: Judge) -> None:
-        """Export a judge's own API counters (attempts, errors and retries by kind, tokens) at scrape time."""
-        self.registry.register(_JudgeStatsCollector(judge.info.method, judge.stats))
+    def watch_judge(self, judge: Judge, *, shadow: bool = False) -> None:
+        """Export a judge's own API counters (attempts, errors and retries by kind, tokens) at scrape time; a shadow
+        judge's under `relevancy_monitor_shadow_judge_*`, so the same method in both roles stays two series."""
+        self.registry.register(_JudgeStatsCollector(judge.info.method, judge.stats, _PREFIX + ("shadow_" if shadow else "")))
 
     def total(self, name: str) -> float:
         """The sum of a counter's samples over all its labels (for progress lines)."""
@@ -106,15 +114,17 @@ class Metrics:
 class _JudgeStatsCollector(Collector):
     """Reads the judge's `stats` counters at scrape time (keys like `error.rate_limited`, `tokens.input`)."""
 
-    def __init__(self, method: str, stats: Mapping[str, int]) -> None:
+    def __init__(self, method: str, stats: Mapping[str, int], prefix: str = _PREFIX) -> None:
         self._method = method
         self._stats = stats
+        self._prefix = prefix
 
     def collect(self) -> Iterator[CounterMetricFamily]:
-        requests = CounterMetricFamily(_PREFIX + "judge_api_requests", "Judge API requests sent (each attempt)", labels=["judge"])
-        errors = CounterMetricFamily(_PREFIX + "judge_api_errors", "Failed judge API attempts by kind", labels=["judge", "kind"])
-        retries = CounterMetricFamily(_PREFIX + "judge_api_retries", "Judge API retries by the kind that caused them", labels=["judge", "kind"])
-        tokens = CounterMetricFamily(_PREFIX + "judge_tokens", "Judge tokens by type", labels=["judge", "type"])
+        p = self._prefix
+        requests = CounterMetricFamily(p + "judge_api_requests", "Judge API requests sent (each attempt)", labels=["judge"])
+        errors = CounterMetricFamily(p + "judge_api_errors", "Failed judge API attempts by kind", labels=["judge", "kind"])
+        retries = CounterMetricFamily(p + "judge_api_retries", "Judge API retries by the kind that caused them", labels=["judge", "kind"])
+        tokens = CounterMetricFamily(p + "judge_tokens", "Judge tokens by type", labels=["judge", "type"])
         requests.add_metric([self._method], self._stats.get("attempts", 0))
         for key, value in list(self._stats.items()):
             prefix, _, kind = key.partition(".")

@@ -2,6 +2,8 @@
 
 An offset is committed only after every record at or below it is finished: written to ClickHouse, published
 to the dead-letter topic, or deliberately not sampled (`OffsetTracker` keeps the contiguous low-water mark).
+A record the shadow judge samples too is finished when both its rows are written (`RowsOwed`), error rows
+included; the primary row does not wait for the shadow's.
 `Pipeline` only coordinates; `monitor.runtime.service.build_pipeline` builds its collaborators from settings.
 """
 
@@ -10,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -24,7 +26,7 @@ from consumers.clients import KafkaSettings, start_client
 from consumers.deadletter import DeadLetterPublisher
 from consumers.decode import decode_event
 from consumers.offsets import OffsetTracker, Ticket
-from consumers.sampling import SampleDecision, Sampler
+from consumers.sampling import SampleDecision, Sampler, ShadowSampler
 from consumers.source import KafkaSource
 from monitor.judges.base import JudgeFailure, Judgement
 from monitor.privacy.events import JudgedEvent, redact_event
@@ -33,11 +35,12 @@ from monitor.runtime.backpressure import Backpressure
 from monitor.runtime.cost_control import CostControl
 from monitor.runtime.dead_letters import dead_letter
 from monitor.runtime.flow import FlowSettings
-from monitor.runtime.guarded_judge import GuardedJudge
+from monitor.runtime.guarded_judge import GuardedJudge, ShadowGuardedJudge
 from monitor.runtime.health import Health, HealthGauges
 from monitor.runtime.metrics import Metrics
 from monitor.runtime.partition_tasks import Deadline, PartitionTasks
 from monitor.runtime.rows import TextPolicy, build_row
+from monitor.runtime.shadow import RowsOwed
 from monitor.runtime.sink import ClickHouseSink
 from monitor.runtime.store import AsyncStore
 from monitor.runtime.verdict_reuse import VerdictReuse, cache_key
@@ -50,6 +53,14 @@ _POLL_MS = 100
 _FACTOR_EVERY_S = 1.0
 _PROBE_TIMEOUT_S = 5.0
 _CLOSE_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class Shadow:
+    """The shadow judge behind the primary's limits, and which of the primary's judged events it judges too."""
+
+    guard: ShadowGuardedJudge
+    sampler: ShadowSampler
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +83,8 @@ class Collaborators:
     metrics: Metrics
     health: Health
     dlq: DeadLetterPublisher
+    shadow: Shadow | None = None  # None: MONITOR_SHADOW_JUDGE unset
+    owed: RowsOwed = field(default_factory=RowsOwed)  # the sink's acknowledgement settles rows through the same one
 
 
 class Pipeline:
@@ -88,6 +101,7 @@ class Pipeline:
         self.tasks = PartitionTasks()
         self.backpressure = Backpressure(high=parts.flow.max_in_flight, low=parts.flow.resume_at)
         self.dlq, self.health = parts.dlq, parts.health
+        self.shadow, self.owed = parts.shadow, parts.owed
         self._gauges = HealthGauges(parts.metrics.registry)
         self._lag = 0
         self.source = KafkaSource(parts.consumer, parts.kafka.topics, on_assigned=self._on_assigned, on_revoked=self._on_revoked)
@@ -108,6 +122,7 @@ class Pipeline:
             await self._close_kafka_clients()  # a failed start leaves no client open ("Unclosed ..." warnings)
             raise
         info = self.guard.judge.info
+        shadow = self.shadow.guard.judge.info if self.shadow else None
         log.info(
             "pipeline_started",
             topics=list(self.kafka.topics),
@@ -115,6 +130,9 @@ class Pipeline:
             judge=info.method,
             judge_id=info.judge_id,
             heuristic_judge=info.heuristic,
+            shadow_judge=shadow.method if shadow else None,
+            shadow_judge_id=shadow.judge_id if shadow else None,
+            shadow_sample_rate=self.shadow.sampler.rate if self.shadow else None,
         )
         self._background.append(asyncio.create_task(self.sink.run(), name="sink-flusher"))
         self._background.append(asyncio.create_task(self.cost.traffic_loop(), name="traffic-counts"))
@@ -163,6 +181,8 @@ class Pipeline:
         log.info("stopped", unfinished_events=left, note="unfinished events are not committed and will be redelivered" if left else "")
         await self._close_kafka_clients()
         await self.guard.judge.aclose()
+        if self.shadow is not None:
+            await self.shadow.guard.judge.aclose()
 
     async def _close_kafka_clients(self) -> None:
         # Bounded: with the brokers gone, leaving the group or flushing the producer would otherwise wait out
@@ -200,6 +220,7 @@ class Pipeline:
         await self.commit(tps)
         left = sum(self.tracker.in_flight(tp) for tp in tps)
         self.tracker.revoke(tps)
+        self.owed.forget(tps)
         self.tasks.forget(tps)
         self._closing -= tps
         for tp in tps:
@@ -210,7 +231,8 @@ class Pipeline:
         return left
 
     def _not_yet_judging(self, task: asyncio.Task[Any]) -> bool:
-        # Work that has not reached the judge is cheaper to redeliver than to wait for.
+        # Work that has not reached the judge is cheaper to redeliver than to wait for (the shadow's calls are
+        # tracked in the same shared limits, so `is_calling` covers both judges).
         return task not in self._dead_letters and not self.guard.is_calling(task)
 
     # ---- per record --------------------------------------------------------------------------------------
@@ -236,10 +258,26 @@ class Pipeline:
             task.add_done_callback(self._dead_letters.discard)
             return
         decision = self._sample(event)
-        if decision.sampled:
-            self._judge(self._redact(event), decision, ticket)
-        else:
+        if not decision.sampled:
             self.tracker.done(ticket)
+            return
+        judged = self._redact(event)
+        self._judge(self.guard, judged, decision, ticket)
+        shadow = self._shadow_decision(event, decision)  # after the primary's reservation: at the cap the shadow yields
+        if shadow is not None and self.shadow is not None:
+            self.owed.expect(ticket, 2)  # before any await: neither row can have been acknowledged yet
+            self._judge(self.shadow.guard, judged, shadow, ticket)
+
+    def _shadow_decision(self, event: ConversationEvent, decision: SampleDecision) -> SampleDecision | None:
+        """The shadow row's decision, or None: no shadow, not in its sub-sample, or the budget is used up (the
+        primary's call took the last of it: the shadow never runs the spend past a cap)."""
+        if self.shadow is None:
+            return None
+        shadow = self.shadow.sampler.decide(event, decision)
+        if shadow is not None and self.cost.budget.enabled and self.cost.budget.factor() == 0.0:
+            log.debug("shadow_skipped", event_id=event.event_id, partition=event.source.partition, offset=event.source.offset, reason="budget")
+            return None
+        return shadow
 
     def _redact(self, event: ConversationEvent) -> JudgedEvent:
         """The event as the judge and the store may see it: personal data replaced (only sampled events: the rest
@@ -263,43 +301,52 @@ class Pipeline:
             self.metrics.not_sampled.labels(self.metrics.app_label(event.app)).inc()
         return decision
 
-    def _judge(self, event: JudgedEvent, decision: SampleDecision, ticket: Ticket) -> None:
-        key = cache_key(self.guard.judge.info.judge_id, event.judged.question, event.judged.response)
+    def _judge(self, guard: GuardedJudge, event: JudgedEvent, decision: SampleDecision, ticket: Ticket) -> None:
+        """Start one row of an event with `guard`'s judge (the primary's or the shadow's: the cache keys them apart)."""
+        key = cache_key(guard.judge.info.judge_id, event.judged.question, event.judged.response)
         hit = self.reuse.cached(key)
         if hit is not None:  # costs nothing: no budget, no judge call
             self.metrics.cache_hits.inc()
-            self._write_row(event, decision, ticket, hit, 0.0, cached=True)
+            self._write_row(guard, event, decision, ticket, hit, 0.0, cached=True)
             return
         leader = self.reuse.leader(key)
         if leader is not None:  # the same pair is being judged right now (an upstream retry, a FAQ burst)
-            self.tasks.spawn(ticket.tp, self._follow(key, leader, event, decision, ticket))
+            self.tasks.spawn(ticket.tp, self._follow(guard, key, leader, event, decision, ticket))
             return
-        self._lead(key, event, decision, ticket)
+        self._lead(guard, key, event, decision, ticket)
 
-    def _lead(self, key: bytes, event: JudgedEvent, decision: SampleDecision, ticket: Ticket) -> asyncio.Task[Any]:
+    def _lead(self, guard: GuardedJudge, key: bytes, event: JudgedEvent, decision: SampleDecision, ticket: Ticket) -> asyncio.Task[Any]:
         # The call is reserved at decision time: a burst cannot decide past the budget before calls start.
         self.cost.reserve_call()
-        task = self.tasks.spawn(ticket.tp, self._judge_and_write(event, decision, ticket))
+        task = self.tasks.spawn(ticket.tp, self._judge_and_write(guard, event, decision, ticket))
         self.reuse.lead(key, task)
         return task
 
     async def _follow(
-        self, key: bytes, leader: asyncio.Future[Judgement | None], event: JudgedEvent, decision: SampleDecision, ticket: Ticket
+        self,
+        guard: GuardedJudge,
+        key: bytes,
+        leader: asyncio.Future[Judgement | None],
+        event: JudgedEvent,
+        decision: SampleDecision,
+        ticket: Ticket,
     ) -> None:
         """Reuse the verdict of an identical pair being judged; judge it ourselves if none comes."""
         judgement = await self.reuse.follow(key, leader)
         if judgement is not None:
             self.metrics.cache_hits.inc()
-            self._write_row(event, decision, ticket, judgement, 0.0, cached=True)
+            self._write_row(guard, event, decision, ticket, judgement, 0.0, cached=True)
         elif self._wanted(ticket):
-            self._lead(key, event, decision, ticket)
+            self._lead(guard, key, event, decision, ticket)
 
-    async def _judge_and_write(self, event: JudgedEvent, decision: SampleDecision, ticket: Ticket) -> Judgement | JudgeFailure | None:
+    async def _judge_and_write(
+        self, guard: GuardedJudge, event: JudgedEvent, decision: SampleDecision, ticket: Ticket
+    ) -> Judgement | JudgeFailure | None:
         """Judge one event and add its row; returns the verdict (None if abandoned on revocation)."""
-        outcome = await self.guard.judge_event(event.judged, still_wanted=lambda: self._wanted(ticket))
+        outcome = await guard.judge_event(event.judged, still_wanted=lambda: self._wanted(ticket))
         if outcome is None:
             return None
-        self._write_row(event, decision, ticket, outcome.verdict, outcome.elapsed_s)
+        self._write_row(guard, event, decision, ticket, outcome.verdict, outcome.elapsed_s)
         return outcome.verdict
 
     def _wanted(self, ticket: Ticket) -> bool:
@@ -307,6 +354,7 @@ class Pipeline:
 
     def _write_row(
         self,
+        guard: GuardedJudge,
         event: JudgedEvent,
         decision: SampleDecision,
         ticket: Ticket,
@@ -314,7 +362,8 @@ class Pipeline:
         elapsed: float,
         cached: bool = False,
     ) -> None:
-        info = self.guard.judge.info
+        info = guard.judge.info
+        shadow = guard is not self.guard
         latency_ms, now = int(elapsed * 1000), datetime.now(UTC)
         try:
             row = build_row(event, info, decision, verdict, latency_ms=latency_ms, scored_at=now, text_policy=self.text_policy, cached=cached)
@@ -323,9 +372,16 @@ class Pipeline:
             log.error("invalid_judgement", event_id=event.judged.event_id, error=problem[:200])
             failure = JudgeFailure("internal", f"invalid judgement: {problem}")
             row = build_row(event, info, decision, failure, latency_ms=latency_ms, scored_at=now, text_policy=self.text_policy)
-        self.metrics.judged.labels(self.metrics.app_label(event.judged.app), info.method, row.status).inc()
+        counter = self.metrics.shadow_rows if shadow else self.metrics.judged
+        counter.labels(self.metrics.app_label(event.judged.app), info.method, row.status).inc()
         if row.status == "error":
-            log.warning("judge_failed", event_id=event.judged.event_id, partition=ticket.tp.partition, offset=ticket.offset, error=row.error[:200])
+            log.warning(
+                "shadow_judge_failed" if shadow else "judge_failed",
+                event_id=event.judged.event_id,
+                partition=ticket.tp.partition,
+                offset=ticket.offset,
+                error=row.error[:200],
+            )
         self.sink.add(row, ticket)
 
     async def _dead_letter(self, record: ConsumerRecord[Any, Any], err: DecodeError, ticket: Ticket) -> None:
@@ -399,6 +455,7 @@ class Pipeline:
             "progress",
             consumed=int(total("relevancy_monitor_events_consumed")),
             judged=int(total("relevancy_monitor_events_judged")),
+            **({"shadow_judged": int(total("relevancy_monitor_shadow_rows"))} if self.shadow else {}),
             written=int(total("relevancy_monitor_rows_written")),
             dead_lettered=int(total("relevancy_monitor_events_dead_lettered")),
             in_flight=self.tracker.in_flight(),

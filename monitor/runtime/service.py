@@ -11,21 +11,23 @@ import structlog
 from consumers.clients import ensure_dlq_topic, make_consumer, make_producer
 from consumers.deadletter import DeadLetterPublisher
 from consumers.offsets import OffsetTracker, Ticket
-from consumers.sampling import Sampler
+from consumers.sampling import Sampler, ShadowSampler
 from monitor.config import Settings
 from monitor.judges.factory import build_judge
 from monitor.privacy.redactor import build_redactor
 from monitor.protocols import Judge
 from monitor.runtime.cost_control import CostControl
-from monitor.runtime.guarded_judge import GuardedJudge
+from monitor.runtime.guarded_judge import GuardedJudge, ShadowGuardedJudge
 from monitor.runtime.health import Health, HealthServer
 from monitor.runtime.metrics import Metrics
-from monitor.runtime.pipeline import Collaborators, Pipeline
+from monitor.runtime.pipeline import Collaborators, Pipeline, Shadow
+from monitor.runtime.shadow import RowsOwed
 from monitor.runtime.sink import ClickHouseSink
 from monitor.runtime.store import AsyncStore, ClickHouseStore
 from monitor.runtime.verdict_reuse import VerdictCache, VerdictReuse
-from schemas.errors import SamplingConfigError
+from schemas.errors import ConfigError, SamplingConfigError
 from schemas.scored import ScoredRow
+from schemas.usage import Usage
 
 log = structlog.get_logger("monitor.runtime.service")
 
@@ -38,22 +40,62 @@ def build_sampler(settings: Settings) -> Sampler:
         raise SamplingConfigError(f"invalid setting MONITOR_SAMPLING_FILE: {e}") from None
 
 
+def build_shadow_judge(settings: Settings) -> Judge | None:
+    """The shadow judge of MONITOR_SHADOW_JUDGE, or None when it is unset; raises `ConfigError` (one line)."""
+    client = settings.shadow_judge_client
+    if client is None:
+        return None
+    try:
+        return build_judge(client)
+    except ConfigError as e:
+        raise ConfigError(f"MONITOR_SHADOW_JUDGE={client.method}: {e}") from None
+
+
+def build_shadow(settings: Settings, shadow_judge: Judge | None, primary: GuardedJudge, cost: CostControl, metrics: Metrics) -> Shadow | None:
+    """The shadow judge behind the primary's limits and budget, or None; refuses a shadow that is the primary
+    judge itself (its rows would replace the primary's: the table is keyed by judge_id)."""
+    if shadow_judge is None:
+        return None
+    if shadow_judge.info.judge_id == primary.judge.info.judge_id:
+        raise ConfigError(f"invalid setting MONITOR_SHADOW_JUDGE: is the primary judge itself (judge_id {primary.judge.info.judge_id})")
+    metrics.watch_judge(shadow_judge, shadow=True)
+    method = shadow_judge.info.method
+
+    def spent(usage: Usage) -> None:
+        cost.spent(usage)  # the same budget as the primary's calls
+        metrics.shadow_cost.labels(method).inc(usage.cost_usd or 0.0)
+
+    guard = ShadowGuardedJudge(shadow_judge, primary, metrics, on_spent=spent)
+    return Shadow(guard, ShadowSampler(settings.shadow.sample_rate, settings.sampling.key))
+
+
 def build_pipeline(
-    settings: Settings, judge: Judge, store: AsyncStore, metrics: Metrics, health: Health | None = None, sampler: Sampler | None = None
+    settings: Settings,
+    judge: Judge,
+    store: AsyncStore,
+    metrics: Metrics,
+    health: Health | None = None,
+    sampler: Sampler | None = None,
+    shadow_judge: Judge | None = None,
 ) -> Pipeline:
-    """A pipeline with every collaborator built from its slice of `settings`."""
+    """A pipeline with every collaborator built from its slice of `settings`; the shadow judge is `shadow_judge`,
+    or the one MONITOR_SHADOW_JUDGE names."""
     metrics.watch_judge(judge)
     health = health or Health()
     producer = make_producer(settings.kafka)
     tracker = OffsetTracker()
+    owed = RowsOwed()
     cost = CostControl(settings.budget, store, metrics)
 
     def acknowledge(tickets: list[Ticket], rows: list[ScoredRow]) -> None:
         for ticket in tickets:
-            tracker.done(ticket)
+            if owed.settle(ticket):  # a shadowed record is done with its second row
+                tracker.done(ticket)
         cost.written(rows)
 
     flow = settings.flow
+    guard = GuardedJudge(judge, flow, metrics, on_spent=cost.spent)
+    shadow = build_shadow(settings, shadow_judge or build_shadow_judge(settings), guard, cost, metrics)
     return Pipeline(
         Collaborators(
             kafka=settings.kafka,
@@ -63,7 +105,7 @@ def build_pipeline(
             store=store,
             consumer=make_consumer(settings.kafka),
             producer=producer,
-            guard=GuardedJudge(judge, flow, metrics, on_spent=cost.spent),
+            guard=guard,
             sampler=sampler or build_sampler(settings),
             cost=cost,
             reuse=VerdictReuse(VerdictCache(settings.budget.cache_max_entries, settings.budget.cache_ttl_s)),
@@ -72,6 +114,8 @@ def build_pipeline(
             metrics=metrics,
             health=health,
             dlq=DeadLetterPublisher(producer, settings.kafka.dlq_topic),
+            shadow=shadow,
+            owed=owed,
         )
     )
 
@@ -89,6 +133,7 @@ async def run_service(settings: Settings, stop: asyncio.Event | None = None, met
         stop = asyncio.Event()
         install_signal_handlers(stop)
     judge = build_judge(settings.judge_client)
+    shadow_judge = build_shadow_judge(settings)  # before Kafka: a missing key is reported even with no broker
     log.info("starting", settings=settings.redacted())
     if judge.info.heuristic:
         log.warning("heuristic_judge", judge=judge.info.method, note="word-overlap heuristic, not an LLM judge: for demos and dry runs")
@@ -105,7 +150,7 @@ async def run_service(settings: Settings, stop: asyncio.Event | None = None, met
         s = settings.store
         store = AsyncStore(ClickHouseStore.from_settings(s))
         try:
-            await build_pipeline(settings, judge, store, metrics, health, sampler).run(stop)
+            await build_pipeline(settings, judge, store, metrics, health, sampler, shadow_judge).run(stop)
         finally:
             await store.close()
     finally:

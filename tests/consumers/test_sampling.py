@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from consumers.sampling import Sampler, SamplingPolicy, sample_point
+from consumers.sampling import DecisionKind, SampleDecision, Sampler, SamplingPolicy, ShadowSampler, sample_point, shadow_point
 from schemas.errors import SamplingConfigError
 from schemas.events import ConversationEvent, KafkaPosition
 
@@ -197,3 +197,42 @@ def test_bad_sampling_files_are_one_line_errors(tmp_path: Path, text: str, messa
     with pytest.raises(SamplingConfigError) as info:
         policy(tmp_path, text)
     assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_the_shadow_sample_is_stable_independent_of_the_primary_draw_and_at_its_rate() -> None:
+    """The shadow point differs from the sampling point (its own salt), is the same in a subprocess, and hits its rate."""
+    keys = [f"conv-{i}" for i in range(20_000)]
+    assert all(shadow_point(k) != sample_point(k) for k in keys[:100])
+    code = f"from consumers.sampling import shadow_point; print([shadow_point(k) for k in {keys[:5]!r}])"
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env={"PYTHONHASHSEED": "7", "PATH": ""}, cwd=root
+    ).stdout
+    assert out.strip() == str([shadow_point(k) for k in keys[:5]])
+    sampled = Sampler.at_rate(0.5)
+    shadow = ShadowSampler(0.1)
+    judged = [e for e in (event(k, k) for k in keys) if sampled.decide(e).sampled]
+    both = [e for e in judged if shadow.decide(e, sampled.decide(e)) is not None]
+    assert abs(len(both) / len(judged) - 0.1) < 0.01  # a tenth of the judged, not skewed by the primary's draw
+    low_primary = sum(sample_point(e.conversation_id) < 0.25 for e in both) / len(both)
+    assert abs(low_primary - 0.5) < 0.06  # among the shadowed, the primary's points are spread as among the judged
+
+
+def test_a_shadow_decision_follows_the_primary_and_records_both_rates() -> None:
+    """Only a judged event is shadowed; its rate is the product of both, its rule `shadow:` and the primary's, and
+    every turn of a conversation (or each event, with the event_id key) decides alike."""
+    shadow = ShadowSampler(1.0)
+    e = event("conv-1", "e1")
+    assert shadow.decide(e, SampleDecision(False, 0.0, DecisionKind.STOPPED, factor_reason="budget")) is None
+    primary = SampleDecision(True, 0.5, DecisionKind.RULE, "vip", factor=0.5, factor_reason="budget")
+    got = shadow.decide(e, primary)
+    assert got is not None and got.sampled and got.rate == 0.5 and got.rule == "shadow:rule:vip*0.5:budget"
+    assert ShadowSampler(0.0).decide(e, primary) is None
+    by_conversation = ShadowSampler(0.5)
+    base = SampleDecision(True, 1.0, DecisionKind.BASE)
+    for conv in (f"c{i}" for i in range(50)):
+        assert len({by_conversation.decide(event(conv, f"{conv}-{t}"), base) is None for t in range(5)}) == 1
+    by_event = ShadowSampler(0.5, key="event_id")
+    assert len({by_event.decide(event("one", f"e{i}"), base) is None for i in range(50)}) == 2
+    with pytest.raises(ValueError, match="within"):
+        ShadowSampler(1.5)

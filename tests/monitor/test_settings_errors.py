@@ -73,6 +73,9 @@ MALFORMED: dict[str, str] = {
     "judge_max_input_chars": "10",
     "statements_strict_threshold": "1.5",
     "judge_prices": "{not json",
+    "shadow_judge": "gpt",
+    "shadow_judge_model": "",
+    "shadow_sample_rate": "1.5",
     "sample_rate": "2",
     "sample_key": "user_id",
     "sampling_file": "/nonexistent/sampling.yaml",
@@ -112,6 +115,8 @@ ALERTS_MALFORMED: dict[str, str] = {
     "generator_url": "grafana/d/relevancy",
     "notify_timeout_s": "abc",
     "metrics_port": "-1",
+    "canary_interval": "hourly",
+    "canary_file": "/nonexistent/labels.jsonl",
 }
 # Settings that accept any string: names and secrets have no format to check here (a wrong one is refused by the
 # server that receives it: Kafka's SASL, the Messages API, the alert lease table).

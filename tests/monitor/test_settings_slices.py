@@ -79,6 +79,9 @@ SLICE_OF: dict[str, str] = {
     "judge_max_input_chars": "judge_client.max_input_chars",
     "statements_strict_threshold": "judge_client.statements_strict_threshold",
     "judge_prices": "judge_client.prices",
+    "shadow_judge": "shadow.method",
+    "shadow_judge_model": "shadow.model",
+    "shadow_sample_rate": "shadow.sample_rate",
     **{
         n: f"flow.{n}"
         for n in (
@@ -148,6 +151,9 @@ def test_every_setting_reaches_its_slice_with_its_value() -> None:
         redact_patterns='{"ORDER_REF": "ORD-[0-9]{6}"}',
         redact_allow="support@example.com",
         redact_phone_regions="US,IN",
+        shadow_judge="statements",
+        shadow_judge_model="claude-sonnet-5-5",
+        shadow_sample_rate=0.2,
     )
     assert set(SLICE_OF) | PROCESS_SETTINGS == set(Settings.model_fields)
     for name, path in SLICE_OF.items():

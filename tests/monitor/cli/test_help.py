@@ -14,7 +14,7 @@ from monitor.cli.main import build_parser
 from monitor.config import Settings
 from monitor.devtools.config_reference import env_only
 
-COMMANDS = ("run", "migrate", "sql", "produce", "broker", "judge", "forget", "demo", "report", "calibrate")
+COMMANDS = ("run", "migrate", "sql", "produce", "broker", "judge", "forget", "demo", "report", "calibrate", "compare")
 
 
 def subparser(name: str) -> argparse.ArgumentParser:

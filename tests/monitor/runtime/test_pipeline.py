@@ -242,10 +242,10 @@ async def test_a_leader_cancelled_before_it_ran_releases_its_followers(make_sett
     event = p._redact(decode_event(FLAT[0], position=KafkaPosition(topic="t", partition=0, offset=0), record_timestamp_ms=0))
     decision = SampleDecision(True, 1.0, DecisionKind.BASE)
     key = cache_key(p.guard.judge.info.judge_id, event.judged.question, event.judged.response)
-    leader = p._lead(key, event, decision, p.tracker.track(tp, 0))
+    leader = p._lead(p.guard, key, event, decision, p.tracker.track(tp, 0))
     verdict = p.reuse.leader(key)
     assert verdict is not None
-    follower = asyncio.create_task(p._follow(key, verdict, event, decision, p.tracker.track(tp, 1)))
+    follower = asyncio.create_task(p._follow(p.guard, key, verdict, event, decision, p.tracker.track(tp, 1)))
     leader.cancel()  # revoked before it ever ran: its body (and any `finally`) never executes
     await asyncio.gather(leader, return_exceptions=True)
     await asyncio.wait_for(follower, 5)  # not stuck on a verdict that will never come
@@ -281,9 +281,9 @@ async def test_a_probe_cancelled_mid_call_does_not_wedge_the_circuit(make_settin
     events = [
         p._redact(decode_event(v, position=KafkaPosition(topic="t", partition=0, offset=i), record_timestamp_ms=0)) for i, v in enumerate(FLAT[:2])
     ]
-    probe = p._lead(b"k0", events[0], decision, p.tracker.track(tp, 0))
+    probe = p._lead(p.guard, b"k0", events[0], decision, p.tracker.track(tp, 0))
     await asyncio.sleep(0.3)  # the first task took the probe and hangs in the judge
-    waiting = p._lead(b"k1", events[1], decision, p.tracker.track(tp, 1))
+    waiting = p._lead(p.guard, b"k1", events[1], decision, p.tracker.track(tp, 1))
     await asyncio.sleep(0.2)
     assert not waiting.done()
     probe.cancel()  # e.g. its partition's drain deadline passed
