@@ -20,4 +20,7 @@ Modules, bottom up:
 - `engine`: one evaluation round, and `AlertRunner` (evaluate, notify, save)
 - `backtest`: replaying rules over stored history, from histories read once
 
+Canary metrics (`canary_*`) read the `canary_runs` table that the evaluator's canary writes (`monitor.canary`),
+per judge and labelled set, through the same windows, state, notifications and backtests.
+
 The command line is `monitor.cli.alerts` (`relevancy-monitor alerts ...`)."""

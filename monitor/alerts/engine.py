@@ -9,6 +9,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Protocol
 
 import structlog
 
@@ -24,6 +25,7 @@ from monitor.alerts.rules import Rule, RuleSet
 from monitor.alerts.sources import RuleData, StoreData
 from monitor.alerts.state import Lease, StateStore
 from monitor.alerts.windows import SegmentData, SegmentKey, TrafficCounts, VersionStats, Windows, WindowStats, windows_for
+from monitor.canary.model import CanaryTick
 from monitor.runtime.health import Health, HealthServer
 from monitor.runtime.store import ClickHouseStore
 from schemas.errors import NotifyError, QueryError, StoreError
@@ -243,12 +245,13 @@ class RoundReport:
     failed: int = 0
     saved: int = 0
     deliveries: tuple[Delivery, ...] = ()  # one per configured notifier, in their order
+    canary: CanaryTick | None = None  # None: no canary configured (or not the leader)
 
     def log_fields(self) -> dict[str, object]:
         """The round in numbers, for one structured log line (counts and notifier names only, no text)."""
         if self.evaluation is None:
             return {"leader": self.leader}
-        return {
+        out: dict[str, object] = {
             "leader": self.leader,
             **dataclasses.asdict(self.evaluation.counts()),
             "sent": self.sent,
@@ -256,6 +259,22 @@ class RoundReport:
             "saved": self.saved,
             "notifications": {d.notifier: {"sent": d.sent, "failed": d.failed} for d in self.deliveries},
         }
+        if self.canary is not None:
+            out["canary"] = self.canary.log_fields()
+        return out
+
+
+class Canaries(Protocol):
+    """What the leader does at the start of each round before evaluating: write a finished canary run and start
+    the next when due (`monitor.canary.service.Canary`). Its own failures are in the tick, never raised."""
+
+    def tick(self, now: datetime) -> CanaryTick:
+        """One round's canary work at `now`."""
+        ...
+
+    def close(self) -> None:
+        """Stop a run in progress."""
+        ...
 
 
 class AlertRunner:
@@ -271,8 +290,10 @@ class AlertRunner:
         replica: str = "",
         lease_ttl: timedelta | None = None,
         metrics: AlertMetrics | None = None,
+        canary: Canaries | None = None,
     ) -> None:
         self.store = store
+        self.canary = canary
         self.rules = rules
         self.notifiers = list(notifiers)
         self.traffic_table = traffic_table
@@ -288,6 +309,10 @@ class AlertRunner:
             self.metrics.leader.set(0)
             return RoundReport(leader=False)
         self.metrics.leader.set(1)
+        # Before the evaluation, so that a run finished since the last round is in the canary rules' windows.
+        canary = self.canary.tick(now) if self.canary is not None else None
+        if canary is not None:
+            self._count_canary(canary)
         previous = self.state_store.load()
         evaluation = evaluate_rules(self.store, self.rules, now, previous, self.traffic_table)
         for err in evaluation.errors:
@@ -301,7 +326,15 @@ class AlertRunner:
         self.metrics.rounds.inc()
         self.metrics.last_round.set(now.timestamp())
         sent, failed = sum(d.sent for d in deliveries), sum(d.failed for d in deliveries)
-        return RoundReport(True, evaluation, sent, failed, saved, tuple(deliveries))
+        return RoundReport(True, evaluation, sent, failed, saved, tuple(deliveries), canary)
+
+    def _count_canary(self, tick: CanaryTick) -> None:
+        if tick.written is not None:
+            self.metrics.canary_runs.labels("written").inc()
+            self.metrics.canary_cost.inc(tick.written.cost_usd or 0.0)
+            self.metrics.canary_last_run.set(tick.written.run_at.timestamp())
+        if tick.failed:
+            self.metrics.canary_runs.labels("failed").inc()
 
     def _notify(
         self, states: dict[StateKey, AlertState], results: Mapping[StateKey, SegmentResult], now: datetime
@@ -390,6 +423,8 @@ class AlertRunner:
                     stop.wait(min(left, 5.0))
                     health.beat = time.monotonic()  # waiting between rounds is not a hang
         finally:
+            if self.canary is not None:
+                self.canary.close()
             if self.lease is not None:
                 try:
                     self.lease.release(datetime.now(UTC))

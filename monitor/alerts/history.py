@@ -41,6 +41,8 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # The additive sums of a score bucket, in the order the history query selects them.
 SCORE_SUMS = ("rows", "ok", "errors", "weight", "weight_sq", "w_score", "w_score_sq", "w_low", "cost", "events")
 TRAFFIC_SUMS = ("sampled", "consumed", "present")
+# A canary bucket's: its runs' pairs and summed figures (`queries._CANARY_AGGS`).
+CANARY_SUMS = ("rows", "ok", "errors", "runs", "rho", "rho_runs", "kappa", "kappa_runs", "shift")
 
 # Which raw values a metric's reading needs beyond sums: ok scores (p10 and its tail counts) or lags.
 ValuesOf = Literal["score", "lag"]

@@ -30,8 +30,13 @@ MetricName = Literal[
     "cost_per_window",
     "no_data",
     "rollout_mean_score",
+    "canary_spearman",
+    "canary_kappa",
+    "canary_mean_shift",
+    "canary_error_rate",
 ]
 Direction = Literal["down", "up"]
+Table = Literal["scores", "canary"]
 
 _OK_ROWS = "status = 'ok'"
 _WORST_SCORES_FIRST = "score ASC, event_time DESC"
@@ -61,6 +66,11 @@ class MetricSpec:
     # Rollout rules: the baseline is the version before the newest one, in the same window (rule.rollout).
     compares_versions: bool = False
     retired_note: str = "segment retired: no rows in the window or the baseline"  # why a vanished segment resolves
+    # Canary metrics read the canary table (one row per run and labelled pair, `monitor.canary`) instead of the
+    # scores, keyed by the labelled set as well as the judge: a new set is a new history, never judge drift.
+    table: Table = "scores"
+    extra_keys: tuple[str, ...] = ()  # key fields after judge_id
+    unit: str = "events"  # what min_events counts, in words
 
     @property
     def test_label(self) -> str:
@@ -70,6 +80,33 @@ class MetricSpec:
 
 _SHARE_TESTS = ("two_proportion_z", "wilson_score")
 _MEAN_TESTS = ("welch_t", "one_sample_t")
+
+
+def _canary(
+    name: MetricName,
+    direction: Direction,
+    read: ReadFunction,
+    tests: tuple[str, ...] = (),
+    *,
+    examples_filter: str = _OK_ROWS,
+    examples_order: str = "abs(score - label_unit) DESC, run_at DESC, pair_id",  # the largest disagreements first
+    unit: str = "judged canary pairs",
+) -> MetricSpec:
+    return MetricSpec(
+        name,
+        direction,
+        read,
+        tests,
+        time_column="run_at",
+        judge_keyed=True,
+        examples_filter=examples_filter,
+        examples_order=examples_order,
+        retired_note="no canary run of this judge and labelled set in the window or the baseline any more",
+        table="canary",
+        extra_keys=("labels",),
+        unit=unit,
+    )
+
 
 SPECS: dict[str, MetricSpec] = {
     spec.name: spec
@@ -113,6 +150,21 @@ SPECS: dict[str, MetricSpec] = {
             judge_keyed=True,
             compares_versions=True,
             retired_note="rollout over: not the newest version any more, or no earlier one left in the window",
+        ),
+        # Canaries: per run figures of the judge against fixed labels. No significance test: the pairs are the same
+        # in every run, so what varies is the judge alone, and the size of the change (against the same judge's
+        # runs, or a floor) decides; min_events keeps a run that mostly failed from deciding on agreement.
+        _canary("canary_spearman", "down", obs.read_canary_spearman),
+        _canary("canary_kappa", "down", obs.read_canary_kappa),
+        _canary("canary_mean_shift", "down", obs.read_canary_mean_shift),
+        _canary(
+            "canary_error_rate",
+            "up",
+            obs.read_canary_error_rate,
+            _SHARE_TESTS,
+            examples_filter="status = 'error'",
+            examples_order="run_at DESC, pair_id",
+            unit="canary pairs",
         ),
     )
 }

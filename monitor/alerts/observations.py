@@ -207,7 +207,36 @@ def read_no_data(rule: Rule, data: SegmentData, tail: TailCounts | None, testing
     return Reading(float(current_count), _scaled(base_count, base, cur.seconds), current_count, base_count, p_change)
 
 
+def read_canary_spearman(rule: Rule, data: SegmentData, tail: TailCounts | None, testing: bool) -> Reading:
+    """Mean Spearman ρ of the canary runs in the window (against the labels) and in the baseline: the same judge's
+    earlier runs on the same labelled set. n counts judged pairs."""
+    cur, base = data.current, data.baseline
+    return Reading(_per_run(cur.canary.rho, cur.canary.rho_runs), _per_run(base.canary.rho, base.canary.rho_runs), cur.ok, base.ok)
+
+
+def read_canary_kappa(rule: Rule, data: SegmentData, tail: TailCounts | None, testing: bool) -> Reading:
+    """Mean quadratic-weighted κ of the canary runs (the labels and the scores in the rubric's five buckets)."""
+    cur, base = data.current, data.baseline
+    return Reading(_per_run(cur.canary.kappa, cur.canary.kappa_runs), _per_run(base.canary.kappa, base.canary.kappa_runs), cur.ok, base.ok)
+
+
+def read_canary_mean_shift(rule: Rule, data: SegmentData, tail: TailCounts | None, testing: bool) -> Reading:
+    """Mean of score − label/4 over the canary's judged pairs: below 0 the judge scores the set lower than the labels."""
+    cur, base = data.current, data.baseline
+    return Reading(_per_run(cur.canary.shift, cur.ok), _per_run(base.canary.shift, base.ok), cur.ok, base.ok)
+
+
+def read_canary_error_rate(rule: Rule, data: SegmentData, tail: TailCounts | None, testing: bool) -> Reading:
+    """Share of the canary's pairs the judge could not score (deadline, provider errors, invalid replies)."""
+    cur, base = data.current, data.baseline
+    return _share(rule, testing, cur.errors, cur.rows, base.errors, base.rows)
+
+
 # ---- shared maths ----------------------------------------------------------------------------------------
+
+
+def _per_run(total: float, n: int) -> float | None:
+    return total / n if n > 0 else None
 
 
 @dataclass(frozen=True, slots=True)

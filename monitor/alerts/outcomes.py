@@ -98,7 +98,16 @@ def baseline_words(rule: Rule) -> str:
     return f"at these hours on the previous {rule.baseline.previous_days} days"
 
 
+_CANARY_NO_VALUE = {
+    "canary_spearman": "no canary run in the window with a Spearman ρ (it needs 3 judged pairs and scores that differ)",
+    "canary_kappa": "no canary run in the window with a κ (it needs judged pairs)",
+    "canary_mean_shift": "no judged canary pair in the window",
+}
+
+
 def _no_value(rule: Rule) -> str:
+    if rule.metric in _CANARY_NO_VALUE:
+        return _CANARY_NO_VALUE[rule.metric]
     if rule.metric in ("mean_score", "low_score_share", "p10", "rollout_mean_score"):
         return "no scored (ok) rows in the window"
     if rule.metric == "coverage":
@@ -109,14 +118,15 @@ def _no_value(rule: Rule) -> str:
 def describe_shortfall(s: Shortfall, rule: Rule, windows: Windows | None = None, now: datetime | None = None) -> str:
     """One shortfall in plain words; with `windows`, the current window's times are named."""
     g = s.gap
+    unit = rule.spec.unit
     if g is Gap.FEW_EVENTS:
-        return f"window: {s.have} of {s.need} events needed{_between(windows, now)}"
+        return f"window: {s.have} of {s.need} {unit} needed{_between(windows, now)}"
     if g is Gap.NO_VALUE:
         return _no_value(rule) + _between(windows, now)
     if g is Gap.FEW_BASELINE_EVENTS:
         if s.have == 0 and rule.baseline is not None and rule.baseline.previous_days is not None:
-            return f"no history at these hours on the previous {rule.baseline.previous_days} days ({s.need} events needed)"
-        return f"baseline: {s.have} of {s.need} events needed {baseline_words(rule)}"
+            return f"no history at these hours on the previous {rule.baseline.previous_days} days ({s.need} {unit} needed)"
+        return f"baseline: {s.have} of {s.need} {unit} needed {baseline_words(rule)}"
     if g is Gap.SILENT_FEW_BASELINE:
         return f"silent, but the baseline has only {s.have} of the {s.need} events needed to expect any ({baseline_words(rule)})"
     if g is Gap.NO_TRAFFIC_COUNTS:
@@ -136,7 +146,10 @@ def describe_shortfalls(shortfalls: tuple[Shortfall, ...], rule: Rule, windows: 
 def describe_empty(e: EmptyRule, now: datetime) -> str:
     """Why a rule had no segment, in plain words, naming the window's times and what hid the newest rows."""
     rule, windows = e.rule, e.windows
+    canary = rule.spec.table == "canary"
     if e.gap is Gap.STORE_EMPTY:
+        if canary:
+            return "no canary run in the store yet (`alerts run` writes one every ALERTS_CANARY_INTERVAL; off when it is 0)"
         return "no judged rows in the store yet"
     if e.gap is Gap.TRAFFIC_EMPTY:
         return f"traffic table empty: no consumed events counted yet (needed by {rule.metric} rules with source {rule.source})"
@@ -147,7 +160,9 @@ def describe_empty(e: EmptyRule, now: datetime) -> str:
         if e.started_together:
             parts.append(f"{e.started_together} whose {rule.rollout.of}s started within {format_duration(rule.rollout.min_gap)} of each other")
         return "no rollout in the window: " + (", ".join(parts) or "no versions")
-    if rule.source == "traffic":
+    if canary:
+        what = "no canary runs"
+    elif rule.source == "traffic":
         what = "no traffic counted"
     elif rule.spec.needs_traffic:
         what = "no judged rows or traffic counts"
@@ -166,10 +181,10 @@ def _hidden_by_offset(e: EmptyRule, now: datetime) -> str:
     if e.newest is None or e.newest.at is None:
         return ""
     end = e.windows.current[1]
-    newest = _when(e.newest.at, now)
+    newest = f"newest {'run' if e.rule.spec.table == 'canary' else 'row'} {_when(e.newest.at, now)}"
     if e.newest.at >= end:
         offset = e.rule.offset
         if offset.total_seconds() > 0:
-            return f" (the window ends `offset` {format_duration(offset)} before now; newest row {newest})"
-        return f" (the window ends at the last whole minute; newest row {newest})"
-    return f" (newest row {newest})"
+            return f" (the window ends `offset` {format_duration(offset)} before now; {newest})"
+        return f" (the window ends at the last whole minute; {newest})"
+    return f" ({newest})"

@@ -11,7 +11,7 @@ import re
 from datetime import datetime
 from typing import Any
 
-from monitor.alerts.history import SCORE_SUMS, TRAFFIC_SUMS, Grid, History, ValuesOf, build_history, values_for
+from monitor.alerts.history import CANARY_SUMS, SCORE_SUMS, TRAFFIC_SUMS, Grid, History, ValuesOf, build_history, values_for
 from monitor.alerts.rules import Rule
 from monitor.alerts.windows import (
     SegmentData,
@@ -25,6 +25,7 @@ from monitor.alerts.windows import (
     utc,
     window_stats,
 )
+from monitor.canary.table import CANARY_TABLE
 from monitor.runtime.store import ClickHouseStore
 from schemas.errors import QueryError, StoreError
 
@@ -174,7 +175,10 @@ def _run(store: ClickHouseStore, sql: str, params: dict[str, Any]) -> list[tuple
 
 
 def fetch_scores(store: ClickHouseStore, rule: Rule, windows: Windows) -> dict[SegmentKey, SegmentData]:
-    """Per-segment statistics from the scores table (FINAL) for both windows of `rule`."""
+    """Per-segment statistics from the scores table (FINAL) for both windows of `rule` (from the canary table for a
+    canary metric)."""
+    if rule.spec.table == "canary":
+        return fetch_canary(store, rule, windows)
     sql, params = scores_sql(rule, store.database, store.table, windows)
     keys = rule.key_fields
     out: dict[SegmentKey, SegmentData] = {}
@@ -258,6 +262,98 @@ def fetch_tail_counts(store: ClickHouseStore, rule: Rule, windows: Windows, segm
     return TailCounts(cutoff, int(row[0]), int(row[1]), int(row[2]))
 
 
+# ---- canary metrics: the canary table, one row per run and labelled pair (monitor.canary) ------------------------
+
+# Each run's pairs and figures first (a run's figures are on each of its rows), then the runs summed per window.
+# The run's time and judge get aliases of their own: an alias named like its column would replace the column.
+_CANARY_RUN_SQL = (
+    "SELECT {keys}, run_id, any(judge) AS run_judge, any(run_at) AS at, count() AS n_rows, countIf(status = 'ok') AS n_ok,\n"
+    "         countIf(status = 'error') AS n_errors, any(run_spearman) AS rho, any(run_kappa) AS kappa,\n"
+    "         sumIf(score - label_unit, status = 'ok') AS shift\n"
+    "  FROM {table} FINAL\n"
+    "  WHERE run_at >= {{{start}:{ts}}} AND run_at < {{{end}:{ts}}}\n"
+    "  GROUP BY {keys}, run_id"
+)
+
+# The sums of `windows.CanarySums` (and rows, ok, errors), per window flag `{w}`, named as `window_stats` reads them.
+_CANARY_AGGS = (
+    ("rows", "sumIf(n_rows, {w})"),
+    ("ok", "sumIf(n_ok, {w})"),
+    ("errors", "sumIf(n_errors, {w})"),
+    ("runs", "countIf({w})"),
+    ("rho", "sumIf(rho, {w} AND rho IS NOT NULL)"),
+    ("rho_runs", "countIf({w} AND rho IS NOT NULL)"),
+    ("kappa", "sumIf(kappa, {w} AND kappa IS NOT NULL)"),
+    ("kappa_runs", "countIf({w} AND kappa IS NOT NULL)"),
+    ("shift", "sumIf(shift, {w})"),
+)
+
+
+def _canary_runs(rule: Rule, database: str, start: str, end: str) -> str:
+    keys = ", ".join(_ident(k) for k in rule.key_fields)
+    return _CANARY_RUN_SQL.format(keys=keys, table=f"{_ident(database)}.{CANARY_TABLE}", start=start, end=end, ts=_TS)
+
+
+def canary_sql(rule: Rule, database: str, windows: Windows) -> tuple[str, dict[str, Any]]:
+    """SQL and parameters summing a canary rule's runs per judge and labelled set over its current and baseline
+    windows (a run belongs to the window its run_at is in)."""
+    params, base_names = _window_params(windows)
+    keys = list(rule.key_fields)
+    select = [*keys, "any(run_judge) AS judge_name"]
+    for prefix, flag in (("c", "in_cur"), ("b", "in_base")):
+        select += [f"{expr.format(w=flag)} AS {prefix}_{name}" for name, expr in _CANARY_AGGS]
+    sql = (
+        f"SELECT {', '.join(select)}\n"
+        f"FROM (\n"
+        f"  SELECT *, at >= {{cur_start:{_TS}}} AND at < {{cur_end:{_TS}}} AS in_cur,\n"
+        f"         {_window_predicate('at', base_names)} AS in_base\n"
+        f"  FROM (\n  {_canary_runs(rule, database, 'span_start', 'span_end')}\n  )\n"
+        f")\n"
+        f"GROUP BY {', '.join(keys)}"
+    )
+    return sql, params
+
+
+def fetch_canary(store: ClickHouseStore, rule: Rule, windows: Windows) -> dict[SegmentKey, SegmentData]:
+    """Per judge and labelled set, the canary runs of both windows of `rule`, summed."""
+    sql, params = canary_sql(rule, store.database, windows)
+    keys = rule.key_fields
+    names = [name for name, _ in _CANARY_AGGS]
+    out: dict[SegmentKey, SegmentData] = {}
+    for row in _run(store, sql, params):
+        key: SegmentKey = tuple((k, str(v)) for k, v in zip(keys, row[: len(keys)], strict=True))
+        pos = len(keys) + 1
+        cur = window_stats(dict(zip(names, row[pos : pos + len(names)], strict=True)), windows.current_seconds)
+        base = window_stats(dict(zip(names, row[pos + len(names) : pos + 2 * len(names)], strict=True)), windows.baseline_seconds)
+        if cur.rows == 0 and base.rows == 0:
+            continue
+        out[key] = SegmentData(cur, base, str(row[len(keys)]))
+    return out
+
+
+def canary_history_sql(rule: Rule, database: str, grid: Grid, start: datetime, end: datetime) -> tuple[str, dict[str, Any]]:
+    """SQL and parameters of a canary rule's history: per grid bucket (of run_at) and segment over [start, end), the
+    sums of `history.CANARY_SUMS` and the bucket's first run time."""
+    keys = list(rule.key_fields)
+    aggs = {name: expr.format(w="1") for name, expr in _CANARY_AGGS}
+    select = ["intDiv(toUnixTimestamp64Milli(at) - {origin:Int64}, {size:Int64}) AS bucket", *keys, "any(run_judge) AS judge_name"]
+    select += [f"{aggs[name]} AS s_{name}" for name in CANARY_SUMS]
+    select.append("toUnixTimestamp64Milli(min(at)) AS first_ms")
+    sql = (
+        f"SELECT {', '.join(select)}\n"
+        f"FROM (\n  {_canary_runs(rule, database, 'start', 'end')}\n)\n"
+        f"GROUP BY {', '.join(['bucket', *keys])}\n"
+        f"ORDER BY {', '.join([*keys, 'bucket'])}"
+    )
+    return sql, {"origin": grid.origin_ms, "size": grid.size_ms, "start": start, "end": end}
+
+
+def fetch_canary_history(store: ClickHouseStore, rule: Rule, grid: Grid, start: datetime, end: datetime) -> History:
+    """A canary rule's runs over [start, end) per bucket of `grid`, summed per judge and labelled set."""
+    sql, params = canary_history_sql(rule, store.database, grid, start, end)
+    return build_history(grid, start, end, rule.key_fields, CANARY_SUMS, _run(store, sql, params), None)
+
+
 # ---- a whole backtest's history per bucket (monitor.alerts.history) ---------------------------------------------
 
 
@@ -333,12 +429,22 @@ def _ts_literal(dt: datetime) -> str:
 
 
 def examples_sql(rule: Rule, segment: SegmentKey, windows: Windows, database: str, table: str, limit: int = 20) -> str:
-    """A ready-to-run query listing the worst recent examples of `segment` for `rule`'s metric."""
+    """A ready-to-run query listing the worst recent examples of `segment` for `rule`'s metric (for a canary metric,
+    the pairs of the runs in the window that disagree most with their labels, or failed)."""
     col = rule.spec.time_column
     conds = [f"{_ident(k)} = {sql_literal(v)}" for k, v in segment]
     conds.append(f"{col} >= {_ts_literal(windows.current[0])} AND {col} < {_ts_literal(windows.current[1])}")
     if rule.spec.examples_filter is not None:
         conds.append(rule.spec.examples_filter)
+    if rule.spec.table == "canary":
+        return (
+            "SELECT run_at, run_id, judge_id, labels, pair_id, category, label, round(score, 3) AS score,\n"
+            "       round(score - label_unit, 3) AS gap, status, error\n"
+            f"FROM {_ident(database)}.{CANARY_TABLE} FINAL\n"
+            f"WHERE {' AND '.join(conds)}\n"
+            f"ORDER BY {rule.spec.examples_order}\n"
+            f"LIMIT {int(limit)}"
+        )
     return (
         "SELECT event_time, app, model, prompt_version, judge_id, status, round(score, 3) AS score, error,\n"
         "       dateDiff('millisecond', event_time, scored_at) / 1000.0 AS lag_s, cost_usd,\n"

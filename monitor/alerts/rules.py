@@ -142,6 +142,10 @@ class Rule(_Strict):
     def _checks(self) -> Rule:
         if self.window.total_seconds() < 60:
             raise ValueError("window must be at least 1m")
+        if self.spec.table == "canary" and self.segment_by:
+            raise ValueError(
+                f"a {self.metric} rule is per judge and labelled set: segment_by must be [] (canary runs have no app, model or prompt_version)"
+            )
         if self.spec.silence:
             if self.baseline is None:
                 raise ValueError(f"a {self.metric} rule needs a baseline (where the segment had traffic before)")
@@ -189,11 +193,11 @@ class Rule(_Strict):
 
     @property
     def key_fields(self) -> tuple[str, ...]:
-        """The segment key columns in a fixed order; judge_id for score metrics; a rollout rule's field too (the
-        segment is the newest version)."""
+        """The segment key columns in a fixed order; judge_id for score metrics (and the labelled set for canary
+        metrics); a rollout rule's field too (the segment is the newest version)."""
         keyed = {*self.segment_by, *((self.rollout.of,) if self.rollout is not None else ())}
         fields = tuple(f for f in ("app", "model", "prompt_version") if f in keyed)
-        return (*fields, "judge_id") if self.spec.judge_keyed else fields
+        return (*fields, "judge_id", *self.spec.extra_keys) if self.spec.judge_keyed else fields
 
     @property
     def uses_baseline(self) -> bool:

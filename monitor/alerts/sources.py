@@ -11,6 +11,7 @@ from monitor.alerts.outcomes import Newest
 from monitor.alerts.queries import DEFAULT_TRAFFIC_TABLE, fetch_newest, fetch_scores, fetch_tail_counts, fetch_traffic, fetch_versions
 from monitor.alerts.rules import Rule
 from monitor.alerts.windows import SegmentData, SegmentKey, TailCounts, TrafficCounts, VersionStats, Windows
+from monitor.canary.table import CANARY_TABLE
 from monitor.runtime.store import ClickHouseStore
 
 
@@ -64,7 +65,12 @@ class StoreData:
 
     def newest(self, rule: Rule, before: datetime) -> Newest | None:
         """See `RuleData.newest`; read once per table and time column (rules without segments share it)."""
-        table, column = (self.traffic_table, "minute") if rule.source == "traffic" else (self.store.table, rule.spec.time_column)
+        if rule.source == "traffic":
+            table, column = self.traffic_table, "minute"
+        elif rule.spec.table == "canary":
+            table, column = CANARY_TABLE, rule.spec.time_column
+        else:
+            table, column = self.store.table, rule.spec.time_column
         key = (table, column, before)
         if key not in self._newest:
             self._newest[key] = Newest(fetch_newest(self.store, table, column, before))

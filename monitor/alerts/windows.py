@@ -5,7 +5,7 @@ Imports no SQL, store or scipy module, so the pure modules (observations, evalua
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
@@ -87,6 +87,19 @@ class WeightedSums:
 
 
 @dataclass(frozen=True, slots=True)
+class CanarySums:
+    """Sums over a window's canary runs (one judge, one labelled set): per-run figures added up, so windows pool by
+    adding them, and a mean over runs is a sum over a count. ρ and κ count only the runs where they are defined."""
+
+    runs: int = 0
+    rho: float = 0.0  # sum of the runs' Spearman ρ
+    rho_runs: int = 0
+    kappa: float = 0.0  # sum of the runs' quadratic-weighted κ
+    kappa_runs: int = 0
+    shift: float = 0.0  # sum over scored pairs of score - label (0..1): over `ok`, the pooled mean shift
+
+
+@dataclass(frozen=True, slots=True)
 class WindowStats:
     """Aggregates of one segment in one window; None where no rows define the value."""
 
@@ -101,6 +114,7 @@ class WindowStats:
     events: int = 0  # distinct event ids (any judge)
     sampled: int | None = None  # from the traffic table (None: not read)
     consumed: int | None = None
+    canary: CanarySums = CanarySums()  # canary metrics: rows, ok and errors count judged pairs
 
 
 def finite(value: Any) -> float | None:
@@ -113,14 +127,15 @@ def finite(value: Any) -> float | None:
 
 def window_stats(v: Mapping[str, Any], seconds: float) -> WindowStats:
     """A window's stats from its named sums (`rows`, `ok`, `errors`, `weight`, `weight_sq`, `w_score`, `w_score_sq`,
-    `w_low`, `cost`, `events`, and `p10`, `lag_p90` when read); the one conversion of the per-step queries and
-    of the backtest's history, so both build the same stats from the same sums."""
+    `w_low`, `cost`, `events`, and `p10`, `lag_p90` when read; for canary metrics `runs`, `rho`, `rho_runs`,
+    `kappa`, `kappa_runs`, `shift` instead of the score sums); the one conversion of the per-step queries and of
+    the backtest's history, so both build the same stats from the same sums. A sum not given is 0."""
     rows = int(v["rows"])
     ok = int(v["ok"])
 
     def total(name: str) -> float:
         # sumIf over a Nullable score is NULL where no row matched: nothing, so 0.
-        return finite(v[name]) or 0.0
+        return finite(v.get(name)) or 0.0
 
     weighted = WeightedSums(total("weight"), total("weight_sq"), total("w_score"), total("w_score_sq"), total("w_low"))
     return WindowStats(
@@ -132,8 +147,13 @@ def window_stats(v: Mapping[str, Any], seconds: float) -> WindowStats:
         p10=finite(v.get("p10")) if ok else None,
         lag_p90=finite(v.get("lag_p90")) if rows else None,
         cost=total("cost"),
-        events=int(v["events"]),
+        events=int(total("events")),
+        canary=_canary(v, total) if "runs" in v else CanarySums(),
     )
+
+
+def _canary(v: Mapping[str, Any], total: Callable[[str], float]) -> CanarySums:
+    return CanarySums(int(total("runs")), total("rho"), int(total("rho_runs")), total("kappa"), int(total("kappa_runs")), total("shift"))
 
 
 BaselineKind = Literal["parent", "previous_version"]

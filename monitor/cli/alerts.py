@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from monitor.alerts.engine import Evaluation, RoundReport
     from monitor.alerts.notifiers import Notifier
     from monitor.alerts.rules import Rule, RuleSet
+    from monitor.canary.model import CanaryTick
+    from monitor.canary.service import Canary
     from monitor.runtime.store import ClickHouseStore
 
 
@@ -78,7 +80,24 @@ def register(subparsers: Any) -> None:
         "--metrics-port", default=None, metavar="PORT", help=_alert_help("metrics_port", "Prometheus /metrics, /healthz and /readyz port", "0 (off)")
     )
     run.add_argument(
-        "--once", action="store_true", help="run one round, print what was evaluated and sent, and exit, for cron (default: rounds until SIGTERM)"
+        "--canary-interval",
+        default=None,
+        metavar="DURATION",
+        help=_alert_help(
+            "canary_interval", "how often the leader re-scores the canary's labelled pairs with the live judge (MONITOR_JUDGE*); 0 or off: never"
+        ),
+    )
+    run.add_argument(
+        "--canary-file",
+        default=None,
+        metavar="FILE",
+        help=_alert_help("canary_file", "JSONL labelled pairs the canary re-scores (the format of calibrate --labels)"),
+    )
+    run.add_argument(
+        "--once",
+        action="store_true",
+        help="run one round, print what was evaluated and sent, and exit, for cron; a canary run due is judged within the round "
+        "(default: rounds until SIGTERM, canary runs in the background)",
     )
     run.set_defaults(func=cmd_run)
 
@@ -158,6 +177,8 @@ _ALERT_FLAGS = (
     "notify_timeout_s",
     "replica_id",
     "metrics_port",
+    "canary_interval",
+    "canary_file",
 )
 
 
@@ -253,15 +274,27 @@ def run_alerts(ns: argparse.Namespace, out: IO[str] | None = None) -> int:
     """Run the evaluator named by `ns`; with --once, print what the round evaluated and sent to `out`."""
     from monitor.alerts.engine import AlertRunner
     from monitor.alerts.state import LEASE_TABLE, STATE_TABLE
+    from monitor.canary.table import CANARY_TABLE
     from monitor.runtime.logs import configure_logging
 
     out = out or sys.stdout
     settings, alert, rules = _load(ns)
     configure_logging(settings.log_format, settings.log_level)
     notifiers = build_notifiers(alert)
-    store = _open_store(settings, STATE_TABLE, *(() if ns.no_lease else (LEASE_TABLE,)))
+    store = _open_store(settings, STATE_TABLE, *(() if ns.no_lease else (LEASE_TABLE,)), *((CANARY_TABLE,) if alert.canary_on else ()))
+    try:
+        canary = build_canary(settings, alert, store, background=not ns.once) if alert.canary_on else None
+    except BaseException:
+        store.close()
+        raise
     runner = AlertRunner(
-        store, rules, notifiers, traffic_table=alert.traffic_table, replica=alert.replica_id, lease_ttl=None if ns.no_lease else alert.interval * 3
+        store,
+        rules,
+        notifiers,
+        traffic_table=alert.traffic_table,
+        replica=alert.replica_id,
+        lease_ttl=None if ns.no_lease else alert.interval * 3,
+        canary=canary,
     )
     try:
         if ns.once:
@@ -274,7 +307,35 @@ def run_alerts(ns: argparse.Namespace, out: IO[str] | None = None) -> int:
         runner.run_forever(alert.interval, stop, metrics_port=alert.metrics_port)
         return 0
     finally:
+        if canary is not None:
+            canary.close()
         store.close()
+
+
+def build_canary(settings: Settings, alert: AlertSettings, store: ClickHouseStore, *, background: bool) -> Canary:
+    """The canary of `alerts run`: the live judge's settings (MONITOR_JUDGE*, the API key, flow limits, redaction) on
+    ALERTS_CANARY_FILE or the shipped golden set; raises `ConfigError` (no API key) or `UsageError` (the labels file)."""
+    import structlog
+
+    from monitor.calibration.labels import golden_path
+    from monitor.canary.service import Canary, CanarySettings
+
+    canary_settings = CanarySettings(
+        interval=alert.canary_interval,
+        labels_file=alert.canary_file or golden_path(),
+        judge=settings.judge_client,
+        flow=settings.flow,
+        redaction=settings.redaction if settings.redact else None,
+    )
+    canary = Canary(store, canary_settings, background=background)
+    structlog.get_logger("monitor.canary").info(
+        "canary on",
+        judge_id=canary.judge.judge_id,
+        labels=canary.labelled.name,
+        pairs=len(canary.labelled.pairs),
+        interval_s=alert.canary_interval.total_seconds(),
+    )
+    return canary
 
 
 def round_summary(report: RoundReport, replica: str, notifiers: list[str]) -> list[str]:
@@ -292,6 +353,8 @@ def round_summary(report: RoundReport, replica: str, notifiers: list[str]) -> li
         f"no decision (too little data): {_plural(c.no_decision, 'segment')}, and {_plural(c.empty_rules, 'rule')} without any segment"
         " (`alerts check` says why)",
     ]
+    if report.canary is not None:
+        lines.append(canary_line(report.canary))
     lines += [f"rule {e.rule.name} failed: {e.error}" for e in report.evaluation.errors]
     if not notifiers:
         lines.append("no notifier configured: nothing sent (set --webhook-url, --slack-webhook-url or --alertmanager-url, or ALERTS_*)")
@@ -308,6 +371,37 @@ def round_summary(report: RoundReport, replica: str, notifiers: list[str]) -> li
 
 def _plural(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def canary_line(tick: CanaryTick) -> str:
+    """What the canary did in a round, in one line: the run written with its figures and cost, one judging, or when
+    the next is due; and what failed."""
+    parts = []
+    w = tick.written
+    if w is not None:
+        f = w.figures
+        if w.heuristic:
+            cost = "no cost (an offline heuristic)"
+        else:
+            usd = "unknown (no price for the model)" if w.cost_usd is None else f"${w.cost_usd:.4f}"
+            cost = f"cost {usd} for {_plural(w.calls, 'judge call')}"
+        parts.append(
+            f"run {w.run_id} written ({w.judge} judge {w.judge_id}, {w.labels}): {_plural(f.pairs, 'pair')}, {_plural(f.errors, 'error')}; "
+            f"rho {_figure(f.spearman)}, kappa {_figure(f.kappa)}, mean shift {_figure(f.mean_shift, signed=True)}; {cost}, {w.seconds:.1f}s"
+        )
+    if tick.running:
+        parts.append("a run is judging in the background (written at a later round)")
+    elif tick.next_due is not None:
+        parts.append(f"next run due at {tick.next_due.isoformat(timespec='seconds')}")
+    if tick.failed:
+        parts.append(f"failed: {tick.failed}")
+    return "canary: " + ("; ".join(parts) or "nothing to do")
+
+
+def _figure(v: float | None, *, signed: bool = False) -> str:
+    if v is None:
+        return "undefined"
+    return f"{v:+.3f}" if signed else f"{v:.3f}"
 
 
 # ---- check -------------------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """`relevancy-monitor report`: one self-contained HTML file (inline CSS and SVG, nothing fetched) over a time range
-of a store: relevancy per app, prompt version and judge with alert firings marked, the low-score share, coverage
-against the traffic counts, judge health, cost per day and the worst-scored examples.
+of a store: relevancy per app, prompt version and judge with alert firings marked (and under it, each judge's canary
+mean shift), the low-score share, the judge canaries, coverage against the traffic counts, judge health, cost per day
+and the worst-scored examples.
 
 Modules, bottom up:
 
@@ -10,7 +11,7 @@ Modules, bottom up:
 - `charts`: chart specs: lines, bars and alert spans on the grid (pure)
 - `svg`: a chart spec drawn as inline SVG with matplotlib
 - `page`: the HTML page (pure; every stored text escaped)
-- `queries`: the reads, through `ClickHouseStore.query` (scores FINAL, traffic counts, alert state)
+- `queries`: the reads, through `ClickHouseStore.query` (scores FINAL, traffic counts, alert state, canary runs)
 - `write`: `write_report`, the API the command line and the demo call
 
 The command line is `monitor.cli.report` (`relevancy-monitor report ...`)."""

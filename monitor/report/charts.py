@@ -6,8 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
+from typing import Literal
 
-from monitor.report.model import CostDay, Firing, HealthBucket, Segment, SegmentBucket, TrafficBucket
+from monitor.report.buckets import bucket_start
+from monitor.report.model import CanaryPoint, CostDay, Firing, HealthBucket, Segment, SegmentBucket, TrafficBucket
 from monitor.report.totals import SegmentTotals
 
 MAX_LINES = 8  # per chart: beyond that a legend stops being readable; the tables list every segment
@@ -23,6 +25,7 @@ class Line:
     values: tuple[float | None, ...]
     color_key: str = ""
     dashed: bool = False
+    joined: bool = False  # drawn across empty buckets: a series sampled less often than the grid (canary runs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +45,7 @@ class Panel:
     lines: tuple[Line, ...] = ()
     bars: tuple[Bars, ...] = ()
     y_max: float | None = None  # a fixed top (1 for scores, 100 for percentages); None: fit the data
+    y_min: float = 0.0  # below 0 for values that go either way (the canary's mean shift)
     percent: bool = False
     money: bool = False
 
@@ -112,9 +116,12 @@ def relevancy_chart(
     x_range: tuple[datetime, datetime],
     firings: Iterable[Firing],
     weighted: bool,
+    canaries: Sequence[CanaryPoint] = (),
 ) -> Chart:
     """Mean score and low-score share over time, one line per prompt version and judge of `app` (the busiest
-    `MAX_LINES`), with the alert firings that concern the app."""
+    `MAX_LINES`), with the alert firings that concern the app; below them, when the app's judges have canary runs,
+    each judge's mean shift on the canary's labelled set, on the same time axis: live scores falling while that
+    line holds is the product, both falling together is the judge."""
     own = [t for t in totals if t.segment.app == app]
     shown = [t.segment for t in own[:MAX_LINES]]
     mean: dict[Segment, dict[datetime, float]] = {s: {} for s in shown}
@@ -125,18 +132,93 @@ def relevancy_chart(
             low[b.segment][b.t] = 100 * b.w_low / b.w_ok
     how = "weighted" if weighted else "unweighted"  # the page's header says by what
     spans = tuple(firing_span(f, *x_range) for f in firings if firing_applies(f, (t.segment for t in own)))
+    panels = [
+        Panel(f"mean score ({how})", tuple(Line(s.label, _on_grid(grid, mean[s]), s.label) for s in shown), y_max=1.0),
+        Panel("score < 0.5, % of ok rows", tuple(Line(s.label, _on_grid(grid, low[s]), s.label) for s in shown), y_max=100.0, percent=True),
+    ]
+    judges = list(dict.fromkeys(s.judge_id for s in shown))
+    shifts = canary_lines(canaries, judges, grid, width_s, "mean_shift")
+    if shifts:
+        panels.append(_shift_panel("canary: judge's mean shift (score − label)", shifts))
     return Chart(
         key=f"relevancy-{app}",
         title=f"app {app or '(none)'}",
         x=tuple(grid),
         width_s=width_s,
         x_range=x_range,
-        panels=(
-            Panel(f"mean score ({how})", tuple(Line(s.label, _on_grid(grid, mean[s]), s.label) for s in shown), y_max=1.0),
-            Panel("score < 0.5, % of ok rows", tuple(Line(s.label, _on_grid(grid, low[s]), s.label) for s in shown), y_max=100.0, percent=True),
-        ),
+        panels=tuple(panels),
         spans=spans,
         omitted=tuple(t.segment.label for t in own[MAX_LINES:]),
+    )
+
+
+CanaryFigure = Literal["spearman", "kappa", "mean_shift"]
+
+
+def canary_lines(
+    canaries: Iterable[CanaryPoint],
+    judges: Sequence[str],
+    grid: Sequence[datetime],
+    width_s: int,
+    figure: CanaryFigure,
+    what: str = "canary",
+    *,
+    dashed: bool = False,
+) -> tuple[Line, ...]:
+    """One line per judge of `judges` that has canary runs: `figure` of its runs, averaged per bucket (a run's
+    bucket is the one its start falls in), labelled `<judge_id> · <what>` and coloured per judge."""
+    sums: dict[str, dict[datetime, list[float]]] = {}
+    wanted = set(judges)
+    for c in canaries:
+        value = getattr(c, figure)
+        if c.judge_id not in wanted or value is None:
+            continue
+        acc = sums.setdefault(c.judge_id, {}).setdefault(bucket_start(c.t, width_s), [0.0, 0.0])
+        acc[0] += value
+        acc[1] += 1
+    return tuple(
+        Line(f"{judge} · {what}", _on_grid(grid, {t: total / n for t, (total, n) in sums[judge].items()}), judge, dashed, joined=True)
+        for judge in judges
+        if judge in sums
+    )
+
+
+def _lowest(lines: Iterable[Line]) -> float:
+    return min([0.0, *(v for line in lines for v in line.values if v is not None)])
+
+
+def _shift_panel(ylabel: str, lines: tuple[Line, ...]) -> Panel:
+    # Symmetric around 0, at least ±0.25 (a rubric point), so a steady judge reads as a flat line near the middle.
+    top = max([0.25, *(abs(v) * 1.15 for line in lines for v in line.values if v is not None)])
+    return Panel(ylabel, lines, y_max=top, y_min=-top)
+
+
+def canary_chart(canaries: Sequence[CanaryPoint], grid: Sequence[datetime], width_s: int, x_range: tuple[datetime, datetime]) -> Chart:
+    """Per judge: Spearman ρ (solid) and κ (dashed) of its canary runs against the labels, their mean shift, and
+    the share of pairs it could not score."""
+    judges = list(dict.fromkeys(c.judge_id for c in canaries))
+    shown = judges[:MAX_LINES]
+    agreement = canary_lines(canaries, shown, grid, width_s, "spearman", "ρ") + canary_lines(
+        canaries, shown, grid, width_s, "kappa", "κ", dashed=True
+    )
+    errors: dict[str, dict[datetime, list[int]]] = {}
+    for c in canaries:
+        acc = errors.setdefault(c.judge_id, {}).setdefault(bucket_start(c.t, width_s), [0, 0])
+        acc[0] += c.errors
+        acc[1] += c.pairs
+    failed = tuple(Line(j, _on_grid(grid, {t: 100 * e / n for t, (e, n) in errors[j].items() if n}), j) for j in shown if j in errors)
+    return Chart(
+        "canary",
+        "judge canaries",
+        tuple(grid),
+        width_s,
+        x_range,
+        (
+            Panel("agreement with the labels (ρ, κ)", agreement, y_max=1.0, y_min=-1.0 if _lowest(agreement) < 0 else 0.0),
+            _shift_panel("mean shift (score − label)", canary_lines(canaries, shown, grid, width_s, "mean_shift", "mean shift")),
+            Panel("pairs not scored, %", failed, y_max=100.0, percent=True),
+        ),
+        omitted=tuple(judges[MAX_LINES:]),
     )
 
 

@@ -152,6 +152,24 @@ class Firing:
 
 
 @dataclass(frozen=True, slots=True)
+class CanaryPoint:
+    """One canary run (`canary_runs`): when, which judge on which labelled set, and its figures against the labels
+    (ρ, κ and the mean shift None when undefined)."""
+
+    t: datetime
+    run_id: str
+    judge_id: str
+    judge: str
+    labels: str
+    pairs: int
+    errors: int
+    spearman: float | None
+    kappa: float | None
+    mean_shift: float | None
+    cost_usd: float | None
+
+
+@dataclass(frozen=True, slots=True)
 class ReportData:
     """Everything the queries returned for one range, with where it came from."""
 
@@ -172,6 +190,8 @@ class ReportData:
     examples: tuple[Example, ...]
     firings: tuple[Firing, ...]
     alert_status: TableStatus
+    canaries: tuple[CanaryPoint, ...] = ()  # the runs in the range, oldest first
+    canary_status: TableStatus = "missing"
 
     @property
     def judged_rows(self) -> int:

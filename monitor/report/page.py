@@ -11,7 +11,7 @@ from datetime import datetime
 
 from monitor.report.buckets import describe_width
 from monitor.report.charts import MAX_APP_CHARTS
-from monitor.report.model import Example, Firing, ReportData
+from monitor.report.model import CanaryPoint, Example, Firing, ReportData
 from monitor.report.totals import SegmentTotals, overall_mean, ratio
 
 _CSS = """
@@ -97,6 +97,7 @@ def render_page(data: ReportData, totals: Sequence[SegmentTotals], charts: dict[
         parts += [
             _summary(data, totals),
             _relevancy(data, totals, charts),
+            _canaries(data, charts),
             _alerts(data, marked),
             _coverage(data, charts),
             _health(data, charts),
@@ -188,7 +189,8 @@ def _relevancy(data: ReportData, totals: Sequence[SegmentTotals], charts: dict[s
     out = [
         '<section id="relevancy"><h2>Relevancy over time</h2>',
         '<p class="note">Per app: one line per prompt version and judge (<code>judge_id</code>). Red bands are alert firings'
-        f" that concern the app (from the alert state).{esc(_alert_status_note(data))}</p>",
+        f" that concern the app (from the alert state).{esc(_alert_status_note(data))}"
+        f"{esc(_canary_panel_note(data))}</p>",
     ]
     apps = list(dict.fromkeys(t.segment.app for t in totals))
     for app in apps[:MAX_APP_CHARTS]:
@@ -201,6 +203,71 @@ def _relevancy(data: ReportData, totals: Sequence[SegmentTotals], charts: dict[s
         out.append(f'<p class="note">{len(apps) - MAX_APP_CHARTS} quieter apps have no chart (the summary lists them): {esc(rest)}.</p>')
     out.append("</section>")
     return "".join(out)
+
+
+def _canary_panel_note(data: ReportData) -> str:
+    if not data.canaries:
+        return ""
+    return (
+        " The bottom panel is the judge's mean shift on the canary's labelled set (see Judge canaries): live scores falling"
+        " while it holds is the product; falling with it is the judge."
+    )
+
+
+_CANARY_READING = (
+    "The alert evaluator re-scores a fixed labelled set with the live judge (ALERTS_CANARY_INTERVAL). The set never changes, "
+    "so these lines move only when the judge does: live relevancy falling while they hold is the product (or its traffic); "
+    "the mean shift falling with it is the judge scoring lower (a provider model update, a prompt edit); ρ falling is the "
+    "judge ranking answers differently; the mean shift rising is a lenient judge, which can hide a real regression."
+)
+
+
+def _canaries(data: ReportData, charts: dict[str, ChartView]) -> str:
+    head = '<section id="canaries"><h2>Judge canaries</h2>'
+    if data.canary_status == "missing":
+        why = "No canary table in this database (its schema predates migration 035): run <code>relevancy-monitor migrate</code>."
+        return f'{head}<p class="note">{why}</p></section>'
+    if not data.canaries:
+        return (
+            f'{head}<p class="note">No canary run in this range: <code>relevancy-monitor alerts run</code> re-scores the labelled set '
+            "every ALERTS_CANARY_INTERVAL (default 1h; off when it is 0).</p></section>"
+        )
+    groups: dict[tuple[str, str], list[CanaryPoint]] = {}
+    for c in data.canaries:
+        groups.setdefault((c.judge_id, c.labels), []).append(c)
+    rows = []
+    for (judge_id, labels), runs in groups.items():
+        last = runs[-1]
+        shifts = [r.mean_shift for r in runs if r.mean_shift is not None]
+        pairs, errors = sum(r.pairs for r in runs), sum(r.errors for r in runs)
+        costs = [r.cost_usd for r in runs]
+        cost = usd(sum(c for c in costs if c is not None)) if all(c is not None for c in costs) else "unknown (no price)"
+        rows.append(
+            [
+                f"<code>{esc(judge_id)}</code>",
+                esc(last.judge),
+                esc(labels),
+                count(len(runs)),
+                esc(when(last.t)),
+                num(last.spearman),
+                num(last.kappa),
+                _signed(last.mean_shift),
+                f"{_signed(min(shifts))} to {_signed(max(shifts))}" if shifts else "",
+                pct(ratio(errors, pairs)),
+                cost,
+            ]
+        )
+    table = _table(
+        ["judge_id", "judge", "labelled set", "runs", "latest run", "ρ", "κ", "mean shift", "mean shift, range", "pairs not scored", "cost"],
+        rows,
+        numeric=range(3, 11),
+    )
+    note = f'<p class="note">{esc(_CANARY_READING)} ρ, κ and the mean shift of the latest run; the range over the runs in the report\'s range.</p>'
+    return f"{head}{note}{_chart(charts, 'canary')}{table}</section>"
+
+
+def _signed(v: float | None) -> str:
+    return "" if v is None else f"{v:+.3f}"
 
 
 def _alert_status_note(data: ReportData) -> str:

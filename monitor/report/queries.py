@@ -12,8 +12,10 @@ from typing import Any
 
 from monitor.alerts.state import STATE_TABLE, StateStore
 from monitor.alerts.windows import utc
+from monitor.canary.table import CANARY_TABLE
 from monitor.report.model import (
     LOW_SCORE_BELOW,
+    CanaryPoint,
     CostDay,
     ErrorReason,
     Example,
@@ -71,7 +73,7 @@ def fetch_report_data(
     db, table = _ident(store.database), _ident(store.table)
     scores = f"{db}.{table}"
     params: dict[str, Any] = {"since": since, "until": until, "bucket": bucket_s, "low": LOW_SCORE_BELOW}
-    tables = _existing_tables(store, db, [_ident(traffic_table), STATE_TABLE])
+    tables = _existing_tables(store, db, [_ident(traffic_table), STATE_TABLE, CANARY_TABLE])
     weighted = _has_column(store, db, table, "sample_rate")
     weight = "1 / greatest(sample_rate, 1e-6)" if weighted else "1"
 
@@ -85,6 +87,11 @@ def fetch_report_data(
     alert_status: TableStatus = "missing"
     if STATE_TABLE in tables:
         alert_status, firings = _firings(store, since, until)
+    canaries: tuple[CanaryPoint, ...] = ()
+    canary_status: TableStatus = "missing"
+    if CANARY_TABLE in tables:
+        canaries = tuple(_canaries(store, f"{db}.{CANARY_TABLE}", params))
+        canary_status = "present" if canaries else "empty"
     return ReportData(
         store=store_label or store.url,
         table=scores,
@@ -103,6 +110,8 @@ def fetch_report_data(
         examples=tuple(_worst(store, scores, {**params, "limit": worst, "chars": EXAMPLE_CHARS + 1, "n": EXAMPLE_STATEMENTS})),
         firings=firings,
         alert_status=alert_status,
+        canaries=canaries,
+        canary_status=canary_status,
     )
 
 
@@ -246,6 +255,20 @@ def _clip(text: Any) -> str:
     # The query returns one character more than it shows, so a cut text can say so.
     s = str(text)
     return s if len(s) <= EXAMPLE_CHARS else s[:EXAMPLE_CHARS] + "…"
+
+
+def _canaries(store: ClickHouseStore, table: str, params: dict[str, Any]) -> list[CanaryPoint]:
+    # One row per run: its figures are on each of its pair rows.
+    sql = (
+        "SELECT run_id, any(run_at), any(judge_id), any(judge), any(labels), count(), countIf(status = 'error'),\n"
+        "       any(run_spearman), any(run_kappa), any(run_mean_shift), any(run_cost_usd)\n"
+        f"FROM {table} FINAL WHERE run_at >= {{since:{_TS}}} AND run_at < {{until:{_TS}}}\n"
+        "GROUP BY run_id ORDER BY any(run_at), run_id"
+    )
+    return [
+        CanaryPoint(utc(t), str(rid), str(jid), str(judge), str(labels), int(n), int(errors), _num(rho), _num(kappa), _num(shift), _num(cost))
+        for rid, t, jid, judge, labels, n, errors, rho, kappa, shift, cost in store.query(sql, params).rows
+    ]
 
 
 def _firings(store: ClickHouseStore, since: datetime, until: datetime) -> tuple[TableStatus, tuple[Firing, ...]]:

@@ -85,10 +85,13 @@ def _colours(chart: Chart) -> dict[str, str]:
 def _draw_panel(ax: Axes, panel: Panel, chart: Chart, colours: dict[str, str], half: timedelta) -> None:
     centres = [t + half for t in chart.x]
     for line in panel.lines:
+        xs: list[datetime] = centres
         ys = [math.nan if v is None else v for v in line.values]
+        if line.joined:  # without its empty buckets, the points are joined up
+            xs, ys = [x for x, v in zip(centres, line.values, strict=True) if v is not None], [v for v in line.values if v is not None]
         # Markers show a lone bucket between gaps, which a line alone would not draw.
         ax.plot(
-            centres,  # type: ignore[arg-type]
+            xs,  # type: ignore[arg-type]
             ys,
             label=_short(line.label),
             color=colours[line.color_key or line.label],
@@ -107,7 +110,9 @@ def _draw_panel(ax: Axes, panel: Panel, chart: Chart, colours: dict[str, str], h
     if top is None:
         highest = max([v for line in panel.lines for v in line.values if v is not None] + bottom + [0.0])
         top = highest * 1.1 if highest > 0 else 1.0
-    ax.set_ylim(0, top)
+    ax.set_ylim(panel.y_min, top)
+    if panel.y_min < 0:
+        ax.axhline(0.0, color="#555555", linewidth=0.8)  # no shift: where a steady judge's line sits
     if panel.percent:
         ax.yaxis.set_major_formatter(PercentFormatter(decimals=0))
     elif panel.money:

@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 from monitor.alerts.windows import utc
 from monitor.report.buckets import bucket_grid, bucket_seconds
-from monitor.report.charts import MAX_APP_CHARTS, Chart, cost_chart, coverage_chart, firing_applies, health_chart, relevancy_chart
+from monitor.report.charts import MAX_APP_CHARTS, Chart, canary_chart, cost_chart, coverage_chart, firing_applies, health_chart, relevancy_chart
 from monitor.report.model import Firing, ReportData, Segment, TableStatus
 from monitor.report.page import ChartView, render_page
 from monitor.report.queries import DEFAULT_TRAFFIC_TABLE, WORST_EXAMPLES, fetch_report_data
@@ -63,7 +63,9 @@ def charts_of(data: ReportData) -> tuple[list[Chart], frozenset[Firing]]:
     grid = bucket_grid(data.since, data.until, data.bucket_s)
     x_range = (data.since, data.until)
     apps = apps_in_order(totals)[:MAX_APP_CHARTS]
-    charts = [relevancy_chart(app, totals, data.segments, grid, data.bucket_s, x_range, data.firings, data.weighted) for app in apps]
+    charts = [relevancy_chart(app, totals, data.segments, grid, data.bucket_s, x_range, data.firings, data.weighted, data.canaries) for app in apps]
+    if data.canaries:
+        charts.append(canary_chart(data.canaries, grid, data.bucket_s, x_range))
     charts += [
         coverage_chart(data.traffic, grid, data.bucket_s, x_range, data.traffic_status == "present"),
         health_chart(data.health, grid, data.bucket_s, x_range),

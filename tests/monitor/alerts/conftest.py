@@ -10,6 +10,12 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from monitor.alerts.rules import Rule, RuleSet, load_rules, parse_rules
+from monitor.calibration.labels import golden_path, read_labels
+from monitor.calibration.run import Spend
+from monitor.canary.figures import run_figures
+from monitor.canary.run import CanaryRun, JudgedPair
+from monitor.canary.table import CANARY_TABLE, COLUMNS, canary_rows
+from monitor.judges.base import JudgeFailure, JudgeInfo, Judgement
 from monitor.runtime.store import ClickHouseStore
 from schemas.scored import ScoredRow
 
@@ -126,3 +132,30 @@ def default_rules(*names: str, ignore_for: bool = False) -> RuleSet:
     if ignore_for:
         rules = [r.model_copy(update={"for_": timedelta(0)}) for r in rules]
     return RuleSet(rules=rules)
+
+
+CANARY_LABELS = "golden_set.jsonl:test"
+
+
+def canary_run(
+    run_at: datetime, *, shift: float = 0.0, errors: int = 0, judge_id: str = "j1", noise: float = 0.1, seed: int = 0, labels: str = CANARY_LABELS
+) -> CanaryRun:
+    """A canary run of the golden set at `run_at`: each score its label plus `shift` and N(0, noise), clipped to
+    0..1; the first `errors` pairs failed. Figures computed as a real run computes them."""
+    rng = random.Random(seed)
+    judged = []
+    for i, pair in enumerate(read_labels(golden_path())):
+        if i < errors:
+            judged.append(JudgedPair(pair, JudgeFailure("unavailable", "overloaded: test", transient=True)))
+            continue
+        score = min(1.0, max(0.0, pair.label_unit + shift + rng.gauss(0.0, noise)))
+        judged.append(JudgedPair(pair, Judgement(score=score, raw_score=4 * score, reasoning="r"), latency_s=0.01))
+    scored = [(j.pair.label_unit, j.judgement.score) for j in judged if j.judgement is not None]
+    info = JudgeInfo("lexical", "heuristic", judge_id, heuristic=True)
+    return CanaryRun(uuid.uuid4().hex[:16], run_at, info, labels, tuple(judged), run_figures(scored, len(judged)), Spend(calls=len(judged)), 0.1)
+
+
+def insert_canary(store: ClickHouseStore, runs: Iterable[CanaryRun]) -> None:
+    """Write canary runs through the table's row builder, as the canary does."""
+    rows = [row for run in runs for row in canary_rows(run, datetime.now(UTC))]
+    store.insert_table(CANARY_TABLE, COLUMNS, rows)

@@ -13,7 +13,7 @@ import yaml
 from monitor.alerts.prometheus import AlertMetrics
 from monitor.runtime.metrics import Metrics
 from monitor.runtime.store import ClickHouseStore
-from tests.monitor.alerts.conftest import insert, make_row
+from tests.monitor.alerts.conftest import canary_run, insert, insert_canary, make_row
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -38,15 +38,30 @@ def test_every_dashboard_query_runs_and_panels_cover_the_required_views(store: C
         f"INSERT INTO {store.database}.alert_state (rule, segment_key, segment, state, last_eval_at, updated_at) "
         "VALUES ('r', '[]', '[]', 'firing', now64(3), now64(3))"
     )
+    insert_canary(store, [canary_run(now - timedelta(hours=h), judge_id="j1", seed=h) for h in (1, 2)])
     dash = json.loads((ROOT / "dashboards" / "relevancy.json").read_text(encoding="utf-8"))
     sqls = [t["rawSql"] for p in dash["panels"] for t in p["targets"]]
     sqls += [v["query"] for v in dash["templating"]["list"] if v["type"] == "query"]
     for sql in sqls:
         assert store.query(_expand(sql, store)).rows, sql
     titles = " | ".join(p["title"].lower() for p in dash["panels"])
-    for word in ("relevancy", "low-score", "volume", "error", "cost", "lag"):
+    for word in ("relevancy", "low-score", "volume", "error", "cost", "lag", "canary"):
         assert word in titles
     assert all(p["datasource"]["type"] == "grafana-clickhouse-datasource" for p in dash["panels"])
+
+
+def test_the_canary_series_sits_beside_the_live_relevancy() -> None:
+    """The canary's mean shift sits right of the mean relevancy on the first row, so the two stories read apart at a glance."""
+    dash = json.loads((ROOT / "dashboards" / "relevancy.json").read_text(encoding="utf-8"))
+    first_row = sorted((p for p in dash["panels"] if p["gridPos"]["y"] == 0), key=lambda p: p["gridPos"]["x"])
+    assert [p["title"].split(" per ")[0].split(":")[0] for p in first_row] == ["Mean relevancy", "Judge canary"]
+    live, canary = first_row
+    assert live["gridPos"]["x"] + live["gridPos"]["w"] == canary["gridPos"]["x"] and live["gridPos"]["h"] == canary["gridPos"]["h"]
+    sql = canary["targets"][0]["rawSql"]
+    assert "canary_runs" in sql and "run_mean_shift" in sql and "judge_id IN (${judge_id:singlequote})" in sql
+    # Panels never overlap: the grid is 24 wide and each cell belongs to one panel.
+    cells = [(x, y) for p in dash["panels"] for g in [p["gridPos"]] for x in range(g["x"], g["x"] + g["w"]) for y in range(g["y"], g["y"] + g["h"])]
+    assert len(cells) == len(set(cells)) and all(x < 24 for x, _ in cells)
 
 
 def _exported_names() -> set[str]:

@@ -1,6 +1,6 @@
 """The backtest's fast path: each rule's history read once and every step evaluated in memory gives the same
 observations, states and episodes as one query per rule and step, on data with a rollout, judge errors, silence,
-slow scoring, lost coverage and uneven sample rates; the grid; progress."""
+slow scoring, lost coverage, uneven sample rates and a drifting canary; the grid; progress."""
 
 from __future__ import annotations
 
@@ -20,10 +20,11 @@ from monitor.alerts.sources import StoreData
 from monitor.alerts.windows import windows_for
 from monitor.runtime.store import ClickHouseStore
 from schemas.scored import ScoredRow
-from tests.monitor.alerts.conftest import T0, default_rules, insert, insert_traffic, make_row, rules_from
+from tests.monitor.alerts.conftest import T0, canary_run, default_rules, insert, insert_canary, insert_traffic, make_row, rules_from
 
 DAY2 = T0 + timedelta(days=1)  # the interesting stretch starts here, with a day of history before it
 ROLLOUT, ERRORS, SILENCE, SLOW, LOST = (DAY2 + timedelta(hours=h) for h in (1, 2, 2.5, 3, 3.5))
+DRIFT = DAY2 + timedelta(hours=1, minutes=30)  # the canary's judge scores 0.3 lower for an hour, then fails on a run
 
 # Rules the default set does not cover: p10 with its tail counts, a lag against the day before, and a window of
 # 90 s, which is not a grid of whole minutes and so is queried step by step inside the same backtest.
@@ -103,6 +104,12 @@ def history_store(traffic_store: ClickHouseStore) -> ClickHouseStore:
         counts[key] = counts.get(key, 0) + 1
     traffic = [(m, a, mo, p, n * 2, n * 2 if a == "a" and LOST <= m < LOST + timedelta(minutes=30) else n) for (m, a, mo, p), n in counts.items()]
     insert_traffic(traffic_store, traffic)
+    runs = []
+    for k in range(int((DAY2 + timedelta(hours=4) - T0) / timedelta(minutes=30))):
+        at = T0 + timedelta(minutes=30 * k, seconds=7)
+        drifted = DRIFT <= at < DRIFT + timedelta(hours=1)
+        runs.append(canary_run(at, shift=-0.3 if drifted else 0.0, errors=60 if at - LOST < timedelta(minutes=30) and at > LOST else 0, seed=k))
+    insert_canary(traffic_store, runs)
     return traffic_store
 
 
@@ -171,6 +178,7 @@ def test_the_fast_backtest_finds_the_episodes_of_the_per_step_backtest(history_s
     assert (fast.suppressed, fast.errors, fast.evaluations) == (slow.suppressed, slow.errors, slow.evaluations)
     fired = {e.rule for e in fast.fired()}
     assert {"relevancy_drop", "prompt_rollout_regression", "judge_error_rate", "scoring_lag", "judge_coverage", "p10_drop"} <= fired
+    assert {"canary_scores_lower", "canary_errors"} <= fired
 
 
 def test_a_history_that_cannot_be_read_leaves_its_rules_to_per_step_errors(traffic_store: ClickHouseStore) -> None:

@@ -1,0 +1,117 @@
+"""Judge drift against product regression, end to end: steady live traffic written through the store's insert path,
+canary runs judged by the rubric judge against the fake Messages API, whose brain then scores the pairs a rubric
+point lower (or higher). The canary rules fire through the same state, notifications, `alerts check` and backtest
+as every rule, and the live rules stay quiet; a real product regression does the reverse."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from monitor.alerts.backtest import run_backtest
+from monitor.alerts.engine import AlertRunner, Evaluation
+from monitor.alerts.notifiers import WebhookNotifier
+from monitor.alerts.rules import RuleSet
+from monitor.calibration.labels import golden_path
+from monitor.canary.service import Canary, CanarySettings
+from monitor.cli.alerts import check_rows
+from monitor.config import load_settings
+from monitor.runtime.store import ClickHouseStore
+from tests.fake_messages_api import FakeMessagesAPI, RecordedRequest, default_brain
+from tests.monitor.alerts.conftest import T0, default_rules, insert, noisy, stream
+from tests.monitor.alerts.receiver import Receiver
+
+HOUR = timedelta(hours=1)
+CANARY_RULES = ("canary_agreement_drop", "canary_agreement_floor", "canary_scores_lower", "canary_scores_higher", "canary_errors")
+
+
+def drifting_brain(shift: list[int]) -> Callable[[RecordedRequest], str | dict[str, Any]]:
+    """The default brain, its rubric scores moved by `shift[0]` points (0..4): a provider's model update behind the same name."""
+
+    def brain(request: RecordedRequest) -> str | dict[str, Any]:
+        reply = default_brain(request)
+        if isinstance(reply, dict) and "score" in reply:
+            reply = {**reply, "score": min(4, max(0, int(reply["score"]) + shift[0]))}
+        return reply
+
+    return brain
+
+
+def live_rules(ev: Evaluation) -> dict[str, list[Any]]:
+    """The results of the rules that are not canary rules, by rule."""
+    out: dict[str, list[Any]] = {}
+    for r in ev.results:
+        if r.rule.name not in CANARY_RULES:
+            out.setdefault(r.rule.name, []).append(r)
+    return out
+
+
+@pytest.mark.parametrize(("points", "fires"), [(-1, "canary_scores_lower"), (1, "canary_scores_higher")])
+def test_a_judge_that_drifts_fires_its_canary_and_not_the_live_alerts(store: ClickHouseStore, points: int, fires: str) -> None:
+    """A rubric judge moved a point fires that canary rule (webhook, state, check, backtest); the live rules decide and stay quiet."""
+    shift = [0]
+    with FakeMessagesAPI(drifting_brain(shift)) as api:
+        settings = load_settings(judge="rubric", **api.settings_overrides())
+        canary = Canary(store, CanarySettings(HOUR, golden_path(), settings.judge_client, settings.flow, settings.redaction), background=False)
+        judge_id = canary.judge.judge_id
+        # Live traffic judged by the same judge before the drift reached it: steady, written as the sink writes rows.
+        # It starts hours before the day the rules look back on, so that no baseline window is only partly filled.
+        segs = [{"app": "support"}, {"app": "travel"}]
+        start = T0 - 3 * HOUR
+        insert(store, stream(start, T0 + 27 * HOUR, per_minute=2, segments=segs, score=noisy(0.75, 0.1), judge_id=judge_id, judge="rubric"))
+        rules = default_rules(ignore_for=True)
+        with Receiver() as receiver:
+            runner = AlertRunner(store, rules, [WebhookNotifier(receiver.base + "/hook")], canary=canary)
+            for hours in (24, 25):
+                report = runner.run_once(T0 + hours * HOUR)
+                assert report.canary is not None and report.canary.written is not None
+            shift[0] = points
+            runner.run_once(T0 + 26 * HOUR)  # the drifted run is judged and written ...
+            final = runner.run_once(T0 + 26 * HOUR + timedelta(minutes=2))  # ... and is in the canary rules' window
+            posts = receiver.posts["/hook"]
+    sent = [a for post in posts for a in post["alerts"]]
+    assert {a["rule"] for a in sent} == {fires} and all(a["status"] == "firing" for a in sent)
+    [alert] = sent
+    assert alert["segment"] == {"judge_id": judge_id, "labels": canary.labelled.name} and alert["judge"] == "rubric"
+    assert abs(alert["value"] - alert["baseline"]) >= 0.10 and alert["n_current"] == 107 and alert["n_baseline"] == 214
+    worst = store.query(alert["examples_sql"]).rows  # the notification's query lists the pairs that moved most
+    assert worst and all(abs(r[8]) >= 0.25 for r in worst[:5])
+
+    assert final.evaluation is not None
+    live = live_rules(final.evaluation)
+    decided = [r for results in live.values() for r in results if r.verdict.sufficient]
+    assert {r.rule.name for r in decided} >= {"relevancy_drop", "relevancy_floor", "low_score_share_rise", "judge_error_rate"}
+    assert all(r.state.state == "inactive" for results in live.values() for r in results)
+
+    rows = {r["rule"]: r for r in check_rows(final.evaluation) if r["segment"] is not None and r["rule"] in CANARY_RULES}
+    assert rows[fires]["state"] == "firing" and rows[fires]["sufficient"] and "changed by" in rows[fires]["note"]
+    assert rows["canary_errors"]["state"] == "inactive" and rows["canary_errors"]["value"] == 0.0
+
+    backtest = run_backtest(store, RuleSet(rules=rules.rules), T0 + 24 * HOUR, T0 + 26 * HOUR + timedelta(minutes=30), timedelta(minutes=5))
+    assert {e.rule for e in backtest.fired()} == {fires}
+    assert [e.fired_at for e in backtest.fired()] == [T0 + 26 * HOUR + timedelta(minutes=5)]  # the first step after the run's minute
+
+
+def test_a_product_regression_fires_the_live_alerts_while_the_canaries_hold(store: ClickHouseStore) -> None:
+    """A worse app fires relevancy_drop while its judge's canary rules decide on steady runs and stay quiet."""
+    s = load_settings(judge="lexical")
+    canary = Canary(store, CanarySettings(HOUR, golden_path(), s.judge_client, s.flow, s.redaction), background=False)
+    judge_id = canary.judge.judge_id
+    segs = [{"app": "support"}]
+    before, drop = T0, T0 + 24 * HOUR + timedelta(minutes=30)
+    insert(store, stream(before, drop, per_minute=2, segments=segs, score=noisy(0.75, 0.1), judge_id=judge_id))
+    insert(store, stream(drop, drop + HOUR, per_minute=2, segments=segs, score=noisy(0.45, 0.1), seed=2, judge_id=judge_id))
+    runner = AlertRunner(store, default_rules(ignore_for=True), [], canary=canary)
+    for hours in (22, 23, 24, 25):
+        runner.run_once(T0 + hours * HOUR)
+    report = runner.run_once(T0 + 25 * HOUR + timedelta(minutes=2))
+    assert report.evaluation is not None
+    by_rule = {(r.rule.name, r.state.state) for r in report.evaluation.results}
+    assert ("relevancy_drop", "firing") in by_rule
+    canaries = [r for r in report.evaluation.results if r.rule.name in CANARY_RULES]
+    assert {r.rule.name for r in canaries} == set(CANARY_RULES) and all(r.verdict.sufficient and r.state.state == "inactive" for r in canaries)
+    shift = next(r for r in canaries if r.rule.name == "canary_scores_lower").observation
+    assert shift.value == pytest.approx(shift.baseline)  # the same judge on the same set: the same figures
