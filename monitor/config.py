@@ -164,7 +164,7 @@ class Settings(BaseSettings):
         None,
         ge=0,
         le=36500,
-        description="days rows are kept in the scores, traffic and rollup tables, by event time (0: forever; unset: TTLs left as they are)",
+        description="days rows are kept in the scores, traffic, rollup and canary tables, by event or run time (0: forever; unset: TTLs kept)",
     )
     text_retention_days: int = Field(
         0, ge=0, le=36500, description="days the text columns of a row are kept before they are emptied (0: as long as the row)"

@@ -18,7 +18,7 @@ from monitor.alerts.engine import SegmentResult, StateKey, evaluate_rules
 from monitor.alerts.evaluator import AlertState
 from monitor.alerts.history import Grid, History, grid_for, read_range, scores_at, tail_counts_at, traffic_at, values_for, versions_at
 from monitor.alerts.outcomes import Newest
-from monitor.alerts.queries import DEFAULT_TRAFFIC_TABLE, fetch_canary_history, fetch_score_history, fetch_traffic_history
+from monitor.alerts.queries import DEFAULT_TRAFFIC_TABLE, fetch_canary_history, fetch_score_history, fetch_shadow_history, fetch_traffic_history
 from monitor.alerts.rules import Rule, RuleSet
 from monitor.alerts.sources import RuleData, StoreData
 from monitor.alerts.windows import SegmentData, SegmentKey, TailCounts, TrafficCounts, VersionStats, Windows, utc
@@ -237,7 +237,16 @@ def read_history(
         reads_traffic = rule.source == "traffic" or rule.spec.needs_traffic
         key: tuple[object, ...]
         if rule.source == "scores":
-            key = (rule.spec.table, rule.spec.time_column, rule.key_fields, rule.low_score_below, values_for(rule), grid.size, phase)
+            key = (
+                rule.spec.table,
+                rule.spec.primary_only,
+                rule.spec.time_column,
+                rule.key_fields,
+                rule.low_score_below,
+                values_for(rule),
+                grid.size,
+                phase,
+            )
             _plan(scores, key, rule, grid, start, end)
         if reads_traffic:
             key = (tuple(k for k in rule.key_fields if k != "judge_id"), grid.size, phase)
@@ -253,6 +262,8 @@ def read_history(
                     h = fetch_traffic_history(store, r.rules[0], traffic_table, grid, r.start, r.end)
                 elif r.rules[0].spec.table == "canary":
                     h = fetch_canary_history(store, r.rules[0], grid, r.start, r.end)
+                elif r.rules[0].spec.table == "shadow":
+                    h = fetch_shadow_history(store, r.rules[0], grid, r.start, r.end)
                 else:
                     h = fetch_score_history(store, r.rules[0], grid, r.start, r.end)
             except QueryError:

@@ -22,6 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from monitor.alerts.rules import Rule
+from monitor.alerts.stats import paired_spearman
 from monitor.alerts.windows import (
     SegmentData,
     SegmentKey,
@@ -43,10 +44,13 @@ SCORE_SUMS = ("rows", "ok", "errors", "weight", "weight_sq", "w_score", "w_score
 TRAFFIC_SUMS = ("sampled", "consumed", "present")
 # A canary bucket's: its runs' pairs and summed figures (`queries._CANARY_AGGS`).
 CANARY_SUMS = ("rows", "ok", "errors", "runs", "rho", "rho_runs", "kappa", "kappa_runs", "shift")
+# A shadow bucket's: its shared events (rows = ok) and their summed shadow − primary (`queries._SHADOW_AGGS`).
+SHADOW_SUMS = ("rows", "ok", "errors", "shadow_diff")
 
-# Which raw values a metric's reading needs beyond sums: ok scores (p10 and its tail counts) or lags.
-ValuesOf = Literal["score", "lag"]
-_VALUES: dict[str, ValuesOf] = {"p10": "score", "scoring_lag_p90": "lag"}
+# Which raw values a metric's reading needs beyond sums: ok scores (p10 and its tail counts), lags, or the shared
+# events' (shadow, primary) score pairs, interleaved (a rank correlation is no sum).
+ValuesOf = Literal["score", "lag", "pairs"]
+_VALUES: dict[str, ValuesOf] = {"p10": "score", "scoring_lag_p90": "lag", "shadow_spearman": "pairs"}
 
 
 def values_for(rule: Rule) -> ValuesOf | None:
@@ -255,6 +259,8 @@ def _stats(history: History, s: Series, w: _Sums, seconds: float) -> WindowStats
         v["p10"] = _quantile(_values(s, w.runs), 0.1)
     elif history.values == "lag":
         v["lag_p90"] = _quantile(_values(s, w.runs), 0.9)
+    elif history.values == "pairs":
+        v["shadow_rho"] = paired_spearman(_values(s, w.runs).tolist())
     return window_stats(v, seconds)
 
 

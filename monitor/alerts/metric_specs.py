@@ -34,9 +34,11 @@ MetricName = Literal[
     "canary_kappa",
     "canary_mean_shift",
     "canary_error_rate",
+    "shadow_spearman",
+    "shadow_mean_difference",
 ]
 Direction = Literal["down", "up"]
-Table = Literal["scores", "canary"]
+Table = Literal["scores", "canary", "shadow"]
 
 _OK_ROWS = "status = 'ok'"
 _WORST_SCORES_FIRST = "score ASC, event_time DESC"
@@ -67,9 +69,13 @@ class MetricSpec:
     compares_versions: bool = False
     retired_note: str = "segment retired: no rows in the window or the baseline"  # why a vanished segment resolves
     # Canary metrics read the canary table (one row per run and labelled pair, `monitor.canary`) instead of the
-    # scores, keyed by the labelled set as well as the judge: a new set is a new history, never judge drift.
+    # scores, keyed by the labelled set as well as the judge: a new set is a new history, never judge drift. Shadow
+    # metrics read the scores table's shared events (a shadow row joined to its primary's), keyed by both judge_ids.
     table: Table = "scores"
     extra_keys: tuple[str, ...] = ()  # key fields after judge_id
+    # Traffic metrics (not keyed by judge) count the primary's rows only: a shadow judge's second row of an event
+    # (`sample_rule` 'shadow:...') is no extra traffic, and a primary row lost behind a shadow row is not coverage.
+    primary_only: bool = False
     unit: str = "events"  # what min_events counts, in words
 
     @property
@@ -108,6 +114,21 @@ def _canary(
     )
 
 
+def _shadow(name: MetricName, direction: Direction, read: ReadFunction) -> MetricSpec:
+    return MetricSpec(
+        name,
+        direction,
+        read,
+        judge_keyed=True,
+        examples_filter=None,
+        examples_order="abs(shadow_score - primary_score) DESC, event_time DESC",  # the largest disagreements first
+        retired_note="no event scored ok by both this shadow judge and its primary in the window or the baseline any more",
+        table="shadow",
+        extra_keys=("primary_judge_id",),
+        unit="shared events",
+    )
+
+
 SPECS: dict[str, MetricSpec] = {
     spec.name: spec
     for spec in (
@@ -124,8 +145,8 @@ SPECS: dict[str, MetricSpec] = {
             examples_filter="status = 'error'",
             examples_order="event_time DESC",
         ),
-        MetricSpec("judged_volume", "down", obs.read_judged_volume, ("poisson_exact",), min_events_apply=False),
-        MetricSpec("coverage", "down", obs.read_coverage, _SHARE_TESTS, needs_traffic=True),
+        MetricSpec("judged_volume", "down", obs.read_judged_volume, ("poisson_exact",), min_events_apply=False, primary_only=True),
+        MetricSpec("coverage", "down", obs.read_coverage, _SHARE_TESTS, needs_traffic=True, primary_only=True),
         # Scoring lag is about rows written lately, so its windows go by scored_at.
         MetricSpec(
             "scoring_lag_p90",
@@ -139,7 +160,7 @@ SPECS: dict[str, MetricSpec] = {
         MetricSpec(
             "cost_per_window", "up", obs.read_cost_per_window, judge_keyed=True, examples_filter=None, examples_order="cost_usd DESC NULLS LAST"
         ),
-        MetricSpec("no_data", "down", obs.read_no_data, ("poisson_exact",), silence=True, min_events_apply=False),
+        MetricSpec("no_data", "down", obs.read_no_data, ("poisson_exact",), silence=True, min_events_apply=False, primary_only=True),
         # The newest version is its own segment (its examples, its fingerprint); when it stops being the newest,
         # or the version before it leaves the window, there is no rollout left to judge.
         MetricSpec(
@@ -166,5 +187,11 @@ SPECS: dict[str, MetricSpec] = {
             examples_order="run_at DESC, pair_id",
             unit="canary pairs",
         ),
+        # Shadow agreement: the shadow judge against the primary on the events both scored ok, keyed by the shadow's
+        # judge_id and the primary's (a new primary or shadow judge is a new pair with its own history). No
+        # significance test: min_events shared events keep a small sample from deciding, and the thresholds are far
+        # beyond the sampling noise of a few hundred pairs.
+        _shadow("shadow_spearman", "down", obs.read_shadow_spearman),
+        _shadow("shadow_mean_difference", "up", obs.read_shadow_mean_difference),
     )
 }

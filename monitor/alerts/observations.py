@@ -232,6 +232,19 @@ def read_canary_error_rate(rule: Rule, data: SegmentData, tail: TailCounts | Non
     return _share(rule, testing, cur.errors, cur.rows, base.errors, base.rows)
 
 
+def read_shadow_spearman(rule: Rule, data: SegmentData, tail: TailCounts | None, testing: bool) -> Reading:
+    """Spearman ρ between a shadow judge's scores and its primary's on the events both scored ok in the window (and
+    in the baseline); n counts those shared events."""
+    cur, base = data.current, data.baseline
+    return Reading(cur.shadow.rho, base.shadow.rho, cur.ok, base.ok)
+
+
+def read_shadow_mean_difference(rule: Rule, data: SegmentData, tail: TailCounts | None, testing: bool) -> Reading:
+    """Mean of shadow − primary over the shared events: above 0 the shadow scores the same answers higher."""
+    cur, base = data.current, data.baseline
+    return Reading(_per_run(cur.shadow.difference, cur.ok), _per_run(base.shadow.difference, base.ok), cur.ok, base.ok)
+
+
 # ---- shared maths ----------------------------------------------------------------------------------------
 
 

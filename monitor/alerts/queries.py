@@ -11,8 +11,9 @@ import re
 from datetime import datetime
 from typing import Any
 
-from monitor.alerts.history import CANARY_SUMS, SCORE_SUMS, TRAFFIC_SUMS, Grid, History, ValuesOf, build_history, values_for
+from monitor.alerts.history import CANARY_SUMS, SCORE_SUMS, SHADOW_SUMS, TRAFFIC_SUMS, Grid, History, ValuesOf, build_history, values_for
 from monitor.alerts.rules import Rule
+from monitor.alerts.stats import paired_spearman
 from monitor.alerts.windows import (
     SegmentData,
     SegmentKey,
@@ -33,6 +34,12 @@ DEFAULT_TRAFFIC_TABLE = "traffic_counts"
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _TS = "DateTime64(3, 'UTC')"
+SHADOW_ROW = "startsWith(sample_rule, 'shadow:')"  # a shadow judge's row (consumers.sampling: `shadow:<primary's rule>`)
+
+
+def _rows_of(rule: Rule) -> str:
+    """The extra row filter of a rule's score queries: the primary's rows only for a traffic metric."""
+    return f" AND NOT {SHADOW_ROW}" if rule.spec.primary_only else ""
 
 
 def _ident(name: str) -> str:
@@ -103,7 +110,7 @@ def scores_sql(rule: Rule, database: str, table: str, windows: Windows) -> tuple
         f"         {col} >= {{cur_start:{_TS}}} AND {col} < {{cur_end:{_TS}}} AS in_cur,\n"
         f"         {_window_predicate(col, base_names)} AS in_base\n"
         f"  FROM {_ident(database)}.{_ident(table)} FINAL\n"
-        f"  WHERE {col} >= {{span_start:{_TS}}} AND {col} < {{span_end:{_TS}}}\n"
+        f"  WHERE {col} >= {{span_start:{_TS}}} AND {col} < {{span_end:{_TS}}}{_rows_of(rule)}\n"
         f")"
     )
     if keys:
@@ -179,6 +186,8 @@ def fetch_scores(store: ClickHouseStore, rule: Rule, windows: Windows) -> dict[S
     canary metric)."""
     if rule.spec.table == "canary":
         return fetch_canary(store, rule, windows)
+    if rule.spec.table == "shadow":
+        return fetch_shadow(store, rule, windows)
     sql, params = scores_sql(rule, store.database, store.table, windows)
     keys = rule.key_fields
     out: dict[SegmentKey, SegmentData] = {}
@@ -354,6 +363,109 @@ def fetch_canary_history(store: ClickHouseStore, rule: Rule, grid: Grid, start: 
     return build_history(grid, start, end, rule.key_fields, CANARY_SUMS, _run(store, sql, params), None)
 
 
+# ---- shadow metrics: the events a primary judge and its shadow both scored ok (monitor.runtime.shadow) ------------
+
+# One row per shared event: the shadow's row (sample_rule 'shadow:...') joined to the primary's row of the same app
+# and event (any other judge_id without the prefix), both ok. Both rows carry the event's time, so `{where}` (a time
+# range on event_time) filters both sides before the join. Every column name is distinct, so no alias shadows one.
+_SHADOW_PAIRS = (
+    "SELECT app, model, prompt_version, judge_id, primary_judge_id, judge, event_time, event_id, question, shadow_score, primary_score\n"
+    "  FROM (SELECT app, event_id, model, prompt_version, judge_id, judge, event_time, question, score AS shadow_score\n"
+    "        FROM {table} FINAL WHERE status = 'ok' AND {shadow} AND {where}) AS s\n"
+    "  INNER JOIN (SELECT app AS p_app, event_id AS p_event_id, judge_id AS primary_judge_id, score AS primary_score\n"
+    "        FROM {table} FINAL WHERE status = 'ok' AND NOT {shadow} AND {where}) AS p\n"
+    "  ON app = p_app AND event_id = p_event_id"
+)
+
+# The sums of `windows.ShadowSums` (with rows, ok and errors, as `window_stats` reads them), per window flag `{w}`.
+_SHADOW_AGGS = (
+    ("rows", "countIf({w})"),
+    ("ok", "countIf({w})"),
+    ("errors", "toUInt64(0)"),
+    ("shadow_diff", "sumIf(shadow_score - primary_score, {w})"),
+)
+# A window's pairs for the rank correlation, interleaved as `stats.paired_spearman` reads them.
+_SHADOW_PAIR_VALUES = "arrayFlatten(groupArrayIf([assumeNotNull(shadow_score), assumeNotNull(primary_score)], {w}))"
+
+
+def _shadow_pairs(database: str, table: str, where: str) -> str:
+    return _SHADOW_PAIRS.format(table=f"{_ident(database)}.{_ident(table)}", shadow=SHADOW_ROW, where=where)
+
+
+def shadow_sql(rule: Rule, database: str, table: str, windows: Windows) -> tuple[str, dict[str, Any]]:
+    """SQL and parameters summing a shadow rule's shared events per segment (the shadow's and the primary's judge_id
+    among the keys) over its current and baseline windows, with each window's score pairs when ρ is read."""
+    params, base_names = _window_params(windows)
+    keys = list(rule.key_fields)
+    select = [*keys, "any(judge) AS judge_name"]
+    for prefix, flag in (("c", "in_cur"), ("b", "in_base")):
+        select += [f"{expr.format(w=flag)} AS {prefix}_{name}" for name, expr in _SHADOW_AGGS]
+    select += _exposure_columns("event_time", base_names)
+    if values_for(rule) == "pairs":
+        select += [f"{_SHADOW_PAIR_VALUES.format(w=flag)} AS {prefix}_pairs" for prefix, flag in (("c", "in_cur"), ("b", "in_base"))]
+    span = f"event_time >= {{span_start:{_TS}}} AND event_time < {{span_end:{_TS}}}"
+    sql = (
+        f"SELECT {', '.join(select)}\n"
+        f"FROM (\n"
+        f"  SELECT *, event_time >= {{cur_start:{_TS}}} AND event_time < {{cur_end:{_TS}}} AS in_cur,\n"
+        f"         {_window_predicate('event_time', base_names)} AS in_base\n"
+        f"  FROM (\n  {_shadow_pairs(database, table, span)}\n  )\n"
+        f")\n"
+        f"GROUP BY {', '.join(keys)}"
+    )
+    return sql, params
+
+
+def fetch_shadow(store: ClickHouseStore, rule: Rule, windows: Windows) -> dict[SegmentKey, SegmentData]:
+    """Per shadow and primary judge (and the rule's segment fields), the shared events of both windows of `rule`."""
+    sql, params = shadow_sql(rule, store.database, store.table, windows)
+    keys = rule.key_fields
+    names = [name for name, _ in _SHADOW_AGGS]
+    n = len(names)
+    pairs = values_for(rule) == "pairs"
+    out: dict[SegmentKey, SegmentData] = {}
+    for row in _run(store, sql, params):
+        key: SegmentKey = tuple((k, str(v)) for k, v in zip(keys, row[: len(keys)], strict=True))
+        pos = len(keys) + 1
+        cur_v: dict[str, Any] = dict(zip(names, row[pos : pos + n], strict=True))
+        base_v: dict[str, Any] = dict(zip(names, row[pos + n : pos + 2 * n], strict=True))
+        first, n_windows = row[pos + 2 * n], int(row[pos + 2 * n + 1])
+        if pairs:
+            cur_v["shadow_rho"] = paired_spearman([float(x) for x in row[pos + 2 * n + 2]])
+            base_v["shadow_rho"] = paired_spearman([float(x) for x in row[pos + 2 * n + 3]])
+        exposure = baseline_exposure(windows, first if int(base_v["rows"]) else None, n_windows)
+        cur, base = window_stats(cur_v, windows.current_seconds), window_stats(base_v, exposure)
+        if cur.rows == 0 and base.rows == 0:
+            continue
+        out[key] = SegmentData(cur, base, str(row[len(keys)]))
+    return out
+
+
+def shadow_history_sql(rule: Rule, database: str, table: str, grid: Grid, start: datetime, end: datetime) -> tuple[str, dict[str, Any]]:
+    """SQL and parameters of a shadow rule's history: per grid bucket and segment over [start, end), the sums of
+    `history.SHADOW_SUMS`, the bucket's first event time, and its score pairs when ρ is read."""
+    keys = list(rule.key_fields)
+    aggs = dict(_SHADOW_AGGS)
+    select = ["intDiv(toUnixTimestamp64Milli(event_time) - {origin:Int64}, {size:Int64}) AS bucket", *keys, "any(judge) AS judge_name"]
+    select += [f"{aggs[name].format(w='1')} AS s_{name}" for name in SHADOW_SUMS]
+    select.append("toUnixTimestamp64Milli(min(event_time)) AS first_ms")
+    if values_for(rule) == "pairs":
+        select.append(f"{_SHADOW_PAIR_VALUES.format(w='1')} AS vals")
+    sql = (
+        f"SELECT {', '.join(select)}\n"
+        f"FROM (\n  {_shadow_pairs(database, table, f'event_time >= {{start:{_TS}}} AND event_time < {{end:{_TS}}}')}\n)\n"
+        f"GROUP BY {', '.join(['bucket', *keys])}\n"
+        f"ORDER BY {', '.join([*keys, 'bucket'])}"
+    )
+    return sql, {"origin": grid.origin_ms, "size": grid.size_ms, "start": start, "end": end}
+
+
+def fetch_shadow_history(store: ClickHouseStore, rule: Rule, grid: Grid, start: datetime, end: datetime) -> History:
+    """A shadow rule's shared events over [start, end) per bucket of `grid`, summed per segment."""
+    sql, params = shadow_history_sql(rule, store.database, store.table, grid, start, end)
+    return build_history(grid, start, end, rule.key_fields, SHADOW_SUMS, _run(store, sql, params), values_for(rule))
+
+
 # ---- a whole backtest's history per bucket (monitor.alerts.history) ---------------------------------------------
 
 
@@ -379,7 +491,7 @@ def history_sql(
         f"FROM (\n"
         f"  SELECT *, {_ROW_COLUMNS}\n"
         f"  FROM {_ident(database)}.{_ident(table)} FINAL\n"
-        f"  WHERE {col} >= {{start:{_TS}}} AND {col} < {{end:{_TS}}}\n"
+        f"  WHERE {col} >= {{start:{_TS}}} AND {col} < {{end:{_TS}}}{_rows_of(rule)}\n"
         f")\n"
         f"GROUP BY {', '.join(['bucket', *keys])}\n"
         f"ORDER BY {', '.join([*keys, 'bucket'])}"
@@ -432,10 +544,21 @@ def examples_sql(rule: Rule, segment: SegmentKey, windows: Windows, database: st
     """A ready-to-run query listing the worst recent examples of `segment` for `rule`'s metric (for a canary metric,
     the pairs of the runs in the window that disagree most with their labels, or failed)."""
     col = rule.spec.time_column
-    conds = [f"{_ident(k)} = {sql_literal(v)}" for k, v in segment]
-    conds.append(f"{col} >= {_ts_literal(windows.current[0])} AND {col} < {_ts_literal(windows.current[1])}")
+    same_segment = [f"{_ident(k)} = {sql_literal(v)}" for k, v in segment]
+    when = f"{col} >= {_ts_literal(windows.current[0])} AND {col} < {_ts_literal(windows.current[1])}"
+    conds = [*same_segment, when]
     if rule.spec.examples_filter is not None:
         conds.append(rule.spec.examples_filter)
+    if rule.spec.table == "shadow":
+        # The window's shared events of the pair, the largest disagreements first (the time filters both sides).
+        return (
+            "SELECT event_time, app, judge_id, primary_judge_id, round(shadow_score, 3) AS shadow_score,\n"
+            "       round(primary_score, 3) AS primary_score, round(shadow_score - primary_score, 3) AS difference, question, event_id\n"
+            f"FROM (\n  {_shadow_pairs(database, table, when)}\n)\n"
+            f"WHERE {' AND '.join(same_segment) or '1'}\n"
+            f"ORDER BY {rule.spec.examples_order}\n"
+            f"LIMIT {int(limit)}"
+        )
     if rule.spec.table == "canary":
         return (
             "SELECT run_at, run_id, judge_id, labels, pair_id, category, label, round(score, 3) AS score,\n"
@@ -445,10 +568,11 @@ def examples_sql(rule: Rule, segment: SegmentKey, windows: Windows, database: st
             f"ORDER BY {rule.spec.examples_order}\n"
             f"LIMIT {int(limit)}"
         )
+    # The statements with their verdicts explain a surprising score in one look (which claims the judge found off-topic).
     return (
         "SELECT event_time, app, model, prompt_version, judge_id, status, round(score, 3) AS score, error,\n"
         "       dateDiff('millisecond', event_time, scored_at) / 1000.0 AS lag_s, cost_usd,\n"
-        "       question, response, reasoning, event_id\n"
+        "       question, response, reasoning, n_statements, arrayZip(statements, verdicts) AS statement_verdicts, event_id\n"
         f"FROM {_ident(database)}.{_ident(table)} FINAL\n"
         f"WHERE {' AND '.join(conds)}\n"
         f"ORDER BY {rule.spec.examples_order}\n"

@@ -4,6 +4,7 @@ first sample's value above the second's (or above the reference)?", `less` the o
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from functools import cache
 from types import ModuleType
 from typing import Literal
@@ -109,3 +110,17 @@ def poisson_test(count: int, expected: float, alternative: Alternative) -> float
     if alternative == "greater":
         return float(_st().poisson.sf(count - 1, expected))
     return float(_st().poisson.cdf(count, expected))
+
+
+def paired_spearman(pairs: Sequence[float]) -> float | None:
+    """Spearman ρ of interleaved pairs `[x0, y0, x1, y1, ...]` (average ranks for ties, as scipy); None below 2
+    pairs or when either side is constant. Interleaved: the per-step query and the backtest's history both keep a
+    window's pairs as one flat array, and both call this, so they give the same ρ."""
+    n = len(pairs) // 2
+    if n < 2:
+        return None
+    xs, ys = pairs[0::2], pairs[1::2]
+    if min(xs) == max(xs) or min(ys) == max(ys):
+        return None
+    rho = float(_st().spearmanr(xs, ys).statistic)
+    return rho if math.isfinite(rho) else None

@@ -100,6 +100,15 @@ class CanarySums:
 
 
 @dataclass(frozen=True, slots=True)
+class ShadowSums:
+    """A window's events scored ok by both a primary judge and its shadow (`ok` counts them): the sum of shadow −
+    primary, and Spearman ρ of the two scores (None: fewer than 2 pairs, a constant side, or not read)."""
+
+    difference: float = 0.0
+    rho: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class WindowStats:
     """Aggregates of one segment in one window; None where no rows define the value."""
 
@@ -115,6 +124,7 @@ class WindowStats:
     sampled: int | None = None  # from the traffic table (None: not read)
     consumed: int | None = None
     canary: CanarySums = CanarySums()  # canary metrics: rows, ok and errors count judged pairs
+    shadow: ShadowSums = ShadowSums()  # shadow metrics: rows and ok count shared events
 
 
 def finite(value: Any) -> float | None:
@@ -128,8 +138,9 @@ def finite(value: Any) -> float | None:
 def window_stats(v: Mapping[str, Any], seconds: float) -> WindowStats:
     """A window's stats from its named sums (`rows`, `ok`, `errors`, `weight`, `weight_sq`, `w_score`, `w_score_sq`,
     `w_low`, `cost`, `events`, and `p10`, `lag_p90` when read; for canary metrics `runs`, `rho`, `rho_runs`,
-    `kappa`, `kappa_runs`, `shift` instead of the score sums); the one conversion of the per-step queries and of
-    the backtest's history, so both build the same stats from the same sums. A sum not given is 0."""
+    `kappa`, `kappa_runs`, `shift` instead of the score sums; for shadow metrics `shadow_diff` and `shadow_rho`); the
+    one conversion of the per-step queries and of the backtest's history, so both build the same stats from the same
+    sums. A sum not given is 0."""
     rows = int(v["rows"])
     ok = int(v["ok"])
 
@@ -149,6 +160,7 @@ def window_stats(v: Mapping[str, Any], seconds: float) -> WindowStats:
         cost=total("cost"),
         events=int(total("events")),
         canary=_canary(v, total) if "runs" in v else CanarySums(),
+        shadow=ShadowSums(total("shadow_diff"), finite(v.get("shadow_rho"))) if "shadow_diff" in v else ShadowSums(),
     )
 
 

@@ -9,7 +9,9 @@ server set to delete asynchronously gets `verify_timeout_s` to get there). The i
 parameters (`{name:Array(String)}`), never formatted into the SQL, so any id (quotes, SQL) is matched literally.
 
 The traffic and rollup tables hold aggregates per minute or hour and segment (counts, sums, quantile sketches and an
-approximate distinct count of event ids, kept as hashes), no ids or text: nothing is deleted there.
+approximate distinct count of event ids, kept as hashes), no ids or text: nothing is deleted there. Nor in
+`canary_runs`: its rows are the judge's scores of the labelled set's pairs (pair ids from the labels file), never a
+person's conversation or event.
 
 Nothing here parses arguments or prints: `monitor.cli.forget` does."""
 

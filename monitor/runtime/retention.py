@@ -1,11 +1,13 @@
 """Retention as ClickHouse TTLs: how long rows and their text are kept (MONITOR_RETENTION_DAYS,
 MONITOR_TEXT_RETENTION_DAYS), and the ALTER statements that bring a store's tables there. Pure: no I/O.
 
-Rows of the scores table, `traffic_counts` and the rollups (`relevancy_rollup_1m`, `relevancy_rollup_1h`) get a
-table TTL of `retention_days` after their event time (the scores table's `event_time`, the others' minute or hour
-column); 0 keeps them forever (no TTL). The text columns of the scores table (`TEXT_COLUMNS`) get a column TTL of
-`text_retention_days` after the event time: ClickHouse empties them (their default: '' or []) and keeps the row;
-0, or a value not shorter than the row's retention, leaves them without one (they go with the row).
+Rows of the scores table, `traffic_counts`, the rollups (`relevancy_rollup_1m`, `relevancy_rollup_1h`) and the
+canary runs (`canary_runs`) get a table TTL of `retention_days` after their time (the scores table's `event_time`,
+the others' minute or hour column, a canary run's `run_at`); 0 keeps them forever (no TTL). Canary rows hold no
+conversation text (the pairs are in the labels file), so they have no text TTL. The text columns of the scores
+table (`TEXT_COLUMNS`) get a column TTL of `text_retention_days` after the event time: ClickHouse empties them
+(their default: '' or []) and keeps the row; 0, or a value not shorter than the row's retention, leaves them
+without one (they go with the row).
 
 The settings are authoritative over those TTLs: a table TTL or text-column TTL that differs (set by hand, or by an
 earlier setting) is replaced, and removed when the setting is 0. `plan_retention` compares what each table has (its
@@ -21,11 +23,13 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from monitor.canary.table import CANARY_TABLE
 from schemas.ddl import ROLLUP_GRAINS, on_cluster
 
 TEXT_COLUMNS = ("question", "response", "reasoning", "statements", "verdict_reasons")
 TRAFFIC_TABLE = "traffic_counts"
 _SCORES_TIME = "toDateTime(event_time)"
+_CANARY_TIME = "toDateTime(run_at)"  # DateTime64(3), like event_time
 
 # Sent with every retention ALTER. A MODIFY TTL (or a column TTL) changes the table's metadata at once; with
 # materialize_ttl_after_modify=1 (ClickHouse's default, set here so a profile cannot turn it off) it also queues a
@@ -98,8 +102,9 @@ def _text_ttl_wanted(retention_days: int, text_retention_days: int) -> bool:
 
 
 def retention_tables(table: str) -> tuple[str, ...]:
-    """The tables whose retention is managed, for the scores table `table`: it, the traffic table and the rollups."""
-    return (table, TRAFFIC_TABLE, *(grain.rollup for grain in ROLLUP_GRAINS))
+    """The tables whose retention is managed, for the scores table `table`: it, the traffic table, the rollups and the
+    canary runs."""
+    return (table, TRAFFIC_TABLE, *(grain.rollup for grain in ROLLUP_GRAINS), CANARY_TABLE)
 
 
 def wanted_ttls(table: str, retention_days: int, text_retention_days: int) -> tuple[TableTTLs, ...]:
@@ -118,6 +123,7 @@ def wanted_ttls(table: str, retention_days: int, text_retention_days: int) -> tu
         TableTTLs(table, after(_SCORES_TIME, retention_days), tuple((column, text) for column in TEXT_COLUMNS)),
         TableTTLs(TRAFFIC_TABLE, after("minute", retention_days)),
         *(TableTTLs(grain.rollup, after(grain.column, retention_days)) for grain in ROLLUP_GRAINS),
+        TableTTLs(CANARY_TABLE, after(_CANARY_TIME, retention_days)),
     )
 
 

@@ -38,6 +38,7 @@ def make_row(
     judge: str = "lexical",
     statements: Sequence[str] = (),
     verdicts: Sequence[str] = (),
+    sample_rule: str = "base",
 ) -> ScoredRow:
     """One scored row at event time `t`."""
     return ScoredRow(
@@ -62,6 +63,7 @@ def make_row(
         verdict_reasons=["" for _ in verdicts],
         n_statements=len(statements),
         sample_rate=sample_rate,
+        sample_rule=sample_rule,
         cost_usd=cost,
         scored_at=t + timedelta(seconds=lag_s),
         latency_ms=100,

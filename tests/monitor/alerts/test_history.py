@@ -1,6 +1,7 @@
 """The backtest's fast path: each rule's history read once and every step evaluated in memory gives the same
 observations, states and episodes as one query per rule and step, on data with a rollout, judge errors, silence,
-slow scoring, lost coverage, uneven sample rates and a drifting canary; the grid; progress."""
+slow scoring, lost coverage, uneven sample rates, a drifting canary and a shadow judge that diverges; the grid;
+progress."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from tests.monitor.alerts.conftest import T0, canary_run, default_rules, insert,
 DAY2 = T0 + timedelta(days=1)  # the interesting stretch starts here, with a day of history before it
 ROLLOUT, ERRORS, SILENCE, SLOW, LOST = (DAY2 + timedelta(hours=h) for h in (1, 2, 2.5, 3, 3.5))
 DRIFT = DAY2 + timedelta(hours=1, minutes=30)  # the canary's judge scores 0.3 lower for an hour, then fails on a run
+SHADOW_OFF = DAY2 - timedelta(hours=5)  # from here the shadow judge of a's first event each minute scores at random
 
 # Rules the default set does not cover: p10 with its tail counts, a lag against the day before, and a window of
 # 90 s, which is not a grid of whole minutes and so is queried step by step inside the same backtest.
@@ -67,15 +69,17 @@ def _history_rows() -> list[ScoredRow]:
             at = t + timedelta(seconds=20 * k + rng.random())
             new = t >= ROLLOUT and k < 2
             score = rng.gauss(0.45 if new else 0.78, 0.15)
-            rows.append(
-                make_row(
-                    at,
-                    app="a",
-                    prompt_version="v2" if new else "v1",
-                    score=min(1.0, max(0.0, score)),
-                    lag_s=900 if SLOW <= t < SLOW + timedelta(minutes=30) else 5 + rng.random() * 5,
-                )
+            row = make_row(
+                at,
+                app="a",
+                prompt_version="v2" if new else "v1",
+                score=min(1.0, max(0.0, score)),
+                lag_s=900 if SLOW <= t < SLOW + timedelta(minutes=30) else 5 + rng.random() * 5,
             )
+            rows.append(row)
+            if k == 0:  # the shadow judge's second row of the event, beside the primary's (scores rounded: ties)
+                other = rng.random() if t >= SHADOW_OFF else min(1.0, max(0.0, (row.score or 0.0) + rng.gauss(0.0, 0.05)))
+                rows.append(row.model_copy(update={"judge_id": "js", "score": round(other, 1), "sample_rule": "shadow:base", "sample_rate": 0.3}))
         if not SILENCE <= t < SILENCE + timedelta(minutes=30):
             for model, rate in (("m1", 1.0), ("m2", 0.25)):
                 error = ERRORS <= t < ERRORS + timedelta(minutes=20) and rng.random() < 0.5
@@ -178,7 +182,7 @@ def test_the_fast_backtest_finds_the_episodes_of_the_per_step_backtest(history_s
     assert (fast.suppressed, fast.errors, fast.evaluations) == (slow.suppressed, slow.errors, slow.evaluations)
     fired = {e.rule for e in fast.fired()}
     assert {"relevancy_drop", "prompt_rollout_regression", "judge_error_rate", "scoring_lag", "judge_coverage", "p10_drop"} <= fired
-    assert {"canary_scores_lower", "canary_errors"} <= fired
+    assert {"canary_scores_lower", "canary_errors", "shadow_agreement_drop"} <= fired
 
 
 def test_a_history_that_cannot_be_read_leaves_its_rules_to_per_step_errors(traffic_store: ClickHouseStore) -> None:

@@ -1,5 +1,5 @@
 """Retention as TTLs (privacy issue): the plan is pure and only holds what differs (re-running is a no-op); `migrate`
-applies MONITOR_RETENTION_DAYS to the scores, traffic and rollup tables and MONITOR_TEXT_RETENTION_DAYS to the text
+applies MONITOR_RETENTION_DAYS to the scores, traffic, rollup and canary tables and MONITOR_TEXT_RETENTION_DAYS to the text
 columns, and chDB then deletes old rows and empties old text; a store that does not migrate itself only warns."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from monitor.cli.main import main
 from monitor.config import load_settings
 from monitor.runtime.retention import TEXT_COLUMNS, TTLChange, parse_table, plan_retention, retention_tables, wanted_ttls
 from monitor.runtime.store import ClickHouseStore
-from tests.monitor.alerts.conftest import insert, insert_traffic, make_row
+from tests.monitor.alerts.conftest import canary_run, insert, insert_canary, insert_traffic, make_row
 
 # ---- pure: reading a create_table_query and planning -----------------------------------------------------------
 
@@ -53,7 +53,16 @@ def _current(days: int = 0, text_days: int = 0) -> dict[str, str]:
         "traffic_counts": _aggregate("traffic_counts", "minute", ttl("minute", days)),
         "relevancy_rollup_1m": _aggregate("relevancy_rollup_1m", "minute", ttl("minute", days)),
         "relevancy_rollup_1h": _aggregate("relevancy_rollup_1h", "hour", ttl("hour", days)),
+        "canary_runs": _canary(ttl("toDateTime(run_at)", days)),
     }
+
+
+def _canary(ttl: str | None = None) -> str:
+    return (
+        "CREATE TABLE db.canary_runs (`run_id` String, `run_at` DateTime64(3, 'UTC'), `judge_id` LowCardinality(String), "
+        "`written_at` DateTime64(3, 'UTC')) ENGINE = ReplacingMergeTree(written_at) PARTITION BY toYYYYMM(run_at) "
+        f"ORDER BY (judge_id, run_id){f' TTL {ttl}' if ttl else ''} SETTINGS index_granularity = 8192"
+    )
 
 
 def test_parse_reads_table_and_column_ttls_types_and_quoted_text() -> None:
@@ -79,8 +88,8 @@ def test_parse_reads_table_and_column_ttls_types_and_quoted_text() -> None:
 
 
 def test_the_wanted_ttls_follow_the_settings() -> None:
-    """Rows by event time (as a DateTime) or the minute/hour column; text TTL only when shorter than the rows'."""
-    scores, traffic, minute, hour = wanted_ttls("relevancy_scores", 30, 7)
+    """Rows by event time or run time (as a DateTime) or the minute/hour column; text TTL only when shorter than the rows'."""
+    scores, traffic, minute, hour, canary = wanted_ttls("relevancy_scores", 30, 7)
     assert scores.ttl == "toDateTime(event_time) + INTERVAL 30 DAY"
     assert dict(scores.columns) == {c: "toDateTime(event_time) + INTERVAL 7 DAY" for c in TEXT_COLUMNS}
     assert (traffic.table, traffic.ttl) == ("traffic_counts", "minute + INTERVAL 30 DAY")
@@ -90,10 +99,11 @@ def test_the_wanted_ttls_follow_the_settings() -> None:
         "relevancy_rollup_1h",
         "hour + INTERVAL 30 DAY",
     )
+    assert (canary.table, canary.ttl, canary.columns) == ("canary_runs", "toDateTime(run_at) + INTERVAL 30 DAY", ())
     assert all(ttl is None for _, ttl in wanted_ttls("t", 30, 30)[0].columns)  # text cannot outlive the row: no column TTL
     assert dict(wanted_ttls("t", 0, 5)[0].columns)["question"] == "toDateTime(event_time) + INTERVAL 5 DAY"
     assert all(w.ttl is None for w in wanted_ttls("t", 0, 0))
-    assert retention_tables("s") == ("s", "traffic_counts", "relevancy_rollup_1m", "relevancy_rollup_1h")
+    assert retention_tables("s") == ("s", "traffic_counts", "relevancy_rollup_1m", "relevancy_rollup_1h", "canary_runs")
     with pytest.raises(ValueError, match="0 or more"):
         wanted_ttls("t", -1, 0)
 
@@ -116,8 +126,9 @@ def test_setting_a_retention_alters_each_table_once_with_the_table_ttl_last() ->
         "ALTER TABLE db.traffic_counts MODIFY TTL minute + INTERVAL 30 DAY",
         "ALTER TABLE db.relevancy_rollup_1m MODIFY TTL minute + INTERVAL 30 DAY",
         "ALTER TABLE db.relevancy_rollup_1h MODIFY TTL hour + INTERVAL 30 DAY",
+        "ALTER TABLE db.canary_runs MODIFY TTL toDateTime(run_at) + INTERVAL 30 DAY",
     )
-    assert len(plan.changes) == 9 and TTLChange("relevancy_scores", None, None, "toDateTime(event_time) + INTERVAL 30 DAY") in plan.changes
+    assert len(plan.changes) == 10 and TTLChange("relevancy_scores", None, None, "toDateTime(event_time) + INTERVAL 30 DAY") in plan.changes
     assert plan.wanted == "rows 30 days, text 7 days"
     assert "db.relevancy_scores: TTL none -> toDateTime(event_time) + INTERVAL 30 DAY" in plan.describe()
 
@@ -126,7 +137,7 @@ def test_changing_only_the_days_changes_only_what_differs() -> None:
     """30/7 to 60/7 alters the table TTLs only; 30/7 to 30/3 only the text columns of the scores table."""
     longer = plan_retention("db", "relevancy_scores", 60, 7, _current(30, 7))
     assert longer.statements[0] == "ALTER TABLE db.relevancy_scores MODIFY TTL toDateTime(event_time) + INTERVAL 60 DAY"
-    assert len(longer.statements) == 4 and all("COLUMN" not in st for st in longer.statements)
+    assert len(longer.statements) == 5 and all("COLUMN" not in st for st in longer.statements)
     assert longer.changes[0].before == "toDateTime(event_time) + toIntervalDay(30)"
     shorter_text = plan_retention("db", "relevancy_scores", 30, 3, _current(30, 7))
     assert len(shorter_text.statements) == 1 and shorter_text.statements[0].count("MODIFY COLUMN") == 5
@@ -142,8 +153,9 @@ def test_a_zero_retention_removes_the_ttls() -> None:
         "ALTER TABLE db.traffic_counts REMOVE TTL",
         "ALTER TABLE db.relevancy_rollup_1m REMOVE TTL",
         "ALTER TABLE db.relevancy_rollup_1h REMOVE TTL",
+        "ALTER TABLE db.canary_runs REMOVE TTL",
     )
-    assert all(c.after is None for c in plan.changes) and str(plan.changes[-1]) == "relevancy_rollup_1h: TTL hour + toIntervalDay(30) removed"
+    assert all(c.after is None for c in plan.changes) and str(plan.changes[-1]) == "canary_runs: TTL toDateTime(run_at) + toIntervalDay(30) removed"
 
 
 def test_a_ttl_set_by_hand_is_replaced_and_interval_spellings_compare_equal() -> None:
@@ -210,7 +222,7 @@ def test_migrate_sets_the_ttls_and_a_second_migrate_changes_nothing(kept: ClickH
     """After migrate with 30/7 days each table's create_table_query carries its TTL and each text column its own;
     migrating again applies no statement."""
     kept.migrate()
-    assert kept.retention_applied is not None and len(kept.retention_applied.changes) == 9
+    assert kept.retention_applied is not None and len(kept.retention_applied.changes) == 10
     queries = _create_queries(kept)
     assert "ORDER BY (app, judge_id, event_id) TTL toDateTime(event_time) + toIntervalDay(30) SETTINGS" in queries["relevancy_scores"]
     for column in TEXT_COLUMNS:
@@ -218,6 +230,7 @@ def test_migrate_sets_the_ttls_and_a_second_migrate_changes_nothing(kept: ClickH
     assert parse_table(queries["relevancy_scores"]).columns["event_id"].ttl is None
     assert " TTL minute + toIntervalDay(30) " in queries["traffic_counts"] and " TTL minute + toIntervalDay(30) " in queries["relevancy_rollup_1m"]
     assert " TTL hour + toIntervalDay(30) " in queries["relevancy_rollup_1h"]
+    assert " TTL toDateTime(run_at) + toIntervalDay(30) " in queries["canary_runs"]
     kept.migrate()
     assert kept.retention_applied is not None and not kept.retention_applied and kept.retention_applied.statements == ()
     assert _create_queries(kept) == queries
@@ -229,6 +242,7 @@ def _age(store: ClickHouseStore, days_ago: list[int]) -> None:
     insert(store, rows)
     minute = (now - timedelta(days=0)).replace(second=0, microsecond=0)
     insert_traffic(store, [(minute - timedelta(days=d), "support", "m1", "v1", 10, 5) for d in days_ago])
+    insert_canary(store, [canary_run(now - timedelta(days=d), seed=d) for d in days_ago])
 
 
 def _ages_left(store: ClickHouseStore) -> dict[str, list[tuple[object, ...]]]:
@@ -241,6 +255,7 @@ def _ages_left(store: ClickHouseStore) -> dict[str, list[tuple[object, ...]]]:
         "traffic": store.query(f"SELECT dateDiff('day', minute, now()) FROM {db}.traffic_counts ORDER BY 1").rows,
         "minutely": store.query(f"SELECT dateDiff('day', minute, now()) FROM {db}.relevancy_rollup_1m ORDER BY 1").rows,
         "hourly": store.query(f"SELECT dateDiff('day', hour, now()) FROM {db}.relevancy_rollup_1h ORDER BY 1").rows,
+        "canary": store.query(f"SELECT DISTINCT dateDiff('day', run_at, now()) FROM {db}.canary_runs ORDER BY 1").rows,
     }
 
 
@@ -256,6 +271,7 @@ def test_rows_past_the_retention_go_and_old_text_is_emptied_after_optimize(kept:
         ("e10", "", "", "", [], [], ["yes"], 0.8),
     ]
     assert left["traffic"] == [(1,), (10,)] and left["minutely"] == [(1,), (10,)] and left["hourly"] == [(1,), (10,)]
+    assert left["canary"] == [(1,), (10,)]
 
 
 def test_rows_stored_before_the_retention_was_set_go_when_migrate_applies_it(clickhouse_url: str, kept: ClickHouseStore) -> None:
@@ -275,7 +291,7 @@ def test_a_zero_retention_removes_the_ttls_and_keeps_old_rows(clickhouse_url: st
     kept.migrate()
     forever = ClickHouseStore(clickhouse_url, kept.database, kept.table, retention_days=0)
     forever.migrate()
-    assert forever.retention_applied is not None and len(forever.retention_applied.changes) == 9
+    assert forever.retention_applied is not None and len(forever.retention_applied.changes) == 10
     assert all(" TTL " not in q for q in _create_queries(forever).values())
     _age(forever, [1, 40])
     _optimize(forever)
@@ -299,7 +315,7 @@ def test_check_schema_finds_a_differing_retention_without_applying_it(clickhouse
     ClickHouseStore(clickhouse_url, kept.database, kept.table).migrate()
     before = _create_queries(kept)
     kept.check_schema()
-    assert kept.retention_pending is not None and len(kept.retention_pending.changes) == 9
+    assert kept.retention_pending is not None and len(kept.retention_pending.changes) == 10
     assert _create_queries(kept) == before
     kept.migrate()
     kept.check_schema()
@@ -315,7 +331,7 @@ def test_run_without_migrating_warns_about_a_differing_retention_and_starts(clic
         _prepare_schema(settings.store)
     warnings = [e for e in logs if e["log_level"] == "warning"]
     assert len(warnings) == 1 and "relevancy-monitor migrate" in warnings[0]["event"], logs
-    assert warnings[0]["retention"] == "rows 30 days, text as long as the row" and len(warnings[0]["changes"]) == 4
+    assert warnings[0]["retention"] == "rows 30 days, text as long as the row" and len(warnings[0]["changes"]) == 5
     assert " TTL " not in _create_queries(kept)["relevancy_scores"]
     migrating = load_settings(clickhouse_url=clickhouse_url, clickhouse_database=kept.database, auto_migrate=True, retention_days=30)
     with structlog.testing.capture_logs() as logs:
@@ -336,10 +352,11 @@ def test_the_migrate_command_prints_the_retention_changes(
     try:
         assert main(["migrate", *flags]) == 0
         err = capsys.readouterr().err.splitlines()
-        assert err[1] == "retention set to rows 30 days, text 7 days (9 TTL change(s); rows already stored follow in the background):", err
+        assert err[1] == "retention set to rows 30 days, text 7 days (10 TTL change(s); rows already stored follow in the background):", err
         assert f"  {database}.relevancy_scores: TTL none -> toDateTime(event_time) + INTERVAL 30 DAY" in err
         assert f"  {database}.relevancy_scores.question: text TTL none -> toDateTime(event_time) + INTERVAL 7 DAY" in err
-        assert len(err) == 11
+        assert f"  {database}.canary_runs: TTL none -> toDateTime(run_at) + INTERVAL 30 DAY" in err
+        assert len(err) == 12
         assert main(["migrate", *flags]) == 0
         assert capsys.readouterr().err.splitlines()[1:] == ["retention unchanged: rows 30 days, text 7 days"]
     finally:
