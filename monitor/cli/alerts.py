@@ -198,13 +198,15 @@ def _load(ns: argparse.Namespace) -> tuple[Settings, AlertSettings, RuleSet]:
 
 
 def _open_store(settings: Settings, *tables: str) -> ClickHouseStore:
-    """The existing store, with the scores table and `tables` present; creates nothing and issues no DDL."""
+    """The existing store, with the scores table and `tables` present and its schema current; creates nothing and
+    issues no DDL. A schema behind this release is one line naming `migrate`: the rules read its newer tables."""
     from monitor.runtime.store import ClickHouseStore
 
     s = settings.store
     store = ClickHouseStore.from_settings(s)
     try:
         store.open_existing(*tables)
+        store.require_current_schema()
     except BaseException:
         store.close()
         raise

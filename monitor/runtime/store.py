@@ -325,17 +325,26 @@ class ClickHouseStore:
                 )
         return pending
 
-    def check_schema(self) -> None:
-        """Refuse, in one line, a store whose schema is behind this release or whose applied migrations changed:
-        what `run` does at start when it does not migrate (a server without MONITOR_AUTO_MIGRATE). A retention that
-        differs from the settings is not refused: it is left in `retention_pending` (empty when none differs)."""
+    def _refuse_pending(self, remedy: str) -> None:
         pending = self.pending_migrations()
         if pending:
             names = ", ".join(m.name for m in pending)
             raise StoreError(
                 f"the schema of {self.database} at {_safe(self.url)} is behind this release ({len(pending)} pending migration(s): "
-                f"{names}): run `relevancy-monitor migrate` first, or set MONITOR_AUTO_MIGRATE=true"
+                f"{names}): {remedy}"
             )
+
+    def require_current_schema(self) -> None:
+        """Refuse, in one line, a store whose schema is behind this release (`check_schema` without the retention
+        check): for read paths whose queries use the newer tables."""
+        self._refuse_pending("run `relevancy-monitor migrate` (or the monitor, which migrates an embedded store itself)")
+        self._use_database()
+
+    def check_schema(self) -> None:
+        """Refuse, in one line, a store whose schema is behind this release or whose applied migrations changed:
+        what `run` does at start when it does not migrate (a server without MONITOR_AUTO_MIGRATE). A retention that
+        differs from the settings is not refused: it is left in `retention_pending` (empty when none differs)."""
+        self._refuse_pending("run `relevancy-monitor migrate` first, or set MONITOR_AUTO_MIGRATE=true")
         self.retention_pending = self.retention_plan() if self.retention_days is not None else None
         self._use_database()
 

@@ -118,3 +118,12 @@ def test_the_per_url_default_of_auto_migrate() -> None:
     assert ClickHouseStore("chdb:///tmp/x", "d", "t").auto_migrates is True
     assert ClickHouseStore("https://ch:8443", "d", "t").auto_migrates is False
     assert ClickHouseStore("http://ch:8123", "d", "t", auto_migrate=True).auto_migrates is True
+
+
+def test_alerts_on_a_store_behind_stop_with_one_line_naming_migrate(behind: ClickHouseStore, capsys: pytest.CaptureFixture[str]) -> None:
+    """`alerts check` on a store behind this release exits 1 with one line saying to run `migrate`, instead of one
+    failed rule (and a logged query) per table the store does not have yet."""
+    code = main(["alerts", "check", "--clickhouse-url", behind.url, "--clickhouse-database", behind.database])
+    err = capsys.readouterr().err.strip()
+    assert code == 1 and len(err.splitlines()) == 1, err
+    assert "behind this release" in err and "relevancy-monitor migrate" in err
