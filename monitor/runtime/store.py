@@ -330,8 +330,7 @@ class ClickHouseStore:
         if pending:
             names = ", ".join(m.name for m in pending)
             raise StoreError(
-                f"the schema of {self.database} at {_safe(self.url)} is behind this release ({len(pending)} pending migration(s): "
-                f"{names}): {remedy}"
+                f"the schema of {self.database} at {_safe(self.url)} is behind this release ({len(pending)} pending migration(s): {names}): {remedy}"
             )
 
     def require_current_schema(self) -> None:
