@@ -17,7 +17,6 @@ Run: `python -m bench.backtest_speed [--days 7] [--rate 100] [--step 5m] [--json
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import random
 import statistics
@@ -28,6 +27,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from bench.output import emit
 from monitor.alerts.backtest import backtest_times, run_backtest
 from monitor.alerts.durations import parse_duration
 from monitor.alerts.engine import evaluate_rules
@@ -183,11 +183,7 @@ def main(
         finally:
             store.command(f"DROP DATABASE IF EXISTS {database}")
             store.close()
-    print("\n".join(report_lines(result)))
-    if json_path is not None:
-        json_path.parent.mkdir(parents=True, exist_ok=True)
-        json_path.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-        print(f"\nwritten to {json_path}")
+    emit(report_lines(result), result, json_path)
     return result
 
 

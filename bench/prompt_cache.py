@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 from pathlib import Path
 from typing import Any
 
+from bench.output import emit
 from consumers.decode import decode_event
 from monitor.config import load_settings
 from monitor.devtools.traffic import generate_events
@@ -156,11 +156,7 @@ def report_lines(r: dict[str, Any]) -> list[str]:
 def main(events: int = 500, json_path: Path | None = DEFAULT_JSON, model: str | None = None) -> dict[str, Any]:
     """Run the benchmark; print the table and write the JSON."""
     result = asyncio.run(measure(events, model))
-    print("\n".join(report_lines(result)))
-    if json_path is not None:
-        json_path.parent.mkdir(parents=True, exist_ok=True)
-        json_path.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-        print(f"\nwritten to {json_path}")
+    emit(report_lines(result), result, json_path)
     return result
 
 
