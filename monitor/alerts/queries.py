@@ -340,6 +340,15 @@ def fetch_canary(store: ClickHouseStore, rule: Rule, windows: Windows) -> dict[S
     return out
 
 
+def _bucketed(select: list[str], source: str, keys: list[str]) -> str:
+    """`select` over the subquery `source`, grouped by grid bucket and segment keys, ordered by segment then bucket."""
+    return f"SELECT {', '.join(select)}\nFROM (\n  {source}\n)\nGROUP BY {', '.join(['bucket', *keys])}\nORDER BY {', '.join([*keys, 'bucket'])}"
+
+
+def _grid_params(grid: Grid, start: datetime, end: datetime) -> dict[str, Any]:
+    return {"origin": grid.origin_ms, "size": grid.size_ms, "start": start, "end": end}
+
+
 def canary_history_sql(rule: Rule, database: str, grid: Grid, start: datetime, end: datetime) -> tuple[str, dict[str, Any]]:
     """SQL and parameters of a canary rule's history: per grid bucket (of run_at) and segment over [start, end), the
     sums of `history.CANARY_SUMS` and the bucket's first run time."""
@@ -348,13 +357,7 @@ def canary_history_sql(rule: Rule, database: str, grid: Grid, start: datetime, e
     select = ["intDiv(toUnixTimestamp64Milli(at) - {origin:Int64}, {size:Int64}) AS bucket", *keys, "any(run_judge) AS judge_name"]
     select += [f"{aggs[name]} AS s_{name}" for name in CANARY_SUMS]
     select.append("toUnixTimestamp64Milli(min(at)) AS first_ms")
-    sql = (
-        f"SELECT {', '.join(select)}\n"
-        f"FROM (\n  {_canary_runs(rule, database, 'start', 'end')}\n)\n"
-        f"GROUP BY {', '.join(['bucket', *keys])}\n"
-        f"ORDER BY {', '.join([*keys, 'bucket'])}"
-    )
-    return sql, {"origin": grid.origin_ms, "size": grid.size_ms, "start": start, "end": end}
+    return _bucketed(select, _canary_runs(rule, database, "start", "end"), keys), _grid_params(grid, start, end)
 
 
 def fetch_canary_history(store: ClickHouseStore, rule: Rule, grid: Grid, start: datetime, end: datetime) -> History:
@@ -451,13 +454,8 @@ def shadow_history_sql(rule: Rule, database: str, table: str, grid: Grid, start:
     select.append("toUnixTimestamp64Milli(min(event_time)) AS first_ms")
     if values_for(rule) == "pairs":
         select.append(f"{_SHADOW_PAIR_VALUES.format(w='1')} AS vals")
-    sql = (
-        f"SELECT {', '.join(select)}\n"
-        f"FROM (\n  {_shadow_pairs(database, table, f'event_time >= {{start:{_TS}}} AND event_time < {{end:{_TS}}}')}\n)\n"
-        f"GROUP BY {', '.join(['bucket', *keys])}\n"
-        f"ORDER BY {', '.join([*keys, 'bucket'])}"
-    )
-    return sql, {"origin": grid.origin_ms, "size": grid.size_ms, "start": start, "end": end}
+    source = _shadow_pairs(database, table, f"event_time >= {{start:{_TS}}} AND event_time < {{end:{_TS}}}")
+    return _bucketed(select, source, keys), _grid_params(grid, start, end)
 
 
 def fetch_shadow_history(store: ClickHouseStore, rule: Rule, grid: Grid, start: datetime, end: datetime) -> History:
