@@ -265,6 +265,9 @@ class Settings(BaseSettings):
     cache_max_entries: int = Field(10_000, ge=0, description="verdict cache size (0 disables)")
     cache_ttl_s: float = Field(3600.0, gt=0, description="how long a cached verdict is reused")
     traffic_flush_s: float = Field(10.0, gt=0, description="how often per-segment traffic counts are written")
+    replay_confirm_usd: float = Field(
+        5.0, ge=0, description="`replay` asks for --yes before judging when its cost estimate is above this (USD; 0: always ask)"
+    )
 
     # Flow and delivery
     max_in_flight: int = Field(2000, ge=2, description="events fetched and not yet finished; consumption pauses at this cap")

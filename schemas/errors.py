@@ -5,7 +5,8 @@ its message is the single line an operator should see, and the command line prin
     MonitorError
     ├── UsageError              bad command-line input (exit 2)
     │   ├── BacktestError       an invalid backtest range or step
-    │   └── LabelsError         a labelled set (calibrate, canaries) that cannot be read; names the line
+    │   ├── LabelsError         a labelled set (calibrate, canaries) that cannot be read; names the line
+    │   └── ReplayRefused       a replay stopped before judging (cost above the threshold, range past the retention, ...)
     ├── ConfigError             a setting is missing or invalid; names the environment variable (exit 2)
     │   ├── SamplingConfigError the sampling rules file
     │   └── RulesError          the alert rules file
@@ -51,6 +52,11 @@ class BacktestError(UsageError):
 
 class LabelsError(UsageError):
     """The labelled set cannot be read or a line is not a valid labelled pair (exit 2); names the line."""
+
+
+class ReplayRefused(UsageError):
+    """A replay stopped before judging anything: an estimate above MONITOR_REPLAY_CONFIRM_USD without --yes, a range
+    past the retention, a store that kept no text, or a cap the judge's price cannot enforce (exit 2)."""
 
 
 class ConfigError(MonitorError):

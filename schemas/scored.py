@@ -67,6 +67,8 @@ class ScoredRow(BaseModel):
     # ran ("" when redaction was off). Added by migration 020, hence after `version`.
     redactions: dict[str, int] = Field(default_factory=dict)
     redactor: str = ""
+    # The replay run that wrote the row ("" for the live consumer). Added by migration 036.
+    replay_run: str = ""
 
     @model_validator(mode="before")
     @classmethod

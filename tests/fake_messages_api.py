@@ -6,7 +6,7 @@ faults are scripted per request (`script`, `fail_next`), over time (`fail_for`) 
 Every request is recorded (headers and JSON body) so tests can assert what was sent.
 
 Order of decisions for each request: an active outage (`fail_for`), then the rate limit, then the next
-scripted step, then `default` (a brain reply unless changed).
+scripted step, then `default` (a brain reply unless changed). These controls govern `POST /v1/messages` only.
 
     with FakeMessagesAPI() as api:
         api.script(overloaded(), overloaded(), Reply())      # 529, 529, then a brain reply
@@ -17,7 +17,26 @@ Point a subprocess (a whole monitor) at it with `api.env()` (MONITOR_ANTHROPIC_B
 Prompt caching: the system prefix up to the last `cache_control` marker is written on first sight and read
 afterwards, whatever its length. `FakeMessagesAPI(cache_min_tokens=N)` (or `api.cache_minimum(N)`) emulates the
 API's minimum: a shorter prefix is never cached and is billed as plain input. Tokens are characters / 4 unless
-`chars_per_token` says otherwise (the judges estimate with 3.5: pass that to agree with them)."""
+`chars_per_token` says otherwise (the judges estimate with 3.5: pass that to agree with them).
+
+Message Batches (`client.messages.batches.create / retrieve / results / cancel`): `POST /v1/messages/batches`
+validates like the API (non-empty `requests`, each `custom_id` matching ^[a-zA-Z0-9_-]{1,64}$ and unique in the
+batch; else 400 invalid_request_error) and answers an `in_progress` batch. It ends after `batch_processing(s)`
+seconds (0.2 by default; None: only on `end_batch`, `expire_batch` or cancel), noticed when the batch is next
+read. Its results (JSONL, sorted by custom_id, so not in request order, as the API warns) are what
+`POST /v1/messages` would answer each request's params, with the same brain, usage and prompt cache, unless an
+outcome was scripted: `script_batch(...)` for the next requests in submission order or `batch_outcome(id, step)`
+for one custom_id (one-shot). A `Reply` is a succeeded message (its text, stop_reason and usage as given), a
+`Fault` an errored entry with its error type, `expired()` / `canceled()` an unprocessed one. `expire_batch()`
+ends a batch with every unscripted request expired; after `cancel` the next read finds it ended with every
+unscripted request canceled. `fail_batch_call("create" | "retrieve" | "results" | "cancel", *faults)` fails the
+HTTP calls themselves (the SDK's `results` reads the batch first: that read is a "retrieve"). Each batched
+request is recorded in `batch_requests` (its `body` is the request's params); `message_requests` keeps meaning
+`POST /v1/messages` only.
+
+    api.batch_processing(None)
+    api.script_batch(Reply(), bad_request("prompt too long"), malformed())  # succeeded, errored, bad body
+    api.fail_batch_call("create", overloaded())                             # the first create gets a 529"""
 
 from __future__ import annotations
 
@@ -29,9 +48,10 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Literal
 
 API_KEY = "sk-ant-fake-test-key"
 SECTIONS = ("user_question", "assistant_response")  # the judge prompt's delimited sections
@@ -71,6 +91,21 @@ class Drop:
 Step = Reply | Fault | Drop
 
 
+@dataclass(frozen=True)
+class Unprocessed:
+    """A batched request the batch never processed: its result is `{"type": kind}`."""
+
+    kind: Literal["expired", "canceled"]
+
+
+BatchStep = Reply | Fault | Unprocessed  # the outcome of one request inside a batch
+BatchEndpoint = Literal["create", "retrieve", "results", "cancel"]
+BATCH_ENDPOINTS: tuple[BatchEndpoint, ...] = ("create", "retrieve", "results", "cancel")
+CUSTOM_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+MAX_BATCH_REQUESTS = 100_000
+DEFAULT_BATCH_PROCESSING_S = 0.2
+
+
 def overloaded(delay_s: float = 0.0) -> Fault:
     """HTTP 529 overloaded_error."""
     return Fault(529, "overloaded_error", "Overloaded", delay_s=delay_s)
@@ -104,6 +139,16 @@ def out_of_range_score() -> Reply:
 def mismatched_verdicts() -> Reply:
     """A statements reply with two statements and one verdict."""
     return Reply({"statements": ["One.", "Two."], "verdicts": [{"verdict": "yes", "reason": ""}]})
+
+
+def expired() -> Unprocessed:
+    """A batched request that expired before it was processed."""
+    return Unprocessed("expired")
+
+
+def canceled() -> Unprocessed:
+    """A batched request canceled before it was processed."""
+    return Unprocessed("canceled")
 
 
 def slow(delay_s: float, reply: Reply | None = None) -> Reply:
@@ -162,6 +207,14 @@ class RecordedRequest:
     def section(self, name: str) -> str | None:
         """The text of the delimited section `name` (e.g. "assistant_response"), as a model would read it."""
         return find_section(self.user_text, name)
+
+
+@dataclass
+class BatchedRequest(RecordedRequest):
+    """One request of a created Message Batch: `body` is its `params`, headers and time those of the create call."""
+
+    batch_id: str = ""
+    custom_id: str = ""
 
 
 def find_section(text: str, name: str) -> str | None:
@@ -238,6 +291,70 @@ def default_brain(request: RecordedRequest) -> str | dict[str, Any]:
 # ---- the server ----------------------------------------------------------------------------------------
 
 
+@dataclass
+class _Batch:
+    id: str
+    entries: list[tuple[BatchedRequest, BatchStep | None]]  # None: what POST /v1/messages would answer
+    created_at: datetime
+    ends_at: float | None  # time.monotonic() when processing ends on its own; None: never
+    status: Literal["in_progress", "canceling", "ended"] = "in_progress"
+    cancel_initiated_at: datetime | None = None
+    ended_at: datetime | None = None
+    results: list[dict[str, Any]] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        counts = dict.fromkeys(("processing", "succeeded", "errored", "canceled", "expired"), 0)
+        if self.status != "ended":
+            counts["processing"] = len(self.entries)  # the API tallies outcomes only once the whole batch ended
+        for line in self.results:
+            counts[line["result"]["type"]] += 1
+        return counts
+
+    def wire(self, base_url: str) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "type": "message_batch",
+            "processing_status": self.status,
+            "request_counts": self.counts(),
+            "created_at": _rfc3339(self.created_at),
+            "expires_at": _rfc3339(self.created_at + timedelta(hours=24)),
+            "ended_at": _rfc3339(self.ended_at),
+            "cancel_initiated_at": _rfc3339(self.cancel_initiated_at),
+            "archived_at": None,
+            "results_url": f"{base_url}/v1/messages/batches/{self.id}/results" if self.status == "ended" else None,
+        }
+
+
+def _rfc3339(at: datetime | None) -> str | None:
+    return None if at is None else at.isoformat().replace("+00:00", "Z")
+
+
+class _BatchError(Exception):
+    """A batch call answered with an API error (400 invalid request, 404 unknown batch)."""
+
+    def __init__(self, status: int, error_type: str, message: str) -> None:
+        super().__init__(message)
+        self.fault = Fault(status, error_type, message)
+
+
+_BATCH_ROUTES: tuple[tuple[str, re.Pattern[str], BatchEndpoint], ...] = (
+    ("POST", re.compile(r"/v1/messages/batches()"), "create"),
+    ("GET", re.compile(r"/v1/messages/batches/([^/]+)"), "retrieve"),
+    ("GET", re.compile(r"/v1/messages/batches/([^/]+)/results"), "results"),
+    ("POST", re.compile(r"/v1/messages/batches/([^/]+)/cancel"), "cancel"),
+)
+
+
+def batch_route(method: str, path: str) -> tuple[BatchEndpoint, str] | None:
+    """The batch endpoint and batch id (empty for create) a request goes to, or None if not a batch call."""
+    path = path.split("?")[0]
+    for route_method, pattern, endpoint in _BATCH_ROUTES:
+        match = pattern.fullmatch(path)
+        if match and method == route_method:
+            return endpoint, match.group(1)
+    return None
+
+
 class _Server(ThreadingHTTPServer):
     # The stdlib's listen backlog of 5 refuses connections when a pipeline opens many at once.
     request_queue_size = 256
@@ -273,6 +390,15 @@ class FakeMessagesAPI:
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._ids = 0
+        # Batch state has its own lock, taken before `_lock` (never after): ending a batch computes messages.
+        self._batch_lock = threading.Lock()
+        self._batches: dict[str, _Batch] = {}
+        self._batch_requests: list[BatchedRequest] = []
+        self._batch_queue: deque[BatchStep] = deque()
+        self._batch_by_id: dict[str, BatchStep] = {}
+        self._batch_call_faults: dict[BatchEndpoint, deque[Fault | Drop]] = {e: deque() for e in BATCH_ENDPOINTS}
+        self._batch_processing_s: float | None = DEFAULT_BATCH_PROCESSING_S
+        self._batch_ids = 0
 
     # -- lifecycle
 
@@ -367,8 +493,16 @@ class FakeMessagesAPI:
         self.default = step
 
     def reset(self) -> None:
-        """Back to brain replies: no script, outage, rate limit or recorded requests; an empty cache with the cache
-        settings the server was built with."""
+        """Back to brain replies: no script, outage, rate limit, batches or recorded requests; an empty cache with the
+        cache settings the server was built with; the default batch processing time."""
+        with self._batch_lock:
+            self._batches.clear()
+            self._batch_requests.clear()
+            self._batch_queue.clear()
+            self._batch_by_id.clear()
+            for faults in self._batch_call_faults.values():
+                faults.clear()
+            self._batch_processing_s = DEFAULT_BATCH_PROCESSING_S
         with self._lock:
             self._cache_min_tokens, self._chars_per_token = self._cache_config
             self._queue.clear()
@@ -378,6 +512,49 @@ class FakeMessagesAPI:
             self._requests.clear()
             self._cached_prefixes.clear()
         self.default = Reply()
+
+    # -- batch controls
+
+    def batch_processing(self, seconds: float | None) -> None:
+        """Batches created from now on end `seconds` after creation (None: only on `end_batch`, `expire_batch` or a
+        cancel). The end is noticed when the batch is next read."""
+        with self._batch_lock:
+            self._batch_processing_s = seconds
+
+    def script_batch(self, *steps: BatchStep) -> None:
+        """Queue outcomes for the next batched requests, in submission order across batches (see the module doc)."""
+        for step in steps:
+            if not isinstance(step, Reply | Fault | Unprocessed):
+                raise TypeError(f"a batched request cannot {type(step).__name__}: use a Reply, Fault or Unprocessed")
+        with self._batch_lock:
+            self._batch_queue.extend(steps)
+
+    def batch_outcome(self, custom_id: str, step: BatchStep) -> None:
+        """The outcome of the next batched request with `custom_id` (used once; wins over `script_batch`)."""
+        with self._batch_lock:
+            self._batch_by_id[custom_id] = step
+
+    def fail_batch_call(self, endpoint: BatchEndpoint, *steps: Fault | Drop) -> None:
+        """The next calls to `endpoint` (create, retrieve, results or cancel) get `steps`, one per call."""
+        if endpoint not in BATCH_ENDPOINTS:
+            raise ValueError(f"no batch endpoint {endpoint!r}: one of {BATCH_ENDPOINTS}")
+        with self._batch_lock:
+            self._batch_call_faults[endpoint].extend(steps)
+
+    def end_batch(self, batch_id: str | None = None) -> None:
+        """End `batch_id` (or every batch not yet ended) now, processing every request."""
+        self._end_now(batch_id, "processed")
+
+    def expire_batch(self, batch_id: str | None = None) -> None:
+        """End `batch_id` (or every batch not yet ended) now, as the API does at 24 h: unscripted requests expire."""
+        self._end_now(batch_id, "expired")
+
+    def batch(self, batch_id: str) -> dict[str, Any]:
+        """The `message_batch` object as a read would answer it now (its end is noticed); KeyError if unknown."""
+        with self._batch_lock:
+            batch = self._batches[batch_id]
+            self._advance(batch)
+            return batch.wire(self.base_url)
 
     # -- observations
 
@@ -391,6 +568,21 @@ class FakeMessagesAPI:
     def message_requests(self) -> list[RecordedRequest]:
         """Requests to POST /v1/messages."""
         return [r for r in self.requests if r.method == "POST" and r.path.split("?")[0] == "/v1/messages"]
+
+    @property
+    def batch_requests(self) -> list[BatchedRequest]:
+        """The requests of every created batch, in submission order (`body` is each request's params)."""
+        with self._batch_lock:
+            return list(self._batch_requests)
+
+    def batch_calls(self, endpoint: BatchEndpoint | None = None) -> list[RecordedRequest]:
+        """HTTP calls to the batch endpoint `endpoint` (None: any batch endpoint), in arrival order."""
+        calls = []
+        for r in self.requests:
+            route = batch_route(r.method, r.path)
+            if route is not None and endpoint in (None, route[0]):
+                calls.append(r)
+        return calls
 
     def statuses(self) -> list[int]:
         """The status answered to each request, in order (0 for a dropped connection)."""
@@ -432,6 +624,9 @@ class FakeMessagesAPI:
             return self.default
 
     def _reply_body(self, req: RecordedRequest, step: Reply) -> bytes:
+        return json.dumps(self._message(req, step)).encode()
+
+    def _message(self, req: RecordedRequest, step: Reply) -> dict[str, Any]:
         text: Any = step.text if step.text is not None else self.brain(req)
         if not isinstance(text, str):
             text = json.dumps(text)
@@ -440,7 +635,7 @@ class FakeMessagesAPI:
             msg_id = f"msg_fake_{self._ids:06d}"
             usage = self._usage(req, text)
         usage.update(step.usage or {})
-        body = {
+        return {
             "id": msg_id,
             "type": "message",
             "role": "assistant",
@@ -450,7 +645,95 @@ class FakeMessagesAPI:
             "stop_sequence": None,
             "usage": usage,
         }
-        return json.dumps(body).encode()
+
+    def _append(self, req: RecordedRequest) -> None:
+        with self._arrived:
+            self._requests.append(req)
+            self._arrived.notify_all()
+
+    def _batch_call_fault(self, endpoint: BatchEndpoint) -> Fault | Drop | None:
+        with self._batch_lock:
+            faults = self._batch_call_faults[endpoint]
+            return faults.popleft() if faults else None
+
+    def _batch_call(self, endpoint: BatchEndpoint, batch_id: str, req: RecordedRequest) -> tuple[bytes, str]:
+        """The answer (body, content type) to a batch call; raises `_BatchError`."""
+        with self._batch_lock:
+            if endpoint == "create":
+                return json.dumps(self._create_batch(req).wire(self.base_url)).encode(), "application/json"
+            batch = self._batches.get(batch_id)
+            if batch is None:
+                raise _BatchError(404, "not_found_error", f"message batch {batch_id!r} not found")
+            self._advance(batch)
+            if endpoint == "cancel" and batch.status == "in_progress":
+                batch.status = "canceling"  # ends (with unscripted requests canceled) on the next read
+                batch.cancel_initiated_at = datetime.now(UTC)
+            if endpoint != "results":
+                return json.dumps(batch.wire(self.base_url)).encode(), "application/json"
+            if batch.status != "ended":
+                raise _BatchError(400, "invalid_request_error", f"message batch {batch_id} has not ended: {batch.status}")
+            lines = sorted(batch.results, key=lambda line: str(line["custom_id"]))
+            return b"".join(json.dumps(line).encode() + b"\n" for line in lines), "application/binary"
+
+    def _create_batch(self, req: RecordedRequest) -> _Batch:
+        requests = _validated_batch(req.body)
+        self._batch_ids += 1
+        batch_id = f"msgbatch_fake{self._batch_ids:06d}"
+        entries: list[tuple[BatchedRequest, BatchStep | None]] = []
+        for item in requests:
+            custom_id, params = item["custom_id"], item["params"]
+            one = BatchedRequest(
+                method="POST",
+                path="/v1/messages",
+                headers=req.headers,
+                raw=json.dumps(params).encode(),
+                body=params,
+                at=req.at,
+                status=200,
+                batch_id=batch_id,
+                custom_id=custom_id,
+            )
+            step = self._batch_by_id.pop(custom_id, None)
+            if step is None and self._batch_queue:
+                step = self._batch_queue.popleft()
+            entries.append((one, step))
+            self._batch_requests.append(one)
+        wait = self._batch_processing_s
+        batch = _Batch(batch_id, entries, datetime.now(UTC), None if wait is None else time.monotonic() + wait)
+        self._batches[batch_id] = batch
+        return batch
+
+    def _advance(self, batch: _Batch) -> None:
+        # Called with `_batch_lock` held, whenever a batch is read: that is when a due end is noticed.
+        if batch.status == "canceling":
+            self._finish(batch, "canceled")
+        elif batch.status == "in_progress" and batch.ends_at is not None and time.monotonic() >= batch.ends_at:
+            self._finish(batch, "processed")
+
+    def _end_now(self, batch_id: str | None, how: Literal["processed", "expired"]) -> None:
+        with self._batch_lock:
+            batches = [self._batches[batch_id]] if batch_id is not None else list(self._batches.values())
+            for batch in batches:
+                if batch.status != "ended":
+                    self._finish(batch, how)
+
+    def _finish(self, batch: _Batch, how: Literal["processed", "expired", "canceled"]) -> None:
+        # Requests are processed in submission order, so the first one writes the prompt cache and later ones read it.
+        results = []
+        for one, scripted in batch.entries:
+            step = scripted or (Reply() if how == "processed" else Unprocessed(how))
+            result: dict[str, Any]
+            if isinstance(step, Reply):
+                result = {"type": "succeeded", "message": self._message(one, step)}
+            elif isinstance(step, Fault):
+                error = {"type": step.error_type, "message": step.message or step.error_type}
+                result = {"type": "errored", "error": {"type": "error", "error": error}}
+            else:
+                result = {"type": step.kind}
+            results.append({"custom_id": one.custom_id, "result": result})
+        batch.results = results
+        batch.status = "ended"
+        batch.ended_at = datetime.now(UTC)
 
     def _usage(self, req: RecordedRequest, reply_text: str) -> dict[str, int]:
         # Simulates prompt caching: the system prefix up to the last cache_control marker is written on first
@@ -488,6 +771,38 @@ def _error_body(fault: Fault) -> bytes:
     if fault.body is not None:
         return fault.body
     return json.dumps({"type": "error", "error": {"type": fault.error_type, "message": fault.message or fault.error_type}}).encode()
+
+
+def _validated_batch(body: Any) -> list[dict[str, Any]]:
+    """The `requests` of a create call, checked as the API checks them; raises `_BatchError` (400)."""
+
+    def invalid(message: str) -> _BatchError:
+        return _BatchError(400, "invalid_request_error", message)
+
+    requests = body.get("requests") if isinstance(body, dict) else None
+    if not isinstance(requests, list):
+        raise invalid("requests: Field required")
+    if not requests:
+        raise invalid("requests: List should have at least 1 item after validation, not 0")
+    if len(requests) > MAX_BATCH_REQUESTS:
+        raise invalid(f"requests: a batch holds at most {MAX_BATCH_REQUESTS} requests, got {len(requests)}")
+    seen: set[str] = set()
+    for i, item in enumerate(requests):
+        if not isinstance(item, dict) or not isinstance(item.get("params"), dict):
+            raise invalid(f"requests.{i}.params: Field required")
+        custom_id = item.get("custom_id")
+        if not isinstance(custom_id, str) or not CUSTOM_ID.fullmatch(custom_id):
+            raise invalid(f"requests.{i}.custom_id: String should match pattern '{CUSTOM_ID.pattern}'")
+        if custom_id in seen:
+            raise invalid(f"requests.{i}.custom_id: duplicate custom_id {custom_id!r}; custom_id must be unique within a batch")
+        seen.add(custom_id)
+        params = item["params"]
+        for key, kind in (("model", str), ("max_tokens", int), ("messages", list)):
+            if not isinstance(params.get(key), kind):
+                raise invalid(f"requests.{i}.params.{key}: Field required")
+        if params.get("stream"):
+            raise invalid(f"requests.{i}.params.stream: streaming is not supported in a batch")
+    return requests
 
 
 def _make_handler(api: FakeMessagesAPI) -> type[BaseHTTPRequestHandler]:
@@ -531,9 +846,13 @@ def _make_handler(api: FakeMessagesAPI) -> type[BaseHTTPRequestHandler]:
                 body=body,
                 at=time.monotonic(),
             )
+            route = batch_route(self.command, self.path)
+            if route is not None:
+                api._append(req)
+                self._batch(req, *route)
+                return
             if self.command != "POST" or self.path.split("?")[0] != "/v1/messages":
-                with api._lock:
-                    api._requests.append(req)
+                api._append(req)
                 self._send(req, 404, _error_body(Fault(404, "not_found_error", f"no route {self.path}")))
                 return
             step = api._record(req)
@@ -554,10 +873,35 @@ def _make_handler(api: FakeMessagesAPI) -> type[BaseHTTPRequestHandler]:
                 # The client gave up (timeout) and closed the connection while we were "thinking".
                 self.close_connection = True
 
-        def _send(self, req: RecordedRequest, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+        def _batch(self, req: RecordedRequest, endpoint: BatchEndpoint, batch_id: str) -> None:
+            step = api._batch_call_fault(endpoint)
+            if step is not None and not api._sleep(step.delay_s):
+                self.close_connection = True
+                return
+            try:
+                if isinstance(step, Drop):
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                if isinstance(step, Fault):
+                    headers = {"retry-after": f"{step.retry_after:g}"} if step.retry_after is not None else {}
+                    self._send(req, step.status, _error_body(step), headers)
+                    return
+                try:
+                    body, content_type = api._batch_call(endpoint, batch_id, req)
+                except _BatchError as e:
+                    self._send(req, e.fault.status, _error_body(e.fault))
+                    return
+                self._send(req, 200, body, content_type=content_type)
+            except OSError:
+                self.close_connection = True
+
+        def _send(
+            self, req: RecordedRequest, status: int, body: bytes, headers: dict[str, str] | None = None, content_type: str = "application/json"
+        ) -> None:
             req.status = status
             self.send_response(status)
-            self.send_header("content-type", "application/json")
+            self.send_header("content-type", content_type)
             self.send_header("content-length", str(len(body)))
             self.send_header("request-id", f"req_fake_{id(req):x}")
             for k, v in (headers or {}).items():
@@ -571,14 +915,22 @@ def _make_handler(api: FakeMessagesAPI) -> type[BaseHTTPRequestHandler]:
 
 __all__ = [
     "API_KEY",
+    "BATCH_ENDPOINTS",
+    "BatchEndpoint",
+    "BatchStep",
+    "BatchedRequest",
     "Drop",
     "FakeMessagesAPI",
     "Fault",
     "RecordedRequest",
     "Reply",
     "Step",
+    "Unprocessed",
     "bad_request",
+    "batch_route",
+    "canceled",
     "default_brain",
+    "expired",
     "find_section",
     "malformed",
     "mismatched_verdicts",

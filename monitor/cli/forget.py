@@ -1,6 +1,7 @@
 """`relevancy-monitor forget`: erase a person's rows for a data-subject request, by conversation id or event id, from
-every scores table of the database (see `monitor.runtime.erasure`), and print what was deleted: one line per table and
-a total, or JSON (`--format json`) with the time, the ids and the counts, for the audit trail.
+every scores table of the database (see `monitor.runtime.erasure`), after recording the ids' hashes in `erased_ids` so
+that a replay never scores them again, and print what was done: one line per table, one for the hashes recorded and a
+total, or JSON (`--format json`) with the time, the ids and the counts, for the audit trail.
 
 It opens an existing store only (a missing one is a one-line error and nothing is created) and needs DELETE rights."""
 
@@ -11,6 +12,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from monitor.cli.flags import CLUSTER_SETTINGS, add_store_flags, settings_from_args
+from monitor.runtime.erased_ids import ERASED_TABLE
 from schemas.errors import StoreError, UsageError
 
 if TYPE_CHECKING:
@@ -69,7 +71,8 @@ def cmd_forget(ns: argparse.Namespace) -> int:
 
 
 def report_lines(report: ErasureReport) -> list[str]:
-    """The report as text: one line per scores table, one per aggregate table (nothing deleted) and a total."""
+    """The report as text: one line per scores table, one per aggregate table (nothing deleted), one for the id hashes
+    recorded in `erased_ids` and a total."""
     verb = "would be deleted" if report.dry_run else "deleted"
     lines = []
     for t in report.tables:
@@ -82,6 +85,10 @@ def report_lines(report: ErasureReport) -> list[str]:
         lines.append(f"{t.table}: {count} row(s) {verb} ({', '.join(found)})")
     for name in report.aggregate_tables:
         lines.append(f"{name}: 0 rows {verb} (aggregates only: no ids or text)")
+    if report.dry_run:
+        lines.append(f"{report.database}.{ERASED_TABLE}: {len(report.conversation_ids) + len(report.event_ids)} id hash(es) would be recorded")
+    else:
+        lines.append(f"{report.database}.{ERASED_TABLE}: {report.ids_recorded} id hash(es) recorded (a replay skips those ids)")
     total = report.rows_matched if report.dry_run else report.rows_deleted
     mode = "dry run, nothing deleted" if report.dry_run else f"{report.at.isoformat()}"
     lines.append(f"total: {total} row(s) {verb} from {len(report.tables)} scores table(s) of {report.database} ({mode}; {report.elapsed_s:.2f} s)")

@@ -12,7 +12,7 @@ from schemas.errors import MonitorError
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand (nothing is read from the environment here)."""
-    from monitor.cli import alerts, calibrate, commands, compare, demo, forget, judge, report
+    from monitor.cli import alerts, calibrate, commands, compare, demo, forget, judge, replay, report
 
     parser = argparse.ArgumentParser(prog="relevancy-monitor", description="Answer-relevancy monitoring for LLM assistants.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -24,6 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     forget.register(sub)
     demo.register(sub)
     report.register(sub)
+    replay.register(sub)
     return parser
 
 

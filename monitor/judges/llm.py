@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar, cast
 
+from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
 from pydantic import BaseModel
 
 from monitor.judges.base import JudgeInfo, Judgement, make_judge_id
@@ -74,18 +75,33 @@ class LLMJudge(Generic[R]):
         """Parameters that change the judgement and so belong in the judge id."""
         return {"max_tokens": self.settings.max_tokens, "max_input_chars": self.settings.max_input_chars}
 
-    async def judge(self, question: str, response: str) -> Judgement:
-        """Score one pair; raises `JudgeError` (never a made-up score)."""
+    @property
+    def messages_client(self) -> MessagesClient:
+        """The API client (with its retry policy) this judge sends through."""
+        return self._client
+
+    def without_call(self, question: str, response: str) -> Judgement | None:
+        """The verdict that needs no model call (a blank response scores 0), else None."""
         if not response.strip():
             return Judgement(score=0.0, raw_score=0.0, reasoning=EMPTY_REASONING, usage=Usage(cost_usd=0.0))
+        return None
+
+    def request_params(self, question: str, response: str) -> MessageCreateParamsNonStreaming:
+        """The request body judging this pair (a fresh section code each time), as `judge` sends it."""
         user = user_message(question, response, self.settings.max_input_chars)
-        reply, usage = await self._client.structured(
-            system=self.system_prompt,
-            user=user,
-            output_config=self._output_config,
-            parse=lambda text: parse_reply(self.reply_model, text),
-        )
-        return self.to_judgement(reply, usage)  # type: ignore[arg-type]
+        return self._client.params(system=self.system_prompt, user=user, output_config=self._output_config)
+
+    def parse(self, text: str) -> R:
+        """The reply `text` validated as this judge's reply model; raises `JudgeReplyInvalid`."""
+        return cast(R, parse_reply(self.reply_model, text))
+
+    async def judge(self, question: str, response: str) -> Judgement:
+        """Score one pair; raises `JudgeError` (never a made-up score)."""
+        verdict = self.without_call(question, response)
+        if verdict is not None:
+            return verdict
+        reply, usage = await self._client.send(self.request_params(question, response), parse=self.parse)
+        return self.to_judgement(reply, usage)
 
     def to_judgement(self, reply: R, usage: Usage) -> Judgement:
         """The `Judgement` for a validated reply."""

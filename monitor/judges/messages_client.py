@@ -1,7 +1,9 @@
 """One structured-output call to the Messages API with our own bounded retry loop, counters and usage/cost.
 
 The SDK's own retries are off (`max_retries=0`): every attempt, retry and give-up is counted here, where a
-metrics layer can read it, and `retry-after` is honoured with a cap."""
+metrics layer can read it, and `retry-after` is honoured with a cap. The request body (`params`), the reply's
+text (`reply_text`), the pricing of a usage (`usage_of`) and the retry of any other API call (`call`) are shared
+with the Message Batches path (`monitor.judges.batches`)."""
 
 from __future__ import annotations
 
@@ -10,13 +12,14 @@ import email.utils
 import random
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TypedDict, TypeVar
 
 import anthropic
 import structlog
-from anthropic.types import MessageParam, OutputConfigParam, TextBlockParam
+from anthropic.types import OutputConfigParam
+from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
 
 from monitor.judges.settings import JudgeSettings
 from schemas.errors import JudgeApiError, JudgeReplyInvalid, JudgeUnavailable
@@ -99,8 +102,10 @@ class MessagesClient:
 
         `system` goes out as a cached text block. Transient API errors and invalid replies are retried up to
         `judge_max_retries` times in total; raises `JudgeReplyInvalid`, `JudgeUnavailable` or `JudgeApiError`."""
-        system_blocks: list[TextBlockParam] = [{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}]
-        messages: list[MessageParam] = [{"role": "user", "content": user}]
+        return await self.send(self.params(system=system, user=user, output_config=output_config), parse=parse)
+
+    async def send(self, params: MessageCreateParamsNonStreaming, *, parse: Callable[[str], T]) -> tuple[T, Usage]:
+        """`structured` for a request body built by `params`: the parsed reply and the usage of all attempts."""
         tokens = _Tokens()
         failure: _Failure | None = None
         attempts = self.max_retries + 1
@@ -114,13 +119,7 @@ class MessagesClient:
                     await asyncio.sleep(delay)
             self.stats["attempts"] += 1
             try:
-                message = await self._client.messages.create(
-                    model=self.model,
-                    max_tokens=self.max_tokens,
-                    system=system_blocks,
-                    messages=messages,
-                    output_config=output_config,
-                )
+                message = await self._client.messages.create(**params)
             except anthropic.APIError as e:
                 failure = self._classify(e)
                 self.stats[f"error.{failure.kind}"] += 1
@@ -131,7 +130,7 @@ class MessagesClient:
             tokens.add(message.usage)
             self._count_tokens(message.usage)
             try:
-                value = parse(_reply_text(message))
+                value = parse(reply_text(message))
             except JudgeReplyInvalid as e:
                 # A bad reply is not a load problem: retry at once, no backoff.
                 failure = _Failure("invalid_reply", str(e))
@@ -147,12 +146,68 @@ class MessagesClient:
             raise JudgeReplyInvalid(summary, self._usage(tokens))
         raise JudgeUnavailable(f"{failure.kind}: {summary}", kind=failure.kind, usage=self._usage(tokens))
 
+    def params(self, *, system: str, user: str, output_config: OutputConfigParam) -> MessageCreateParamsNonStreaming:
+        """The body of one judge request: model, max_tokens, `system` as a cached text block, `user`, `output_config`.
+
+        The same dict is sent by `structured` and as a Message Batch request's `params`."""
+        return {
+            "model": self.model,
+            "max_tokens": self.max_tokens,
+            "system": [{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}],
+            "messages": [{"role": "user", "content": user}],
+            "output_config": output_config,
+        }
+
+    @property
+    def batches(self) -> anthropic.resources.messages.AsyncBatches:
+        """The SDK's Message Batches resource on this client (same key, base URL, timeout; SDK retries off)."""
+        return self._client.messages.batches
+
+    def usage_of(self, usage: anthropic.types.Usage, *, batch: bool = False) -> Usage:
+        """`usage` of one reply, priced at list price or, with `batch`, at the Message Batches discount."""
+        tokens = _Tokens()
+        tokens.add(usage)
+        return self._usage(tokens, batch=batch)
+
+    async def call(self, op: Callable[[], Awaitable[T]], *, what: str, stats: Counter[str]) -> T:
+        """`await op()` (one API call other than a judge request), retried on transient errors like `structured`.
+
+        Counts `attempts`, `error.<kind>`, `retry.<kind>` and `gave_up.<kind>` in `stats`; raises `JudgeUnavailable`
+        after `judge_max_retries` retries, or `JudgeApiError` at once for an error retrying cannot fix."""
+        failure: _Failure | None = None
+        attempts = self.max_retries + 1
+        for attempt in range(attempts):
+            if failure is not None:
+                stats[f"retry.{failure.kind}"] += 1
+                delay = self._delay(attempt - 1, failure)
+                log.debug("api_call_retry", call=what, kind=failure.kind, attempt=attempt + 1, delay_s=round(delay, 3))
+                if delay > 0:
+                    await asyncio.sleep(delay)
+            stats["attempts"] += 1
+            try:
+                return await op()
+            except anthropic.APIError as e:
+                failure = self._classify(e)
+                stats[f"error.{failure.kind}"] += 1
+                if failure.kind == "api_error":
+                    stats["gave_up.api_error"] += 1
+                    raise JudgeApiError(f"{what}: {failure.detail}") from e
+        assert failure is not None
+        stats[f"gave_up.{failure.kind}"] += 1
+        summary = f"{failure.detail} (after {attempts} attempt{'s' if attempts > 1 else ''})"
+        raise JudgeUnavailable(f"{failure.kind}: {what}: {summary}", kind=failure.kind)
+
     async def aclose(self) -> None:
         """Close the HTTP connections."""
         await self._client.close()
 
-    def _usage(self, t: _Tokens) -> Usage:
-        cost = self.price.cost(t.input, t.output, t.cache_read, t.cache_write) if self.price else None
+    def _usage(self, t: _Tokens, *, batch: bool = False) -> Usage:
+        if self.price is None:
+            cost = None
+        elif batch:
+            cost = self.price.batch_cost(t.input, t.output, t.cache_read, t.cache_write)
+        else:
+            cost = self.price.cost(t.input, t.output, t.cache_read, t.cache_write)
         return Usage(input_tokens=t.input, output_tokens=t.output, cache_read_tokens=t.cache_read, cache_write_tokens=t.cache_write, cost_usd=cost)
 
     def _count_tokens(self, usage: anthropic.types.Usage) -> None:
@@ -206,7 +261,8 @@ def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
     return max(0.0, email.utils.mktime_tz(parsed) - time.time())
 
 
-def _reply_text(message: anthropic.types.Message) -> str:
+def reply_text(message: anthropic.types.Message) -> str:
+    """The text of a judge's reply; raises `JudgeReplyInvalid` if it was cut off, refused or has no text."""
     if message.stop_reason == "max_tokens":
         raise JudgeReplyInvalid("reply cut off at max_tokens")
     if message.stop_reason == "refusal":

@@ -1,8 +1,12 @@
-"""Judge model prices: USD per million tokens, and the estimated cost of one call."""
+"""Judge model prices: USD per million tokens, and the estimated cost of one call (or of one batched request)."""
 
 from __future__ import annotations
 
 from pydantic import BaseModel, Field
+
+# The Message Batches API bills every token kind at half the list price; the discount stacks with the prompt-cache
+# multipliers (a cache read in a batch costs half a list cache read). Checked 2026-11-29.
+BATCH_DISCOUNT = 0.5
 
 
 class ModelPrice(BaseModel):
@@ -18,6 +22,10 @@ class ModelPrice(BaseModel):
         return (
             input_tokens * self.input + output_tokens * self.output + cache_read_tokens * self.cache_read + cache_write_tokens * self.cache_write
         ) / 1_000_000
+
+    def batch_cost(self, input_tokens: int, output_tokens: int, cache_read_tokens: int, cache_write_tokens: int) -> float:
+        """Estimated USD for one request of a Message Batch: `cost` with `BATCH_DISCOUNT` applied."""
+        return self.cost(input_tokens, output_tokens, cache_read_tokens, cache_write_tokens) * BATCH_DISCOUNT
 
 
 # Published list prices (USD / MTok, prompts under 100K tokens, 5-minute cache writes), checked 2026-11-29.

@@ -13,6 +13,11 @@ approximate distinct count of event ids, kept as hashes), no ids or text: nothin
 `canary_runs`: its rows are the judge's scores of the labelled set's pairs (pair ids from the labels file), never a
 person's conversation or event.
 
+Before deleting anything, a real erasure records the SHA-256 of every id asked (matched or not: the topics' history
+may hold events never scored) in `{database}.erased_ids` (`monitor.runtime.erased_ids`), so that a replay of the
+topics never scores them again, even when the erasure stops between the two; a store without that table (before
+migration 039) is refused before any DELETE. A dry run records nothing.
+
 Nothing here parses arguments or prints: `monitor.cli.forget` does."""
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from monitor.runtime.erased_ids import record_erased
 from monitor.runtime.retention import TRAFFIC_TABLE
 from monitor.runtime.store import ClickHouseStore
 from schemas.ddl import MIGRATIONS_TABLE, ROLLUP_GRAINS
@@ -55,8 +61,8 @@ class TableErasure:
 
 @dataclass(frozen=True, slots=True)
 class ErasureReport:
-    """The outcome of one erasure (or dry run) for the audit trail: when, which ids, and per table what was found
-    and deleted; `aggregate_tables` hold no ids, see `AGGREGATES_NOTE`."""
+    """The outcome of one erasure (or dry run) for the audit trail: when, which ids, per table what was found and
+    deleted, and how many ids' hashes went into `erased_ids` (0 on a dry run); `aggregate_tables` hold no ids."""
 
     database: str
     conversation_ids: tuple[str, ...]
@@ -66,6 +72,7 @@ class ErasureReport:
     tables: tuple[TableErasure, ...]
     aggregate_tables: tuple[str, ...] = ()
     elapsed_s: float = 0.0
+    ids_recorded: int = 0
     note: str = field(default=AGGREGATES_NOTE)
 
     @property
@@ -105,6 +112,7 @@ class ErasureReport:
             "rows_matched": self.rows_matched,
             "rows_deleted": self.rows_deleted,
             "rows_remaining": self.rows_remaining,
+            "ids_recorded": self.ids_recorded,
             "aggregate_tables": [{"table": name, "rows_deleted": 0, "note": self.note} for name in self.aggregate_tables],
             "elapsed_s": round(self.elapsed_s, 3),
         }
@@ -150,9 +158,9 @@ def forget(
     verify_timeout_s: float = 30.0,
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> ErasureReport:
-    """Erase the rows of `conversation_ids` and `event_ids` from every scores table of an open store (see the
-    module's docstring), or only count them (`dry_run`); returns the report. Ids that match nothing are no error
-    (0 rows). Raises ValueError when no id, or a blank one, is given; `StoreError` when ClickHouse fails."""
+    """Record the hashes of `conversation_ids` and `event_ids`, then erase their rows from every scores table of an
+    open store (see the module's docstring), or only count them (`dry_run`); returns the report. Ids that match nothing
+    are no error (0 rows). Raises ValueError when no id, or a blank one, is given; `StoreError` when ClickHouse fails."""
     conversations = tuple(dict.fromkeys(conversation_ids))
     events = tuple(dict.fromkeys(event_ids))
     if not conversations and not events:
@@ -166,6 +174,8 @@ def forget(
         "SELECT count(), groupUniqArrayIf(conversation_id, conversation_id IN {conversation_ids:Array(String)}),"
         " groupUniqArrayIf(event_id, event_id IN {event_ids:Array(String)})"
     )
+    # Recorded first: an erasure that stops before or between its DELETEs still keeps a replay from scoring the ids.
+    recorded = 0 if dry_run else record_erased(store, conversations, events, at)
     results = []
     for table in scores_tables(store):
         row = store.query(f"{found_sql} FROM {source(store.database, table, store.cluster)} WHERE {MATCH}", parameters).rows[0]
@@ -190,4 +200,5 @@ def forget(
         tables=tuple(results),
         aggregate_tables=tuple(f"{store.database}.{name}" for name in AGGREGATE_TABLES if name in aggregates),
         elapsed_s=time.monotonic() - started,
+        ids_recorded=recorded,
     )

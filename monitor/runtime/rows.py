@@ -24,12 +24,14 @@ def build_row(
     scored_at: datetime,
     text_policy: TextPolicy,
     cached: bool = False,
+    replay_run: str = "",
 ) -> ScoredRow:
     """An ok row from a `Judgement`, or an error row (no score, but the tokens and cost of the failed attempts)
     from a `JudgeFailure`. A `cached` verdict cost nothing this time: its row carries no tokens or cost.
 
     `text_policy` (MONITOR_STORE_TEXT): `redacted` stores the text as the judge saw it, `full` as received, `none`
-    no question, response, reasoning, statement or reason text (verdicts, counts, scores and ids stay)."""
+    no question, response, reasoning, statement or reason text (verdicts, counts, scores and ids stay). `replay_run`
+    marks a row a replay wrote ("" for live traffic)."""
     judged = event.judged
     stored = event.original if text_policy == "full" else judged
     keep_text = text_policy != "none"
@@ -55,6 +57,7 @@ def build_row(
         scored_at=scored_at,
         redactions=dict(event.redactions),
         redactor=event.redactor,
+        replay_run=replay_run,
     )
     u = Usage() if cached else outcome.usage
     spend = dict(

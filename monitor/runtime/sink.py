@@ -161,8 +161,8 @@ class ClickHouseSink(Generic[T]):
         return written
 
     async def flush_all(self) -> None:
-        """Flush until the buffer is empty."""
-        while self._rows:
+        """Flush until the buffer is empty and no flush is under way (a batch being written by `run` is not yet durable)."""
+        while self._rows or self._lock.locked():
             await self.flush()
 
     async def run(self) -> None:

@@ -4,6 +4,7 @@ missing store is one line (exit 1) and creates nothing."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -60,8 +61,8 @@ def _conversations(url: str, cwd: Path) -> list[str]:
 
 
 def test_forget_prints_one_line_per_table_and_a_total(seeded: str, tmp_path: Path) -> None:
-    """Forgetting alice and event b1 deletes all 6 rows, prints the scores table's line, the aggregate tables' lines
-    (nothing deleted) and the total, and exits 0."""
+    """Forgetting alice and event b1 deletes all 6 rows, records the 3 ids' hashes, prints the scores table's line, the
+    aggregate tables' lines (nothing deleted), the hashes' line and the total, and exits 0."""
     done = _cli("forget", "--clickhouse-url", seeded, "--conversation-id", "alice", "--event-id", "b1", "--event-id", "nope", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
@@ -69,8 +70,15 @@ def test_forget_prints_one_line_per_table_and_a_total(seeded: str, tmp_path: Pat
     assert lines[1:4] == [
         f"relevancy.{t}: 0 rows deleted (aggregates only: no ids or text)" for t in ("traffic_counts", "relevancy_rollup_1m", "relevancy_rollup_1h")
     ]
-    assert len(lines) == 5 and lines[4].startswith("total: 6 row(s) deleted from 1 scores table(s) of relevancy ("), lines
+    assert lines[4] == "relevancy.erased_ids: 3 id hash(es) recorded (a replay skips those ids)"
+    assert len(lines) == 6 and lines[5].startswith("total: 6 row(s) deleted from 1 scores table(s) of relevancy ("), lines
     assert _conversations(seeded, tmp_path) == []
+    done = _cli(
+        "sql", "--clickhouse-url", seeded, "--format", "csv", "SELECT kind, toString(id_sha256) FROM relevancy.erased_ids ORDER BY ALL", cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    hashed = [f"conversation,{hashlib.sha256(b'alice').hexdigest()}", *sorted(f"event,{hashlib.sha256(i).hexdigest()}" for i in (b"b1", b"nope"))]
+    assert done.stdout.splitlines()[1:] == hashed
 
 
 def test_forget_json_is_an_audit_record_and_a_dry_run_deletes_nothing(seeded: str, tmp_path: Path) -> None:
@@ -80,7 +88,7 @@ def test_forget_json_is_an_audit_record_and_a_dry_run_deletes_nothing(seeded: st
     record = json.loads(done.stdout)
     assert datetime.fromisoformat(record["at"]).tzinfo is not None
     assert (record["dry_run"], record["conversation_ids"], record["event_ids"]) == (True, ["bob"], [])
-    assert (record["rows_matched"], record["rows_deleted"]) == (2, 0)
+    assert (record["rows_matched"], record["rows_deleted"], record["ids_recorded"]) == (2, 0, 0)
     assert record["tables"][0] == {
         "table": "relevancy.relevancy_scores",
         "rows_matched": 2,

@@ -1,15 +1,17 @@
 """Erasure for data-subject requests (privacy issue): `forget` deletes every row of the conversations and events
 asked from every scores table of the database, leaves the others, reports the counts, counts only on a dry run, and
-matches ids literally whatever they contain."""
+matches ids literally whatever they contain; before deleting, it records the ids' hashes (never the ids) in erased_ids."""
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from monitor.runtime.erased_ids import ERASED_TABLE
 from monitor.runtime.erasure import AGGREGATE_TABLES, forget, scores_tables, source
 from monitor.runtime.store import ClickHouseStore
 from schemas.errors import StoreError
@@ -165,3 +167,51 @@ def test_rows_still_matching_after_the_delete_are_reported(never_empty: ClickHou
     """When rows still match after the DELETE (and the wait), the report says how many remain instead of 0."""
     report = forget(never_empty, ["alice"], verify_timeout_s=0.6)
     assert (report.rows_matched, report.rows_deleted, report.rows_remaining) == (6, 0, 6)
+
+
+def _erased(store: ClickHouseStore) -> list[tuple[str, str, datetime]]:
+    rows = store.query(f"SELECT kind, toString(id_sha256), erased_at FROM {store.database}.{ERASED_TABLE} FINAL ORDER BY ALL").rows
+    return [(str(k), str(h), e.replace(tzinfo=UTC) if e.tzinfo is None else e) for k, h, e in rows]
+
+
+def test_forget_records_the_hashes_of_every_id_asked_and_never_the_ids(people: ClickHouseStore) -> None:
+    """Every id asked, matched or not, is recorded as its SHA-256 with the erasure's time and counted; no raw id is stored."""
+    report = forget(people, ["alice", "zoë"], ["b1", "never-scored"], clock=lambda: AT)
+    assert report.ids_recorded == 4 and report.as_json()["ids_recorded"] == 4
+    expected = [("conversation", hashlib.sha256(i.encode()).hexdigest(), AT) for i in ("alice", "zoë")]
+    expected += [("event", hashlib.sha256(i.encode()).hexdigest(), AT) for i in ("b1", "never-scored")]
+    assert _erased(people) == sorted(expected)
+    every_cell = people.query(
+        f"SELECT arrayStringConcat([kind, toString(id_sha256), toString(erased_at)], '|') FROM {people.database}.{ERASED_TABLE}"
+    )
+    for raw in ("alice", "zoë", "never-scored"):  # not "b1": two hex digits, found in some hash by chance
+        assert not any(raw in str(cell) for (cell,) in every_cell.rows), raw
+
+
+def test_a_dry_run_records_nothing(people: ClickHouseStore) -> None:
+    """--dry-run puts no hash in erased_ids and reports 0 ids recorded."""
+    report = forget(people, ["alice"], ["b1"], dry_run=True)
+    assert report.ids_recorded == 0 and report.as_json()["ids_recorded"] == 0
+    assert _erased(people) == []
+
+
+def test_the_hashes_are_recorded_before_the_delete(people: ClickHouseStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A DELETE that fails (a crash between the two) leaves the ids' hashes recorded: a replay still skips them."""
+
+    def fail(*args: object, **kwargs: object) -> None:
+        raise StoreError("connection lost")
+
+    monkeypatch.setattr(people, "erase_rows", fail)
+    with pytest.raises(StoreError, match="connection lost"):
+        forget(people, ["alice"], clock=lambda: AT)
+    assert _erased(people) == [("conversation", hashlib.sha256(b"alice").hexdigest(), AT)]
+    assert len(_left(people)) == 10
+
+
+def test_a_store_without_erased_ids_is_refused_before_any_delete(people: ClickHouseStore) -> None:
+    """Without erased_ids (before migration 039) forget refuses, naming `migrate`, and deletes nothing; a dry run counts."""
+    people.command(f"DROP TABLE {people.database}.{ERASED_TABLE}")
+    with pytest.raises(StoreError, match=r"erased_ids not found .*relevancy-monitor migrate.*nothing was deleted"):
+        forget(people, ["alice"])
+    assert len(_left(people)) == 10
+    assert forget(people, ["alice"], dry_run=True).rows_matched == 6

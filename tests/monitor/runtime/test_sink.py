@@ -191,3 +191,38 @@ def test_rows_outside_column_ranges_are_refused_at_construction() -> None:
 
     with pytest.raises(ValidationError):
         ScoredRow.model_validate({**rows(1)[0].model_dump(exclude={"version"}), "n_statements": 2**32})
+
+
+class SlowStore(AsyncStore):
+    """The real store, with every insert held until `release` is set."""
+
+    def __init__(self, inner: AsyncStore) -> None:
+        """Wrap `inner`'s store; inserts wait for `release`."""
+        super().__init__(inner.store)
+        self.release = asyncio.Event()
+        self.started = asyncio.Event()
+
+    async def insert_rows(self, rows: Sequence[ScoredRow], dedup_token: str) -> None:
+        """Signal the start of an insert, wait for `release`, then insert."""
+        self.started.set()
+        await self.release.wait()
+        await super().insert_rows(rows, dedup_token)
+
+
+async def test_flush_all_waits_for_a_flush_under_way(async_store: AsyncStore) -> None:
+    """`flush_all` returns only once a batch another flush took from the buffer is written and acknowledged."""
+    store = SlowStore(async_store)
+    acked: list[ScoredRow] = []
+    sink: ClickHouseSink[int] = ClickHouseSink(store, lambda _t, r: acked.extend(r), Metrics(), max_rows=10)
+    for i, row in enumerate(rows(3)):
+        sink.add(row, i)
+    background = asyncio.create_task(sink.flush())
+    await store.started.wait()  # the batch has left the buffer: len(sink) == 0 while it is written
+
+    everything = asyncio.create_task(sink.flush_all())
+    await asyncio.sleep(0.05)
+    assert not everything.done()
+    store.release.set()
+    await everything
+    assert len(acked) == 3
+    await background

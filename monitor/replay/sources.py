@@ -1,0 +1,163 @@
+"""Where a replay's events come from: the topics' records in a time range, or the text already in the store.
+
+Both yield pages of `Item`s in the order they are read: a decoded event, or a record that is not one (`Malformed`,
+with the decoder's reason code: the live consumer dead-lettered it already, so a replay only counts it)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from aiokafka.structs import ConsumerRecord
+
+from consumers.clients import KafkaSettings
+from consumers.decode import decode_event
+from consumers.time_range import RangeProgress, TimeRange, TimeRangeReader
+from monitor.runtime.store import AsyncStore
+from schemas.errors import DecodeError, UsageError
+from schemas.events import ConversationEvent, KafkaPosition
+
+PAGE_ROWS = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class Malformed:
+    """A record of the range that is not a judgeable event."""
+
+    reason: str
+    partition: int
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRedaction:
+    """What redaction had removed from a stored event's text (kept on its new rows: the text is the redacted one)."""
+
+    redactions: dict[str, int]
+    redactor: str
+
+
+Item = ConversationEvent | Malformed
+
+
+def decode_record(record: ConsumerRecord[Any, Any], kafka: KafkaSettings) -> Item:
+    """One record as the live consumer decodes it."""
+    try:
+        return decode_event(
+            record.value,
+            position=KafkaPosition(topic=record.topic, partition=record.partition, offset=record.offset),
+            record_timestamp_ms=record.timestamp,
+            max_bytes=kafka.max_event_bytes,
+            max_future_skew_s=kafka.max_future_skew_s,
+        )
+    except DecodeError as e:
+        return Malformed(e.reason, record.partition, record.offset)
+
+
+class KafkaHistory:
+    """The records of the configured topics in a time range, decoded; `progress` says how far reading got."""
+
+    def __init__(self, kafka: KafkaSettings, span: TimeRange) -> None:
+        self.kafka = kafka
+        self.span = span
+        self.progress = RangeProgress()
+
+    async def pages(self, stop: asyncio.Event) -> AsyncIterator[list[Item]]:
+        """Pages of decoded records until the range is read or `stop` is set."""
+        async with TimeRangeReader(self.kafka, self.kafka.topics, self.span) as reader:
+            self.progress = reader.progress
+            async for batch in reader.batches(stop):
+                if batch:
+                    yield [decode_record(r, self.kafka) for r in batch]
+
+
+# One row per event with stored text: the newest scoring of it by any judge (they all stored the same text).
+_PAGE = """
+SELECT event_id, conversation_id, event_time, app, model, prompt_version, metadata, question, response,
+       kafka_topic, kafka_partition, kafka_offset, redactions, redactor
+FROM {table} FINAL
+WHERE event_time >= {{since:DateTime64(3, 'UTC')}} AND event_time < {{until:DateTime64(3, 'UTC')}} AND question != ''
+  AND (event_time, event_id) > ({{after_time:DateTime64(3, 'UTC')}}, {{after_id:String}}){where}
+ORDER BY event_time, event_id, scored_at DESC
+LIMIT 1 BY event_id
+LIMIT {limit}
+"""
+_COUNT = """
+SELECT uniqExact(event_id), uniqExactIf(event_id, question != '')
+FROM {table} FINAL
+WHERE event_time >= {{since:DateTime64(3, 'UTC')}} AND event_time < {{until:DateTime64(3, 'UTC')}}{where}
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredCounts:
+    """Events of the range in the store (matching the filter), and how many of them have their text."""
+
+    events: int
+    with_text: int
+
+
+class StoreHistory:
+    """The events already stored in a time range (by event time, matching an optional SQL filter), rebuilt from
+    their stored text so another judge can score them; `redaction_of` keeps what redaction had removed."""
+
+    def __init__(self, store: AsyncStore, span: TimeRange, where: str | None) -> None:
+        self.store = store
+        self.span = span
+        self.where = f"\n  AND ({where})" if where else ""
+        self.redaction_of: dict[str, StoredRedaction] = {}
+        self.progress = RangeProgress()
+
+    def _params(self) -> dict[str, Any]:
+        return {"since": self.span.since, "until": self.span.until}
+
+    async def counts(self) -> StoredCounts:
+        """How many events the range holds, and how many with text; a bad `--where` is a one-line UsageError."""
+        sql = _COUNT.format(table=self.store.store.qualified_table, where=self.where)
+        try:
+            row = (await self.store.query(sql, self._params())).rows[0]
+        except Exception as e:  # StoreError with ClickHouse's own message: the filter is the likely culprit
+            raise UsageError(f"--where: the store refused the filter: {str(e).splitlines()[0][:300]}") from None
+        counts = StoredCounts(int(row[0]), int(row[1]))
+        self.progress.expected = counts.with_text
+        return counts
+
+    async def pages(self, stop: asyncio.Event) -> AsyncIterator[list[Item]]:
+        """Pages of events, oldest first, until the range is read or `stop` is set."""
+        after_time: datetime = self.span.since
+        after_id = ""
+        sql = _PAGE.format(table=self.store.store.qualified_table, where=self.where, limit=PAGE_ROWS)
+        while not stop.is_set():
+            params = {**self._params(), "after_time": after_time, "after_id": after_id}
+            rows = (await self.store.query(sql, params)).rows
+            if not rows:
+                return
+            page: list[Item] = [self._event(row) for row in rows]
+            after_time, after_id = rows[-1][2], str(rows[-1][0])
+            self.progress.read += len(page)
+            yield page
+            if len(rows) < PAGE_ROWS:
+                return
+
+    def _event(self, row: tuple[Any, ...]) -> ConversationEvent:
+        (event_id, conversation_id, event_time, app, model, prompt_version, metadata, question, response, topic, partition, offset, red, redactor) = (
+            row
+        )
+        if red or redactor:
+            self.redaction_of[str(event_id)] = StoredRedaction({str(k): int(v) for k, v in dict(red).items()}, str(redactor))
+        return ConversationEvent(
+            event_id=str(event_id),
+            conversation_id=str(conversation_id),
+            event_time=event_time,
+            app=str(app),
+            model=str(model),
+            prompt_version=str(prompt_version),
+            metadata={str(k): str(v) for k, v in dict(metadata).items()},
+            question=str(question),
+            response=str(response),
+            shape="flat",
+            source=KafkaPosition(topic=str(topic), partition=int(partition), offset=int(offset)),
+        )
