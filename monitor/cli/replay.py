@@ -288,7 +288,8 @@ class ReplayScreen:
             self._phase = s.phase
         assert self._task is not None
         done = s.read if s.phase == "count" else s.tally.judged
-        self._bar.update(self._task, completed=done, total=s.expected or None, detail=progress_detail(s))
+        # The count's total is the offsets' rough figure: never show more read than expected.
+        self._bar.update(self._task, completed=done, total=max(s.expected, done) if s.expected else None, detail=progress_detail(s))
 
     def _end_bar(self) -> None:
         if self._bar is not None:
@@ -307,6 +308,8 @@ class ReplayScreen:
 def _usd(value: float | None) -> str:
     if value is None:
         return "unknown (no price for the judge model: MONITOR_JUDGE_PRICES)"
+    if 0 < value < 0.01:
+        return f"${value:.2g}"  # per-event figures: two significant digits, not $0.0001
     return f"${value:,.4f}" if value < 1 else f"${value:,.2f}"
 
 
