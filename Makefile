@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install browser demo lint test test-fast bench clean
+.PHONY: install browser demo lint test test-fast bench bench-peer clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is needed, found " + sys.version.split()[0]'
@@ -44,6 +44,11 @@ test-fast: install browser   ## skip the slow fault tests
 
 bench: install
 	$(PY) -m bench.run_all
+
+# DeepEval goes into a bench-only venv (.bench-venv/, pinned by bench/requirements-peer.txt), which the benchmark
+# creates on first run; the project's venv never gets it. The same comparison also runs, last, in `make bench`.
+bench-peer: install   ## the statements judge beside DeepEval's AnswerRelevancyMetric, same fake API, same run
+	$(PY) -m bench.peer_deepeval
 
 clean:
 	rm -rf $(VENV) .relevancy-monitor .pytest_cache .hypothesis .mypy_cache .ruff_cache

@@ -6,7 +6,7 @@ import asyncio
 import subprocess
 import sys
 
-from bench import judge_overhead, pipeline_throughput, prompt_cache, redaction_quality
+from bench import judge_overhead, peer_deepeval, pipeline_throughput, prompt_cache, redaction_quality
 
 
 def main() -> None:
@@ -17,6 +17,13 @@ def main() -> None:
     redaction_quality.main()
     # In a process of its own: chDB opens one store directory per process, and pipeline_throughput has had its own.
     subprocess.run([sys.executable, "-m", "bench.backtest_speed"], check=True)
+    # DeepEval needs its bench venv (created on first use); without it (offline, say) one line says why, and on.
+    try:
+        peer_deepeval.peer_python()
+    except peer_deepeval.PeerUnavailable as e:
+        print(f"peer_deepeval skipped: {e}")
+    else:
+        peer_deepeval.main()
 
 
 if __name__ == "__main__":
