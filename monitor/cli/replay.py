@@ -157,7 +157,6 @@ def cmd_replay(ns: argparse.Namespace) -> int:
 
 async def _replay(ns: argparse.Namespace, options: ReplayOptions) -> int:
     from monitor.judges.factory import build_judge
-    from monitor.privacy.redactor import build_redactor
     from monitor.replay.run import Replay
     from monitor.runtime.logs import configure_logging
     from monitor.runtime.store import AsyncStore, ClickHouseStore
@@ -171,7 +170,7 @@ async def _replay(ns: argparse.Namespace, options: ReplayOptions) -> int:
     judge = build_judge(settings.judge_client)
     store = AsyncStore(ClickHouseStore.from_settings(settings.store))
     view.header(header_lines(settings, options, judge.info))
-    replay = Replay(settings, options, judge, store, view, redactor=build_redactor(settings.redaction) if settings.redact else None)
+    replay = Replay(settings, options, judge, store, view)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, view.interrupted(replay.stop))

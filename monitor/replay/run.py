@@ -34,6 +34,7 @@ from monitor.config import Settings
 from monitor.judges.batches import BatchJudge
 from monitor.judges.llm import LLMJudge
 from monitor.privacy.events import JudgedEvent, redact_event
+from monitor.privacy.redactor import build_redactor
 from monitor.protocols import Judge, Redactor
 from monitor.replay.batched import BatchScorer, BatchSettings
 from monitor.replay.direct import DirectScorer
@@ -194,7 +195,6 @@ class Replay:
         *,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         metrics: Metrics | None = None,
-        redactor: Redactor | None = None,
     ) -> None:
         self.settings = settings
         self.options = options
@@ -203,7 +203,8 @@ class Replay:
         self.view = view
         self.clock = clock
         self.metrics = metrics or Metrics(max_apps=settings.metrics_max_apps, apps=tuple(settings.metrics_apps))
-        self.redactor = redactor
+        # From the settings, as the live pipeline's: a replay can never send or store text the live path would not.
+        self.redactor: Redactor | None = build_redactor(settings.redaction) if settings.redact else None
         self.cost = cost_model(judge, settings, options.batch_api)
         self.erased = ErasedIds()
         self.stop = asyncio.Event()

@@ -157,3 +157,22 @@ async def test_a_range_past_the_end_reads_nothing(broker: LocalBroker, make_sett
 
     assert outcome.counted.tally.read == 0
     assert await count_rows(async_store) == 0
+
+
+async def test_replayed_text_is_redacted_as_live_text_is(
+    broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore
+) -> None:
+    """Personal data in replayed events is replaced before the judge and the store see it, and counted on the row."""
+    settings = make_settings(judge="lexical")
+    at = minutes_ago(14)
+    values = events(
+        2, "p", at, question="Where is my order? Mail me at jane.doe@example.com", response="Order A17 ships today, Jane: see jane.doe@example.com"
+    )
+    await produce_values(broker.bootstrap, settings.kafka_topics[0], values, timestamp_ms=ms(at))
+
+    await replay(settings, async_store, at - timedelta(minutes=1), at + timedelta(minutes=1))
+
+    rows = (await async_store.query(f"SELECT question, response, redactions FROM {async_store.store.qualified_table} FINAL")).rows
+    assert len(rows) == 2
+    assert all("jane.doe@example.com" not in q + r for q, r, _ in rows)
+    assert [dict(red) for _, _, red in rows] == [{"EMAIL": 2}, {"EMAIL": 2}], rows
