@@ -240,6 +240,7 @@ def read_history(
             key = (
                 rule.spec.table,
                 rule.spec.primary_only,
+                rule.include_replays,
                 rule.spec.time_column,
                 rule.key_fields,
                 rule.low_score_below,

@@ -1,7 +1,9 @@
 """SQL for rule evaluation: the current and baseline windows of a rule, aggregated per segment (for rollout rules,
 per segment and version, with each version's first event).
 
-Rules read the scores table with FINAL, so a redelivered event counts once (the rollups count it twice).
+Rules read the scores table with FINAL, so a redelivered event counts once (the rollups count it twice), and
+the live consumer's rows only unless a rule says `include_replays` (rows of `relevancy-monitor replay` carry
+their run id in `replay_run`).
 Times and segment values are bound as query parameters; column and table names come from fixed lists and
 validated identifiers only."""
 
@@ -35,11 +37,19 @@ DEFAULT_TRAFFIC_TABLE = "traffic_counts"
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _TS = "DateTime64(3, 'UTC')"
 SHADOW_ROW = "startsWith(sample_rule, 'shadow:')"  # a shadow judge's row (consumers.sampling: `shadow:<primary's rule>`)
+LIVE_ROW = "replay_run = ''"  # a row the live consumer wrote (`relevancy-monitor replay` writes its run id; migration 036)
+
+
+def replay_filter(rule: Rule) -> str:
+    """The replay filter (` AND ...`, or empty) of a rule's reads of the scores table: the live consumer's rows only
+    unless the rule includes replays."""
+    return "" if rule.include_replays else f" AND {LIVE_ROW}"
 
 
 def _rows_of(rule: Rule) -> str:
-    """The extra row filter of a rule's score queries: the primary's rows only for a traffic metric."""
-    return f" AND NOT {SHADOW_ROW}" if rule.spec.primary_only else ""
+    """The extra row filter of a rule's score queries: live rows (see `replay_filter`), and the primary's rows only for a
+    traffic metric."""
+    return replay_filter(rule) + (f" AND NOT {SHADOW_ROW}" if rule.spec.primary_only else "")
 
 
 def _ident(name: str) -> str:
@@ -134,7 +144,7 @@ def versions_sql(rule: Rule, database: str, table: str, windows: Windows, lookba
         f"  SELECT *, {_ROW_COLUMNS},\n"
         f"         {col} >= {{cur_start:{_TS}}} AND {col} < {{cur_end:{_TS}}} AS in_cur\n"
         f"  FROM {_ident(database)}.{_ident(table)} FINAL\n"
-        f"  WHERE {col} >= {{lookback_start:{_TS}}} AND {col} < {{cur_end:{_TS}}}\n"
+        f"  WHERE {col} >= {{lookback_start:{_TS}}} AND {col} < {{cur_end:{_TS}}}{_rows_of(rule)}\n"
         f")\n"
         f"GROUP BY {', '.join(keys)}\n"
         f"HAVING countIf(in_cur) > 0"
@@ -265,7 +275,7 @@ def fetch_tail_counts(store: ClickHouseStore, rule: Rule, windows: Windows, segm
         f"SELECT countIf(({cur}) AND score < {{cutoff:Float64}}), countIf(({base}) AND score < {{cutoff:Float64}}),\n"
         f"       countIf(({cur}) AND score < {{threshold:Float64}})\n"
         f"FROM {_ident(store.database)}.{_ident(store.table)} FINAL\n"
-        f"WHERE status = 'ok' AND {col} >= {{span_start:{_TS}}} AND {col} < {{span_end:{_TS}}}" + "".join(f" AND {w}" for w in where)
+        f"WHERE status = 'ok' AND {col} >= {{span_start:{_TS}}} AND {col} < {{span_end:{_TS}}}{_rows_of(rule)}" + "".join(f" AND {w}" for w in where)
     )
     row = _run(store, sql, params)[0]
     return TailCounts(cutoff, int(row[0]), int(row[1]), int(row[2]))
@@ -406,7 +416,7 @@ def shadow_sql(rule: Rule, database: str, table: str, windows: Windows) -> tuple
     select += _exposure_columns("event_time", base_names)
     if values_for(rule) == "pairs":
         select += [f"{_SHADOW_PAIR_VALUES.format(w=flag)} AS {prefix}_pairs" for prefix, flag in (("c", "in_cur"), ("b", "in_base"))]
-    span = f"event_time >= {{span_start:{_TS}}} AND event_time < {{span_end:{_TS}}}"
+    span = f"event_time >= {{span_start:{_TS}}} AND event_time < {{span_end:{_TS}}}{replay_filter(rule)}"
     sql = (
         f"SELECT {', '.join(select)}\n"
         f"FROM (\n"
@@ -454,7 +464,7 @@ def shadow_history_sql(rule: Rule, database: str, table: str, grid: Grid, start:
     select.append("toUnixTimestamp64Milli(min(event_time)) AS first_ms")
     if values_for(rule) == "pairs":
         select.append(f"{_SHADOW_PAIR_VALUES.format(w='1')} AS vals")
-    source = _shadow_pairs(database, table, f"event_time >= {{start:{_TS}}} AND event_time < {{end:{_TS}}}")
+    source = _shadow_pairs(database, table, f"event_time >= {{start:{_TS}}} AND event_time < {{end:{_TS}}}{replay_filter(rule)}")
     return _bucketed(select, source, keys), _grid_params(grid, start, end)
 
 
@@ -519,9 +529,11 @@ def fetch_traffic_history(store: ClickHouseStore, rule: Rule, traffic_table: str
     return build_history(grid, start, end, keys, TRAFFIC_SUMS, rows, None)
 
 
-def fetch_newest(store: ClickHouseStore, table: str, column: str, before: datetime) -> datetime | None:
-    """The latest `column` of `table` at or before `before` (None when the table has no such row)."""
-    sql = f"SELECT max({_ident(column)}) FROM {_ident(store.database)}.{_ident(table)} WHERE {_ident(column)} <= {{before:{_TS}}} HAVING count() > 0"
+def fetch_newest(store: ClickHouseStore, table: str, column: str, before: datetime, where: str = "") -> datetime | None:
+    """The latest `column` of `table` at or before `before` (None when the table has no such row); `where` is a fixed
+    extra filter (` AND ...`, as `replay_filter` gives), never user text."""
+    c = _ident(column)
+    sql = f"SELECT max({c}) FROM {_ident(store.database)}.{_ident(table)} WHERE {c} <= {{before:{_TS}}}{where} HAVING count() > 0"
     rows = _run(store, sql, {"before": before})
     return utc(rows[0][0]) if rows else None
 
@@ -552,7 +564,7 @@ def examples_sql(rule: Rule, segment: SegmentKey, windows: Windows, database: st
         return (
             "SELECT event_time, app, judge_id, primary_judge_id, round(shadow_score, 3) AS shadow_score,\n"
             "       round(primary_score, 3) AS primary_score, round(shadow_score - primary_score, 3) AS difference, question, event_id\n"
-            f"FROM (\n  {_shadow_pairs(database, table, when)}\n)\n"
+            f"FROM (\n  {_shadow_pairs(database, table, when + replay_filter(rule))}\n)\n"
             f"WHERE {' AND '.join(same_segment) or '1'}\n"
             f"ORDER BY {rule.spec.examples_order}\n"
             f"LIMIT {int(limit)}"
@@ -566,6 +578,8 @@ def examples_sql(rule: Rule, segment: SegmentKey, windows: Windows, database: st
             f"ORDER BY {rule.spec.examples_order}\n"
             f"LIMIT {int(limit)}"
         )
+    if not rule.include_replays:
+        conds.append(LIVE_ROW)  # the rows the rule read: a replayed row is not a recent example
     # The statements with their verdicts explain a surprising score in one look (which claims the judge found off-topic).
     return (
         "SELECT event_time, app, model, prompt_version, judge_id, status, round(score, 3) AS score, error,\n"

@@ -122,6 +122,9 @@ class Rule(_Strict):
     repeat_interval: Duration = Field(timedelta(hours=4), description="re-notify webhooks this often while firing")
     severity: str = Field("warning", pattern=r"^[A-Za-z0-9_-]{1,40}$")
     labels: dict[str, str] = Field(default_factory=dict)
+    # Rows of `relevancy-monitor replay` (replay_run != '') are history scored later: left out by default, so a
+    # backfill cannot move a live baseline; a team backfilling with the live judge includes them.
+    include_replays: bool = Field(False, description="read the rows `relevancy-monitor replay` wrote as well as the live ones")
 
     @field_validator("segment_by")
     @classmethod
@@ -158,6 +161,9 @@ class Rule(_Strict):
                 raise ValueError("condition needs threshold, change or relative_change")
             if self.condition.uses_baseline and self.baseline is None and not self.spec.compares_versions:
                 raise ValueError("condition compares with a baseline (change/relative_change): give baseline")
+        if self.include_replays and (self.spec.table == "canary" or self.source == "traffic"):
+            what = "canary runs" if self.spec.table == "canary" else "the traffic counts"
+            raise ValueError(f"include_replays applies to rules over the scores table only ({what} hold no replayed rows)")
         self._check_rollout()
         t = self.condition.threshold
         if t is not None and t.clear is not None:

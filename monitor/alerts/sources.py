@@ -8,7 +8,15 @@ from datetime import datetime
 from typing import Protocol
 
 from monitor.alerts.outcomes import Newest
-from monitor.alerts.queries import DEFAULT_TRAFFIC_TABLE, fetch_newest, fetch_scores, fetch_tail_counts, fetch_traffic, fetch_versions
+from monitor.alerts.queries import (
+    DEFAULT_TRAFFIC_TABLE,
+    fetch_newest,
+    fetch_scores,
+    fetch_tail_counts,
+    fetch_traffic,
+    fetch_versions,
+    replay_filter,
+)
 from monitor.alerts.rules import Rule
 from monitor.alerts.windows import SegmentData, SegmentKey, TailCounts, TrafficCounts, VersionStats, Windows
 from monitor.canary.table import CANARY_TABLE
@@ -45,7 +53,7 @@ class StoreData:
     def __init__(self, store: ClickHouseStore, traffic_table: str = DEFAULT_TRAFFIC_TABLE) -> None:
         self.store = store
         self.traffic_table = traffic_table
-        self._newest: dict[tuple[str, str, datetime], Newest] = {}
+        self._newest: dict[tuple[str, str, str, datetime], Newest] = {}
 
     def scores(self, rule: Rule, windows: Windows) -> dict[SegmentKey, SegmentData]:
         """See `RuleData.scores`."""
@@ -64,14 +72,16 @@ class StoreData:
         return fetch_tail_counts(self.store, rule, windows, segment, cutoff, threshold)
 
     def newest(self, rule: Rule, before: datetime) -> Newest | None:
-        """See `RuleData.newest`; read once per table and time column (rules without segments share it)."""
+        """See `RuleData.newest`; read once per table, time column and replay filter (rules without segments share it)."""
+        rows = ""
         if rule.source == "traffic":
             table, column = self.traffic_table, "minute"
         elif rule.spec.table == "canary":
             table, column = CANARY_TABLE, rule.spec.time_column
         else:
-            table, column = self.store.table, rule.spec.time_column
-        key = (table, column, before)
+            # The newest row the rule reads: a replay's rows do not make a rule without live rows look fed.
+            table, column, rows = self.store.table, rule.spec.time_column, replay_filter(rule)
+        key = (table, column, rows, before)
         if key not in self._newest:
-            self._newest[key] = Newest(fetch_newest(self.store, table, column, before))
+            self._newest[key] = Newest(fetch_newest(self.store, table, column, before, rows))
         return self._newest[key]

@@ -43,6 +43,11 @@ def register(subparsers: Any) -> None:
     p.add_argument("--clickhouse-table", default=None, help="the scores table [env MONITOR_CLICKHOUSE_TABLE; default: relevancy_scores]")
     p.add_argument("--since", default="-24h", help="start: ISO 8601 (UTC without an offset), or relative as --since=-7d (default: -24h)")
     p.add_argument("--until", default="now", help="end: ISO 8601, or relative as --until=-1d, or now (default: now)")
+    p.add_argument(
+        "--include-replays",
+        action="store_true",
+        help="also read the rows `relevancy-monitor replay` wrote (default: the live consumer's rows only; the page says how many it left out)",
+    )
     p.add_argument("--out", default=DEFAULT_OUT, help=f"the HTML file to write (default: {DEFAULT_OUT} in the working directory)")
     p.set_defaults(func=cmd_report)
 
@@ -63,7 +68,7 @@ def cmd_report(ns: argparse.Namespace) -> int:
     store = ClickHouseStore.from_settings(settings.store)
     try:
         store.open_existing()
-        summary = write_report(store, since, until, out, now=now)
+        summary = write_report(store, since, until, out, now=now, include_replays=ns.include_replays)
     finally:
         store.close()
     print(summary.path, file=sys.stderr)

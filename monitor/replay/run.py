@@ -14,8 +14,8 @@ In this order:
 
 A run resumed with `resume` skips events this judge scored in any earlier run; without it, events an earlier replay
 scored are scored again and collapse with their earlier rows under FINAL (the table's key is app, judge_id,
-event_id). Events the live consumer scored with this judge are always skipped: a replay never replaces a live
-score."""
+event_id). Events the live consumer scored with this judge (ok or error) are always skipped: a replay never replaces
+a live row, so what the alert rules read stays as it was."""
 
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ class Skip(Enum):
     ERASED = "erased"  # its conversation or event was erased with `forget`
     EXPIRED = "expired"  # older than MONITOR_RETENTION_DAYS: the TTL would delete its row at once
     NOT_SAMPLED = "not_sampled"
-    ALREADY_SCORED = "already_scored"  # this judge has an ok row for it (live, or with --resume from any replay)
+    ALREADY_SCORED = "already_scored"  # this judge has a live row for it (or, with --resume, a replay's ok row)
     NO_TEXT = "no_text"  # --from-store: the store kept no text for it
 
 

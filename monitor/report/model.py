@@ -170,6 +170,14 @@ class CanaryPoint:
 
 
 @dataclass(frozen=True, slots=True)
+class Replays:
+    """Rows `relevancy-monitor replay` wrote in the range (`replay_run` not empty, read with FINAL) and its runs."""
+
+    rows: int
+    runs: int
+
+
+@dataclass(frozen=True, slots=True)
 class ReportData:
     """Everything the queries returned for one range, with where it came from."""
 
@@ -192,6 +200,8 @@ class ReportData:
     alert_status: TableStatus
     canaries: tuple[CanaryPoint, ...] = ()  # the runs in the range, oldest first
     canary_status: TableStatus = "missing"
+    replays: Replays | None = None  # None: the table predates replays (no replay_run column, migration 036)
+    include_replays: bool = False  # the replayed rows are in every figure; otherwise the live consumer's rows only
 
     @property
     def judged_rows(self) -> int:

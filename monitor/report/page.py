@@ -123,8 +123,22 @@ def _header(data: ReportData) -> str:
         "<header><h1>Relevancy report</h1>"
         f'<p class="meta">{esc(when(data.since))} – {esc(when(data.until))} · buckets of {esc(describe_width(data.bucket_s))}</p>'
         f'<p class="meta">store <code>{esc(data.store)}</code> · table <code>{esc(data.table)}</code> · generated {esc(when(data.generated_at))}</p>'
-        f'<p class="meta">{esc(weighting)}</p></header>'
+        f'<p class="meta">{esc(weighting)}</p>'
+        f'<p class="meta" id="replays">{esc(replay_note(data))}</p></header>'
     )
+
+
+def replay_note(data: ReportData) -> str:
+    """One line on the rows `relevancy-monitor replay` wrote in the range: left out (the default) or included."""
+    r = data.replays
+    if r is None:
+        return "Replayed rows: none (this table has no replay_run column: it predates migration 036)."
+    if r.rows == 0:
+        return "Replayed rows: none in this range."
+    runs = f"{count(r.runs)} replay run{'' if r.runs == 1 else 's'}"
+    if data.include_replays:
+        return f"Replayed rows: {count(r.rows)} from {runs} in this range, included (--include-replays)."
+    return f"Replayed rows: {count(r.rows)} from {runs} in this range, left out (--include-replays includes them)."
 
 
 def _empty(data: ReportData) -> str:
@@ -450,9 +464,10 @@ def _examples(examples: Sequence[Example]) -> str:
 
 def _method(data: ReportData) -> str:
     weight = "weighted by 1/sample_rate" if data.weighted else "unweighted (no sample_rate column)"
+    which = "" if data.include_replays or data.replays is None else ", written by the live consumer (<code>replay_run = ''</code>)"
     return (
         '<footer><h2>How this was computed</h2><p class="note">'
-        f"Rows read with <code>FINAL</code> from {esc(data.table)} where event_time is in [{esc(when(data.since))}, {esc(when(data.until))}); "
+        f"Rows read with <code>FINAL</code> from {esc(data.table)} where event_time is in [{esc(when(data.since))}, {esc(when(data.until))}){which}; "
         f"means and low-score shares (score &lt; 0.5) over ok rows, {esc(weight)}; scoring lag is scored_at − event_time; "
         "each series stays within one judge_id, so a judge change starts a new line rather than looking like a regression.</p></footer>"
     )

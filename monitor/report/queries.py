@@ -1,5 +1,6 @@
-"""The report's reads: the scores table (always FINAL: ReplacingMergeTree keeps duplicates until it merges), the
-traffic counts (SummingMergeTree: sum() ... GROUP BY) and the alert state, through `ClickHouseStore.query`.
+"""The report's reads: the scores table (always FINAL: ReplacingMergeTree keeps duplicates until it merges; the live
+consumer's rows only unless replays are included), the traffic counts (SummingMergeTree: sum() ... GROUP BY) and
+the alert state, through `ClickHouseStore.query`.
 
 Times and limits are bound as query parameters; table names are the store's, checked as plain identifiers."""
 
@@ -22,6 +23,7 @@ from monitor.report.model import (
     Firing,
     HealthBucket,
     JudgeTotals,
+    Replays,
     ReportData,
     Segment,
     SegmentBucket,
@@ -38,6 +40,8 @@ EXAMPLE_STATEMENTS = 25
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _TS = "DateTime64(3, 'UTC')"
 _RANGE = f"event_time >= {{since:{_TS}}} AND event_time < {{until:{_TS}}}"
+# Rows of `relevancy-monitor replay` carry its run id (migration 036); the live consumer writes ''.
+_LIVE = " AND replay_run = ''"
 _BUCKET = "toStartOfInterval({column}, toIntervalSecond({{bucket:UInt32}}))"
 # A 429 reaches a row only when the provider kept refusing past the retries: the judge's error then names the kind
 # (`unavailable: rate_limited: HTTP 429 ...`). Most rate limiting makes events wait instead of failing.
@@ -68,20 +72,25 @@ def fetch_report_data(
     worst: int = WORST_EXAMPLES,
     store_label: str = "",
     now: datetime | None = None,
+    include_replays: bool = False,
 ) -> ReportData:
-    """Every query of the report over [since, until) in buckets of `bucket_s`; raises `StoreError`."""
+    """Every query of the report over [since, until) in buckets of `bucket_s`, over the live consumer's rows unless
+    `include_replays`; raises `StoreError`."""
     db, table = _ident(store.database), _ident(store.table)
     scores = f"{db}.{table}"
     params: dict[str, Any] = {"since": since, "until": until, "bucket": bucket_s, "low": LOW_SCORE_BELOW}
     tables = _existing_tables(store, db, [_ident(traffic_table), STATE_TABLE, CANARY_TABLE])
     weighted = _has_column(store, db, table, "sample_rate")
     weight = "1 / greatest(sample_rate, 1e-6)" if weighted else "1"
+    # A table from before migration 036 has no replayed rows: nothing to leave out or count.
+    replays = _replays(store, scores, params) if _has_column(store, db, table, "replay_run") else None
+    where = _RANGE if include_replays or replays is None else _RANGE + _LIVE
 
-    segments = tuple(_segment_buckets(store, scores, weight, params))
+    segments = tuple(_segment_buckets(store, scores, where, weight, params))
     traffic: tuple[TrafficBucket, ...] = ()
     traffic_status: TableStatus = "missing"
     if traffic_table in tables:
-        traffic = tuple(_traffic(store, scores, f"{db}.{traffic_table}", params))
+        traffic = tuple(_traffic(store, scores, where, f"{db}.{traffic_table}", params))
         traffic_status = "present" if any(b.consumed for b in traffic) else "empty"
     firings: tuple[Firing, ...] = ()
     alert_status: TableStatus = "missing"
@@ -101,18 +110,26 @@ def fetch_report_data(
         bucket_s=bucket_s,
         weighted=weighted,
         segments=segments,
-        health=tuple(_health(store, scores, params)),
-        judges=tuple(_judges(store, scores, params)),
-        error_reasons=tuple(_error_reasons(store, scores, params)),
-        costs=tuple(_costs(store, scores, params)),
+        health=tuple(_health(store, scores, where, params)),
+        judges=tuple(_judges(store, scores, where, params)),
+        error_reasons=tuple(_error_reasons(store, scores, where, params)),
+        costs=tuple(_costs(store, scores, where, params)),
         traffic=traffic,
         traffic_status=traffic_status,
-        examples=tuple(_worst(store, scores, {**params, "limit": worst, "chars": EXAMPLE_CHARS + 1, "n": EXAMPLE_STATEMENTS})),
+        examples=tuple(_worst(store, scores, where, {**params, "limit": worst, "chars": EXAMPLE_CHARS + 1, "n": EXAMPLE_STATEMENTS})),
         firings=firings,
         alert_status=alert_status,
         canaries=canaries,
         canary_status=canary_status,
+        replays=replays,
+        include_replays=include_replays,
     )
+
+
+def _replays(store: ClickHouseStore, scores: str, params: dict[str, Any]) -> Replays:
+    sql = f"SELECT count(), uniqExact(replay_run) FROM {scores} FINAL WHERE {_RANGE} AND replay_run != ''"
+    rows, runs = store.query(sql, params).rows[0]
+    return Replays(int(rows), int(runs))
 
 
 def _existing_tables(store: ClickHouseStore, db: str, names: list[str]) -> set[str]:
@@ -125,13 +142,13 @@ def _has_column(store: ClickHouseStore, db: str, table: str, column: str) -> boo
     return bool(store.query(sql, {"db": db, "t": table, "c": column}).rows[0][0])
 
 
-def _segment_buckets(store: ClickHouseStore, scores: str, weight: str, params: dict[str, Any]) -> list[SegmentBucket]:
+def _segment_buckets(store: ClickHouseStore, scores: str, where: str, weight: str, params: dict[str, Any]) -> list[SegmentBucket]:
     sql = (
         f"SELECT {_BUCKET.format(column='event_time')} AS t, app, prompt_version, judge_id, any(judge), any(judge_model),\n"
         "       count(), countIf(status = 'ok'), countIf(status = 'error'),\n"
         "       sumIf(w, status = 'ok'), sumIf(w * score, status = 'ok'), sumIf(w, status = 'ok' AND score < {low:Float64})\n"
         "FROM (SELECT event_time, app, prompt_version, judge_id, judge, judge_model, status, score, "
-        f"{weight} AS w FROM {scores} FINAL WHERE {_RANGE})\n"
+        f"{weight} AS w FROM {scores} FINAL WHERE {where})\n"
         "GROUP BY t, app, prompt_version, judge_id ORDER BY t, app, prompt_version, judge_id"
     )
     out = []
@@ -141,12 +158,12 @@ def _segment_buckets(store: ClickHouseStore, scores: str, weight: str, params: d
     return out
 
 
-def _health(store: ClickHouseStore, scores: str, params: dict[str, Any]) -> list[HealthBucket]:
+def _health(store: ClickHouseStore, scores: str, where: str, params: dict[str, Any]) -> list[HealthBucket]:
     sql = (
         "SELECT t, judge_id, any(judge), count(), countIf(status = 'error'), countIf(status = 'error' AND limited),\n"
         "       quantileExact(0.5)(lag_s), quantileExact(0.9)(lag_s), max(lag_s)\n"
         f"FROM (SELECT {_BUCKET.format(column='event_time')} AS t, judge_id, judge, status, {_RATE_LIMITED} AS limited,\n"
-        f"             {_LAG_S} AS lag_s FROM {scores} FINAL WHERE {_RANGE})\n"
+        f"             {_LAG_S} AS lag_s FROM {scores} FINAL WHERE {where})\n"
         "GROUP BY t, judge_id ORDER BY t, judge_id"
     )
     return [
@@ -155,12 +172,12 @@ def _health(store: ClickHouseStore, scores: str, params: dict[str, Any]) -> list
     ]
 
 
-def _judges(store: ClickHouseStore, scores: str, params: dict[str, Any]) -> list[JudgeTotals]:
+def _judges(store: ClickHouseStore, scores: str, where: str, params: dict[str, Any]) -> list[JudgeTotals]:
     sql = (
         "SELECT judge_id, any(judge), any(judge_model), count(), countIf(status = 'error'), countIf(status = 'error' AND limited),\n"
         "       quantileExact(0.5)(lag_s), quantileExact(0.9)(lag_s), max(lag_s), sum(ifNull(cost_usd, 0)), countIf(cost_usd IS NOT NULL)\n"
         f"FROM (SELECT judge_id, judge, judge_model, status, cost_usd, {_RATE_LIMITED} AS limited, {_LAG_S} AS lag_s\n"
-        f"      FROM {scores} FINAL WHERE {_RANGE})\n"
+        f"      FROM {scores} FINAL WHERE {where})\n"
         "GROUP BY judge_id ORDER BY count() DESC, judge_id"
     )
     return [
@@ -171,23 +188,23 @@ def _judges(store: ClickHouseStore, scores: str, params: dict[str, Any]) -> list
     ]
 
 
-def _error_reasons(store: ClickHouseStore, scores: str, params: dict[str, Any]) -> list[ErrorReason]:
+def _error_reasons(store: ClickHouseStore, scores: str, where: str, params: dict[str, Any]) -> list[ErrorReason]:
     # The row's error is `reason: detail`; for `unavailable` the detail starts with the kind (timeout, overloaded, ...).
     sql = (
         "SELECT judge_id, multiIf(limited, 'rate limited (429)', head = 'unavailable', concat(head, ': ', kind),\n"
         "                         head = '', '(no reason given)', head) AS reason, count() AS n\n"
         "FROM (SELECT judge_id, error, trimBoth(splitByChar(':', error)[1]) AS head, trimBoth(splitByChar(':', error)[2]) AS kind,\n"
-        f"             {_RATE_LIMITED} AS limited FROM {scores} FINAL WHERE {_RANGE} AND status = 'error')\n"
+        f"             {_RATE_LIMITED} AS limited FROM {scores} FINAL WHERE {where} AND status = 'error')\n"
         "GROUP BY judge_id, reason ORDER BY n DESC, judge_id, reason LIMIT 100"
     )
     return [ErrorReason(str(jid), str(reason), int(n)) for jid, reason, n in store.query(sql, params).rows]
 
 
-def _costs(store: ClickHouseStore, scores: str, params: dict[str, Any]) -> list[CostDay]:
+def _costs(store: ClickHouseStore, scores: str, where: str, params: dict[str, Any]) -> list[CostDay]:
     sql = (
         "SELECT toDate(event_time) AS day, judge_id, any(judge), any(judge_model), count(), countIf(cost_usd IS NOT NULL),\n"
         "       countIf(cached), sum(ifNull(cost_usd, 0))\n"
-        f"FROM {scores} FINAL WHERE {_RANGE}\n"
+        f"FROM {scores} FINAL WHERE {where}\n"
         "GROUP BY day, judge_id ORDER BY day, judge_id"
     )
     out = []
@@ -197,7 +214,7 @@ def _costs(store: ClickHouseStore, scores: str, params: dict[str, Any]) -> list[
     return out
 
 
-def _traffic(store: ClickHouseStore, scores: str, traffic: str, params: dict[str, Any]) -> list[TrafficBucket]:
+def _traffic(store: ClickHouseStore, scores: str, where: str, traffic: str, params: dict[str, Any]) -> list[TrafficBucket]:
     counted = (
         f"SELECT {_BUCKET.format(column='minute')} AS t, app, prompt_version, sum(consumed), sum(sampled) FROM {traffic}\n"
         f"WHERE minute >= {{since:{_TS}}} AND minute < {{until:{_TS}}} GROUP BY t, app, prompt_version"
@@ -205,7 +222,7 @@ def _traffic(store: ClickHouseStore, scores: str, traffic: str, params: dict[str
     # Events, not rows: with two judges an event has two rows but was consumed once.
     judged = (
         f"SELECT {_BUCKET.format(column='event_time')} AS t, app, prompt_version, uniqExact(event_id) FROM {scores} FINAL\n"
-        f"WHERE {_RANGE} GROUP BY t, app, prompt_version"
+        f"WHERE {where} GROUP BY t, app, prompt_version"
     )
     merged: dict[tuple[datetime, str, str], list[int]] = {}
     for t, app, pv, consumed, sampled in store.query(counted, params).rows:
@@ -215,7 +232,7 @@ def _traffic(store: ClickHouseStore, scores: str, traffic: str, params: dict[str
     return [TrafficBucket(t, app, pv, c, s, j) for (t, app, pv), (c, s, j) in sorted(merged.items())]
 
 
-def _worst(store: ClickHouseStore, scores: str, params: dict[str, Any]) -> list[Example]:
+def _worst(store: ClickHouseStore, scores: str, where: str, params: dict[str, Any]) -> list[Example]:
     cut = "substringUTF8({col}, 1, {{chars:UInt32}})"
     per_statement = "arrayMap(s -> substringUTF8(s, 1, {{chars:UInt32}}), arraySlice({col}, 1, {{n:UInt32}}))"
     sql = (
@@ -223,7 +240,7 @@ def _worst(store: ClickHouseStore, scores: str, params: dict[str, Any]) -> list[
         f"       {cut.format(col='question')}, {cut.format(col='response')}, {cut.format(col='reasoning')},\n"
         f"       {per_statement.format(col='statements')}, arraySlice(verdicts, 1, {{n:UInt32}}),\n"
         f"       {per_statement.format(col='verdict_reasons')}, n_statements\n"
-        f"FROM {scores} FINAL WHERE {_RANGE} AND status = 'ok'\n"
+        f"FROM {scores} FINAL WHERE {where} AND status = 'ok'\n"
         "ORDER BY score ASC, event_time DESC, event_id LIMIT {limit:UInt32}"
     )
     out = []

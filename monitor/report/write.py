@@ -32,6 +32,7 @@ class ReportSummary:
     firings_marked: int
     alert_state: TableStatus  # whether the alert state table was there and had rows
     weighted: bool  # means weighted by 1/sample_rate
+    replayed_rows: int  # rows of `relevancy-monitor replay` in the range (left out unless included)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,9 +96,10 @@ def write_report(
     traffic_table: str = DEFAULT_TRAFFIC_TABLE,
     worst: int = WORST_EXAMPLES,
     now: datetime | None = None,
+    include_replays: bool = False,
 ) -> ReportSummary:
-    """Write the report of [since, until) (naive times are UTC) from a store to `path`; raises `UsageError` for an
-    empty range or an unwritable path, `StoreError` for the store."""
+    """Write the report of [since, until) (naive times are UTC) from a store to `path`, of the live consumer's rows
+    unless `include_replays`; raises `UsageError` for an empty range or an unwritable path, `StoreError` for the store."""
     since, until = utc(since), utc(until)
     if since >= until:
         raise UsageError(f"the report's range is empty: since ({since.isoformat()}) must be before until ({until.isoformat()})")
@@ -110,6 +112,7 @@ def write_report(
         worst=worst,
         store_label=store_label(store.url),
         now=now or datetime.now(UTC),
+        include_replays=include_replays,
     )
     report = render_report(data)
     _write_atomically(path, report.html)
@@ -122,6 +125,7 @@ def write_report(
         firings_marked=len(report.marked),
         alert_state=data.alert_status,
         weighted=data.weighted,
+        replayed_rows=data.replays.rows if data.replays is not None else 0,
     )
 
 

@@ -436,12 +436,12 @@ class ClickHouseStore:
 
     def judge_spend(self, hour_start: float, day_start: float) -> tuple[Spend, Spend]:
         """What every replica spent on judge calls since `hour_start` and since `day_start` (epoch seconds),
-        from the rows written (cached verdicts cost nothing)."""
+        from the live consumer's rows written (cached verdicts cost nothing; a replay has its own cap, --max-usd)."""
         tok = "input_tokens + output_tokens + cache_read_tokens + cache_write_tokens"
         row = self.query(
             f"WITH toDateTime64({{h:Float64}}, 3, 'UTC') AS h SELECT countIf(scored_at >= h), sumIf({tok}, scored_at >= h),"
             f" sumIf(ifNull(cost_usd, 0), scored_at >= h), count(), sum({tok}), sum(ifNull(cost_usd, 0))"
-            f" FROM {self.qualified_table} WHERE scored_at >= toDateTime64({{d:Float64}}, 3, 'UTC') AND NOT cached",
+            f" FROM {self.qualified_table} WHERE scored_at >= toDateTime64({{d:Float64}}, 3, 'UTC') AND NOT cached AND replay_run = ''",
             {"h": hour_start, "d": day_start},
         ).rows[0]
         return Spend(*map(float, row[0:3])), Spend(*map(float, row[3:6]))

@@ -39,8 +39,9 @@ def make_row(
     statements: Sequence[str] = (),
     verdicts: Sequence[str] = (),
     sample_rule: str = "base",
+    replay_run: str = "",
 ) -> ScoredRow:
-    """One scored row at event time `t`."""
+    """One scored row at event time `t` (written by the replay run `replay_run`, or live when it is empty)."""
     return ScoredRow(
         event_id=event_id or uuid.uuid4().hex,
         conversation_id="c-" + uuid.uuid4().hex[:8],
@@ -67,6 +68,7 @@ def make_row(
         cost_usd=cost,
         scored_at=t + timedelta(seconds=lag_s),
         latency_ms=100,
+        replay_run=replay_run,
     )
 
 

@@ -157,3 +157,20 @@ def test_rollout_rules_are_checked(edit: tuple[str, str], expected: str) -> None
     with pytest.raises(RulesError) as e:
         parse_rules(ROLLOUT.replace(*edit), "r.yaml")
     assert expected in str(e.value) and "\n" not in str(e.value)
+
+
+def test_include_replays_is_off_by_default_and_checked() -> None:
+    """include_replays defaults to false, takes a boolean, and applies to rules over the scores table only."""
+    assert not parse_rules(GOOD).rules[0].include_replays
+    assert parse_rules(GOOD.replace("for: 10m", "for: 10m\n    include_replays: true")).rules[0].include_replays
+    canary = "[{name: c, metric: canary_mean_shift, window: 6h, condition: {threshold: -0.1}, include_replays: true}]"
+    traffic = "[{name: t, metric: no_data, source: traffic, window: 10m, baseline: {trailing: 1h}, include_replays: true}]"
+    wrong = [
+        (GOOD.replace("for: 10m", "for: 10m\n    include_replays: sometimes"), "rules[0] (drop).include_replays: Input should be a valid boolean"),
+        (canary, "rules[0] (c): include_replays applies to rules over the scores table only (canary runs hold no replayed rows)"),
+        (traffic, "rules[0] (t): include_replays applies to rules over the scores table only (the traffic counts hold no replayed rows)"),
+    ]
+    for text, expected in wrong:
+        with pytest.raises(RulesError) as e:
+            parse_rules(text, "r.yaml")
+        assert str(e.value).startswith(f"r.yaml: {expected}"), str(e.value)

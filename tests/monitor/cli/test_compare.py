@@ -128,6 +128,19 @@ def test_compare_reports_hand_checkable_agreement_between_two_judges(two_judges:
     ]
 
 
+def test_a_replay_with_a_new_judge_is_compared_with_the_live_judge(store: ClickHouseStore) -> None:
+    """Judge b's rows written by `relevancy-monitor replay` (replay_run set) are compared with judge a's live rows of the
+    same events, exactly as two live judges are: same shared events, ρ and verdicts."""
+    rows = [r for i, (e, a, b) in enumerate(SHARED) for r in (row(e, A, a, i), row(e, B, b, i).model_copy(update={"replay_run": "run-1"}))]
+    insert(store, rows)
+    out = io.StringIO()
+    assert run_compare(parse(*flags(store), *SPAN, "--json"), out) == 0
+    doc = json.loads(out.getvalue())
+    assert (doc["judge_a"]["judge_id"], doc["judge_b"]["judge_id"], doc["judge_b"]["rows"], doc["shared_events"]) == (A, B, 5, 5)
+    assert doc["spearman_rho"]["value"] == pytest.approx(0.7)
+    assert doc["disagreements"][0]["verdicts_b"] == ["yes", "yes"]
+
+
 def test_the_default_judges_are_the_only_two_in_the_range(two_judges: ClickHouseStore, capsys: pytest.CaptureFixture[str]) -> None:
     """Two judges in the range are taken as a (more rows) and b, or one is named and the other taken; a third
     judge makes the command list the judges with their rows and stop with one line asking to choose."""

@@ -176,3 +176,26 @@ async def test_replayed_text_is_redacted_as_live_text_is(
     assert len(rows) == 2
     assert all("jane.doe@example.com" not in q + r for q, r, _ in rows)
     assert [dict(red) for _, _, red in rows] == [{"EMAIL": 2}, {"EMAIL": 2}], rows
+
+
+async def test_a_live_error_row_is_not_replaced_by_a_replay(
+    broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore, fake_messages_api: object
+) -> None:
+    """An event the live judge failed on keeps its live error row: the same judge's replay skips it."""
+    from tests.fake_messages_api import FakeMessagesAPI, bad_request
+
+    assert isinstance(fake_messages_api, FakeMessagesAPI)
+    settings = make_settings(judge="rubric", **fake_messages_api.settings_overrides())
+    at = minutes_ago(16)
+    await produce_values(broker.bootstrap, settings.kafka_topics[0], events(3, "err", at), timestamp_ms=ms(at))
+    fake_messages_api.always(bad_request())
+    async with RunningPipeline(settings, async_store):
+        await wait_for(lambda: _committed(broker, settings, 3), 60, "the live group to commit the error rows")
+    live = await _rows(async_store)
+    fake_messages_api.reset()
+
+    outcome = await replay(settings, async_store, at - timedelta(minutes=1), at + timedelta(minutes=1), yes=True)
+
+    assert outcome.counted.tally.skipped[Skip.ALREADY_SCORED] == 3
+    assert await _rows(async_store) == live
+    assert await count_rows(async_store, "status = 'error' AND replay_run = ''") == 3

@@ -255,3 +255,21 @@ def filled(chdb_dir: Path) -> Iterator[Filled]:
     yield fill(store)
     store.command(f"DROP DATABASE IF EXISTS {store.database}")
     store.close()
+
+
+REPLAY_JUDGE = "rubric-0123456789ab"
+
+
+def replayed_rows() -> list[ScoredRow]:
+    """Two replays over the filled day, 13 rows in it and one after it: a new judge on support (one error row among its
+    rows), the lexical judge on events of search the live consumer never scored; every ok row scored 0 with a question
+    saying it was replayed."""
+    rows = []
+    for h in range(6):
+        at = T0 + timedelta(hours=3 * h, minutes=5)
+        new = make_row(at, app="support", prompt_version="v1", judge_id=REPLAY_JUDGE, score=0.0, question="REPLAYED by a new judge")
+        same = make_row(at, app="search", prompt_version="v7", judge_id=LEXICAL_JUDGE, score=0.0, question="REPLAYED by the live judge")
+        rows += [new.model_copy(update={"replay_run": "run-new"}), same.model_copy(update={"replay_run": "run-same"})]
+    failed = make_row(T0 + timedelta(hours=2), app="support", prompt_version="v1", judge_id=REPLAY_JUDGE, score=None, error="replayed_failure: x")
+    late = make_row(T1 + timedelta(hours=1), app="search", prompt_version="v7", judge_id=LEXICAL_JUDGE, score=0.0)
+    return [*rows, failed.model_copy(update={"replay_run": "run-new"}), late.model_copy(update={"replay_run": "run-same"})]

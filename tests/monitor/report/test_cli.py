@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import argparse
 import os
+import uuid
 from pathlib import Path
 
 import pytest
 
 from monitor.cli import report
+from monitor.runtime.store import ClickHouseStore
 from schemas.errors import StoreError, UsageError
-from tests.monitor.report.conftest import Filled
+from tests.monitor.report.conftest import Filled, fill, replayed_rows
 
 
 @pytest.fixture(autouse=True)
@@ -55,6 +57,17 @@ def test_defaults_to_the_last_day_in_the_working_directory(
     assert run(*_store_flags(filled)) == 0
     assert capsys.readouterr().err == f"{tmp_path / 'relevancy-report.html'}\n"
     assert "No judged events between" in (tmp_path / "relevancy-report.html").read_text(encoding="utf-8")  # the fixture's day is long past
+
+
+def test_include_replays_flag_reads_the_replayed_rows_too(store: ClickHouseStore, tmp_path: Path) -> None:
+    """Without --include-replays the page leaves the replayed rows out and says how many; with it, it includes them."""
+    fill(store)
+    store.insert_rows(replayed_rows(), uuid.uuid4().hex)
+    span = ["--clickhouse-url", store.url, "--clickhouse-database", store.database, "--since", "2026-11-02", "--until", "2026-11-03"]
+    assert run(*span, "--out", str(tmp_path / "live.html")) == 0
+    assert run(*span, "--include-replays", "--out", str(tmp_path / "both.html")) == 0
+    assert "13 from 2 replay runs in this range, left out (--include-replays includes them)." in (tmp_path / "live.html").read_text(encoding="utf-8")
+    assert "13 from 2 replay runs in this range, included (--include-replays)." in (tmp_path / "both.html").read_text(encoding="utf-8")
 
 
 def test_relative_times_are_accepted(filled: Filled, tmp_path: Path) -> None:

@@ -11,12 +11,24 @@ from pathlib import Path
 import pytest
 
 from monitor.report import ReportSummary, write_report
-from monitor.report.model import Segment
+from monitor.report.model import ReportData, Segment
 from monitor.report.queries import fetch_report_data
 from monitor.report.write import charts_of
 from monitor.runtime.store import ClickHouseStore
 from schemas.errors import UsageError
-from tests.monitor.report.conftest import HOSTILE, LEXICAL_JUDGE, STATEMENTS_JUDGE, T0, T1, Filled, fill, make_row, outside_references
+from tests.monitor.report.conftest import (
+    HOSTILE,
+    LEXICAL_JUDGE,
+    REPLAY_JUDGE,
+    STATEMENTS_JUDGE,
+    T0,
+    T1,
+    Filled,
+    fill,
+    make_row,
+    outside_references,
+    replayed_rows,
+)
 
 
 @pytest.fixture(scope="module")
@@ -244,3 +256,61 @@ def test_a_chart_draws_the_busiest_eight_series_and_names_the_rest(store: ClickH
     assert len(summary.segments) == 10
     assert f"Not drawn, to keep the legend readable (see the tables): p8 · {LEXICAL_JUDGE}, p9 · {LEXICAL_JUDGE}." in _section(html, "relevancy")
     assert html.count(f"<td><code>{LEXICAL_JUDGE}</code></td>") >= 10
+
+
+def _figures(data: ReportData) -> tuple[object, ...]:
+    """The counts behind every section of the page (floats left out: the same rows may be summed in another order)."""
+    return (
+        [(b.t, b.segment, b.rows, b.ok, b.errors) for b in data.segments],
+        [(h.t, h.judge_id, h.rows, h.errors, h.rate_limited) for h in data.health],
+        [(j.judge_id, j.rows, j.errors, j.rate_limited, j.priced) for j in data.judges],
+        data.error_reasons,
+        [(c.day, c.judge_id, c.rows, c.priced, c.cached) for c in data.costs],
+        data.traffic,
+        [e.event_id for e in data.examples],
+    )
+
+
+def test_replayed_rows_are_left_out_and_counted_unless_included(store: ClickHouseStore, tmp_path: Path) -> None:
+    """By default every section reads the live rows only and the header says in one line how many replayed rows of the
+    range it left out; with include_replays every section has them and the line says they are included."""
+    filled = fill(store)
+    live_only = _figures(fetch_report_data(store, T0, T1, 900))
+    store.insert_rows(replayed_rows(), uuid.uuid4().hex)
+    assert _figures(fetch_report_data(store, T0, T1, 900)) == live_only
+    live = write_report(store, T0, T1, tmp_path / "live.html")
+    html = (tmp_path / "live.html").read_text(encoding="utf-8")
+    assert (live.judged_rows, live.replayed_rows) == (filled.rows, 13)
+    assert '<p class="meta" id="replays">Replayed rows: 13 from 2 replay runs in this range, left out (--include-replays includes them).</p>' in html
+    assert "REPLAYED" not in html and REPLAY_JUDGE not in html and "written by the live consumer" in html
+    both = write_report(store, T0, T1, tmp_path / "both.html", include_replays=True)
+    html = (tmp_path / "both.html").read_text(encoding="utf-8")
+    assert (both.judged_rows, both.replayed_rows) == (filled.rows + 13, 13)
+    assert '<p class="meta" id="replays">Replayed rows: 13 from 2 replay runs in this range, included (--include-replays).</p>' in html
+    assert "REPLAYED by a new judge" in _section(html, "worst") and "REPLAYED by the live judge" in _section(html, "worst")
+    assert REPLAY_JUDGE in _section(html, "summary") and "replayed_failure" in _section(html, "judge-health")
+    assert "written by the live consumer" not in html
+    judged = sum(b.judged for b in fetch_report_data(store, T0, T1, 900, include_replays=True).traffic)
+    assert judged == sum(b.judged for b in fetch_report_data(store, T0, T1, 900).traffic) + 13  # each replayed row is an event of its own here
+
+
+def test_a_range_without_replays_says_so(page: tuple[str, ReportSummary]) -> None:
+    """A store without replayed rows in the range says so in the header, so nobody wonders."""
+    assert '<p class="meta" id="replays">Replayed rows: none in this range.</p>' in page[0].split("</header>")[0]
+
+
+def test_a_table_from_before_replays_is_read_whole_and_says_so(store: ClickHouseStore, tmp_path: Path) -> None:
+    """A scores table without the replay_run column (before migration 036) is read as before, and the header says why
+    there are no replayed rows."""
+    store.insert_rows([make_row(T0 + timedelta(minutes=5), app="a", prompt_version="p", judge_id=LEXICAL_JUDGE, score=0.5)], uuid.uuid4().hex)
+    db = store.database
+    store.command(
+        f"CREATE TABLE {db}.legacy_scores ENGINE = ReplacingMergeTree(version) ORDER BY (app, judge_id, event_id)"
+        f" AS SELECT * EXCEPT (replay_run) FROM {db}.relevancy_scores"
+    )
+    legacy = ClickHouseStore(store.url, db, "legacy_scores")
+    legacy.open_existing()
+    summary = write_report(legacy, T0, T0 + timedelta(hours=1), tmp_path / "old.html")
+    html = (tmp_path / "old.html").read_text(encoding="utf-8")
+    assert (summary.judged_rows, summary.replayed_rows) == (1, 0)
+    assert "Replayed rows: none (this table has no replay_run column: it predates migration 036)." in html

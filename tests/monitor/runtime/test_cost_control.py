@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from datetime import UTC, datetime
+
+import pytest
 
 from monitor.config import Settings
 from monitor.devtools.localbroker import LocalBroker
-from monitor.runtime.budget import SpendBudget
-from monitor.runtime.store import AsyncStore
+from monitor.runtime.budget import Limits, SpendBudget
+from monitor.runtime.store import AsyncStore, ClickHouseStore
 from tests.fake_messages_api import FakeMessagesAPI, Reply
 from tests.harness import RunningPipeline, committed_offsets, produce_values, wait_for
+from tests.monitor.alerts.conftest import insert, make_row
 
 HOUR_START = 1_795_000_000 - 1_795_000_000 % 3600 + 60  # a fixed clock inside one hour: no rollover mid-test
 
@@ -173,3 +177,16 @@ async def test_a_failed_leader_lets_waiting_duplicates_judge_for_themselves(
     # the leader's own event keeps its error row; one waiting duplicate judged again, the other two reused that
     assert sorted((str(r[0]), bool(r[1]), r[2]) for r in rows) == [("error", False, 1), ("ok", False, 1), ("ok", True, 2)]
     assert len(fake_messages_api.message_requests) == 2
+
+
+def test_replayed_rows_spend_none_of_the_live_budget(store: ClickHouseStore) -> None:
+    """The live budget's read of the store (`judge_spend`) sums the live consumer's rows only: a replay's spend (capped
+    by its own --max-usd) leaves the live sampling rate alone."""
+    at = datetime.fromtimestamp(HOUR_START + 60, UTC)
+    insert(store, [make_row(at, cost=0.01) for _ in range(3)])
+    insert(store, [make_row(at, cost=5.0, replay_run="run-1") for _ in range(4)])
+    hour, day = store.judge_spend(HOUR_START, HOUR_START - 3600)
+    assert hour.requests == day.requests == 3 and hour.usd == day.usd == pytest.approx(0.03)
+    budget = SpendBudget(per_hour=Limits(usd=1.0), per_day=Limits(), clock=lambda: HOUR_START + 120)
+    budget.sync(hour=hour, day=day)
+    assert budget.factor() == 1.0
