@@ -223,7 +223,7 @@ class Replay:
         if self.options.max_usd is not None and self.cost.calls_api and self.cost.price is None:
             raise ReplayRefused(f"--max-usd needs the judge model's price, and {self.cost.model} has none: add it to MONITOR_JUDGE_PRICES")
         await self.store.open()
-        self.erased = await self.store._run(load_erased_ids, self.store.store)
+        self.erased = await self.store.call(load_erased_ids)
         return floor
 
     # ---- 2. count ----------------------------------------------------------------------------------------

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import clickhouse_connect
 import structlog
@@ -38,6 +38,8 @@ from monitor.runtime.retention import ALTER_SETTINGS, RetentionPlan, plan_retent
 from schemas.ddl import MIGRATIONS_TABLE, Migration, migrations, migrations_table_ddl, on_cluster
 from schemas.errors import StoreError
 from schemas.scored import SCORED_COLUMNS, ScoredRow
+
+T = TypeVar("T")
 
 log = structlog.get_logger("monitor.runtime.store")
 
@@ -482,6 +484,10 @@ class AsyncStore:
         # session, and an engine shut down with a session still open crashes the process at exit.
         if directory is not None and self._reader is None:
             self._reader = await self._run(_start_reader, directory)
+
+    async def call(self, fn: Callable[[ClickHouseStore], T]) -> T:
+        """`fn(store)` on the store's own thread: for read helpers written against the synchronous store."""
+        return await self._run(fn, self.store)  # type: ignore[no-any-return]
 
     async def insert_rows(self, rows: Sequence[ScoredRow], dedup_token: str) -> None:
         """See `ClickHouseStore.insert_rows`."""
