@@ -60,8 +60,8 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "replay",
         # The settings' flags are listed by topic below; a usage line of every one would fill the screen.
-        usage="%(prog)s --since TIME [--until TIME] [--from-store [--where SQL]]\n"
-        "       [--resume] [--max-usd USD] [--yes] [--dry-run] [--batch-api] [flags]",
+        usage="%(prog)s --since TIME [--until TIME]\n         [--from-store [--where SQL]] [--resume] [--max-usd USD]\n"
+        "         [--yes] [--dry-run] [--batch-api] [flags]",
         help="score history with the configured judge: a time range of the topics, or text already stored; cost shown first",
         description="Score the events of a time range through the same decode, sample, judge and sink path as live traffic, "
         "beside the live rows, each marked with the run's id (column replay_run). Kafka is read by explicit partition "
