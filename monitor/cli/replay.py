@@ -356,6 +356,10 @@ def estimate_lines(counted: Counted, max_usd: float | None) -> list[str]:
         f"read      {t.read:,} events in the range",
         f"left out  {_skips(t)}",
     ]
+    if t.before_start:
+        lines.append(
+            f"          {t.before_start:,} records older than --since were read past its offset and left out (the broker's time index is coarse)"
+        )
     if t.malformed:
         lines.append(
             "          malformed by reason: " + ", ".join(f"{r} {n:,}" for r, n in t.malformed.most_common()) + " (dead-lettered when they came)"

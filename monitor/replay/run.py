@@ -285,6 +285,7 @@ class Replay:
                     calls += 1
                     question_chars += len(event.question)
                     response_chars += len(event.response)
+        tally.before_start = history.progress.before_start
         self.view.progress(self._snapshot("count", history, tally, tally.read))
         return Counted(tally, estimate(self.cost, events, question_chars, response_chars, calls), stored, floor)
 

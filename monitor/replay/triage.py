@@ -45,6 +45,7 @@ class Tally:
     (ok and failed rows written), and spent."""
 
     read: int = 0
+    before_start: int = 0  # records older than the start read past its offset (a coarse time index), not in `read`
     skipped: Counter[Skip] = field(default_factory=Counter)
     malformed: Counter[str] = field(default_factory=Counter)
     scored: int = 0

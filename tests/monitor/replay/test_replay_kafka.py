@@ -199,3 +199,26 @@ async def test_a_live_error_row_is_not_replaced_by_a_replay(
     assert outcome.counted.tally.skipped[Skip.ALREADY_SCORED] == 3
     assert await _rows(async_store) == live
     assert await count_rows(async_store, "status = 'error' AND replay_run = ''") == 3
+
+
+async def test_two_batches_seconds_apart_replay_only_the_second(
+    broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore
+) -> None:
+    """Batches produced two seconds apart with the producers' own clock: a range starting between them reads the
+    second batch only, found by offsets_for_times rather than by reading the partitions from the start."""
+    import asyncio
+    from datetime import UTC, datetime
+
+    settings = make_settings(judge="lexical")
+    topic = settings.kafka_topics[0]
+    await produce_values(broker.bootstrap, topic, events(7, "first", minutes_ago(0)))
+    await asyncio.sleep(1.0)
+    between = datetime.now(UTC)
+    await asyncio.sleep(1.0)
+    await produce_values(broker.bootstrap, topic, events(5, "second", minutes_ago(0)))
+
+    outcome = await replay(settings, async_store, between, datetime.now(UTC) + timedelta(seconds=1))
+
+    assert outcome.counted.tally.read == 5
+    assert outcome.counted.tally.before_start == 0
+    assert [r[0] for r in await _rows(async_store)] == [f"second{i}" for i in range(5)]
