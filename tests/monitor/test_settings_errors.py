@@ -93,6 +93,7 @@ MALFORMED: dict[str, str] = {
     "cache_max_entries": "-1",
     "cache_ttl_s": "0",
     "traffic_flush_s": "0",
+    "replay_confirm_usd": "-1",
     "max_in_flight": "1",
     "resume_in_flight": "-1",
     "batch_max_rows": "0",
