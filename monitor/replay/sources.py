@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from aiokafka.structs import ConsumerRecord
@@ -74,21 +74,29 @@ class KafkaHistory:
                     yield [decode_record(r, self.kafka) for r in batch]
 
 
-# One row per event with stored text: the newest scoring of it by any judge (they all stored the same text).
+# One row per event with stored text: the newest scoring of it by any judge (they all stored the same text). The
+# filter is a column of the inner query, not a clause of the outer one: whatever it says (`1) OR (1` included), it is
+# one boolean expression, so it can never undo the range or the keyset that pages through it.
 _PAGE = """
 SELECT event_id, conversation_id, event_time, app, model, prompt_version, metadata, question, response,
        kafka_topic, kafka_partition, kafka_offset, redactions, redactor
-FROM {table} FINAL
-WHERE event_time >= {{since:DateTime64(3, 'UTC')}} AND event_time < {{until:DateTime64(3, 'UTC')}} AND question != ''
-  AND (event_time, event_id) > ({{after_time:DateTime64(3, 'UTC')}}, {{after_id:String}}){where}
+FROM (
+  SELECT *, ({where}) AS replay_filter_keeps FROM {table} FINAL
+  WHERE event_time >= {{since:DateTime64(3, 'UTC')}} AND event_time < {{until:DateTime64(3, 'UTC')}} AND question != ''
+    AND (event_time, event_id) > ({{after_time:DateTime64(3, 'UTC')}}, {{after_id:String}})
+)
+WHERE replay_filter_keeps
 ORDER BY event_time, event_id, scored_at DESC
 LIMIT 1 BY event_id
 LIMIT {limit}
 """
 _COUNT = """
 SELECT uniqExact(event_id), uniqExactIf(event_id, question != '')
-FROM {table} FINAL
-WHERE event_time >= {{since:DateTime64(3, 'UTC')}} AND event_time < {{until:DateTime64(3, 'UTC')}}{where}
+FROM (
+  SELECT *, ({where}) AS replay_filter_keeps FROM {table} FINAL
+  WHERE event_time >= {{since:DateTime64(3, 'UTC')}} AND event_time < {{until:DateTime64(3, 'UTC')}}
+)
+WHERE replay_filter_keeps
 """
 
 
@@ -107,7 +115,7 @@ class StoreHistory:
     def __init__(self, store: AsyncStore, span: TimeRange, where: str | None) -> None:
         self.store = store
         self.span = span
-        self.where = f"\n  AND ({where})" if where else ""
+        self.where = where or "1"
         self.redaction_of: dict[str, StoredRedaction] = {}
         self.progress = RangeProgress()
 
@@ -136,7 +144,10 @@ class StoreHistory:
             if not rows:
                 return
             page: list[Item] = [self._event(row) for row in rows]
-            after_time, after_id = rows[-1][2], str(rows[-1][0])
+            last = (_utc(rows[-1][2]), str(rows[-1][0]))
+            if last <= (after_time, after_id):  # the keyset must move, or this never ends
+                raise UsageError("--where: the filter made the store page through the range out of order; simplify it")
+            after_time, after_id = last
             self.progress.read += len(page)
             yield page
             if len(rows) < PAGE_ROWS:
@@ -151,7 +162,7 @@ class StoreHistory:
         return ConversationEvent(
             event_id=str(event_id),
             conversation_id=str(conversation_id),
-            event_time=event_time,
+            event_time=_utc(event_time),
             app=str(app),
             model=str(model),
             prompt_version=str(prompt_version),
@@ -161,3 +172,8 @@ class StoreHistory:
             shape="flat",
             source=KafkaPosition(topic=str(topic), partition=int(partition), offset=int(offset)),
         )
+
+
+def _utc(value: datetime) -> datetime:
+    """A stored DateTime64(3, 'UTC') as an aware datetime (the driver may hand it over naive, in UTC)."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value

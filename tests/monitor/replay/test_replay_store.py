@@ -69,3 +69,15 @@ async def test_a_bad_filter_is_a_one_line_error(make_settings: Callable[..., Set
     settings = make_settings(judge="lexical")
     with pytest.raises(UsageError, match="--where: the store refused the filter"):
         await replay(settings, async_store, minutes_ago(60), minutes_ago(0) + timedelta(minutes=1), from_store=True, where="app = = 'x'")
+
+
+async def test_a_filter_cannot_undo_the_range(broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore) -> None:
+    """A --where that closes its own parenthesis (`1) OR (1`) stays one expression: the range and paging still hold."""
+    live = make_settings(judge="lexical")
+    await _live(broker, live, async_store, 4, "w")
+    other = make_settings(judge="lexical", judge_max_input_chars=5000)  # another judge_id: the live rows are not its own
+
+    outcome = await replay(other, async_store, minutes_ago(60), minutes_ago(0), from_store=True, where="1) OR (1")
+
+    assert outcome.status == "finished"
+    assert outcome.tally.scored == 4
