@@ -1,150 +1,261 @@
 """Pipeline throughput against a bare aiokafka loop over the same backlog, in the same run.
 
-Both read the same N records from a local tansu broker through a consumer group; timing starts at the first
-fetched batch (the group join is excluded for both). The baseline does nothing but fetch and commit; the
-monitor decodes, samples, judges (lexical, so no LLM latency), writes to embedded ClickHouse and commits after
-durable writes; a second monitor run does the same with redaction off (MONITOR_REDACT=false), so the cost of
-redaction is a ratio of runs of the same backlog (five each, interleaved: the fastest wall-clock rates, and the median
-event-loop CPU time per event; a tenth of the events carry planted personal data); a third
-samples nothing (the hot path at low sample rates). Reported: events/s and the ratio to the baseline, plus peak RSS
-growth. Run: `python -m bench.pipeline_throughput [N]`."""
+One topic (3 partitions) on a local tansu broker holds the backlog; every run reads all of it from the start with a
+fresh consumer group. The limit is a bare loop: `getmany`, `json.loads` of each value, one commit of explicit offsets
+per fetched batch. Against it, in the same rounds (interleaved, the order rotated each round):
+  - the monitor sampling nothing (0 %): decode, sample, count, commit;
+  - the monitor judging every event (100 %) with the lexical judge and writing to embedded ClickHouse (chDB), with
+    redaction on (the default) and off (MONITOR_REDACT=false).
+Rates are steady-state, the same way for every side: records finished (bare: committed; monitor: below the offset
+tracker's low-water mark, i.e. written, dead-lettered or not sampled) between 10 % and 90 % of the backlog, over the
+time between, so the group join and the warm-up are outside the window for both. Reported: each side's median rate,
+the median of the per-round ratios monitor ÷ bare, and CPU per event inside the window (the event loop's thread, and
+the whole process, chDB's thread included). Prints a table and writes JSON (`--json PATH`).
+Run: `python -m bench.pipeline_throughput [N] [--rounds R] [--tiny] [--scenarios ...] [--json PATH]`."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import json
 import resource
 import statistics
-import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
 
 from aiokafka import AIOKafkaConsumer
 
+from bench.output import emit
 from monitor.config import load_settings
 from monitor.devtools.localbroker import LocalBroker
 from monitor.devtools.traffic import generate_events, produce
 from monitor.judges.lexical import LexicalJudge
+from monitor.runtime.logs import configure_logging
 from monitor.runtime.metrics import Metrics
 from monitor.runtime.service import build_pipeline
 from monitor.runtime.store import AsyncStore, ClickHouseStore
-from tests.harness import committed_offsets, create_topic
+from tests.harness import create_topic
 
-ROUNDS = 5
+DEFAULT_EVENTS = 100_000
+TINY_EVENTS = 600
+ROUNDS = 3
+DEFAULT_JSON = Path(".relevancy-monitor/bench/pipeline_throughput.json")
+WINDOW = (0.10, 0.90)  # the steady-state window, as shares of the backlog finished
+_SAMPLE_S = 0.01  # how often the monitor's progress is read (from its own event loop: a few µs each time)
+SCENARIOS = ("bare", "sample_0", "judged", "judged_no_redaction")
+LABELS = {
+    "bare": "bare loop (getmany + json.loads + commit per batch)",
+    "sample_0": "monitor, 0 % sampled (decode, sample, commit)",
+    "judged": "monitor, 100 % judged, lexical + chDB, redaction on",
+    "judged_no_redaction": "monitor, 100 % judged, redaction off",
+}
 
 
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """Progress at one moment: records finished, wall clock, the loop thread's and the process's CPU time."""
+
+    done: int
+    wall: float
+    loop_cpu: float
+    cpu: float
+
+    @classmethod
+    def now(cls, done: int) -> Mark:
+        """A mark of `done` records, taken now (on the event loop's thread)."""
+        return cls(done, time.perf_counter(), time.thread_time(), time.process_time())
 
 
-async def bare_loop(bootstrap: str, topic: str, n: int) -> float:
-    """Seconds for a plain group consumer to fetch and commit n records."""
+@dataclass(frozen=True, slots=True)
+class Steady:
+    """One run's figures inside the steady-state window."""
+
+    events_per_s: float
+    loop_cpu_us: float  # the event loop's thread, per event
+    cpu_us: float  # the whole process (chDB's thread and aiokafka's included), per event
+    window_events: int
+    window_s: float
+
+
+def steady(marks: list[Mark], n: int) -> Steady:
+    """The rate and CPU per event between the first marks at or past 10 % and 90 % of `n` records finished."""
+    low, high = (next(m for m in marks if m.done >= share * n) for share in WINDOW)
+    events, seconds = high.done - low.done, high.wall - low.wall
+    if events <= 0 or seconds <= 0:  # a tiny backlog finished within one fetch: no window to measure
+        return Steady(0.0, 0.0, 0.0, events, seconds)
+    return Steady(events / seconds, (high.loop_cpu - low.loop_cpu) / events * 1e6, (high.cpu - low.cpu) / events * 1e6, events, seconds)
+
+
+async def bare_loop(bootstrap: str, topic: str, n: int) -> list[Mark]:
+    """The limit: a group consumer that fetches, parses every value with json.loads and commits each batch."""
     consumer = AIOKafkaConsumer(
         topic,
         bootstrap_servers=bootstrap,
         group_id=f"bare-{uuid.uuid4().hex[:6]}",
         enable_auto_commit=False,
         auto_offset_reset="earliest",
-        max_poll_records=500,
+        max_poll_records=500,  # the monitor's default (MONITOR_KAFKA_MAX_POLL_RECORDS)
     )
     await consumer.start()
+    marks = [Mark.now(0)]
     seen = 0
-    started = None
     try:
         while seen < n:
-            batch = await consumer.getmany(timeout_ms=200)
-            if batch and started is None:
-                started = time.monotonic()  # exclude the group join, which both pay
+            batch = await consumer.getmany(timeout_ms=100, max_records=500)
+            if not batch:
+                continue
+            offsets = {}
             for tp, records in batch.items():
+                for record in records:
+                    json.loads(record.value)
                 seen += len(records)
-                await consumer.commit({tp: records[-1].offset + 1})
-        return time.monotonic() - (started or time.monotonic())
+                offsets[tp] = records[-1].offset + 1
+            await consumer.commit(offsets)
+            marks.append(Mark.now(seen))
+        return marks
     finally:
         await consumer.stop()
 
 
-async def monitor_run(bootstrap: str, topic: str, n: int, chdb: str, sample_rate: float, redact: bool = True, database: str = "bench") -> float:
-    """Seconds for the monitor to finish (write and commit) n records, into `database` (its own per run, so that no
-    run pays for the background merges of another's rows)."""
+async def monitor_run(bootstrap: str, topic: str, n: int, url: str, database: str, sample_rate: float, redact: bool = True) -> list[Mark]:
+    """The monitor over the backlog into `database` (its own per run: no run pays for another's merges), until every
+    record is finished and committed; progress is the offset tracker's low-water mark."""
     settings = load_settings(
         kafka_bootstrap_servers=bootstrap,
         kafka_topics=[topic],
         kafka_group_id=f"mon-{uuid.uuid4().hex[:6]}",
         dlq_topic=f"{topic}.dlq",
-        clickhouse_url=chdb,
+        clickhouse_url=url,
         judge="lexical",
         metrics_port=0,
         judge_concurrency=64,
         sample_rate=sample_rate,
         redact=redact,
     )
-    metrics = Metrics()
-    store = AsyncStore(ClickHouseStore(chdb, database, "relevancy_scores"))
-    pipeline = build_pipeline(settings, LexicalJudge(), store, metrics)
+    store = AsyncStore(ClickHouseStore(url, database, "relevancy_scores"))
+    pipeline = build_pipeline(settings, LexicalJudge(), store, Metrics())
     stop = asyncio.Event()
     task = asyncio.create_task(pipeline.run(stop))
-    started = None
+    marks = [Mark.now(0)]
     try:
         while True:
-            await asyncio.sleep(0.05)
-            consumed = sum(
-                s.value
-                for m in metrics.registry.collect()
-                if m.name == "relevancy_monitor_events_consumed"
-                for s in m.samples
-                if s.name.endswith("_total")
-            )
-            if consumed and started is None:
-                started = time.monotonic()
-            if consumed >= n and pipeline.tracker.in_flight() == 0:
-                done = sum(v or 0 for v in (await committed_offsets(bootstrap, settings.kafka_group_id, topic)).values())
-                if done >= n:
-                    return time.monotonic() - (started or time.monotonic())
+            await asyncio.sleep(_SAMPLE_S)
+            if task.done():
+                task.result()  # a pipeline that died says why
+                raise RuntimeError("the pipeline stopped before finishing the backlog")
+            done = sum(pipeline.tracker.low_water().values())  # offsets start at 0 in a fresh topic
+            if done > marks[-1].done:
+                marks.append(Mark.now(done))
+            if done >= n:
+                break
+        return marks  # the shutdown below commits what is finished (outside the window)
     finally:
         stop.set()
         await task
         await store.close()
 
 
-async def main(n: int) -> None:
-    with LocalBroker() as broker, tempfile.TemporaryDirectory() as tmp:
-        topic = f"bench-{uuid.uuid4().hex[:6]}"
-        await create_topic(broker.bootstrap, topic, 3)
-        await produce(broker.bootstrap, topic, generate_events(n, seed=5, malformed_share=0.0, pii_share=0.1))
-        await create_topic(broker.bootstrap, f"{topic}.dlq", 1)
-        rss_before = peak_rss_mb()
-        bare = await bare_loop(broker.bootstrap, topic, n)
-        # Redaction on and off, interleaved, five runs each. Wall-clock rates swing by a third here (the machine is
-        # shared), so the event loop's own CPU time per event is measured too: it is steady, and the loop is what
-        # bounds a replica with the lexical judge.
-        runs: dict[bool, list[float]] = {True: [], False: []}
-        loop_cpu: dict[bool, list[float]] = {True: [], False: []}
-        for i in range(ROUNDS):
-            for redact in (True, False):
-                cpu = time.thread_time()  # this thread runs the event loop: the pipeline's own work, not chDB's
-                runs[redact].append(await monitor_run(broker.bootstrap, topic, n, f"chdb://{tmp}", 1.0, redact, database=f"bench_{i}_{int(redact)}"))
-                loop_cpu[redact].append((time.thread_time() - cpu) / n * 1e6)
-                if i == 0 and redact:
-                    rss_after = peak_rss_mb()
-        judged, unredacted = min(runs[True]), min(runs[False])
-        cpu_on, cpu_off = statistics.median(loop_cpu[True]), statistics.median(loop_cpu[False])
-        skipped = await monitor_run(broker.bootstrap, topic, n, f"chdb://{tmp}", 0.0, database="bench_none")
-    print(f"events: {n} (default settings: max_in_flight 2000, batches of 1000 rows)")
-    print(f"bare aiokafka loop           : {n / bare:10.0f} events/s ({bare:.2f} s)")
-    print(f"monitor, every event judged  : {n / judged:10.0f} events/s ({judged:.2f} s)  ratio {bare / judged:.3f}  [lexical judge, chDB writes]")
-    print(
-        f"monitor, judged, no redaction: {n / unredacted:10.0f} events/s ({unredacted:.2f} s)  ratio {bare / unredacted:.3f}"
-        f"  fastest runs: redaction keeps {unredacted / judged:.3f} of the throughput (target >= 0.90)"
-    )
-    print(
-        f"event-loop CPU per event       : {cpu_on:.0f} µs with redaction, {cpu_off:.0f} µs without (medians):"
-        f" redaction keeps {cpu_off / cpu_on:.3f} of what the loop can carry"
-    )
-    for redact, label in ((True, "redaction on "), (False, "redaction off")):
-        print(f"  runs, {label}              : {', '.join(f'{n / t:.0f}' for t in runs[redact])} events/s")
-    print(f"monitor, none sampled        : {n / skipped:10.0f} events/s ({skipped:.2f} s)  ratio {bare / skipped:.3f}  [decode, sample, commit]")
-    print(f"peak RSS growth (judged run) : {rss_after - rss_before:10.1f} MB")
+def peak_rss_mb() -> float:
+    """The process's peak resident set so far, in MB."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+async def measure(n: int, rounds: int, bootstrap: str, url: str, prefix: str, scenarios: tuple[str, ...] = SCENARIOS) -> dict[str, Any]:
+    """Produce the backlog once, then run the bare loop and `scenarios` `rounds` times, interleaved; the figures."""
+    chosen = ("bare", *(s for s in scenarios if s != "bare"))
+    topic = f"bench-{uuid.uuid4().hex[:6]}"
+    await create_topic(bootstrap, topic, 3)
+    await produce(bootstrap, topic, generate_events(n, seed=5, malformed_share=0.0, pii_share=0.1))
+    await create_topic(bootstrap, f"{topic}.dlq", 1)
+    runners: dict[str, Callable[[int], Awaitable[list[Mark]]]] = {
+        "bare": lambda r: bare_loop(bootstrap, topic, n),
+        "sample_0": lambda r: monitor_run(bootstrap, topic, n, url, f"{prefix}_{r}_s0", 0.0),
+        "judged": lambda r: monitor_run(bootstrap, topic, n, url, f"{prefix}_{r}_j", 1.0, True),
+        "judged_no_redaction": lambda r: monitor_run(bootstrap, topic, n, url, f"{prefix}_{r}_jn", 1.0, False),
+    }
+    runs: dict[str, list[Steady]] = {s: [] for s in chosen}
+    rss_before = peak_rss_mb()
+    for r in range(rounds):
+        for scenario in chosen[r % len(chosen) :] + chosen[: r % len(chosen)]:
+            runs[scenario].append(steady(await runners[scenario](r), n))
+    out: dict[str, Any] = {"events": n, "rounds": rounds, "window": list(WINDOW), "peak_rss_growth_mb": round(peak_rss_mb() - rss_before, 1)}
+    for scenario in chosen:
+        figures = runs[scenario]
+        ratios = [f.events_per_s / b.events_per_s if b.events_per_s else 0.0 for f, b in zip(figures, runs["bare"], strict=True)]
+        out[scenario] = {
+            "events_per_s": statistics.median(f.events_per_s for f in figures),
+            "ratio_to_bare": statistics.median(ratios),
+            "ratios_per_round": ratios,
+            "loop_cpu_us_per_event": statistics.median(f.loop_cpu_us for f in figures),
+            "cpu_us_per_event": statistics.median(f.cpu_us for f in figures),
+            "runs": [asdict(f) for f in figures],
+        }
+    if "judged" in out and "judged_no_redaction" in out:
+        on, off = out["judged"], out["judged_no_redaction"]
+        out["redaction_keeps"] = on["events_per_s"] / off["events_per_s"] if on["events_per_s"] and off["events_per_s"] else None
+    return out
+
+
+def report_lines(result: dict[str, Any]) -> list[str]:
+    """The table: each scenario's steady-state rate, its ratio to the bare loop of the same rounds, CPU per event."""
+    lines = [
+        f"events: {result['events']}, rounds: {result['rounds']} (interleaved), steady state between"
+        f" {result['window'][0]:.0%} and {result['window'][1]:.0%} of the backlog finished; medians",
+        f"{'scenario':<55} {'events/s':>10} {'÷ bare':>8} {'loop µs/ev':>11} {'cpu µs/ev':>10}  per-round ratios",
+    ]
+    for scenario in (s for s in SCENARIOS if s in result):
+        f = result[scenario]
+        if not f["events_per_s"]:
+            lines.append(f"{LABELS[scenario]:<55} {'-':>10} {'-':>8} {'-':>11} {'-':>10}  no window: the backlog finished in one step (too small)")
+            continue
+        rounds = ", ".join(f"{r:.3f}" for r in f["ratios_per_round"])
+        lines.append(
+            f"{LABELS[scenario]:<55} {f['events_per_s']:>10.0f} {f['ratio_to_bare']:>8.3f}"
+            f" {f['loop_cpu_us_per_event']:>11.1f} {f['cpu_us_per_event']:>10.1f}  {rounds}"
+        )
+    if result.get("redaction_keeps") is not None:
+        lines.append(f"redaction keeps {result['redaction_keeps']:.3f} of the judged throughput")
+    lines.append(f"peak RSS growth {result['peak_rss_growth_mb']} MB")
+    return lines
+
+
+async def main(
+    n: int = DEFAULT_EVENTS,
+    *,
+    rounds: int = ROUNDS,
+    json_path: Path | None = DEFAULT_JSON,
+    bootstrap: str | None = None,
+    url: str | None = None,
+    prefix: str = "bench",
+    quiet: bool = True,
+    scenarios: tuple[str, ...] = SCENARIOS,
+) -> dict[str, Any]:
+    """Measure, print the table, write the JSON; returns the figures. Without `bootstrap` a local broker is started,
+    without `url` a chDB store in a temporary directory (chDB allows one store path per process)."""
+    if quiet:  # the pipeline's info lines (pauses, commits) would bury the table
+        configure_logging(level="error")
+    with tempfile.TemporaryDirectory() as tmp:
+        if bootstrap is None:
+            with LocalBroker() as broker:
+                result = await measure(n, rounds, broker.bootstrap, url or f"chdb://{tmp}", prefix, scenarios)
+        else:
+            result = await measure(n, rounds, bootstrap, url or f"chdb://{tmp}", prefix, scenarios)
+    emit(report_lines(result), result, json_path)
+    return result
 
 
 if __name__ == "__main__":
-    asyncio.run(main(int(sys.argv[1]) if len(sys.argv) > 1 else 20_000))
+    p = argparse.ArgumentParser(description="Monitor throughput against a bare aiokafka loop, same broker and backlog, same run.")
+    p.add_argument("events", nargs="?", type=int, default=None, help=f"backlog size (default {DEFAULT_EVENTS})")
+    p.add_argument("--rounds", type=int, default=None, help=f"interleaved rounds (default {ROUNDS})")
+    p.add_argument("--tiny", action="store_true", help=f"{TINY_EVENTS} events, one round: that it runs, not what it measures (CI)")
+    p.add_argument("--json", type=Path, default=DEFAULT_JSON, help=f"where to write the figures (default {DEFAULT_JSON})")
+    p.add_argument("--scenarios", nargs="+", choices=SCENARIOS[1:], default=SCENARIOS[1:], help="the monitor's scenarios (default all)")
+    a = p.parse_args()
+    size = a.events or (TINY_EVENTS if a.tiny else DEFAULT_EVENTS)
+    asyncio.run(main(size, rounds=a.rounds or (1 if a.tiny else ROUNDS), json_path=a.json, scenarios=tuple(a.scenarios)))

@@ -1,16 +1,25 @@
 """Decoding a Kafka record value into a `ConversationEvent`: a pure function of its arguments (the wall clock is
-read only when no `now` is given) that never raises anything but `DecodeError`, whatever the bytes."""
+read only when no `now` is given) that never raises anything but `DecodeError`, whatever the bytes.
+
+Two paths, one outcome. The fast path (msgspec, straight into typed structs) takes the common events: every field
+known, each of the types the event schema accepts as is. Anything else, every malformed value included, goes the
+reference path (json.loads and the pydantic models), which alone words the errors; the fast path never refuses an
+event, it only declines it. So it must accept only what the reference path accepts, with the same result: see
+`_fast` for the checks that make it so (tests/consumers/test_decode_paths.py compares the two on arbitrary input)."""
 
 from __future__ import annotations
 
 import json
+import time
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import ValidationError
+import msgspec
+from msgspec import UNSET, UnsetType
+from pydantic import TypeAdapter, ValidationError
 
 from schemas.errors import DecodeError
-from schemas.events import ChatEvent, ConversationEvent, FlatEvent, KafkaPosition
+from schemas.events import MAX_ID_CHARS, ChatEvent, ConversationEvent, FlatEvent, KafkaPosition
 
 DEFAULT_MAX_EVENT_BYTES = 1_000_000
 # An event time this far ahead of the monitor's clock is a bad clock: accepted, it would sit in the alert windows
@@ -91,26 +100,73 @@ def _parse_object(value: bytes | None, max_bytes: int) -> dict[str, Any]:
     return obj
 
 
-def _event_time(parsed: FlatEvent | ChatEvent, record_timestamp_ms: int | None, now: datetime, max_future_skew_s: float | None) -> datetime:
-    """The event's own timestamp, else the record's; raises `DecodeError` if missing, unstorable or too far ahead."""
-    if parsed.timestamp is not None:
-        event_time = parsed.timestamp
+_MIN_EPOCH_S, _MAX_EPOCH_S = MIN_EVENT_TIME.timestamp(), MAX_EVENT_TIME.timestamp()
+# Epoch seconds (floats) decide only where they cannot differ from the datetimes, this far from a bound.
+_EPOCH_MARGIN_S = 1.0
+
+
+def _event_time(
+    timestamp: datetime | None, record_timestamp_ms: int | None, now: datetime | None, max_future_skew_s: float | None
+) -> tuple[datetime, float]:
+    """The event's own timestamp, else the record's, and its epoch seconds; raises `DecodeError` if missing,
+    unstorable or too far ahead."""
+    if timestamp is not None:
+        event_time = timestamp
     elif record_timestamp_ms is not None and record_timestamp_ms >= 0:
         event_time = datetime.fromtimestamp(record_timestamp_ms / 1000, tz=UTC)
     else:
         raise DecodeError("invalid_event", "no timestamp in the event and none on the Kafka record")
-    if not MIN_EVENT_TIME <= event_time < MAX_EVENT_TIME:
+    epoch_s = event_time.timestamp()
+    # Compared as floats first (cheaper than aware datetimes); near a bound, as datetimes, exactly.
+    inside = _MIN_EPOCH_S + _EPOCH_MARGIN_S <= epoch_s < _MAX_EPOCH_S - _EPOCH_MARGIN_S or MIN_EVENT_TIME <= event_time < MAX_EVENT_TIME
+    if not inside:
         raise DecodeError("invalid_event", f"timestamp {event_time.isoformat()} is outside {MIN_EVENT_TIME.year}-{MAX_EVENT_TIME.year - 1}")
     # The monitor's clock is the reference, not the record's timestamp: that is the producer's CreateTime by
     # default, i.e. possibly the very clock that is wrong.
-    if max_future_skew_s is not None and event_time > now + timedelta(seconds=max_future_skew_s):
+    if max_future_skew_s is None or (now is None and epoch_s < time.time() + max_future_skew_s - _EPOCH_MARGIN_S):
+        return event_time, epoch_s
+    now = now or datetime.now(UTC)
+    if event_time > now + timedelta(seconds=max_future_skew_s):
         ahead = (event_time - now).total_seconds()
-        source = "timestamp" if parsed.timestamp is not None else "record timestamp"
+        source = "timestamp" if timestamp is not None else "record timestamp"
         raise DecodeError(
             "invalid_event",
             f"{source} {event_time.isoformat()} is {ahead:.0f} s ahead of the monitor's clock (limit {max_future_skew_s:.0f} s): a bad clock",
         )
-    return event_time
+    return event_time, epoch_s
+
+
+class DecodedEvent(msgspec.Struct, frozen=True):
+    """A decoded, validated event without its Kafka position: what the pipeline samples (cheap to build), and
+    `event(position)` is the `ConversationEvent` the judge and the store see."""
+
+    event_id: str
+    conversation_id: str
+    event_time: datetime
+    app: str
+    model: str
+    prompt_version: str
+    metadata: dict[str, str]
+    question: str
+    response: str
+    shape: Literal["flat", "chat"]
+    epoch_s: float  # event_time as epoch seconds (the traffic counts' minute)
+
+    def event(self, position: KafkaPosition) -> ConversationEvent:
+        """The `ConversationEvent` of this event at `position`."""
+        return ConversationEvent(
+            event_id=self.event_id,
+            conversation_id=self.conversation_id,
+            event_time=self.event_time,
+            app=self.app,
+            model=self.model,
+            prompt_version=self.prompt_version,
+            metadata=self.metadata,
+            question=self.question,
+            response=self.response,
+            shape=self.shape,
+            source=position,
+        )
 
 
 def decode_event(
@@ -124,8 +180,65 @@ def decode_event(
 ) -> ConversationEvent:
     """Decode one record value (flat or chat shape) into a `ConversationEvent`, or raise `DecodeError`. An event
     time more than `max_future_skew_s` ahead of `now` (default: the wall clock; None disables) is refused."""
+    decoded = decode_fields(
+        value,
+        topic=position.topic,
+        partition=position.partition,
+        offset=position.offset,
+        record_timestamp_ms=record_timestamp_ms,
+        max_bytes=max_bytes,
+        max_future_skew_s=max_future_skew_s,
+        now=now,
+    )
+    return decoded.event(position)
+
+
+def decode_fields(
+    value: bytes | None,
+    *,
+    topic: str,
+    partition: int,
+    offset: int,
+    record_timestamp_ms: int | None,
+    max_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+    max_future_skew_s: float | None = DEFAULT_MAX_FUTURE_SKEW_S,
+    now: datetime | None = None,
+) -> DecodedEvent:
+    """`decode_event` without building the `ConversationEvent` (the record's position only names an event without
+    an id): the same checks, the same `DecodeError`s."""
+    if value is None or len(value) == 0:
+        raise DecodeError("empty_value", "record has no value")
+    if len(value) > max_bytes:
+        raise DecodeError("oversized", f"value is {len(value)} bytes, limit {max_bytes}")
+    fields = _fast(value) or _reference(value, max_bytes)
+    event_id, conversation_id, app, model, prompt_version, metadata, question, response, shape, timestamp = fields
+    # A replay of the same record gets the same id, so it does not double-count.
+    event_id = event_id or f"kafka:{topic}/{partition}/{offset}"
+    event_time, epoch_s = _event_time(timestamp, record_timestamp_ms, now, max_future_skew_s)
+    return DecodedEvent(
+        event_id,
+        conversation_id or event_id,
+        event_time,
+        app,
+        model,
+        prompt_version,
+        metadata,
+        question,
+        response,
+        shape,
+        epoch_s,
+    )
+
+
+# (event_id, conversation_id, app, model, prompt_version, metadata, question, response, shape, timestamp), before
+# the defaults that need the record (ids, event time)
+_Fields = tuple[str | None, str | None, str, str, str, dict[str, str], str, str, Literal["flat", "chat"], datetime | None]
+
+
+def _reference(value: bytes, max_bytes: int) -> _Fields:
+    """The reference path: json.loads and the pydantic models; raises every `DecodeError` but the time checks."""
     obj = _parse_object(value, max_bytes)
-    shape = "chat" if "messages" in obj else "flat"
+    shape: Literal["flat", "chat"] = "chat" if "messages" in obj else "flat"
     try:
         parsed: FlatEvent | ChatEvent = ChatEvent.model_validate(obj) if shape == "chat" else FlatEvent.model_validate(obj)
     except ValidationError as e:
@@ -142,20 +255,164 @@ def decode_event(
         question, response = parsed.user_message, parsed.response
     if not question.strip():
         raise DecodeError("no_judgeable_pair", "the user message is empty")
+    p = parsed
+    return p.event_id, p.conversation_id, p.app, p.model, p.prompt_version, p.metadata, question, response, shape, p.timestamp
 
-    # A replay of the same record gets the same id, so it does not double-count.
-    event_id = parsed.event_id or f"kafka:{position.topic}/{position.partition}/{position.offset}"
-    event_time = _event_time(parsed, record_timestamp_ms, now or datetime.now(UTC), max_future_skew_s)
-    return ConversationEvent(
-        event_id=event_id,
-        conversation_id=parsed.conversation_id or event_id,
-        event_time=event_time,
-        app=parsed.app,
-        model=parsed.model,
-        prompt_version=parsed.prompt_version,
-        metadata=parsed.metadata,
-        question=question,
-        response=response,
-        shape=shape,
-        source=position,
-    )
+
+# ---- the fast path ---------------------------------------------------------------------------------------------
+# Every field of the event schema, each typed as the reference path takes it without coercion; unknown fields are
+# refused, so that every key and every string of the document lands in a field (the duplicate-key check needs it).
+# gc=False: these structs live for one decode and hold no cycles, so the collector need not track them.
+
+
+class _Part(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    type: str
+    text: str | UnsetType | None = UNSET
+
+
+class _Message(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    role: str
+    content: str | list[_Part] | UnsetType | None = UNSET
+
+    def text(self) -> str:
+        """As `ChatMessage.text`."""
+        content = self.content
+        if content is None or content is UNSET:
+            return ""
+        if isinstance(content, str):
+            return content
+        if len(content) == 1:  # the common case, without building a join
+            p = content[0]
+            return p.text if p.type == "text" and isinstance(p.text, str) else ""
+        return "\n".join(p.text for p in content if p.type == "text" and isinstance(p.text, str))
+
+
+class _Envelope(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    event_id: str | UnsetType | None = UNSET
+    conversation_id: str | UnsetType | None = UNSET
+    timestamp: str | UnsetType | None = UNSET
+    app: str | UnsetType | None = UNSET
+    model: str | UnsetType | None = UNSET
+    prompt_version: str | UnsetType | None = UNSET
+    metadata: dict[str, str] | UnsetType | None = UNSET
+    user_message: str | UnsetType = UNSET
+    response: str | UnsetType = UNSET
+    messages: list[_Message] | UnsetType | None = UNSET
+
+
+class _ScalarEnvelope(_Envelope, forbid_unknown_fields=True):
+    """The second try, for metadata with values other than strings (the reference path turns scalars into text)."""
+
+    metadata: dict[str, str | int | float | bool | None] | UnsetType | None = UNSET  # type: ignore[assignment]
+
+
+_DECODERS = (msgspec.json.Decoder(_Envelope), msgspec.json.Decoder(_ScalarEnvelope))
+_ENCODER = msgspec.json.Encoder()
+# pydantic's own datetime validator, as the envelope's `timestamp` field parses a string (lax mode)
+_PARSE_DATETIME = TypeAdapter(datetime).validator.validate_python
+
+
+def _scalar_text(value: str | int | float | bool) -> str:
+    # As `schemas.events._scalar_to_str` for the scalars the fast path admits (bool before int: True is an int).
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _decode_structs(value: bytes) -> _Envelope | None:
+    """The value as structs (metadata values as strings, else as scalars), or None where msgspec refuses it."""
+    for decoder in _DECODERS:
+        try:
+            return decoder.decode(value)
+        except msgspec.ValidationError:
+            continue
+        except msgspec.DecodeError:
+            return None
+    return None
+
+
+def _fast(value: bytes) -> _Fields | None:
+    """The fields of a common event, or None: declined, and the reference path decides (and words why). It accepts
+    only what the reference path accepts, with the same result (see the comments)."""
+    # - msgspec's grammar is the standard one, stricter than json.loads (no NaN, no lone surrogates, no numbers past a
+    #   double), and it refuses invalid UTF-8 (overlong forms, encoded surrogates) as `bytes.decode` does: it fails
+    #   rather than differs;
+    # - a repeated key, which the reference refuses and msgspec settles silently, shows in the quote bytes: every key
+    #   and string lands in a field, so re-encoding the structs writes two quotes per string plus one per quote inside
+    #   (written `\"`), as the value has them, unless a string went missing with a repeated key (a quote written
+    #   `\u0022` would not count: declined);
+    # - no NUL (only `\u0000` can write one) and no lone surrogate (msgspec refuses them): the identifier and text
+    #   rules have nothing to refuse or replace; lengths are checked as the models check them;
+    # - the timestamp is parsed by pydantic's own validator, as the model parses it.
+    if b"\\u00" in value and (b"\\u0000" in value or b"\\u0022" in value):  # one scan in the common case
+        return None
+    raw = _decode_structs(value)
+    if raw is None or _ENCODER.encode(raw).count(b'"') != value.count(b'"'):
+        return None  # refused by msgspec, or a repeated key
+    event_id, conversation_id, app, model, prompt_version = raw.event_id, raw.conversation_id, raw.app, raw.model, raw.prompt_version
+    # Null or absent: the model's default; a string: within the model's lengths (app and ids at least one character).
+    if event_id is UNSET:
+        event_id = None
+    elif event_id is not None and not 0 < len(event_id) <= MAX_ID_CHARS:
+        return None
+    if conversation_id is UNSET:
+        conversation_id = None
+    elif conversation_id is not None and not 0 < len(conversation_id) <= MAX_ID_CHARS:
+        return None
+    if app is None or app is UNSET:
+        app = "default"
+    elif not 0 < len(app) <= MAX_ID_CHARS:
+        return None
+    if model is None or model is UNSET:
+        model = ""
+    elif len(model) > MAX_ID_CHARS:
+        return None
+    if prompt_version is None or prompt_version is UNSET:
+        prompt_version = ""
+    elif len(prompt_version) > MAX_ID_CHARS:
+        return None
+    md = raw.metadata
+    if md is None or md is UNSET:
+        metadata: dict[str, str] = {}
+    elif isinstance(raw, _ScalarEnvelope):
+        metadata = {k: _scalar_text(v) for k, v in md.items() if v is not None}
+    else:
+        metadata = md
+    shape: Literal["flat", "chat"]
+    if raw.messages is UNSET:
+        shape = "flat"
+        question, response = raw.user_message, raw.response
+        if question is UNSET or response is UNSET:
+            return None
+    else:
+        shape = "chat"
+        pair = _judged_pair(raw.messages)
+        if pair is None:
+            return None
+        question, response = pair
+    if not question.strip():
+        return None
+    timestamp: datetime | None = None
+    if isinstance(raw.timestamp, str):
+        try:
+            timestamp = _PARSE_DATETIME(raw.timestamp)
+        except ValidationError:
+            return None
+        # As `EventEnvelope._aware_utc`: a timestamp without an offset is UTC.
+        timestamp = timestamp.replace(tzinfo=UTC) if timestamp.tzinfo is None else timestamp.astimezone(UTC)
+    return event_id, conversation_id, app, model, prompt_version, metadata, question, response, shape, timestamp
+
+
+def _judged_pair(messages: list[_Message] | None) -> tuple[str, str] | None:
+    """As `ChatEvent.judged_pair`, for a list of at least one message (else None: declined)."""
+    if not messages:
+        return None
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].role == "assistant":
+            for j in range(i - 1, -1, -1):
+                if messages[j].role == "user":
+                    return messages[j].text(), messages[i].text()
+            return None
+    return None

@@ -57,6 +57,16 @@ class OffsetTracker:
             state.next_offset = offset + 1
         return Ticket(tp, offset, state.epoch)
 
+    def advance(self, tp: TopicPartition, next_offset: int) -> None:
+        """Record that every offset below `next_offset` was fetched, and those not tracked are finished already
+        (events not sampled): what `track` and `done` for each of them would leave, without a ticket each."""
+        state = self._parts.get(tp)
+        if state is None:  # as in `track`
+            self.assign([tp])
+            state = self._parts[tp]
+        if state.next_offset is None or next_offset > state.next_offset:
+            state.next_offset = next_offset
+
     def done(self, ticket: Ticket) -> bool:
         """Mark a record finished (written, dead-lettered or not sampled). False if its partition moved on."""
         state = self._parts.get(ticket.tp)
@@ -76,6 +86,10 @@ class OffsetTracker:
             state = self._parts.get(tp)
             return len(state.pending) if state else 0
         return sum(len(s.pending) for s in self._parts.values())
+
+    def low_water(self) -> dict[TopicPartition, int]:
+        """Per tracked partition, the lowest offset not yet finished (one past the highest tracked when none is pending)."""
+        return {tp: s.pending[0] if s.pending else s.next_offset for tp, s in self._parts.items() if s.next_offset is not None}
 
     def committable(self, tps: Iterable[TopicPartition] | None = None) -> dict[TopicPartition, int]:
         """Offsets that advance past the last commit, for the given partitions (default: all tracked)."""

@@ -14,20 +14,48 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from schemas.errors import SamplingConfigError
-from schemas.events import ConversationEvent
 
 SampleKey = Literal["conversation_id", "event_id"]
 SegmentField = Literal["app", "model", "prompt_version"]
 SEGMENT_FIELDS: tuple[SegmentField, ...] = ("app", "model", "prompt_version")
+
+
+class Sampleable(Protocol):
+    """What a decision reads of an event: a `ConversationEvent`, or the pipeline's `DecodedEvent` before one is built."""
+
+    @property
+    def event_id(self) -> str:
+        """The event's id (a sampling key)."""
+
+    @property
+    def conversation_id(self) -> str:
+        """The conversation's id (the default sampling key)."""
+
+    @property
+    def app(self) -> str:
+        """The app (rules match it, and segments count it)."""
+
+    @property
+    def model(self) -> str:
+        """The model (rules match it, and segments count it)."""
+
+    @property
+    def prompt_version(self) -> str:
+        """The prompt version (rules match it, and segments count it)."""
+
+    @property
+    def metadata(self) -> Mapping[str, str]:
+        """The labels rules match."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,12 +67,17 @@ class SamplingSettings:
     file: Path | None = None
 
 
+_BLAKE2B_8 = hashlib.blake2b(digest_size=8)  # copied per key: cheaper than building one from its parameters
+
+
 def sample_point(key: str) -> float:
     """A stable pseudo-random number in [0, 1) for `key` (BLAKE2b, independent of PYTHONHASHSEED)."""
-    digest = hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest()
-    return int.from_bytes(digest, "big") / 2**64
+    h = _BLAKE2B_8.copy()
+    h.update(key.encode("utf-8"))
+    return int.from_bytes(h.digest(), "big") / 2**64
 
 
+_MAX_DECISIONS = 1024
 SHADOW_SALT = b"rm-shadow-v1"  # BLAKE2b's own salt parameter (at most 16 bytes); changing it reshuffles the shadow sample
 
 
@@ -79,7 +112,7 @@ class Match(BaseModel):
             return out
         return data
 
-    def matches(self, event: ConversationEvent) -> bool:
+    def matches(self, event: Sampleable) -> bool:
         """Whether every condition holds for `event`."""
         for name in ("app", "model", "prompt_version"):
             allowed = getattr(self, name)
@@ -199,6 +232,8 @@ class Sampler:
         self.policy = policy
         self._window_start: float | None = None
         self._judged: dict[tuple[str, ...], int] = defaultdict(int)
+        self._decisions: dict[tuple[bool, float, DecisionKind, str, float, str], SampleDecision] = {}
+        self._last = SampleDecision(False, -1.0, DecisionKind.BASE)  # the previous decision: runs of the same are common
 
     @classmethod
     def from_settings(cls, settings: SamplingSettings) -> Sampler:
@@ -214,7 +249,7 @@ class Sampler:
             raise ValueError(f"sample rate must be within [0, 1], got {rate}")
         return cls(SamplingPolicy(default_rate=rate, key=key))
 
-    def _segment(self, event: ConversationEvent) -> tuple[str, ...]:
+    def _segment(self, event: Sampleable) -> tuple[str, ...]:
         assert self.policy.min_per_segment is not None
         return tuple(getattr(event, f) for f in self.policy.min_per_segment.segment_by)
 
@@ -226,31 +261,53 @@ class Sampler:
             self._window_start = now - (now % mps.window_s)  # aligned windows: replicas agree on boundaries
             self._judged.clear()
 
-    def decide(self, event: ConversationEvent, *, factor: float = 1.0, reason: str = "", now: float = 0.0) -> SampleDecision:
+    def decide(self, event: Sampleable, *, factor: float = 1.0, reason: str = "", now: float = 0.0) -> SampleDecision:
         """The decision for one event. `factor` in [0, 1] scales rate-based decisions for `reason` (budget,
         freshness); 0 stops all judging, `always` rules included."""
-        key = event.conversation_id if self.policy.key == "conversation_id" else event.event_id
-        point = sample_point(key)
-        rule = next((r for r in self.policy.rules if r.match.matches(event)), None)
+        policy = self.policy
+        point = sample_point(event.conversation_id if policy.key == "conversation_id" else event.event_id)
+        rule = None
+        for r in policy.rules:
+            if r.match.matches(event):
+                rule = r
+                break
         if rule is not None and rule.never:
-            return SampleDecision(False, 0.0, DecisionKind.NEVER, rule.name)
+            return self._decision(False, 0.0, DecisionKind.NEVER, rule.name, 1.0, "")
         if factor <= 0.0:
-            return SampleDecision(False, 0.0, DecisionKind.STOPPED, factor=0.0, factor_reason=reason)
+            return self._decision(False, 0.0, DecisionKind.STOPPED, "", 0.0, reason)
         if rule is not None and rule.always:
-            return SampleDecision(True, 1.0, DecisionKind.ALWAYS, rule.name)
+            return self._decision(True, 1.0, DecisionKind.ALWAYS, rule.name, 1.0, "")
         if rule is not None and rule.rate is not None:
             rate, kind, name = rule.rate, DecisionKind.RULE, rule.name
         else:
-            rate, kind, name = self.policy.default_rate, DecisionKind.BASE, ""
-        self._roll_window(now)
-        if self.policy.min_per_segment is not None and self._judged[self._segment(event)] < self.policy.min_per_segment.events_per_replica:
-            rate, kind, name = 1.0, DecisionKind.MIN_PER_SEGMENT, ""
+            rate, kind, name = policy.default_rate, DecisionKind.BASE, ""
+        mps = policy.min_per_segment
+        if mps is not None:
+            self._roll_window(now)
+            if self._judged[self._segment(event)] < mps.events_per_replica:
+                rate, kind, name = 1.0, DecisionKind.MIN_PER_SEGMENT, ""
         factor = min(1.0, factor)
         effective = rate * factor
         sampled = effective > 0.0 and point < effective
-        if sampled and self.policy.min_per_segment is not None:
+        if sampled and mps is not None:
             self._judged[self._segment(event)] += 1
-        return SampleDecision(sampled, effective, kind, name, factor, reason)
+        return self._decision(sampled, effective, kind, name, factor, reason)
+
+    def _decision(self, sampled: bool, rate: float, kind: DecisionKind, name: str, factor: float, reason: str) -> SampleDecision:
+        """The `SampleDecision` of these values, one shared instance per distinct decision (it is frozen): most
+        decisions repeat, and building a frozen dataclass costs more than the look-up."""
+        last = self._last
+        same = last.sampled is sampled and last.rate == rate and last.kind is kind and last.rule_name == name
+        if same and last.factor == factor and last.factor_reason == reason:
+            return last
+        key = (sampled, rate, kind, name, factor, reason)
+        found = self._decisions.get(key)
+        if found is None:
+            if len(self._decisions) >= _MAX_DECISIONS:  # a budget factor varies continuously: keep the cache small
+                self._decisions.clear()
+            found = self._decisions[key] = SampleDecision(sampled, rate, kind, name, factor, reason)
+        self._last = found
+        return found
 
 
 class ShadowSampler:
@@ -263,7 +320,7 @@ class ShadowSampler:
         self.rate = rate
         self.key = key
 
-    def decide(self, event: ConversationEvent, primary: SampleDecision) -> SampleDecision | None:
+    def decide(self, event: Sampleable, primary: SampleDecision) -> SampleDecision | None:
         """The shadow row's decision for an event the primary judges (`primary.sampled`), or None: not shadowed."""
         if not primary.sampled or self.rate <= 0.0:
             return None

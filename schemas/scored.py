@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import operator
 from datetime import datetime
 from typing import Any, Literal
 
+import msgspec
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from schemas.events import replace_lone_surrogates
@@ -77,6 +79,8 @@ class ScoredRow(BaseModel):
         which would fail the whole batch); the decoder already cleans event text, this covers judge output too."""
         if not isinstance(data, dict):
             return data
+        if _storable_as_is(data):  # the common case: nothing to cap or replace, so no copy of every value
+            return data
         capped = {k: (v[:MAX_STORED_STATEMENTS] if k in _STATEMENT_ARRAYS and isinstance(v, list | tuple) else v) for k, v in data.items()}
         return {k: _utf8_safe(v) for k, v in capped.items()}
 
@@ -111,7 +115,26 @@ class ScoredRow(BaseModel):
 
     def as_tuple(self) -> tuple[Any, ...]:
         """Values in column order, for a columnar insert."""
-        return tuple(getattr(self, name) for name in SCORED_COLUMNS)
+        return _column_values(self)
+
+
+_ENCODER = msgspec.json.Encoder()
+
+
+def _storable_as_is(data: dict[str, Any]) -> bool:
+    """Whether `_storable` may pass `data` on unchanged: no statement array over the cap, and no lone surrogate in
+    any string (keys and nested values included)."""
+    # One C call finds a lone surrogate anywhere: encoding as JSON (UTF-8) refuses it. What msgspec cannot encode
+    # (a str subclass, say) is left to the copying path too.
+    for key in _STATEMENT_ARRAYS:
+        value = data.get(key)
+        if isinstance(value, list | tuple) and len(value) > MAX_STORED_STATEMENTS:
+            return False
+    try:
+        _ENCODER.encode(data)
+    except Exception:  # UnicodeEncodeError for a lone surrogate; TypeError, OverflowError for what it cannot encode
+        return False
+    return True
 
 
 def _utf8_safe(value: Any) -> Any:
@@ -126,3 +149,4 @@ def _utf8_safe(value: Any) -> Any:
 
 
 SCORED_COLUMNS: tuple[str, ...] = tuple(ScoredRow.model_fields)
+_column_values = operator.attrgetter(*SCORED_COLUMNS)  # one C call for the whole row

@@ -45,6 +45,7 @@ class Metrics:
     def __init__(self, registry: CollectorRegistry | None = None, *, max_apps: int = 100, apps: tuple[str, ...] = ()) -> None:
         self.registry = registry or CollectorRegistry()
         r = self.registry
+        self._children: dict[tuple[int, tuple[str, ...]], Counter] = {}
         self._app_cap = LabelCap(max_apps, apps)
         self.label_overflow = Counter(
             _PREFIX + "metric_label_overflow", "Events whose label value was reported as `other` (over the cap)", ["label"], registry=r
@@ -94,12 +95,21 @@ class Metrics:
         self.paused = Gauge(_PREFIX + "consumption_paused", "1 while consumption is paused for backpressure", registry=r)
         self.lag = Gauge(_PREFIX + "consumer_lag", "Records behind the high-watermark", ["topic", "partition"], registry=r)
 
-    def app_label(self, app: str) -> str:
-        """The `app` label value for an event's app: itself while under the cap, else `other` (counted)."""
+    def app_label(self, app: str, events: int = 1) -> str:
+        """The `app` label value for `events` events of an app: itself while under the cap, else `other` (counted)."""
         label = self._app_cap(app)
         if label == OTHER and app != OTHER:
-            self.label_overflow.labels("app").inc()
+            self.label_overflow.labels("app").inc(events)
         return label
+
+    def child(self, metric: Counter, *labels: str) -> Counter:
+        """`metric.labels(*labels)`, kept: the look-up validates and locks on every call, and the hot path makes one
+        per event (the series themselves are the same objects either way; none of these is ever removed)."""
+        key = (id(metric), labels)
+        found = self._children.get(key)
+        if found is None:
+            found = self._children[key] = metric.labels(*labels)
+        return found
 
     def watch_judge(self, judge: Judge, *, shadow: bool = False) -> None:
         """Export a judge's own API counters (attempts, errors and retries by kind, tokens) at scrape time; a shadow

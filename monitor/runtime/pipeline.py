@@ -24,7 +24,7 @@ from pydantic import ValidationError
 
 from consumers.clients import KafkaSettings, start_client
 from consumers.deadletter import DeadLetterPublisher
-from consumers.decode import decode_event
+from consumers.decode import DecodedEvent, decode_fields
 from consumers.offsets import OffsetTracker, Ticket
 from consumers.sampling import SampleDecision, Sampler, ShadowSampler
 from consumers.source import KafkaSource
@@ -43,6 +43,7 @@ from monitor.runtime.rows import TextPolicy, build_row
 from monitor.runtime.shadow import RowsOwed
 from monitor.runtime.sink import ClickHouseSink
 from monitor.runtime.store import AsyncStore
+from monitor.runtime.traffic_counts import MinuteSegment, minute_number
 from monitor.runtime.verdict_reuse import VerdictReuse, cache_key
 from schemas.errors import DecodeError, SinkClosed
 from schemas.events import ConversationEvent, KafkaPosition
@@ -148,8 +149,7 @@ class Pipeline:
         while not stop.is_set():
             batch = await self.source.getmany(timeout_ms=_POLL_MS, max_records=self.kafka.max_poll_records)
             for tp, records in batch.items():
-                for record in records:
-                    self.handle(tp, record)
+                self.handle_batch(tp, records)
             self._apply_backpressure()
             now = time.monotonic()
             if now - last_commit >= self.flow.commit_interval_s:
@@ -239,28 +239,69 @@ class Pipeline:
 
     def handle(self, tp: TopicPartition, record: ConsumerRecord[Any, Any]) -> None:
         """Track one record and start what it needs: a dead letter, nothing (not sampled), or a verdict."""
-        ticket = self.tracker.track(tp, record.offset)
-        self.metrics.consumed.labels(record.topic).inc()
-        try:
-            event = decode_event(
-                record.value,
-                position=KafkaPosition(topic=record.topic, partition=record.partition, offset=record.offset),
-                record_timestamp_ms=record.timestamp,
-                max_bytes=self.kafka.max_event_bytes,
-                max_future_skew_s=self.kafka.max_future_skew_s,
-            )
-        except DecodeError as e:
-            at = record.timestamp / 1000 if record.timestamp and record.timestamp > 0 else time.time()
-            self.cost.traffic.add(at, "", "", "", "consumed")
-            self.cost.traffic.add(at, "", "", "", "dead_lettered")
-            task = self.tasks.spawn(tp, self._dead_letter(record, e, ticket))
-            self._dead_letters.add(task)
-            task.add_done_callback(self._dead_letters.discard)
+        self.handle_batch(tp, [record])
+
+    def handle_batch(self, tp: TopicPartition, records: list[ConsumerRecord[Any, Any]]) -> None:
+        """Handle the records of one partition from one fetch, in order: each gets a dead letter, nothing (not
+        sampled), or a verdict; what is the same for every event is counted once per batch."""
+        # No await in here, so nothing can observe the batch half done: the consumed and not-sampled metrics, the
+        # traffic counts (merged at the end, segments in the order first seen) and the offsets of events not sampled
+        # (the tracker moves past them at the end, instead of tracking and finishing each) are counted per batch.
+        if not records:
             return
-        decision = self._sample(event)
-        if not decision.sampled:
-            self.tracker.done(ticket)
-            return
+        metrics, sampler, cost, kafka = self.metrics, self.sampler, self.cost, self.kafka
+        topic, partition = tp.topic, tp.partition
+        metrics.child(metrics.consumed, topic).inc(len(records))
+        counts: dict[MinuteSegment, list[int]] = {}
+        unsampled: dict[str, int] = {}  # per app; flushed before any other use of the app label (see _count_unsampled)
+        per_event_factor = cost.budget.enabled  # with a budget, every decision sees the spend reserved before it
+        factor, reason = cost.current()
+        for record in records:
+            try:
+                event = decode_fields(
+                    record.value,
+                    topic=topic,
+                    partition=partition,
+                    offset=record.offset,
+                    record_timestamp_ms=record.timestamp,
+                    max_bytes=kafka.max_event_bytes,
+                    max_future_skew_s=kafka.max_future_skew_s,
+                )
+            except DecodeError as e:
+                at = record.timestamp / 1000 if record.timestamp and record.timestamp > 0 else time.time()
+                _count(counts, (minute_number(at), "", "", ""), 3)
+                ticket = self.tracker.track(tp, record.offset)
+                task = self.tasks.spawn(tp, self._dead_letter(record, e, ticket))
+                self._dead_letters.add(task)
+                task.add_done_callback(self._dead_letters.discard)
+                continue
+            if per_event_factor:
+                factor, reason = cost.current()
+            decision = sampler.decide(event, factor=factor, reason=reason, now=time.time())
+            _count(counts, (minute_number(event.epoch_s), event.app, event.model, event.prompt_version), 1 if decision.sampled else 2)
+            if not decision.sampled:
+                unsampled[event.app] = unsampled.get(event.app, 0) + 1
+                continue
+            self._count_unsampled(unsampled)
+            ticket = self.tracker.track(tp, record.offset)
+            metrics.child(metrics.sampled, metrics.app_label(event.app), decision.kind.value).inc()
+            self._start(event, decision, ticket)
+        self._count_unsampled(unsampled)
+        self.tracker.advance(tp, records[-1].offset + 1)
+        cost.traffic.add_batch(counts)
+
+    def _count_unsampled(self, unsampled: dict[str, int]) -> None:
+        """Add the pending not-sampled counts, per app in the order first seen (so the app label's cap admits the
+        same apps as counting each event at once would), and empty them."""
+        if unsampled:
+            metrics = self.metrics
+            for app, n in unsampled.items():
+                metrics.child(metrics.not_sampled, metrics.app_label(app, n)).inc(n)
+            unsampled.clear()
+
+    def _start(self, decoded: DecodedEvent, decision: SampleDecision, ticket: Ticket) -> None:
+        """Redact a sampled event and start its row (and its shadow row, if the shadow samples it too)."""
+        event = decoded.event(KafkaPosition(topic=ticket.tp.topic, partition=ticket.tp.partition, offset=ticket.offset))
         judged = self._redact(event)
         self._judge(self.guard, judged, decision, ticket)
         shadow = self._shadow_decision(event, decision)  # after the primary's reservation: at the cap the shadow yields
@@ -288,18 +329,6 @@ class Pipeline:
         for kind, n in judged.redactions.items():
             self.metrics.redactions.labels(kind).inc(n)
         return judged
-
-    def _sample(self, event: ConversationEvent) -> SampleDecision:
-        factor, reason = self.cost.current()
-        decision = self.sampler.decide(event, factor=factor, reason=reason, now=time.time())
-        at, traffic = event.event_time.timestamp(), self.cost.traffic
-        traffic.add(at, event.app, event.model, event.prompt_version, "consumed")
-        traffic.add(at, event.app, event.model, event.prompt_version, "sampled" if decision.sampled else "not_sampled")
-        if decision.sampled:
-            self.metrics.sampled.labels(self.metrics.app_label(event.app), decision.kind.value).inc()
-        else:
-            self.metrics.not_sampled.labels(self.metrics.app_label(event.app)).inc()
-        return decision
 
     def _judge(self, guard: GuardedJudge, event: JudgedEvent, decision: SampleDecision, ticket: Ticket) -> None:
         """Start one row of an event with `guard`'s judge (the primary's or the shadow's: the cache keys them apart)."""
@@ -372,8 +401,8 @@ class Pipeline:
             log.error("invalid_judgement", event_id=event.judged.event_id, error=problem[:200])
             failure = JudgeFailure("internal", f"invalid judgement: {problem}")
             row = build_row(event, info, decision, failure, latency_ms=latency_ms, scored_at=now, text_policy=self.text_policy)
-        counter = self.metrics.shadow_rows if shadow else self.metrics.judged
-        counter.labels(self.metrics.app_label(event.judged.app), info.method, row.status).inc()
+        metrics = self.metrics
+        metrics.child(metrics.shadow_rows if shadow else metrics.judged, metrics.app_label(event.judged.app), info.method, row.status).inc()
         if row.status == "error":
             log.warning(
                 "shadow_judge_failed" if shadow else "judge_failed",
@@ -489,6 +518,15 @@ class Pipeline:
         """Finish the revoked partitions within half the session timeout (the rebalance waits for us)."""
         await self.finish(revoked, Deadline(self.kafka.session_timeout_ms / 1000 / 2), phase="revoke")
         log.info("partitions_revoked", partitions=sorted(f"{tp.topic}/{tp.partition}" for tp in revoked))
+
+
+def _count(counts: dict[MinuteSegment, list[int]], segment: MinuteSegment, field: int) -> None:
+    """Count one event of `segment` as consumed and under `field` (1 sampled, 2 not sampled, 3 dead-lettered)."""
+    found = counts.get(segment)
+    if found is None:
+        found = counts[segment] = [0, 0, 0, 0]
+    found[0] += 1
+    found[field] += 1
 
 
 def _row_problem(err: ValueError) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from consumers.sampling import SampleDecision
 from monitor.judges.base import JudgeFailure, JudgeInfo, Judgement
@@ -12,6 +12,7 @@ from schemas.scored import ScoredRow
 from schemas.usage import Usage
 
 TextPolicy = Literal["redacted", "none", "full"]
+_NO_USAGE = Usage()  # a cached verdict's: no tokens, no cost
 
 
 def build_row(
@@ -35,50 +36,50 @@ def build_row(
     judged = event.judged
     stored = event.original if text_policy == "full" else judged
     keep_text = text_policy != "none"
-    common = dict(
-        event_id=judged.event_id,
-        conversation_id=judged.conversation_id,
-        event_time=judged.event_time,
-        app=judged.app,
-        model=judged.model,
-        prompt_version=judged.prompt_version,
-        metadata=stored.metadata,
-        judge=info.method,
-        judge_model=info.model,
-        judge_id=info.judge_id,
-        question=stored.question if keep_text else "",
-        response=stored.response if keep_text else "",
-        sample_rate=decision.rate,
-        sample_rule=decision.rule,
-        latency_ms=max(0, latency_ms),
-        kafka_topic=judged.source.topic,
-        kafka_partition=judged.source.partition,
-        kafka_offset=judged.source.offset,
-        scored_at=scored_at,
-        redactions=dict(event.redactions),
-        redactor=event.redactor,
-        replay_run=replay_run,
-    )
-    u = Usage() if cached else outcome.usage
-    spend = dict(
-        input_tokens=u.input_tokens,
-        output_tokens=u.output_tokens,
-        cache_read_tokens=u.cache_read_tokens,
-        cache_write_tokens=u.cache_write_tokens,
-        cost_usd=u.cost_usd,
-    )
+    source = judged.source
+    u = _NO_USAGE if cached else outcome.usage
+    # One dict, validated as it is (model_validate): the same fields as keyword arguments would give, without
+    # packing them twice.
+    data: dict[str, Any] = {
+        "event_id": judged.event_id,
+        "conversation_id": judged.conversation_id,
+        "event_time": judged.event_time,
+        "app": judged.app,
+        "model": judged.model,
+        "prompt_version": judged.prompt_version,
+        "metadata": stored.metadata,
+        "judge": info.method,
+        "judge_model": info.model,
+        "judge_id": info.judge_id,
+        "question": stored.question if keep_text else "",
+        "response": stored.response if keep_text else "",
+        "sample_rate": decision.rate,
+        "sample_rule": decision.rule,
+        "latency_ms": max(0, latency_ms),
+        "kafka_topic": source.topic,
+        "kafka_partition": source.partition,
+        "kafka_offset": source.offset,
+        "scored_at": scored_at,
+        "redactions": dict(event.redactions),
+        "redactor": event.redactor,
+        "replay_run": replay_run,
+        "input_tokens": u.input_tokens,
+        "output_tokens": u.output_tokens,
+        "cache_read_tokens": u.cache_read_tokens,
+        "cache_write_tokens": u.cache_write_tokens,
+        "cost_usd": u.cost_usd,
+    }
     if isinstance(outcome, JudgeFailure):  # what the failed attempts cost stays visible on the row
-        return ScoredRow(status="error", error=outcome.message, **spend, **common)
-    return ScoredRow(
-        cached=cached,
-        status="ok",
-        score=outcome.score,
-        raw_score=outcome.raw_score,
-        reasoning=outcome.reasoning if keep_text else "",
-        statements=list(outcome.statements) if keep_text else [],
-        verdicts=list(outcome.verdicts),
-        verdict_reasons=list(outcome.verdict_reasons) if keep_text else [],
-        n_statements=len(outcome.statements),
-        **spend,
-        **common,
-    )
+        data["status"] = "error"
+        data["error"] = outcome.message
+        return ScoredRow.model_validate(data)
+    data["cached"] = cached
+    data["status"] = "ok"
+    data["score"] = outcome.score
+    data["raw_score"] = outcome.raw_score
+    data["reasoning"] = outcome.reasoning if keep_text else ""
+    data["statements"] = list(outcome.statements) if keep_text else []
+    data["verdicts"] = list(outcome.verdicts)
+    data["verdict_reasons"] = list(outcome.verdict_reasons) if keep_text else []
+    data["n_statements"] = len(outcome.statements)
+    return ScoredRow.model_validate(data)

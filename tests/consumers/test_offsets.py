@@ -91,3 +91,29 @@ def test_committed_offset_never_passes_an_unfinished_record(offsets: list[int], 
             assert all(o in finished for o in offsets if o < commit)
     assert tr.committable() == {} and tr.in_flight() == 0
     assert tr._parts[TP].committed == offsets[-1] + 1
+
+
+def test_advance_leaves_what_tracking_and_finishing_each_offset_would() -> None:
+    """Advancing past untracked offsets commits like tracking and finishing each, and never moves back."""
+    tp = TopicPartition("t", 0)
+    each, batch = OffsetTracker(), OffsetTracker()
+    for t in (each, batch):
+        t.assign([tp])
+    for offset in range(10):
+        each.done(each.track(tp, offset))
+    held = [each.track(tp, 10), batch.track(tp, 10)]
+    batch.advance(tp, 10)
+    batch.advance(tp, 5)
+    assert each.committable() == batch.committable() == {tp: 10}
+    for t, ticket in zip((each, batch), held, strict=True):
+        t.done(ticket)
+    assert each.committable() == batch.committable() == {tp: 11}
+    assert batch.low_water() == {tp: 11}
+
+
+def test_advance_on_an_unassigned_partition_starts_tracking_it() -> None:
+    """A partition fetched before its assignment callback is tracked from the advance on, as `track` does."""
+    tracker = OffsetTracker()
+    tp = TopicPartition("t", 1)
+    tracker.advance(tp, 7)
+    assert tracker.committable() == {tp: 7} and tracker.low_water() == {tp: 7} and tracker.in_flight() == 0

@@ -236,3 +236,15 @@ def test_a_shadow_decision_follows_the_primary_and_records_both_rates() -> None:
     assert len({by_event.decide(event("one", f"e{i}"), base) is None for i in range(50)}) == 2
     with pytest.raises(ValueError, match="within"):
         ShadowSampler(1.5)
+
+
+def test_repeated_decisions_share_one_instance_equal_to_a_fresh_one() -> None:
+    """Equal decisions are one shared (frozen) instance, and each equals the decision built from its values."""
+    sampler = Sampler.at_rate(0.5)
+    factors = [1.0, 1.0, 0.5, 1.0, 0.0, 0.5, 0.25]
+    decisions = [sampler.decide(event(f"c{i}", f"e{i}"), factor=f, reason="budget" if f < 1 else "") for i, f in enumerate(factors * 20)]
+    for d in decisions:
+        assert d == SampleDecision(d.sampled, d.rate, d.kind, d.rule_name, d.factor, d.factor_reason)
+    by_value: dict[SampleDecision, SampleDecision] = {}
+    assert all(by_value.setdefault(d, d) is d for d in decisions)
+    assert {d.factor for d in decisions} == set(factors) and {d.sampled for d in decisions} == {True, False}

@@ -4,9 +4,15 @@ carries encodes as UTF-8, so the real store accepts it."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
+from unittest.mock import patch
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import schemas.scored as scored
 from monitor.runtime.store import ClickHouseStore
-from schemas.scored import MAX_STORED_STATEMENTS
+from schemas.scored import MAX_STORED_STATEMENTS, ScoredRow
 from tests.schemas.test_scored import row
 
 T0 = datetime(2026, 11, 29, 9, 0, tzinfo=UTC)
@@ -53,3 +59,41 @@ def test_nul_is_stored_byte_for_byte(store: ClickHouseStore) -> None:
     """A NUL is valid UTF-8: the row keeps it and ClickHouse returns it unchanged."""
     store.insert_rows([row(response="a\u0000b", metadata={"k": "\u0000"})], "tok-nul")
     assert store.query(f"SELECT response, metadata FROM {store.qualified_table}").rows == [("a\u0000b", {"k": "\u0000"})]
+
+
+_texts = st.one_of(st.text(max_size=6), st.sampled_from(["\ud800", "a\udfffb", "é", "\x00", ""]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.fixed_dictionaries(
+        {
+            "reasoning": _texts,
+            "statements": st.lists(_texts, max_size=3),
+            "metadata": st.dictionaries(_texts, _texts, max_size=2),
+            "redactions": st.dictionaries(_texts, st.integers(0, 5), max_size=2),
+            "question": _texts,
+            "error": st.one_of(_texts, st.integers()),
+        }
+    )
+)
+def test_a_row_passed_on_as_is_equals_the_row_built_by_copying_every_value(fields: dict[str, Any]) -> None:
+    """Rows whose values need no repair skip the copy; either way the row, or the refusal, is the same."""
+    fields = {**fields, "verdicts": ["yes"] * len(fields["statements"]), "n_statements": len(fields["statements"])}
+
+    def build() -> object:
+        try:
+            return row(**fields)
+        except ValueError as e:
+            return str(e)
+
+    fast = build()
+    with patch.object(scored, "_storable_as_is", lambda _: False):
+        assert build() == fast
+
+
+def test_a_clean_row_is_validated_from_the_values_given() -> None:
+    """`_storable` hands a row without anything to cap or replace to validation as it is, with no copy."""
+    data = {"event_id": "e", "statements": ["a."], "metadata": {"k": "é"}}
+    assert ScoredRow._storable(data) is data
+    assert ScoredRow._storable({**data, "statements": ["\ud800"]}) == {**data, "statements": ["\ufffd"]}
