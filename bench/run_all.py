@@ -6,17 +6,19 @@ import asyncio
 import subprocess
 import sys
 
-from bench import judge_overhead, peer_deepeval, pipeline_throughput, prompt_cache, redaction_quality
+from bench import judge_overhead, memory_backlog, peer_deepeval, pipeline_throughput, prompt_cache, redaction_quality
 
 
 def main() -> None:
     """Each benchmark prints its own ratios against a baseline measured in the same run."""
-    asyncio.run(judge_overhead.main(500))
+    judge_overhead.main()
     prompt_cache.main(500)
     asyncio.run(pipeline_throughput.main(20_000))
     redaction_quality.main()
     # In a process of its own: chDB opens one store directory per process, and pipeline_throughput has had its own.
     subprocess.run([sys.executable, "-m", "bench.backtest_speed"], check=True)
+    subprocess.run([sys.executable, "-m", "bench.latency"], check=True)  # chDB in this process too: one of its own
+    memory_backlog.main()  # its monitor runs in a child process of its own
     # DeepEval needs its bench venv (created on first use); without it (offline, say) one line says why, and on.
     try:
         peer_deepeval.peer_python()

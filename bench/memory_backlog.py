@@ -1,0 +1,390 @@
+"""Memory of the monitor under a large backlog and a slow judge, with the embedded engine's fixed cost apart.
+
+A local tansu broker holds N synthetic events (1,000,000 by default, each response made unique so that the verdict
+cache cannot stand in for the judge) on 3 partitions. The monitor runs with the
+default settings (sampling everything, 8 judge calls at once, max_in_flight 2000, batches of 1000 rows) and the
+real statements judge against the fake Messages API answering every call after 2 s, in a process of its own; the
+monitor too runs in a process of its own (chDB allows one engine per process, and the producer's buffers must not
+count). It consumes for MINUTES (12 by default) while the judge (about 4 calls/s) holds it back, so consumption pauses
+at the in-flight cap and resumes at half of it, the first time after about 5 minutes: the first resume (a burst through
+the events the freshness governor no longer samples) and the engine's first large merge around then grow the process
+once, so the second half of a shorter run would measure that step rather than the steady state.
+
+Reported, from /proc (RSS every second; a breakdown from /proc/self/smaps at the start, after opening the store
+and at the end): RSS after the imports; the embedded engine's fixed cost (RSS after opening chDB and creating the
+schema, minus RSS before); the peak; the monitor's own peak (peak minus that fixed cost); the growth over the
+second half (least-squares slope, MB/min); chDB's own tracked heap (system.metrics MemoryTracking) at the start
+and the end. Targets (issue 13): the monitor's own peak < 200 MB, growth < 5 MB/min. `--tracemalloc` lists the
+top Python allocations at the end and their growth over the second half (it costs memory itself: its run's RSS
+figures are not comparable). Prints a table and writes JSON (`--json PATH`).
+Run: `python -m bench.memory_backlog [--events 1000000] [--minutes 12] [--tiny] [--tracemalloc]`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import ctypes
+import json
+import multiprocessing
+import os
+import re
+import tempfile
+import time
+import tracemalloc
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from bench.judge_overhead import FakeInAProcess
+from bench.output import emit
+from monitor.config import load_settings
+from monitor.devtools.localbroker import LocalBroker
+from monitor.devtools.traffic import generate_events, produce
+from monitor.judges.factory import build_judge
+from monitor.runtime.logs import configure_logging
+from monitor.runtime.metrics import Metrics
+from monitor.runtime.service import build_pipeline
+from monitor.runtime.store import AsyncStore, ClickHouseStore
+from tests.fake_messages_api import API_KEY
+from tests.harness import create_topic
+
+DEFAULT_JSON = Path(".relevancy-monitor/bench/memory_backlog.json")
+JUDGE_LATENCY_S = 2.0
+OWN_LIMIT_MB = 200.0
+GROWTH_LIMIT_MB_PER_MIN = 5.0
+DETAIL_EVERY_S = 10.0
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+_MAPPING = re.compile(r"^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$")
+
+
+def rss_mb() -> float:
+    """This process's resident set, MB (/proc/self/statm: psutil is not a dependency)."""
+    with open("/proc/self/statm", encoding="ascii") as f:
+        return int(f.read().split()[1]) * _PAGE / 2**20
+
+
+def rss_breakdown_mb() -> dict[str, float]:
+    """Resident MB by kind of mapping: the chDB library's pages, other files (Python, extension modules), anonymous."""
+    out = {"chdb_library": 0.0, "other_files": 0.0, "anonymous": 0.0}
+    name = ""
+    with open("/proc/self/smaps", encoding="utf-8", errors="replace") as f:
+        for line in f:
+            m = _MAPPING.match(line)
+            if m:
+                name = m.group(1)
+                continue
+            if line.startswith("Rss:"):
+                kb = int(line.split()[1])
+                kind = "chdb_library" if "chdb" in name and name.startswith("/") else ("other_files" if name.startswith("/") else "anonymous")
+                out[kind] += kb / 1024
+    return out
+
+
+class _Mallinfo2(ctypes.Structure):
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")
+    ]
+
+
+def _libc() -> ctypes.CDLL | None:
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallinfo2.restype = _Mallinfo2
+    except (OSError, AttributeError):  # not glibc (or older than 2.33): the allocator figures are left out
+        return None
+    return libc
+
+
+_LIBC = _libc()
+
+
+def malloc_mb() -> dict[str, float] | None:
+    """glibc's heap over all arenas, MB: in use (Python's larger objects, chDB, the SDK) and free but kept by malloc."""
+    if _LIBC is None:
+        return None
+    m = _LIBC.mallinfo2()
+    return {"malloc_in_use": (m.uordblks + m.hblkhd) / 2**20, "malloc_free_kept": m.fordblks / 2**20}
+
+
+def threads() -> int:
+    """Threads of this process (chDB's pools, the store's thread, the embedded reader, asyncio's executor)."""
+    return len(os.listdir("/proc/self/task"))
+
+
+def thread_names() -> dict[str, int]:
+    """Threads of this process by name (chDB names its pools' threads), most numerous first."""
+    names: Counter[str] = Counter()
+    for task in os.listdir("/proc/self/task"):
+        try:
+            names[Path(f"/proc/self/task/{task}/comm").read_text(encoding="utf-8").strip()] += 1
+        except OSError:  # the thread ended meanwhile
+            continue
+    return dict(names.most_common())
+
+
+async def _engine_heap_mb(store: AsyncStore) -> float | None:
+    """chDB's own tracked allocations (MemoryTracking), MB; None if the engine does not answer."""
+    try:
+        result = await store.query("SELECT value FROM system.metrics WHERE metric = 'MemoryTracking'")
+    except Exception:  # a figure for the report, never a reason to stop the run
+        return None
+    return float(result.rows[0][0]) / 2**20 if result.rows else None
+
+
+def unique_events(n: int, seed: int = 11) -> Iterator[bytes]:
+    """`n` synthetic events whose responses are all different: the generator repeats its pairs, and repeated pairs are
+    served by the verdict cache, which would hide the slow judge this benchmark is about."""
+    for i, value in enumerate(generate_events(n, seed=seed, malformed_share=0.0)):
+        event = json.loads(value)
+        if "response" in event:
+            event["response"] += f" (ref {i})"
+        else:
+            event["messages"][-1]["content"][0]["text"] += f" (ref {i})"
+        yield json.dumps(event).encode()
+
+
+def _top_allocations(snapshot: tracemalloc.Snapshot, earlier: tracemalloc.Snapshot | None, limit: int = 12) -> list[dict[str, Any]]:
+    if earlier is None:
+        stats = snapshot.statistics("lineno")[:limit]
+        return [{"where": str(s.traceback[0]), "mb": s.size / 2**20, "blocks": s.count} for s in stats]
+    diffs = snapshot.compare_to(earlier, "lineno")[:limit]
+    return [{"where": str(d.traceback[0]), "mb": d.size / 2**20, "growth_mb": d.size_diff / 2**20, "blocks": d.count} for d in diffs]
+
+
+async def _monitor(bootstrap: str, topic: str, base_url: str, seconds: float, interval_s: float, trace: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {"rss_after_imports_mb": rss_mb(), "breakdown_after_imports_mb": rss_breakdown_mb()}
+    with tempfile.TemporaryDirectory() as tmp:
+        store = AsyncStore(ClickHouseStore(f"chdb://{tmp}", "bench", "relevancy_scores"))
+        before = rss_mb()
+        await store.open()
+        out["rss_store_open_mb"] = rss_mb()
+        out["engine_fixed_mb"] = out["rss_store_open_mb"] - before
+        out["breakdown_store_open_mb"] = rss_breakdown_mb()
+        out["engine_heap_start_mb"] = await _engine_heap_mb(store)
+        settings = load_settings(
+            kafka_bootstrap_servers=bootstrap,
+            kafka_topics=[topic],
+            kafka_group_id=f"mem-{uuid.uuid4().hex[:6]}",
+            dlq_topic=f"{topic}.dlq",
+            clickhouse_url=f"chdb://{tmp}",
+            judge="statements",
+            anthropic_base_url=base_url,
+            anthropic_api_key=API_KEY,
+            metrics_port=0,
+        )
+        flow = settings.flow
+        out["settings"] = {
+            "judge": "statements",
+            "judge_latency_s": JUDGE_LATENCY_S,
+            "judge_concurrency": flow.judge_concurrency,
+            "max_in_flight": flow.max_in_flight,
+            "resume_in_flight": flow.resume_at,
+            "batch_max_rows": flow.batch_max_rows,
+            "batch_max_seconds": flow.batch_max_seconds,
+            "sample_rate": settings.sampling.rate,
+            "max_poll_records": settings.kafka.max_poll_records,
+        }
+        metrics = Metrics()
+        pipeline = build_pipeline(settings, build_judge(settings.judge_client), store, metrics)
+        stop = asyncio.Event()
+        if trace:
+            tracemalloc.start()
+        task = asyncio.create_task(pipeline.run(stop))
+        samples: list[dict[str, float]] = []
+        detail: list[dict[str, float | None]] = []  # every DETAIL_EVERY_S: RSS by mapping and the engine's own heap
+        half: tracemalloc.Snapshot | None = None
+        started = time.monotonic()
+        try:
+            while (elapsed := time.monotonic() - started) < seconds:
+                await asyncio.sleep(interval_s)
+                if task.done():
+                    break
+                samples.append(
+                    {
+                        "t_s": elapsed,
+                        "rss_mb": rss_mb(),
+                        "in_flight": pipeline.tracker.in_flight(),
+                        "consumed": metrics.total("relevancy_monitor_events_consumed"),
+                        "judged": metrics.total("relevancy_monitor_events_judged"),
+                    }
+                )
+                if not detail or elapsed - float(detail[-1]["t_s"] or 0) >= min(DETAIL_EVERY_S, seconds / 10):
+                    detail.append(
+                        {
+                            "t_s": elapsed,
+                            "rss_mb": rss_mb(),
+                            **rss_breakdown_mb(),
+                            **(malloc_mb() or {}),
+                            "threads": threads(),
+                            "engine_heap_mb": await _engine_heap_mb(store),
+                        }
+                    )
+                if trace and half is None and elapsed >= seconds / 2:
+                    half = tracemalloc.take_snapshot()
+            out["breakdown_end_mb"] = rss_breakdown_mb()
+            out["engine_heap_end_mb"] = await _engine_heap_mb(store)
+            out["malloc_end_mb"] = malloc_mb()
+            out["threads_end"] = threads()
+            out["thread_names_end"] = thread_names()
+            if _LIBC is not None:  # what the allocator kept of what was freed: returned to the system by malloc_trim
+                before_trim = rss_mb()
+                _LIBC.malloc_trim(0)
+                out["malloc_trim_returned_mb"] = before_trim - rss_mb()
+            if trace:
+                end = tracemalloc.take_snapshot()
+                out["tracemalloc_top"] = _top_allocations(end, None)
+                out["tracemalloc_growth_second_half"] = _top_allocations(end, half) if half is not None else []
+                out["tracemalloc_traced_mb"] = tracemalloc.get_traced_memory()[0] / 2**20
+                tracemalloc.stop()
+        finally:
+            stop.set()
+            await task
+            await store.close()
+    out["samples"] = samples
+    out["detail"] = detail
+    return out
+
+
+def _child(conn: Connection, *args: Any) -> None:
+    """The monitor's process: run, then hand the figures back over `conn`."""
+    configure_logging("json", "warning")  # as the service configures it, quieter: the table is the output here
+    conn.send(asyncio.run(_monitor(*args)))
+
+
+def slope_mb_per_min(samples: list[dict[str, float]], key: str = "rss_mb") -> float:
+    """Least-squares slope of `key` (RSS) over time, MB per minute (0 for fewer than two samples)."""
+    if len(samples) < 2:
+        return 0.0
+    ts, ys = [s["t_s"] for s in samples], [s[key] for s in samples]
+    mt, my = sum(ts) / len(ts), sum(ys) / len(ys)
+    var = sum((t - mt) ** 2 for t in ts)
+    return 0.0 if var == 0 else sum((t - mt) * (y - my) for t, y in zip(ts, ys, strict=True)) / var * 60
+
+
+async def measure(events: int, minutes: float, interval_s: float = 1.0, trace: bool = False) -> dict[str, Any]:
+    """Fill the backlog, run the monitor in its own process against it, and summarise the samples."""
+    with LocalBroker() as broker, FakeInAProcess(JUDGE_LATENCY_S) as base_url:
+        topic = f"mem-{uuid.uuid4().hex[:6]}"
+        await create_topic(broker.bootstrap, topic, 3)
+        await create_topic(broker.bootstrap, f"{topic}.dlq", 1)
+        started = time.monotonic()
+        await produce(broker.bootstrap, topic, unique_events(events))
+        produce_s = time.monotonic() - started
+        ctx = multiprocessing.get_context("spawn")
+        parent, child = ctx.Pipe(duplex=False)
+        proc = ctx.Process(target=_child, args=(child, broker.bootstrap, topic, base_url, minutes * 60, interval_s, trace), name="monitor")
+        proc.start()
+        child.close()
+        # The pipe is read in a thread: the broker and the fake must keep serving while the monitor runs.
+        r: dict[str, Any] = await asyncio.to_thread(parent.recv)
+        proc.join(timeout=30)
+    samples = r["samples"]
+    peak = max(s["rss_mb"] for s in samples)
+    second_half = [s for s in samples if s["t_s"] >= samples[-1]["t_s"] / 2]
+    own = peak - r["engine_fixed_mb"]
+    growth = slope_mb_per_min(second_half)
+    # The engine grows too after its fixed cost: its library's pages faulted in by the first inserts and merges, and
+    # its own heap. Taken off as well, what is left is the Python side's (and the allocator's) share.
+    start = r["breakdown_store_open_mb"]["chdb_library"], r["engine_heap_start_mb"] or 0.0
+    for d in r["detail"]:
+        d["engine_growth_mb"] = d["chdb_library"] - start[0] + (d["engine_heap_mb"] or 0.0) - start[1]
+        d["rss_less_engine_growth_mb"] = d["rss_mb"] - d["engine_growth_mb"]
+    at_peak = max(r["detail"], key=lambda d: d["rss_less_engine_growth_mb"])
+    detail_half = [d for d in r["detail"] if d["t_s"] >= samples[-1]["t_s"] / 2]
+    return {
+        **{k: v for k, v in r.items() if k != "samples"},
+        "events": events,
+        "minutes": minutes,
+        "produce_s": produce_s,
+        "peak_rss_mb": peak,
+        "own_peak_mb": own,
+        "own_limit_mb": OWN_LIMIT_MB,
+        "own_ratio_to_limit": own / OWN_LIMIT_MB,
+        "growth_second_half_mb_per_min": growth,
+        "growth_limit_mb_per_min": GROWTH_LIMIT_MB_PER_MIN,
+        "growth_ratio_to_limit": growth / GROWTH_LIMIT_MB_PER_MIN,
+        "second_half_rss_mb": {"first": second_half[0]["rss_mb"], "last": second_half[-1]["rss_mb"]},
+        "own_peak_less_engine_growth_mb": at_peak["rss_less_engine_growth_mb"] - r["engine_fixed_mb"],
+        "engine_growth_at_that_point_mb": at_peak["engine_growth_mb"],
+        "growth_second_half_less_engine_mb_per_min": slope_mb_per_min(detail_half, "rss_less_engine_growth_mb"),
+        "engine_growth_second_half_mb_per_min": slope_mb_per_min(detail_half, "engine_growth_mb"),
+        "peak_in_flight": max(s["in_flight"] for s in samples),
+        "consumed": samples[-1]["consumed"],
+        "judged": samples[-1]["judged"],
+        "traced": trace,
+        "samples": samples,
+    }
+
+
+def report_lines(r: dict[str, Any]) -> list[str]:
+    """The figures as a table for people."""
+    s, b0, b1 = r["settings"], r["breakdown_store_open_mb"], r["breakdown_end_mb"]
+
+    def heap(x: float | None) -> str:
+        return "n/a" if x is None else f"{x:.1f}"
+
+    lines = [
+        f"backlog {r['events']:,} events (produced in {r['produce_s']:.0f} s); monitor for {r['minutes']:g} min: {s['judge']} judge at"
+        f" {s['judge_latency_s']:g} s per call, {s['judge_concurrency']} at once, max_in_flight {s['max_in_flight']} (resume at"
+        f" {s['resume_in_flight']}), batches {s['batch_max_rows']} rows / {s['batch_max_seconds']:g} s, sample rate {s['sample_rate']:g}",
+        f"consumed {r['consumed']:,.0f}, judged {r['judged']:,.0f}, peak in flight {r['peak_in_flight']:,.0f}",
+        "",
+        f"{'RSS after imports':<46}{r['rss_after_imports_mb']:>9.1f} MB",
+        f"{'RSS after opening chDB + schema':<46}{r['rss_store_open_mb']:>9.1f} MB",
+        f"{'  embedded engine fixed cost (the difference)':<46}{r['engine_fixed_mb']:>9.1f} MB",
+        f"{'peak RSS':<46}{r['peak_rss_mb']:>9.1f} MB",
+        f"{'monitor own peak (peak - engine fixed cost)':<46}{r['own_peak_mb']:>9.1f} MB   {r['own_ratio_to_limit']:.2f} of the"
+        f" {r['own_limit_mb']:g} MB limit",
+        f"{'growth over the second half':<46}{r['growth_second_half_mb_per_min']:>9.2f} MB/min {r['growth_ratio_to_limit']:.2f} of the"
+        f" {r['growth_limit_mb_per_min']:g} MB/min limit ({r['second_half_rss_mb']['first']:.1f} → {r['second_half_rss_mb']['last']:.1f} MB)",
+        "",
+        f"{'RSS by mapping (MB)':<28}{'chDB library':>14}{'other files':>13}{'anonymous':>11}",
+        f"{'  after opening the store':<28}{b0['chdb_library']:>14.1f}{b0['other_files']:>13.1f}{b0['anonymous']:>11.1f}",
+        f"{'  at the end':<28}{b1['chdb_library']:>14.1f}{b1['other_files']:>13.1f}{b1['anonymous']:>11.1f}",
+        f"chDB tracked heap (MemoryTracking): {heap(r['engine_heap_start_mb'])} MB after opening, {heap(r['engine_heap_end_mb'])} MB at the end",
+        f"{'monitor own peak less the engine growth':<46}{r['own_peak_less_engine_growth_mb']:>9.1f} MB   (engine grew"
+        f" {r['engine_growth_at_that_point_mb']:.1f} MB by then: library pages + its heap)",
+        f"{'growth over the second half, engine apart':<46}{r['growth_second_half_less_engine_mb_per_min']:>9.2f} MB/min (the engine's:"
+        f" {r['engine_growth_second_half_mb_per_min']:.2f} MB/min)",
+    ]
+    m = r.get("malloc_end_mb")
+    if m is not None:
+        lines.append(
+            f"glibc malloc at the end: {m['malloc_in_use']:.1f} MB in use, {m['malloc_free_kept']:.1f} MB free but kept;"
+            f" malloc_trim(0) returned {r['malloc_trim_returned_mb']:.1f} MB of RSS"
+        )
+    names = ", ".join(f"{k} {v}" for k, v in list(r["thread_names_end"].items())[:6])
+    lines.append(f"threads at the end: {r['threads_end']} ({names})")
+    if r["traced"]:
+        lines += ["", f"tracemalloc (its own cost inflates RSS in this run): {r['tracemalloc_traced_mb']:.1f} MB traced at the end; top:"]
+        lines += [f"  {a['mb']:8.2f} MB {a['blocks']:>8} blocks  {a['where']}" for a in r["tracemalloc_top"]]
+        lines += ["growth over the second half:"]
+        lines += [f"  {a['growth_mb']:+8.2f} MB  {a['where']}" for a in r["tracemalloc_growth_second_half"]]
+    return lines
+
+
+def main(
+    events: int = 1_000_000, minutes: float = 12.0, json_path: Path | None = DEFAULT_JSON, trace: bool = False, interval_s: float = 1.0
+) -> dict[str, Any]:
+    """Run the benchmark; print the table and write the JSON."""
+    result = asyncio.run(measure(events, minutes, interval_s, trace))
+    emit(report_lines(result), result, json_path)
+    return result
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser(description="Monitor memory under a backlog and a 2 s judge, the embedded engine's fixed cost apart.")
+    p.add_argument("--events", type=int, default=1_000_000, help="backlog size (default 1,000,000)")
+    p.add_argument("--minutes", type=float, default=12.0, help="how long the monitor consumes (default 12)")
+    p.add_argument("--tiny", action="store_true", help="5,000 events for 20 s (CI)")
+    p.add_argument("--tracemalloc", action="store_true", help="also list the top Python allocations (inflates RSS)")
+    p.add_argument("--json", type=Path, default=DEFAULT_JSON, help=f"where to write the figures (default {DEFAULT_JSON})")
+    a = p.parse_args()
+    if a.tiny:
+        main(5_000, 20 / 60, a.json, a.tracemalloc, interval_s=0.5)
+    else:
+        main(a.events, a.minutes, a.json, a.tracemalloc)
