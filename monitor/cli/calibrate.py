@@ -17,7 +17,7 @@ from monitor.calibration.agreement import GROUPS, MIN_CATEGORY_PAIRS, Agreement,
 from monitor.calibration.labels import SCALES, LabelledPair, Scale, golden_path, read_labels
 from monitor.calibration.report import compare, document
 from monitor.calibration.run import CalibrationRun, PairOutcome, Progress
-from monitor.cli.flags import JUDGE_ENV_ONLY, JUDGE_SETTINGS, add_setting_flags, settings_from_args
+from monitor.cli.flags import JUDGE_ENV_ONLY, JUDGE_SETTINGS, add_setting_flags, positive_int, settings_from_args
 from monitor.config import Settings
 from monitor.judges.base import JudgeFailure, JudgeInfo
 from schemas.errors import LabelsError, UsageError
@@ -69,22 +69,12 @@ def register(subparsers: Any) -> None:
         help="rubric: integer labels 0-4 as in the rubric judge; unit: labels 0-1, decimals allowed (default: rubric)",
     )
     p.add_argument("--json", action="store_true", help="print the report as one JSON document (default: tables)")
-    p.add_argument("--resamples", type=_positive_int, default=2000, metavar="N", help="bootstrap resamples for the intervals (default: 2000)")
+    p.add_argument("--resamples", type=positive_int, default=2000, metavar="N", help="bootstrap resamples for the intervals (default: 2000)")
     p.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the bootstrap, so a report repeats (default: 0)")
-    p.add_argument("--top", type=_positive_int, default=10, metavar="N", help="largest disagreements listed (default: 10)")
+    p.add_argument("--top", type=positive_int, default=10, metavar="N", help="largest disagreements listed (default: 10)")
     add_setting_flags(p, "judge", JUDGE_SETTINGS, JUDGE_ENV_ONLY)
     add_setting_flags(p, "flow and privacy, as in the service", FLOW_SETTINGS)
     p.set_defaults(func=cmd_calibrate)
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
 
 
 def cmd_calibrate(ns: argparse.Namespace) -> int:

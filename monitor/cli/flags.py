@@ -148,3 +148,25 @@ def settings_from_args(ns: argparse.Namespace) -> Settings:
     """Env vars, overridden by the flags given on the command line; raises `ConfigError`."""
     given = {name: getattr(ns, name) for name in Settings.model_fields if getattr(ns, name, None) is not None}
     return load_settings(**given)
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """An argparse type: a number above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0:  # `not >` refuses nan too
+        raise argparse.ArgumentTypeError(f"must be above 0, got {text}")
+    return value

@@ -23,6 +23,8 @@ from monitor.cli.flags import (
     KAFKA_ENV_ONLY,
     add_setting_flags,
     add_store_flags,
+    positive_float,
+    positive_int,
     settings_from_args,
 )
 from schemas.errors import UsageError
@@ -87,7 +89,7 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--resume", action="store_true", help="skip the events this judge scored in any earlier replay (default: only those it scored live)"
     )
-    p.add_argument("--max-usd", type=_positive_float, metavar="USD", help="stop cleanly before the spend would pass this (default: no cap)")
+    p.add_argument("--max-usd", type=positive_float, metavar="USD", help="stop cleanly before the spend would pass this (default: no cap)")
     p.add_argument("--yes", action="store_true", help="go ahead whatever the estimate (default: ask above MONITOR_REPLAY_CONFIRM_USD)")
     p.add_argument("--dry-run", action="store_true", help="count the range and print the estimate, judge nothing")
     p.add_argument(
@@ -95,8 +97,8 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="send the calls through Anthropic's Message Batches API: half the price, results within 24 hours (LLM judges only)",
     )
-    p.add_argument("--batch-size", type=_positive_int, default=1000, metavar="N", help="requests per Message Batch (default: 1000)")
-    p.add_argument("--batch-poll-s", type=_positive_float, default=30.0, metavar="SECONDS", help="how often a batch's status is asked (default: 30)")
+    p.add_argument("--batch-size", type=positive_int, default=1000, metavar="N", help="requests per Message Batch (default: 1000)")
+    p.add_argument("--batch-poll-s", type=positive_float, default=30.0, metavar="SECONDS", help="how often a batch's status is asked (default: 30)")
     p.add_argument("--progress", choices=["auto", "bar", "lines", "none"], default="auto", help="auto: a bar on a terminal, lines otherwise")
     add_setting_flags(p, "judge", JUDGE_SETTINGS, JUDGE_ENV_ONLY)
     add_setting_flags(p, "sampling and cost", _SAMPLING_SETTINGS)
@@ -105,26 +107,6 @@ def register(subparsers: Any) -> None:
     add_setting_flags(p, "kafka", ("kafka_topics", *KAFKA_CONNECTION_SETTINGS, "max_event_bytes"), KAFKA_ENV_ONLY)
     add_store_flags(p)
     p.set_defaults(func=cmd_replay)
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be positive")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be positive")
-    return value
 
 
 def cmd_replay(ns: argparse.Namespace) -> int:
