@@ -860,14 +860,9 @@ def _make_handler(api: FakeMessagesAPI) -> type[BaseHTTPRequestHandler]:
                 self.close_connection = True
                 return
             try:
-                if isinstance(step, Drop):
-                    self.close_connection = True
-                    self.connection.shutdown(socket.SHUT_RDWR)
+                if self._fail(req, step):
                     return
-                if isinstance(step, Fault):
-                    headers = {"retry-after": f"{step.retry_after:g}"} if step.retry_after is not None else {}
-                    self._send(req, step.status, _error_body(step), headers)
-                    return
+                assert isinstance(step, Reply)  # every other step is answered by `_fail`
                 self._send(req, 200, api._reply_body(req, step))
             except OSError:
                 # The client gave up (timeout) and closed the connection while we were "thinking".
@@ -879,13 +874,7 @@ def _make_handler(api: FakeMessagesAPI) -> type[BaseHTTPRequestHandler]:
                 self.close_connection = True
                 return
             try:
-                if isinstance(step, Drop):
-                    self.close_connection = True
-                    self.connection.shutdown(socket.SHUT_RDWR)
-                    return
-                if isinstance(step, Fault):
-                    headers = {"retry-after": f"{step.retry_after:g}"} if step.retry_after is not None else {}
-                    self._send(req, step.status, _error_body(step), headers)
+                if step is not None and self._fail(req, step):
                     return
                 try:
                     body, content_type = api._batch_call(endpoint, batch_id, req)
@@ -895,6 +884,18 @@ def _make_handler(api: FakeMessagesAPI) -> type[BaseHTTPRequestHandler]:
                 self._send(req, 200, body, content_type=content_type)
             except OSError:
                 self.close_connection = True
+
+        def _fail(self, req: RecordedRequest, step: Step) -> bool:
+            """Answer a `Drop` (close the connection) or a `Fault` (its error); False for any other step."""
+            if isinstance(step, Drop):
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
+                return True
+            if isinstance(step, Fault):
+                headers = {"retry-after": f"{step.retry_after:g}"} if step.retry_after is not None else {}
+                self._send(req, step.status, _error_body(step), headers)
+                return True
+            return False
 
         def _send(
             self, req: RecordedRequest, status: int, body: bytes, headers: dict[str, str] | None = None, content_type: str = "application/json"
