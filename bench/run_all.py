@@ -6,7 +6,7 @@ import asyncio
 import subprocess
 import sys
 
-from bench import judge_overhead, memory_backlog, peer_deepeval, pipeline_throughput, prompt_cache, redaction_quality
+from bench import alert_quality, judge_overhead, memory_backlog, peer_deepeval, pipeline_throughput, prompt_cache, redaction_quality
 
 
 def main() -> None:
@@ -15,6 +15,7 @@ def main() -> None:
     prompt_cache.main(500)
     asyncio.run(pipeline_throughput.main(20_000))
     redaction_quality.main()
+    alert_quality.main()  # in memory: the shipped rules' rounds over synthetic streams, no store
     # In a process of its own: chDB opens one store directory per process, and pipeline_throughput has had its own.
     subprocess.run([sys.executable, "-m", "bench.backtest_speed"], check=True)
     subprocess.run([sys.executable, "-m", "bench.latency"], check=True)  # chDB in this process too: one of its own

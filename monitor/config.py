@@ -285,6 +285,7 @@ class Settings(BaseSettings):
 
     # Operations
     metrics_port: int = Field(9108, ge=0, le=65535, description="port of /metrics, /healthz and /readyz (0 disables)")
+    store_unready_after_s: float = Field(60.0, gt=0, description="inserts failing this long turn /readyz to 503 with the reason, until one succeeds")
     metrics_max_apps: int = Field(100, ge=1, description="distinct `app` label values exported; later ones are reported as `other`")
     metrics_apps: Annotated[list[str], NoDecode] = Field(
         default_factory=list, description="allow-list of `app` label values, comma-separated (others are `other`); overrides the cap"

@@ -137,11 +137,19 @@ def run_backtest(
     times = backtest_times(since, until, step)
     fallback = StoreData(store, traffic_table)
     data: RuleData = fallback if per_step else read_history(store, rules.rules, times, step, fallback, traffic_table, progress)
+    return backtest_on(data, rules, since, until, step, progress=progress)
+
+
+def backtest_on(
+    data: RuleData, rules: RuleSet, since: datetime, until: datetime, step: timedelta, *, progress: ProgressFn | None = None
+) -> BacktestReport:
+    """The rounds of `run_backtest` on data already at hand (the store's histories, or a benchmark's own streams)."""
+    times = backtest_times(since, until, step)
     report = BacktestReport(since, until, step)
     states: dict[StateKey, AlertState] = {}
     open_: dict[StateKey, Episode] = {}
     for i, now in enumerate(times):
-        evaluation = evaluate_rules(store, rules, now, states, traffic_table, data=data)
+        evaluation = evaluate_rules(None, rules, now, states, data=data)
         report.evaluations += 1
         for err in evaluation.errors:
             report.errors[err.rule.name] += 1

@@ -197,7 +197,7 @@ def _tail_candidate(rule: Rule, obs: Observation, prev: AlertState | None) -> bo
 
 
 def evaluate_rules(
-    store: ClickHouseStore,
+    store: ClickHouseStore | None,
     rules: RuleSet | Sequence[Rule],
     now: datetime,
     previous: Mapping[StateKey, AlertState],
@@ -207,7 +207,12 @@ def evaluate_rules(
 ) -> Evaluation:
     """Evaluate every rule (data from `data`, else one query per rule against the store); a rule that fails is
     reported in `errors` and its states are kept as they were, a rule without segments in `empty` with the reason."""
-    source = data or StoreData(store, traffic_table)
+    if data is not None:
+        source: RuleData = data
+    elif store is not None:
+        source = StoreData(store, traffic_table)
+    else:
+        raise ValueError("evaluate_rules needs a store or data")
     rule_list = rules.rules if isinstance(rules, RuleSet) else list(rules)
     results: list[SegmentResult] = []
     errors: list[RuleError] = []

@@ -197,16 +197,20 @@ def _load(ns: argparse.Namespace) -> tuple[Settings, AlertSettings, RuleSet]:
     return settings, alert, load_rules(alert.rules)
 
 
-def _open_store(settings: Settings, *tables: str) -> ClickHouseStore:
+def _open_store(settings: Settings, *tables: str, writes: bool = False) -> ClickHouseStore:
     """The existing store, with the scores table and `tables` present and its schema current; creates nothing and
-    issues no DDL. A schema behind this release is one line naming `migrate`: the rules read its newer tables."""
+    issues no DDL. Read-only (the engine refuses writes) unless `writes` (the alert service's state and leases). A
+    schema behind this release is one line naming `migrate`: the rules read its newer tables."""
     from monitor.runtime.store import ClickHouseStore
 
     s = settings.store
     store = ClickHouseStore.from_settings(s)
     try:
-        store.open_existing(*tables)
-        store.require_current_schema()
+        if writes:
+            store.ensure_schema(migrate=False)
+        else:
+            store.open_for_reads(*tables)
+            store.require_current_schema()
     except BaseException:
         store.close()
         raise
@@ -275,15 +279,13 @@ def cmd_run(ns: argparse.Namespace) -> int:
 def run_alerts(ns: argparse.Namespace, out: IO[str] | None = None) -> int:
     """Run the evaluator named by `ns`; with --once, print what the round evaluated and sent to `out`."""
     from monitor.alerts.engine import AlertRunner
-    from monitor.alerts.state import LEASE_TABLE, STATE_TABLE
-    from monitor.canary.table import CANARY_TABLE
     from monitor.runtime.logs import configure_logging
 
     out = out or sys.stdout
     settings, alert, rules = _load(ns)
     configure_logging(settings.log_format, settings.log_level)
     notifiers = build_notifiers(alert)
-    store = _open_store(settings, STATE_TABLE, *(() if ns.no_lease else (LEASE_TABLE,)), *((CANARY_TABLE,) if alert.canary_on else ()))
+    store = _open_store(settings, writes=True)
     try:
         canary = build_canary(settings, alert, store, background=not ns.once) if alert.canary_on else None
     except BaseException:

@@ -29,7 +29,7 @@ from monitor.cli.table import print_result
 from schemas.errors import LocalBrokerError, UsageError
 
 if TYPE_CHECKING:
-    from monitor.runtime.store import StoreSettings
+    from monitor.runtime.store import ClickHouseStore, StoreSettings
 
 
 def register(sub: Any) -> None:
@@ -44,8 +44,16 @@ def register(sub: Any) -> None:
     add_settings_flags(p)
     p.set_defaults(func=cmd_run)
 
-    about = "create the store and apply the pending schema migrations in order, each once (recorded in schema_migrations); idempotent"
+    about = (
+        "create the store, apply the pending schema migrations in order (each once, recorded in schema_migrations) and "
+        "re-create any table, view or column the store lacks; idempotent"
+    )
     p = sub.add_parser("migrate", help=about, description=f"{about[0].upper()}{about[1:]}.")
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="change nothing: list the pending migrations and how the store differs from this release's schema; exit 1 if anything does",
+    )
     add_store_flags(p, *CLUSTER_SETTINGS, *RETENTION_SETTINGS)
     p.set_defaults(func=cmd_migrate)
 
@@ -143,17 +151,29 @@ def _prepare_schema(s: StoreSettings) -> None:
 
 
 def cmd_migrate(ns: argparse.Namespace) -> int:
-    """`migrate`: create the store if need be and apply the pending migrations, in order, each once."""
+    """`migrate`: create the store if need be, apply the pending migrations, in order, each once, and re-create what
+    the store lacks; exit 1 if something differs that it cannot fix. `--check` changes nothing and exits 1 on any
+    difference."""
     from monitor.runtime.store import ClickHouseStore
 
     s = settings_from_args(ns).store
     store = ClickHouseStore.from_settings(s)
+    if ns.check:
+        return _check_migrations(store)
     try:
+        store.open()
         applied = store.migrate()
     finally:
         store.close()
     done = f"{len(applied)} migration(s) applied: {', '.join(m.name for m in applied)}" if applied else "already up to date"
     print(f"schema of {store.qualified_table} applied at {store.url} ({done})", file=sys.stderr)
+    for difference in store.schema_repaired:
+        print(f"repaired: {difference}: {difference.repair}", file=sys.stderr)
+    for difference in store.schema_unfixed:
+        print(f"{'cannot fix' if difference.blocking else 'left as it is'}: {difference}", file=sys.stderr)
+    if any(d.blocking for d in store.schema_unfixed):
+        print(f"{len(store.schema_unfixed)} difference(s) left as they are: migrate adds what is missing and changes nothing else", file=sys.stderr)
+        return 1
     retention = store.retention_applied
     if retention:
         changed = f"{len(retention.changes)} TTL change(s); rows already stored follow in the background"
@@ -164,6 +184,27 @@ def cmd_migrate(ns: argparse.Namespace) -> int:
         print(f"retention unchanged: {retention.wanted}", file=sys.stderr)
     else:
         print("retention not managed (MONITOR_RETENTION_DAYS unset): the tables' TTLs were left as they are", file=sys.stderr)
+    return 0
+
+
+def _check_migrations(store: ClickHouseStore) -> int:
+    """`migrate --check`: print what is pending or differs (nothing is created or changed); 1 if anything is."""
+    try:
+        pending, differences = store.check_report()
+    finally:
+        store.close()
+    for m in pending:
+        print(f"pending migration: {m.name}", file=sys.stderr)
+    for difference in differences:
+        fix = "`migrate` re-creates it" if difference.fixable else "`migrate` cannot fix this"
+        print(f"differs: {difference} ({fix})", file=sys.stderr)
+    if pending or differences:
+        print(
+            f"schema of {store.qualified_table} at {store.url} is not current: {len(pending)} pending, {len(differences)} difference(s)",
+            file=sys.stderr,
+        )
+        return 1
+    print(f"schema of {store.qualified_table} at {store.url} is current", file=sys.stderr)
     return 0
 
 
@@ -184,7 +225,7 @@ def cmd_sql(ns: argparse.Namespace) -> int:
     s = settings.store
     store = ClickHouseStore.from_settings(s)
     try:
-        store.open_existing()
+        store.open_for_reads()
         result = store.query(query.replace("{table}", store.qualified_table))
     finally:
         store.close()

@@ -109,7 +109,7 @@ def run_compare(ns: argparse.Namespace, out: TextIO | None = None, width: int | 
     span = f"between {_time(since)} and {_time(until)}"
     store = ClickHouseStore.from_settings(settings.store)
     try:
-        store.open_existing()
+        store.open_for_reads()
         judges = judges_in_range(store, since, until)
         choice = choose_judges(judges, ns.judge_a, ns.judge_b, span)
         if choice.a is None or choice.b is None:

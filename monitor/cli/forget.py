@@ -54,7 +54,10 @@ def cmd_forget(ns: argparse.Namespace) -> int:
     s = settings_from_args(ns).store
     store = ClickHouseStore.from_settings(s)
     try:
-        store.open_existing()
+        if ns.dry_run:
+            store.open_for_reads()
+        else:
+            store.ensure_schema(migrate=False)
         report = forget(store, conversations, events, dry_run=ns.dry_run)
     finally:
         store.close()

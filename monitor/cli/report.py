@@ -67,7 +67,7 @@ def cmd_report(ns: argparse.Namespace) -> int:
     settings = load_settings(clickhouse_url=ns.clickhouse_url, clickhouse_database=ns.clickhouse_database, clickhouse_table=ns.clickhouse_table)
     store = ClickHouseStore.from_settings(settings.store)
     try:
-        store.open_existing()
+        store.open_for_reads()
         summary = write_report(store, since, until, out, now=now, include_replays=ns.include_replays)
     finally:
         store.close()

@@ -25,12 +25,12 @@ from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
 from monitor.alerts.engine import AlertRunner, Evaluation, SegmentResult
 from monitor.alerts.rules import RuleSet, load_rules, parse_rules
-from monitor.alerts.state import STATE_TABLE
 from monitor.config import Settings, load_settings
 from monitor.devtools.demo_history import judge_history, write_history
 from monitor.devtools.demo_traffic import history, regressed_segment, story_event
@@ -275,12 +275,13 @@ class _Demo:
         return len(values)
 
     async def _open_store(self, service: asyncio.Task[None], limit_s: float = 120.0) -> None:
-        """Open the store once the service has created it (it migrates the embedded store as it starts)."""
+        """Open the store for writes once the service has migrated it (it migrates the embedded store as it starts,
+        under the schema lock this waits on): the history is never written into a half-made schema."""
         deadline = time.monotonic() + limit_s
         while True:
             await self._refresh(service)
             try:
-                await self._call(self.store.open_existing, STATE_TABLE)
+                await self._call(partial(self.store.ensure_schema, migrate=False))
                 return
             except StoreError:
                 if time.monotonic() > deadline:

@@ -222,7 +222,8 @@ class Replay:
             )
         if self.options.max_usd is not None and self.cost.calls_api and self.cost.price is None:
             raise ReplayRefused(f"--max-usd needs the judge model's price, and {self.cost.model} has none: add it to MONITOR_JUDGE_PRICES")
-        await self.store.open()
+        # A dry run only reads: its session is read-only, and it creates nothing (a missing store is one line).
+        await (self.store.open_for_reads() if self.options.dry_run else self.store.open())
         self.erased = await self.store.call(load_erased_ids)
         return floor
 

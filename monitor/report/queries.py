@@ -46,6 +46,7 @@ _BUCKET = "toStartOfInterval({column}, toIntervalSecond({{bucket:UInt32}}))"
 # A 429 reaches a row only when the provider kept refusing past the retries: the judge's error then names the kind
 # (`unavailable: rate_limited: HTTP 429 ...`). Most rate limiting makes events wait instead of failing.
 _RATE_LIMITED = "(positionCaseInsensitive(error, 'rate_limited') > 0 OR position(error, 'HTTP 429') > 0)"
+_WHOLE_MINUTES = f"toStartOfMinute(event_time) >= {{since:{_TS}}} AND toStartOfMinute(event_time) < {{until:{_TS}}}"
 _LAG_S = "dateDiff('millisecond', event_time, scored_at) / 1000.0"
 
 
@@ -219,10 +220,11 @@ def _traffic(store: ClickHouseStore, scores: str, where: str, traffic: str, para
         f"SELECT {_BUCKET.format(column='minute')} AS t, app, prompt_version, sum(consumed), sum(sampled) FROM {traffic}\n"
         f"WHERE minute >= {{since:{_TS}}} AND minute < {{until:{_TS}}} GROUP BY t, app, prompt_version"
     )
-    # Events, not rows: with two judges an event has two rows but was consumed once.
+    # Events, not rows: with two judges an event has two rows but was consumed once. Only events of the minutes the
+    # traffic counts cover: a range starting mid-minute would otherwise count judged events of a minute it leaves out.
     judged = (
         f"SELECT {_BUCKET.format(column='event_time')} AS t, app, prompt_version, uniqExact(event_id) FROM {scores} FINAL\n"
-        f"WHERE {where} GROUP BY t, app, prompt_version"
+        f"WHERE {where} AND {_WHOLE_MINUTES} GROUP BY t, app, prompt_version"
     )
     merged: dict[tuple[datetime, str, str], list[int]] = {}
     for t, app, pv, consumed, sampled in store.query(counted, params).rows:

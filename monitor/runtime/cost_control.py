@@ -99,16 +99,18 @@ class CostControl:
             log.warning("budget_sync_failed", error=type(e).__name__, detail=str(e)[:200])
         self.refresh()
 
-    async def flush_traffic(self) -> None:
-        """Write the counted traffic (best effort: a failed write is kept for the next one)."""
+    async def flush_traffic(self) -> bool:
+        """Write the counted traffic; False if the write failed (the counts are kept for the next one)."""
         rows = self.traffic.drain()
         if not rows:
-            return
+            return True
         try:
             await self.store.insert_table("traffic_counts", TRAFFIC_COLUMNS, rows)
         except Exception as e:
             self.traffic.restore(rows)
             log.warning("traffic_counts_write_failed", error=type(e).__name__, detail=str(e)[:200])
+            return False
+        return True
 
     async def traffic_loop(self) -> None:
         """Flush traffic counts every `traffic_flush_s`."""

@@ -55,6 +55,7 @@ _TRANSPORT_PARAMS = frozenset(
 )
 _FORMAT = re.compile(r"\bFORMAT\s+(\w+)\s*;?\s*$", re.IGNORECASE)
 _ERROR_CODE = re.compile(r"Code: (\d+)")
+_DRAIN = "SELECT 0 WHERE 0"
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,16 +137,26 @@ class EmbeddedReader:
             return False
         return user == READER_USER and hmac.compare_digest(password.encode(), self._password.encode())
 
-    def run(self, sql: str, database: str | None, params: dict[str, str]) -> tuple[bytes, str]:
-        """One query on the read-only session: (the result's bytes, its format). Raises the engine's error."""
+    def run(self, sql: str, database: str | None, params: dict[str, str], settings: dict[str, str]) -> tuple[bytes, str]:
+        """One query on the read-only session: (the result's bytes, its format). Raises the engine's error. The
+        request's `settings` are not applied: under readonly = 1 the engine refuses any change, and the session is
+        read-only whatever they say."""
         match = _FORMAT.search(sql)
         fmt = match.group(1) if match else "TabSeparated"  # ClickHouse's HTTP default
         with self._lock:
             if database:
                 self._conn.query(f"USE `{database.replace('`', '')}`")
-            result = self._conn.query(sql, fmt, params=params or None)
-        data = result.bytes() if hasattr(result, "bytes") else str(result).encode()
-        return bytes(data), fmt
+            try:
+                result = self._conn.query(sql, fmt, params=params or None)
+            except Exception:
+                # A multi-statement query that fails part-way leaves its first results in the session, and chDB
+                # prepends them to the next answer: another request's. An empty query takes them out.
+                self._conn.query(_DRAIN, "Native")
+                raise
+            # Copied under the lock: the session's next query reuses the result's buffer (two concurrent reads
+            # answered each other's bytes when this was copied after it).
+            data = bytes(result.bytes() if hasattr(result, "bytes") else str(result).encode())
+        return data, fmt
 
 
 def _handler(reader: EmbeddedReader, timezone: str) -> type[BaseHTTPRequestHandler]:
@@ -170,8 +181,9 @@ def _handler(reader: EmbeddedReader, timezone: str) -> type[BaseHTTPRequestHandl
             args = {k: v[-1] for k, v in parse_qs(urlsplit(self.path).query, keep_blank_values=True).items()}
             sql = "\n".join(part for part in (args.get("query", ""), body.decode("utf-8")) if part.strip())
             params = {k.removeprefix("param_"): v for k, v in args.items() if k.startswith("param_")}
+            settings = {k: v for k, v in args.items() if k not in _TRANSPORT_PARAMS and not k.startswith("param_")}
             try:
-                data, fmt = reader.run(sql, args.get("database"), params)
+                data, fmt = reader.run(sql, args.get("database"), params, settings)
             except Exception as e:  # the engine's error (ChdbError and friends), sent as ClickHouse sends it
                 self._error(500, str(e).strip() or type(e).__name__)
                 return

@@ -4,7 +4,9 @@ report it beside the metrics (`/metrics`, `/healthz`, `/readyz`).
 - Liveness fails only when the process is wedged: the event loop has not beaten for `max_silence_s`. A lost
   broker, store or judge never fails it, because a restart fixes none of them.
 - Readiness is true once the consumer has joined its group and the store has answered, and while the brokers,
-  the store and the dead-letter topic look healthy. The judge's circuit is reported but never gates it: a
+  the store and the dead-letter topic look healthy. The store is healthy while it answers probes and its inserts
+  succeed: once they have failed for longer than `unready_after_s` (MONITOR_STORE_UNREADY_AFTER_S) it is down, with
+  the reason, until a write succeeds. The judge's circuit is reported but never gates it: a
   provider outage hits every replica alike and must not block a rollout."""
 
 from __future__ import annotations
@@ -34,6 +36,31 @@ class Health:
     store_answered: bool = False  # the store opened and answered
     info: dict[str, str] = field(default_factory=dict)
     beat: float = field(default_factory=time.monotonic)
+    unready_after_s: float = 60.0  # inserts failing this long make the store (and readiness) down
+    writes_failing_since: float | None = None  # monotonic time of the first failure since the last success
+    write_problem: str = ""  # the last failure, one line
+
+    def write_failed(self, problem: str, now: float | None = None) -> None:
+        """An insert failed (it is retried): the failure's first time is kept until one succeeds."""
+        if self.writes_failing_since is None:
+            self.writes_failing_since = time.monotonic() if now is None else now
+        self.write_problem = problem
+
+    def write_succeeded(self) -> None:
+        """An insert succeeded: writes are healthy again."""
+        self.writes_failing_since, self.write_problem = None, ""
+
+    def writes_failing_s(self, now: float | None = None) -> float:
+        """How long inserts have been failing without a success in between (0 while they succeed)."""
+        if self.writes_failing_since is None:
+            return 0.0
+        return (time.monotonic() if now is None else now) - self.writes_failing_since
+
+    def _store_reason(self, now: float | None = None) -> str:
+        failing = self.writes_failing_s(now)
+        if self.writes_failing_since is None or failing <= self.unready_after_s:
+            return ""
+        return f"inserts failing for {failing:.0f} s: {self.write_problem}"
 
     def mark(self, component: str, up: bool, problem: str = "") -> bool:
         """Record a component's state; returns True when it changed (so callers log transitions only)."""
@@ -45,10 +72,18 @@ class Health:
             self.problem[component] = problem
         return changed
 
+    def component_up(self, component: str, now: float | None = None) -> bool:
+        """Whether `component` looks healthy: it answers, and for the store its inserts are not failing too long."""
+        return self.up.get(component, True) and not (component == "store" and self._store_reason(now))
+
+    def reason(self, component: str, now: float | None = None) -> str:
+        """Why `component` is down (one line, no secrets), or ''."""
+        return (self._store_reason(now) if component == "store" else "") or self.problem.get(component, "")
+
     @property
     def ready(self) -> bool:
         """Whether the monitor has started and every component is up."""
-        return self.joined and self.store_answered and all(self.up.values())
+        return self.joined and self.store_answered and all(self.component_up(c) for c in self.up)
 
     def starting(self) -> list[str]:
         """The start-up milestones not reached yet."""
@@ -69,7 +104,7 @@ class Health:
         return {
             "ready": self.ready,
             "starting": self.starting(),
-            "components": {c: {"up": u, "problem": self.problem.get(c, "")} for c, u in self.up.items()},
+            "components": {c: {"up": self.component_up(c), "reason": self.reason(c)} for c in self.up},
             "info": dict(self.info),
         }
 
@@ -80,12 +115,18 @@ class HealthGauges:
     def __init__(self, registry: CollectorRegistry) -> None:
         self._up = Gauge("relevancy_monitor_up", "1 while a dependency looks healthy", ["component"], registry=registry)
         self._ready = Gauge("relevancy_monitor_ready", "1 while every dependency looks healthy", registry=registry)
+        self._failing = Gauge(
+            "relevancy_monitor_store_writes_failing_seconds",
+            "How long inserts have been failing without a success (0 while they succeed)",
+            registry=registry,
+        )
 
     def update(self, health: Health) -> None:
         """Export the current state."""
-        for component, up in health.up.items():
-            self._up.labels(component).set(1 if up else 0)
+        for component in health.up:
+            self._up.labels(component).set(1 if health.component_up(component) else 0)
         self._ready.set(1 if health.ready else 0)
+        self._failing.set(health.writes_failing_s())
 
 
 class HealthServer:

@@ -54,6 +54,8 @@ _POLL_MS = 100
 _FACTOR_EVERY_S = 1.0
 _PROBE_TIMEOUT_S = 5.0
 _CLOSE_TIMEOUT_S = 10.0
+_CLOSE_RESERVE_S = 2.0  # of the shutdown grace, kept for the commit and closing the Kafka clients
+_CLOSE_FLOOR_S = 0.5  # each client gets at least this to leave its group cleanly
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,24 +174,32 @@ class Pipeline:
 
     async def _shutdown(self) -> None:
         grace = self.flow.shutdown_grace_s
+        whole = Deadline(grace)
         log.info("draining", in_flight=self.tracker.in_flight(), grace_s=grace)
-        left = await self.finish(self.source.assignment() | self.tasks.partitions(), Deadline(grace), phase="shutdown")
+        # The drain and flush stop early enough for the commit and the clients' close to fit in the grace period too.
+        work = Deadline(max(grace - min(_CLOSE_RESERVE_S, grace / 4), 0.0))
+        left = await self.finish(self.source.assignment() | self.tasks.partitions(), work, phase="shutdown")
         self.sink.close()
         for task in self._background:
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
-        log.info("stopped", unfinished_events=left, note="unfinished events are not committed and will be redelivered" if left else "")
-        await self._close_kafka_clients()
+        log.info(
+            "stopped",
+            unfinished_events=left,
+            note="unfinished events (not judged, or their rows not written) are not committed: the next start re-reads them" if left else "",
+        )
+        await self._close_kafka_clients(max(whole.remaining(), _CLOSE_FLOOR_S))
         await self.guard.judge.aclose()
         if self.shadow is not None:
             await self.shadow.guard.judge.aclose()
 
-    async def _close_kafka_clients(self) -> None:
+    async def _close_kafka_clients(self, within_s: float = 2 * _CLOSE_TIMEOUT_S) -> None:
         # Bounded: with the brokers gone, leaving the group or flushing the producer would otherwise wait out
         # aiokafka's own request timeouts (or retry forever), and the process would not exit.
+        deadline = Deadline(within_s)
         for name, stop in (("consumer", self.source.stop), ("producer", self.producer.stop)):
             try:
-                await asyncio.wait_for(stop(), timeout=_CLOSE_TIMEOUT_S)
+                await asyncio.wait_for(stop(), timeout=min(_CLOSE_TIMEOUT_S, max(deadline.remaining(), _CLOSE_FLOOR_S)))
             except (TimeoutError, KafkaError) as e:
                 log.warning("kafka_client_close_incomplete", client=name, error=type(e).__name__)
             except asyncio.CancelledError:
@@ -206,17 +216,16 @@ class Pipeline:
           1. drain: start no new judge call for them; cancel the events still waiting for one (a slot, the rate
              limit, the circuit) and let the calls already sent and the dead letters finish until the deadline;
           2. flush: write every buffered row (acknowledging their tickets), for what is left of the deadline;
-          3. traffic: write the per-segment traffic counts;
-          4. commit: commit the low-water mark of each partition;
-          5. forget: drop their offsets, tasks and lag gauges (a later owner starts afresh)."""
+          3. commit: write the per-segment traffic counts, then commit the low-water mark of each partition;
+          4. forget: drop their offsets, tasks and lag gauges (a later owner starts afresh)."""
         tps = set(partitions)
         self._closing |= tps
         await self.tasks.drain(tps, deadline, stop_now=self._not_yet_judging)
         try:
             await asyncio.wait_for(self.sink.flush_all(), timeout=deadline.remaining())
         except (TimeoutError, SinkClosed):
-            log.warning("flush_incomplete", phase=phase, rows_not_written=len(self.sink))
-        await self.cost.flush_traffic()
+            # Not counted here: their events are the unfinished ones, counted once when the phase ends.
+            log.warning("flush_incomplete", phase=phase, reason=self.health.write_problem or "the deadline passed while writing")
         await self.commit(tps)
         left = sum(self.tracker.in_flight(tp) for tp in tps)
         self.tracker.revoke(tps)
@@ -436,9 +445,15 @@ class Pipeline:
             log.info("consumption_resumed", in_flight=in_flight)
 
     async def commit(self, tps: set[TopicPartition] | None = None) -> dict[TopicPartition, int]:
-        """Commit the low-water mark of owned partitions (or of `tps`); returns what the broker accepted."""
+        """Commit the low-water mark of owned partitions (or of `tps`); returns what the broker accepted.
+
+        The traffic counts are written first, and nothing is committed while they cannot be: a committed event is
+        never re-read, so its count must be durable before, or the coverage (judged / consumed) would pass 100 %.
+        Uncommitted events are counted again when they are re-read, which only ever lowers it."""
         offsets = self.tracker.committable(tps if tps is not None else self.source.assignment())
         if not offsets:
+            return {}
+        if not await self.cost.flush_traffic():
             return {}
         committed = await self.source.commit(offsets)
         if committed:

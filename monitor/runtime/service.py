@@ -139,17 +139,19 @@ async def run_service(settings: Settings, stop: asyncio.Event | None = None, met
         log.warning("heuristic_judge", judge=judge.info.method, note="word-overlap heuristic, not an LLM judge: for demos and dry runs")
     sampler = build_sampler(settings)  # before Kafka: a bad rules file is reported even with no broker
     metrics = metrics or Metrics(max_apps=settings.metrics_max_apps, apps=tuple(settings.metrics_apps))
-    health = Health()
+    health = Health(unready_after_s=settings.store_unready_after_s)
     heartbeat = asyncio.create_task(health.heartbeat(), name="liveness-heartbeat")  # from the start: start-up is not a hang
     try:
         if settings.metrics_port:
             HealthServer(metrics.registry, health, settings.metrics_port).start()
-        created = await ensure_dlq_topic(settings.kafka)
-        if created:
-            log.info("created_topics", topics=created)
-        s = settings.store
-        store = AsyncStore(ClickHouseStore.from_settings(s))
+        store = AsyncStore(ClickHouseStore.from_settings(settings.store))
         try:
+            # The schema first: a store that is behind or lacks a table stops the start in one line, before any
+            # Kafka client exists, and nothing is written until it is current.
+            await store.open()
+            created = await ensure_dlq_topic(settings.kafka)
+            if created:
+                log.info("created_topics", topics=created)
             await build_pipeline(settings, judge, store, metrics, health, sampler, shadow_judge).run(stop)
         finally:
             await store.close()

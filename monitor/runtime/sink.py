@@ -115,7 +115,7 @@ class ClickHouseSink(Generic[T]):
                         break
                     except Exception as e:  # any driver or network error: the batch stays in memory and is retried
                         self._metrics.insert_failures.inc()
-                        self._health.mark("store", False, f"{type(e).__name__}: {str(e)[:200]}")
+                        self._health.write_failed(f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}")
                         log.warning("insert_failed", rows=len(rows), error=type(e).__name__, detail=str(e)[:300], retry_in_s=round(delay, 2))
                         if self._closing:
                             raise SinkClosed(f"gave up a batch of {len(rows)} rows on shutdown") from e
@@ -128,7 +128,7 @@ class ClickHouseSink(Generic[T]):
                 self._oldest = time.monotonic()
                 raise
             self._metrics.flush_seconds.observe(time.monotonic() - started)
-            self._health.mark("store", True)
+            self._health.write_succeeded()
             self._metrics.rows_written.inc(len(rows))
             self._on_durable(tickets, rows)
             return len(rows)

@@ -3,15 +3,19 @@
 All calls are synchronous; async callers go through `AsyncStore`, which runs them on one dedicated thread
 (chDB has no async client and one engine per process, so calls are serialised there).
 
-Two ways in: the writer (`run`, `migrate`) opens the store and applies the DDL, creating the embedded directory
-if need be; the read paths (`sql`, `alerts`) use `open_existing`, which creates nothing and issues no DDL, so they
-work for a read-only ClickHouse user and never leave an empty store behind. While a monitor holds an embedded
-directory (chDB allows one process per directory), `open_existing` reaches that monitor's engine through its
-read-only endpoint (`monitor.runtime.embedded_reader`) instead, and every write is refused in one line.
+Two ways in, and nothing else writes:
+1. `open_for_reads` (`sql`, `report`, `alerts check|backtest`, `compare`, the dry runs) creates nothing, issues no DDL
+   and opens a session with ClickHouse's `readonly = 1`, so the engine itself refuses writes, DDL and setting changes
+   on every path: the embedded engine, a running monitor's read-only endpoint (`monitor.runtime.embedded_reader`,
+   used while a monitor holds the directory: chDB allows one process per directory) and a server.
+2. `ensure_schema` (`run`, `migrate`, the demo, replay, forget, the alert and canary services) opens for writes. Under
+   the process's schema lock it applies the pending migrations (or refuses a schema that is behind) and then compares
+   the store with what this release's migrations create (`schemas.schema_check`): a dropped table or column is refused
+   in one line naming `migrate`. No row is written before it returns.
 
 The DDL is applied as versioned migrations (`schemas.ddl.migrations`), each once, recorded in
-`{database}.schema_migrations` with its checksum: `migrate` applies the pending ones, `check_schema` refuses a store
-that is behind (`run` on a server, unless MONITOR_AUTO_MIGRATE) and both refuse an applied migration that changed.
+`{database}.schema_migrations` with its checksum. `migrate` applies the pending ones and then re-creates what the
+store lacks (every statement is idempotent, so it re-runs them all), reporting what differs that it cannot fix.
 
 Retention (MONITOR_RETENTION_DAYS, MONITOR_TEXT_RETENTION_DAYS) is applied as TTLs at the end of `migrate`, only where
 the tables differ (`monitor.runtime.retention`); `check_schema` only finds the difference (`retention_pending`)."""
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -37,6 +42,7 @@ from monitor.runtime.embedded_reader import READER_USER, EmbeddedReader, ReaderA
 from monitor.runtime.retention import ALTER_SETTINGS, RetentionPlan, plan_retention, retention_tables
 from schemas.ddl import MIGRATIONS_TABLE, Migration, migrations, migrations_table_ddl, on_cluster
 from schemas.errors import StoreError
+from schemas.schema_check import Schema, SchemaDifference, SchemaObject, add_column, expected_schema, object_kind, schema_differences
 from schemas.scored import SCORED_COLUMNS, ScoredRow
 
 T = TypeVar("T")
@@ -146,6 +152,22 @@ def _safe(url: str) -> str:
 
 
 _EXISTING_TABLES = "SELECT name FROM system.tables WHERE database = {database:String} AND has({tables:Array(String)}, name)"
+_TABLES = "SELECT name, engine FROM system.tables WHERE database = {database:String}"
+_COLUMNS = "SELECT table, name, type FROM system.columns WHERE database = {database:String} ORDER BY table, position"
+_READONLY_REFUSAL = "(READONLY)"  # the name of ClickHouse's error 164, at the end of its message
+# Enforced by the engine for every query of the session: writes, DDL and setting changes are refused (code 164).
+READ_ONLY_SETTINGS = {"readonly": "1"}
+
+# One schema lock per store in this process: the service, the demo's history and the alert state may open the same
+# embedded engine from several threads, and none of them may write while another is half-way through a migration.
+_SCHEMA_LOCKS: dict[tuple[str, str], threading.RLock] = {}
+_SCHEMA_LOCKS_GUARD = threading.Lock()
+
+
+def schema_lock(url: str, database: str) -> threading.RLock:
+    """The process's lock on the schema of `database` at `url` (re-entrant: `migrate` runs inside `ensure_schema`)."""
+    with _SCHEMA_LOCKS_GUARD:
+        return _SCHEMA_LOCKS.setdefault((normalize_url(url), database), threading.RLock())
 
 
 def client_options(
@@ -195,9 +217,13 @@ class ClickHouseStore:
         self.text_retention_days = text_retention_days  # the scores table's text columns; 0: as long as the row
         self.retention_applied: RetentionPlan | None = None  # what the last `migrate` changed (empty: nothing)
         self.retention_pending: RetentionPlan | None = None  # what the last `check_schema` found differing (not applied)
+        self.schema_repaired: list[SchemaDifference] = []  # what the last `migrate` re-created
+        self.schema_unfixed: list[SchemaDifference] = []  # what differs after the last `migrate` and it cannot fix
         self._client_options = client_options(self.url, user, password, ca_file, verify)
         self._client: Client | None = None
         self.via_reader: ReaderAddress | None = None  # reads go to the running monitor that holds the directory
+        self._read_only = False  # opened by `open_for_reads`: the session has readonly = 1
+        self._schema_ready = False  # `ensure_schema` (or `migrate`) found the schema current: rows may be written
 
     @classmethod
     def from_settings(cls, s: StoreSettings) -> ClickHouseStore:
@@ -235,7 +261,8 @@ class ClickHouseStore:
             if holder is not None and holder.pid != os.getpid():  # chDB would print its lock error and fail anyway
                 self.via_reader = holder
                 self._writable()
-            self._client = open_client(self.url, **self._client_options)
+            options = {**self._client_options, "settings": dict(READ_ONLY_SETTINGS)} if self._read_only else self._client_options
+            self._client = open_client(self.url, **options)
 
     @property
     def client(self) -> Client:
@@ -244,18 +271,13 @@ class ClickHouseStore:
         assert self._client is not None
         return self._client
 
-    def open_existing(self, *tables: str) -> None:
-        """Open a store that must exist already, creating nothing (no directory, no DDL): the read paths' way in.
+    def open_for_reads(self, *tables: str) -> None:
+        """Open a store that must exist already for reads only: the read paths' way in. It creates nothing (no
+        directory, no DDL) and its session has `readonly = 1`, so the engine refuses any write, DDL or setting change.
 
         The scores table and `tables` (other tables of the database) must exist; raises `StoreError` naming the
         missing directory or tables and how to create them."""
-        directory = chdb_directory(self.url)
-        # Opening chDB on a missing or empty directory would create an empty store there and answer from it.
-        if directory is not None and not (directory.is_dir() and any(directory.iterdir())):
-            raise StoreError(f"no embedded ClickHouse store at {directory}: {_MIGRATE_HINT}")
-        if self._client is None and directory is not None:
-            self._open_reader(directory)
-        self.open()
+        self._open_read_session()
         wanted = [self.table, *tables]
         found = {row[0] for row in self.query(_EXISTING_TABLES, {"database": self.database, "tables": wanted}).rows}
         missing = [f"{self.database}.{t}" for t in wanted if t not in found]
@@ -263,6 +285,18 @@ class ClickHouseStore:
             kind = "table" if len(missing) == 1 else "tables"
             raise StoreError(f"{kind} {', '.join(missing)} not found at {_safe(self.url)}: {_MIGRATE_HINT}")
         self._use_database()
+
+    def _open_read_session(self) -> None:
+        if self._client is not None and not self._read_only:
+            raise StoreError("internal: a store opened for writes cannot be reopened for reads only")
+        self._read_only = True
+        directory = chdb_directory(self.url)
+        # Opening chDB on a missing or empty directory would create an empty store there and answer from it.
+        if directory is not None and not (directory.is_dir() and any(directory.iterdir())):
+            raise StoreError(f"no embedded ClickHouse store at {directory}: {_MIGRATE_HINT}")
+        if self._client is None and directory is not None:
+            self._open_reader(directory)
+        self.open()
 
     def _open_reader(self, directory: Path) -> None:
         """Connect to the read-only endpoint of another live process that holds `directory`, if there is one."""
@@ -276,19 +310,58 @@ class ClickHouseStore:
         self.via_reader = address
 
     def _writable(self) -> None:
+        if self._read_only:
+            raise StoreError(f"{self.qualified_table} at {_safe(self.url)} is open for reads only: this command never writes")
         if self.via_reader is not None:
             raise StoreError(
                 f"the embedded ClickHouse at {self.url} is held by a running monitor (pid {self.via_reader.pid}), which serves "
                 "reads only: stop it to write here, or point MONITOR_CLICKHOUSE_URL at a ClickHouse server"
             )
 
-    def ensure_schema(self) -> None:
-        """What `run` does at start: apply the pending migrations if `auto_migrates` (creating the embedded store if
-        need be, see `migrate`), else refuse a schema that is behind (see `check_schema`)."""
-        if self.auto_migrates:
-            self.migrate()
-        else:
-            self.check_schema()
+    def ensure_schema(self, *, migrate: bool | None = None) -> None:
+        """Open for writes (what every writer does first): under the process's schema lock, apply the pending
+        migrations if `migrate` (default `auto_migrates`; the embedded store is created if need be), else refuse a
+        schema that is behind; then refuse, in one line naming `migrate`, a store that lacks or differs from what
+        this release's migrations create. Raises `StoreError`; rows may be written once it returns."""
+        migrating = self.auto_migrates if migrate is None else migrate
+        directory = chdb_directory(self.url)
+        # A writer that does not migrate finds a missing store in one line rather than creating an empty one.
+        if not migrating and directory is not None and not (directory.is_dir() and any(directory.iterdir())):
+            raise StoreError(f"no embedded ClickHouse store at {directory}: {_MIGRATE_HINT}")
+        self.open()
+        with schema_lock(self.url, self.database):
+            if migrating:
+                self.migrate(repair=False)  # a lost table is the operator's to see and repair, not the service's
+                found = self.schema_unfixed
+            else:
+                self._refuse_pending("run `relevancy-monitor migrate` first, or set MONITOR_AUTO_MIGRATE=true")
+                found = self.schema_differences()
+            problems = [d for d in found if d.blocking]
+            if problems:
+                raise StoreError(_broken_schema(self.database, self.url, problems))
+            if not migrating:
+                self.retention_pending = self.retention_plan() if self.retention_days is not None else None
+            self._schema_ready = True
+        self._use_database()
+
+    def found_schema(self) -> Schema:
+        """The tables and views of the database, with their kinds and columns, as `system.tables` and `system.columns`
+        have them (empty when the database does not exist)."""
+        engines = {str(n): str(e) for n, e in self.query(_TABLES, {"database": self.database}).rows}
+        columns: dict[str, list[tuple[str, str]]] = {}
+        for table, name, type_ in self.query(_COLUMNS, {"database": self.database}).rows:
+            columns.setdefault(str(table), []).append((str(name), str(type_)))
+        return {name: SchemaObject(object_kind(engine), tuple(columns.get(name, ()))) for name, engine in engines.items()}
+
+    def schema_differences(self) -> list[SchemaDifference]:
+        """How the store differs from what this release's migrations create (see `schemas.schema_check`)."""
+        return schema_differences(self.database, expected_schema(self.table), self.found_schema())
+
+    def check_report(self) -> tuple[list[Migration], list[SchemaDifference]]:
+        """`migrate --check`: the pending migrations and the differences, read on a read-only session that creates
+        nothing; raises `StoreError` for a store that does not exist at all."""
+        self._open_read_session()
+        return self.pending_migrations(), self.schema_differences()
 
     def _migrations(self) -> list[Migration]:
         return migrations(self.database, self.table, self.cluster)
@@ -342,33 +415,53 @@ class ClickHouseStore:
         self._use_database()
 
     def check_schema(self) -> None:
-        """Refuse, in one line, a store whose schema is behind this release or whose applied migrations changed:
-        what `run` does at start when it does not migrate (a server without MONITOR_AUTO_MIGRATE). A retention that
-        differs from the settings is not refused: it is left in `retention_pending` (empty when none differs)."""
-        self._refuse_pending("run `relevancy-monitor migrate` first, or set MONITOR_AUTO_MIGRATE=true")
-        self.retention_pending = self.retention_plan() if self.retention_days is not None else None
-        self._use_database()
+        """Refuse, in one line, a store whose schema is behind this release, whose applied migrations changed or
+        that lacks what they create: what `run` does at start when it does not migrate (a server without
+        MONITOR_AUTO_MIGRATE). A retention that differs from the settings is not refused: it is left in
+        `retention_pending` (empty when none differs)."""
+        self.ensure_schema(migrate=False)
 
-    def migrate(self) -> list[Migration]:
+    def migrate(self, *, repair: bool = True) -> list[Migration]:
         """Apply the pending migrations in order, each once, recording each (version, name, checksum, applied_at)
         in `{database}.schema_migrations` (for this scores table) once its statements succeeded; returns those applied. A store of an
         earlier release (tables, no record) gets every version recorded: all statements are IF NOT EXISTS.
 
-        Then the retention: the TTLs that differ from `retention_days` and `text_retention_days` are altered, and what
-        changed is left in `retention_applied` (empty when nothing differed)."""
-        pending = self.pending_migrations()
-        for statement in migrations_table_ddl(self.database, self.cluster):
-            self.command(statement)
-        for m in pending:
-            for statement in m.statements:
+        Then, if `repair`, the repair: what the store lacks of this release's schema (a dropped table, view or column) is
+        re-created by running every migration's statements again (all idempotent), left in `schema_repaired`; what
+        still differs is left in `schema_unfixed`. Last the retention: the TTLs that differ from `retention_days` and
+        `text_retention_days` are altered, and what changed is left in `retention_applied` (empty when nothing
+        differed; skipped while `schema_unfixed` is not empty)."""
+        with schema_lock(self.url, self.database):
+            pending = self.pending_migrations()
+            for statement in migrations_table_ddl(self.database, self.cluster):
                 self.command(statement)
-            row = (self.table, m.version, m.name, m.checksum, _now())
-            self.insert_table(MIGRATIONS_TABLE, ("scores_table", "version", "name", "checksum", "applied_at"), [row])
-        # Unset MONITOR_RETENTION_DAYS leaves the TTLs alone: a `migrate` from a laptop without the deployment's
-        # settings must not remove a retention (or shorten it).
-        self.retention_applied = self.apply_retention() if self.retention_days is not None else None
+            for m in pending:
+                for statement in m.statements:
+                    self.command(statement)
+                row = (self.table, m.version, m.name, m.checksum, _now())
+                self._insert(MIGRATIONS_TABLE, ("scores_table", "version", "name", "checksum", "applied_at"), [row])
+            self._repair(fix=repair)
+            # Unset MONITOR_RETENTION_DAYS leaves the TTLs alone: a `migrate` from a laptop without the deployment's
+            # settings must not remove a retention (or shorten it).
+            retain = self.retention_days is not None and not any(d.blocking for d in self.schema_unfixed)
+            self.retention_applied = self.apply_retention() if retain else None
+            self._schema_ready = not any(d.blocking for d in self.schema_unfixed)
         self._use_database()
         return pending
+
+    def _repair(self, *, fix: bool) -> None:
+        before = self.schema_differences()
+        if fix and any(d.fixable for d in before):
+            for m in self._migrations():
+                for statement in m.statements:
+                    self.command(statement)
+            for difference in self.schema_differences():
+                added = add_column(difference, self.cluster)
+                if added is not None:
+                    self.command(added)
+        after = self.schema_differences() if before else []
+        self.schema_repaired = [d for d in before if d not in after]
+        self.schema_unfixed = after
 
     def retention_plan(self) -> RetentionPlan:
         """What it takes to bring the tables' TTLs to `retention_days` and `text_retention_days` (see
@@ -414,12 +507,18 @@ class ClickHouseStore:
         reads once it returns (ClickHouse waits for the marking by default) and from disk at later merges. `where`
         takes its values from `parameters`, bound by the server (`{name:Array(String)}`), never formatted into the SQL.
         Raises `StoreError`."""
+        self._require_schema()
         statement = f"DELETE FROM {self.database}.{table} WHERE {where}"
         self._execute(on_cluster(statement, self.cluster) if self.cluster else statement, parameters=parameters)
 
+    def _require_schema(self) -> None:
+        self._writable()
+        if not self._schema_ready:
+            raise StoreError(f"internal: a write to {self.database} before its schema was checked (ensure_schema first)")
+
     def insert_rows(self, rows: Sequence[ScoredRow], dedup_token: str) -> None:
         """Insert scored rows; a retry with the same token and rows is a no-op on the server."""
-        self._writable()
+        self._require_schema()
         data = [row.as_tuple() for row in rows]
         self.client.insert(
             self.qualified_table,
@@ -430,6 +529,10 @@ class ClickHouseStore:
 
     def insert_table(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
         """Insert plain rows into another table of this database (traffic counts, alert state); raises `StoreError`."""
+        self._require_schema()
+        self._insert(table, columns, rows)
+
+    def _insert(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
         self._writable()
         try:
             self.client.insert(f"{self.database}.{table}", list(rows), column_names=list(columns))
@@ -453,7 +556,10 @@ class ClickHouseStore:
         try:
             result = self.client.query(sql, parameters=parameters)
         except ClickHouseError as e:
-            raise StoreError(str(e).strip().splitlines()[0][:500]) from e
+            message = str(e).strip().splitlines()[0][:500]
+            if self._read_only and _READONLY_REFUSAL in message:
+                raise StoreError(f"refused: this command only reads, and its session is read-only (readonly = 1): {message}") from e
+            raise StoreError(message) from e
         return QueryResult(columns=tuple(result.column_names), rows=[tuple(r) for r in result.result_rows])
 
     def close(self) -> None:
@@ -462,6 +568,7 @@ class ClickHouseStore:
             self._client.close()
             self._client = None
         self.via_reader = None
+        self._read_only = self._schema_ready = False
 
 
 class AsyncStore:
@@ -484,6 +591,12 @@ class AsyncStore:
         # session, and an engine shut down with a session still open crashes the process at exit.
         if directory is not None and self._reader is None:
             self._reader = await self._run(_start_reader, directory)
+
+    async def open_for_reads(self, *tables: str) -> None:
+        """`ClickHouseStore.open_for_reads`, then `require_current_schema`: nothing is created, the engine refuses
+        writes, and a schema behind this release is one line naming `migrate`."""
+        await self._run(self.store.open_for_reads, *tables)
+        await self._run(self.store.require_current_schema)
 
     async def call(self, fn: Callable[[ClickHouseStore], T]) -> T:
         """`fn(store)` on the store's own thread: for read helpers written against the synchronous store."""
@@ -512,6 +625,17 @@ class AsyncStore:
             self._reader = None
         await self._run(self.store.close)
         self._executor.shutdown(wait=True)
+
+
+def _broken_schema(database: str, url: str, problems: list[SchemaDifference]) -> str:
+    """One line: what the store lacks or has otherwise, and the command that repairs or lists it."""
+    first = "; ".join(str(p) for p in problems[:3]) + (f" (and {len(problems) - 3} more)" if len(problems) > 3 else "")
+    if all(p.fixable for p in problems):
+        return f"the store {database} at {_safe(url)} is incomplete: {first}: run `relevancy-monitor migrate` to re-create it"
+    return (
+        f"the store {database} at {_safe(url)} differs from this release's schema: {first}: "
+        "`relevancy-monitor migrate --check` lists every difference; `migrate` re-creates what is missing and changes nothing else"
+    )
 
 
 def _start_reader(directory: Path) -> EmbeddedReader | None:

@@ -25,7 +25,7 @@ CHART = Path(__file__).resolve().parents[2] / "helm" / "relevancy-monitor"
 CI_VALUES = sorted((CHART / "ci").glob("*-values.yaml"))
 KUBE_VERSION = "1.31.0"
 RELEASE, NAMESPACE = "rm", "monitoring"
-CRDS = {"ScaledObject", "ServiceMonitor"}
+CRDS = {"ScaledObject", "ServiceMonitor", "PrometheusRule"}
 POD_KINDS = {"Deployment", "Job"}
 
 # Env that is not a setting of the monitor, set on purpose: HOME on the writable emptyDir.
@@ -465,7 +465,18 @@ def test_max_replicas_above_partitions_fails() -> None:
 def test_optional_objects_off_by_default() -> None:
     """The defaults render no ScaledObject, ServiceMonitor or NetworkPolicy (they need KEDA / the Prometheus Operator)."""
     kinds = {d["kind"] for d in _rendered("chart defaults")}
-    assert not {"ScaledObject", "ServiceMonitor", "NetworkPolicy"} & kinds
+    assert not {"ScaledObject", "ServiceMonitor", "NetworkPolicy", "PrometheusRule"} & kinds
+
+
+def test_prometheus_rule_pages_on_failing_store_writes() -> None:
+    """The PrometheusRule alerts on the consumer's failing-insert gauge past the configured seconds, in this namespace."""
+    rule = one(list(_rendered("all-features-values.yaml")), "PrometheusRule")
+    assert rule["apiVersion"] == "monitoring.coreos.com/v1" and rule["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+    [group] = rule["spec"]["groups"]
+    [alert] = group["rules"]
+    assert alert["alert"] == "RelevancyMonitorStoreWritesFailing" and alert["for"] == "2m" and alert["labels"] == {"severity": "page"}
+    assert alert["expr"] == f'max by (namespace, pod) (relevancy_monitor_store_writes_failing_seconds{{namespace="{NAMESPACE}"}}) > 60'
+    assert "{{ $labels.pod }}" in alert["annotations"]["description"]
 
 
 def test_service_monitor_scrapes_metrics_service() -> None:

@@ -102,6 +102,7 @@ MALFORMED: dict[str, str] = {
     "shutdown_grace_s": "-1",
     "progress_log_s": "0",
     "metrics_port": "70000",
+    "store_unready_after_s": "0",
     "metrics_max_apps": "0",
     "log_format": "xml",
     "log_level": "trace",

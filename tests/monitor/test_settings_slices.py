@@ -16,7 +16,7 @@ from schemas.errors import ConfigError
 ROOT = Path(__file__).resolve().parents[2]
 # Settings no component slice carries: they configure the process itself.
 # Read by the process or one command itself, not carried by a slice.
-PROCESS_SETTINGS = {"metrics_port", "metrics_max_apps", "metrics_apps", "log_format", "log_level", "replay_confirm_usd"}
+PROCESS_SETTINGS = {"metrics_port", "metrics_max_apps", "metrics_apps", "log_format", "log_level", "replay_confirm_usd", "store_unready_after_s"}
 
 
 @pytest.fixture(autouse=True)

@@ -61,7 +61,7 @@ def test_the_evaluator_is_ready_after_a_round_and_unready_while_the_store_fails(
         runner.run_once = failing  # type: ignore[method-assign,assignment]
         assert _until(lambda: _get(port, "/readyz")[0] == 503, 10)
         _, report = _get(port, "/readyz")
-        assert "authentication failed" in report["components"]["store"]["problem"]  # type: ignore[index]
+        assert "authentication failed" in report["components"]["store"]["reason"]  # type: ignore[index]
         assert _get(port, "/healthz")[0] == 200
         runner.run_once = original  # type: ignore[method-assign]
         assert _until(lambda: _get(port, "/readyz")[0] == 200, 10)

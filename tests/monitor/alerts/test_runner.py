@@ -139,6 +139,7 @@ def test_state_survives_a_restart_without_renotifying(dropped: ClickHouseStore, 
     # A new process: a new runner, a new client, the same tables.
     store2 = ClickHouseStore(store.url, store.database, store.table)
     try:
+        store2.ensure_schema(migrate=False)  # as `alerts run` opens its store for the state it writes
         second = AlertRunner(store2, RULES, [WebhookNotifier(receiver.base + "/hook")])
         saved = StateStore(store2).load()
         [state] = [s for s in saved.values() if s.state == "firing"]

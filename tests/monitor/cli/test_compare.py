@@ -9,6 +9,7 @@ import json
 import os
 from collections.abc import Iterator
 from datetime import timedelta
+from typing import Any
 
 import clickhouse_connect
 import pytest
@@ -75,8 +76,8 @@ def flags(store: ClickHouseStore) -> list[str]:
     return ["--clickhouse-url", store.url, "--clickhouse-database", store.database]
 
 
-def _read_only_client(url: str) -> Client:
-    return clickhouse_connect.get_client(dsn=url, settings={"readonly": 1})
+def _read_only_client(url: str, **options: Any) -> Client:
+    return clickhouse_connect.get_client(dsn=url, **{**options, "settings": {"readonly": 1}})
 
 
 def test_compare_reports_hand_checkable_agreement_between_two_judges(two_judges: ClickHouseStore, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -45,4 +45,5 @@ def test_the_wheel_has_the_sql_files_and_the_build_no_packaging_warning(tmp_path
     sql = {f"schemas/sql/{p.name}" for p in (ROOT / "schemas" / "sql").glob("*.sql")}
     assert sql and sql <= names, sorted(sql - names)
     assert {"monitor/alerts/default_rules.yaml", "schemas/py.typed", "consumers/py.typed", "monitor/py.typed"} <= names
-    assert not any(n.startswith("schemas/sql/") and not n.endswith(".sql") for n in names)  # data, not a package
+    assert "schemas/sql/expected_schema.json" in names  # what `migrate` compares a store with
+    assert not any(n.startswith("schemas/sql/") and not n.endswith((".sql", "expected_schema.json")) for n in names)  # data, not a package

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import clickhouse_connect
 import pytest
@@ -31,8 +32,8 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(k)
 
 
-def _read_only_client(url: str) -> Client:
-    return clickhouse_connect.get_client(dsn=url, settings={"readonly": 1})
+def _read_only_client(url: str, **options: Any) -> Client:
+    return clickhouse_connect.get_client(dsn=url, **{**options, "settings": {"readonly": 1}})
 
 
 def _read_only_from_now_on(monkeypatch: pytest.MonkeyPatch) -> None:

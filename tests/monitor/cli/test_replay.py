@@ -31,6 +31,11 @@ async def test_replay_shows_the_estimate_refuses_without_yes_and_stops_at_the_ca
     )
     since, until = f"--since={(at - timedelta(minutes=1)).isoformat()}", f"--until={(at + timedelta(minutes=1)).isoformat()}"
 
+    code, out, err = await cli("replay", since, until, "--dry-run", env=env)  # a dry run only reads: no store, no run
+    assert code != 0 and err.strip().startswith("relevancy-monitor: error: no embedded ClickHouse store at") and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "store").exists()
+    assert (await cli("migrate", env=env))[0] == 0
+
     code, out, err = await cli("replay", since, until, "--dry-run", env=env)
     assert code == 0, err
     assert "read      6 events in the range" in out

@@ -15,7 +15,7 @@ from monitor.replay.records import RUNS_TABLE
 from monitor.replay.run import Replay, ReplayOptions, Snapshot
 from monitor.replay.triage import Skip
 from monitor.runtime.erased_ids import record_erased
-from monitor.runtime.store import AsyncStore
+from monitor.runtime.store import AsyncStore, ClickHouseStore
 from schemas.errors import ReplayRefused
 from tests.fake_messages_api import FakeMessagesAPI, Reply
 from tests.harness import count_rows, produce_values
@@ -83,7 +83,13 @@ async def test_a_dry_run_estimates_and_judges_nothing(
     at = minutes_ago(20)
     await produce_values(broker.bootstrap, settings.kafka_topics[0], events(10, "d", at), timestamp_ms=ms(at))
 
-    outcome = await replay(settings, async_store, at - timedelta(minutes=1), at + timedelta(minutes=1), dry_run=True)
+    # A fresh client, as the command opens: a dry run's session is read-only (the engine's readonly = 1).
+    reader = AsyncStore(ClickHouseStore(async_store.store.url, async_store.store.database, async_store.store.table))
+    try:
+        outcome = await replay(settings, reader, at - timedelta(minutes=1), at + timedelta(minutes=1), dry_run=True)
+        assert (await reader.query("SELECT getSetting('readonly')")).rows == [(1,)]
+    finally:
+        await reader.close()
 
     assert outcome.status == "estimated"
     assert outcome.counted.estimate.events == 10

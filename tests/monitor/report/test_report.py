@@ -125,7 +125,7 @@ def test_a_table_without_sample_rate_gives_unweighted_means_and_says_so(store: C
         f" AS SELECT * EXCEPT (sample_rate) FROM {db}.relevancy_scores"
     )
     legacy = ClickHouseStore(store.url, db, "legacy_scores")
-    legacy.open_existing()
+    legacy.open_for_reads()
     summary = write_report(legacy, T0, T0 + timedelta(hours=1), tmp_path / "u.html")
     html = (tmp_path / "u.html").read_text(encoding="utf-8")
     assert not summary.weighted and "unweighted: this table has no sample_rate column" in html
@@ -309,8 +309,25 @@ def test_a_table_from_before_replays_is_read_whole_and_says_so(store: ClickHouse
         f" AS SELECT * EXCEPT (replay_run) FROM {db}.relevancy_scores"
     )
     legacy = ClickHouseStore(store.url, db, "legacy_scores")
-    legacy.open_existing()
+    legacy.open_for_reads()
     summary = write_report(legacy, T0, T0 + timedelta(hours=1), tmp_path / "old.html")
     html = (tmp_path / "old.html").read_text(encoding="utf-8")
     assert (summary.judged_rows, summary.replayed_rows) == (1, 0)
     assert "Replayed rows: none (this table has no replay_run column: it predates migration 036)." in html
+
+
+def test_coverage_counts_the_same_minutes_on_both_sides_of_a_range_starting_mid_minute(store: ClickHouseStore) -> None:
+    """A range starting at :15 of a minute leaves that minute's traffic out, and its judged events too: every event
+    judged and consumed once reads 100 %, not more (the demo's report once said 100.4 %)."""
+    from monitor.runtime.traffic_counts import COLUMNS, TrafficCounter
+
+    start = T0 + timedelta(minutes=10)
+    rows = [make_row(start + timedelta(seconds=10 * i), app="support", prompt_version="v1", judge_id=LEXICAL_JUDGE, score=0.8) for i in range(24)]
+    store.insert_rows(rows, dedup_token="mid-minute")
+    counter = TrafficCounter()
+    for r in rows:
+        counter.add(r.event_time.timestamp(), r.app, r.model, r.prompt_version, "consumed")
+    store.insert_table("traffic_counts", COLUMNS, counter.drain())
+    traffic = fetch_report_data(store, start + timedelta(seconds=15), start + timedelta(minutes=5), 60).traffic
+    consumed, judged = sum(b.consumed for b in traffic), sum(b.judged for b in traffic)
+    assert (consumed, judged) == (18, 18)  # minutes 11, 12 and 13, six events each

@@ -35,7 +35,7 @@ def test_readyz_is_503_with_the_reason_while_a_dependency_is_down_and_metrics_st
         gauges.update(health)
         status, body = _get(server.port, "/readyz")
         report = json.loads(body)
-        assert status == 503 and report["ready"] is False and report["components"]["kafka"]["problem"] == "again"
+        assert status == 503 and report["ready"] is False and report["components"]["kafka"]["reason"] == "again"
         assert _get(server.port, "/healthz")[0] == 200
         metrics = _get(server.port, "/metrics")[1].decode()
         assert 'relevancy_monitor_up{component="kafka"} 0.0' in metrics and "relevancy_monitor_ready 0.0" in metrics
@@ -45,15 +45,17 @@ def test_readyz_is_503_with_the_reason_while_a_dependency_is_down_and_metrics_st
 
 
 async def test_a_failing_store_shows_in_readiness_until_a_write_succeeds(async_store: AsyncStore) -> None:
-    """Insert failures mark the store down (with the error) and the first durable write marks it up again."""
-    health = Health(joined=True, store_answered=True)
+    """Insert failures past the threshold mark the store down (with the error) and the first durable write marks it up."""
+    health = Health(joined=True, store_answered=True, unready_after_s=0.0)
     seen: list[bool] = []
     store = FaultyStore(async_store, fail_before=2)
-    sink: ClickHouseSink[int] = ClickHouseSink(store, lambda t, r: seen.append(health.up["store"]), Metrics(), health, retry_initial_s=0.01)
+    sink: ClickHouseSink[int] = ClickHouseSink(store, lambda t, r: seen.append(health.component_up("store")), Metrics(), health, retry_initial_s=0.01)
     original = store.insert_rows
 
     async def watching(rows_: object, token: str) -> None:
-        seen.append(health.up["store"])
+        seen.append(health.component_up("store"))
+        if health.writes_failing_since is not None:
+            assert health.reason("store").startswith("inserts failing for ")
         await original(rows_, token)  # type: ignore[arg-type]
 
     store.insert_rows = watching  # type: ignore[method-assign]
@@ -61,6 +63,19 @@ async def test_a_failing_store_shows_in_readiness_until_a_write_succeeds(async_s
         sink.add(r, i)
     await asyncio.wait_for(sink.flush(), 10)
     assert seen == [True, False, False, True] and health.ready
+
+
+def test_readiness_turns_on_inserts_failing_longer_than_the_threshold_and_recovers_on_a_write() -> None:
+    """The store answering probes is not enough: inserts failing for more than `unready_after_s` make /readyz say
+    why, and one successful write makes it ready again."""
+    health = Health(joined=True, store_answered=True, unready_after_s=60.0)
+    health.write_failed("StoreError: Table relevancy.relevancy_scores does not exist", now=100.0)
+    health.write_failed("StoreError: Table relevancy.relevancy_scores does not exist", now=130.0)
+    assert health.component_up("store", now=159.0) and health.writes_failing_s(now=159.0) == 59.0
+    assert not health.component_up("store", now=175.0)
+    assert health.reason("store", now=175.0) == "inserts failing for 75 s: StoreError: Table relevancy.relevancy_scores does not exist"
+    health.write_succeeded()
+    assert health.ready and health.report()["components"]["store"] == {"up": True, "reason": ""}
 
 
 def test_not_ready_until_joined_and_the_store_answered_and_the_judge_circuit_never_gates() -> None:
