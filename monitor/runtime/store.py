@@ -290,13 +290,18 @@ class ClickHouseStore:
         if self._client is not None and not self._read_only:
             raise StoreError("internal: a store opened for writes cannot be reopened for reads only")
         self._read_only = True
-        directory = chdb_directory(self.url)
-        # Opening chDB on a missing or empty directory would create an empty store there and answer from it.
-        if directory is not None and not (directory.is_dir() and any(directory.iterdir())):
-            raise StoreError(f"no embedded ClickHouse store at {directory}: {_MIGRATE_HINT}")
+        directory = self._existing_directory()
         if self._client is None and directory is not None:
             self._open_reader(directory)
         self.open()
+
+    def _existing_directory(self) -> Path | None:
+        """The embedded store's directory, refused in one line when missing or empty (opening chDB there would create
+        an empty store and answer from it); None for a server."""
+        directory = chdb_directory(self.url)
+        if directory is not None and not (directory.is_dir() and any(directory.iterdir())):
+            raise StoreError(f"no embedded ClickHouse store at {directory}: {_MIGRATE_HINT}")
+        return directory
 
     def _open_reader(self, directory: Path) -> None:
         """Connect to the read-only endpoint of another live process that holds `directory`, if there is one."""
@@ -324,10 +329,8 @@ class ClickHouseStore:
         schema that is behind; then refuse, in one line naming `migrate`, a store that lacks or differs from what
         this release's migrations create. Raises `StoreError`; rows may be written once it returns."""
         migrating = self.auto_migrates if migrate is None else migrate
-        directory = chdb_directory(self.url)
-        # A writer that does not migrate finds a missing store in one line rather than creating an empty one.
-        if not migrating and directory is not None and not (directory.is_dir() and any(directory.iterdir())):
-            raise StoreError(f"no embedded ClickHouse store at {directory}: {_MIGRATE_HINT}")
+        if not migrating:  # a writer that does not migrate finds a missing store in one line, never creates one
+            self._existing_directory()
         self.open()
         with schema_lock(self.url, self.database):
             if migrating:
