@@ -13,6 +13,7 @@ primary's effective rate times the shadow rate, so 1/sample_rate still weights i
 from __future__ import annotations
 
 import hashlib
+import math
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -141,14 +142,39 @@ class Rule(BaseModel):
 
 class MinPerSegment(BaseModel):
     """Judge everything in a segment until this replica has judged `events_per_replica` of it in the current
-    window. Counted per process, by design: N replicas judge up to N times the minimum (a global count would
-    need a store round-trip per decision); the name says so."""
+    window, or, with `min_per_minute`, a judged rate: detection time is set by judged events a minute, not by a
+    percentage. Counted per process, by design: N replicas judge up to N times the minimum (a global count would
+    need a store round-trip per decision); the name says so. The budget's factor still scales these decisions."""
 
     model_config = ConfigDict(extra="forbid")
 
-    events_per_replica: int = Field(ge=1)
-    window_s: float = Field(3600.0, gt=0)
+    events_per_replica: int | None = Field(None, ge=1)
+    min_per_minute: float | None = Field(None, gt=0, le=10_000)
+    window_s: float | None = Field(None, gt=0)
     segment_by: list[SegmentField] = Field(default_factory=lambda: list(SEGMENT_FIELDS))
+
+    @model_validator(mode="after")
+    def _one_minimum(self) -> MinPerSegment:
+        if (self.events_per_replica is None) == (self.min_per_minute is None):
+            raise ValueError("min_per_segment needs exactly one of events_per_replica or min_per_minute")
+        if self.min_per_minute is not None and self.window_s is not None:
+            raise ValueError("min_per_segment.window_s goes with events_per_replica: min_per_minute picks its own window")
+        return self
+
+    @property
+    def window_seconds(self) -> float:
+        """The counting window: `window_s` (an hour by default), or a minute (longer for under one a minute)."""
+        if self.min_per_minute is not None:
+            return max(60.0, 60.0 / self.min_per_minute)
+        return self.window_s if self.window_s is not None else 3600.0
+
+    @property
+    def events_per_window(self) -> int:
+        """How many events of a segment are judged whatever the rate, in each window."""
+        if self.min_per_minute is not None:
+            return math.ceil(self.min_per_minute * self.window_seconds / 60.0 - 1e-9)
+        assert self.events_per_replica is not None
+        return self.events_per_replica
 
 
 class SamplingPolicy(BaseModel):
@@ -257,8 +283,9 @@ class Sampler:
         mps = self.policy.min_per_segment
         if mps is None:
             return
-        if self._window_start is None or now - self._window_start >= mps.window_s:
-            self._window_start = now - (now % mps.window_s)  # aligned windows: replicas agree on boundaries
+        window = mps.window_seconds
+        if self._window_start is None or now - self._window_start >= window:
+            self._window_start = now - (now % window)  # aligned windows: replicas agree on boundaries
             self._judged.clear()
 
     def decide(self, event: Sampleable, *, factor: float = 1.0, reason: str = "", now: float = 0.0) -> SampleDecision:
@@ -284,7 +311,7 @@ class Sampler:
         mps = policy.min_per_segment
         if mps is not None:
             self._roll_window(now)
-            if self._judged[self._segment(event)] < mps.events_per_replica:
+            if self._judged[self._segment(event)] < mps.events_per_window:
                 rate, kind, name = 1.0, DecisionKind.MIN_PER_SEGMENT, ""
         factor = min(1.0, factor)
         effective = rate * factor

@@ -14,12 +14,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Literal
 
-from monitor.alerts.engine import SegmentResult, StateKey, evaluate_rules
+from monitor.alerts.engine import Evaluation, SegmentResult, StateKey, evaluate_rules
 from monitor.alerts.evaluator import AlertState
-from monitor.alerts.history import Grid, History, grid_for, read_range, scores_at, tail_counts_at, traffic_at, values_for, versions_at
+from monitor.alerts.history import Grid, History, buckets_at, grid_for, read_range, scores_at, tail_counts_at, traffic_at, values_for, versions_at
 from monitor.alerts.outcomes import Newest
 from monitor.alerts.queries import DEFAULT_TRAFFIC_TABLE, fetch_canary_history, fetch_score_history, fetch_shadow_history, fetch_traffic_history
 from monitor.alerts.rules import Rule, RuleSet
+from monitor.alerts.sequential import Buckets
 from monitor.alerts.sources import RuleData, StoreData
 from monitor.alerts.windows import SegmentData, SegmentKey, TailCounts, TrafficCounts, VersionStats, Windows, utc
 from monitor.runtime.store import ClickHouseStore
@@ -77,6 +78,7 @@ class BacktestReport:
     episodes: list[Episode] = field(default_factory=list)
     suppressed: Counter[str] = field(default_factory=Counter)
     errors: Counter[str] = field(default_factory=Counter)
+    last: Evaluation | None = None  # the last round: which segments the rules had at the end
 
     def fired(self, rule: str | None = None) -> list[Episode]:
         """Episodes that fired, optionally of one rule."""
@@ -156,6 +158,7 @@ def backtest_on(
         for res in evaluation.results:
             _track(report, open_, res, now)
             states[res.state.key] = res.state
+        report.last = evaluation
         if progress is not None:
             progress(Progress("evaluating", i + 1, len(times), now))
     return report
@@ -207,6 +210,12 @@ class HistoryData:
         if found is None or found[0].values != "score":
             return self.fallback.tail_counts(rule, windows, segment, cutoff, threshold)
         return tail_counts_at(found[0], windows, found[1], segment, cutoff, threshold)
+
+    def buckets(self, rule: Rule, windows: Windows) -> dict[SegmentKey, Buckets]:
+        """See `RuleData.buckets`."""
+        current = Windows(windows.current)
+        found = self._score_history(rule, current)
+        return buckets_at(found[0], rule, current, found[1]) if found else self.fallback.buckets(rule, windows)
 
     def newest(self, rule: Rule, before: datetime) -> Newest | None:
         """Not looked up: a backtest reports episodes, not why a rule had no segment."""

@@ -36,7 +36,7 @@ def with_parent_baselines(rule: Rule, data: Mapping[SegmentKey, SegmentData]) ->
     """`data` with the baseline of each new segment replaced by its nearest parent's earlier history, where that
     has `min_baseline_events`; other segments, and rules whose metric cannot pool, are left as they are."""
     levels = [level for level in PARENT_LEVELS if set(level) <= set(rule.segment_by)]
-    if not (rule.spec.poolable and rule.condition.uses_baseline and levels):
+    if not (rule.spec.poolable and (rule.condition.uses_baseline or rule.detector is not None) and levels):
         return dict(data)
     families = {level: _families(data, level) for level in levels}
     return {key: _chosen(rule, key, seg, families) for key, seg in data.items()}
@@ -112,7 +112,13 @@ def pool(stats: Sequence[WindowStats]) -> WindowStats:
             score=sum(s.weighted.score for s in stats),
             score_sq=sum(s.weighted.score_sq for s in stats),
             low=sum(s.weighted.low for s in stats),
+            bins=_added_bins([s.weighted.bins for s in stats]),
         ),
         cost=sum(s.cost for s in stats),
         events=sum(s.events for s in stats),
     )
+
+
+def _added_bins(parts: Sequence[tuple[float, ...]]) -> tuple[float, ...]:
+    present = [p for p in parts if p]
+    return tuple(sum(col) for col in zip(*present, strict=True)) if present else ()

@@ -14,6 +14,7 @@ from typing import Protocol
 import structlog
 
 from monitor.alerts.baselines import with_parent_baselines
+from monitor.alerts.detection import Budget, Detection, beside, detect, rollout_recovered, rollout_stopped
 from monitor.alerts.evaluator import AlertState, NoticeKind, Verdict, decide, notification_due, segment_key_json, step
 from monitor.alerts.notifiers import AlertMessage, Notifier
 from monitor.alerts.observations import Observation, observe
@@ -44,6 +45,7 @@ class SegmentResult:
     previous: AlertState | None
     state: AlertState
     windows: Windows
+    detection: Detection | None = None  # detector rules: the reference and rate behind the verdict
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,9 +152,12 @@ def evaluate_rule(
     return assess_rule(data or StoreData(store, traffic_table), rule, now, previous).results
 
 
-def assess_rule(data: RuleData, rule: Rule, now: datetime, previous: Mapping[StateKey, AlertState]) -> RuleOutcome:
-    """Evaluate one rule at `now`: its segments' results, or, when it has none, why; raises `QueryError`."""
+def assess_rule(data: RuleData, rule: Rule, now: datetime, previous: Mapping[StateKey, AlertState], budget: float = 1.0) -> RuleOutcome:
+    """Evaluate one rule at `now`: its segments' results, or, when it has none, why; `budget` is a detector rule's
+    false alarms a week over all its segments. Raises `QueryError`."""
     windows = windows_for(rule, now)
+    if rule.detector is not None:
+        return _assess_detector(data, rule, now, previous, windows, budget)
     versions = data.versions(rule, windows) if rule.spec.compares_versions else {}
     segments = pair_newest(rule, versions) if rule.spec.compares_versions else collect(data, rule, windows)
     mine = {s.segment: s for s in previous.values() if s.rule == rule.name}
@@ -166,6 +171,17 @@ def assess_rule(data: RuleData, rule: Rule, now: datetime, previous: Mapping[Sta
             # Gone from the window and the baseline (a replaced judge or retired prompt version): its alert
             # resolves here, while silence of real traffic is what the no_data rules page on.
             verdict = Verdict(False, False, True, rule.spec.retired_note)
+        elif rule.spec.compares_versions and (verdict.fire or verdict.bad) and mine.get(segment) is not None:
+            # A rollback moves the traffic back to the old version; a fix shows in the scores since the page long
+            # before the window's mean recovers. Both read the versions' buckets, only where a page was or would be,
+            # and both hold after the page resolved: a rolled-back or fixed version does not page again.
+            buckets = data.buckets(rule, windows)
+            prev_state = mine[segment]
+            verdict = (
+                rollout_stopped(rule, segment, buckets, windows.current[0])
+                or rollout_recovered(rule, segments[segment], buckets.get(segment), prev_state)
+                or verdict
+            )
         if rule.spec.tail_counts and obs.test and obs.sufficient and _tail_candidate(rule, obs, mine.get(segment)):
             thr = rule.condition.threshold.fire if rule.condition.threshold is not None else 0.0
             cutoff = obs.baseline if obs.baseline is not None else thr
@@ -175,6 +191,25 @@ def assess_rule(data: RuleData, rule: Rule, now: datetime, previous: Mapping[Sta
         prev = mine.get(segment)
         results.append(SegmentResult(rule, obs, verdict, prev, step(rule, prev, obs, verdict, now), windows))
     return RuleOutcome(results, None if results else _why_empty(data, rule, windows, now, versions))
+
+
+def _assess_detector(
+    data: RuleData, rule: Rule, now: datetime, previous: Mapping[StateKey, AlertState], windows: Windows, budget: float
+) -> RuleOutcome:
+    segments = collect(data, rule, windows)
+    buckets = data.buckets(rule, windows)
+    mine = {s.segment: s for s in previous.values() if s.rule == rule.name}
+    keys = set(buckets) | {seg for seg, s in mine.items() if s.active}
+    # Segments with a baseline but nothing in the window are quiet, not watched: they share no budget.
+    share = Budget(budget, len(keys))
+    results = []
+    for segment in sorted(keys):
+        prev = mine.get(segment)
+        around = beside(segment, buckets)
+        d = detect(rule, segment, segments.get(segment), buckets.get(segment), prev, windows.current, share, around)
+        state = dataclasses.replace(step(rule, prev, d.observation, d.verdict, now), frozen=d.frozen)
+        results.append(SegmentResult(rule, d.observation, d.verdict, prev, state, windows, d))
+    return RuleOutcome(results, None if results else _why_empty(data, rule, windows, now, {}))
 
 
 def _why_empty(data: RuleData, rule: Rule, windows: Windows, now: datetime, versions: Mapping[SegmentKey, Sequence[VersionStats]]) -> EmptyRule:
@@ -214,12 +249,13 @@ def evaluate_rules(
     else:
         raise ValueError("evaluate_rules needs a store or data")
     rule_list = rules.rules if isinstance(rules, RuleSet) else list(rules)
+    budgets = rules if isinstance(rules, RuleSet) else (RuleSet(rules=rule_list) if rule_list else None)
     results: list[SegmentResult] = []
     errors: list[RuleError] = []
     empty: list[EmptyRule] = []
     for rule in rule_list:
         try:
-            outcome = assess_rule(source, rule, now, previous)
+            outcome = assess_rule(source, rule, now, previous, budgets.budget(rule) if budgets is not None else 1.0)
         except (QueryError, StoreError) as e:
             log.warning("alert rule failed", rule=rule.name, error=str(e))
             errors.append(RuleError(rule, str(e)))

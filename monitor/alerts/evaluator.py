@@ -13,6 +13,7 @@ from typing import Literal
 from monitor.alerts.observations import Observation
 from monitor.alerts.outcomes import Gap, Shortfall
 from monitor.alerts.rules import Rule
+from monitor.alerts.sequential import Reference
 from monitor.alerts.windows import SegmentKey
 
 StateName = Literal["inactive", "pending", "firing", "resolved"]
@@ -99,6 +100,17 @@ def segment_key_json(segment: SegmentKey) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class Frozen:
+    """A detector's reference, frozen when an episode starts so that a regression never becomes its own baseline,
+    and kept until the episode has left the baseline (`until`); or set by `alerts accept`, who and when."""
+
+    reference: Reference
+    until: datetime
+    accepted_by: str = ""
+    accepted_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class AlertState:
     """The state of one rule for one segment, as kept in the `alert_state` table."""
 
@@ -118,6 +130,7 @@ class AlertState:
     p_value: float | None = None
     severity: str = ""
     note: str = ""
+    frozen: Frozen | None = None  # detector rules only
 
     @property
     def key(self) -> tuple[str, str]:

@@ -22,8 +22,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from monitor.alerts.rules import Rule
+from monitor.alerts.sequential import Buckets
 from monitor.alerts.stats import paired_spearman
 from monitor.alerts.windows import (
+    BIN_SUMS,
     SegmentData,
     SegmentKey,
     TailCounts,
@@ -40,7 +42,7 @@ MINUTE = timedelta(minutes=1)
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 # The additive sums of a score bucket, in the order the history query selects them.
-SCORE_SUMS = ("rows", "ok", "errors", "weight", "weight_sq", "w_score", "w_score_sq", "w_low", "cost", "events")
+SCORE_SUMS = ("rows", "ok", "errors", "weight", "weight_sq", "w_score", "w_score_sq", "w_low", *BIN_SUMS, "cost", "events")
 TRAFFIC_SUMS = ("sampled", "consumed", "present")
 # A canary bucket's: its runs' pairs and summed figures (`queries._CANARY_AGGS`).
 CANARY_SUMS = ("rows", "ok", "errors", "runs", "rho", "rho_runs", "kappa", "kappa_runs", "shift")
@@ -96,11 +98,15 @@ def grid_for(rule: Rule, since: datetime, step: timedelta) -> Grid | None:
         lengths.append(rule.baseline.trailing if rule.baseline.trailing is not None else timedelta(days=1))
     if rule.rollout is not None:
         lengths.append(rule.rollout.lookback)
+    if rule.detector is not None:
+        lengths.append(rule.detector.fresh)
     if any(length % MINUTE for length in lengths):
         return None
     # Window ends are floored to the minute: with a step of whole minutes they move by exactly one step each.
     step_minutes = step // MINUTE if not step % MINUTE else 1
     size = math.gcd(step_minutes, *(length // MINUTE for length in lengths))
+    if rule.detector is not None or rule.spec.compares_versions:
+        size = 1  # a detector's (and a rollout's recovery) statistic sums minute buckets, in `run` as in a backtest
     return Grid(windows_for(rule, since).current[1], timedelta(minutes=size))
 
 
@@ -307,6 +313,27 @@ def versions_at(history: History, rule: Rule, windows: Windows, bounds: Sequence
         scope: SegmentKey = tuple((k, v) for k, v in key if k != of)
         version = dict(key)[of]
         out.setdefault(scope, []).append(VersionStats(version, first_seen, _stats(history, s, cur, windows.current_seconds), s.judge))
+    return out
+
+
+def buckets_at(history: History, rule: Rule, windows: Windows, bounds: Sequence[int]) -> dict[SegmentKey, Buckets]:
+    """Each segment's buckets with ok rows in the current window (`bounds[0]`, `bounds[1]`), for a detector rule (and
+    a rollout's recovery): the value summed is the share not below `low_score_below` for low_score_share, else the
+    score."""
+    cols = history.columns
+    iw, iw2 = cols.index("weight"), cols.index("weight_sq")
+    out: dict[SegmentKey, Buckets] = {}
+    for key, s in history.series.items():
+        lo, hi = (int(p) for p in s.positions([bounds[0], bounds[1]]))
+        if hi <= lo:
+            continue
+        d = np.diff(s.prefix[lo : hi + 1], axis=0)
+        keep = d[:, iw] > 0
+        if not keep.any():
+            continue
+        value = d[:, iw] - d[:, cols.index("w_low")] if rule.metric == "low_score_share" else d[:, cols.index("w_score")]
+        start_ms = history.grid.origin_ms + s.buckets[lo:hi] * history.grid.size_ms
+        out[key] = Buckets(start_ms[keep], d[keep, iw], d[keep, iw2], value[keep])
     return out
 
 

@@ -167,7 +167,7 @@ SPECS: dict[str, MetricSpec] = {
             "rollout_mean_score",
             "down",
             obs.read_rollout_mean_score,
-            _MEAN_TESTS,
+            ("mixture_sprt",),
             judge_keyed=True,
             compares_versions=True,
             retired_note="rollout over: not the newest version any more, or no earlier one left in the window",

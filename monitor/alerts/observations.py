@@ -11,10 +11,15 @@ from typing import TYPE_CHECKING
 
 from monitor.alerts import stats
 from monitor.alerts.outcomes import Gap, Shortfall, describe_shortfalls
+from monitor.alerts.sequential import mixture_p_value
 from monitor.alerts.windows import BaselineSource, SegmentData, SegmentKey, TailCounts, WeightedSums, WindowStats
 
 if TYPE_CHECKING:
     from monitor.alerts.rules import Bound, Rule
+
+
+# The mixture's scale: the rollout test is most powerful for differences of about this size on the 0..1 score.
+ROLLOUT_MIXING_SCALE = 0.1
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +94,7 @@ def _shortfalls(rule: Rule, r: Reading) -> tuple[Shortfall, ...]:
         out.append(Shortfall(Gap.FEW_EVENTS, r.n_current, rule.min_events))
     if r.value is None and not out:
         out.append(Shortfall(Gap.NO_VALUE))
-    if rule.condition.uses_baseline and (r.n_baseline < rule.min_baseline_events or r.baseline is None):
+    if (rule.condition.uses_baseline or rule.detector is not None) and (r.n_baseline < rule.min_baseline_events or r.baseline is None):
         out.append(Shortfall(Gap.FEW_BASELINE_EVENTS, r.n_baseline, rule.min_baseline_events))
     return tuple(out)
 
@@ -122,9 +127,20 @@ def read_mean_score(rule: Rule, data: SegmentData, tail: TailCounts | None, test
 
 
 def read_rollout_mean_score(rule: Rule, data: SegmentData, tail: TailCounts | None, testing: bool) -> Reading:
-    """The newest version's traffic-weighted mean against the previous version's in the same window (the pair
-    is chosen by `rollouts.pair_newest`); the same weighted Welch test as `mean_score`."""
-    return read_mean_score(rule, data, tail, testing)
+    """The newest version's traffic-weighted mean against the previous version's in the same window (the pair is
+    chosen by `rollouts.pair_newest`), with an always-valid p-value (`sequential.mixture_p_value`): it holds however
+    often the rollout is looked at, so the new version is judged from its first events, with no minimum to wait for.
+    Both arms' variance is the previous version's (the one with the history) unless the new one has 30 events."""
+    cur, base = data.current, data.baseline
+    now, before = weighted_moments(cur.weighted), weighted_moments(base.weighted)
+    if now is None or before is None:
+        return read_mean_score(rule, data, tail, testing)
+    p_change = None
+    if testing and before.n_eff >= 2:
+        var = max(before.variance, now.variance) if now.n_eff >= 30 else before.variance
+        diff = before.mean - now.mean if rule.bad_direction == "down" else now.mean - before.mean
+        p_change = mixture_p_value(diff, var / now.n_eff + var / before.n_eff, ROLLOUT_MIXING_SCALE) if diff > 0 else 1.0
+    return Reading(now.mean, before.mean, cur.ok, base.ok, p_change)
 
 
 def read_low_score_share(rule: Rule, data: SegmentData, tail: TailCounts | None, testing: bool) -> Reading:

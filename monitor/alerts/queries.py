@@ -17,6 +17,7 @@ from monitor.alerts.history import CANARY_SUMS, SCORE_SUMS, SHADOW_SUMS, TRAFFIC
 from monitor.alerts.rules import Rule
 from monitor.alerts.stats import paired_spearman
 from monitor.alerts.windows import (
+    BIN_SUMS,
     SegmentData,
     SegmentKey,
     TailCounts,
@@ -94,6 +95,7 @@ _SCORE_AGGS = (
     ("w_score", "sumIf(weight * score, {w} AND status = 'ok')"),
     ("w_score_sq", "sumIf(weight * score * score, {w} AND status = 'ok')"),
     ("w_low", "sumIf(weight, {w} AND status = 'ok' AND score < {{low:Float64}})"),
+    *((name, f"sumIf(weight, {{w}} AND status = 'ok' AND floor(score * 20 + 0.5) = {i})") for i, name in enumerate(BIN_SUMS)),
     ("p10", "quantileExactIf(0.1)(score, {w} AND status = 'ok')"),
     ("lag_p90", "quantileExactIf(0.9)(lag_s, {w})"),
     ("cost", "sumIf(ifNull(cost_usd, 0), {w})"),

@@ -99,6 +99,20 @@ class Rollout(_Strict):
     min_gap: Duration = Field(timedelta(hours=1), description="the newest must have started this long after the one before it")
 
 
+class Detector(_Strict):
+    """A sequential level detector (CUSUM) in place of a fixed-window test: tuned to a shift of `shift` in the bad
+    direction (on the 0..1 score, or the low-score share), its threshold calibrated from each segment's baseline to
+    its share of the rules file's false-alarm budget (`monitor.alerts.sequential`)."""
+
+    shift: float = Field(gt=0.0, le=1.0, description="the smallest change worth paging on, which the detector is tuned to")
+    # The baseline ends this long before now, inside the window: the newest events are watched, not learnt from,
+    # while a history shorter than the window still calibrates (an episode's reference is frozen anyway).
+    fresh: Duration = Field(timedelta(hours=1), description="the newest stretch the baseline leaves out")
+
+
+DETECTOR_METRICS = ("mean_score", "low_score_share")
+
+
 class Rule(_Strict):
     """One alert rule, evaluated per segment."""
 
@@ -117,6 +131,7 @@ class Rule(_Strict):
     min_events: int = Field(30, ge=0, description="judged events (or sampled, for coverage) needed in the window")
     min_baseline_events: int = Field(100, ge=0, description="events needed in the baseline when it is used")
     test: Literal["auto", "none"] = "auto"
+    detector: Detector | None = Field(None, description="a sequential detector instead of the window's test (mean_score, low_score_share)")
     alpha: float = Field(0.001, gt=0.0, lt=1.0, description="significance level of the one-sided test")
     for_: Duration = Field(timedelta(0), alias="for")
     repeat_interval: Duration = Field(timedelta(hours=4), description="re-notify webhooks this often while firing")
@@ -154,6 +169,8 @@ class Rule(_Strict):
                 raise ValueError(f"a {self.metric} rule needs a baseline (where the segment had traffic before)")
             if not self.condition.empty:
                 raise ValueError(f"a {self.metric} rule takes no condition: it fires when a segment with traffic goes silent")
+        elif self.detector is not None:
+            self._check_detector()
         else:
             if self.source != "scores":
                 raise ValueError("source applies to no_data rules only")
@@ -172,6 +189,17 @@ class Rule(_Strict):
             if self.bad_direction == "up" and t.clear > t.fire:
                 raise ValueError(f"condition.threshold.clear must be <= fire for {self.metric} (higher is worse)")
         return self
+
+    def _check_detector(self) -> None:
+        assert self.detector is not None
+        if self.metric not in DETECTOR_METRICS:
+            raise ValueError(f"detector applies to {' and '.join(DETECTOR_METRICS)} rules only")
+        if self.baseline is None or self.baseline.trailing is None:
+            raise ValueError("a detector rule needs baseline: {trailing: ...}: the history its threshold is calibrated on")
+        if not self.condition.empty:
+            raise ValueError("a detector rule takes no condition: detector.shift and the false-alarm budget set when it fires")
+        if not timedelta(0) < self.detector.fresh <= self.window:
+            raise ValueError("detector.fresh must be positive and at most the window")
 
     def _check_rollout(self) -> None:
         if not self.spec.compares_versions:
@@ -208,13 +236,32 @@ class Rule(_Strict):
     @property
     def uses_baseline(self) -> bool:
         """True when the baseline window is queried."""
-        return self.spec.silence or self.condition.uses_baseline
+        return self.spec.silence or self.condition.uses_baseline or self.detector is not None
+
+
+DEFAULT_BUDGET = {"page": 1.0, "ticket": 3.0}
 
 
 class RuleSet(_Strict):
-    """The rules of one file."""
+    """The rules of one file, and the false alarms a week its detector rules may give, per severity, over the whole
+    deployment (shared by those rules and their segments)."""
 
     rules: list[Rule] = Field(min_length=1)
+    false_alarms_per_week: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_BUDGET))
+
+    @field_validator("false_alarms_per_week")
+    @classmethod
+    def _positive(cls, value: dict[str, float]) -> dict[str, float]:
+        for severity, n in value.items():
+            if not n > 0:
+                raise ValueError(f"false_alarms_per_week.{severity} must be > 0")
+        return value
+
+    def budget(self, rule: Rule) -> float:
+        """The false alarms a week `rule`'s segments may give together: its severity's budget over that
+        severity's detector rules (1 a week for a severity the file does not list)."""
+        peers = sum(1 for r in self.rules if r.detector is not None and r.severity == rule.severity)
+        return self.false_alarms_per_week.get(rule.severity, 1.0) / max(peers, 1)
 
     @model_validator(mode="after")
     def _unique(self) -> RuleSet:

@@ -7,10 +7,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Protocol
 
+from monitor.alerts.history import MINUTE, Grid, buckets_at
 from monitor.alerts.outcomes import Newest
 from monitor.alerts.queries import (
     DEFAULT_TRAFFIC_TABLE,
     fetch_newest,
+    fetch_score_history,
     fetch_scores,
     fetch_tail_counts,
     fetch_traffic,
@@ -18,6 +20,7 @@ from monitor.alerts.queries import (
     replay_filter,
 )
 from monitor.alerts.rules import Rule
+from monitor.alerts.sequential import Buckets
 from monitor.alerts.windows import SegmentData, SegmentKey, TailCounts, TrafficCounts, VersionStats, Windows
 from monitor.canary.table import CANARY_TABLE
 from monitor.runtime.store import ClickHouseStore
@@ -46,6 +49,10 @@ class RuleData(Protocol):
         """The newest row the rule reads (scores or traffic) at or before `before`; None when not looked up."""
         ...
 
+    def buckets(self, rule: Rule, windows: Windows) -> dict[SegmentKey, Buckets]:
+        """A detector rule's segments, bucket by bucket over the current window (oldest first)."""
+        ...
+
 
 class StoreData:
     """`RuleData` from the store: one query per call, each over the windows asked for."""
@@ -70,6 +77,13 @@ class StoreData:
     def tail_counts(self, rule: Rule, windows: Windows, segment: SegmentKey, cutoff: float, threshold: float) -> TailCounts:
         """See `RuleData.tail_counts`."""
         return fetch_tail_counts(self.store, rule, windows, segment, cutoff, threshold)
+
+    def buckets(self, rule: Rule, windows: Windows) -> dict[SegmentKey, Buckets]:
+        """See `RuleData.buckets`: one query over the current window, in buckets of a minute."""
+        current = Windows(windows.current)
+        history = fetch_score_history(self.store, rule, Grid(windows.current[0], MINUTE), *windows.current)
+        bounds = history.bounds(current)
+        return buckets_at(history, rule, current, bounds) if bounds is not None else {}
 
     def newest(self, rule: Rule, before: datetime) -> Newest | None:
         """See `RuleData.newest`; read once per table, time column and replay filter (rules without segments share it)."""

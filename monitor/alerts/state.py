@@ -11,7 +11,8 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
-from monitor.alerts.evaluator import AlertState
+from monitor.alerts.evaluator import AlertState, Frozen
+from monitor.alerts.sequential import Reference
 from monitor.alerts.windows import utc
 from monitor.runtime.store import ClickHouseStore
 
@@ -36,6 +37,7 @@ _STATE_COLUMNS = (
     "p_value",
     "severity",
     "note",
+    "detector",
     "updated_at",
     "writer",
 )
@@ -83,6 +85,7 @@ class StateStore:
                 p_value=r["p_value"],
                 severity=r["severity"],
                 note=r["note"],
+                frozen=frozen_from_json(r["detector"]),
             )
             out[s.key] = s
         return out
@@ -110,6 +113,7 @@ class StateStore:
                     s.p_value,
                     s.severity,
                     s.note[:2000],
+                    frozen_to_json(s.frozen),
                     now,
                     self.writer,
                 )
@@ -117,6 +121,32 @@ class StateStore:
         if data:
             self.store.insert_table(STATE_TABLE, _STATE_COLUMNS, data)
         return len(data)
+
+
+def frozen_to_json(frozen: Frozen | None) -> str:
+    """A detector's frozen reference as stored in `alert_state.detector` ('' for none)."""
+    if frozen is None:
+        return ""
+    ref = frozen.reference
+    out: dict[str, Any] = {"mean": ref.mean, "slack": ref.slack, "threshold": ref.threshold, "resolve_at": ref.resolve_at, "margin": ref.margin}
+    out["until"] = frozen.until.isoformat()
+    if frozen.accepted_at is not None:
+        out.update(accepted_by=frozen.accepted_by, accepted_at=frozen.accepted_at.isoformat())
+    return json.dumps(out, separators=(",", ":"))
+
+
+def frozen_from_json(text: str | None) -> Frozen | None:
+    """The frozen reference of `frozen_to_json`; None for '' (and for a row this version cannot read)."""
+    if not text:
+        return None
+    try:
+        d = json.loads(text)
+        ref = Reference(float(d["mean"]), float(d["slack"]), float(d["threshold"]), float(d.get("resolve_at", 0.0)), float(d.get("margin", 0.0)))
+        accepted = d.get("accepted_at")
+        accepted_at = utc(datetime.fromisoformat(accepted)) if accepted else None
+        return Frozen(ref, utc(datetime.fromisoformat(d["until"])), str(d.get("accepted_by", "")), accepted_at)
+    except (ValueError, KeyError, TypeError):
+        return None  # a reference is recalibrated from the baseline rather than fail the round
 
 
 def default_replica_id() -> str:

@@ -14,6 +14,8 @@ if TYPE_CHECKING:
     from monitor.alerts.rules import Rule
 
 SegmentKey = tuple[tuple[str, str], ...]
+SCORE_BINS = 21  # scores binned to 0.05, floor(score * 20 + 0.5): the rubric's levels exactly
+BIN_SUMS = tuple(f"w_bin_{i:02d}" for i in range(SCORE_BINS))
 
 
 def utc(dt: datetime) -> datetime:
@@ -53,6 +55,10 @@ def windows_for(rule: Rule, now: datetime) -> Windows:
     start = end - rule.window
     if not rule.uses_baseline or rule.baseline is None:
         return Windows((start, end))
+    if rule.detector is not None and rule.baseline.trailing is not None:
+        # A detector's baseline overlaps its window, up to the newest `fresh` stretch (see `Detector.fresh`).
+        until = end - rule.detector.fresh
+        return Windows((start, end), ((until - rule.baseline.trailing, until),))
     if rule.baseline.trailing is not None:
         return Windows((start, end), ((start - rule.baseline.trailing, start),))
     days = rule.baseline.previous_days or 0
@@ -84,6 +90,8 @@ class WeightedSums:
     score: float = 0.0  # sum of w * score
     score_sq: float = 0.0  # sum of w * score^2
     low: float = 0.0  # sum of w over scores below the rule's low_score_below
+    # sum of w per score bin of 0.05 (`sequential.BINS`): the baseline's distribution, for a detector's threshold
+    bins: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +145,7 @@ def finite(value: Any) -> float | None:
 
 def window_stats(v: Mapping[str, Any], seconds: float) -> WindowStats:
     """A window's stats from its named sums (`rows`, `ok`, `errors`, `weight`, `weight_sq`, `w_score`, `w_score_sq`,
-    `w_low`, `cost`, `events`, and `p10`, `lag_p90` when read; for canary metrics `runs`, `rho`, `rho_runs`,
+    `w_low`, the `w_bin_NN`, `cost`, `events`, and `p10`, `lag_p90` when read; for canary metrics `runs`, `rho`, `rho_runs`,
     `kappa`, `kappa_runs`, `shift` instead of the score sums; for shadow metrics `shadow_diff` and `shadow_rho`); the
     one conversion of the per-step queries and of the backtest's history, so both build the same stats from the same
     sums. A sum not given is 0."""
@@ -148,7 +156,9 @@ def window_stats(v: Mapping[str, Any], seconds: float) -> WindowStats:
         # sumIf over a Nullable score is NULL where no row matched: nothing, so 0.
         return finite(v.get(name)) or 0.0
 
-    weighted = WeightedSums(total("weight"), total("weight_sq"), total("w_score"), total("w_score_sq"), total("w_low"))
+    # Plain sums of weights: never NaN, NULL (None) where no row matched.
+    bins = tuple(float(v[name] or 0.0) for name in BIN_SUMS) if BIN_SUMS[0] in v else ()
+    weighted = WeightedSums(total("weight"), total("weight_sq"), total("w_score"), total("w_score_sq"), total("w_low"), bins)
     return WindowStats(
         seconds=seconds,
         rows=rows,

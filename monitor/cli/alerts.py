@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 
 def register(subparsers: Any) -> None:
-    """Add the `alerts` command group (run, check, backtest) to the CLI's subparsers."""
+    """Add the `alerts` command group (run, check, accept, backtest) to the CLI's subparsers."""
     p = subparsers.add_parser(
         "alerts",
         help="alert on relevancy drops: run the evaluator, check once, or backtest rules over history",
@@ -120,6 +120,19 @@ def register(subparsers: Any) -> None:
         "--at", default=None, metavar="TIME", help="evaluate as of this time: ISO 8601 (UTC without offset) or relative as --at=-2h (default: now)"
     )
     check.set_defaults(func=cmd_check)
+
+    acc = sub.add_parser(
+        "accept",
+        help="accept a detector segment's new level: resolve its episode and make the level since it started the reference",
+        description="Resolve the open episode of a detector rule (relevancy_drop, low_score_share_rise) on one segment and take the "
+        "level since the episode started as the segment's reference until the change has left the baseline. Records who and when. "
+        "A level alert never resolves by taking the regression into its baseline: this is how a deliberate change is accepted.",
+    )
+    _common(acc)
+    acc.add_argument("rule", metavar="RULE", help="the detector rule's name (required)")
+    acc.add_argument("segment", metavar="SEGMENT", help="field=value pairs naming the segment: app=support-bot,prompt_version=v13 (required)")
+    acc.add_argument("--by", default=None, metavar="NAME", help="who accepts it, recorded in the state (default: the login name)")
+    acc.set_defaults(func=cmd_accept)
 
     bt = sub.add_parser(
         "backtest",
@@ -418,27 +431,30 @@ def cmd_check(ns: argparse.Namespace) -> int:
 
 def run_check(ns: argparse.Namespace, out: IO[str] | None = None) -> int:
     """Evaluate once against the configured store and print every rule and segment to `out`."""
+    from monitor.alerts.detectability import describe_expected, expected_by_rule, expected_per_week
     from monitor.alerts.engine import evaluate_rules
-    from monitor.alerts.rules import RuleSet
     from monitor.alerts.state import STATE_TABLE, StateStore
 
     out = out or sys.stdout
     settings, alert, rules = _load(ns)
     now = parse_time("--at", ns.at, datetime.now(UTC)) if ns.at else datetime.now(UTC)
     if ns.ignore_for:
-        rules = RuleSet(rules=[r.model_copy(update={"for_": timedelta(0)}) for r in rules.rules])
+        rules = rules.model_copy(update={"rules": [r.model_copy(update={"for_": timedelta(0)}) for r in rules.rules]})
     store = _open_store(settings, *(() if ns.no_state else (STATE_TABLE,)))
     try:
         previous = {} if ns.no_state else StateStore(store).load()
         evaluation = evaluate_rules(store, rules, now, previous, alert.traffic_table)
     finally:
         store.close()
-    rows = check_rows(evaluation, [r.name for r in rules.rules])
+    rows = check_rows(evaluation, [r.name for r in rules.rules], expected_by_rule(evaluation, rules))
     if ns.json:
         for row in rows:
             out.write(json.dumps(row, default=str) + "\n")
     else:
-        print_check(rows, now, _console(out))
+        expected = expected_per_week(evaluation, rules)
+        console = _console(out)
+        print_check(rows, now, console)
+        console.print(describe_expected(expected), style="dim")
     firing = any(r["state"] == "firing" for r in rows)
     return 1 if (ns.fail_on_firing and firing) else 0
 
@@ -465,10 +481,15 @@ class CheckRow(TypedDict):
     no_decision: list[dict[str, Any]]  # the same as data: [{"gap": "few_baseline_events", "have": 0, "need": 200}]
     window: dict[str, str]  # the current window evaluated, [start, end)
     note: str  # the state's note: the verdict, and which baseline was used when not the segment's own
+    detects: str  # detector rules: the judged rate and the drop it pages on within 15 min, or why it is too thin
+    expected_per_week: float | None  # detector and rollout rules: the false alarms a week the rule expects
 
 
-def check_rows(evaluation: Evaluation, order: list[str] | None = None) -> list[CheckRow]:
-    """One row per rule and segment, per rule without segments, and per failed rule, in the rules' `order`."""
+def check_rows(evaluation: Evaluation, order: list[str] | None = None, expected: dict[str, float] | None = None) -> list[CheckRow]:
+    """One row per rule and segment, per rule without segments, and per failed rule, in the rules' `order`; with
+    `expected`, the false alarms a week of each detector and rollout rule on its rows."""
+    expected = expected or {}
+    from monitor.alerts.detectability import detectability
     from monitor.alerts.outcomes import describe_empty, describe_shortfalls
 
     now = evaluation.now
@@ -495,6 +516,8 @@ def check_rows(evaluation: Evaluation, order: list[str] | None = None) -> list[C
                 no_decision=[] if v.sufficient else [{"gap": str(f.gap), "have": f.have, "need": f.need} for f in v.shortfalls],
                 window=_window(r.windows.current),
                 note=s.note,
+                detects=(d.describe() if (d := detectability(r)) is not None else ""),
+                expected_per_week=expected.get(r.rule.name),
             )
         )
     for e in evaluation.empty:
@@ -503,7 +526,7 @@ def check_rows(evaluation: Evaluation, order: list[str] | None = None) -> list[C
             gap["newest"] = e.newest.at.isoformat() if e.newest.at is not None else None
         if e.single_version or e.started_together:
             gap.update(single_version=e.single_version, started_together=e.started_together)
-        rows.append(_rule_row(e.rule, "inactive", describe_empty(e, now), [gap], _window(e.windows.current)))
+        rows.append(_rule_row(e.rule, "inactive", describe_empty(e, now), [gap], _window(e.windows.current), expected.get(e.rule.name)))
     for err in evaluation.errors:
         rows.append(_rule_row(err.rule, "error", err.error, [{"gap": "query_failed"}], {}))
     rank = {name: i for i, name in enumerate(order or [])}
@@ -515,7 +538,7 @@ def _window(w: tuple[datetime, datetime]) -> dict[str, str]:
     return {"start": w[0].isoformat(), "end": w[1].isoformat()}
 
 
-def _rule_row(rule: Rule, state: str, reason: str, gaps: list[dict[str, Any]], window: dict[str, str]) -> CheckRow:
+def _rule_row(rule: Rule, state: str, reason: str, gaps: list[dict[str, Any]], window: dict[str, str], expected: float | None = None) -> CheckRow:
     return CheckRow(
         rule=rule.name,
         severity=rule.severity,
@@ -535,6 +558,8 @@ def _rule_row(rule: Rule, state: str, reason: str, gaps: list[dict[str, Any]], w
         no_decision=gaps,
         window=window,
         note="",
+        detects="",
+        expected_per_week=expected,
     )
 
 
@@ -574,6 +599,8 @@ def print_check(rows: list[CheckRow], now: datetime, console: Console) -> None:
             why = r["reason"] or r["note"]
             if why:
                 parts.append(Padding(Text(why, style="dim"), (0, 0, 0, 4)))
+            if r["detects"]:
+                parts.append(Padding(Text(r["detects"], style="dim"), (0, 0, 0, 4)))
             table.add_row(Group(*parts), _state(r), _numbers(r), end_section=i == len(group) - 1)
     console.print(table)
     console.print(_check_counts(rows, len(rules)), style="dim")
@@ -631,6 +658,37 @@ def _console(out: IO[str]) -> Console:
     return Console(file=out)
 
 
+def cmd_accept(ns: argparse.Namespace) -> int:
+    """`alerts accept RULE SEGMENT`: resolve a detector episode and record the accepted level, who and when."""
+    return run_accept(ns)
+
+
+def run_accept(ns: argparse.Namespace, out: IO[str] | None = None) -> int:
+    """Accept the new level of one detector segment and save its state; prints one line."""
+    import getpass
+
+    from monitor.alerts.accept import accept, parse_segment
+    from monitor.alerts.sources import StoreData
+    from monitor.alerts.state import StateStore
+
+    out = out or sys.stdout
+    settings, alert, rules = _load(ns)
+    rule = next((r for r in rules.rules if r.name == ns.rule), None)
+    if rule is None:
+        raise UsageError(f"no rule named {ns.rule} in {alert.rules or 'the default rules'}")
+    wanted = parse_segment(ns.segment)
+    now = datetime.now(UTC)
+    store = _open_store(settings, writes=True)
+    try:
+        states = StateStore(store)
+        state = accept(StoreData(store, alert.traffic_table), rule, states.load(), wanted, ns.by or getpass.getuser(), now)
+        states.save([state], now)
+    finally:
+        store.close()
+    out.write(f"{rule.name} {_segment_text(dict(state.segment))}: {state.note}\n")
+    return 0
+
+
 # ---- backtest ----------------------------------------------------------------------------------------------
 
 
@@ -644,7 +702,7 @@ def run_backtest_cmd(ns: argparse.Namespace, out: IO[str] | None = None, progres
     from rich.console import Console
 
     from monitor.alerts.backtest import run_backtest
-    from monitor.alerts.rules import RuleSet
+    from monitor.alerts.detectability import describe_expected, expected_per_week
 
     out = out or sys.stdout
     settings, alert, rules = _load(ns)
@@ -655,7 +713,7 @@ def run_backtest_cmd(ns: argparse.Namespace, out: IO[str] | None = None, progres
         unknown = sorted(set(ns.rule) - {r.name for r in rules.rules})
         if unknown:
             raise UsageError(f"--rule: no rule named {', '.join(unknown)}")
-        rules = RuleSet(rules=[r for r in rules.rules if r.name in ns.rule])
+        rules = rules.model_copy(update={"rules": [r for r in rules.rules if r.name in ns.rule]})
     store = _open_store(settings)
     try:
         with _BacktestProgress(progress_console or Console(stderr=True)) as shown:
@@ -664,6 +722,7 @@ def run_backtest_cmd(ns: argparse.Namespace, out: IO[str] | None = None, progres
         store.close()
     summary = report.summary(rules.rules)
     episodes = [episode_row(e) for e in report.fired()]
+    expected = expected_per_week(report.last, rules) if report.last is not None else {}
     if ns.json:
         out.write(
             json.dumps(
@@ -674,13 +733,16 @@ def run_backtest_cmd(ns: argparse.Namespace, out: IO[str] | None = None, progres
                     "evaluations": report.evaluations,
                     "rules": [dataclasses.asdict(r) for r in summary],
                     "episodes": episodes,
+                    "expected_false_alarms_per_week": expected,
                 },
                 default=str,
             )
             + "\n"
         )
     else:
-        print_backtest(report, ns.step, summary, episodes, _console(out))
+        console = _console(out)
+        print_backtest(report, ns.step, summary, episodes, console)
+        console.print(describe_expected(expected) + " (the segments of the last step)", style="dim")
     return 0
 
 

@@ -6,7 +6,7 @@ The order of one run:
 2. start the broker and the service; write the history: events stamped over the past hours, judged and written
    as the monitor would have at the time (`demo_history`);
 3. live traffic at `rate` through Kafka and the service; `regress_after_s` in, the regressed app rolls out its new
-   prompt version; the evaluator runs a round every few seconds (shipped rules plus `DEMO_RULE`) and the screen
+   prompt version; the evaluator runs a round every few seconds (the shipped rules) and the screen
    shows progress; the traffic stops `AFTER_FIRING_S` after the planted alert fires, or after `duration_s`;
 4. drain, a last round, stop the service; read the worst examples of what fired and write the HTML report;
 5. mark the store as the demo's (`MARKER_FILE`), so the next demo may replace it.
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from monitor.alerts.engine import AlertRunner, Evaluation, SegmentResult
-from monitor.alerts.rules import RuleSet, load_rules, parse_rules
+from monitor.alerts.rules import load_rules
 from monitor.config import Settings, load_settings
 from monitor.devtools.demo_history import judge_history, write_history
 from monitor.devtools.demo_traffic import history, regressed_segment, story_event
@@ -49,32 +49,8 @@ MARKER_FILE = "relevancy-monitor-demo.json"
 TOPIC = "conversations"
 EVALUATE_EVERY_S = 3.0
 AFTER_FIRING_S = 5.0
-DEMO_RULE_NAME = "demo_relevancy_drop"
+PLANTED_RULE = "relevancy_drop"  # the shipped rule the demo waits for: its detector pages on the planted drop
 REPORT_HISTORY = timedelta(hours=1)
-
-# Short window, no `for`: a one-minute demo can trip it, where the shipped relevancy_drop (for: 10m) stays pending.
-DEMO_RULE = """
-rules:
-  - name: demo_relevancy_drop
-    description: "(demo) Mean relevancy of an app's prompt version fell 10% against the app's previous 6 hours."
-    metric: mean_score
-    segment_by: [app, prompt_version]
-    window: 2m
-    offset: 0s
-    baseline: {trailing: 6h}
-    condition:
-      relative_change: {fire: 0.10, clear: 0.05}
-    min_events: 30
-    min_baseline_events: 100
-    alpha: 0.001
-    for: 0s
-    severity: page
-"""
-
-
-def demo_rules() -> RuleSet:
-    """The shipped default rules plus the demo's short-window rule."""
-    return RuleSet(rules=[*load_rules().rules, *parse_rules(DEMO_RULE, "demo rule").rules])
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,7 +209,7 @@ class _Demo:
         self.progress = DemoProgress()
         self.rng = random.Random(plan.seed)
         self.store = ClickHouseStore.from_settings(settings.store)
-        self.rules = demo_rules()
+        self.rules = load_rules()
         self.runner: AlertRunner | None = None
         self.evaluation: Evaluation | None = None
         self.live_start = datetime.now(UTC)
@@ -341,9 +317,9 @@ class _Demo:
         return await producer
 
     def planted_fired(self) -> bool:
-        """Whether the demo rule fires for the regressed segment."""
+        """Whether the shipped relevancy_drop fires for the regressed segment."""
         wanted = regressed_segment().items()
-        return any(r.rule.name == DEMO_RULE_NAME and wanted <= dict(r.state.segment).items() for r in self.progress.firing)
+        return any(r.rule.name == PLANTED_RULE and wanted <= dict(r.state.segment).items() for r in self.progress.firing)
 
     async def _drain(self, service: asyncio.Task[None], live: int) -> None:
         self.progress.phase = "judging the last events"

@@ -86,15 +86,18 @@ def _alert(result: SegmentResult, examples: list[Example]) -> Iterator[Renderabl
     o, rule = result.observation, result.rule
     segment = {k: v for k, v in result.state.segment if k != "judge_id"}
     change = "" if o.value is None or not o.baseline else f"{(o.value - o.baseline) / o.baseline:+.1%}"
+    if rule.detector is not None and o.value is not None and o.baseline is not None:
+        change = f"{o.value - o.baseline:+.3f}"
     tests = [t.strip() for t in o.test.split("/")] if o.test else []
     test = tests[0] if o.p_change is not None and tests else tests[-1] if tests else "none"
     yield Text.assemble(("ALERT FIRED ", "bold red"), (rule.name, "bold"), f" (severity {rule.severity})")
+    what = "mean relevancy" if rule.metric != "low_score_share" else f"share of scores below {rule.low_score_below:g}"
     rows = [
         ("segment", ", ".join(f"{k}={v}" for k, v in segment.items())),
-        ("current", f"{_num(o.value)} mean relevancy over the last {_window(result)}, n={o.n_current}"),
+        ("current", f"{_num(o.value)} {what} of its {o.n_current} judged events in the last {_window(result)}"),
         ("baseline", f"{_num(o.baseline)}, n={o.n_baseline}: {_against(result)}"),
-        ("change", f"{change} (fires at -10%)" if change else "-"),
-        ("test", f"{_TESTS.get(test, test)}, one-sided: p = {_p(o.p_value)} (alpha {rule.alpha})"),
+        ("change", f"{change}" + ("" if rule.detector is not None else " (fires at -10%)") if change else "-"),
+        ("test", _test_line(result, test)),
         ("judge", f"{o.judge} ({dict(result.state.segment).get('judge_id', '')})"),
     ]
     yield _grid(("  ", label, value) for label, value in rows)
@@ -108,6 +111,18 @@ def _alert(result: SegmentResult, examples: list[Example]) -> Iterator[Renderabl
             lines.append(("    ", "", Text(f"{mark} {statement}", style="green" if mark == "✓" else "red" if mark == "✗" else "")))
     if lines:
         yield _grid(lines)
+
+
+def _test_line(result: SegmentResult, test: str) -> str:
+    rule, o, d = result.rule, result.observation, result.detection
+    if rule.detector is not None and d is not None and d.reference is not None:
+        return (
+            f"sequential detector (CUSUM) tuned to a {rule.detector.shift:g} shift: {o.note}; its threshold holds false"
+            " alarms to the rules' budget for the whole deployment (false_alarms_per_week)"
+        )
+    if test == "mixture_sprt":
+        return f"always-valid mixture SPRT: p = {_p(o.p_value)} (alpha {rule.alpha} per rollout, however often it looks)"
+    return f"{_TESTS.get(test, test)}, one-sided: p = {_p(o.p_value)} (alpha {rule.alpha})"
 
 
 def _grid(rows: Iterable[tuple[str, str, str | Text]]) -> Table:
@@ -125,7 +140,8 @@ def _against(result: SegmentResult) -> str:
     """What the baseline is, in words: the segment's own past, or (a new version) the app's other versions."""
     source, rule = result.observation.baseline_from, result.rule
     trailing = rule.baseline.trailing if rule.baseline is not None else None
-    span = f" over the previous {int(trailing.total_seconds() // 3600)}h" if trailing is not None else ""
+    hours = int(trailing.total_seconds() // 3600) if trailing is not None else 0
+    span = (f" over the previous {hours // 24} days" if hours % 24 == 0 and hours > 24 else f" over the previous {hours}h") if hours else ""
     if source is None:
         return f"the same segment{span}"
     if source.kind == "parent":
@@ -136,6 +152,8 @@ def _against(result: SegmentResult) -> str:
 
 def _window(result: SegmentResult) -> str:
     seconds = int(result.rule.window.total_seconds())
+    if seconds % 3600 == 0:
+        return f"{seconds // 3600}h"
     return f"{seconds // 60}m" if seconds % 60 == 0 else f"{seconds}s"
 
 

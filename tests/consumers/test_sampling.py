@@ -171,6 +171,21 @@ def test_minimum_per_segment_boosts_small_segments_then_falls_back(tmp_path: Pat
     assert s.decide(seg_event(99, app="tiny"), now=now + 61).rule == "min_per_segment"  # a new window
 
 
+def test_a_minimum_judged_rate_per_minute_judges_that_many_of_each_segment_each_minute(tmp_path: Path) -> None:
+    """`min_per_minute: 3` judges the first 3 events of a thin segment each minute whatever the base rate; under one a
+    minute widens the window (0.5: one event per two minutes); giving both minimums is refused in one line."""
+    p = policy(tmp_path, "default_rate: 0.0\nmin_per_segment: {min_per_minute: 3, segment_by: [app]}\n")
+    s = Sampler(p)
+    now = 6000.0
+    first = [s.decide(seg_event(i, app="thin"), now=now + 1 + i) for i in range(10)]
+    assert [d.sampled for d in first] == [True] * 3 + [False] * 7
+    assert s.decide(seg_event(50, app="thin"), now=now + 61).sampled  # the next minute
+    half = Sampler(policy(tmp_path, "default_rate: 0.0\nmin_per_segment: {min_per_minute: 0.5}\n"))
+    assert [half.decide(seg_event(i), now=now + 30 * i).sampled for i in range(5)] == [True, False, False, False, True]
+    with pytest.raises(SamplingConfigError, match="exactly one of events_per_replica or min_per_minute"):
+        policy(tmp_path, "min_per_segment: {min_per_minute: 2, events_per_replica: 5}\n")
+
+
 def test_factor_scales_rates_and_zero_stops_everything(tmp_path: Path) -> None:
     """A factor scales base rates and names its reason, spares always rules, and at zero stops everything."""
     s = Sampler(policy(tmp_path))

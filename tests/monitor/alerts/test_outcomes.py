@@ -22,11 +22,12 @@ def test_every_rule_is_accounted_for_when_the_offset_hides_the_only_rows(store: 
     named = {r.rule.name for r in ev.results} | {e.rule.name for e in ev.empty}
     assert named == {r.name for r in rules.rules} and not ev.errors
     empty = {e.rule.name: e for e in ev.empty}
-    drop = empty["relevancy_drop"]
-    assert drop.gap is Gap.NO_ROWS and drop.newest is not None and drop.newest.at == NOW - timedelta(seconds=10)
-    assert describe_empty(drop, NOW) == (
-        "no judged rows between 11:58 and 12:28, nor in the previous 24h (the window ends `offset` 2m before now; newest row 12:29)"
-    )
+    floor = empty["relevancy_floor"]
+    assert floor.gap is Gap.NO_ROWS and floor.newest is not None and floor.newest.at == NOW - timedelta(seconds=10)
+    assert describe_empty(floor, NOW) == "no judged rows between 11:58 and 12:28 (the window ends `offset` 2m before now; newest row 12:29)"
+    # The detector sums every minute up to now: it has the rows, and no baseline to judge them by.
+    drops = [r for r in ev.results if r.rule.name == "relevancy_drop"]
+    assert len(drops) == 2 and all(r.verdict.shortfalls == (Shortfall(Gap.FEW_BASELINE_EVENTS, 0, 50),) for r in drops)
     volume = describe_empty(empty["judged_volume_drop"], NOW)
     assert volume.startswith("no judged rows between 11:58 and 12:28, nor at these hours on the previous 7 days")
     assert empty["upstream_silent"].gap is Gap.TRAFFIC_EMPTY  # nothing consumed was ever counted
@@ -47,10 +48,10 @@ def test_a_segment_says_which_minimum_it_missed_and_where(store: ClickHouseStore
     floor, drop, volume = by["relevancy_floor"], by["relevancy_drop"], by["judged_volume_drop"]
     assert floor.verdict.shortfalls == (Shortfall(Gap.FEW_EVENTS, 30, 50),)
     assert describe_shortfalls(floor.verdict.shortfalls, floor.rule, floor.windows, NOW) == "window: 30 of 50 events needed between 11:58 and 12:28"
-    assert drop.verdict.shortfalls == (Shortfall(Gap.FEW_EVENTS, 30, 50), Shortfall(Gap.FEW_BASELINE_EVENTS, 0, 200))
-    assert describe_shortfalls(drop.verdict.shortfalls[1:], drop.rule) == "baseline: 0 of 200 events needed in the previous 24h"
+    assert drop.verdict.shortfalls == (Shortfall(Gap.FEW_BASELINE_EVENTS, 0, 50),)  # a detector needs no count in its window
+    assert describe_shortfalls(drop.verdict.shortfalls, drop.rule) == "baseline: 0 of 50 events needed in the previous 7d"
     assert describe_shortfalls(volume.verdict.shortfalls, volume.rule) == "no history at these hours on the previous 7 days (200 events needed)"
-    assert not drop.observation.sufficient and drop.state.note.startswith("no decision: window: 30 of 50 events needed")
+    assert not drop.observation.sufficient and drop.state.note.startswith("no decision: baseline: 0 of 50 events needed")
 
 
 def test_an_empty_store_says_so(store: ClickHouseStore) -> None:

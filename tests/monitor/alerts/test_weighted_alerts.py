@@ -19,7 +19,8 @@ from monitor.alerts.windows import WeightedSums
 from monitor.runtime.store import ClickHouseStore
 from schemas.events import ConversationEvent, KafkaPosition
 from schemas.scored import ScoredRow
-from tests.monitor.alerts.conftest import SCORE_RULES, T0, default_rules, insert, make_row
+from tests.monitor.alerts.conftest import SCORE_RULES, T0, default_rules, insert, make_row, rules_from
+from tests.monitor.alerts.test_detection import DROP_RULES
 
 BUDGET_FROM = T0 + timedelta(hours=26)  # the judge budget's soft limit is reached: rate-based sampling falls to a fifth
 END = BUDGET_FROM + timedelta(hours=3)
@@ -92,9 +93,8 @@ def test_a_sampling_rate_change_mid_window_fires_no_false_alert_where_the_unweig
     assert b_plain == pytest.approx(0.633, abs=0.01) and plain < 0.85 * b_plain
     assert b_weighted == pytest.approx(0.70, abs=0.01) and weighted == pytest.approx(b_weighted, abs=0.03)  # the traffic mean never moved
 
-    # The old computation: the same rule and decision code on the unweighted mean and test would have paged.
-    drop = rules.rules[0]
-    assert drop.name == "relevancy_drop"
+    # The old computation: a window rule and its decision code on the unweighted mean and test would have paged.
+    drop = rules_from(DROP_RULES)[0]  # the shipped relevancy_drop of old: a 30-minute window and Welch's t
     p_old = stats.welch_t_test(plain, var, n, b_plain, b_var, b_n, "less")
     old = Observation(drop.name, (), plain, b_plain, n, b_n, True, p_change=p_old, test=drop.spec.test_label)
     assert decide(drop, old).fire and p_old < 1e-6

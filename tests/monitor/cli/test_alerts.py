@@ -18,8 +18,19 @@ from rich.console import Console
 from monitor.alerts.engine import Delivery, Evaluation, RoundReport
 from monitor.alerts.rules import load_rules
 from monitor.alerts.state import StateStore
-from monitor.cli.alerts import alert_settings, check_rows, print_check, register, round_summary, run_alerts, run_backtest_cmd, run_check
+from monitor.cli.alerts import (
+    alert_settings,
+    check_rows,
+    print_check,
+    register,
+    round_summary,
+    run_accept,
+    run_alerts,
+    run_backtest_cmd,
+    run_check,
+)
 from monitor.runtime.store import ClickHouseStore
+from schemas.errors import UsageError
 from tests.monitor.alerts.conftest import T0, insert, make_row, noisy, stream
 from tests.monitor.alerts.receiver import Receiver
 
@@ -178,12 +189,13 @@ def test_check_lists_every_rule_and_says_why_nothing_was_decided(fresh: tuple[Cl
     assert rows[0]["rule"] == "relevancy_drop"  # in the order of the rules file
     assert {r["rule"] for r in rows} == {r.name for r in load_rules().rules}
     by_rule = {r["rule"]: r for r in rows}
+    # The detector sums every minute up to now: it sees the rows, and says it has no baseline to judge them by.
     drop = by_rule["relevancy_drop"]
-    assert drop["segment"] is None and not drop["sufficient"]
-    assert drop["reason"] == (
-        "no judged rows between 11:58 and 12:28, nor in the previous 24h (the window ends `offset` 2m before now; newest row 12:29)"
-    )
-    assert drop["no_decision"] == [{"gap": "no_rows", "newest": (NOW - timedelta(seconds=10)).isoformat()}]
+    assert drop["segment"] is not None and not drop["sufficient"] and drop["no_decision"][0]["gap"] == "few_baseline_events"
+    floor = by_rule["relevancy_floor"]
+    assert floor["segment"] is None and not floor["sufficient"]
+    assert floor["reason"] == "no judged rows between 11:58 and 12:28 (the window ends `offset` 2m before now; newest row 12:29)"
+    assert floor["no_decision"] == [{"gap": "no_rows", "newest": (NOW - timedelta(seconds=10)).isoformat()}]
     assert by_rule["upstream_silent"]["no_decision"][0]["gap"] == "traffic_empty"
     silent = by_rule["stream_silent"]
     assert silent["segment"] == {} and silent["no_decision"] == [{"gap": "silent_few_baseline", "have": 0, "need": 1}]
@@ -222,12 +234,12 @@ def test_backtest_shows_progress_on_stderr_and_keeps_stdout_clean(populated: tup
 
 
 def test_every_flag_of_every_action_has_a_description_and_a_default() -> None:
-    """`--help` of run, check and backtest describes every flag and gives its default (or says it is required)."""
+    """`--help` of run, check, accept and backtest describes every flag and gives its default (or says it is required)."""
     parser = argparse.ArgumentParser(prog="relevancy-monitor")
     register(parser.add_subparsers(dest="command", required=True))
     alerts = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices["alerts"]
     actions = next(a for a in alerts._actions if isinstance(a, argparse._SubParsersAction)).choices
-    assert set(actions) == {"run", "check", "backtest"}
+    assert set(actions) == {"run", "check", "accept", "backtest"}
     for name, sub in actions.items():
         assert sub.description, name
         for action in sub._actions:
@@ -320,3 +332,49 @@ def test_run_logs_one_structured_line_per_round(tmp_path: Path) -> None:
     assert first["rules"] == len(load_rules().rules) and first["segments"] == 1 and first["empty_rules"] == len(load_rules().rules) - 1
     assert (first["firing"], first["pending"], first["resolved"], first["no_decision"], first["rule_errors"]) == (0, 0, 0, 1, 0)
     assert first["notifications"] == {"webhook": {"sent": 0, "failed": 0}} and first["level"] == "info"
+
+
+DETECTOR_YAML = """
+rules:
+  - name: relevancy_drop
+    metric: mean_score
+    segment_by: [app]
+    window: 6h
+    baseline: {trailing: 7d}
+    detector: {shift: 0.1}
+    min_baseline_events: 100
+    severity: page
+"""
+
+
+def test_a_detector_page_is_accepted_from_the_command_line(store: ClickHouseStore, tmp_path: Path) -> None:
+    """`alerts run` pages on the drop, `check` says what each segment detects and the false alarms a week expected,
+    and `alerts accept` resolves the page with the new level, recording who; the next round does not page again."""
+    now = datetime.now(UTC)  # `run` and `accept` work at the real time: the data is placed around it
+    segs = [{"app": "a"}, {"app": "b"}]
+    insert(store, stream(now - timedelta(hours=25), now - timedelta(minutes=40), per_minute=2, segments=segs, score=noisy(0.75, 0.1)))
+    insert(store, stream(now - timedelta(minutes=40), now, per_minute=2, segments=segs[:1], score=noisy(0.45, 0.1), seed=3))
+    insert(store, stream(now - timedelta(minutes=40), now, per_minute=2, segments=segs[1:], score=noisy(0.75, 0.1), seed=4))
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(DETECTOR_YAML, encoding="utf-8")
+    flags = ["--rules", str(rules), "--clickhouse-url", store.url, "--clickhouse-database", store.database]
+    assert run_alerts(parse("alerts", "run", *flags, "--once", "--no-lease"), io.StringIO()) == 0
+    assert [(dict(s.segment)["app"], s.state) for s in StateStore(store).load().values()] == [("a", "firing")]
+
+    out = io.StringIO()
+    assert run_check(parse("alerts", "check", *flags), out) == 0
+    text = " ".join(out.getvalue().split())
+    assert "judged/min, detects a" in text and "expected false alarms a week over these segments: page 1" in text, text
+
+    out = io.StringIO()
+    assert run_accept(parse("alerts", "accept", *flags, "relevancy_drop", "app=a", "--by", "oncall"), out) == 0
+    assert "accepted by oncall" in out.getvalue()
+    [state] = [s for s in StateStore(store).load().values() if dict(s.segment)["app"] == "a"]
+    assert state.state == "resolved" and state.frozen is not None and state.frozen.accepted_by == "oncall"
+    assert state.frozen.reference.mean == pytest.approx(0.45, abs=0.05)
+    summary = io.StringIO()
+    assert run_alerts(parse("alerts", "run", *flags, "--once", "--no-lease"), summary) == 0
+    assert "0 firing" in summary.getvalue(), summary.getvalue()
+
+    with pytest.raises(UsageError, match="no open episode to accept"):
+        run_accept(parse("alerts", "accept", *flags, "relevancy_drop", "app=a"), io.StringIO())

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from consumers.decode import decode_event
-from monitor.devtools.demo import DEMO_RULE_NAME, MARKER_FILE, demo_rules, plan_demo, prepare_store
+from monitor.devtools.demo import MARKER_FILE, PLANTED_RULE, plan_demo, prepare_store
 from monitor.devtools.demo_traffic import APPS, REGRESSED, history, regressed_segment, story_event
 from schemas.errors import DecodeError, UsageError
 from schemas.events import KafkaPosition
@@ -26,23 +26,25 @@ async def _cli(*args: str, limit_s: float = 240, **extra: str) -> tuple[int, str
 
 @pytest.mark.slow
 async def test_the_demo_ends_with_exactly_the_planted_alert(tmp_path: Path) -> None:
-    """`demo` exits 0 having fired one alert, for the regressed app's new prompt version only; the screen names it,
-    the report exists, and the store keeps the alert state for `sql` afterwards."""
+    """`demo` exits 0 having fired the shipped relevancy_drop for the regressed app's new prompt version, and no alert
+    on anything else; the screen names it, the report exists, and the store keeps the alert state for `sql`."""
     store, report = tmp_path / "store", tmp_path / "report.html"
     code, out, err = await _cli("demo", "--rate", "30", "--duration", "100", "--clickhouse-url", f"chdb://{store}", "--report", str(report))
     screen = out + err
     assert code == 0, screen
-    assert screen.count("ALERT FIRED") == 1 and f"ALERT FIRED {DEMO_RULE_NAME}" in screen, screen
-    assert re.search(r"segment +app=support-bot, prompt_version=v13 *\n", screen), screen
+    assert f"ALERT FIRED {PLANTED_RULE} (severity page)" in screen, screen
+    segments = re.findall(r"segment +(app=.*) *\n", screen)
+    assert segments and all("app=support-bot" in s and "prompt_version=v13" in s for s in segments), screen
     assert report.is_file() and str(report) in screen
     code, out, err = await _cli(
         "sql", "--clickhouse-url", f"chdb://{store}", "--format", "json", "SELECT rule, segment, state FROM alert_state FINAL WHERE state = 'firing'"
     )
     assert code == 0, err
     firing = [json.loads(line) for line in out.splitlines()]
-    assert len(firing) == 1 and firing[0]["rule"] == DEMO_RULE_NAME, firing
-    segment = dict(json.loads(firing[0]["segment"]))
-    assert regressed_segment().items() <= segment.items(), segment
+    assert PLANTED_RULE in {f["rule"] for f in firing}, firing
+    for f in firing:  # the shipped rules that fired, all on the planted segment
+        segment = dict(json.loads(f["segment"]))
+        assert regressed_segment().items() <= segment.items(), segment
     assert (store / MARKER_FILE).is_file()
 
 
@@ -55,7 +57,7 @@ async def test_with_an_api_key_the_demo_judges_with_the_llm(tmp_path: Path, fake
     code, out, err = await _cli(*args, limit_s=300, **fake_messages_api.env())
     screen = out + err
     assert code == 0, screen
-    assert "judge statements: Claude" in screen and f"ALERT FIRED {DEMO_RULE_NAME}" in screen, screen
+    assert "judge statements: Claude" in screen and f"ALERT FIRED {PLANTED_RULE}" in screen, screen
     assert len(fake_messages_api.requests) >= 300  # the history alone
 
 
@@ -130,13 +132,13 @@ def test_the_regressed_version_pads_more() -> None:
     assert padded_share(True) > padded_share(False) + 0.4
 
 
-def test_the_demo_rule_is_added_to_the_shipped_rules() -> None:
-    """The evaluator runs every shipped rule and the demo's short-window rule, which has no `for`."""
+def test_the_demo_runs_the_shipped_rules_only() -> None:
+    """The evaluator runs the shipped rules, and the rule the demo waits for is one of them (no demo-only rule)."""
     from monitor.alerts.rules import load_rules
+    from monitor.devtools import demo
 
-    rules = {r.name: r for r in demo_rules().rules}
-    assert set(rules) == {r.name for r in load_rules().rules} | {DEMO_RULE_NAME}
-    assert rules[DEMO_RULE_NAME].for_ == timedelta(0)
+    assert PLANTED_RULE in {r.name for r in load_rules().rules}
+    assert not hasattr(demo, "DEMO_RULE")
 
 
 def test_the_demo_store_is_embedded_and_defaults_to_the_one_run_uses(tmp_path: Path) -> None:

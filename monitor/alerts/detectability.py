@@ -1,0 +1,84 @@
+"""What an evaluation can protect, in words for `alerts check` and numbers for `--json` and the backtest: each
+detector segment's judged rate and the drop it would page on within 15 minutes, the segments too thin to protect
+(with the judged rate that would), and the false alarms a week the rules expect over the segments they have."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+
+from monitor.alerts.engine import Evaluation, SegmentResult
+from monitor.alerts.rules import RuleSet
+
+WEEK = timedelta(days=7)
+HORIZON_MIN = 15.0  # "detects a 0.15 drop in ~15 min"
+PROTECTED_DROP = 0.2  # a segment is protected when a drop this large pages within PROTECTED_WITHIN_MIN
+PROTECTED_WITHIN_MIN = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class Detectability:
+    """One detector segment: its judged rate, the drop it pages on within 15 min, and whether it is protected."""
+
+    events_per_min: float
+    drop_in_15_min: float
+    protected: bool
+    min_per_minute: float  # the judged rate at which a PROTECTED_DROP pages within PROTECTED_WITHIN_MIN
+    change: str = "drop"  # what moves: a drop of the mean, a rise of the low-score share
+
+    def describe(self) -> str:
+        """`2.1 judged/min, detects a 0.33 drop in ~15 min`, or why the segment is too thin and what would fix it."""
+        rate = f"{self.events_per_min:.2g} judged/min"
+        need = f"judge at least {self.min_per_minute:.2g}/min (min_per_segment: {{min_per_minute: {self.min_per_minute:.2g}}})"
+        if not self.protected:
+            return f"too thin to protect: {rate}; a {PROTECTED_DROP:g} {self.change} would take over {PROTECTED_WITHIN_MIN:.0f} min to page; {need}"
+        if self.drop_in_15_min > 1:
+            return f"{rate}, detects a {PROTECTED_DROP:g} {self.change} within {PROTECTED_WITHIN_MIN:.0f} min, none within 15 min"
+        return f"{rate}, detects a {self.drop_in_15_min:.2f} {self.change} in ~{HORIZON_MIN:.0f} min"
+
+
+def detectability(result: SegmentResult) -> Detectability | None:
+    """The segment's detectability, for a detector rule whose reference is known (None otherwise)."""
+    d = result.detection
+    if d is None or d.reference is None:
+        return None
+    ref, rate = d.reference, d.events_per_min
+    drop = ref.detectable(rate * HORIZON_MIN) if rate > 0 else math.inf
+    needed = ref.delay_events(PROTECTED_DROP) / PROTECTED_WITHIN_MIN
+    change = "rise" if result.rule.metric == "low_score_share" else "drop"
+    return Detectability(rate, drop, rate >= needed, needed, change)
+
+
+def expected_by_rule(evaluation: Evaluation, rules: RuleSet) -> dict[str, float]:
+    """False alarms a week each rule expects over the segments it has: a detector rule's budget where it has
+    segments, and `alpha` per rollout for the rollout rules (their test is always valid: alpha over a rollout's
+    whole life, the rollouts in the window counted as a weekly rate)."""
+    out: dict[str, float] = {}
+    by_rule: dict[str, list[SegmentResult]] = {}
+    for r in evaluation.results:
+        by_rule.setdefault(r.rule.name, []).append(r)
+    for rule in rules.rules:
+        found: Sequence[SegmentResult] = by_rule.get(rule.name, [])
+        if rule.detector is not None:
+            out[rule.name] = rules.budget(rule) if found else 0.0
+        elif rule.spec.compares_versions:
+            out[rule.name] = rule.alpha * len(found) * (WEEK / rule.window)
+    return out
+
+
+def expected_per_week(evaluation: Evaluation, rules: RuleSet) -> dict[str, float]:
+    """`expected_by_rule` summed by severity."""
+    severity = {r.name: r.severity for r in rules.rules}
+    out: dict[str, float] = {}
+    for name, n in expected_by_rule(evaluation, rules).items():
+        out[severity[name]] = out.get(severity[name], 0.0) + n
+    return out
+
+
+def describe_expected(expected: dict[str, float]) -> str:
+    """`expected false alarms a week over these segments: page 1.0, ticket 3.0`."""
+    if not expected:
+        return "expected false alarms a week: none (no detector or rollout rule has a segment)"
+    return "expected false alarms a week over these segments: " + ", ".join(f"{k} {v:.2g}" for k, v in sorted(expected.items()))

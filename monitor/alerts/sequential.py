@@ -1,0 +1,262 @@
+"""Pure sequential detection on a segment's judged scores (numpy only).
+
+- `Reference` and `calibrate`: the in-control level a CUSUM compares with, and the threshold `h` at which it pages,
+  chosen so that scores drawn from the segment's own past would page once per `arl_events` events. The threshold
+  comes from the exact bootstrap: the resampling distribution of the past scores (their weighted histogram) gives
+  the CUSUM's adjustment coefficient theta, the root of E[exp(theta * z)] = 1, and Siegmund's approximation turns
+  it into the average run length. Discrete, skewed judge scores move theta well away from the Gaussian 2k / sigma^2,
+  which is why a Gaussian threshold pages several times more often than it states.
+- `Buckets`, `cusum` and `recovery`: the statistic over the window's buckets (a batched CUSUM: its alarms are a
+  subset of the event-by-event one's, so the calibration is conservative), and the reverse statistic that tells
+  a fix from a lull.
+- `mixture_p_value`: an always-valid p-value (a normal-mixture SPRT) for a rollout's new-against-old difference,
+  valid however often it is looked at, so a canary is judged from its first events.
+- `stopped_beside` and `stopped_alone`: whether a segment's silence since its last event is beyond chance, judged by
+  the traffic of the segments beside it (a rollback moves the traffic to the old version), or by its own rate."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from monitor.alerts.windows import SCORE_BINS
+
+BINS = SCORE_BINS  # scores binned to 0.05: the rubric's 0, 0.25, 0.5, 0.75 and 1 exactly, statements' fractions closely
+BIN_VALUES = np.linspace(0.0, 1.0, BINS)
+WEEK_S = 7 * 86_400.0
+SAFETY_SE = 2.0  # the reference sits this many standard errors of the baseline mean below it (an estimated mean)
+PSEUDO_EVENTS = 1.0  # spread over the bins, so a value never seen in the baseline is rare, not impossible
+STOP_LEVEL = 1e-4  # a silence this improbable means the segment no longer receives traffic (looked at every round)
+MIN_SILENCE_S = 180.0
+ALONE_SILENCE_S = 3600.0
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    """What a level detector compares with: the in-control `mean` (oriented so that lower is worse), the slack `k`
+    (half the shift the rule is tuned to) and the threshold `h`, both in score units summed over events."""
+
+    mean: float
+    slack: float
+    threshold: float
+    resolve_at: float = 0.0  # the recovery statistic that resolves: the threshold, or more (`calibrate`)
+    margin: float = 0.0  # how far `mean` sits below the baseline's own mean (its standard errors)
+
+    @property
+    def baseline_mean(self) -> float:
+        """The baseline's own mean (what people read as the baseline)."""
+        return self.mean + self.margin
+
+    @property
+    def resolve_threshold(self) -> float:
+        """What the recovery statistic must reach to resolve an episode."""
+        return max(self.threshold, self.resolve_at)
+
+    def delay_events(self, drop: float) -> float:
+        """Events a drop of `drop` below the mean needs to reach the threshold (inf when it is within the slack)."""
+        return self.threshold / (drop - self.slack) if drop > self.slack else math.inf
+
+    def detectable(self, events: float) -> float:
+        """The smallest drop that reaches the threshold within `events` events."""
+        return self.slack + self.threshold / events if events > 0 else math.inf
+
+
+def distribution(bins: NDArray[np.float64] | tuple[float, ...], values: NDArray[np.float64] = BIN_VALUES) -> NDArray[np.float64]:
+    """Probabilities of `values` from weighted counts, with `PSEUDO_EVENTS` spread evenly over them."""
+    counts = np.asarray(bins, dtype=np.float64)
+    smoothed = counts + PSEUDO_EVENTS / len(values)
+    out: NDArray[np.float64] = smoothed / smoothed.sum()
+    return out
+
+
+def adjustment_coefficient(probs: NDArray[np.float64], values: NDArray[np.float64], level: float) -> float:
+    """theta > 0 with sum p exp(theta (level - v)) = 1: the increments z = level - v drift down (E z < 0) and rise
+    sometimes; inf when they never rise."""
+    z = level - values
+    if float(probs @ z) >= 0:
+        return 0.0
+    if not np.any((z > 0) & (probs > 0)):
+        return math.inf
+    # The root is cached by the distribution to 3 significant digits and the increments to 0.001: a baseline that
+    # moved by a few events reuses it (that moves h by well under 1 %), while a rare tail keeps its own key.
+    key = (tuple(float(f"{p:.3g}") for p in probs.tolist()), tuple(np.round(z, 3).tolist()))
+    found = _THETAS.get(key)
+    if found is None:
+        if len(_THETAS) >= 8192:
+            _THETAS.clear()
+        found = _THETAS[key] = _theta(probs[probs > 0], z[probs > 0])
+    return found
+
+
+_THETAS: dict[tuple[tuple[float, ...], tuple[float, ...]], float] = {}
+
+
+def _theta(p: NDArray[np.float64], zz: NDArray[np.float64]) -> float:
+    # log E[exp(t z)] is convex, 0 at t = 0 with a negative slope there: one positive root, found by bisection
+    # after doubling an upper bound (Newton can overshoot on the steep side).
+
+    def log_mgf(t: float) -> float:
+        top = float(np.max(t * zz))
+        return top + math.log(float(p @ np.exp(t * zz - top)))
+
+    hi = 1.0
+    while log_mgf(hi) < 0:
+        hi *= 2
+        if hi > 1e6:
+            return math.inf
+    lo = 0.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if log_mgf(mid) < 0:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-6 * hi:
+            break
+    return hi
+
+
+def threshold_for(theta: float, drift: float, arl_events: float) -> float:
+    """h with an average run length of `arl_events` for increments of mean -`drift` and adjustment coefficient
+    `theta`: Siegmund's (exp(theta h) - theta h - 1) / (theta drift) = ARL, without the overshoot correction (which
+    would lower h: leaving it out errs towards fewer pages)."""
+    if math.isinf(theta):
+        return 0.0
+    if theta <= 0 or drift <= 0:
+        return math.inf
+    target = max(arl_events, 1.0) * theta * drift
+    y = math.log(target + 1.0)
+    for _ in range(50):
+        nxt = math.log(target + 1.0 + y)
+        if abs(nxt - y) < 1e-12:
+            break
+        y = nxt
+    return y / theta
+
+
+def calibrate(
+    bins: NDArray[np.float64] | tuple[float, ...],
+    mean: float,
+    variance: float,
+    n_eff: float,
+    shift: float,
+    arl_events: float,
+    values: NDArray[np.float64] = BIN_VALUES,
+    resolve_arl_events: float = 0.0,
+) -> Reference:
+    """The reference of a CUSUM tuned to a drop of `shift`, paging once per `arl_events` events of scores like the
+    baseline's (`bins`: weighted counts of `values`; `mean`, `variance`, `n_eff`: the baseline's moments), and
+    resolving a regression of `shift` that stays at most once per `resolve_arl_events` (the recovery increments
+    under it mirror the detection's in control)."""
+    se = math.sqrt(max(variance, 0.0) / n_eff) if n_eff > 0 else 0.0
+    level = mean - SAFETY_SE * se
+    slack = shift / 2
+    probs = distribution(bins, values)
+    # The increments the baseline's own scores would give: level - k - x, with x resampled from the baseline.
+    theta = adjustment_coefficient(probs, values, level - slack)
+    drift = float(probs @ (values - (level - slack)))
+    return Reference(level, slack, threshold_for(theta, drift, arl_events), threshold_for(theta, drift, resolve_arl_events), mean - level)
+
+
+@dataclass(frozen=True, slots=True)
+class Buckets:
+    """One segment's buckets in the window, oldest first: bucket start (epoch ms), sum of weights, of squared
+    weights, and of weight * value (the value oriented so that lower is worse)."""
+
+    start_ms: NDArray[np.int64]
+    weight: NDArray[np.float64]
+    weight_sq: NDArray[np.float64]
+    value: NDArray[np.float64]
+
+    @property
+    def n_eff(self) -> NDArray[np.float64]:
+        """Each bucket's effective number of events (its event count when every weight is the same)."""
+        return np.divide(self.weight**2, self.weight_sq, out=np.zeros_like(self.weight), where=self.weight_sq > 0)
+
+    def since(self, start_ms: int) -> Buckets:
+        """The buckets that start at or after `start_ms`."""
+        i = int(np.searchsorted(self.start_ms, start_ms))
+        return Buckets(self.start_ms[i:], self.weight[i:], self.weight_sq[i:], self.value[i:])
+
+    @property
+    def events(self) -> float:
+        """Effective events in all the buckets."""
+        return float(self.n_eff.sum())
+
+    def mean(self) -> float | None:
+        """The weighted mean value (None without events)."""
+        total = float(self.weight.sum())
+        return float(self.value.sum()) / total if total > 0 else None
+
+
+def _increments(b: Buckets, level: float) -> NDArray[np.float64]:
+    # Per bucket: n_eff * (level - mean): with equal weights exactly the sum of (level - x) over its events.
+    means = np.divide(b.value, b.weight, out=np.zeros_like(b.value), where=b.weight > 0)
+    out: NDArray[np.float64] = b.n_eff * (level - means)
+    return out
+
+
+def cusum(b: Buckets, ref: Reference) -> float:
+    """The CUSUM statistic at the last bucket, started at 0 at the first: max(0, S + n (mean - k - x))."""
+    return _last_excursion(_increments(b, ref.mean - ref.slack))
+
+
+def recovery(b: Buckets, ref: Reference) -> float:
+    """The reverse statistic: evidence that the scores are back above the reference less the slack, half-way
+    between the old level and the smallest drop that pages. It resolves at the threshold: a regression that stays
+    rarely gets there (its increments drift down by the slack), a fix gets there at the slack per event."""
+    # The margin counts the other way here: an estimated baseline must not make a regression look recovered.
+    return _last_excursion(-_increments(b, ref.baseline_mean + ref.margin - ref.slack))
+
+
+def change_point(b: Buckets, ref: Reference) -> int | None:
+    """Where the statistic's last climb began (the start of the bucket after the cumulative sum's last minimum): the
+    CUSUM's estimate of when the change happened; None without buckets."""
+    if not len(b.start_ms):
+        return None
+    c = np.concatenate(([0.0], np.cumsum(_increments(b, ref.mean - ref.slack))))
+    low = len(c) - 1 - int(np.argmin(c[::-1]))  # the last minimum
+    return int(b.start_ms[min(low, len(b.start_ms) - 1)])
+
+
+def _last_excursion(z: NDArray[np.float64]) -> float:
+    if len(z) == 0:
+        return 0.0
+    c = np.cumsum(z)
+    low = min(0.0, float(np.min(c)))
+    return float(c[-1]) - low
+
+
+def stopped_beside(events: float, beside_during: float, beside_after: float, silent_s: float) -> bool:
+    """Whether a segment stopped receiving traffic while the segments beside it (the same app) did not: it had
+    `events` of the `events + beside_during` judged while it was live, and none of the `beside_after` judged since.
+    At that share p, (1 - p) ** beside_after below `STOP_LEVEL` is no lull; p is shrunk towards 1/2 by half an event,
+    so one stray event of an old version does not retire a version that took all the traffic."""
+    if silent_s < MIN_SILENCE_S or events <= 0 or beside_after <= 0:
+        return False
+    share = (events + 0.5) / (events + beside_during + 1.0)
+    return beside_after * math.log1p(-share) < math.log(STOP_LEVEL)
+
+
+def stopped_alone(events: float, active_s: float, silent_s: float) -> bool:
+    """Whether a segment with nothing beside it stopped receiving traffic: at its own rate, a silence of `silent_s`
+    is rare even looked at after every event of a week (fewer than `STOP_LEVEL` such gaps expected), and an hour at
+    least. The whole app falling silent is `app_no_data`'s page; this only keeps a retired segment from paging on."""
+    if silent_s < ALONE_SILENCE_S or events <= 0:
+        return False
+    rate = events / max(active_s, 60.0)
+    return rate * WEEK_S * math.exp(-rate * silent_s) < STOP_LEVEL
+
+
+def mixture_p_value(difference: float, variance: float, tau: float) -> float:
+    """An always-valid two-sided p-value for a mean difference `difference` with sampling variance `variance`:
+    1 / the normal-mixture likelihood ratio with mixing scale `tau` (Robbins; Johari et al., "Always valid
+    inference"). Valid under continuous monitoring: looking every round costs nothing."""
+    if variance <= 0 or not math.isfinite(variance):
+        return 1.0
+    r = tau * tau / variance
+    log_lr = -0.5 * math.log1p(r) + (difference * difference / variance) * r / (2 * (1 + r))
+    return min(1.0, math.exp(-log_lr))

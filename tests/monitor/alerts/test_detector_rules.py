@@ -1,0 +1,224 @@
+"""The shipped detector and rollout rules on scored rows in chDB, and the detector's decisions on one segment: a
+release pages within the hour and stays firing, a rollback and a fix resolve, stable apps never page, a frozen
+reference outlives a baseline that took the regression in, a stalled judge resolves nothing, and `accept`."""
+
+from __future__ import annotations
+
+import random
+from datetime import datetime, timedelta
+
+import numpy as np
+
+from monitor.alerts.accept import accept, parse_segment
+from monitor.alerts.backtest import run_backtest
+from monitor.alerts.detectability import detectability, expected_per_week
+from monitor.alerts.detection import Beside, Budget, detect, rollout_recovered
+from monitor.alerts.engine import evaluate_rules
+from monitor.alerts.evaluator import AlertState, Frozen
+from monitor.alerts.rules import RuleSet, load_rules
+from monitor.alerts.sequential import Buckets, Reference
+from monitor.alerts.sources import StoreData
+from monitor.alerts.state import StateStore, frozen_from_json, frozen_to_json
+from monitor.alerts.windows import SegmentData, WeightedSums, WindowStats
+from monitor.runtime.store import ClickHouseStore
+from schemas.errors import UsageError
+from tests.monitor.alerts.conftest import T0, default_rules, insert, make_row
+
+LEVELS = (0.0, 0.25, 0.5, 0.75, 1.0)
+GOOD = (0.03, 0.05, 0.10, 0.27, 0.55)  # mean 0.815
+BAD = (0.28, 0.05, 0.10, 0.27, 0.30)  # 0.25 lower: probability moved from the top level to the bottom
+CHANGE = T0 + timedelta(hours=26)
+ROLLBACK = CHANGE + timedelta(hours=3)
+FIX = CHANGE + timedelta(hours=4)
+END = T0 + timedelta(hours=36)
+
+
+def _version_and_mix(app: str, t: datetime) -> tuple[str, tuple[float, ...]]:
+    after = t >= CHANGE
+    if app == "release":  # a bad v2 for everyone, for good
+        return ("v2", BAD) if after else ("v1", GOOD)
+    if app == "rollback":  # a bad v2, rolled back after 3 h
+        return ("v2", BAD) if CHANGE <= t < ROLLBACK else ("v1", GOOD)
+    if app == "fixed":  # a regression in place, fixed after 4 h
+        return "v1", BAD if CHANGE <= t < FIX else GOOD
+    return ("v2" if after else "v1"), GOOD  # stable: an equally good v2
+
+
+def _rows(seed: int = 11) -> list:
+    rng = random.Random(seed)
+    rows = []
+    for minute in range(int((END - T0) / timedelta(minutes=1))):
+        for app in ("stable", "release", "rollback", "fixed"):
+            for _ in range(2):  # 2 judged events a minute each
+                t = T0 + timedelta(minutes=minute, seconds=rng.uniform(0, 60))
+                version, mix = _version_and_mix(app, t)
+                rows.append(make_row(t, app=app, prompt_version=version, score=rng.choices(LEVELS, weights=mix)[0]))
+    return rows
+
+
+def test_release_pages_rollback_and_fix_resolve_and_stable_apps_never_page(store: ClickHouseStore) -> None:
+    """Shipped rules, 2 judged/min: the bad release pages within the hour and is still firing at the end, the rollback
+    resolves within 15 min as "no more traffic", the fix resolves once the scores are back, a stable app never pages."""
+    insert(store, _rows())
+    rules = default_rules("relevancy_drop", "prompt_rollout_regression")
+    report = run_backtest(store, rules, T0 + timedelta(hours=25), END, timedelta(minutes=5))
+    assert not report.errors
+    pages = {(e.rule, dict(e.segment)["app"], dict(e.segment).get("prompt_version")): e for e in report.fired()}
+    assert not [k for k in pages if k[1] == "stable"], pages
+
+    release = pages[("relevancy_drop", "release", "v2")]
+    assert release.fired_at is not None and release.fired_at - CHANGE <= timedelta(minutes=60), release
+    assert release.resolved_at is None  # 10 h on, never absorbed
+
+    rolled = pages[("relevancy_drop", "rollback", "v2")]
+    assert rolled.resolved_at is not None and rolled.resolved_at - ROLLBACK <= timedelta(minutes=15), rolled
+    rollout = pages[("prompt_rollout_regression", "rollback", "v2")]
+    assert rollout.resolved_at is not None and rollout.resolved_at - ROLLBACK <= timedelta(minutes=15), rollout
+
+    fixed = pages[("relevancy_drop", "fixed", "v1")]
+    assert fixed.fired_at is not None and fixed.fired_at - CHANGE <= timedelta(minutes=60), fixed
+    assert fixed.resolved_at is not None and FIX < fixed.resolved_at <= FIX + timedelta(hours=2), fixed
+    assert len([k for k in pages if k[1] == "fixed"]) == 1  # one episode, not a flapping series
+
+    assert report.last is not None
+    expected = expected_per_week(report.last, rules)
+    assert expected["page"] >= 1.0  # the detector's whole budget, plus alpha per rollout
+    shown = [d for r in report.last.results if (d := detectability(r)) is not None]
+    assert shown and all(1.5 <= d.events_per_min <= 2.5 for d in shown), shown
+
+
+def test_accept_makes_the_new_level_the_reference_and_records_who(store: ClickHouseStore) -> None:
+    """`accept` resolves a firing detector segment with the level since its episode began; the next rounds do not
+    page again on that level, and the state says who accepted it and when."""
+    insert(store, [r for r in _rows() if r.app == "fixed" and r.event_time < FIX])
+    rules = default_rules("relevancy_drop")
+    data = StoreData(store)
+    states: dict[tuple[str, str], AlertState] = {}
+    now = CHANGE + timedelta(hours=2)
+    for k in range(24, -1, -1):
+        states.update(evaluate_rules(store, rules, now - timedelta(minutes=5 * k), states, data=data).states())
+    firing = [s for s in states.values() if s.state == "firing"]
+    assert len(firing) == 1 and firing[0].frozen is not None
+    done = accept(data, rules.rules[0], states, parse_segment("app=fixed"), "oncall@example.com", now)
+    assert done.state == "resolved" and done.frozen is not None and done.frozen.accepted_by == "oncall@example.com"
+    assert done.frozen.reference.mean < firing[0].frozen.reference.mean - 0.15  # the regressed level, not the old one
+    StateStore(store).save([done], now)
+    loaded = StateStore(store).load()
+    assert loaded[done.key].frozen == done.frozen
+    later = evaluate_rules(store, rules, now + timedelta(minutes=10), loaded, data=data)
+    assert [r.state.state for r in later.results] == ["resolved"], [r.state.note for r in later.results]
+
+
+def test_accept_refuses_what_it_cannot_accept(store: ClickHouseStore) -> None:
+    """Accept names the problem in one line: no detector, no such segment, no open episode, a malformed segment."""
+    rules = load_rules()
+    by_name = {r.name: r for r in rules.rules}
+    data = StoreData(store)
+    for rule, segment, needle in (
+        (by_name["relevancy_floor"], "app=a", "no detector"),
+        (by_name["relevancy_drop"], "app=nobody", "no stored segment"),
+    ):
+        try:
+            accept(data, rule, {}, parse_segment(segment), "me", T0)
+        except UsageError as e:
+            assert needle in str(e), e
+        else:
+            raise AssertionError(f"{segment} was accepted")
+    for bad in ("app", "=x", ""):
+        try:
+            parse_segment(bad)
+        except UsageError:
+            continue
+        raise AssertionError(f"{bad!r} parsed")
+
+
+# ---- one segment's decision (pure) ----------------------------------------------------------------------------
+
+RULE = next(r for r in load_rules().rules if r.name == "relevancy_drop")
+SEGMENT = (("app", "a"), ("model", "m1"), ("prompt_version", "v1"), ("judge_id", "j1"))
+START, END_W = T0, T0 + timedelta(hours=6)
+
+
+def _baseline(mean_mix: tuple[float, ...], n: int) -> WindowStats:
+    counts = [p * n for p in mean_mix]
+    total = sum(c * v for c, v in zip(counts, LEVELS, strict=True))
+    sq = sum(c * v * v for c, v in zip(counts, LEVELS, strict=True))
+    bins = [0.0] * 21
+    for c, v in zip(counts, LEVELS, strict=True):
+        bins[round(v * 20)] = c
+    return WindowStats(7 * 86400.0, rows=n, ok=n, weighted=WeightedSums(n, n, total, sq, 0.0, tuple(bins)))
+
+
+def _minutes(mean: float, minutes: int, per_minute: int = 2, *, start: datetime = START) -> Buckets:
+    starts = np.array([(start + timedelta(minutes=m)).timestamp() * 1000 for m in range(minutes)], dtype=np.int64)
+    n = np.full(minutes, float(per_minute))
+    return Buckets(starts, n, n, n * mean)
+
+
+def _last_ms(b: Buckets) -> int:
+    return int(b.start_ms[-1])
+
+
+def test_a_frozen_reference_keeps_a_regression_firing_after_the_baseline_took_it_in() -> None:
+    """The baseline has become the regressed level (0.56): without the frozen reference nothing fires; with the
+    reference frozen when the episode began (0.81), the segment stays firing."""
+    regressed = _minutes(0.56, 360)
+    seg = SegmentData(WindowStats(21600.0), _baseline(BAD, 20_000))
+    fresh = detect(RULE, SEGMENT, seg, regressed, None, (START, END_W), Budget(1.0, 10))
+    assert not fresh.verdict.fire
+    frozen = Frozen(Reference(0.81, 0.05, 8.0), END_W + timedelta(days=7))
+    prev = AlertState(RULE.name, SEGMENT, "firing", since=START, fired_at=START, frozen=frozen)
+    held = detect(RULE, SEGMENT, seg, regressed, prev, (START, END_W), Budget(1.0, 10), Beside((), _last_ms(regressed)))
+    assert held.verdict.bad and held.verdict.sufficient and held.frozen is not None and held.frozen.reference.mean == 0.81
+
+
+def test_silence_resolves_only_while_other_segments_are_still_judged() -> None:
+    """A firing version silent for 20 min while the old version took its traffic resolves as "no more traffic"; the
+    same silence with nothing judged anywhere since (a stalled judge) holds it."""
+    quiet = _minutes(0.56, 340)
+    seg = SegmentData(WindowStats(21600.0), _baseline(GOOD, 20_000))
+    frozen = Frozen(Reference(0.81, 0.05, 8.0), END_W + timedelta(days=7))
+    prev = AlertState(RULE.name, SEGMENT, "firing", since=START, fired_at=START, frozen=frozen)
+    old = _minutes(0.81, 20, start=START + timedelta(minutes=340))
+    gone = detect(RULE, SEGMENT, seg, quiet, prev, (START, END_W), Budget(1.0, 10), Beside((old,), _last_ms(old)))
+    assert not gone.verdict.bad and "no more traffic on model m1, prompt_version v1" in gone.verdict.reason
+    stalled = detect(RULE, SEGMENT, seg, quiet, prev, (START, END_W), Budget(1.0, 10), Beside((), _last_ms(quiet)))
+    assert stalled.verdict.bad
+
+
+def test_more_segments_sharing_the_budget_raise_each_threshold() -> None:
+    """The deployment's budget is shared: 100 segments each get a higher threshold than 1 segment alone."""
+    seg = SegmentData(WindowStats(21600.0), _baseline(GOOD, 20_000))
+    b = _minutes(0.81, 360)
+    alone = detect(RULE, SEGMENT, seg, b, None, (START, END_W), Budget(1.0, 1)).reference
+    shared = detect(RULE, SEGMENT, seg, b, None, (START, END_W), Budget(1.0, 100)).reference
+    assert alone is not None and shared is not None and shared.threshold > alone.threshold
+
+
+def test_the_budget_is_shared_by_the_detector_rules_of_a_severity() -> None:
+    """The file's false alarms a week go to its detector rules by severity; a severity it does not list gets 1."""
+    rules = load_rules()
+    by_name = {r.name: r for r in rules.rules}
+    assert rules.budget(by_name["relevancy_drop"]) == 1.0
+    assert rules.budget(by_name["low_score_share_rise"]) == 3.0
+    two = RuleSet(rules=[by_name["relevancy_drop"], by_name["relevancy_drop"].model_copy(update={"name": "other"})])
+    assert two.budget(two.rules[0]) == 0.5
+
+
+def test_a_firing_rollout_resolves_once_the_new_version_scores_like_the_old_one_again() -> None:
+    """A rollout page resolves on the new version's scores since the page: regressed ones keep it, recovered ones clear it."""
+    rollout = next(r for r in load_rules().rules if r.name == "prompt_rollout_regression")
+    old = SegmentData(WindowStats(86400.0), _baseline(GOOD, 2_000))
+    prev = AlertState(rollout.name, SEGMENT, "firing", since=START, fired_at=START)
+    assert rollout_recovered(rollout, old, _minutes(0.56, 120), prev) is None
+    back = rollout_recovered(rollout, old, _minutes(0.82, 120), prev)
+    assert back is not None and not back.bad and "scores like the one before it again" in back.reason
+    assert rollout_recovered(rollout, old, None, prev) is None
+
+
+def test_a_frozen_reference_round_trips_through_its_column_and_a_bad_one_is_recalibrated() -> None:
+    """The `detector` column keeps reference, threshold, until and who accepted; '' and unreadable text mean none."""
+    frozen = Frozen(Reference(0.81, 0.05, 8.5), END_W, "oncall", START)
+    assert frozen_from_json(frozen_to_json(frozen)) == frozen
+    assert frozen_to_json(None) == "" and frozen_from_json("") is None
+    assert frozen_from_json('{"mean": "x"}') is None and frozen_from_json("{not json") is None

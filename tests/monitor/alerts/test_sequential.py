@@ -1,0 +1,182 @@
+"""The sequential detector's maths, checked by simulation: the calibrated threshold keeps its false-alarm rate on
+discrete, skewed judge scores where a Gaussian threshold does not, the batched statistic is the event-by-event one,
+the mixture SPRT stays valid under continuous looking, and silence is judged by the traffic beside a segment."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from numpy.typing import NDArray
+
+from monitor.alerts.sequential import (
+    BIN_VALUES,
+    Buckets,
+    Reference,
+    calibrate,
+    cusum,
+    mixture_p_value,
+    recovery,
+    stopped_alone,
+    stopped_beside,
+    threshold_for,
+)
+
+LEVELS = np.array([0.0, 0.25, 0.5, 0.75, 1.0])
+RUBRIC = np.array([0.03, 0.05, 0.10, 0.27, 0.55])  # mostly good answers with a long left tail
+RARE_ZEROS = np.array([0.03, 0.0, 0.0, 0.0, 0.97])  # nearly all perfect, now and then a zero: very skewed
+
+
+def _bins(mix: NDArray[np.float64]) -> NDArray[np.float64]:
+    out = np.zeros(len(BIN_VALUES))
+    for level, p in zip(LEVELS, mix, strict=True):
+        out[round(level * 20)] = p * 1e6
+    return out
+
+
+def _moments(mix: NDArray[np.float64]) -> tuple[float, float]:
+    mean = float(mix @ LEVELS)
+    return mean, float(mix @ (LEVELS - mean) ** 2)
+
+
+def _run_lengths(mix: NDArray[np.float64], level: float, h: float, reps: int = 400, horizon: int = 20_000, seed: int = 3) -> float:
+    """The mean events until an event-by-event CUSUM of `level - x` reaches `h`, scores drawn from `mix`."""
+    rng = np.random.default_rng(seed)
+    s = np.zeros(reps)
+    alive = np.ones(reps, dtype=bool)
+    lengths = np.full(reps, horizon)
+    for i in range(horizon):
+        s = np.maximum(0.0, s + level - rng.choice(LEVELS, size=reps, p=mix))
+        hit = alive & (s >= h)
+        lengths[hit] = i + 1
+        alive &= ~hit
+        if not alive.any():
+            break
+    assert not alive.any(), "the horizon is too short for this threshold"
+    return float(lengths.mean())
+
+
+@pytest.mark.parametrize("mix", [RUBRIC, RARE_ZEROS], ids=["rubric", "rare zeros"])
+def test_the_calibrated_threshold_pages_no_more_often_than_its_target(mix: NDArray[np.float64]) -> None:
+    """Scores resampled from the baseline reach the calibrated threshold after at least the target run length
+    (and not wastefully later: within 3x)."""
+    mean, var = _moments(mix)
+    for target in (300.0, 1000.0):
+        ref = calibrate(_bins(mix), mean, var, 1e9, 0.1, target)
+        arl = _run_lengths(mix, ref.mean - ref.slack, ref.threshold)
+        assert target <= arl <= 3 * target, (target, arl, ref)
+
+
+def test_a_gaussian_threshold_would_page_several_times_too_often_on_skewed_scores() -> None:
+    """On rare zeros, the threshold from the Gaussian theta (2k / sigma^2) gives a run length well under its
+    target: why the threshold comes from the scores' own distribution."""
+    mean, var = _moments(RARE_ZEROS)
+    ref = calibrate(_bins(RARE_ZEROS), mean, var, 1e9, 0.1, 1000.0)
+    gaussian = threshold_for(2 * ref.slack / var, ref.slack, 1000.0)
+    assert gaussian < ref.threshold
+    assert _run_lengths(RARE_ZEROS, ref.mean - ref.slack, gaussian) < 1000 / 2.5
+
+
+def test_the_reference_sits_below_an_estimated_mean_by_its_standard_error() -> None:
+    """A baseline of few events moves the reference down by 2 standard errors; a long one hardly at all."""
+    mean, var = _moments(RUBRIC)
+    short = calibrate(_bins(RUBRIC), mean, var, 100, 0.1, 1000.0)
+    long = calibrate(_bins(RUBRIC), mean, var, 1e8, 0.1, 1000.0)
+    assert short.mean == pytest.approx(mean - 2 * math.sqrt(var / 100))
+    assert long.mean == pytest.approx(mean, abs=1e-4)
+
+
+def test_the_threshold_grows_with_the_run_length_asked_for() -> None:
+    """More events between false alarms (more segments sharing the budget, a faster segment) need a higher threshold."""
+    mean, var = _moments(RUBRIC)
+    hs = [calibrate(_bins(RUBRIC), mean, var, 1e6, 0.1, arl).threshold for arl in (1e2, 1e4, 1e6)]
+    assert hs[0] < hs[1] < hs[2]
+
+
+def _buckets(values: list[list[float]]) -> Buckets:
+    n = np.array([len(v) for v in values], dtype=np.float64)
+    return Buckets(np.arange(len(values), dtype=np.int64) * 60_000, n, n, np.array([sum(v) for v in values]))
+
+
+def test_the_batched_statistic_is_the_event_by_event_one_with_one_event_per_bucket() -> None:
+    """With one event per bucket the statistic is exactly max(0, S + level - x) event after event."""
+    rng = np.random.default_rng(5)
+    xs = rng.choice(LEVELS, size=300, p=RUBRIC).tolist()
+    ref = Reference(0.8, 0.05, 10.0)
+    s = 0.0
+    for x in xs:
+        s = max(0.0, s + ref.mean - ref.slack - x)
+    assert cusum(_buckets([[x] for x in xs]), ref) == pytest.approx(s)
+
+
+def test_batching_never_raises_the_statistic_above_the_event_by_event_one() -> None:
+    """Summing a minute's events before the reset can only lower the statistic: the calibration stays conservative."""
+    rng = np.random.default_rng(6)
+    ref = Reference(0.8, 0.05, 10.0)
+    for _ in range(50):
+        minutes = [rng.choice(LEVELS, size=int(rng.integers(1, 6)), p=RUBRIC).tolist() for _ in range(40)]
+        s = 0.0
+        for x in (x for m in minutes for x in m):
+            s = max(0.0, s + ref.mean - ref.slack - x)
+        assert cusum(_buckets(minutes), ref) <= s + 1e-9
+
+
+def test_recovery_grows_only_once_the_scores_are_back() -> None:
+    """The reverse statistic stays at 0 on regressed scores and climbs by the slack per event on good ones."""
+    ref = Reference(0.8, 0.05, 10.0)
+    assert recovery(_buckets([[0.6]] * 200), ref) == 0.0
+    assert recovery(_buckets([[0.6]] * 200 + [[0.8]] * 100), ref) == pytest.approx(100 * 0.05)
+
+
+def test_since_keeps_the_buckets_from_a_time_on() -> None:
+    """`since` drops the buckets that start before the time given; the mean is over what is left."""
+    b = _buckets([[1.0], [0.0, 0.0], [0.5]])
+    assert b.since(60_000).start_ms.tolist() == [60_000, 120_000]
+    assert b.since(60_000).mean() == pytest.approx(0.5 / 3)
+    assert b.since(10**9).mean() is None
+
+
+def test_the_mixture_p_value_stays_valid_however_often_it_is_looked_at() -> None:
+    """Under no difference, looking after every event for 2,000 events crosses alpha = 0.05 in at most 5 % of streams
+    (a fixed-sample test looked at that often crosses in most of them)."""
+    rng = np.random.default_rng(8)
+    reps, n, sigma = 2000, 2000, 0.27
+    diffs = rng.normal(0.0, sigma, size=(reps, n)) - rng.normal(0.0, sigma, size=(reps, n))
+    means = np.cumsum(diffs, axis=1) / np.arange(1, n + 1)
+    variance = 2 * sigma**2 / np.arange(1, n + 1)
+    crossed = np.zeros(reps, dtype=bool)
+    naive = np.zeros(reps, dtype=bool)
+    for i in range(0, n, 5):
+        crossed |= np.array([mixture_p_value(float(d), float(variance[i]), 0.1) < 0.05 for d in means[:, i]])
+        naive |= np.abs(means[:, i]) / np.sqrt(variance[i]) > 1.96
+    assert crossed.mean() <= 0.05
+    assert naive.mean() > 0.3
+
+
+def test_the_mixture_p_value_finds_a_real_difference_early() -> None:
+    """A canary 0.3 below an old version of 1,000 events (spread 0.27) is past alpha = 0.001 after 25 events, not 5."""
+    old = 0.27**2 / 1000
+    assert mixture_p_value(0.3, 0.27**2 / 25 + old, 0.1) < 0.001
+    assert mixture_p_value(0.3, 0.27**2 / 5 + old, 0.1) > 0.001
+    assert mixture_p_value(0.1, 0.0, 0.1) == 1.0
+
+
+def test_silence_beside_other_traffic_is_judged_by_the_share_the_segment_had() -> None:
+    """A version that had all the traffic is gone after two events of the old one; a 10 % canary only after about
+    90 of its app's events; one stray event retires nothing, and a silence under 3 minutes stops none."""
+    assert stopped_beside(events=360, beside_during=0, beside_after=2, silent_s=240)
+    assert not stopped_beside(events=360, beside_during=0, beside_after=1, silent_s=240)
+    assert not stopped_beside(events=36, beside_during=324, beside_after=60, silent_s=1800)
+    assert stopped_beside(events=36, beside_during=324, beside_after=100, silent_s=1800)
+    assert not stopped_beside(events=360, beside_during=0, beside_after=50, silent_s=120)
+    assert not stopped_beside(events=0, beside_during=100, beside_after=100, silent_s=1800)
+
+
+def test_silence_alone_is_judged_at_the_segment_s_own_rate_as_if_looked_at_after_every_event() -> None:
+    """With nothing beside it, a segment of 2 events a minute stops after an hour's silence, one of 0.1 a minute
+    only after about 3 hours; never under an hour."""
+    assert stopped_alone(events=720, active_s=6 * 3600, silent_s=3600)
+    assert not stopped_alone(events=720, active_s=6 * 3600, silent_s=3000)
+    assert not stopped_alone(events=36, active_s=6 * 3600, silent_s=3600 * 2)
+    assert stopped_alone(events=36, active_s=6 * 3600, silent_s=3600 * 3)
