@@ -32,7 +32,8 @@ from monitor.alerts.backtest import backtest_times, run_backtest
 from monitor.alerts.durations import parse_duration
 from monitor.alerts.engine import evaluate_rules
 from monitor.alerts.rules import load_rules
-from monitor.runtime.store import ClickHouseStore
+from monitor.store.connection import ClickHouseStore
+from monitor.store.migrations import Migrations
 from schemas.scored import ScoredRow
 
 APPS = (("support-bot", 0.5), ("coding-assistant", 0.3), ("travel-agent", 0.2))
@@ -177,7 +178,7 @@ def main(
     """Run the benchmark on a fresh store (a temporary chDB directory unless `url` names one); print, write JSON."""
     with tempfile.TemporaryDirectory() as tmp:
         store = ClickHouseStore(url or f"chdb://{tmp}", database, "relevancy_scores")
-        store.ensure_schema()
+        Migrations(store).ensure()
         try:
             result = measure(store, days, rate, parse_duration(step), sample)
         finally:

@@ -46,7 +46,8 @@ from monitor.judges.lexical import LexicalJudge
 from monitor.runtime.logs import configure_logging
 from monitor.runtime.metrics import Metrics
 from monitor.runtime.service import build_pipeline
-from monitor.runtime.store import AsyncStore, ClickHouseStore
+from monitor.store.async_store import AsyncStore
+from monitor.store.connection import ClickHouseStore
 from schemas.scored import ScoredRow
 from tests.harness import create_topic
 

@@ -47,7 +47,8 @@ from monitor.judges.factory import build_judge
 from monitor.runtime.logs import configure_logging
 from monitor.runtime.metrics import Metrics
 from monitor.runtime.service import build_pipeline
-from monitor.runtime.store import AsyncStore, ClickHouseStore
+from monitor.store.async_store import AsyncStore
+from monitor.store.connection import ClickHouseStore
 from tests.fake_messages_api import API_KEY
 from tests.harness import create_topic
 

@@ -38,7 +38,8 @@ from monitor.judges.lexical import LexicalJudge
 from monitor.runtime.logs import configure_logging
 from monitor.runtime.metrics import Metrics
 from monitor.runtime.service import build_pipeline
-from monitor.runtime.store import AsyncStore, ClickHouseStore
+from monitor.store.async_store import AsyncStore
+from monitor.store.connection import ClickHouseStore
 from tests.harness import create_topic
 
 DEFAULT_EVENTS = 100_000

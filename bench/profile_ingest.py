@@ -55,7 +55,7 @@ STAGES = (
     ("verdict reuse", ("verdict_reuse.py",)),
     ("row building (rows.py, ScoredRow)", ("runtime/rows.py", "schemas/scored.py")),
     ("sink (batching, acknowledgement)", ("runtime/sink.py", "runtime/shadow.py", "runtime/service.py")),
-    ("ClickHouse insert (driver, chDB)", ("clickhouse_connect", "chdb", "runtime/store.py")),
+    ("ClickHouse insert (driver, chDB)", ("clickhouse_connect", "chdb", "store/connection.py")),
     ("pipeline's own code (handle_batch, _judge, ...)", ("runtime/pipeline.py", "partition_tasks.py", "backpressure.py")),
     ("aiokafka fetch and parse", ("aiokafka",)),
     ("asyncio event loop (tasks, callbacks, select)", ("asyncio", "selectors.py")),

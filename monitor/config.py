@@ -29,7 +29,8 @@ from monitor.privacy.settings import DEFAULT_PHONE_REGIONS, RedactionSettings
 from monitor.runtime.budget import BudgetSettings
 from monitor.runtime.flow import FlowSettings
 from monitor.runtime.shadow import ShadowSettings
-from monitor.runtime.store import StoreSettings, normalize_url
+from monitor.store.settings import StoreSettings
+from monitor.store.urls import normalize_url
 from schemas.errors import ConfigError
 
 S = TypeVar("S", bound=BaseSettings)

@@ -14,7 +14,9 @@ import pytest
 
 from monitor.config import Settings, load_settings
 from monitor.devtools.localbroker import LocalBroker
-from monitor.runtime.store import AsyncStore, ClickHouseStore
+from monitor.store.async_store import AsyncStore
+from monitor.store.connection import ClickHouseStore
+from monitor.store.migrations import Migrations
 from tests.fake_messages_api import FakeMessagesAPI
 from tests.harness import create_topic
 
@@ -50,7 +52,7 @@ def clickhouse_url(chdb_dir: Path) -> str:
 def store(clickhouse_url: str, database: str) -> Iterator[ClickHouseStore]:
     """A synchronous store on a fresh database with the schema created; dropped afterwards."""
     s = ClickHouseStore(clickhouse_url, database, "relevancy_scores")
-    s.ensure_schema()
+    Migrations(s).ensure()
     yield s
     s.command(f"DROP DATABASE IF EXISTS {database}")
 

@@ -18,7 +18,7 @@ from monitor.judges.factory import build_judge
 from monitor.protocols import Judge
 from monitor.runtime.metrics import Metrics
 from monitor.runtime.service import build_pipeline
-from monitor.runtime.store import AsyncStore
+from monitor.store.async_store import AsyncStore
 
 
 async def create_topic(bootstrap: str, name: str, partitions: int = 3) -> None:

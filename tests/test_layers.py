@@ -50,6 +50,8 @@ def test_the_tree_keeps_every_import_contract() -> None:
         ("schemas/events.py", "import consumers.decode", "schemas, then consumers, then monitor"),
         ("monitor/judges/llm.py", "import monitor.config", "judges know nothing of the configuration"),
         ("monitor/devtools/traffic.py", "from monitor.cli import table", "the dev tools never import the command line"),
+        ("monitor/store/retention.py", "from monitor.canary import table", "the store imports only schemas"),
+        ("monitor/store/connection.py", "import monitor.runtime.metrics", "the store imports only schemas"),
     ],
 )
 def test_a_forbidden_import_breaks_its_contract(tmp_path: Path, module: str, line: str, contract: str) -> None:

@@ -23,7 +23,7 @@ from monitor.alerts.rules import Rule, RuleSet
 from monitor.alerts.sequential import Buckets
 from monitor.alerts.sources import RuleData, StoreData
 from monitor.alerts.windows import SegmentData, SegmentKey, TailCounts, TrafficCounts, VersionStats, Windows, utc
-from monitor.runtime.store import ClickHouseStore
+from monitor.store.connection import ClickHouseStore
 from schemas.errors import BacktestError, QueryError
 
 

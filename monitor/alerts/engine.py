@@ -28,7 +28,7 @@ from monitor.alerts.state import Lease, StateStore
 from monitor.alerts.windows import SegmentData, SegmentKey, TrafficCounts, VersionStats, Windows, WindowStats, windows_for
 from monitor.canary.model import CanaryTick
 from monitor.runtime.health import Health, HealthServer
-from monitor.runtime.store import ClickHouseStore
+from monitor.store.connection import ClickHouseStore
 from schemas.errors import NotifyError, QueryError, StoreError
 
 log = structlog.get_logger("monitor.alerts")

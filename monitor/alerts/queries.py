@@ -29,8 +29,8 @@ from monitor.alerts.windows import (
     utc,
     window_stats,
 )
-from monitor.canary.table import CANARY_TABLE
-from monitor.runtime.store import ClickHouseStore
+from monitor.store.connection import ClickHouseStore
+from schemas.canary import CANARY_TABLE
 from schemas.errors import QueryError, StoreError
 
 DEFAULT_TRAFFIC_TABLE = "traffic_counts"

@@ -22,8 +22,8 @@ from monitor.alerts.queries import (
 from monitor.alerts.rules import Rule
 from monitor.alerts.sequential import Buckets
 from monitor.alerts.windows import SegmentData, SegmentKey, TailCounts, TrafficCounts, VersionStats, Windows
-from monitor.canary.table import CANARY_TABLE
-from monitor.runtime.store import ClickHouseStore
+from monitor.store.connection import ClickHouseStore
+from schemas.canary import CANARY_TABLE
 
 
 class RuleData(Protocol):

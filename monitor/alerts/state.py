@@ -14,7 +14,7 @@ from typing import Any
 from monitor.alerts.evaluator import AlertState, Frozen
 from monitor.alerts.sequential import Reference
 from monitor.alerts.windows import utc
-from monitor.runtime.store import ClickHouseStore
+from monitor.store.connection import ClickHouseStore
 
 STATE_TABLE = "alert_state"
 LEASE_TABLE = "alert_leases"

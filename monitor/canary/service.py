@@ -19,7 +19,7 @@ import structlog
 from monitor.canary.model import CanaryTick, RunSummary
 from monitor.canary.run import CanaryRun, LabelledSet, judge_set, read_labelled_set
 from monitor.canary.schedule import is_due, next_due
-from monitor.canary.table import CANARY_TABLE, COLUMNS, canary_rows
+from monitor.canary.table import canary_rows
 from monitor.judges.base import JudgeInfo
 from monitor.judges.factory import build_judge
 from monitor.judges.settings import JudgeSettings
@@ -27,7 +27,8 @@ from monitor.privacy.redactor import build_redactor
 from monitor.privacy.settings import RedactionSettings
 from monitor.protocols import Redactor
 from monitor.runtime.flow import FlowSettings
-from monitor.runtime.store import ClickHouseStore
+from monitor.store.connection import ClickHouseStore
+from schemas.canary import CANARY_TABLE, COLUMNS
 from schemas.errors import StoreError
 
 log = structlog.get_logger("monitor.canary")

@@ -1,4 +1,4 @@
-"""The canary table (`schemas/sql/035_canary_runs.sql`): its name, columns, and a run as rows (pure)."""
+"""A canary run as rows of the canary table (`schemas.canary`, `schemas/sql/035_canary_runs.sql`); pure."""
 
 from __future__ import annotations
 
@@ -8,43 +8,7 @@ from typing import TYPE_CHECKING, Any
 from monitor.judges.base import JudgeFailure
 
 if TYPE_CHECKING:
-    # Types only: the alert queries import the table's name from here without loading the judging code.
     from monitor.canary.run import CanaryRun
-
-CANARY_TABLE = "canary_runs"
-
-COLUMNS = (
-    "run_id",
-    "run_at",
-    "judge_id",
-    "judge",
-    "judge_model",
-    "labels",
-    "pair_id",
-    "category",
-    "label",
-    "label_unit",
-    "status",
-    "error",
-    "score",
-    "raw_score",
-    "latency_ms",
-    "input_tokens",
-    "output_tokens",
-    "cache_read_tokens",
-    "cache_write_tokens",
-    "cost_usd",
-    "run_pairs",
-    "run_errors",
-    "run_spearman",
-    "run_kappa",
-    "run_mean_shift",
-    "run_error_rate",
-    "run_calls",
-    "run_cost_usd",
-    "run_seconds",
-    "written_at",
-)
 
 _U32 = 2**32 - 1
 

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from monitor.alerts.rules import Rule, RuleSet
     from monitor.canary.model import CanaryTick
     from monitor.canary.service import Canary
-    from monitor.runtime.store import ClickHouseStore
+    from monitor.store.connection import ClickHouseStore
 
 
 def register(subparsers: Any) -> None:
@@ -214,16 +214,17 @@ def _open_store(settings: Settings, *tables: str, writes: bool = False) -> Click
     """The existing store, with the scores table and `tables` present and its schema current; creates nothing and
     issues no DDL. Read-only (the engine refuses writes) unless `writes` (the alert service's state and leases). A
     schema behind this release is one line naming `migrate`: the rules read its newer tables."""
-    from monitor.runtime.store import ClickHouseStore
+    from monitor.store.connection import ClickHouseStore
+    from monitor.store.migrations import Migrations
 
     s = settings.store
     store = ClickHouseStore.from_settings(s)
     try:
         if writes:
-            store.ensure_schema(migrate=False)
+            Migrations(store).ensure(migrate=False)
         else:
             store.open_for_reads(*tables)
-            store.require_current_schema()
+            Migrations(store).require_current()
     except BaseException:
         store.close()
         raise

@@ -29,7 +29,8 @@ from monitor.cli.table import print_result
 from schemas.errors import LocalBrokerError, UsageError
 
 if TYPE_CHECKING:
-    from monitor.runtime.store import ClickHouseStore, StoreSettings
+    from monitor.store.migrations import Migrations
+    from monitor.store.settings import StoreSettings
 
 
 def register(sub: Any) -> None:
@@ -125,26 +126,28 @@ def _prepare_schema(s: StoreSettings) -> None:
     migrating, a retention (TTLs) that differs from the settings is a warning naming `relevancy-monitor migrate`."""
     import structlog
 
-    from monitor.runtime.store import ClickHouseStore
+    from monitor.store.connection import ClickHouseStore
+    from monitor.store.migrations import Migrations
 
     log = structlog.get_logger("monitor.cli")
     store = ClickHouseStore.from_settings(s)
+    schema = Migrations.from_settings(store, s)
     try:
         if s.auto_migrates:
-            applied = store.migrate()
+            applied = schema.migrate()
             if applied:
                 log.info("migrated", database=s.database, migrations=[m.name for m in applied])
-            retention = store.retention_applied
+            retention = schema.retention_applied
             if retention:
                 log.info("retention applied", database=s.database, retention=retention.wanted, changes=retention.describe())
         else:
-            store.check_schema()
-            if store.retention_pending:
+            schema.check()
+            if schema.retention_pending:
                 log.warning(
                     "the store's retention differs from the settings: run `relevancy-monitor migrate` to apply it",
                     database=s.database,
-                    retention=store.retention_pending.wanted,
-                    changes=store.retention_pending.describe(),
+                    retention=schema.retention_pending.wanted,
+                    changes=schema.retention_pending.describe(),
                 )
     finally:
         store.close()
@@ -154,27 +157,29 @@ def cmd_migrate(ns: argparse.Namespace) -> int:
     """`migrate`: create the store if need be, apply the pending migrations, in order, each once, and re-create what
     the store lacks; exit 1 if something differs that it cannot fix. `--check` changes nothing and exits 1 on any
     difference."""
-    from monitor.runtime.store import ClickHouseStore
+    from monitor.store.connection import ClickHouseStore
+    from monitor.store.migrations import Migrations
 
     s = settings_from_args(ns).store
     store = ClickHouseStore.from_settings(s)
+    schema = Migrations.from_settings(store, s)
     if ns.check:
-        return _check_migrations(store)
+        return _check_migrations(schema)
     try:
         store.open()
-        applied = store.migrate()
+        applied = schema.migrate()
     finally:
         store.close()
     done = f"{len(applied)} migration(s) applied: {', '.join(m.name for m in applied)}" if applied else "already up to date"
     print(f"schema of {store.qualified_table} applied at {store.url} ({done})", file=sys.stderr)
-    for difference in store.schema_repaired:
+    for difference in schema.repaired:
         print(f"repaired: {difference}: {difference.repair}", file=sys.stderr)
-    for difference in store.schema_unfixed:
+    for difference in schema.unfixed:
         print(f"{'cannot fix' if difference.blocking else 'left as it is'}: {difference}", file=sys.stderr)
-    if any(d.blocking for d in store.schema_unfixed):
-        print(f"{len(store.schema_unfixed)} difference(s) left as they are: migrate adds what is missing and changes nothing else", file=sys.stderr)
+    if any(d.blocking for d in schema.unfixed):
+        print(f"{len(schema.unfixed)} difference(s) left as they are: migrate adds what is missing and changes nothing else", file=sys.stderr)
         return 1
-    retention = store.retention_applied
+    retention = schema.retention_applied
     if retention:
         changed = f"{len(retention.changes)} TTL change(s); rows already stored follow in the background"
         print(f"retention set to {retention.wanted} ({changed}):", file=sys.stderr)
@@ -187,10 +192,11 @@ def cmd_migrate(ns: argparse.Namespace) -> int:
     return 0
 
 
-def _check_migrations(store: ClickHouseStore) -> int:
+def _check_migrations(schema: Migrations) -> int:
     """`migrate --check`: print what is pending or differs (nothing is created or changed); 1 if anything is."""
+    store = schema.store
     try:
-        pending, differences = store.check_report()
+        pending, differences = schema.check_report()
     finally:
         store.close()
     for m in pending:
@@ -210,7 +216,7 @@ def _check_migrations(store: ClickHouseStore) -> int:
 
 def cmd_sql(ns: argparse.Namespace) -> int:
     """`sql`: one query against the existing store, printed; no DDL, so a read-only ClickHouse user suffices."""
-    from monitor.runtime.store import ClickHouseStore
+    from monitor.store.connection import ClickHouseStore
 
     settings = settings_from_args(ns)
     if ns.file:

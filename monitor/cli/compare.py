@@ -96,7 +96,7 @@ def run_compare(ns: argparse.Namespace, out: TextIO | None = None, width: int | 
     from monitor.cli.flags import STORE_SETTINGS
     from monitor.compare.agreement import compare
     from monitor.compare.queries import judges_in_range, shared_scores, with_detail
-    from monitor.runtime.store import ClickHouseStore
+    from monitor.store.connection import ClickHouseStore
 
     out = out or sys.stdout
     now = datetime.now(UTC)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from monitor.config import DEFAULT_CLICKHOUSE_URL
-from monitor.runtime.store import chdb_directory, normalize_url
+from monitor.store.urls import chdb_directory, normalize_url
 from schemas.errors import UsageError
 
 if TYPE_CHECKING:

@@ -1,5 +1,5 @@
 """`relevancy-monitor forget`: erase a person's rows for a data-subject request, by conversation id or event id, from
-every scores table of the database (see `monitor.runtime.erasure`), after recording the ids' hashes in `erased_ids` so
+every scores table of the database (see `monitor.store.erasure`), after recording the ids' hashes in `erased_ids` so
 that a replay never scores them again, and print what was done: one line per table, one for the hashes recorded and a
 total, or JSON (`--format json`) with the time, the ids and the counts, for the audit trail.
 
@@ -12,11 +12,11 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from monitor.cli.flags import CLUSTER_SETTINGS, add_store_flags, settings_from_args
-from monitor.runtime.erased_ids import ERASED_TABLE
+from monitor.store.erased_ids import ERASED_TABLE
 from schemas.errors import StoreError, UsageError
 
 if TYPE_CHECKING:
-    from monitor.runtime.erasure import ErasureReport
+    from monitor.store.erasure import ErasureReport
 
 
 def register(sub: Any) -> None:
@@ -42,8 +42,9 @@ def register(sub: Any) -> None:
 def cmd_forget(ns: argparse.Namespace) -> int:
     """`forget`: erase (or with --dry-run count) the rows of the ids given and print the report; exit 1 with one
     line if rows still match afterwards."""
-    from monitor.runtime.erasure import forget
-    from monitor.runtime.store import ClickHouseStore
+    from monitor.store.connection import ClickHouseStore
+    from monitor.store.erasure import forget
+    from monitor.store.migrations import Migrations
 
     conversations: list[str] = ns.conversation_ids
     events: list[str] = ns.event_ids
@@ -57,7 +58,7 @@ def cmd_forget(ns: argparse.Namespace) -> int:
         if ns.dry_run:
             store.open_for_reads()
         else:
-            store.ensure_schema(migrate=False)
+            Migrations(store).ensure(migrate=False)
         report = forget(store, conversations, events, dry_run=ns.dry_run)
     finally:
         store.close()

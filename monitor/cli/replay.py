@@ -144,7 +144,7 @@ async def _replay(ns: argparse.Namespace, options: ReplayOptions) -> int:
     from monitor.judges.factory import build_judge
     from monitor.replay.run import Replay
     from monitor.runtime.logs import configure_logging
-    from monitor.runtime.store import AsyncStore, ClickHouseStore
+    from monitor.store.async_store import AsyncStore
 
     settings = settings_from_args(ns)
     view = ReplayScreen(ns.progress, options.max_usd)
@@ -153,7 +153,7 @@ async def _replay(ns: argparse.Namespace, options: ReplayOptions) -> int:
     level = settings.log_level if "MONITOR_LOG_LEVEL" in os.environ else "warning"
     configure_logging(settings.log_format, level)
     judge = build_judge(settings.judge_client)
-    store = AsyncStore(ClickHouseStore.from_settings(settings.store))
+    store = AsyncStore.from_settings(settings.store)
     view.header(header_lines(settings, options, judge.info))
     replay = Replay(settings, options, judge, store, view)
     loop = asyncio.get_running_loop()

@@ -55,7 +55,7 @@ def register(subparsers: Any) -> None:
 def cmd_report(ns: argparse.Namespace) -> int:
     """`report`: query the range, write the file, print its path as one line on stderr."""
     from monitor.report import write_report
-    from monitor.runtime.store import ClickHouseStore
+    from monitor.store.connection import ClickHouseStore
 
     now = datetime.now(UTC)
     since, until = parse_time("--since", ns.since, now), parse_time("--until", ns.until, now)

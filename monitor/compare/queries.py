@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from monitor.compare.agreement import SharedEvent
-from monitor.runtime.store import ClickHouseStore
+from monitor.store.connection import ClickHouseStore
 
 QUESTION_CHARS = 300  # a snippet: the disagreement list shows one line of it
 _TS = "DateTime64(3, 'UTC')"

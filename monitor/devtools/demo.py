@@ -36,11 +36,12 @@ from monitor.devtools.demo_history import judge_history, write_history
 from monitor.devtools.demo_traffic import history, regressed_segment, story_event
 from monitor.devtools.localbroker import LocalBroker
 from monitor.devtools.traffic import produce
-from monitor.runtime.embedded_reader import READER_FILE, reader_address
 from monitor.runtime.logs import configure_logging
 from monitor.runtime.metrics import Metrics
 from monitor.runtime.service import run_service
-from monitor.runtime.store import ClickHouseStore, QueryResult
+from monitor.store.connection import ClickHouseStore, QueryResult
+from monitor.store.embedded_reader import READER_FILE, reader_address
+from monitor.store.migrations import Migrations
 from schemas.errors import MonitorError, StoreError, UsageError
 
 T = TypeVar("T")
@@ -257,7 +258,7 @@ class _Demo:
         while True:
             await self._refresh(service)
             try:
-                await self._call(partial(self.store.ensure_schema, migrate=False))
+                await self._call(partial(Migrations(self.store).ensure, migrate=False))
                 return
             except StoreError:
                 if time.monotonic() > deadline:

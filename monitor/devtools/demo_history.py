@@ -20,10 +20,10 @@ from monitor.judges.base import JudgeFailure, Judgement
 from monitor.judges.factory import build_judge
 from monitor.privacy.events import JudgedEvent, redact_event
 from monitor.privacy.redactor import build_redactor
-from monitor.runtime.retention import TRAFFIC_TABLE
 from monitor.runtime.rows import build_row
-from monitor.runtime.store import ClickHouseStore
 from monitor.runtime.traffic_counts import COLUMNS, TrafficCounter
+from monitor.store.connection import ClickHouseStore
+from monitor.store.retention import TRAFFIC_TABLE
 from schemas.errors import DecodeError, JudgeError
 from schemas.events import KafkaPosition
 from schemas.scored import ScoredRow

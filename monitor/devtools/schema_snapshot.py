@@ -11,7 +11,8 @@ import tempfile
 from importlib import resources
 from pathlib import Path
 
-from monitor.runtime.store import ClickHouseStore
+from monitor.store.connection import ClickHouseStore
+from monitor.store.migrations import Migrations
 from schemas.ddl import migrations_table_ddl, render_ddl
 from schemas.schema_check import SNAPSHOT_FILE, snapshot_document
 
@@ -22,7 +23,7 @@ def fresh_schema_document(store: ClickHouseStore) -> dict[str, object]:
     """The snapshot document of `store`'s database after running every migration's statements on it (a fresh one)."""
     for statement in (*migrations_table_ddl(store.database), *render_ddl(store.database, store.table)):
         store.command(statement)
-    return snapshot_document(store.found_schema(), store.table)
+    return snapshot_document(Migrations(store).found(), store.table)
 
 
 def render(document: dict[str, object]) -> str:

@@ -30,7 +30,7 @@ from monitor.replay.records import BatchRecord, BatchState, unwritten_batches, w
 from monitor.replay.spend_cap import SpendCap
 from monitor.runtime.rows import TextPolicy, build_row
 from monitor.runtime.sink import ClickHouseSink
-from monitor.runtime.store import AsyncStore
+from monitor.store.async_store import AsyncStore
 from schemas.errors import JudgeError
 
 log = structlog.get_logger("monitor.replay.batched")

@@ -8,7 +8,7 @@ from dataclasses import astuple, dataclass, fields
 from datetime import UTC, datetime
 from typing import Literal
 
-from monitor.runtime.store import AsyncStore
+from monitor.store.async_store import AsyncStore
 
 RUNS_TABLE = "replay_runs"
 BATCHES_TABLE = "replay_batches"

@@ -44,12 +44,12 @@ from monitor.replay.scored_lookup import already_scored
 from monitor.replay.sources import Item, KafkaHistory, Malformed, StoredCounts, StoreHistory
 from monitor.replay.spend_cap import SpendCap
 from monitor.replay.triage import Skip, Tally, triage
-from monitor.runtime.erased_ids import ErasedIds, load_erased_ids
 from monitor.runtime.guarded_judge import GuardedJudge
 from monitor.runtime.metrics import Metrics
 from monitor.runtime.service import build_sampler
 from monitor.runtime.sink import ClickHouseSink
-from monitor.runtime.store import AsyncStore
+from monitor.store.async_store import AsyncStore
+from monitor.store.erased_ids import ErasedIds, load_erased_ids
 from schemas.errors import ReplayRefused
 from schemas.events import ConversationEvent
 from schemas.scored import ScoredRow

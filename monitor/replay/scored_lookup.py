@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from monitor.runtime.store import AsyncStore
+from monitor.store.async_store import AsyncStore
 
 _LOOKUP = (
     "SELECT DISTINCT event_id FROM {table} WHERE judge_id = {{judge_id:String}} AND event_id IN {{event_ids:Array(String)}}"

@@ -16,7 +16,7 @@ from aiokafka.structs import ConsumerRecord
 from consumers.clients import KafkaSettings
 from consumers.decode import decode_event
 from consumers.time_range import RangeProgress, TimeRange, TimeRangeReader
-from monitor.runtime.store import AsyncStore
+from monitor.store.async_store import AsyncStore
 from schemas.errors import DecodeError, UsageError
 from schemas.events import ConversationEvent, KafkaPosition
 

@@ -13,7 +13,7 @@ from datetime import datetime
 from enum import Enum
 
 from consumers.sampling import SampleDecision, Sampler
-from monitor.runtime.erased_ids import ErasedIds
+from monitor.store.erased_ids import ErasedIds
 from schemas.events import ConversationEvent
 
 

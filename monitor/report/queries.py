@@ -13,7 +13,6 @@ from typing import Any
 
 from monitor.alerts.state import STATE_TABLE, StateStore
 from monitor.alerts.windows import utc
-from monitor.canary.table import CANARY_TABLE
 from monitor.report.model import (
     LOW_SCORE_BELOW,
     CanaryPoint,
@@ -30,7 +29,8 @@ from monitor.report.model import (
     TableStatus,
     TrafficBucket,
 )
-from monitor.runtime.store import ClickHouseStore
+from monitor.store.connection import ClickHouseStore
+from schemas.canary import CANARY_TABLE
 
 DEFAULT_TRAFFIC_TABLE = "traffic_counts"
 WORST_EXAMPLES = 20

@@ -16,7 +16,7 @@ from monitor.report.page import ChartView, render_page
 from monitor.report.queries import DEFAULT_TRAFFIC_TABLE, WORST_EXAMPLES, fetch_report_data
 from monitor.report.svg import render_svg
 from monitor.report.totals import apps_in_order, segment_totals
-from monitor.runtime.store import ClickHouseStore
+from monitor.store.connection import ClickHouseStore
 from schemas.errors import UsageError
 
 

@@ -10,13 +10,31 @@ import structlog
 
 from monitor.runtime.budget import BudgetSettings, FreshnessGovernor, Limits, Spend, SpendBudget
 from monitor.runtime.metrics import Metrics
-from monitor.runtime.store import AsyncStore
 from monitor.runtime.traffic_counts import COLUMNS as TRAFFIC_COLUMNS
 from monitor.runtime.traffic_counts import TrafficCounter
+from monitor.store.async_store import AsyncStore
+from monitor.store.connection import ClickHouseStore
 from schemas.scored import ScoredRow
 from schemas.usage import Usage
 
 log = structlog.get_logger("monitor.runtime.cost_control")
+
+
+_TOKENS = "input_tokens + output_tokens + cache_read_tokens + cache_write_tokens"
+_SPEND = (
+    "WITH toDateTime64({h:Float64}, 3, 'UTC') AS h"
+    f" SELECT countIf(scored_at >= h), sumIf({_TOKENS}, scored_at >= h), sumIf(ifNull(cost_usd, 0), scored_at >= h),"
+    f" count(), sum({_TOKENS}), sum(ifNull(cost_usd, 0)) FROM {{table}}"
+    " WHERE scored_at >= toDateTime64({d:Float64}, 3, 'UTC') AND NOT cached AND replay_run = ''"
+)
+
+
+def judge_spend(store: ClickHouseStore, hour_start: float, day_start: float) -> tuple[Spend, Spend]:
+    """What every replica spent on judge calls since `hour_start` and since `day_start` (epoch seconds), from the
+    live consumer's rows written (cached verdicts cost nothing; a replay has its own cap, --max-usd)."""
+    sql = _SPEND.replace("{table}", store.qualified_table)
+    row = store.query(sql, {"h": hour_start, "d": day_start}).rows[0]
+    return Spend(*map(float, row[0:3])), Spend(*map(float, row[3:6]))
 
 
 def _tokens(u: Usage | ScoredRow) -> int:
@@ -93,7 +111,7 @@ class CostControl:
         """One spend sync (failures keep the local view; the next sync catches up)."""
         hour_start, day_start = self.budget.window_starts()
         try:
-            hour, day = await self.store.judge_spend(hour_start, day_start)
+            hour, day = await self.store.call(lambda store: judge_spend(store, hour_start, day_start))
             self.budget.sync(hour, day)
         except Exception as e:
             log.warning("budget_sync_failed", error=type(e).__name__, detail=str(e)[:200])

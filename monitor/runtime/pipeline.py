@@ -42,9 +42,9 @@ from monitor.runtime.partition_tasks import Deadline, PartitionTasks
 from monitor.runtime.rows import TextPolicy, build_row
 from monitor.runtime.shadow import RowsOwed
 from monitor.runtime.sink import ClickHouseSink
-from monitor.runtime.store import AsyncStore
 from monitor.runtime.traffic_counts import MinuteSegment, minute_number
 from monitor.runtime.verdict_reuse import VerdictReuse, cache_key
+from monitor.store.async_store import AsyncStore
 from schemas.errors import DecodeError, SinkClosed
 from schemas.events import ConversationEvent, KafkaPosition
 

@@ -23,8 +23,8 @@ from monitor.runtime.metrics import Metrics
 from monitor.runtime.pipeline import Collaborators, Pipeline, Shadow
 from monitor.runtime.shadow import RowsOwed
 from monitor.runtime.sink import ClickHouseSink
-from monitor.runtime.store import AsyncStore, ClickHouseStore
 from monitor.runtime.verdict_reuse import VerdictCache, VerdictReuse
+from monitor.store.async_store import AsyncStore
 from schemas.errors import ConfigError, SamplingConfigError
 from schemas.scored import ScoredRow
 from schemas.usage import Usage
@@ -144,7 +144,7 @@ async def run_service(settings: Settings, stop: asyncio.Event | None = None, met
     try:
         if settings.metrics_port:
             HealthServer(metrics.registry, health, settings.metrics_port).start()
-        store = AsyncStore(ClickHouseStore.from_settings(settings.store))
+        store = AsyncStore.from_settings(settings.store)
         try:
             # The schema first: a store that is behind or lacks a table stops the start in one line, before any
             # Kafka client exists, and nothing is written until it is current.

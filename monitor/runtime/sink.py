@@ -24,7 +24,7 @@ from clickhouse_connect.driver.exceptions import DataError
 
 from monitor.runtime.health import Health
 from monitor.runtime.metrics import Metrics
-from monitor.runtime.store import AsyncStore
+from monitor.store.async_store import AsyncStore
 from schemas.errors import SinkClosed
 from schemas.scored import ScoredRow
 

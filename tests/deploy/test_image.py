@@ -162,7 +162,7 @@ def test_dockerignore_keeps_local_state_out() -> None:
 
 def test_chdb_url_without_the_extra_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """open_client on a chdb:// URL with chDB not importable raises the one-line StoreError naming the extra."""
-    from monitor.runtime.store import open_client
+    from monitor.store.connection import open_client
 
     monkeypatch.setitem(sys.modules, "chdb", None)  # None in sys.modules makes `import chdb` raise ImportError
     monkeypatch.setitem(sys.modules, "clickhouse_connect.driver._chdbclient", None)

@@ -26,7 +26,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 from consumers.clients import KafkaSettings, client_kwargs, ensure_dlq_topic, ensure_topics, make_producer, start_client
 from monitor.config import load_settings
 from monitor.devtools.localbroker import LocalBroker
-from monitor.runtime.store import ClickHouseStore
+from monitor.store.connection import ClickHouseStore
 from schemas.errors import ConfigError, KafkaUnavailable, StoreError
 from tests.tcp_proxy import ProxiedBroker, TcpProxy
 

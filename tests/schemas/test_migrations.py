@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-import monitor.runtime.store as store_module
+import monitor.store.migrations as store_module
 from monitor.cli.main import main
-from monitor.runtime.store import ClickHouseStore
+from monitor.store.connection import ClickHouseStore
+from monitor.store.migrations import Migrations
 from schemas.ddl import PER_GRAIN_SUFFIX, ROLLUP_GRAINS, Migration, ddl_files, migrations, migrations_table_ddl, on_cluster, render_ddl
 from schemas.errors import StoreError
 
@@ -112,27 +113,27 @@ def test_every_file_is_a_migration_with_its_own_version_and_a_checksum_over_its_
 
 def test_migrate_applies_each_version_once_in_order_and_records_it(fresh: ClickHouseStore) -> None:
     """A new store gets every migration applied and recorded (version, name, checksum, applied_at); a second run applies none."""
-    applied = fresh.migrate()
+    applied = Migrations(fresh).migrate()
     want = migrations(fresh.database, fresh.table)
     assert [m.version for m in applied] == [m.version for m in want]
     assert _recorded(fresh) == [(m.version, m.name, m.checksum) for m in want]
     assert {"relevancy_scores", "traffic_counts", "alert_state", "schema_migrations"} <= _tables(fresh)
     at = fresh.query(f"SELECT min(applied_at) > now64() - INTERVAL 1 HOUR FROM {fresh.database}.schema_migrations").rows
     assert at == [(True,)]
-    assert fresh.migrate() == [] and fresh.pending_migrations() == []
+    assert Migrations(fresh).migrate() == [] and Migrations(fresh).pending() == []
     assert len(_recorded(fresh)) == len(want)
 
 
 def test_a_new_numbered_migration_is_applied_once(fresh: ClickHouseStore, monkeypatch: pytest.MonkeyPatch) -> None:
     """A file added after a store was migrated (a new index) is the one pending migration, applied once."""
-    fresh.migrate()
+    Migrations(fresh).migrate()
     base = migrations(fresh.database, fresh.table)
     index = f"ALTER TABLE {fresh.database}.{fresh.table} ADD INDEX IF NOT EXISTS idx_model model TYPE set(100) GRANULARITY 4"
     extra = Migration("900", "900_model_index.sql", "0" * 64, (index,))
     monkeypatch.setattr(store_module, "migrations", lambda database, table, cluster=None: [*base, extra])
-    assert fresh.pending_migrations() == [extra]
-    assert fresh.migrate() == [extra]
-    assert fresh.migrate() == []
+    assert Migrations(fresh).pending() == [extra]
+    assert Migrations(fresh).migrate() == [extra]
+    assert Migrations(fresh).migrate() == []
     assert _recorded(fresh)[-1] == ("900", "900_model_index.sql", "0" * 64)
     indexes = fresh.query("SELECT name FROM system.data_skipping_indices WHERE database = {d:String}", {"d": fresh.database}).rows
     assert ("idx_model",) in indexes
@@ -140,13 +141,13 @@ def test_a_new_numbered_migration_is_applied_once(fresh: ClickHouseStore, monkey
 
 def test_an_applied_migration_that_changed_is_refused_in_one_line(fresh: ClickHouseStore, monkeypatch: pytest.MonkeyPatch) -> None:
     """Editing an applied file (its checksum changes) makes migrate and the start-up check refuse, naming the file."""
-    fresh.migrate()
+    Migrations(fresh).migrate()
     edited = [
         Migration(m.version, m.name, "f" * 64, m.statements) if m.name == "001_relevancy_scores.sql" else m
         for m in migrations(fresh.database, fresh.table)
     ]
     monkeypatch.setattr(store_module, "migrations", lambda database, table, cluster=None: edited)
-    for step in (fresh.migrate, fresh.check_schema, fresh.ensure_schema):
+    for step in (Migrations(fresh).migrate, Migrations(fresh).check, Migrations(fresh).ensure):
         with pytest.raises(StoreError) as info:
             step()
         msg = str(info.value)
@@ -159,22 +160,22 @@ def test_a_store_of_the_previous_release_upgrades_cleanly(fresh: ClickHouseStore
         fresh.command(statement)
     fresh.command(f"INSERT INTO {fresh.database}.traffic_counts (minute, app, consumed) VALUES (now(), 'a', 7)")
     assert "schema_migrations" not in _tables(fresh)
-    assert [m.version for m in fresh.pending_migrations()] == [m.version for m in migrations(fresh.database, fresh.table)]
+    assert [m.version for m in Migrations(fresh).pending()] == [m.version for m in migrations(fresh.database, fresh.table)]
     with pytest.raises(StoreError, match="relevancy-monitor migrate"):
-        fresh.check_schema()
-    applied = fresh.migrate()
+        Migrations(fresh).check()
+    applied = Migrations(fresh).migrate()
     assert len(applied) == len(migrations(fresh.database, fresh.table)) and len(_recorded(fresh)) == len(applied)
     assert fresh.query(f"SELECT sum(consumed) FROM {fresh.database}.traffic_counts").rows == [(7,)]
-    fresh.check_schema()  # current now
+    Migrations(fresh).check()  # current now
 
 
 def test_a_second_scores_table_in_the_same_database_gets_its_own_schema(fresh: ClickHouseStore) -> None:
     """Migrations are recorded per scores table: another MONITOR_CLICKHOUSE_TABLE in a migrated database is created too."""
-    fresh.migrate()
+    Migrations(fresh).migrate()
     other = ClickHouseStore(fresh.url, fresh.database, "other_scores")
-    assert len(other.pending_migrations()) == len(migrations(fresh.database, "other_scores"))
-    assert len(other.migrate()) == len(migrations(fresh.database, "other_scores"))
-    assert "other_scores" in _tables(fresh) and other.pending_migrations() == [] and fresh.pending_migrations() == []
+    assert len(Migrations(other).pending()) == len(migrations(fresh.database, "other_scores"))
+    assert len(Migrations(other).migrate()) == len(migrations(fresh.database, "other_scores"))
+    assert "other_scores" in _tables(fresh) and Migrations(other).pending() == [] and Migrations(fresh).pending() == []
 
 
 def test_the_migrate_command_reports_what_it_applied(clickhouse_url: str, database: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -193,4 +194,4 @@ def test_the_migrate_command_reports_what_it_applied(clickhouse_url: str, databa
 def test_asking_a_missing_embedded_store_for_its_migrations_creates_nothing(tmp_path: Path) -> None:
     """A missing embedded directory has no migration applied, and asking does not create it (chDB would)."""
     s = ClickHouseStore(f"chdb://{tmp_path / 'none'}", "relevancy", "relevancy_scores")
-    assert s.applied_migrations() == {} and not (tmp_path / "none").exists()
+    assert Migrations(s).applied() == {} and not (tmp_path / "none").exists()

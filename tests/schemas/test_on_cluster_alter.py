@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from monitor.runtime.store import ClickHouseStore
+from monitor.store.connection import ClickHouseStore
 from schemas.ddl import REPLICA_NAME, REPLICA_PATH, migrations_table_ddl, on_cluster, render_ddl
 from schemas.errors import StoreError
 

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from monitor.runtime.store import ClickHouseStore
+from monitor.store.connection import ClickHouseStore
+from monitor.store.migrations import Migrations
 from schemas.ddl import render_ddl
 from schemas.scored import SCORED_COLUMNS, ScoredRow
 
@@ -41,8 +42,8 @@ def test_table_columns_match_the_model(store: ClickHouseStore) -> None:
 
 def test_ddl_is_idempotent_and_names_are_checked(store: ClickHouseStore) -> None:
     """Creating the schema again is harmless, and an unsafe database name is refused."""
-    store.ensure_schema()
-    store.ensure_schema()
+    Migrations(store).ensure()
+    Migrations(store).ensure()
     with pytest.raises(ValueError):
         render_ddl("db; DROP TABLE x", "t")
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import schemas.scored as scored
-from monitor.runtime.store import ClickHouseStore
+from monitor.store.connection import ClickHouseStore
 from schemas.scored import MAX_STORED_STATEMENTS, ScoredRow
 from tests.schemas.test_scored import row
 

@@ -14,9 +14,10 @@ from monitor.calibration.labels import golden_path, read_labels
 from monitor.calibration.run import Spend
 from monitor.canary.figures import run_figures
 from monitor.canary.run import CanaryRun, JudgedPair
-from monitor.canary.table import CANARY_TABLE, COLUMNS, canary_rows
+from monitor.canary.table import canary_rows
 from monitor.judges.base import JudgeFailure, JudgeInfo, Judgement
-from monitor.runtime.store import ClickHouseStore
+from monitor.store.connection import ClickHouseStore
+from schemas.canary import CANARY_TABLE, COLUMNS
 from schemas.scored import ScoredRow
 
 T0 = datetime(2026, 11, 2, 0, 0, tzinfo=UTC)  # a Monday; every synthetic stream starts here

@@ -11,7 +11,7 @@ import pytest
 from bench import alert_quality as aq
 from monitor.alerts.history import grid_for, read_range
 from monitor.alerts.queries import fetch_score_history
-from monitor.runtime.store import ClickHouseStore
+from monitor.store.connection import ClickHouseStore
 from tests.monitor.alerts.conftest import make_row
 
 

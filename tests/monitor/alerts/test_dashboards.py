@@ -12,7 +12,7 @@ import yaml
 
 from monitor.alerts.prometheus import AlertMetrics
 from monitor.runtime.metrics import Metrics
-from monitor.runtime.store import ClickHouseStore
+from monitor.store.connection import ClickHouseStore
 from tests.monitor.alerts.conftest import canary_run, insert, insert_canary, make_row
 
 ROOT = Path(__file__).resolve().parents[3]

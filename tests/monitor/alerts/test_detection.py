@@ -11,7 +11,7 @@ import pytest
 from monitor.alerts.backtest import run_backtest
 from monitor.alerts.engine import evaluate_rules
 from monitor.alerts.rules import RuleSet
-from monitor.runtime.store import ClickHouseStore
+from monitor.store.connection import ClickHouseStore
 from tests.monitor.alerts.conftest import T0, insert, insert_traffic, make_row, noisy, rules_from, stream
 
 DROP_RULES = """

@@ -20,7 +20,7 @@ from monitor.alerts.sequential import Buckets, Reference
 from monitor.alerts.sources import StoreData
 from monitor.alerts.state import StateStore, frozen_from_json, frozen_to_json
 from monitor.alerts.windows import SegmentData, WeightedSums, WindowStats
-from monitor.runtime.store import ClickHouseStore
+from monitor.store.connection import ClickHouseStore
 from schemas.errors import UsageError
 from tests.monitor.alerts.conftest import T0, default_rules, insert, make_row
 

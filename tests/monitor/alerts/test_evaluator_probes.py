@@ -12,7 +12,7 @@ from datetime import timedelta
 
 from monitor.alerts.engine import AlertRunner
 from monitor.devtools.localbroker import free_port
-from monitor.runtime.store import ClickHouseStore
+from monitor.store.connection import ClickHouseStore
 from schemas.errors import StoreError
 from tests.monitor.alerts.conftest import rules_from
 

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from monitor.alerts.queries import examples_sql
 from monitor.alerts.windows import windows_for
-from monitor.runtime.store import ClickHouseStore
+from monitor.store.connection import ClickHouseStore
 from tests.monitor.alerts.conftest import T0, default_rules, insert, make_row
 
 

@@ -19,7 +19,7 @@ from monitor.alerts.history import grid_for
 from monitor.alerts.rules import RuleSet
 from monitor.alerts.sources import StoreData
 from monitor.alerts.windows import windows_for
-from monitor.runtime.store import ClickHouseStore
+from monitor.store.connection import ClickHouseStore
 from schemas.scored import ScoredRow
 from tests.monitor.alerts.conftest import T0, canary_run, default_rules, insert, insert_canary, insert_traffic, make_row, rules_from
 

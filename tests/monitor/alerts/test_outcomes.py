@@ -8,7 +8,7 @@ from datetime import timedelta
 from monitor.alerts.engine import evaluate_rules
 from monitor.alerts.outcomes import Gap, Shortfall, describe_empty, describe_shortfalls
 from monitor.alerts.rules import RuleSet
-from monitor.runtime.store import ClickHouseStore
+from monitor.store.connection import ClickHouseStore
 from tests.monitor.alerts.conftest import T0, default_rules, insert, make_row, rules_from, stream
 
 NOW = T0 + timedelta(hours=12, minutes=30)

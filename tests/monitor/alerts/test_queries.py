@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from monitor.runtime.store import ClickHouseStore
+from monitor.store.connection import ClickHouseStore
 from schemas.scored import ScoredRow
 from tests.monitor.alerts.conftest import insert, make_row
 
@@ -90,12 +90,12 @@ _SQL_FILES = """
 import json, sys, uuid
 from datetime import UTC, datetime
 from monitor.cli.main import main
-from monitor.runtime.store import ClickHouseStore
+from monitor.store.connection import ClickHouseStore
 from monitor.config import load_settings
 from tests.monitor.alerts.test_queries import populated_rows
 s = load_settings()
 store = ClickHouseStore(s.clickhouse_url, s.clickhouse_database, s.clickhouse_table)
-store.ensure_schema()
+Migrations(store).ensure()
 store.insert_rows(populated_rows(datetime.now(UTC)), uuid.uuid4().hex)
 store.close()
 codes = [main(["sql", "--format", "json", "--file", f]) for f in sys.argv[1:]]

@@ -19,7 +19,8 @@ from monitor.alerts.queries import examples_sql
 from monitor.alerts.rules import Rule
 from monitor.alerts.sources import RuleData, StoreData
 from monitor.alerts.windows import windows_for
-from monitor.runtime.store import ClickHouseStore
+from monitor.store.connection import ClickHouseStore
+from monitor.store.migrations import Migrations
 from schemas.scored import ScoredRow
 from tests.monitor.alerts.conftest import T0, default_rules, insert, insert_traffic, make_row, noisy, rules_from, stream
 from tests.monitor.alerts.test_history import DAY2, EXTRA_RULES, _history_rows
@@ -112,7 +113,7 @@ def _history(store: ClickHouseStore, rules: Sequence[Rule]) -> RuleData:
 def other_store(store: ClickHouseStore) -> Iterator[ClickHouseStore]:
     """A second database in the same engine, for the same rows written as live ones."""
     other = ClickHouseStore(store.url, f"{store.database}_live", store.table)
-    other.ensure_schema()
+    Migrations(other).ensure()
     yield other
     other.command(f"DROP DATABASE IF EXISTS {other.database}")
 

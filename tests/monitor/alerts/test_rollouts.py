@@ -13,7 +13,7 @@ from monitor.alerts.backtest import BacktestReport, Episode, run_backtest
 from monitor.alerts.engine import AlertRunner, SegmentResult, evaluate_rules
 from monitor.alerts.notifiers import AlertmanagerNotifier, WebhookNotifier
 from monitor.alerts.rules import RuleSet
-from monitor.runtime.store import ClickHouseStore
+from monitor.store.connection import ClickHouseStore
 from schemas.scored import ScoredRow
 from tests.monitor.alerts.conftest import SCORE_RULES, T0, default_rules, insert, make_row, noisy, rules_from, stream
 from tests.monitor.alerts.receiver import Receiver

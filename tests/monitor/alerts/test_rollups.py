@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pytest
 
-from monitor.runtime.store import ClickHouseStore
+from monitor.store.connection import ClickHouseStore
 from tests.monitor.alerts.conftest import T0, insert, make_row
 
 

@@ -12,7 +12,8 @@ from monitor.alerts.engine import AlertRunner
 from monitor.alerts.notifiers import AlertmanagerNotifier, SlackNotifier, WebhookNotifier
 from monitor.alerts.rules import RuleSet
 from monitor.alerts.state import StateStore
-from monitor.runtime.store import ClickHouseStore
+from monitor.store.connection import ClickHouseStore
+from monitor.store.migrations import Migrations
 from tests.monitor.alerts.conftest import T0, insert, noisy, rules_from, stream
 from tests.monitor.alerts.receiver import Receiver
 
@@ -139,7 +140,7 @@ def test_state_survives_a_restart_without_renotifying(dropped: ClickHouseStore, 
     # A new process: a new runner, a new client, the same tables.
     store2 = ClickHouseStore(store.url, store.database, store.table)
     try:
-        store2.ensure_schema(migrate=False)  # as `alerts run` opens its store for the state it writes
+        Migrations(store2).ensure(migrate=False)  # as `alerts run` opens its store for the state it writes
         second = AlertRunner(store2, RULES, [WebhookNotifier(receiver.base + "/hook")])
         saved = StateStore(store2).load()
         [state] = [s for s in saved.values() if s.state == "firing"]

@@ -12,7 +12,7 @@ from scipy import stats
 from monitor.alerts.engine import evaluate_rules
 from monitor.alerts.queries import examples_sql
 from monitor.alerts.windows import windows_for
-from monitor.runtime.store import ClickHouseStore
+from monitor.store.connection import ClickHouseStore
 from schemas.scored import ScoredRow
 from tests.monitor.alerts.conftest import T0, default_rules, insert, make_row
 

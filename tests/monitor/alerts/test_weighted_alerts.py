@@ -16,7 +16,7 @@ from monitor.alerts.backtest import run_backtest
 from monitor.alerts.evaluator import decide
 from monitor.alerts.observations import Observation, effective_n, weighted_moments
 from monitor.alerts.windows import WeightedSums
-from monitor.runtime.store import ClickHouseStore
+from monitor.store.connection import ClickHouseStore
 from schemas.events import ConversationEvent, KafkaPosition
 from schemas.scored import ScoredRow
 from tests.monitor.alerts.conftest import SCORE_RULES, T0, default_rules, insert, make_row, rules_from

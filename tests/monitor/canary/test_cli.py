@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from monitor.canary.table import CANARY_TABLE
 from monitor.cli.alerts import alert_settings, register, run_alerts
 from monitor.config import load_alert_settings
-from monitor.runtime.store import ClickHouseStore
+from monitor.store.connection import ClickHouseStore
+from schemas.canary import CANARY_TABLE
 from schemas.errors import ConfigError, UsageError
 
 

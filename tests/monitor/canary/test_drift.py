@@ -19,7 +19,7 @@ from monitor.calibration.labels import golden_path
 from monitor.canary.service import Canary, CanarySettings
 from monitor.cli.alerts import check_rows
 from monitor.config import load_settings
-from monitor.runtime.store import ClickHouseStore
+from monitor.store.connection import ClickHouseStore
 from tests.fake_messages_api import FakeMessagesAPI, RecordedRequest, default_brain
 from tests.monitor.alerts.conftest import T0, default_rules, insert, noisy, stream
 from tests.monitor.alerts.receiver import Receiver

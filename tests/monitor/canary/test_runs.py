@@ -12,9 +12,9 @@ import pytest
 
 from monitor.calibration.labels import golden_path, read_labels
 from monitor.canary.service import Canary, CanarySettings
-from monitor.canary.table import CANARY_TABLE, COLUMNS
 from monitor.config import Settings, load_settings
-from monitor.runtime.store import ClickHouseStore
+from monitor.store.connection import ClickHouseStore
+from schemas.canary import CANARY_TABLE, COLUMNS
 from tests.fake_messages_api import FakeMessagesAPI, bad_request, overloaded
 
 T0 = datetime(2026, 11, 2, 9, 0, 5, tzinfo=UTC)

@@ -29,7 +29,7 @@ from monitor.cli.alerts import (
     run_backtest_cmd,
     run_check,
 )
-from monitor.runtime.store import ClickHouseStore
+from monitor.store.connection import ClickHouseStore
 from schemas.errors import UsageError
 from tests.monitor.alerts.conftest import T0, insert, make_row, noisy, stream
 from tests.monitor.alerts.receiver import Receiver

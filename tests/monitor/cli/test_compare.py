@@ -16,10 +16,10 @@ import pytest
 from clickhouse_connect.driver.client import Client
 
 import monitor.cli.main as cli_main
-import monitor.runtime.store as store_module
+import monitor.store.connection as store_module
 from monitor.cli.compare import register, run_compare
 from monitor.compare.agreement import SharedEvent, compare
-from monitor.runtime.store import ClickHouseStore
+from monitor.store.connection import ClickHouseStore
 from schemas.errors import UsageError
 from schemas.scored import ScoredRow
 from tests.monitor.alerts.conftest import T0, insert, make_row

@@ -21,10 +21,11 @@ ROOT = Path(__file__).resolve().parents[3]
 _SEED = """
 import sys
 from datetime import UTC, datetime, timedelta
-from monitor.runtime.store import ClickHouseStore
+from monitor.store.connection import ClickHouseStore
+from monitor.store.migrations import Migrations
 from tests.monitor.alerts.conftest import insert, make_row
 store = ClickHouseStore(sys.argv[1], "relevancy", "relevancy_scores")
-store.migrate()
+Migrations(store).migrate()
 t = datetime.now(UTC) - timedelta(hours=1)
 rows = []
 for conversation, events in (("alice", ["a1", "a2"]), ("bob", ["b1"])):

@@ -16,10 +16,10 @@ import clickhouse_connect
 import pytest
 from clickhouse_connect.driver.client import Client
 
-import monitor.runtime.store as store_module
+import monitor.store.connection as store_module
 from monitor.cli.main import main
 from monitor.config import load_settings
-from monitor.runtime.store import ClickHouseStore
+from monitor.store.connection import ClickHouseStore
 from tests.monitor.alerts.conftest import insert, make_row
 
 MIGRATE_HINT = "run the monitor (relevancy-monitor run) or `relevancy-monitor migrate` first"

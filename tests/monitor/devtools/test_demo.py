@@ -145,7 +145,7 @@ def test_the_demo_store_is_embedded_and_defaults_to_the_one_run_uses(tmp_path: P
     """The flag wins, then an embedded MONITOR_CLICKHOUSE_URL, then the default store of `run`; a server is refused."""
     from monitor.cli.demo import demo_directory
     from monitor.config import DEFAULT_CLICKHOUSE_URL
-    from monitor.runtime.store import chdb_directory
+    from monitor.store.urls import chdb_directory
 
     assert demo_directory(f"chdb://{tmp_path}/a", {"MONITOR_CLICKHOUSE_URL": f"chdb://{tmp_path}/b"}) == tmp_path / "a"
     assert demo_directory(None, {"MONITOR_CLICKHOUSE_URL": f"chdb://{tmp_path}/b"}) == tmp_path / "b"

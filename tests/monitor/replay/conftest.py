@@ -11,7 +11,7 @@ from consumers.time_range import TimeRange
 from monitor.config import Settings
 from monitor.judges.factory import build_judge
 from monitor.replay.run import Counted, Replay, ReplayOptions, ReplayOutcome, Snapshot
-from monitor.runtime.store import AsyncStore
+from monitor.store.async_store import AsyncStore
 
 QUESTION = "When did order A17 ship?"
 PADDED = "Thanks for getting in touch. We also sell gift cards. Order A17 shipped on 3 March."

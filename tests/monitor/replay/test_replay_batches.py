@@ -15,7 +15,7 @@ from monitor.judges.factory import build_judge
 from monitor.judges.pricing import DEFAULT_PRICES
 from monitor.replay.records import BATCHES_TABLE
 from monitor.replay.run import Replay, ReplayOptions, Snapshot
-from monitor.runtime.store import AsyncStore
+from monitor.store.async_store import AsyncStore
 from tests.fake_messages_api import FakeMessagesAPI, expired
 from tests.harness import count_rows, produce_values
 from tests.monitor.replay.conftest import RecordedView, events, minutes_ago, ms, replay

@@ -8,7 +8,7 @@ from datetime import timedelta
 from monitor.config import Settings
 from monitor.devtools.localbroker import LocalBroker
 from monitor.replay.triage import Skip
-from monitor.runtime.store import AsyncStore
+from monitor.store.async_store import AsyncStore
 from tests.harness import RunningPipeline, committed_offsets, count_rows, produce_values, wait_for
 from tests.monitor.replay.conftest import events, minutes_ago, ms, replay
 

@@ -14,8 +14,9 @@ from monitor.judges.factory import build_judge
 from monitor.replay.records import RUNS_TABLE
 from monitor.replay.run import Replay, ReplayOptions, Snapshot
 from monitor.replay.triage import Skip
-from monitor.runtime.erased_ids import record_erased
-from monitor.runtime.store import AsyncStore, ClickHouseStore
+from monitor.store.async_store import AsyncStore
+from monitor.store.connection import ClickHouseStore
+from monitor.store.erased_ids import record_erased
 from schemas.errors import ReplayRefused
 from tests.fake_messages_api import FakeMessagesAPI, Reply
 from tests.harness import count_rows, produce_values

@@ -9,7 +9,7 @@ import pytest
 
 from monitor.config import Settings
 from monitor.devtools.localbroker import LocalBroker
-from monitor.runtime.store import AsyncStore
+from monitor.store.async_store import AsyncStore
 from schemas.errors import ReplayRefused
 from tests.fake_messages_api import FakeMessagesAPI
 from tests.harness import RunningPipeline, count_rows, produce_values, wait_for

@@ -18,9 +18,10 @@ import pytest
 
 from monitor.alerts.evaluator import AlertState
 from monitor.alerts.state import StateStore
-from monitor.runtime.store import ClickHouseStore
 from monitor.runtime.traffic_counts import COLUMNS as TRAFFIC_COLUMNS
 from monitor.runtime.traffic_counts import TrafficCounter
+from monitor.store.connection import ClickHouseStore
+from monitor.store.migrations import Migrations
 from schemas.scored import ScoredRow
 
 T0 = datetime(2026, 11, 2, 0, 0, tzinfo=UTC)
@@ -251,7 +252,7 @@ def fill(store: ClickHouseStore) -> Filled:
 def filled(chdb_dir: Path) -> Iterator[Filled]:
     """One store for the module's read-only tests (filling it once keeps them quick)."""
     store = ClickHouseStore(f"chdb://{chdb_dir}", f"r_{uuid.uuid4().hex[:12]}", "relevancy_scores")
-    store.ensure_schema()
+    Migrations(store).ensure()
     yield fill(store)
     store.command(f"DROP DATABASE IF EXISTS {store.database}")
     store.close()

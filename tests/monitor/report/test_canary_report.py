@@ -10,7 +10,7 @@ from pathlib import Path
 from monitor.report.charts import Chart, Line
 from monitor.report.queries import fetch_report_data
 from monitor.report.write import charts_of, write_report
-from monitor.runtime.store import ClickHouseStore
+from monitor.store.connection import ClickHouseStore
 from tests.monitor.alerts.conftest import canary_run, insert, insert_canary, make_row
 from tests.monitor.report.conftest import T0, T1, outside_references
 

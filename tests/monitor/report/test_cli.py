@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from monitor.cli import report
-from monitor.runtime.store import ClickHouseStore
+from monitor.store.connection import ClickHouseStore
 from schemas.errors import StoreError, UsageError
 from tests.monitor.report.conftest import Filled, fill, replayed_rows
 

@@ -14,7 +14,7 @@ from monitor.report import ReportSummary, write_report
 from monitor.report.model import ReportData, Segment
 from monitor.report.queries import fetch_report_data
 from monitor.report.write import charts_of
-from monitor.runtime.store import ClickHouseStore
+from monitor.store.connection import ClickHouseStore
 from schemas.errors import UsageError
 from tests.monitor.report.conftest import (
     HOSTILE,

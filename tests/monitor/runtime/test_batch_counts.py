@@ -19,8 +19,9 @@ from monitor.judges.lexical import LexicalJudge
 from monitor.runtime.metrics import Metrics
 from monitor.runtime.pipeline import Pipeline
 from monitor.runtime.service import build_pipeline
-from monitor.runtime.store import AsyncStore, ClickHouseStore
 from monitor.runtime.traffic_counts import TrafficCounter, minute_number
+from monitor.store.async_store import AsyncStore
+from monitor.store.connection import ClickHouseStore
 
 TS_MS = 1_795_000_000_000  # a fixed record time: the events' own timestamps span two minutes around it
 

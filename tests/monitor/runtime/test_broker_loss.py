@@ -17,7 +17,7 @@ import pytest
 
 from monitor.devtools.localbroker import free_port
 from monitor.devtools.traffic import generate_events
-from monitor.runtime.store import ClickHouseStore
+from monitor.store.connection import ClickHouseStore
 from tests.harness import committed_offsets, create_topic, monitor_env, produce_values, wait_for
 from tests.monitor.runtime.test_faults import MonitorProcess
 from tests.tcp_proxy import ProxiedBroker

@@ -11,7 +11,9 @@ import pytest
 from monitor.config import Settings
 from monitor.devtools.localbroker import LocalBroker
 from monitor.runtime.budget import Limits, SpendBudget
-from monitor.runtime.store import AsyncStore, ClickHouseStore
+from monitor.runtime.cost_control import judge_spend
+from monitor.store.async_store import AsyncStore
+from monitor.store.connection import ClickHouseStore
 from tests.fake_messages_api import FakeMessagesAPI, Reply
 from tests.harness import RunningPipeline, committed_offsets, produce_values, wait_for
 from tests.monitor.alerts.conftest import insert, make_row
@@ -185,7 +187,7 @@ def test_replayed_rows_spend_none_of_the_live_budget(store: ClickHouseStore) -> 
     at = datetime.fromtimestamp(HOUR_START + 60, UTC)
     insert(store, [make_row(at, cost=0.01) for _ in range(3)])
     insert(store, [make_row(at, cost=5.0, replay_run="run-1") for _ in range(4)])
-    hour, day = store.judge_spend(HOUR_START, HOUR_START - 3600)
+    hour, day = judge_spend(store, HOUR_START, HOUR_START - 3600)
     assert hour.requests == day.requests == 3 and hour.usd == day.usd == pytest.approx(0.03)
     budget = SpendBudget(per_hour=Limits(usd=1.0), per_day=Limits(), clock=lambda: HOUR_START + 120)
     budget.sync(hour=hour, day=day)

@@ -14,7 +14,7 @@ from structlog.testing import capture_logs
 from consumers.deadletter import DeadLetterPublisher
 from monitor.config import Settings
 from monitor.devtools.localbroker import LocalBroker
-from monitor.runtime.store import AsyncStore
+from monitor.store.async_store import AsyncStore
 from tests.conftest import EXAMPLES
 from tests.harness import RunningPipeline, committed_offsets, produce_values, wait_for
 

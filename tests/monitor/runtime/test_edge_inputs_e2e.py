@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 from consumers.deadletter import H_DETAIL, H_ORIGINAL_BYTES, H_REASON
 from monitor.config import Settings
 from monitor.devtools.localbroker import LocalBroker
-from monitor.runtime.store import AsyncStore
+from monitor.store.async_store import AsyncStore
 from schemas.scored import MAX_STORED_STATEMENTS
 from tests.harness import RunningPipeline, committed_offsets, produce_values, read_all, wait_for
 

@@ -8,7 +8,7 @@ import pytest
 
 from monitor.config import Settings
 from monitor.devtools.localbroker import LocalBroker
-from monitor.runtime.store import AsyncStore
+from monitor.store.async_store import AsyncStore
 from tests.conftest import EXAMPLES
 from tests.fake_messages_api import FakeMessagesAPI, Reply
 from tests.harness import RunningPipeline, committed_offsets, produce_values, wait_for

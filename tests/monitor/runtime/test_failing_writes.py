@@ -13,7 +13,8 @@ from monitor.config import Settings
 from monitor.devtools.localbroker import LocalBroker
 from monitor.devtools.traffic import generate_events
 from monitor.runtime.backpressure import IN_FLIGHT_CAP
-from monitor.runtime.store import AsyncStore
+from monitor.store.async_store import AsyncStore
+from monitor.store.migrations import Migrations
 from tests.harness import RunningPipeline, count_rows, produce_values, wait_for
 
 GRACE_S = 4.0
@@ -52,11 +53,11 @@ async def test_failing_inserts_turn_readiness_off_and_the_stop_tells_the_truth(
     assert [e["unfinished_events"] for e in stopped] == [in_flight]
     assert all("rows_not_written" not in e for e in logs)
 
-    await async_store.call(lambda s: s.migrate())  # the operator's repair: the table comes back, empty
+    await async_store.call(lambda s: Migrations(s).migrate())  # the operator's repair: the table comes back, empty
     async with RunningPipeline(settings, async_store):
         await wait_for(lambda: _rows_at_least(async_store, EVENTS), 60, "every event re-read and written")
     assert await count_rows(async_store) == EVENTS
-    assert store.schema_differences() == []
+    assert Migrations(store).differences() == []
 
 
 async def _now(value: bool) -> bool:

@@ -15,7 +15,7 @@ from consumers.decode import decode_event
 from monitor.config import Settings
 from monitor.devtools.localbroker import LocalBroker
 from monitor.devtools.traffic import generate_events, produce
-from monitor.runtime.store import AsyncStore
+from monitor.store.async_store import AsyncStore
 from schemas.errors import DecodeError
 from schemas.events import KafkaPosition
 from tests.fake_messages_api import FakeMessagesAPI, Reply, overloaded, server_error, slow

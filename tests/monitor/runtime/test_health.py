@@ -12,7 +12,7 @@ from prometheus_client import CollectorRegistry
 from monitor.runtime.health import Health, HealthGauges, HealthServer
 from monitor.runtime.metrics import Metrics
 from monitor.runtime.sink import ClickHouseSink
-from monitor.runtime.store import AsyncStore
+from monitor.store.async_store import AsyncStore
 from tests.monitor.runtime.test_sink import FaultyStore, rows
 
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from monitor.config import Settings
 from monitor.devtools.localbroker import LocalBroker
 from monitor.runtime.metrics import Metrics
-from monitor.runtime.store import AsyncStore
+from monitor.store.async_store import AsyncStore
 from tests.harness import RunningPipeline, produce_values, wait_for
 
 

@@ -13,7 +13,7 @@ from monitor.devtools.localbroker import LocalBroker
 from monitor.devtools.traffic import generate_events
 from monitor.judges.base import JudgeInfo, Judgement
 from monitor.judges.lexical import LexicalJudge
-from monitor.runtime.store import AsyncStore
+from monitor.store.async_store import AsyncStore
 from schemas.errors import JudgeUnavailable
 from tests.conftest import EXAMPLES
 from tests.harness import RunningPipeline, committed_offsets, count_rows, produce_values, read_all, wait_for

@@ -13,7 +13,7 @@ from typing import Any
 from monitor.config import Settings
 from monitor.devtools.localbroker import LocalBroker
 from monitor.privacy.redactor import RECOGNIZERS_VERSION
-from monitor.runtime.store import AsyncStore
+from monitor.store.async_store import AsyncStore
 from tests.fake_messages_api import FakeMessagesAPI
 from tests.harness import RunningPipeline, all_committed, monitor_env, produce_values, wait_for
 from tests.monitor.runtime.test_faults import MonitorProcess

@@ -13,7 +13,8 @@ from consumers.sampling import shadow_point
 from monitor.config import Settings
 from monitor.devtools.localbroker import LocalBroker
 from monitor.runtime.budget import SpendBudget
-from monitor.runtime.store import AsyncStore
+from monitor.runtime.cost_control import judge_spend
+from monitor.store.async_store import AsyncStore
 from tests.fake_messages_api import FakeMessagesAPI, Reply, overloaded
 from tests.harness import RunningPipeline, committed_offsets, count_rows, produce_values, wait_for
 
@@ -145,7 +146,7 @@ async def test_one_budget_for_both_judges_stops_both_at_the_cap(
     assert shadow_rows > 0 and primary_rows + shadow_rows <= 40  # both judges' calls under the one cap
     assert primary_rows < 40  # the shadow's calls took part of the primary's budget
     assert p.cost.budget.factor() == 0.0 and p.cost.budget.hour.mine.requests == primary_rows + shadow_rows
-    hour, _ = await async_store.judge_spend(0.0, 0.0)  # every row written, whatever the clock
+    hour, _ = await async_store.call(lambda s: judge_spend(s, 0.0, 0.0))  # every row written, whatever the clock
     assert hour.requests == primary_rows + shadow_rows  # what other replicas read from the store counts the shadow too
     assert run.counter("relevancy_monitor_events_not_sampled") == 300 - primary_rows
 

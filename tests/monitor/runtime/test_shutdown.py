@@ -9,7 +9,7 @@ from collections.abc import Callable
 from monitor.config import Settings
 from monitor.devtools.localbroker import LocalBroker
 from monitor.devtools.traffic import generate_events
-from monitor.runtime.store import AsyncStore
+from monitor.store.async_store import AsyncStore
 from tests.fake_messages_api import FakeMessagesAPI, slow
 from tests.harness import RunningPipeline, committed_offsets, produce_values, wait_for
 

@@ -10,7 +10,7 @@ import pytest
 
 from monitor.runtime.metrics import Metrics
 from monitor.runtime.sink import ClickHouseSink, batch_token
-from monitor.runtime.store import AsyncStore
+from monitor.store.async_store import AsyncStore
 from schemas.errors import SinkClosed
 from schemas.scored import ScoredRow
 from tests.harness import count_rows

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from consumers.sampling import Match, Rule, Sampler, SamplingPolicy
-from monitor.runtime.store import ClickHouseStore
+from monitor.store.connection import ClickHouseStore
 from schemas.events import ConversationEvent, KafkaPosition
 from schemas.scored import ScoredRow
 

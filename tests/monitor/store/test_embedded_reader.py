@@ -16,15 +16,16 @@ from clickhouse_connect.driver.exceptions import DatabaseError
 
 from monitor.devtools.localbroker import LocalBroker
 from monitor.devtools.traffic import generate_events
-from monitor.runtime.embedded_reader import READER_FILE, READER_USER, EmbeddedReader, reader_address
-from monitor.runtime.store import ClickHouseStore
+from monitor.store.connection import ClickHouseStore
+from monitor.store.embedded_reader import READER_FILE, READER_USER, EmbeddedReader, reader_address
+from monitor.store.migrations import Migrations
 from tests.harness import CLI, cli, monitor_env, produce_values, wait_for
 
 
 @pytest.fixture
 def reader(store: ClickHouseStore, chdb_dir: Path) -> Iterator[EmbeddedReader]:
     """A reader on the suite's own embedded directory (chDB shares one engine per process)."""
-    store.ensure_schema()
+    Migrations(store).ensure()
     r = EmbeddedReader(chdb_dir).start()
     try:
         yield r
@@ -68,7 +69,7 @@ def test_a_wrong_password_is_refused(reader: EmbeddedReader, database: str) -> N
 
 async def test_a_store_opened_twice_serves_one_reader_and_close_stops_it(store: ClickHouseStore, chdb_dir: Path) -> None:
     """A pipeline opens the store its caller opened: one reader serves it, and closing the store withdraws it."""
-    from monitor.runtime.store import AsyncStore
+    from monitor.store.async_store import AsyncStore
 
     shared = AsyncStore(ClickHouseStore(store.url, store.database, store.table))
     await shared.open()

@@ -14,7 +14,9 @@ import monitor.runtime.service
 from monitor.cli.commands import _prepare_schema
 from monitor.cli.main import main
 from monitor.config import load_settings
-from monitor.runtime.store import AsyncStore, ClickHouseStore
+from monitor.store.async_store import AsyncStore
+from monitor.store.connection import ClickHouseStore
+from monitor.store.migrations import Migrations
 from schemas.ddl import migrations, render_ddl
 from schemas.errors import StoreError
 
@@ -58,27 +60,27 @@ def test_run_on_a_store_behind_without_auto_migrate_stops_with_one_line(behind: 
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("relevancy-monitor: error: the schema of"), err
     assert "run `relevancy-monitor migrate` first" in err and "MONITOR_AUTO_MIGRATE=true" in err and "Kafka" not in err, err
-    assert behind.pending_migrations()  # nothing was applied
+    assert Migrations(behind).pending()  # nothing was applied
 
 
 def test_auto_migrate_at_start_brings_a_store_behind_up_to_date(behind: ClickHouseStore) -> None:
     """MONITOR_AUTO_MIGRATE=true: the start-up step applies and records the pending migrations, then the check passes."""
     s = load_settings(clickhouse_url=behind.url, clickhouse_database=behind.database, auto_migrate=True)
     _prepare_schema(s.store)
-    assert behind.pending_migrations() == []
+    assert Migrations(behind).pending() == []
     _prepare_schema(load_settings(clickhouse_url=behind.url, clickhouse_database=behind.database, auto_migrate=False).store)
 
 
 async def test_the_service_store_migrates_the_embedded_store_by_default_and_checks_otherwise(behind: ClickHouseStore) -> None:
     """AsyncStore.open (the pipeline's way in) migrates a chdb: store by default, and only checks with auto_migrate false."""
-    refusing = AsyncStore(ClickHouseStore(behind.url, behind.database, behind.table, auto_migrate=False))
+    refusing = AsyncStore(refused := ClickHouseStore(behind.url, behind.database, behind.table), Migrations(refused, auto_migrate=False))
     with pytest.raises(StoreError, match="relevancy-monitor migrate"):
         await refusing.open()
     await refusing.close()
     default = AsyncStore(ClickHouseStore(behind.url, behind.database, behind.table))
     await default.open()
     await default.close()
-    assert behind.pending_migrations() == [] and len(behind.applied_migrations()) == len(migrations(behind.database, behind.table))
+    assert Migrations(behind).pending() == [] and len(Migrations(behind).applied()) == len(migrations(behind.database, behind.table))
 
 
 @pytest.mark.parametrize(("extra", "step"), [((), "check_schema"), (("--auto-migrate", "true"), "migrate")])
@@ -88,17 +90,17 @@ def test_run_on_a_server_checks_unless_told_to_migrate(
     """For an http(s) server `run` only checks the version by default (the operator migrates); MONITOR_AUTO_MIGRATE=true migrates."""
     called: list[str] = []
 
-    def refuse(self: ClickHouseStore) -> Any:
+    def refuse(self: Migrations) -> Any:
         called.append("check_schema")
         raise StoreError("the schema of relevancy at https://ch:8443 is behind this release: run `relevancy-monitor migrate` first")
 
-    monkeypatch.setattr(ClickHouseStore, "check_schema", refuse)
+    monkeypatch.setattr(Migrations, "check", refuse)
 
-    def migrate(self: ClickHouseStore) -> list[Any]:
+    def migrate(self: Migrations) -> list[Any]:
         called.append("migrate")
         return []
 
-    monkeypatch.setattr(ClickHouseStore, "migrate", migrate)
+    monkeypatch.setattr(Migrations, "migrate", migrate)
     monkeypatch.setattr(ClickHouseStore, "close", lambda self: None)
 
     async def no_service(settings: Any) -> None:
@@ -115,9 +117,9 @@ def test_run_on_a_server_checks_unless_told_to_migrate(
 
 def test_the_per_url_default_of_auto_migrate() -> None:
     """Unset, auto-migration is on for chdb: and off for http(s) servers; an explicit value wins either way."""
-    assert ClickHouseStore("chdb:///tmp/x", "d", "t").auto_migrates is True
-    assert ClickHouseStore("https://ch:8443", "d", "t").auto_migrates is False
-    assert ClickHouseStore("http://ch:8123", "d", "t", auto_migrate=True).auto_migrates is True
+    assert Migrations(ClickHouseStore("chdb:///tmp/x", "d", "t")).auto_migrates is True
+    assert Migrations(ClickHouseStore("https://ch:8443", "d", "t")).auto_migrates is False
+    assert Migrations(ClickHouseStore("http://ch:8123", "d", "t"), auto_migrate=True).auto_migrates is True
 
 
 def test_alerts_on_a_store_behind_stop_with_one_line_naming_migrate(behind: ClickHouseStore, capsys: pytest.CaptureFixture[str]) -> None:

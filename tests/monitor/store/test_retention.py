@@ -15,8 +15,9 @@ import monitor.runtime.logs
 from monitor.cli.commands import _prepare_schema
 from monitor.cli.main import main
 from monitor.config import load_settings
-from monitor.runtime.retention import TEXT_COLUMNS, TTLChange, parse_table, plan_retention, retention_tables, wanted_ttls
-from monitor.runtime.store import ClickHouseStore
+from monitor.store.connection import ClickHouseStore
+from monitor.store.migrations import Migrations
+from monitor.store.retention import TEXT_COLUMNS, TTLChange, parse_table, plan_retention, retention_tables, wanted_ttls
 from tests.monitor.alerts.conftest import canary_run, insert, insert_canary, insert_traffic, make_row
 
 # ---- pure: reading a create_table_query and planning -----------------------------------------------------------
@@ -201,11 +202,11 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def kept(clickhouse_url: str, database: str) -> Iterator[ClickHouseStore]:
+def kept(clickhouse_url: str, database: str) -> Iterator[Migrations]:
     """A store keeping rows 30 days and text 7 days, on a fresh database (not yet migrated); dropped afterwards."""
-    s = ClickHouseStore(clickhouse_url, database, "relevancy_scores", retention_days=30, text_retention_days=7)
+    s = Migrations(ClickHouseStore(clickhouse_url, database, "relevancy_scores"), retention_days=30, text_retention_days=7)
     yield s
-    s.command(f"DROP DATABASE IF EXISTS {database}")
+    s.store.command(f"DROP DATABASE IF EXISTS {database}")
 
 
 def _create_queries(store: ClickHouseStore) -> dict[str, str]:
@@ -218,12 +219,12 @@ def _optimize(store: ClickHouseStore) -> None:
         store.command(f"OPTIMIZE TABLE {store.database}.{table} FINAL")
 
 
-def test_migrate_sets_the_ttls_and_a_second_migrate_changes_nothing(kept: ClickHouseStore) -> None:
+def test_migrate_sets_the_ttls_and_a_second_migrate_changes_nothing(kept: Migrations) -> None:
     """After migrate with 30/7 days each table's create_table_query carries its TTL and each text column its own;
     migrating again applies no statement."""
     kept.migrate()
     assert kept.retention_applied is not None and len(kept.retention_applied.changes) == 10
-    queries = _create_queries(kept)
+    queries = _create_queries(kept.store)
     assert "ORDER BY (app, judge_id, event_id) TTL toDateTime(event_time) + toIntervalDay(30) SETTINGS" in queries["relevancy_scores"]
     for column in TEXT_COLUMNS:
         assert parse_table(queries["relevancy_scores"]).columns[column].ttl == "toDateTime(event_time) + toIntervalDay(7)"
@@ -233,7 +234,7 @@ def test_migrate_sets_the_ttls_and_a_second_migrate_changes_nothing(kept: ClickH
     assert " TTL toDateTime(run_at) + toIntervalDay(30) " in queries["canary_runs"]
     kept.migrate()
     assert kept.retention_applied is not None and not kept.retention_applied and kept.retention_applied.statements == ()
-    assert _create_queries(kept) == queries
+    assert _create_queries(kept.store) == queries
 
 
 def _age(store: ClickHouseStore, days_ago: list[int]) -> None:
@@ -259,13 +260,13 @@ def _ages_left(store: ClickHouseStore) -> dict[str, list[tuple[object, ...]]]:
     }
 
 
-def test_rows_past_the_retention_go_and_old_text_is_emptied_after_optimize(kept: ClickHouseStore) -> None:
+def test_rows_past_the_retention_go_and_old_text_is_emptied_after_optimize(kept: Migrations) -> None:
     """With 30/7 days, after OPTIMIZE ... FINAL: rows 40 days old are gone from every table; a row 10 days old keeps
     its score and verdicts but its text columns are empty; a row 1 day old keeps everything."""
     kept.migrate()
-    _age(kept, [1, 10, 40])
-    _optimize(kept)
-    left = _ages_left(kept)
+    _age(kept.store, [1, 10, 40])
+    _optimize(kept.store)
+    left = _ages_left(kept.store)
     assert left["scores"] == [
         ("e1", "q support", "a support", "r", ["s"], [""], ["yes"], 0.8),
         ("e10", "", "", "", [], [], ["yes"], 0.8),
@@ -274,69 +275,69 @@ def test_rows_past_the_retention_go_and_old_text_is_emptied_after_optimize(kept:
     assert left["canary"] == [(1,), (10,)]
 
 
-def test_rows_stored_before_the_retention_was_set_go_when_migrate_applies_it(clickhouse_url: str, kept: ClickHouseStore) -> None:
+def test_rows_stored_before_the_retention_was_set_go_when_migrate_applies_it(clickhouse_url: str, kept: Migrations) -> None:
     """Rows written under no retention are deleted (and old text emptied) by the migrate that sets one, without any
     OPTIMIZE: the TTL is materialized on the existing parts (chDB waits for that mutation)."""
-    forever = ClickHouseStore(clickhouse_url, kept.database, kept.table)
+    forever = Migrations(ClickHouseStore(clickhouse_url, kept.store.database, kept.store.table))
     forever.migrate()
-    _age(forever, [1, 10, 40])
+    _age(forever.store, [1, 10, 40])
     kept.migrate()
-    left = _ages_left(kept)
+    left = _ages_left(kept.store)
     assert [(r[0], r[1]) for r in left["scores"]] == [("e1", "q support"), ("e10", "")]
     assert left["traffic"] == [(1,), (10,)] and left["minutely"] == [(1,), (10,)]
 
 
-def test_a_zero_retention_removes_the_ttls_and_keeps_old_rows(clickhouse_url: str, kept: ClickHouseStore) -> None:
+def test_a_zero_retention_removes_the_ttls_and_keeps_old_rows(clickhouse_url: str, kept: Migrations) -> None:
     """Migrating with 0/0 after 30/7 removes every TTL; rows of any age then stay through OPTIMIZE ... FINAL."""
     kept.migrate()
-    forever = ClickHouseStore(clickhouse_url, kept.database, kept.table, retention_days=0)
+    forever = Migrations(ClickHouseStore(clickhouse_url, kept.store.database, kept.store.table), retention_days=0)
     forever.migrate()
     assert forever.retention_applied is not None and len(forever.retention_applied.changes) == 10
-    assert all(" TTL " not in q for q in _create_queries(forever).values())
-    _age(forever, [1, 40])
-    _optimize(forever)
-    assert [(r[0], r[1]) for r in _ages_left(forever)["scores"]] == [("e1", "q support"), ("e40", "q support")]
+    assert all(" TTL " not in q for q in _create_queries(forever.store).values())
+    _age(forever.store, [1, 40])
+    _optimize(forever.store)
+    assert [(r[0], r[1]) for r in _ages_left(forever.store)["scores"]] == [("e1", "q support"), ("e40", "q support")]
 
 
-def test_a_migrate_without_a_retention_setting_leaves_the_ttls_alone(clickhouse_url: str, kept: ClickHouseStore) -> None:
+def test_a_migrate_without_a_retention_setting_leaves_the_ttls_alone(clickhouse_url: str, kept: Migrations) -> None:
     """MONITOR_RETENTION_DAYS unset (a `migrate` run without the deployment's settings) changes no TTL and checks none."""
     kept.migrate()
-    before = _create_queries(kept)
-    unset = ClickHouseStore(clickhouse_url, kept.database, kept.table)
+    before = _create_queries(kept.store)
+    unset = Migrations(ClickHouseStore(clickhouse_url, kept.store.database, kept.store.table))
     unset.migrate()
-    unset.check_schema()
+    unset.check()
     assert (unset.retention_applied, unset.retention_pending) == (None, None)
-    assert _create_queries(kept) == before and " TTL " in before["relevancy_scores"]
+    assert _create_queries(kept.store) == before and " TTL " in before["relevancy_scores"]
 
 
-def test_check_schema_finds_a_differing_retention_without_applying_it(clickhouse_url: str, kept: ClickHouseStore) -> None:
+def test_check_schema_finds_a_differing_retention_without_applying_it(clickhouse_url: str, kept: Migrations) -> None:
     """A store that does not migrate itself: check_schema passes, leaves the difference in retention_pending and
     alters nothing; an equal retention leaves it empty."""
-    ClickHouseStore(clickhouse_url, kept.database, kept.table).migrate()
-    before = _create_queries(kept)
-    kept.check_schema()
+    Migrations(ClickHouseStore(clickhouse_url, kept.store.database, kept.store.table)).migrate()
+    before = _create_queries(kept.store)
+    kept.check()
     assert kept.retention_pending is not None and len(kept.retention_pending.changes) == 10
-    assert _create_queries(kept) == before
+    assert _create_queries(kept.store) == before
     kept.migrate()
-    kept.check_schema()
+    kept.check()
     assert kept.retention_pending is not None and not kept.retention_pending
 
 
-def test_run_without_migrating_warns_about_a_differing_retention_and_starts(clickhouse_url: str, kept: ClickHouseStore) -> None:
+def test_run_without_migrating_warns_about_a_differing_retention_and_starts(clickhouse_url: str, kept: Migrations) -> None:
     """`run`'s start-up step on a store that does not migrate itself logs one warning naming `relevancy-monitor
     migrate` (and does not refuse); migrating itself, it applies the retention and logs that instead."""
-    ClickHouseStore(clickhouse_url, kept.database, kept.table).migrate()
-    settings = load_settings(clickhouse_url=clickhouse_url, clickhouse_database=kept.database, auto_migrate=False, retention_days=30)
+    Migrations(ClickHouseStore(clickhouse_url, kept.store.database, kept.store.table)).migrate()
+    settings = load_settings(clickhouse_url=clickhouse_url, clickhouse_database=kept.store.database, auto_migrate=False, retention_days=30)
     with structlog.testing.capture_logs() as logs:
         _prepare_schema(settings.store)
     warnings = [e for e in logs if e["log_level"] == "warning"]
     assert len(warnings) == 1 and "relevancy-monitor migrate" in warnings[0]["event"], logs
     assert warnings[0]["retention"] == "rows 30 days, text as long as the row" and len(warnings[0]["changes"]) == 5
-    assert " TTL " not in _create_queries(kept)["relevancy_scores"]
-    migrating = load_settings(clickhouse_url=clickhouse_url, clickhouse_database=kept.database, auto_migrate=True, retention_days=30)
+    assert " TTL " not in _create_queries(kept.store)["relevancy_scores"]
+    migrating = load_settings(clickhouse_url=clickhouse_url, clickhouse_database=kept.store.database, auto_migrate=True, retention_days=30)
     with structlog.testing.capture_logs() as logs:
         _prepare_schema(migrating.store)
-    assert [e["event"] for e in logs] == ["retention applied"] and " TTL " in _create_queries(kept)["relevancy_scores"]
+    assert [e["event"] for e in logs] == ["retention applied"] and " TTL " in _create_queries(kept.store)["relevancy_scores"]
     with structlog.testing.capture_logs() as logs:
         _prepare_schema(settings.store)
     assert logs == []

@@ -14,7 +14,7 @@ approximate distinct count of event ids, kept as hashes), no ids or text: nothin
 person's conversation or event.
 
 Before deleting anything, a real erasure records the SHA-256 of every id asked (matched or not: the topics' history
-may hold events never scored) in `{database}.erased_ids` (`monitor.runtime.erased_ids`), so that a replay of the
+may hold events never scored) in `{database}.erased_ids` (`monitor.store.erased_ids`), so that a replay of the
 topics never scores them again, even when the erasure stops between the two; a store without that table (before
 migration 039) is refused before any DELETE. A dry run records nothing.
 
@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from monitor.runtime.erased_ids import record_erased
-from monitor.runtime.retention import TRAFFIC_TABLE
-from monitor.runtime.store import ClickHouseStore
+from monitor.store.connection import ClickHouseStore
+from monitor.store.erased_ids import record_erased
+from monitor.store.retention import TRAFFIC_TABLE
 from schemas.ddl import MIGRATIONS_TABLE, ROLLUP_GRAINS
 from schemas.errors import StoreError
 

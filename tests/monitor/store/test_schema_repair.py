@@ -12,7 +12,8 @@ import pytest
 
 from monitor.cli.main import main
 from monitor.devtools.schema_snapshot import render
-from monitor.runtime.store import ClickHouseStore
+from monitor.store.connection import ClickHouseStore
+from monitor.store.migrations import Migrations
 from schemas.errors import StoreError
 from schemas.schema_check import SNAPSHOT_FILE, SchemaObject, expected_schema, schema_differences, snapshot_document
 from tests.harness import cli, monitor_env
@@ -22,7 +23,7 @@ from tests.monitor.runtime.test_sink import rows
 def test_the_snapshot_is_what_the_migrations_create(store: ClickHouseStore) -> None:
     """The committed expected_schema.json equals a fresh store's schema (else: python -m monitor.devtools.schema_snapshot)."""
     committed = (Path(__file__).parents[3] / "schemas" / "sql" / SNAPSHOT_FILE).read_text(encoding="utf-8")
-    document = snapshot_document(store.found_schema(), store.table)
+    document = snapshot_document(Migrations(store).found(), store.table)
     document["generated_by"] = "python -m monitor.devtools.schema_snapshot"
     assert render(document) == committed, "stale schemas/sql/expected_schema.json: run python -m monitor.devtools.schema_snapshot"
 
@@ -68,7 +69,7 @@ def test_a_dropped_table_is_reported_refused_repaired_and_its_rollup_fills_again
 
     writer = ClickHouseStore(store.url, store.database, store.table)
     with pytest.raises(StoreError, match=r"is incomplete: .*table is missing.*run `relevancy-monitor migrate` to re-create it"):
-        writer.ensure_schema()  # embedded: it would migrate, and still refuses to paper over a lost table
+        Migrations(writer).ensure()  # embedded: it would migrate, and still refuses to paper over a lost table
     writer.close()
 
     assert _migrate(store) == 0
@@ -78,7 +79,7 @@ def test_a_dropped_table_is_reported_refused_repaired_and_its_rollup_fills_again
     assert "is current" in capsys.readouterr().err
 
     writer = ClickHouseStore(store.url, store.database, store.table)
-    writer.ensure_schema()
+    Migrations(writer).ensure()
     writer.insert_rows(rows(2, prefix="after"), dedup_token="after")
     assert store.query(f"SELECT sum(n_rows) FROM {store.database}.relevancy_rollup_1m").rows == [(3 + 2,)]  # kept + new
     writer.close()
@@ -104,7 +105,7 @@ def test_two_writers_started_at_once_on_a_fresh_store_both_find_it_whole(clickho
         s = ClickHouseStore(clickhouse_url, database, "relevancy_scores")
         barrier.wait()
         try:
-            s.ensure_schema(migrate=migrate)
+            Migrations(s).ensure(migrate=migrate)
             s.insert_rows(rows(5, prefix=name), dedup_token=name)
             outcomes[name] = "wrote"
         except StoreError as e:
@@ -120,7 +121,7 @@ def test_two_writers_started_at_once_on_a_fresh_store_both_find_it_whole(clickho
         assert outcomes["w1"] == "wrote" or (outcomes["w1"].startswith("refused: the schema of") and "\n" not in outcomes["w1"])
         check = ClickHouseStore(clickhouse_url, database, "relevancy_scores")
         check.open_for_reads()
-        assert check.schema_differences() == []
+        assert Migrations(check).differences() == []
         check.close()
     finally:
         cleanup = ClickHouseStore(clickhouse_url, database, "relevancy_scores")
@@ -129,7 +130,7 @@ def test_two_writers_started_at_once_on_a_fresh_store_both_find_it_whole(clickho
 
 
 def test_no_row_is_written_before_the_schema_is_checked(clickhouse_url: str, database: str) -> None:
-    """A store that was only opened refuses to insert: a writer cannot skip `ensure_schema`."""
+    """A store that was only opened refuses to insert: a writer cannot skip `Migrations.ensure`."""
     s = ClickHouseStore(clickhouse_url, database, "relevancy_scores")
     s.open()
     with pytest.raises(StoreError, match="before its schema was checked"):
@@ -164,6 +165,6 @@ def test_a_column_of_the_operators_own_is_reported_and_blocks_no_writer(store: C
     assert _migrate(store) == 0
     assert "left as it is: " in capsys.readouterr().err
     writer = ClickHouseStore(store.url, store.database, store.table)
-    writer.ensure_schema()
+    Migrations(writer).ensure()
     writer.insert_rows(rows(1), dedup_token="own-column")
     writer.close()

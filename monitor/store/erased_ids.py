@@ -4,7 +4,7 @@ A replay re-reads the topics' history, which still holds an erased person's even
 drops them: it loads the table once (`load_erased_ids`) and skips every event for which `ErasedIds.is_erased`.
 
 The table has no retention TTL, on purpose: it must outlive the topics' retention (a replay may read a topic kept
-longer than the scores), so `monitor.runtime.retention` does not manage it. Its rows are hashes and times only.
+longer than the scores), so `monitor.store.retention` does not manage it. Its rows are hashes and times only.
 
 Loading reads the whole table into memory, assuming erasures are rare (a handful of ids per data-subject request):
 each id costs about 150 bytes in Python (a 64-character hex str of 113 bytes plus its set slot), so a million erased
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from schemas.errors import StoreError
 
 if TYPE_CHECKING:
-    from monitor.runtime.store import ClickHouseStore
+    from monitor.store.connection import ClickHouseStore
 
 ERASED_TABLE = "erased_ids"
 CONVERSATION = "conversation"

@@ -13,8 +13,9 @@ import pytest
 import structlog
 
 from monitor.cli.main import main
-from monitor.runtime.embedded_reader import READER_USER, EmbeddedReader
-from monitor.runtime.store import ClickHouseStore
+from monitor.store.connection import ClickHouseStore
+from monitor.store.embedded_reader import READER_USER, EmbeddedReader
+from monitor.store.migrations import Migrations
 from schemas.errors import StoreError
 from tests.harness import cli, monitor_env
 from tests.monitor.runtime.test_sink import rows
@@ -111,7 +112,7 @@ def test_a_read_session_on_a_server_asks_for_readonly_itself(monkeypatch: pytest
     monkeypatch.setattr(clickhouse_connect, "get_client", get_client)
     for store in (ClickHouseStore("http://127.0.0.1:1", "relevancy", "relevancy_scores") for _ in range(2)):
         with pytest.raises(StoreError):
-            store.open_for_reads() if not asked else store.ensure_schema()
+            store.open_for_reads() if not asked else Migrations(store).ensure()
     assert asked[0]["settings"] == {"readonly": "1"} and "settings" not in asked[1]
 
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from monitor.runtime.erased_ids import ERASED_TABLE, ErasedIds, hash_id, load_erased_ids
-from monitor.runtime.erasure import forget
-from monitor.runtime.retention import retention_tables
-from monitor.runtime.store import ClickHouseStore
+from monitor.store.connection import ClickHouseStore
+from monitor.store.erased_ids import ERASED_TABLE, ErasedIds, hash_id, load_erased_ids
+from monitor.store.erasure import forget
+from monitor.store.migrations import Migrations
+from monitor.store.retention import retention_tables
 from schemas.errors import StoreError
 
 ODD_IDS = [
@@ -73,8 +74,8 @@ def test_with_a_cluster_every_shard_is_read(store: ClickHouseStore) -> None:
 
 def test_the_erased_ids_get_no_retention_ttl(clickhouse_url: str, database: str) -> None:
     """With a 1-day retention the scores table gets its TTL and erased_ids none: it must outlive the topics' history."""
-    s = ClickHouseStore(clickhouse_url, database, "relevancy_scores", retention_days=1)
-    s.migrate()
+    s = ClickHouseStore(clickhouse_url, database, "relevancy_scores")
+    Migrations(s, retention_days=1).migrate()
     try:
         ddl = dict(s.query("SELECT name, create_table_query FROM system.tables WHERE database = {d:String}", {"d": database}).rows)
         assert "TTL" in ddl["relevancy_scores"] and "TTL" not in ddl[ERASED_TABLE]

@@ -30,7 +30,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import structlog
 
-log = structlog.get_logger("monitor.runtime.embedded_reader")
+log = structlog.get_logger("monitor.store.embedded_reader")
 
 READER_FILE = "relevancy-monitor-reader.json"
 READER_USER = "reader"

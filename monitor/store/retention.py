@@ -23,7 +23,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from monitor.canary.table import CANARY_TABLE
+from schemas.canary import CANARY_TABLE
 from schemas.ddl import ROLLUP_GRAINS, on_cluster
 
 TEXT_COLUMNS = ("question", "response", "reasoning", "statements", "verdict_reasons")

@@ -11,9 +11,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from monitor.runtime.erased_ids import ERASED_TABLE
-from monitor.runtime.erasure import AGGREGATE_TABLES, forget, scores_tables, source
-from monitor.runtime.store import ClickHouseStore
+from monitor.store.connection import ClickHouseStore
+from monitor.store.erased_ids import ERASED_TABLE
+from monitor.store.erasure import AGGREGATE_TABLES, forget, scores_tables, source
+from monitor.store.migrations import Migrations
 from schemas.errors import StoreError
 from schemas.scored import ScoredRow
 from tests.monitor.alerts.conftest import insert, make_row
@@ -114,7 +115,7 @@ def test_ids_with_quotes_or_sql_are_matched_literally(store: ClickHouseStore, ev
 def test_every_scores_table_recorded_in_the_database_is_erased(people: ClickHouseStore) -> None:
     """A second scores table migrated into the same database (recorded in schema_migrations) is erased as well."""
     other = ClickHouseStore(people.url, people.database, "other_scores")
-    other.migrate()
+    Migrations(other).migrate()
     insert(other, _rows("alice", ["a9"]) + _rows("dave", ["d1"]))
     assert scores_tables(people) == ["relevancy_scores", "other_scores"]
     assert scores_tables(other) == ["other_scores", "relevancy_scores"]
@@ -137,7 +138,7 @@ def test_with_a_cluster_the_delete_is_on_cluster_and_counts_read_every_shard(peo
     """With a cluster the DELETE goes ON CLUSTER (chDB parses it, then refuses distributed DDL) and the counts read
     `cluster('c', db.t)`."""
     clustered = ClickHouseStore(people.url, people.database, people.table, cluster="prod")
-    clustered._schema_ready = True  # chDB cannot run the cluster's DDL: take the (clusterless) schema as checked
+    clustered.schema_ready = True  # chDB cannot run the cluster's DDL: take the (clusterless) schema as checked
     with pytest.raises(StoreError, match="Replicated DDL queries are disabled"):
         clustered.erase_rows("relevancy_scores", "event_id IN {e:Array(String)}", {"e": ["a1"]})
     assert len(_left(people)) == 10
