@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import json
-import random
 from collections import Counter
-from typing import Any, ClassVar, Generic, TypeVar, cast
+from typing import Any, ClassVar, Generic, TypeVar, Unpack, cast
 
 from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
 from pydantic import BaseModel
 
 from monitor.judges.base import JudgeInfo, Judgement, make_judge_id
-from monitor.judges.messages_client import MessagesClient
+from monitor.judges.cache_minimums import PrefixCheck, warn_if_uncacheable
+from monitor.judges.messages_client import ClientOptions, MessagesClient
 from monitor.judges.prompts import USER_TEMPLATE, user_message
 from monitor.judges.settings import JudgeSettings
 from monitor.judges.structured_output import output_config, parse_reply
@@ -24,7 +24,10 @@ EMPTY_REASONING = "empty response: nothing that could address the question (scor
 
 class LLMJudge(Generic[R]):
     """Base of the rubric and statements judges: subclasses give the method, system prompt, reply model and
-    the mapping from a validated reply to a `Judgement`."""
+    the mapping from a validated reply to a `Judgement`.
+
+    A judge sends through a ready `client` built for its `settings`, or through a `MessagesClient` it builds
+    (and closes) from `options` (`backoff`, `http_client`)."""
 
     method: ClassVar[str]
     system_prompt: ClassVar[str]
@@ -34,22 +37,26 @@ class LLMJudge(Generic[R]):
         self,
         settings: JudgeSettings,
         *,
-        backoff_base_s: float = 0.5,
-        backoff_max_s: float = 8.0,
-        retry_after_cap_s: float = 60.0,
-        rng: random.Random | None = None,
+        client: MessagesClient | None = None,
+        **options: Unpack[ClientOptions],
     ) -> None:
+        if client is not None and options:
+            raise TypeError(f"a judge takes a ready MessagesClient or options to build one, not both: {list(options)}")
+        if client is not None and client.settings != settings:
+            # The judge id names the settings' model and limits: a client for other settings would make it lie.
+            raise ValueError("the MessagesClient was built for other judge settings than the judge's")
         self.settings = settings
         self._output_config = output_config(self.reply_model)
-        self._client = MessagesClient(
-            settings, backoff_base_s=backoff_base_s, backoff_max_s=backoff_max_s, retry_after_cap_s=retry_after_cap_s, rng=rng
-        )
+        self._owns_client = client is None
+        self._client = client if client is not None else MessagesClient(settings, **options)
         self._info = JudgeInfo(
             method=self.method,
             model=settings.model,
             judge_id=make_judge_id(self.method, settings.model, self.prompt_template(), self.params()),
             heuristic=False,
         )
+        # The system prompt is the whole cached prefix (no tools precede it): say so at start-up if it is too short.
+        self.prefix_check: PrefixCheck = warn_if_uncacheable(self.method, self.system_prompt, settings.model)
 
     @property
     def info(self) -> JudgeInfo:
@@ -108,5 +115,6 @@ class LLMJudge(Generic[R]):
         raise NotImplementedError
 
     async def aclose(self) -> None:
-        """Close the API client."""
-        await self._client.aclose()
+        """Close the API client this judge built (a ready one passed in is its owner's to close)."""
+        if self._owns_client:
+            await self._client.aclose()

@@ -3,24 +3,26 @@
 The SDK's own retries are off (`max_retries=0`): every attempt, retry and give-up is counted here, where a
 metrics layer can read it, and `retry-after` is honoured with a cap. The request body (`params`), the reply's
 text (`reply_text`), the pricing of a usage (`usage_of`) and the retry of any other API call (`call`) are shared
-with the Message Batches path (`monitor.judges.batches`)."""
+with the Message Batches path (`monitor.judges.batches`). The waits come from the monitor's one `Backoff`; an
+`http_client` (the SDK's `httpx2.AsyncClient`, e.g. over a mock transport) is the seam for the transport."""
 
 from __future__ import annotations
 
 import asyncio
 import email.utils
-import random
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TypedDict, TypeVar
+from typing import TypedDict, TypeVar, Unpack
 
 import anthropic
+import httpx2
 import structlog
 from anthropic.types import OutputConfigParam
 from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
 
+from monitor.backoff import Backoff
 from monitor.judges.settings import JudgeSettings
 from schemas.errors import JudgeApiError, JudgeReplyInvalid, JudgeUnavailable
 from schemas.usage import Usage
@@ -34,13 +36,11 @@ T = TypeVar("T")
 RETRYABLE_STATUS = {408: "request_timeout", 409: "conflict", 429: "rate_limited", 529: "overloaded"}
 
 
-class RetryOptions(TypedDict, total=False):
+class ClientOptions(TypedDict, total=False):
     """The keyword options of `MessagesClient` (and of the judges that build one) besides the settings."""
 
-    backoff_base_s: float
-    backoff_max_s: float
-    retry_after_cap_s: float
-    rng: random.Random | None
+    backoff: Backoff  # the waits between retries; `Backoff()` (0.5 s doubling to 8 s, retry-after up to 60 s)
+    http_client: httpx2.AsyncClient | None  # handed to `AsyncAnthropic`; None: the SDK builds its own
 
 
 @dataclass(slots=True)
@@ -70,31 +70,22 @@ class MessagesClient:
     `stats` counts `attempts`, `ok`, `error.<kind>` per failed attempt, `retry.<kind>` per retry,
     `gave_up.<kind>` per failed call, and the tokens of every attempt (`tokens.input`, ...)."""
 
-    def __init__(
-        self,
-        settings: JudgeSettings,
-        *,
-        backoff_base_s: float = 0.5,
-        backoff_max_s: float = 8.0,
-        retry_after_cap_s: float = 60.0,
-        rng: random.Random | None = None,
-    ) -> None:
+    def __init__(self, settings: JudgeSettings, **options: Unpack[ClientOptions]) -> None:
         if settings.api_key is None:
             raise JudgeApiError("no Anthropic API key configured (MONITOR_ANTHROPIC_API_KEY)")
         self.model = settings.model
         self.max_tokens = settings.max_tokens
         self.max_retries = settings.max_retries
         self.price = settings.price
-        self.backoff_base_s = backoff_base_s
-        self.backoff_max_s = backoff_max_s
-        self.retry_after_cap_s = retry_after_cap_s
+        self.settings = settings
+        self.backoff = options.get("backoff") or Backoff()
         self.stats: Counter[str] = Counter()
-        self._rng = rng or random.Random()
         self._client = anthropic.AsyncAnthropic(
             api_key=settings.api_key,
             base_url=settings.base_url,
             timeout=settings.request_timeout_s,
             max_retries=0,
+            http_client=options.get("http_client"),
         )
 
     async def structured(self, *, system: str, user: str, output_config: OutputConfigParam, parse: Callable[[str], T]) -> tuple[T, Usage]:
@@ -113,7 +104,10 @@ class MessagesClient:
             if failure is not None:
                 self.stats["retries"] += 1
                 self.stats[f"retry.{failure.kind}"] += 1
-                delay = self._delay(attempt - 1, failure)
+                if failure.kind == "invalid_reply":
+                    delay = 0.0  # a bad reply is not a load problem: it is retried at once, without a wait
+                else:
+                    delay = self.backoff.delay(attempt - 1, failure.retry_after_s)
                 log.debug("judge_retry", kind=failure.kind, attempt=attempt + 1, delay_s=round(delay, 3))
                 if delay > 0:
                     await asyncio.sleep(delay)
@@ -132,7 +126,6 @@ class MessagesClient:
             try:
                 value = parse(reply_text(message))
             except JudgeReplyInvalid as e:
-                # A bad reply is not a load problem: retry at once, no backoff.
                 failure = _Failure("invalid_reply", str(e))
                 self.stats["error.invalid_reply"] += 1
                 log.debug("judge_invalid_reply", error=str(e)[:200], attempt=attempt + 1)
@@ -179,7 +172,7 @@ class MessagesClient:
         for attempt in range(attempts):
             if failure is not None:
                 stats[f"retry.{failure.kind}"] += 1
-                delay = self._delay(attempt - 1, failure)
+                delay = self.backoff.delay(attempt - 1, failure.retry_after_s)
                 log.debug("api_call_retry", call=what, kind=failure.kind, attempt=attempt + 1, delay_s=round(delay, 3))
                 if delay > 0:
                     await asyncio.sleep(delay)
@@ -198,7 +191,7 @@ class MessagesClient:
         raise JudgeUnavailable(f"{failure.kind}: {what}: {summary}", kind=failure.kind)
 
     async def aclose(self) -> None:
-        """Close the HTTP connections."""
+        """Close the HTTP connections (an injected `http_client` too: the SDK closes the client it was given)."""
         await self._client.close()
 
     def _usage(self, t: _Tokens, *, batch: bool = False) -> Usage:
@@ -215,16 +208,6 @@ class MessagesClient:
         self.stats["tokens.output"] += usage.output_tokens or 0
         self.stats["tokens.cache_read"] += usage.cache_read_input_tokens or 0
         self.stats["tokens.cache_write"] += usage.cache_creation_input_tokens or 0
-
-    def _delay(self, retry_index: int, failure: _Failure) -> float:
-        if failure.kind == "invalid_reply":
-            return 0.0
-        # Equal jitter: at least half the exponential step, so clients that failed together spread out.
-        step = min(self.backoff_max_s, self.backoff_base_s * 2.0**retry_index)
-        backoff = step / 2 + self._rng.uniform(0, step / 2)
-        if failure.retry_after_s is not None:
-            return max(backoff, min(failure.retry_after_s, self.retry_after_cap_s))
-        return backoff
 
     def _classify(self, err: anthropic.APIError) -> _Failure:
         if isinstance(err, anthropic.APITimeoutError):

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Unpack
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from monitor.judges.base import Judgement
-from monitor.judges.cache_minimums import PrefixCheck, warn_if_uncacheable
 from monitor.judges.llm import LLMJudge
-from monitor.judges.messages_client import RetryOptions
 from monitor.judges.prompts import DATA_RULES
-from monitor.judges.settings import JudgeSettings
 from monitor.judges.worked_examples import WorkedExample, examples_section
 from schemas.usage import Usage
 
@@ -74,11 +71,6 @@ class RubricJudge(LLMJudge[RubricReply]):
     method = "rubric"
     system_prompt = SYSTEM_PROMPT
     reply_model = RubricReply
-
-    def __init__(self, settings: JudgeSettings, **client_options: Unpack[RetryOptions]) -> None:
-        super().__init__(settings, **client_options)
-        # The system prompt is the whole cached prefix (no tools precede it): say so at start-up if it is too short.
-        self.prefix_check: PrefixCheck = warn_if_uncacheable(self.method, self.system_prompt, settings.model)
 
     def to_judgement(self, reply: RubricReply, usage: Usage) -> Judgement:
         """Raw score 0..4 mapped to [0, 1]."""

@@ -4,16 +4,13 @@ score = share of statements not judged off-question."""
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Literal, Unpack
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from monitor.judges.base import Judgement
-from monitor.judges.cache_minimums import PrefixCheck, warn_if_uncacheable
 from monitor.judges.llm import LLMJudge
-from monitor.judges.messages_client import RetryOptions
 from monitor.judges.prompts import DATA_RULES
-from monitor.judges.settings import JudgeSettings
 from monitor.judges.worked_examples import WorkedExample, examples_section
 from schemas.usage import Usage
 
@@ -96,11 +93,6 @@ class StatementsJudge(LLMJudge[StatementsReply]):
     method = "statements"
     system_prompt = SYSTEM_PROMPT
     reply_model = StatementsReply
-
-    def __init__(self, settings: JudgeSettings, **client_options: Unpack[RetryOptions]) -> None:
-        super().__init__(settings, **client_options)
-        # The system prompt is the whole cached prefix (no tools precede it): say so at start-up if it is too short.
-        self.prefix_check: PrefixCheck = warn_if_uncacheable(self.method, self.system_prompt, settings.model)
 
     def params(self) -> dict[str, Any]:
         """Base parameters plus the strict threshold."""

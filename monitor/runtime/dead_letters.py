@@ -3,25 +3,37 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 from typing import Any
 
 import structlog
 from aiokafka.structs import ConsumerRecord
 
 from consumers.deadletter import DeadLetterPublisher
+from monitor.backoff import Backoff
 from monitor.runtime.health import Health
 from monitor.runtime.metrics import Metrics
 from schemas.errors import DecodeError
 
 log = structlog.get_logger("monitor.runtime.dead_letters")
 
+# Waits between publishes of one record: 0.2 s doubling to 10 s, with the monitor's one jitter.
+PUBLISH_BACKOFF = Backoff(base_s=0.2, max_s=10.0)
 
-async def dead_letter(dlq: DeadLetterPublisher, record: ConsumerRecord[Any, Any], err: DecodeError, metrics: Metrics, health: Health) -> None:
-    """Publish `record` with its reason, retrying with backoff until acknowledged: until then it is not done, so
+
+async def dead_letter(
+    dlq: DeadLetterPublisher,
+    record: ConsumerRecord[Any, Any],
+    err: DecodeError,
+    metrics: Metrics,
+    health: Health,
+    *,
+    backoff: Backoff = PUBLISH_BACKOFF,
+) -> None:
+    """Publish `record` with its reason, retrying with `backoff` until acknowledged: until then it is not done, so
     its partition's commits wait for it (nothing is lost silently). A refusing topic (authorization, a missing
     topic) is said loudly once, with the topic, and shows in readiness until a publish succeeds."""
-    delay = 0.2
-    while True:
+    for retry in itertools.count():
         try:
             await dlq.publish(record, err.reason, err.detail)
             break
@@ -37,8 +49,7 @@ async def dead_letter(dlq: DeadLetterPublisher, record: ConsumerRecord[Any, Any]
                     note="the partition's commits wait for this record; fix the topic or its ACLs",
                 )
             log.debug("dlq_publish_failed", topic=dlq.topic, partition=record.partition, offset=record.offset, error=type(e).__name__)
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 10.0)
+            await asyncio.sleep(backoff.delay(retry))
     if health.mark("dead_letter_topic", True):
         log.info("dead_letter_topic_writable", topic=dlq.topic)
     metrics.dead_lettered.labels(err.reason).inc()

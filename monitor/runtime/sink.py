@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import random
+import itertools
 import time
 from collections.abc import Callable
 from typing import Generic, TypeVar
@@ -22,6 +22,7 @@ from typing import Generic, TypeVar
 import structlog
 from clickhouse_connect.driver.exceptions import DataError
 
+from monitor.backoff import Backoff
 from monitor.runtime.health import Health
 from monitor.runtime.metrics import Metrics
 from monitor.store.async_store import AsyncStore
@@ -30,6 +31,9 @@ from schemas.scored import ScoredRow
 
 T = TypeVar("T")
 log = structlog.get_logger("monitor.runtime.sink")
+
+# Waits between attempts at one batch: 0.2 s doubling to 10 s, with the monitor's one jitter.
+INSERT_BACKOFF = Backoff(base_s=0.2, max_s=10.0)
 
 
 def batch_token(rows: list[ScoredRow]) -> str:
@@ -52,8 +56,7 @@ class ClickHouseSink(Generic[T]):
         *,
         max_rows: int = 1000,
         max_seconds: float = 1.0,
-        retry_initial_s: float = 0.2,
-        retry_max_s: float = 10.0,
+        backoff: Backoff = INSERT_BACKOFF,
     ) -> None:
         self._store = store
         self._on_durable = on_durable
@@ -61,8 +64,7 @@ class ClickHouseSink(Generic[T]):
         self._health = health or Health()
         self.max_rows = max_rows
         self.max_seconds = max_seconds
-        self._retry_initial_s = retry_initial_s
-        self._retry_max_s = retry_max_s
+        self._backoff = backoff
         self._rows: list[ScoredRow] = []
         self._tickets: list[T] = []
         self._oldest: float | None = None
@@ -106,21 +108,20 @@ class ClickHouseSink(Generic[T]):
             del self._rows[: self.max_rows], self._tickets[: self.max_rows]
             self._oldest = time.monotonic() if self._rows else None
             token = batch_token(rows)
-            delay = self._retry_initial_s
             started = time.monotonic()
             try:
-                while True:
+                for retry in itertools.count():
                     try:
                         rows = await self._insert(rows, token)
                         break
                     except Exception as e:  # any driver or network error: the batch stays in memory and is retried
                         self._metrics.insert_failures.inc()
                         self._health.write_failed(f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}")
+                        delay = self._backoff.delay(retry)
                         log.warning("insert_failed", rows=len(rows), error=type(e).__name__, detail=str(e)[:300], retry_in_s=round(delay, 2))
                         if self._closing:
                             raise SinkClosed(f"gave up a batch of {len(rows)} rows on shutdown") from e
-                        await asyncio.sleep(delay * random.uniform(0.5, 1.0))
-                        delay = min(delay * 2, self._retry_max_s)
+                        await asyncio.sleep(delay)
             except BaseException:
                 # Cancelled or closed mid-write: put the batch back so it is neither lost nor left unacknowledged
                 # (an unacknowledged ticket would hold its partition's commits back forever).

@@ -9,6 +9,27 @@ import pytest
 from monitor.backoff import Backoff
 
 
+class Recording(random.Random):
+    """A seeded Random that keeps what a `Backoff` draws from it: `halves` of each step and the resulting `waits`."""
+
+    def __init__(self) -> None:
+        super().__init__(0)
+        self.halves: list[float] = []
+        self.waits: list[float] = []
+
+    def uniform(self, a: float, b: float) -> float:
+        """Draw as Random does, keeping `b` (half the step) and the wait, half the step plus the draw."""
+        drawn = super().uniform(a, b)
+        self.halves.append(b)
+        self.waits.append(b + drawn)
+        return drawn
+
+    @property
+    def steps(self) -> list[float]:
+        """The backoff steps drawn so far."""
+        return [round(2 * half, 6) for half in self.halves]
+
+
 def test_each_wait_is_in_the_upper_half_of_a_doubling_step_up_to_the_cap() -> None:
     """Retry k waits between half and all of min(max, base * 2**k)."""
     b = Backoff(base_s=0.5, max_s=4.0, rng=random.Random(1))

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from monitor.backoff import Backoff
 from monitor.config import Settings, load_settings
 from monitor.judges.llm import LLMJudge
 from monitor.judges.rubric import RubricJudge
@@ -14,7 +15,7 @@ from monitor.judges.statements import StatementsJudge
 from tests.fake_messages_api import FakeMessagesAPI
 
 # Backoff small enough that retry tests take milliseconds, not seconds.
-FAST = {"backoff_base_s": 0.01, "backoff_max_s": 0.05}
+FAST = Backoff(base_s=0.01, max_s=0.05)
 
 QUESTION = "When did order A17 ship?"
 PADDED = "Thanks for getting in touch. We also sell gift cards. Order A17 shipped on 3 March."
@@ -39,7 +40,7 @@ async def make_judge(fake_messages_api: FakeMessagesAPI) -> AsyncIterator[MakeJu
     def make(method: str = "rubric", *, judge_kwargs: dict[str, Any] | None = None, **overrides: Any) -> LLMJudge[Any]:
         settings = judge_settings(fake_messages_api, method, **overrides)
         cls = RubricJudge if method == "rubric" else StatementsJudge
-        judge = cls(settings.judge_client, **{**FAST, **(judge_kwargs or {})})
+        judge = cls(settings.judge_client, **{"backoff": FAST, **(judge_kwargs or {})})
         made.append(judge)
         return judge
 

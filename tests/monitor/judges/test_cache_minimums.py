@@ -157,7 +157,7 @@ async def test_with_the_default_models_minimum_the_new_prompt_is_cached_and_the_
     class InstructionsOnly(type(judge)):  # type: ignore[misc]
         system_prompt = RUBRIC_INSTRUCTIONS if method == "rubric" else STATEMENTS_INSTRUCTIONS
 
-    old = InstructionsOnly(judge.settings, **FAST)
+    old = InstructionsOnly(judge.settings, backoff=FAST)
     try:
         usages = [(await old.judge(QUESTION, TIGHT)).usage for _ in range(2)]
     finally:

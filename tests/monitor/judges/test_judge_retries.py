@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from monitor.backoff import Backoff
 from monitor.judges.messages_client import retry_after_seconds
 from monitor.judges.rubric import RubricJudge
 from schemas.errors import JudgeApiError, JudgeError, JudgeReplyInvalid, JudgeUnavailable
@@ -34,10 +35,11 @@ async def test_429_waits_at_least_retry_after_then_succeeds(fake_messages_api: F
 
 
 async def test_retry_after_is_capped(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge) -> None:
-    """A long retry-after is capped at retry_after_cap_s, so the retry comes within a second or two."""
+    """A long retry-after is capped at the backoff's retry_after_cap_s, so the retry comes within a second or two."""
     fake_messages_api.script(rate_limited(retry_after=30))
     started = time.monotonic()
-    await make_judge("rubric", judge_kwargs={"retry_after_cap_s": 0.2}).judge(QUESTION, TIGHT)
+    backoff = Backoff(base_s=0.01, max_s=0.05, retry_after_cap_s=0.2)
+    await make_judge("rubric", judge_kwargs={"backoff": backoff}).judge(QUESTION, TIGHT)
     assert 0.2 <= gaps(fake_messages_api)[0] and time.monotonic() - started < 3
 
 
@@ -86,9 +88,9 @@ async def test_persistent_529_gives_up_with_unavailable(fake_messages_api: FakeM
 
 
 async def test_backoff_grows_exponentially_and_is_capped(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge) -> None:
-    """Waits between retries double from backoff_base_s up to backoff_max_s, with equal jitter."""
+    """Waits between retries double from the backoff's base_s up to its max_s, with equal jitter."""
     fake_messages_api.always(overloaded())
-    judge = make_judge("rubric", judge_max_retries=4, judge_kwargs={"backoff_base_s": 0.08, "backoff_max_s": 0.32})
+    judge = make_judge("rubric", judge_max_retries=4, judge_kwargs={"backoff": Backoff(base_s=0.08, max_s=0.32)})
     with pytest.raises(JudgeUnavailable):
         await judge.judge(QUESTION, TIGHT)
     g = gaps(fake_messages_api)
@@ -101,7 +103,7 @@ async def test_backoff_grows_exponentially_and_is_capped(fake_messages_api: Fake
 async def test_outage_for_a_while_is_ridden_out(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge) -> None:
     """An outage shorter than the retry budget is ridden out: 529s, then a 200."""
     fake_messages_api.fail_for(0.4)
-    judge = make_judge("rubric", judge_max_retries=6, judge_kwargs={"backoff_base_s": 0.1, "backoff_max_s": 0.2})
+    judge = make_judge("rubric", judge_max_retries=6, judge_kwargs={"backoff": Backoff(base_s=0.1, max_s=0.2)})
     j = await judge.judge(QUESTION, TIGHT)
     assert j.score == 1.0
     statuses = fake_messages_api.statuses()
@@ -146,7 +148,7 @@ async def test_unreachable_api_gives_up_with_unavailable(fake_messages_api: Fake
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # nothing listens here once the socket is closed
     settings = judge_settings(fake_messages_api, "rubric", anthropic_base_url=f"http://127.0.0.1:{port}", judge_max_retries=2)
-    judge = RubricJudge(settings.judge_client, backoff_base_s=0.01)
+    judge = RubricJudge(settings.judge_client, backoff=Backoff(base_s=0.01))
     try:
         with pytest.raises(JudgeUnavailable, match="connection"):
             await judge.judge(QUESTION, TIGHT)

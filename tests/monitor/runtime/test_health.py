@@ -13,7 +13,7 @@ from monitor.runtime.health import Health, HealthGauges, HealthServer
 from monitor.runtime.metrics import Metrics
 from monitor.runtime.sink import ClickHouseSink
 from monitor.store.async_store import AsyncStore
-from tests.monitor.runtime.test_sink import FaultyStore, rows
+from tests.monitor.runtime.test_sink import FAST, FaultyStore, rows
 
 
 def _get(port: int, path: str) -> tuple[int, bytes]:
@@ -49,7 +49,13 @@ async def test_a_failing_store_shows_in_readiness_until_a_write_succeeds(async_s
     health = Health(joined=True, store_answered=True, unready_after_s=0.0)
     seen: list[bool] = []
     store = FaultyStore(async_store, fail_before=2)
-    sink: ClickHouseSink[int] = ClickHouseSink(store, lambda t, r: seen.append(health.component_up("store")), Metrics(), health, retry_initial_s=0.01)
+    sink: ClickHouseSink[int] = ClickHouseSink(
+        store,
+        lambda t, r: seen.append(health.component_up("store")),
+        Metrics(),
+        health,
+        backoff=FAST,
+    )
     original = store.insert_rows
 
     async def watching(rows_: object, token: str) -> None:

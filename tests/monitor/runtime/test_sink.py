@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
 import pytest
 
+from monitor.backoff import Backoff
 from monitor.runtime.metrics import Metrics
-from monitor.runtime.sink import ClickHouseSink, batch_token
+from monitor.runtime.sink import INSERT_BACKOFF, ClickHouseSink, batch_token
 from monitor.store.async_store import AsyncStore
 from schemas.errors import SinkClosed
 from schemas.scored import ScoredRow
 from tests.harness import count_rows
+from tests.monitor.test_backoff import Recording
+
+# The sink's own cap with a base small enough that retry tests take milliseconds.
+FAST = Backoff(base_s=0.01, max_s=10.0)
 
 
 class FaultyStore(AsyncStore):
@@ -97,7 +103,7 @@ async def test_store_outage_is_retried_with_the_same_token(async_store: AsyncSto
     store = FaultyStore(async_store, fail_before=3)
     acked: list[int] = []
     m = Metrics()
-    sink: ClickHouseSink[int] = ClickHouseSink(store, lambda t, r: acked.extend(t), m, max_rows=10, retry_initial_s=0.01)
+    sink: ClickHouseSink[int] = ClickHouseSink(store, lambda t, r: acked.extend(t), m, max_rows=10, backoff=FAST)
     for i, r in enumerate(rows(4)):
         sink.add(r, i)
     await sink.flush()
@@ -107,11 +113,31 @@ async def test_store_outage_is_retried_with_the_same_token(async_store: AsyncSto
     assert await count_rows(async_store, final=False) == 4
 
 
+async def test_each_failed_insert_waits_the_next_step_of_the_sinks_backoff(async_store: AsyncStore) -> None:
+    """Four failed inserts wait the injected Backoff's jittered steps, doubling to its cap; by default 0.2 s to 10 s."""
+    rng = Recording()
+    store = FaultyStore(async_store, fail_before=4)
+    backoff = Backoff(base_s=0.01, max_s=0.04, rng=rng)
+    sink: ClickHouseSink[int] = ClickHouseSink(store, lambda t, r: None, Metrics(), backoff=backoff)
+    sink.add(rows(1)[0], 0)
+    started = time.monotonic()
+    assert await sink.flush() == 1
+    assert time.monotonic() - started >= sum(rng.waits) - 0.001  # it slept the waits it drew
+    assert rng.steps == [0.01, 0.02, 0.04, 0.04]
+    assert INSERT_BACKOFF == Backoff(base_s=0.2, max_s=10.0)
+
+
 async def test_lost_acknowledgement_does_not_duplicate_rows(async_store: AsyncStore) -> None:
     """A write whose acknowledgement was lost is retried with the same token and kept once."""
     store = FaultyStore(async_store, fail_after=2)
     acked: list[int] = []
-    sink: ClickHouseSink[int] = ClickHouseSink(store, lambda t, r: acked.extend(t), Metrics(), max_rows=10, retry_initial_s=0.01)
+    sink: ClickHouseSink[int] = ClickHouseSink(
+        store,
+        lambda t, r: acked.extend(t),
+        Metrics(),
+        max_rows=10,
+        backoff=FAST,
+    )
     for i, r in enumerate(rows(5)):
         sink.add(r, i)
     await sink.flush()
@@ -123,7 +149,14 @@ async def test_cancel_mid_write_puts_the_batch_back(async_store: AsyncStore) -> 
     """Cancelling a flush mid-retry puts the batch back unacknowledged for a later flush."""
     store = FaultyStore(async_store, fail_before=1000)
     acked: list[int] = []
-    sink: ClickHouseSink[int] = ClickHouseSink(store, lambda t, r: acked.extend(t), Metrics(), max_rows=10, retry_initial_s=0.05)
+    slow = Backoff(base_s=0.05, max_s=10.0)
+    sink: ClickHouseSink[int] = ClickHouseSink(
+        store,
+        lambda t, r: acked.extend(t),
+        Metrics(),
+        max_rows=10,
+        backoff=slow,
+    )
     for i, r in enumerate(rows(3)):
         sink.add(r, i)
     with pytest.raises(TimeoutError):
@@ -138,7 +171,7 @@ async def test_closed_sink_gives_up_and_keeps_rows_unacknowledged(async_store: A
     """A closed sink stops retrying with SinkClosed and keeps its rows unacknowledged."""
     store = FaultyStore(async_store, fail_before=1000)
     acked: list[int] = []
-    sink: ClickHouseSink[int] = ClickHouseSink(store, lambda t, r: acked.extend(t), Metrics(), retry_initial_s=0.01)
+    sink: ClickHouseSink[int] = ClickHouseSink(store, lambda t, r: acked.extend(t), Metrics(), backoff=FAST)
     sink.add(rows(1)[0], 1)
     sink.close()
     with pytest.raises(SinkClosed):
@@ -174,7 +207,12 @@ async def test_a_row_the_driver_refuses_cannot_hold_back_its_batch(async_store: 
     """A refused row is written as an error row, or dropped and counted, so its batch still goes through."""
     acked: list[int] = []
     m = Metrics()
-    sink: ClickHouseSink[int] = ClickHouseSink(RefusingStore(async_store), lambda t, r: acked.extend(t), m, retry_initial_s=0.01)
+    sink: ClickHouseSink[int] = ClickHouseSink(
+        RefusingStore(async_store),
+        lambda t, r: acked.extend(t),
+        m,
+        backoff=FAST,
+    )
     for i, r in enumerate([*rows(3), *rows(1, prefix="bad"), *rows(1, prefix="worse")]):
         sink.add(r, i)
     await asyncio.wait_for(sink.flush(), 10)
