@@ -33,8 +33,8 @@ from consumers.decode import decode_event
 from monitor.config import load_settings
 from monitor.devtools.traffic import generate_events
 from monitor.judges.statements import StatementsJudge
-from monitor.runtime.guarded_judge import GuardedJudge
-from monitor.runtime.metrics import Metrics
+from monitor.judging.guarded_judge import GuardedJudge
+from monitor.judging.metrics import JudgingMetrics
 from schemas.events import ConversationEvent, KafkaPosition
 from schemas.usage import Usage
 from tests.fake_messages_api import API_KEY, FakeMessagesAPI, Reply
@@ -127,7 +127,7 @@ async def measure(rounds: int, requests: int, concurrency: int = CONCURRENCY, la
             judge="statements", anthropic_base_url=base_url, anthropic_api_key=API_KEY, judge_concurrency=concurrency, metrics_port=0
         )
         judge = StatementsJudge(settings.judge_client)
-        guard = GuardedJudge(judge, settings.flow, Metrics(), on_spent=_spend_sink())
+        guard = GuardedJudge(judge, settings.flow, JudgingMetrics(), on_spent=_spend_sink())
         sdk = anthropic.AsyncAnthropic(api_key=API_KEY, base_url=base_url, max_retries=0, timeout=settings.judge_client.request_timeout_s)
         batch = events(requests)
         # Built once, before any clock: the SDK's baseline is the call alone (its own transform, JSON, HTTP, parse).

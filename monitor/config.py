@@ -25,10 +25,10 @@ from consumers.sampling import SamplingSettings
 from monitor.alerts.durations import parse_duration
 from monitor.judges.pricing import DEFAULT_PRICES, ModelPrice
 from monitor.judges.settings import JudgeSettings
+from monitor.judging.budget import BudgetSettings
+from monitor.judging.flow import FlowSettings
+from monitor.judging.shadow import ShadowSettings
 from monitor.privacy.settings import DEFAULT_PHONE_REGIONS, RedactionSettings
-from monitor.runtime.budget import BudgetSettings
-from monitor.runtime.flow import FlowSettings
-from monitor.runtime.shadow import ShadowSettings
 from monitor.store.settings import StoreSettings
 from monitor.store.urls import normalize_url
 from schemas.errors import ConfigError

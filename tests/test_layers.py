@@ -51,6 +51,8 @@ def test_the_tree_keeps_every_import_contract() -> None:
         ("monitor/judges/llm.py", "import monitor.config", "judges know nothing of the configuration"),
         ("monitor/devtools/traffic.py", "from monitor.cli import table", "the dev tools never import the command line"),
         ("monitor/store/retention.py", "from monitor.canary import table", "the store imports only schemas"),
+        ("monitor/judging/guarded_judge.py", "import monitor.runtime.pipeline", "judging (the guards that live, replay"),
+        ("monitor/judging/budget.py", "from monitor.replay import run", "judging (the guards that live, replay"),
         ("monitor/store/connection.py", "import monitor.runtime.metrics", "the store imports only schemas"),
     ],
 )

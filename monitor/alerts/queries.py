@@ -378,7 +378,7 @@ def fetch_canary_history(store: ClickHouseStore, rule: Rule, grid: Grid, start: 
     return build_history(grid, start, end, rule.key_fields, CANARY_SUMS, _run(store, sql, params), None)
 
 
-# ---- shadow metrics: the events a primary judge and its shadow both scored ok (monitor.runtime.shadow) ------------
+# ---- shadow metrics: the events a primary judge and its shadow both scored ok (monitor.judging.shadow) ------------
 
 # One row per shared event: the shadow's row (sample_rule 'shadow:...') joined to the primary's row of the same app
 # and event (any other judge_id without the prefix), both ok. Both rows carry the event's time, so `{where}` (a time

@@ -11,11 +11,11 @@ from datetime import UTC, datetime
 
 from monitor.calibration.labels import LabelledPair
 from monitor.judges.base import JudgeFailure, JudgeInfo, Judgement
+from monitor.judging.flow import FlowSettings
+from monitor.judging.guarded_judge import GuardedJudge
+from monitor.judging.metrics import JudgingMetrics
 from monitor.privacy.events import JudgedEvent, redact_event
 from monitor.protocols import Judge, Redactor
-from monitor.runtime.flow import FlowSettings
-from monitor.runtime.guarded_judge import GuardedJudge
-from monitor.runtime.metrics import Metrics
 from schemas.events import ConversationEvent, KafkaPosition
 from schemas.usage import Usage
 
@@ -125,7 +125,7 @@ async def judge_pairs(
 ) -> CalibrationRun:
     """Judge every pair concurrently under `flow`'s limits and close the judge; the outcomes keep input order."""
     spent: list[Usage] = []
-    guard = GuardedJudge(judge, flow, Metrics(), on_spent=spent.append)
+    guard = GuardedJudge(judge, flow, JudgingMetrics(), on_spent=spent.append)
     now = datetime.now(UTC)
     done = 0
     opens_at_last_success = 0

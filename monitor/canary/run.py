@@ -22,11 +22,11 @@ from monitor.calibration.run import Spend, pair_event
 from monitor.canary.figures import run_figures
 from monitor.canary.model import RunFigures, RunSummary
 from monitor.judges.base import JudgeFailure, JudgeInfo, Judgement
+from monitor.judging.flow import FlowSettings
+from monitor.judging.guarded_judge import GuardedJudge
+from monitor.judging.metrics import JudgingMetrics
 from monitor.privacy.events import JudgedEvent, redact_event
 from monitor.protocols import Judge, Redactor
-from monitor.runtime.flow import FlowSettings
-from monitor.runtime.guarded_judge import GuardedJudge
-from monitor.runtime.metrics import Metrics
 from schemas.errors import UsageError
 from schemas.usage import Usage
 
@@ -108,7 +108,7 @@ async def judge_set(
     """Judge every pair of `labelled` under `flow`'s limits, each unscored at `deadline_s` seconds an error, and close
     the judge; the pairs keep the set's order."""
     spent: list[Usage] = []
-    guard = GuardedJudge(judge, flow, Metrics(), on_spent=spent.append)
+    guard = GuardedJudge(judge, flow, JudgingMetrics(), on_spent=spent.append)
     started = time.monotonic()
     deadline = started + deadline_s
 

@@ -23,10 +23,10 @@ from monitor.canary.table import canary_rows
 from monitor.judges.base import JudgeInfo
 from monitor.judges.factory import build_judge
 from monitor.judges.settings import JudgeSettings
+from monitor.judging.flow import FlowSettings
 from monitor.privacy.redactor import build_redactor
 from monitor.privacy.settings import RedactionSettings
 from monitor.protocols import Redactor
-from monitor.runtime.flow import FlowSettings
 from monitor.store.connection import ClickHouseStore
 from schemas.canary import CANARY_TABLE, COLUMNS
 from schemas.errors import StoreError

@@ -15,9 +15,12 @@ from typing import IO, Any
 
 from monitor.cli.flags import JUDGE_ENV_ONLY, JUDGE_SETTINGS, add_renamed_flag, add_setting_flags, settings_from_args
 from monitor.config import Settings
-from monitor.judges.base import JudgeInfo, Judgement
+from monitor.judges.base import JudgeFailure, JudgeInfo, Judgement
+from monitor.judging.flow import FlowSettings
+from monitor.judging.guarded_judge import GuardedJudge
+from monitor.judging.metrics import JudgingMetrics
 from monitor.protocols import Judge
-from schemas.errors import JudgeError, UsageError
+from schemas.errors import UsageError
 
 QUESTION_KEYS = ("question", "user_message")
 ANSWER_KEYS = ("answer", "response")
@@ -31,6 +34,29 @@ class Pair:
     question: str = ""
     answer: str = ""
     input_error: str | None = None
+
+    @property
+    def event_id(self) -> str:
+        """The pair's name in logs: its place in the input."""
+        return f"pair-{self.index}"
+
+    @property
+    def response(self) -> str:
+        """The answer, under the name the guards read."""
+        return self.answer
+
+    @property
+    def source(self) -> PairPosition:
+        """The pair's place in the input, for the guards' logs."""
+        return PairPosition(0, self.index)
+
+
+@dataclass(frozen=True, slots=True)
+class PairPosition:
+    """A pair's place in the input (`offset` is its number)."""
+
+    partition: int
+    offset: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +114,7 @@ def run_judge(ns: argparse.Namespace, settings: Settings | None = None, out: IO[
     pairs = read_pairs(ns)
     settings = settings or settings_from_args(ns)
     judge = build_judge(settings.judge_client)
-    outcomes = asyncio.run(_judge_all(judge, pairs, settings.judge_concurrency))
+    outcomes = asyncio.run(_judge_all(judge, pairs, settings.flow))
     if ns.format == "json":
         for o in outcomes:
             out.write(json.dumps(outcome_dict(o, judge.info), ensure_ascii=False) + "\n")
@@ -136,17 +162,19 @@ def parse_line(number: int, line: str) -> Pair:
     return Pair(index=number, question=question, answer=answer)
 
 
-async def _judge_all(judge: Judge, pairs: Sequence[Pair], concurrency: int) -> list[Outcome]:
-    limit = asyncio.Semaphore(concurrency)
+async def _judge_all(judge: Judge, pairs: Sequence[Pair], flow: FlowSettings) -> list[Outcome]:
+    # The service's guards (adaptive concurrency, the rate limit, the circuit breaker, the timeout): a file of pairs
+    # meets the provider's limits the way the live traffic does.
+    guard = GuardedJudge(judge, flow, JudgingMetrics(), on_spent=lambda usage: None)
 
     async def one(pair: Pair) -> Outcome:
         if pair.input_error is not None:
             return Outcome(pair, error_reason="bad_input", error=pair.input_error)
-        async with limit:
-            try:
-                return Outcome(pair, judgement=await judge.judge(pair.question, pair.answer))
-            except JudgeError as e:
-                return Outcome(pair, error_reason=e.reason, error=str(e))
+        outcome = await guard.judge_event(pair, still_wanted=lambda: True)
+        assert outcome is not None  # still_wanted is always true: only a verdict or a failure ends the call
+        if isinstance(outcome.verdict, JudgeFailure):
+            return Outcome(pair, error_reason=outcome.verdict.reason, error=outcome.verdict.detail)
+        return Outcome(pair, judgement=outcome.verdict)
 
     try:
         return list(await asyncio.gather(*(one(p) for p in pairs)))

@@ -16,15 +16,16 @@ from datetime import timedelta
 from consumers.decode import decode_event
 from consumers.sampling import DecisionKind, SampleDecision
 from monitor.config import Settings
-from monitor.judges.base import JudgeFailure, Judgement
 from monitor.judges.factory import build_judge
+from monitor.judging.guarded_judge import GuardedJudge
+from monitor.judging.metrics import JudgingMetrics
+from monitor.judging.traffic_counts import COLUMNS, TrafficCounter
 from monitor.privacy.events import JudgedEvent, redact_event
 from monitor.privacy.redactor import build_redactor
 from monitor.runtime.rows import build_row
-from monitor.runtime.traffic_counts import COLUMNS, TrafficCounter
 from monitor.store.connection import ClickHouseStore
 from monitor.store.retention import TRAFFIC_TABLE
-from schemas.errors import DecodeError, JudgeError
+from schemas.errors import DecodeError
 from schemas.events import KafkaPosition
 from schemas.scored import ScoredRow
 
@@ -41,20 +42,18 @@ class History:
 
 
 async def judge_history(settings: Settings, values: Sequence[bytes], rng: random.Random) -> History:
-    """Decode, redact and judge `values` (in time order) with the configured judge, within its concurrency; a
+    """Decode, redact and judge `values` (in time order) with the configured judge, through the service's guards; a
     malformed value is counted as consumed and dead-lettered at the time of the event before it, as the service would."""
     judge = build_judge(settings.judge_client)
     redactor = build_redactor(settings.redaction) if settings.redact else None
-    slots = asyncio.Semaphore(settings.judge_concurrency)
+    guard = GuardedJudge(judge, settings.flow, JudgingMetrics(), on_spent=lambda usage: None)
     traffic = TrafficCounter()
     decision = SampleDecision(sampled=True, rate=1.0, kind=DecisionKind.BASE)
 
     async def score(judged: JudgedEvent) -> ScoredRow:
-        async with slots:
-            try:
-                outcome: Judgement | JudgeFailure = await judge.judge(judged.judged.question, judged.judged.response)
-            except JudgeError as e:
-                outcome = JudgeFailure.from_error(e)
+        judging = await guard.judge_event(judged.judged, still_wanted=lambda: True)
+        assert judging is not None  # still_wanted is always true: only a verdict or a failure ends the call
+        outcome = judging.verdict
         latency = rng.uniform(0.2, 2.5)
         scored_at = judged.original.event_time + timedelta(seconds=latency + rng.uniform(0.5, 3.0))
         return build_row(

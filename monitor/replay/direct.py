@@ -15,10 +15,10 @@ import structlog
 
 from consumers.sampling import SampleDecision
 from monitor.judges.base import JudgeFailure
+from monitor.judging.guarded_judge import GuardedJudge
 from monitor.privacy.events import JudgedEvent
 from monitor.replay.estimate import CostModel
 from monitor.replay.spend_cap import SpendCap
-from monitor.runtime.guarded_judge import GuardedJudge
 from monitor.runtime.rows import TextPolicy, build_row
 from monitor.runtime.sink import ClickHouseSink
 

@@ -33,6 +33,7 @@ from consumers.time_range import RangeProgress, TimeRange
 from monitor.config import Settings
 from monitor.judges.batches import BatchJudge
 from monitor.judges.llm import LLMJudge
+from monitor.judging.guarded_judge import GuardedJudge
 from monitor.privacy.events import JudgedEvent, redact_event
 from monitor.privacy.redactor import build_redactor
 from monitor.protocols import Judge, Redactor
@@ -44,7 +45,6 @@ from monitor.replay.scored_lookup import already_scored
 from monitor.replay.sources import Item, KafkaHistory, Malformed, StoredCounts, StoreHistory
 from monitor.replay.spend_cap import SpendCap
 from monitor.replay.triage import Skip, Tally, triage
-from monitor.runtime.guarded_judge import GuardedJudge
 from monitor.runtime.metrics import Metrics
 from monitor.runtime.service import build_sampler
 from monitor.runtime.sink import ClickHouseSink

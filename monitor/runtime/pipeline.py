@@ -29,21 +29,21 @@ from consumers.offsets import OffsetTracker, Ticket
 from consumers.sampling import SampleDecision, Sampler, ShadowSampler
 from consumers.source import KafkaSource
 from monitor.judges.base import JudgeFailure, Judgement
+from monitor.judging.cost_control import CostControl
+from monitor.judging.flow import FlowSettings
+from monitor.judging.guarded_judge import GuardedJudge, ShadowGuardedJudge
+from monitor.judging.shadow import RowsOwed
+from monitor.judging.traffic_counts import MinuteSegment, minute_number
+from monitor.judging.verdict_reuse import VerdictReuse, cache_key
 from monitor.privacy.events import JudgedEvent, redact_event
 from monitor.protocols import Redactor
 from monitor.runtime.backpressure import Backpressure
-from monitor.runtime.cost_control import CostControl
 from monitor.runtime.dead_letters import dead_letter
-from monitor.runtime.flow import FlowSettings
-from monitor.runtime.guarded_judge import GuardedJudge, ShadowGuardedJudge
 from monitor.runtime.health import Health, HealthGauges
 from monitor.runtime.metrics import Metrics
 from monitor.runtime.partition_tasks import Deadline, PartitionTasks
 from monitor.runtime.rows import TextPolicy, build_row
-from monitor.runtime.shadow import RowsOwed
 from monitor.runtime.sink import ClickHouseSink
-from monitor.runtime.traffic_counts import MinuteSegment, minute_number
-from monitor.runtime.verdict_reuse import VerdictReuse, cache_key
 from monitor.store.async_store import AsyncStore
 from schemas.errors import DecodeError, SinkClosed
 from schemas.events import ConversationEvent, KafkaPosition

@@ -14,16 +14,16 @@ from consumers.offsets import OffsetTracker, Ticket
 from consumers.sampling import Sampler, ShadowSampler
 from monitor.config import Settings
 from monitor.judges.factory import build_judge
+from monitor.judging.cost_control import CostControl
+from monitor.judging.guarded_judge import GuardedJudge, ShadowGuardedJudge
+from monitor.judging.shadow import RowsOwed
+from monitor.judging.verdict_reuse import VerdictCache, VerdictReuse
 from monitor.privacy.redactor import build_redactor
 from monitor.protocols import Judge
-from monitor.runtime.cost_control import CostControl
-from monitor.runtime.guarded_judge import GuardedJudge, ShadowGuardedJudge
 from monitor.runtime.health import Health, HealthServer
 from monitor.runtime.metrics import Metrics
 from monitor.runtime.pipeline import Collaborators, Pipeline, Shadow
-from monitor.runtime.shadow import RowsOwed
 from monitor.runtime.sink import ClickHouseSink
-from monitor.runtime.verdict_reuse import VerdictCache, VerdictReuse
 from monitor.store.async_store import AsyncStore
 from schemas.errors import ConfigError, SamplingConfigError
 from schemas.scored import ScoredRow

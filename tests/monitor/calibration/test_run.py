@@ -8,9 +8,9 @@ from monitor.calibration.run import FAILED_PROBES_BEFORE_GIVING_UP, Spend, judge
 from monitor.judges.base import JudgeFailure
 from monitor.judges.lexical import LexicalJudge
 from monitor.judges.rubric import RubricJudge
+from monitor.judging.flow import FlowSettings
 from monitor.privacy.redactor import build_redactor
 from monitor.privacy.settings import RedactionSettings
-from monitor.runtime.flow import FlowSettings
 from schemas.usage import Usage
 from tests.fake_messages_api import FakeMessagesAPI, malformed, overloaded
 from tests.monitor.judges.conftest import FAST, QUESTION, TIGHT, judge_settings

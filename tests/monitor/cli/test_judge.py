@@ -138,6 +138,15 @@ def test_judge_failure_is_reported_for_that_pair_and_exits_1(api_env: FakeMessag
     assert "1.000" in out  # the second pair still scored
 
 
+def test_a_transient_overload_is_ridden_out_by_the_services_guards(api_env: FakeMessagesAPI, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`judge` goes through the same guards as the service: an overload past the client's retries is judged again."""
+    api_env.script(overloaded())  # then the default brain answers
+    monkeypatch.setenv("MONITOR_JUDGE_MAX_RETRIES", "0")  # the client gives up at once: only the guard retries
+    code, out, err = run("--judge", "rubric", "--question", QUESTION, "--answer", TIGHT, "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["ok"] is True and len(api_env.message_requests) == 2
+
+
 def test_lexical_needs_no_api(monkeypatch: pytest.MonkeyPatch) -> None:
     """The lexical judge runs without any API key and is reported as heuristic."""
     for var in ("MONITOR_JUDGE", "MONITOR_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY"):

@@ -18,8 +18,8 @@ import pytest
 
 from monitor.alerts.evaluator import AlertState
 from monitor.alerts.state import StateStore
-from monitor.runtime.traffic_counts import COLUMNS as TRAFFIC_COLUMNS
-from monitor.runtime.traffic_counts import TrafficCounter
+from monitor.judging.traffic_counts import COLUMNS as TRAFFIC_COLUMNS
+from monitor.judging.traffic_counts import TrafficCounter
 from monitor.store.connection import ClickHouseStore
 from monitor.store.migrations import Migrations
 from schemas.scored import ScoredRow

@@ -319,7 +319,7 @@ def test_a_table_from_before_replays_is_read_whole_and_says_so(store: ClickHouse
 def test_coverage_counts_the_same_minutes_on_both_sides_of_a_range_starting_mid_minute(store: ClickHouseStore) -> None:
     """A range starting at :15 of a minute leaves that minute's traffic out, and its judged events too: every event
     judged and consumed once reads 100 %, not more (the demo's report once said 100.4 %)."""
-    from monitor.runtime.traffic_counts import COLUMNS, TrafficCounter
+    from monitor.judging.traffic_counts import COLUMNS, TrafficCounter
 
     start = T0 + timedelta(minutes=10)
     rows = [make_row(start + timedelta(seconds=10 * i), app="support", prompt_version="v1", judge_id=LEXICAL_JUDGE, score=0.8) for i in range(24)]

@@ -16,10 +16,10 @@ from aiokafka.structs import ConsumerRecord
 from consumers.sampling import Match, Rule, Sampler, SamplingPolicy
 from monitor.config import Settings
 from monitor.judges.lexical import LexicalJudge
+from monitor.judging.traffic_counts import TrafficCounter, minute_number
 from monitor.runtime.metrics import Metrics
 from monitor.runtime.pipeline import Pipeline
 from monitor.runtime.service import build_pipeline
-from monitor.runtime.traffic_counts import TrafficCounter, minute_number
 from monitor.store.async_store import AsyncStore
 from monitor.store.connection import ClickHouseStore
 

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from consumers.offsets import OffsetTracker, Ticket
-from monitor.runtime.budget import BudgetSettings
-from monitor.runtime.cost_control import CostControl
+from monitor.judging.budget import BudgetSettings
+from monitor.judging.cost_control import CostControl
 from monitor.runtime.metrics import Metrics
 from monitor.runtime.pipeline import Pipeline
 

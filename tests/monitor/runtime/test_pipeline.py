@@ -232,7 +232,7 @@ async def test_a_leader_cancelled_before_it_ran_releases_its_followers(make_sett
 
     from consumers.decode import decode_event
     from consumers.sampling import DecisionKind, SampleDecision
-    from monitor.runtime.verdict_reuse import cache_key
+    from monitor.judging.verdict_reuse import cache_key
     from schemas.events import KafkaPosition
 
     run = RunningPipeline(make_settings(), async_store)  # not started: no Kafka I/O, only the judging machinery

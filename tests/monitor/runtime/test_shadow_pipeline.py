@@ -12,8 +12,8 @@ import pytest
 from consumers.sampling import shadow_point
 from monitor.config import Settings
 from monitor.devtools.localbroker import LocalBroker
-from monitor.runtime.budget import SpendBudget
-from monitor.runtime.cost_control import judge_spend
+from monitor.judging.budget import SpendBudget
+from monitor.judging.cost_control import judge_spend
 from monitor.store.async_store import AsyncStore
 from tests.fake_messages_api import FakeMessagesAPI, Reply, overloaded
 from tests.harness import RunningPipeline, committed_offsets, count_rows, produce_values, wait_for

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from monitor.judges.base import JudgeFailure, Judgement
-from monitor.runtime.verdict_reuse import VerdictCache, VerdictReuse
+from monitor.judging.verdict_reuse import VerdictCache, VerdictReuse
 
 OK = Judgement(score=1.0, raw_score=1.0, reasoning="r")
 

@@ -13,19 +13,56 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 
 from monitor.judges.base import JudgeFailure, Judgement
+from monitor.judging.flow import AdaptiveLimiter, CircuitBreaker, FlowSettings, RateLimiter
+from monitor.judging.metrics import JudgingMetrics
 from monitor.protocols import Judge
-from monitor.runtime.flow import AdaptiveLimiter, CircuitBreaker, FlowSettings, RateLimiter
-from monitor.runtime.metrics import Metrics
 from schemas.errors import JudgeError
-from schemas.events import ConversationEvent
 from schemas.usage import Usage
 
-log = structlog.get_logger("monitor.runtime.guarded_judge")
+log = structlog.get_logger("monitor.judging.guarded_judge")
+
+
+class Position(Protocol):
+    """Where a judged pair came from, for the logs."""
+
+    @property
+    def partition(self) -> int:
+        """The Kafka partition (0 for a pair from a file)."""
+        ...
+
+    @property
+    def offset(self) -> int:
+        """The offset in the partition (a pair's number in a file)."""
+        ...
+
+
+class Judgeable(Protocol):
+    """What a guard judges: a decoded event (`schemas.events.ConversationEvent`) or any pair with an id and a place."""
+
+    @property
+    def event_id(self) -> str:
+        """The event's id, for the logs."""
+        ...
+
+    @property
+    def question(self) -> str:
+        """The user's message."""
+        ...
+
+    @property
+    def response(self) -> str:
+        """The assistant's response."""
+        ...
+
+    @property
+    def source(self) -> Position:
+        """Where it came from, for the logs."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +73,7 @@ class JudgeOutcome:
     elapsed_s: float
 
 
-def estimate_tokens(event: ConversationEvent) -> float:
+def estimate_tokens(event: Judgeable) -> float:
     """A rough input-token estimate for the client-side limit (about 4 characters a token, plus the prompt)."""
     return (len(event.question) + len(event.response)) / 4 + 600
 
@@ -68,7 +105,7 @@ class GuardedJudge:
     _low = False  # the lane of this judge's calls in the shared limits
 
     def __init__(
-        self, judge: Judge, flow: FlowSettings, metrics: Metrics, on_spent: Callable[[Usage], None], *, limits: JudgeLimits | None = None
+        self, judge: Judge, flow: FlowSettings, metrics: JudgingMetrics, on_spent: Callable[[Usage], None], *, limits: JudgeLimits | None = None
     ) -> None:
         self.judge = judge
         self._flow = flow
@@ -103,7 +140,7 @@ class GuardedJudge:
         throttled, self._rate_limited_seen = now > self._rate_limited_seen, now
         return throttled
 
-    async def judge_event(self, event: ConversationEvent, still_wanted: Callable[[], bool]) -> JudgeOutcome | None:
+    async def judge_event(self, event: Judgeable, still_wanted: Callable[[], bool]) -> JudgeOutcome | None:
         """Judge one event until it has a verdict, a final failure, or is no longer wanted (None: its partition
         was revoked while it waited; the new owner judges it)."""
         method = self.judge.info.method
@@ -144,7 +181,7 @@ class GuardedJudge:
         self._metrics.judge_latency.labels(method).observe(outcome.elapsed_s)
         return outcome
 
-    async def _call(self, event: ConversationEvent) -> JudgeOutcome:
+    async def _call(self, event: Judgeable) -> JudgeOutcome:
         """One judge call under the rate limit and the adaptive concurrency limit."""
         await self.rate.acquire(estimate_tokens(event), low=self._low)
         async with self.limiter.slot(low=self._low):
@@ -173,7 +210,7 @@ class GuardedJudge:
         elif not (isinstance(verdict, JudgeFailure) and verdict.transient):
             self.limiter.on_success()
 
-    async def _verdict(self, event: ConversationEvent) -> Judgement | JudgeFailure:
+    async def _verdict(self, event: Judgeable) -> Judgement | JudgeFailure:
         timeout = self._flow.judge_timeout_s
         try:
             return await asyncio.wait_for(self.judge.judge(event.question, event.response), timeout=timeout)
@@ -194,10 +231,10 @@ class ShadowGuardedJudge(GuardedJudge):
 
     _low = True
 
-    def __init__(self, judge: Judge, primary: GuardedJudge, metrics: Metrics, on_spent: Callable[[Usage], None]) -> None:
+    def __init__(self, judge: Judge, primary: GuardedJudge, metrics: JudgingMetrics, on_spent: Callable[[Usage], None]) -> None:
         super().__init__(judge, primary._flow, metrics, on_spent, limits=primary.limits)
 
-    async def judge_event(self, event: ConversationEvent, still_wanted: Callable[[], bool]) -> JudgeOutcome | None:
+    async def judge_event(self, event: Judgeable, still_wanted: Callable[[], bool]) -> JudgeOutcome | None:
         """Judge one event with the shadow judge: a verdict, a failure after the bounded attempts, or None when its
         partition was revoked while it waited."""
         attempts = 0

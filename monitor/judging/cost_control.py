@@ -8,16 +8,16 @@ from collections.abc import Iterable
 
 import structlog
 
-from monitor.runtime.budget import BudgetSettings, FreshnessGovernor, Limits, Spend, SpendBudget
-from monitor.runtime.metrics import Metrics
-from monitor.runtime.traffic_counts import COLUMNS as TRAFFIC_COLUMNS
-from monitor.runtime.traffic_counts import TrafficCounter
+from monitor.judging.budget import BudgetSettings, FreshnessGovernor, Limits, Spend, SpendBudget
+from monitor.judging.metrics import JudgingMetrics
+from monitor.judging.traffic_counts import COLUMNS as TRAFFIC_COLUMNS
+from monitor.judging.traffic_counts import TrafficCounter
 from monitor.store.async_store import AsyncStore
 from monitor.store.connection import ClickHouseStore
 from schemas.scored import ScoredRow
 from schemas.usage import Usage
 
-log = structlog.get_logger("monitor.runtime.cost_control")
+log = structlog.get_logger("monitor.judging.cost_control")
 
 
 _TOKENS = "input_tokens + output_tokens + cache_read_tokens + cache_write_tokens"
@@ -45,7 +45,7 @@ class CostControl:
     """Owns the spend budget, the freshness governor and the traffic counter; `factor`/`reason` are what the
     sampler multiplies rates by and why."""
 
-    def __init__(self, settings: BudgetSettings, store: AsyncStore, metrics: Metrics) -> None:
+    def __init__(self, settings: BudgetSettings, store: AsyncStore, metrics: JudgingMetrics) -> None:
         self.settings = settings
         self.store = store
         self.metrics = metrics

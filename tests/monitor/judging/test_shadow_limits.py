@@ -14,10 +14,10 @@ from aiokafka import TopicPartition
 from consumers.offsets import Ticket
 from monitor.config import load_settings
 from monitor.judges.base import JudgeInfo, Judgement
-from monitor.runtime.flow import AdaptiveLimiter, BreakerState, CircuitBreaker, FlowSettings, PriorityLock, RateLimiter
-from monitor.runtime.guarded_judge import GuardedJudge, JudgeLimits, JudgeOutcome, ShadowGuardedJudge
+from monitor.judging.flow import AdaptiveLimiter, BreakerState, CircuitBreaker, FlowSettings, PriorityLock, RateLimiter
+from monitor.judging.guarded_judge import GuardedJudge, JudgeLimits, JudgeOutcome, ShadowGuardedJudge
+from monitor.judging.shadow import RowsOwed
 from monitor.runtime.metrics import Metrics
-from monitor.runtime.shadow import RowsOwed
 from schemas.errors import ConfigError, JudgeUnavailable
 from schemas.events import ConversationEvent, KafkaPosition
 from schemas.usage import Usage

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from monitor.judges.base import Judgement
-from monitor.runtime.budget import FreshnessGovernor, Limits, Spend, SpendBudget
-from monitor.runtime.verdict_reuse import VerdictCache, cache_key
+from monitor.judging.budget import FreshnessGovernor, Limits, Spend, SpendBudget
+from monitor.judging.verdict_reuse import VerdictCache, cache_key
 
 
 class Clock:

@@ -10,8 +10,8 @@ import pytest
 
 from monitor.config import Settings
 from monitor.devtools.localbroker import LocalBroker
-from monitor.runtime.budget import Limits, SpendBudget
-from monitor.runtime.cost_control import judge_spend
+from monitor.judging.budget import Limits, SpendBudget
+from monitor.judging.cost_control import judge_spend
 from monitor.store.async_store import AsyncStore
 from monitor.store.connection import ClickHouseStore
 from tests.fake_messages_api import FakeMessagesAPI, Reply

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from monitor.runtime.flow import AdaptiveLimiter, BreakerState, CircuitBreaker, RateLimiter
+from monitor.judging.flow import AdaptiveLimiter, BreakerState, CircuitBreaker, RateLimiter
 
 
 class FakeClock:
