@@ -51,12 +51,15 @@ STAGES = (
     ("offset tracking", ("consumers/offsets.py", "sortedcontainers")),
     ("redaction (monitor/privacy)", ("monitor/privacy", "re2/")),
     ("lexical judge (monitor/judges)", ("monitor/judges",)),
-    ("judge guards (guarded_judge, flow)", ("guarded_judge.py", "runtime/flow.py")),
+    ("judge guards (guarded_judge, flow)", ("guarded_judge.py", "judging/flow.py")),
     ("verdict reuse", ("verdict_reuse.py",)),
     ("row building (rows.py, ScoredRow)", ("runtime/rows.py", "schemas/scored.py")),
-    ("sink (batching, acknowledgement)", ("runtime/sink.py", "runtime/shadow.py", "runtime/service.py")),
+    ("sink (batching, acknowledgement)", ("runtime/sink.py", "judging/shadow.py", "runtime/service.py")),
     ("ClickHouse insert (driver, chDB)", ("clickhouse_connect", "chdb", "store/connection.py")),
-    ("pipeline's own code (handle_batch, _judge, ...)", ("runtime/pipeline.py", "partition_tasks.py", "backpressure.py")),
+    (
+        "pipeline's own code (handle_batch, the scorer, ...)",
+        ("runtime/pipeline.py", "runtime/scorer.py", "runtime/batch_counts.py", "partition_tasks.py", "backpressure.py"),
+    ),
     ("aiokafka fetch and parse", ("aiokafka",)),
     ("asyncio event loop (tasks, callbacks, select)", ("asyncio", "selectors.py")),
 )

@@ -20,9 +20,11 @@ from monitor.judging.shadow import RowsOwed
 from monitor.judging.verdict_reuse import VerdictCache, VerdictReuse
 from monitor.privacy.redactor import build_redactor
 from monitor.protocols import Judge
+from monitor.runtime.collaborators import Collaborators
 from monitor.runtime.health import Health, HealthServer
 from monitor.runtime.metrics import Metrics
-from monitor.runtime.pipeline import Collaborators, Pipeline, Shadow
+from monitor.runtime.pipeline import Pipeline
+from monitor.runtime.scorer import Shadow
 from monitor.runtime.sink import ClickHouseSink
 from monitor.store.async_store import AsyncStore
 from schemas.errors import ConfigError, SamplingConfigError

@@ -13,6 +13,7 @@ from monitor.devtools.localbroker import LocalBroker
 from monitor.devtools.traffic import generate_events
 from monitor.judges.base import JudgeInfo, Judgement
 from monitor.judges.lexical import LexicalJudge
+from monitor.runtime.scorer import Job
 from monitor.store.async_store import AsyncStore
 from schemas.errors import JudgeUnavailable
 from tests.conftest import EXAMPLES
@@ -239,18 +240,18 @@ async def test_a_leader_cancelled_before_it_ran_releases_its_followers(make_sett
     p = run.pipeline
     tp = TopicPartition("t", 0)
     p.tracker.assign([tp])
-    event = p._redact(decode_event(FLAT[0], position=KafkaPosition(topic="t", partition=0, offset=0), record_timestamp_ms=0))
+    event = p.scorer.redact(decode_event(FLAT[0], position=KafkaPosition(topic="t", partition=0, offset=0), record_timestamp_ms=0))
     decision = SampleDecision(True, 1.0, DecisionKind.BASE)
     key = cache_key(p.guard.judge.info.judge_id, event.judged.question, event.judged.response)
-    leader = p._lead(p.guard, key, event, decision, p.tracker.track(tp, 0))
-    verdict = p.reuse.leader(key)
+    leader = p.scorer.lead(Job.of(p.guard, event, decision, p.tracker.track(tp, 0)))
+    verdict = p.scorer.reuse.leader(key)
     assert verdict is not None
-    follower = asyncio.create_task(p._follow(p.guard, key, verdict, event, decision, p.tracker.track(tp, 1)))
+    follower = asyncio.create_task(p.scorer.follow(Job.of(p.guard, event, decision, p.tracker.track(tp, 1)), verdict))
     leader.cancel()  # revoked before it ever ran: its body (and any `finally`) never executes
     await asyncio.gather(leader, return_exceptions=True)
     await asyncio.wait_for(follower, 5)  # not stuck on a verdict that will never come
     await asyncio.wait_for(asyncio.gather(*p.tasks.of()), 5)  # the follower's own judging
-    assert len(p.sink) == 1 and p.reuse.leader(key) is None  # the follower judged its event; nothing left registered
+    assert len(p.sink) == 1 and p.scorer.reuse.leader(key) is None  # the follower judged its event; nothing left registered
     await p.source.consumer.stop()
     await p.producer.stop()
 
@@ -279,11 +280,12 @@ async def test_a_probe_cancelled_mid_call_does_not_wedge_the_circuit(make_settin
     p.guard.breaker.on_failure()  # the judge has been failing: the circuit is open
     decision = SampleDecision(True, 1.0, DecisionKind.BASE)
     events = [
-        p._redact(decode_event(v, position=KafkaPosition(topic="t", partition=0, offset=i), record_timestamp_ms=0)) for i, v in enumerate(FLAT[:2])
+        p.scorer.redact(decode_event(v, position=KafkaPosition(topic="t", partition=0, offset=i), record_timestamp_ms=0))
+        for i, v in enumerate(FLAT[:2])
     ]
-    probe = p._lead(p.guard, b"k0", events[0], decision, p.tracker.track(tp, 0))
+    probe = p.scorer.lead(Job(p.guard, events[0], decision, p.tracker.track(tp, 0), b"k0"))
     await asyncio.sleep(0.3)  # the first task took the probe and hangs in the judge
-    waiting = p._lead(p.guard, b"k1", events[1], decision, p.tracker.track(tp, 1))
+    waiting = p.scorer.lead(Job(p.guard, events[1], decision, p.tracker.track(tp, 1), b"k1"))
     await asyncio.sleep(0.2)
     assert not waiting.done()
     probe.cancel()  # e.g. its partition's drain deadline passed

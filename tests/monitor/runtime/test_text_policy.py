@@ -67,7 +67,7 @@ def test_a_refused_row_is_described_by_field_and_reason_never_by_its_values() ->
     quote the judged text."""
     from pydantic import ValidationError
 
-    from monitor.runtime.pipeline import _row_problem
+    from monitor.runtime.scorer import row_problem as _row_problem
 
     good = row("redacted")
     try:
