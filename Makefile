@@ -30,11 +30,12 @@ browser:   ## Debian chromium for the browser test of the report (installed when
 demo: install   ## local broker + generated traffic + monitor on embedded ClickHouse, then a summary
 	$(VENV)/bin/relevancy-monitor demo
 
-lint: install   ## ruff (lint and format), strict mypy, and the import layers
+lint: install   ## ruff (lint and format), strict mypy, the import layers, and dead code (vulture)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports --no-cache
+	$(VENV)/bin/vulture
 
 test: lint browser   ## lint, then the whole suite, slow fault tests included (what CI runs)
 	$(PY) -m pytest -q -ra

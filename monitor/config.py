@@ -552,10 +552,11 @@ class Settings(BaseSettings):
         )
 
     @property
-    def redaction(self) -> RedactionSettings:
-        """Whether and how text is redacted before the judge and the store."""
+    def redaction(self) -> RedactionSettings | None:
+        """How text is redacted before the judge and the store; None: MONITOR_REDACT=false (the one place it is read)."""
+        if not self.redact:
+            return None
         return RedactionSettings(
-            enabled=self.redact,
             patterns=dict(self.redact_patterns),
             allow=tuple(self.redact_allow),
             phone_regions=tuple(self.redact_phone_regions),

@@ -15,7 +15,7 @@ import structlog
 
 from monitor.alerts.baselines import with_parent_baselines
 from monitor.alerts.detection import Budget, Detection, beside, detect, rollout_recovered, rollout_stopped
-from monitor.alerts.evaluator import AlertState, NoticeKind, Verdict, decide, notification_due, segment_key_json, step
+from monitor.alerts.evaluator import AlertState, NoticeKind, Verdict, decide, notification_due, step
 from monitor.alerts.notifiers import AlertMessage, Notifier
 from monitor.alerts.observations import Observation, observe
 from monitor.alerts.outcomes import EmptyRule, Gap
@@ -137,19 +137,6 @@ class RuleOutcome:
 
     results: list[SegmentResult]
     empty: EmptyRule | None = None
-
-
-def evaluate_rule(
-    store: ClickHouseStore,
-    rule: Rule,
-    now: datetime,
-    previous: Mapping[StateKey, AlertState],
-    traffic_table: str = DEFAULT_TRAFFIC_TABLE,
-    *,
-    data: RuleData | None = None,
-) -> list[SegmentResult]:
-    """Evaluate one rule at `now` against the previous states (data from `data`, else the store); raises `QueryError`."""
-    return assess_rule(data or StoreData(store, traffic_table), rule, now, previous).results
 
 
 def assess_rule(data: RuleData, rule: Rule, now: datetime, previous: Mapping[StateKey, AlertState], budget: float = 1.0) -> RuleOutcome:
@@ -480,8 +467,3 @@ def _worth_saving(s: AlertState, prev: AlertState | None) -> bool:
     if prev is None:
         return s.state != "inactive"
     return (s.state, s.notified, s.last_notified_at) != (prev.state, prev.notified, prev.last_notified_at)
-
-
-def state_key(rule: str, segment: SegmentKey) -> StateKey:
-    """The key of a rule's state for `segment`."""
-    return (rule, segment_key_json(segment))

@@ -78,18 +78,6 @@ def one_proportion_score_test(x: float, n: float, p0: float, alternative: Altern
     return float(_st().norm.sf(z) if alternative == "greater" else _st().norm.cdf(z))
 
 
-def wilson_interval(x: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
-    """Two-sided Wilson score interval for the proportion x/n ((0, 1) when n is 0)."""
-    if n <= 0:
-        return (0.0, 1.0)
-    z = float(_st().norm.ppf(0.5 + confidence / 2))
-    p = min(max(x, 0), n) / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return (max(0.0, centre - half), min(1.0, centre + half))
-
-
 def poisson_rate_test(count1: int, exposure1: float, count2: int, exposure2: float, alternative: Alternative) -> float:
     """One-sided exact test of two Poisson rates (count per exposure), conditional on the total (binomial)."""
     if exposure1 <= 0 or exposure2 <= 0:

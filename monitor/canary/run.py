@@ -12,7 +12,6 @@ import asyncio
 import hashlib
 import time
 import uuid
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -146,8 +145,3 @@ def _result(task: asyncio.Task[JudgedPair | None], pair: LabelledPair, deadline_
         if done is not None:
             return done
     return JudgedPair(pair, JudgeFailure(DEADLINE_REASON, f"no verdict within the run's deadline of {deadline_s:g}s", transient=True))
-
-
-def scored_pairs(run: CanaryRun) -> Sequence[JudgedPair]:
-    """The run's pairs with a score."""
-    return [j for j in run.pairs if j.judgement is not None]

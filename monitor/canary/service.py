@@ -73,7 +73,7 @@ class Canary:
         self.settings = settings
         self.labelled: LabelledSet = read_labelled_set(settings.labels_file)
         self.judge: JudgeInfo = judge_info(settings.judge)
-        self._redactor: Redactor | None = build_redactor(settings.redaction) if settings.redaction is not None else None
+        self._redactor: Redactor | None = build_redactor(settings.redaction)
         self._background = background
         self._pool: ThreadPoolExecutor | None = None
         self._future: Future[CanaryRun] | None = None

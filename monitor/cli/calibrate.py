@@ -109,7 +109,7 @@ def run_calibrate(ns: argparse.Namespace, settings: Settings | None = None, out:
         raise LabelsError(f"the golden set is not installed (no {path})")
     pairs = read_labels(path, ns.label_scale)
     settings = settings or settings_from_args(ns)
-    redactor = build_redactor(settings.redaction) if settings.redact else None  # before the judge: a bad pattern leaks no client
+    redactor = build_redactor(settings.redaction)  # before the judge: a bad pattern leaks no client
     judge = build_judge(settings.judge_client)
     mode = progress_mode(_is_terminal(err), len(pairs))
     with _ProgressDisplay(mode, err, len(pairs)) as progress:

@@ -5,7 +5,6 @@ path, and on Linux the kernel sends it SIGTERM if the parent dies without unwind
 
 from __future__ import annotations
 
-import asyncio
 import ctypes
 import errno
 import os
@@ -144,18 +143,3 @@ class LocalBroker:
 
     def __exit__(self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
         self.stop()
-
-
-async def wait_ready(bootstrap: str, timeout_s: float = 10.0) -> None:
-    """Wait until something accepts TCP connections at `bootstrap`."""
-    host, _, port = bootstrap.partition(",")[0].rpartition(":")
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            _, writer = await asyncio.open_connection(host, int(port))
-            writer.close()
-            return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise LocalBrokerError(f"nothing listens at {bootstrap}") from None
-            await asyncio.sleep(0.05)

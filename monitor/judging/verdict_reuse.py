@@ -32,8 +32,6 @@ class VerdictCache:
         self.ttl_s = ttl_s
         self._clock = clock
         self._entries: OrderedDict[bytes, tuple[float, Judgement]] = OrderedDict()
-        self.hits = 0
-        self.misses = 0
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -46,10 +44,8 @@ class VerdictCache:
         if entry is None or self._clock() - entry[0] > self.ttl_s:
             if entry is not None:
                 del self._entries[key]
-            self.misses += 1
             return None
         self._entries.move_to_end(key)
-        self.hits += 1
         return entry[1]
 
     def put(self, key: bytes, judgement: Judgement) -> None:

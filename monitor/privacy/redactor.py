@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
+from typing import overload
 
 from monitor.privacy.custom import compile_patterns
 from monitor.privacy.recognizers import builtin_recognizers
@@ -46,8 +47,19 @@ class RecognizerRedactor:
         return replace_spans(text, spans)
 
 
-def build_redactor(settings: RedactionSettings) -> RecognizerRedactor:
-    """The built-in recognizers, then the user's patterns, with the allow-list; raises `ConfigError` for a bad pattern."""
+@overload
+def build_redactor(settings: RedactionSettings) -> RecognizerRedactor: ...
+@overload
+def build_redactor(settings: None) -> None: ...
+@overload
+def build_redactor(settings: RedactionSettings | None) -> RecognizerRedactor | None: ...
+
+
+def build_redactor(settings: RedactionSettings | None) -> RecognizerRedactor | None:
+    """The built-in recognizers, then the user's patterns, with the allow-list (None: redaction is off); raises
+    `ConfigError` for a bad pattern."""
+    if settings is None:
+        return None
     recognizers: list[Recognizer] = [*builtin_recognizers(settings.phone_regions), *compile_patterns(settings.patterns)]
     name = RECOGNIZERS_VERSION
     if settings.patterns or settings.allow or tuple(settings.phone_regions) != DEFAULT_PHONE_REGIONS:

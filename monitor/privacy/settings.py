@@ -12,10 +12,9 @@ DEFAULT_PHONE_REGIONS: tuple[str, ...] = ("US", "GB", "DE", "FR")
 
 @dataclass(frozen=True, slots=True)
 class RedactionSettings:
-    """Whether text is redacted before the judge and the store, the user's own patterns (kind name to regular
+    """How text is redacted before the judge and the store: the user's own patterns (kind name to regular
     expression), values never redacted, and the regions of national phone formats."""
 
-    enabled: bool = True
     patterns: Mapping[str, str] = field(default_factory=dict)
     allow: tuple[str, ...] = ()
     phone_regions: tuple[str, ...] = DEFAULT_PHONE_REGIONS

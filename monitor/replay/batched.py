@@ -90,17 +90,11 @@ class BatchScorer:
         self._earlier: dict[str, Judgement | JudgeFailure] = {}  # results of batches an earlier run sent
         self._earlier_batches: dict[str, tuple[BatchRecord, set[str]]] = {}  # batch id -> record, ids not yet used
         self.stopped = False
-        self.batches_sent = 0
 
     @property
     def in_flight(self) -> int:
         """Events buffered or in batches not yet answered."""
         return len(self._buffer) + sum(len(b) for b in self._out.values())
-
-    @property
-    def outstanding(self) -> int:
-        """Batches sent whose rows are not written yet."""
-        return len(self._out)
 
     # ---- an earlier run's batches ------------------------------------------------------------------------
 
@@ -167,7 +161,6 @@ class BatchScorer:
         now = datetime.now(UTC)
         self._out[batch_id] = waiting
         self._submitted_at[batch_id] = now
-        self.batches_sent += 1
         await self._record(batch_id, len(items), "submitted", now)
         log.info("replay_batch_sent", run_id=self.run_id, batch_id=batch_id, requests=len(items))
 

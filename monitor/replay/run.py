@@ -204,7 +204,7 @@ class Replay:
         self.clock = clock
         self.metrics = metrics or Metrics(max_apps=settings.metrics_max_apps, apps=tuple(settings.metrics_apps))
         # From the settings, as the live pipeline's: a replay can never send or store text the live path would not.
-        self.redactor: Redactor | None = build_redactor(settings.redaction) if settings.redact else None
+        self.redactor: Redactor | None = build_redactor(settings.redaction)
         self.cost = cost_model(judge, settings, options.batch_api)
         self.erased = ErasedIds()
         self.stop = asyncio.Event()

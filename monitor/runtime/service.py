@@ -103,7 +103,7 @@ def build_pipeline(
             kafka=settings.kafka,
             flow=flow,
             text_policy=settings.store.store_text,
-            redactor=build_redactor(settings.redaction) if settings.redact else None,
+            redactor=build_redactor(settings.redaction),
             store=store,
             consumer=make_consumer(settings.kafka),
             producer=producer,

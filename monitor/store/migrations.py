@@ -242,17 +242,6 @@ class Migrations:
         return plan
 
 
-def open_for_writes(s: StoreSettings) -> ClickHouseStore:
-    """A store from the slice with its schema ensured (migrated or checked, see `Migrations.ensure`)."""
-    store = ClickHouseStore.from_settings(s)
-    try:
-        Migrations.from_settings(store, s).ensure()
-    except BaseException:
-        store.close()
-        raise
-    return store
-
-
 def _broken_schema(store: ClickHouseStore, problems: list[SchemaDifference]) -> str:
     """One line: what the store lacks or has otherwise, and the command that repairs or lists it."""
     first = "; ".join(str(p) for p in problems[:3]) + (f" (and {len(problems) - 3} more)" if len(problems) > 3 else "")

@@ -60,7 +60,6 @@ SLICE_OF: dict[str, str] = {
     "store_text": "store.store_text",
     "retention_days": "store.retention_days",
     "text_retention_days": "store.text_retention_days",
-    "redact": "redaction.enabled",
     "redact_patterns": "redaction.patterns",
     "redact_allow": "redaction.allow",
     "redact_phone_regions": "redaction.phone_regions",
@@ -148,7 +147,7 @@ def test_every_setting_reaches_its_slice_with_its_value() -> None:
         store_text="none",
         retention_days=30,
         text_retention_days=7,
-        redact=False,
+        redact=True,
         redact_patterns='{"ORDER_REF": "ORD-[0-9]{6}"}',
         redact_allow="support@example.com",
         redact_phone_regions="US,IN",
@@ -156,12 +155,21 @@ def test_every_setting_reaches_its_slice_with_its_value() -> None:
         shadow_judge_model="claude-sonnet-5-5",
         shadow_sample_rate=0.2,
     )
-    assert set(SLICE_OF) | PROCESS_SETTINGS == set(Settings.model_fields)
+    assert set(SLICE_OF) | PROCESS_SETTINGS | {"redact"} == set(Settings.model_fields)  # redact: whether there is a slice
     for name, path in SLICE_OF.items():
         slice_name, attr = path.split(".")
         want = getattr(s, name)
         want = want.get_secret_value() if hasattr(want, "get_secret_value") else (tuple(want) if isinstance(want, list) else want)
         assert getattr(getattr(s, slice_name), attr) == want, name
+
+
+def test_redaction_off_is_no_redaction_slice_and_no_redactor() -> None:
+    """MONITOR_REDACT=false is read in one place: the redaction slice is None, and so is the redactor built from it."""
+    from monitor.privacy.redactor import build_redactor
+
+    off = load_settings(redact=False)
+    assert off.redaction is None and build_redactor(off.redaction) is None
+    assert build_redactor(load_settings().redaction) is not None
 
 
 @pytest.mark.parametrize(

@@ -35,7 +35,6 @@ class GateJudge:
         self.gate = gate
         self.fail = fail
         self.active = 0
-        self.peak_shared: list[int] = [0]
 
     async def judge(self, question: str, response: str) -> Judgement:
         """Record the call, wait at the gate if any, then score 1 (or fail transiently)."""
