@@ -14,8 +14,8 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.structs import ConsumerRecord
 
 from monitor.config import Settings
+from monitor.judges.base import Judge
 from monitor.judges.factory import build_judge
-from monitor.protocols import Judge
 from monitor.runtime.metrics import Metrics
 from monitor.runtime.service import build_pipeline
 from monitor.store.async_store import AsyncStore

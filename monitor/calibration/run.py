@@ -10,12 +10,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from monitor.calibration.labels import LabelledPair
-from monitor.judges.base import JudgeFailure, JudgeInfo, Judgement
+from monitor.judges.base import Judge, JudgeFailure, JudgeInfo, Judgement
 from monitor.judging.flow import FlowSettings
 from monitor.judging.guarded_judge import GuardedJudge
 from monitor.judging.metrics import JudgingMetrics
 from monitor.privacy.events import JudgedEvent, redact_event
-from monitor.protocols import Judge, Redactor
+from monitor.privacy.spans import Redactor
 from schemas.events import ConversationEvent, KafkaPosition
 from schemas.usage import Usage
 

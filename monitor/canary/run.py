@@ -20,12 +20,12 @@ from monitor.calibration.labels import LabelledPair, parse_labels
 from monitor.calibration.run import Spend, pair_event
 from monitor.canary.figures import run_figures
 from monitor.canary.model import RunFigures, RunSummary
-from monitor.judges.base import JudgeFailure, JudgeInfo, Judgement
+from monitor.judges.base import Judge, JudgeFailure, JudgeInfo, Judgement
 from monitor.judging.flow import FlowSettings
 from monitor.judging.guarded_judge import GuardedJudge
 from monitor.judging.metrics import JudgingMetrics
 from monitor.privacy.events import JudgedEvent, redact_event
-from monitor.protocols import Judge, Redactor
+from monitor.privacy.spans import Redactor
 from schemas.errors import UsageError
 from schemas.usage import Usage
 

@@ -26,7 +26,7 @@ from monitor.judges.settings import JudgeSettings
 from monitor.judging.flow import FlowSettings
 from monitor.privacy.redactor import build_redactor
 from monitor.privacy.settings import RedactionSettings
-from monitor.protocols import Redactor
+from monitor.privacy.spans import Redactor
 from monitor.store.connection import ClickHouseStore
 from schemas.canary import CANARY_TABLE, COLUMNS
 from schemas.errors import StoreError

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from monitor.devtools.pii_samples import LabelledText
 from monitor.privacy.kinds import placeholder
-from monitor.protocols import Redactor
+from monitor.privacy.spans import Redactor
 
 
 @dataclass(frozen=True, slots=True)

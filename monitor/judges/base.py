@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from schemas.errors import JudgeError, JudgeUnavailable
 from schemas.usage import Usage
@@ -70,3 +71,32 @@ def make_judge_id(method: str, model: str, prompt: str, params: dict[str, Any]) 
     """A short stable id over method, model, prompt template and parameters: any change gives a new id."""
     blob = json.dumps({"method": method, "model": model, "prompt": prompt, "params": params}, sort_keys=True)
     return f"{method}-{hashlib.sha256(blob.encode()).hexdigest()[:12]}"
+
+
+class Judge(Protocol):
+    """A relevancy judge: one async call per event. Raises `JudgeError` when it cannot score."""
+
+    @property
+    def info(self) -> JudgeInfo:
+        """The identity stored on every row."""
+        ...
+
+    @property
+    def stats(self) -> Mapping[str, int]:
+        """API counters (`attempts`, `error.<kind>`, `retry.<kind>`, `tokens.<type>`, ...); empty for a judge
+        that calls no API."""
+        ...
+
+    @property
+    def rate_limited(self) -> int:
+        """How many 429 responses this judge has met so far, retried ones included (adaptive concurrency and
+        the freshness factor read the change); always 0 for a judge that calls no API."""
+        ...
+
+    async def judge(self, question: str, response: str) -> Judgement:
+        """Score one pair."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections."""
+        ...

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from monitor.judges.base import Judge
 from monitor.judges.lexical import LexicalJudge
 from monitor.judges.settings import JudgeSettings
-from monitor.protocols import Judge
 from schemas.errors import ConfigError
 
 

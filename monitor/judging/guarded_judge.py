@@ -17,10 +17,9 @@ from typing import Any, Protocol
 
 import structlog
 
-from monitor.judges.base import JudgeFailure, Judgement
+from monitor.judges.base import Judge, JudgeFailure, Judgement
 from monitor.judging.flow import AdaptiveLimiter, CircuitBreaker, FlowSettings, RateLimiter
 from monitor.judging.metrics import JudgingMetrics
-from monitor.protocols import Judge
 from schemas.errors import JudgeError
 from schemas.usage import Usage
 

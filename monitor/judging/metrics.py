@@ -11,7 +11,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily
 from prometheus_client.registry import Collector
 
-from monitor.protocols import Judge
+from monitor.judges.base import Judge
 
 PREFIX = "relevancy_monitor_"
 

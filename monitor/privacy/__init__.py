@@ -1,2 +1,2 @@
 """Personal data: finding it in conversation text and replacing it with typed placeholders before the judge and
-the store see the text (`redactor.Redactor`), by validated recognizers (`recognizers`)."""
+the store see the text (`spans.Redactor`, `redactor.RecognizerRedactor`), by validated recognizers (`recognizers`)."""

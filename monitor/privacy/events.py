@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from monitor.protocols import Redactor
+from monitor.privacy.spans import Redactor
 from schemas.events import ConversationEvent
 
 

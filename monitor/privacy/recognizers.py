@@ -30,8 +30,7 @@ from stdnum.us import ssn as us_ssn
 
 from monitor.privacy.gates import Gates
 from monitor.privacy.kinds import CARD, EMAIL, IBAN, IP, NATIONAL_ID, PHONE, SECRET, SSN, URL_CREDENTIALS
-from monitor.privacy.spans import Span
-from monitor.protocols import Recognizer
+from monitor.privacy.spans import Recognizer, Span
 from schemas.errors import ConfigError
 
 

@@ -10,8 +10,7 @@ from typing import overload
 from monitor.privacy.custom import compile_patterns
 from monitor.privacy.recognizers import builtin_recognizers
 from monitor.privacy.settings import DEFAULT_PHONE_REGIONS, RedactionSettings
-from monitor.privacy.spans import Redacted, Span, replace_spans
-from monitor.protocols import Recognizer
+from monitor.privacy.spans import Recognizer, Redacted, Span, replace_spans
 
 # Bumped whenever a built-in recognizer changes what it finds: the rows say which recognizers redacted them.
 RECOGNIZERS_VERSION = "validated-1"

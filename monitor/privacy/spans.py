@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from monitor.privacy.kinds import placeholder
 
@@ -51,3 +52,26 @@ def replace_spans(text: str, spans: Iterable[Span]) -> Redacted:
         at = span.end
     parts.append(text[at:])
     return Redacted("".join(parts), dict(Counter(s.kind for s in chosen)))
+
+
+class Recognizer(Protocol):
+    """Finds the items of one or more kinds of personal data in a text. Pure: no I/O, never raises on any str."""
+
+    def find(self, text: str) -> Iterable[Span]:
+        """The spans of the items found in `text`, in priority order: where two overlap, the earlier one wins."""
+        ...
+
+
+class Redactor(Protocol):
+    """Replaces personal data with typed placeholders. Pure and idempotent: redacting its own output changes
+    nothing. The built-in one is `monitor.privacy.redactor.RecognizerRedactor`; any engine (a model-based one,
+    Presidio) fits behind this."""
+
+    @property
+    def name(self) -> str:
+        """What redacted, with a version (stored on every row, so a change of recognizers is visible)."""
+        ...
+
+    def redact(self, text: str) -> Redacted:
+        """`text` with every item found replaced by its placeholder, and the counts by kind."""
+        ...

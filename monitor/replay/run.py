@@ -31,12 +31,13 @@ import structlog
 from consumers.sampling import SampleDecision
 from consumers.time_range import RangeProgress, TimeRange
 from monitor.config import Settings
+from monitor.judges.base import Judge
 from monitor.judges.batches import BatchJudge
 from monitor.judges.llm import LLMJudge
 from monitor.judging.guarded_judge import GuardedJudge
 from monitor.privacy.events import JudgedEvent, redact_event
 from monitor.privacy.redactor import build_redactor
-from monitor.protocols import Judge, Redactor
+from monitor.privacy.spans import Redactor
 from monitor.replay.batched import BatchScorer, BatchSettings
 from monitor.replay.direct import DirectScorer
 from monitor.replay.estimate import CostEstimate, CostModel, estimate

@@ -15,7 +15,7 @@ from monitor.judging.flow import FlowSettings
 from monitor.judging.guarded_judge import GuardedJudge
 from monitor.judging.shadow import RowsOwed
 from monitor.judging.verdict_reuse import VerdictReuse
-from monitor.protocols import Redactor
+from monitor.privacy.spans import Redactor
 from monitor.runtime.health import Health
 from monitor.runtime.metrics import Metrics
 from monitor.runtime.rows import TextPolicy

@@ -24,7 +24,7 @@ from monitor.judging.guarded_judge import GuardedJudge, ShadowGuardedJudge
 from monitor.judging.shadow import RowsOwed
 from monitor.judging.verdict_reuse import VerdictReuse, cache_key
 from monitor.privacy.events import JudgedEvent, redact_event
-from monitor.protocols import Redactor
+from monitor.privacy.spans import Redactor
 from monitor.runtime.metrics import Metrics
 from monitor.runtime.partition_tasks import PartitionTasks
 from monitor.runtime.rows import TextPolicy, build_row

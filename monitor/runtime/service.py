@@ -13,13 +13,13 @@ from consumers.deadletter import DeadLetterPublisher
 from consumers.offsets import OffsetTracker, Ticket
 from consumers.sampling import Sampler, ShadowSampler
 from monitor.config import Settings
+from monitor.judges.base import Judge
 from monitor.judges.factory import build_judge
 from monitor.judging.cost_control import CostControl
 from monitor.judging.guarded_judge import GuardedJudge, ShadowGuardedJudge
 from monitor.judging.shadow import RowsOwed
 from monitor.judging.verdict_reuse import VerdictCache, VerdictReuse
 from monitor.privacy.redactor import build_redactor
-from monitor.protocols import Judge
 from monitor.runtime.collaborators import Collaborators
 from monitor.runtime.health import Health, HealthServer
 from monitor.runtime.metrics import Metrics
