@@ -271,17 +271,18 @@ def _num(v: float | None, digits: int = 4) -> str:
 def build_notifiers(alert: AlertSettings) -> list[Notifier]:
     """Notifiers named by the alert settings."""
     from monitor.alerts.notifiers import AlertmanagerNotifier, SlackNotifier, WebhookNotifier
+    from monitor.alerts.poster import JsonPoster
 
     out: list[Notifier] = []
-    timeout = alert.notify_timeout_s
+    poster = JsonPoster(timeout_s=alert.notify_timeout_s)
     if alert.webhook_url:
-        out.append(WebhookNotifier(alert.webhook_url, timeout=timeout))
+        out.append(WebhookNotifier(alert.webhook_url, poster=poster))
     if alert.slack_webhook_url:
-        out.append(SlackNotifier(alert.slack_webhook_url, timeout=timeout))
+        out.append(SlackNotifier(alert.slack_webhook_url, poster=poster))
     if alert.alertmanager_url:
         # endsAt a few rounds ahead: a stopped evaluator's alerts expire by themselves in Alertmanager.
         ttl = max(alert.interval * 4, timedelta(minutes=3))
-        out.append(AlertmanagerNotifier(alert.alertmanager_url, resend_ttl=ttl, generator_url=alert.generator_url, timeout=timeout))
+        out.append(AlertmanagerNotifier(alert.alertmanager_url, resend_ttl=ttl, generator_url=alert.generator_url, poster=poster))
     return out
 
 
