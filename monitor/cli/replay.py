@@ -112,7 +112,7 @@ def register(subparsers: Any) -> None:
 def cmd_replay(ns: argparse.Namespace) -> int:
     """`replay`: check, count, estimate, confirm, score; the exit code says how it ended."""
     from consumers.time_range import TimeRange
-    from monitor.cli.alerts import parse_time
+    from monitor.cli.time_flags import parse_time
     from monitor.replay.run import ReplayOptions
 
     now = datetime.now(UTC)
