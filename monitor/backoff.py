@@ -2,13 +2,17 @@
 
 Every loop that retries (the judge's calls, the sink's inserts, dead-letter publishes, alert notifications) takes
 its waits from a `Backoff`. Equal jitter keeps at least half of each step, so clients that failed together spread
-out without any of them retrying at once; a server's `retry-after` is honoured up to a cap.
+out without any of them retrying at once; a server's `retry-after` (read by `retry_after_seconds`) is honoured up to
+a cap.
 
 It imports nothing of the monitor, so every room may use it."""
 
 from __future__ import annotations
 
+import email.utils
 import random
+import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 
@@ -32,3 +36,24 @@ class Backoff:
         if retry_after_s is not None:
             return max(wait, min(retry_after_s, self.retry_after_cap_s))
         return wait
+
+
+def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
+    """Seconds to wait from `retry-after-ms`, `retry-after` (seconds or an HTTP date), or None."""
+    ms = headers.get("retry-after-ms")
+    if ms is not None:
+        try:
+            return max(0.0, float(ms) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    parsed = email.utils.parsedate_tz(value)
+    if parsed is None:
+        return None
+    return max(0.0, email.utils.mktime_tz(parsed) - time.time())

@@ -15,12 +15,14 @@ Modules, bottom up:
 - `baselines`: a new prompt version's or model's baseline borrowed from its parent's earlier history (pure)
 - `rollouts`: the newest version against the one before it, for rollout rules (pure)
 - `state`: alert state and the lease in ClickHouse
+- `poster`: POSTing JSON over httpx2, retried with the one `Backoff` (awaited waits, Retry-After honoured)
 - `notifiers`: webhook, Slack and Alertmanager
 - `prometheus`: the evaluator's own Prometheus metrics
 - `engine`: one evaluation round, and `AlertRunner` (evaluate, notify, save)
 - `backtest`: replaying rules over stored history, from histories read once
+- `service`: the evaluator's composition root: store, notifiers, canary and runner from settings slices
 
 Canary metrics (`canary_*`) read the `canary_runs` table that the evaluator's canary writes (`monitor.canary`),
 per judge and labelled set, through the same windows, state, notifications and backtests.
 
-The command line is `monitor.cli.alerts` (`relevancy-monitor alerts ...`)."""
+The command line is `monitor.cli.alerts` (`relevancy-monitor alerts ...`), which parses and prints only."""

@@ -1,8 +1,12 @@
 """One evaluation round: query every rule's windows, observe, decide, step the states; then (in `AlertRunner`)
-notify and save. `evaluate_rules` writes nothing, so `check` and `backtest` reuse it."""
+notify and save. `evaluate_rules` writes nothing, so `check` and `backtest` reuse it.
+
+A round's store work is synchronous, on the caller's thread; its deliveries are awaited in an event loop of the
+round's own, so a notifier's retry waits with `asyncio.sleep` and nothing in a round sleeps blocking."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import threading
 import time
@@ -331,7 +335,7 @@ class AlertRunner:
         self._rules_by_name = {r.name: r for r in rules.rules}
 
     def run_once(self, now: datetime | None = None) -> RoundReport:
-        """One round at `now` (default: the current time)."""
+        """One round at `now` (default: the current time); not from a running event loop (it runs one to deliver)."""
         now = now or datetime.now(UTC)
         if self.lease is not None and not self.lease.acquire(now):
             self.metrics.leader.set(0)
@@ -347,7 +351,7 @@ class AlertRunner:
             self.metrics.rule_errors.labels(err.rule.name).inc()
         states = {**previous, **evaluation.states()}
         by_key = {r.state.key: r for r in evaluation.results}
-        states, deliveries = self._notify(states, by_key, now)
+        states, deliveries = asyncio.run(self._notify(states, by_key, now))
         changed = [s for k, s in states.items() if s.rule in self._rules_by_name and _worth_saving(s, previous.get(k))]
         saved = self.state_store.save(changed, now)
         self._export(states)
@@ -364,7 +368,7 @@ class AlertRunner:
         if tick.failed:
             self.metrics.canary_runs.labels("failed").inc()
 
-    def _notify(
+    async def _notify(
         self, states: dict[StateKey, AlertState], results: Mapping[StateKey, SegmentResult], now: datetime
     ) -> tuple[dict[StateKey, AlertState], list[Delivery]]:
         deliveries: list[Delivery] = []
@@ -382,7 +386,8 @@ class AlertRunner:
                 deliveries.append(Delivery(notifier.name))
                 continue
             try:
-                notifier.send([m for _, m in batch])
+                # One notifier at a time, in their order: each is given the states as the ones before it left them.
+                await notifier.send([m for _, m in batch])
             except NotifyError as e:
                 deliveries.append(Delivery(notifier.name, failed=len(batch), error=str(e)))
                 self.metrics.notifications.labels(notifier.name, "failed").inc(len(batch))

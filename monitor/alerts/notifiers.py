@@ -1,25 +1,19 @@
 """Notifiers: a generic JSON webhook, a Slack-compatible webhook, and the Prometheus Alertmanager v2 API.
 
-HTTP through the standard library (urllib) with a timeout and a few retries on connection errors, 429 and
-5xx. A notifier that still fails raises `NotifyError`; the caller logs and counts it and carries on."""
+Each posts through a `JsonPoster` (httpx2, a timeout per attempt, retries on connection errors, 429 and 5xx with
+awaited waits). A notifier that still fails raises `NotifyError`; the caller logs and counts it and carries on."""
 
 from __future__ import annotations
 
-import json
-import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from monitor.alerts.durations import format_duration
 from monitor.alerts.evaluator import AlertState, NoticeKind
+from monitor.alerts.poster import JsonPoster
 from monitor.alerts.rules import Rule
 from monitor.alerts.windows import BaselineSource
-from schemas.errors import NotifyError
-
-USER_AGENT = "relevancy-monitor-alerts/1"
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,37 +126,9 @@ class Notifier(Protocol):
     name: str
     resend_while_firing: bool
 
-    def send(self, messages: list[AlertMessage]) -> None:
+    async def send(self, messages: list[AlertMessage]) -> None:
         """Deliver `messages`; raises `NotifyError`."""
         ...
-
-
-def post_json(url: str, payload: Any, *, timeout: float = 5.0, retries: int = 2, backoff: float = 0.5, headers: dict[str, str] | None = None) -> int:
-    """POST `payload` as JSON; retries connection errors, 429 and 5xx. Returns the status; raises `NotifyError`."""
-    body = json.dumps(payload, default=str).encode()
-    last = ""
-    for attempt in range(retries + 1):
-        req = urllib.request.Request(
-            url, data=body, method="POST", headers={"Content-Type": "application/json", "User-Agent": USER_AGENT, **(headers or {})}
-        )
-        try:
-            with urllib.request.urlopen(req, timeout=timeout) as resp:
-                return int(resp.status)
-        except urllib.error.HTTPError as e:
-            last = f"HTTP {e.code}"
-            if e.code != 429 and e.code < 500:
-                break  # the receiver rejected the payload; retrying will not help
-        except (urllib.error.URLError, TimeoutError, OSError) as e:
-            last = str(getattr(e, "reason", e))
-        if attempt < retries:
-            time.sleep(backoff * (2**attempt))
-    raise NotifyError(f"POST {_safe_url(url)} failed: {last}")
-
-
-def _safe_url(url: str) -> str:
-    # Webhook URLs carry their secret in the path (Slack): show scheme and host only.
-    scheme, _, rest = url.partition("://")
-    return f"{scheme}://{rest.split('/', 1)[0].rpartition('@')[2]}/..."
 
 
 class WebhookNotifier:
@@ -171,14 +137,14 @@ class WebhookNotifier:
 
     resend_while_firing = False
 
-    def __init__(self, url: str, *, name: str = "webhook", timeout: float = 5.0, retries: int = 2, backoff: float = 0.5) -> None:
-        self.url, self.name, self.timeout, self.retries, self.backoff = url, name, timeout, retries, backoff
+    def __init__(self, url: str, *, name: str = "webhook", poster: JsonPoster | None = None) -> None:
+        self.url, self.name, self.poster = url, name, poster or JsonPoster()
 
-    def send(self, messages: list[AlertMessage]) -> None:
+    async def send(self, messages: list[AlertMessage]) -> None:
         """See `Notifier.send`."""
         if messages:
             payload = {"version": "1", "source": "relevancy-monitor", "alerts": [m.as_dict() for m in messages]}
-            post_json(self.url, payload, timeout=self.timeout, retries=self.retries, backoff=self.backoff)
+            await self.poster.post(self.url, [payload])
 
 
 class SlackNotifier:
@@ -186,13 +152,13 @@ class SlackNotifier:
 
     resend_while_firing = False
 
-    def __init__(self, url: str, *, name: str = "slack", timeout: float = 5.0, retries: int = 2, backoff: float = 0.5) -> None:
-        self.url, self.name, self.timeout, self.retries, self.backoff = url, name, timeout, retries, backoff
+    def __init__(self, url: str, *, name: str = "slack", poster: JsonPoster | None = None) -> None:
+        self.url, self.name, self.poster = url, name, poster or JsonPoster()
 
-    def send(self, messages: list[AlertMessage]) -> None:
+    async def send(self, messages: list[AlertMessage]) -> None:
         """See `Notifier.send`; raises after the first message that cannot be delivered."""
-        for m in messages:
-            post_json(self.url, slack_payload(m), timeout=self.timeout, retries=self.retries, backoff=self.backoff)
+        if messages:
+            await self.poster.post(self.url, [slack_payload(m) for m in messages])
 
 
 def slack_payload(m: AlertMessage) -> dict[str, Any]:
@@ -228,20 +194,16 @@ class AlertmanagerNotifier:
         resend_ttl: timedelta = timedelta(minutes=5),
         generator_url: str = "",
         name: str = "alertmanager",
-        timeout: float = 5.0,
-        retries: int = 2,
-        backoff: float = 0.5,
+        poster: JsonPoster | None = None,
     ) -> None:
         self.url = url.rstrip("/")
         self.resend_ttl, self.generator_url, self.name = resend_ttl, generator_url, name
-        self.timeout, self.retries, self.backoff = timeout, retries, backoff
+        self.poster = poster or JsonPoster()
 
-    def send(self, messages: list[AlertMessage]) -> None:
+    async def send(self, messages: list[AlertMessage]) -> None:
         """See `Notifier.send`."""
         if messages:
-            post_json(
-                self.url + "/api/v2/alerts", [self.alert(m) for m in messages], timeout=self.timeout, retries=self.retries, backoff=self.backoff
-            )
+            await self.poster.post(self.url + "/api/v2/alerts", [[self.alert(m) for m in messages]])
 
     def alert(self, m: AlertMessage) -> dict[str, Any]:
         """One postable alert."""

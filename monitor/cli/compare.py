@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TextIO
 
-from monitor.cli.alerts import parse_time
+from monitor.cli.time_flags import parse_time
 from monitor.config import load_settings
 from schemas.errors import UsageError
 

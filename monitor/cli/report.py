@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from monitor.cli.alerts import parse_time
+from monitor.cli.time_flags import parse_time
 from monitor.config import DEFAULT_CLICKHOUSE_URL, load_settings
 from schemas.errors import UsageError
 

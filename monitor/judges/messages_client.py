@@ -9,10 +9,8 @@ with the Message Batches path (`monitor.judges.batches`). The waits come from th
 from __future__ import annotations
 
 import asyncio
-import email.utils
-import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypedDict, TypeVar, Unpack
 
@@ -22,7 +20,7 @@ import structlog
 from anthropic.types import OutputConfigParam
 from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
 
-from monitor.backoff import Backoff
+from monitor.backoff import Backoff, retry_after_seconds
 from monitor.judges.settings import JudgeSettings
 from schemas.errors import JudgeApiError, JudgeReplyInvalid, JudgeUnavailable
 from schemas.usage import Usage
@@ -221,27 +219,6 @@ class MessagesClient:
             return _Failure(kind, detail[:300], retry_after_s=retry_after_seconds(err.response.headers))
         # e.g. a 200 whose body is not a Message: the server misbehaved, which is transient from our side.
         return _Failure("bad_response", f"{type(err).__name__}: {err.message}"[:300])
-
-
-def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
-    """Seconds to wait from `retry-after-ms`, `retry-after` (seconds or an HTTP date), or None."""
-    ms = headers.get("retry-after-ms")
-    if ms is not None:
-        try:
-            return max(0.0, float(ms) / 1000)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    parsed = email.utils.parsedate_tz(value)
-    if parsed is None:
-        return None
-    return max(0.0, email.utils.mktime_tz(parsed) - time.time())
 
 
 def reply_text(message: anthropic.types.Message) -> str:

@@ -4,14 +4,17 @@ a restart without re-notifying, failing notifiers, and the lease between replica
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from monitor.alerts.engine import AlertRunner
 from monitor.alerts.notifiers import AlertmanagerNotifier, SlackNotifier, WebhookNotifier
+from monitor.alerts.poster import JsonPoster
 from monitor.alerts.rules import RuleSet
 from monitor.alerts.state import StateStore
+from monitor.backoff import Backoff
 from monitor.store.connection import ClickHouseStore
 from monitor.store.migrations import Migrations
 from tests.monitor.alerts.conftest import T0, insert, noisy, rules_from, stream
@@ -34,6 +37,8 @@ RULES = RuleSet(
   labels: {team: assistants}
 """)
 )
+FAST = JsonPoster(backoff=Backoff(base_s=0.01, max_s=0.01))  # retries without the production waits
+DASHBOARD, TTL = "http://grafana.local/d/relevancy", timedelta(minutes=4)
 NOW = T0 + timedelta(hours=25)  # bad since T0+24h30m, so the window [NOW-30m, NOW) is all bad
 
 
@@ -54,14 +59,12 @@ def dropped(store: ClickHouseStore) -> ClickHouseStore:
     return store
 
 
-def notifiers(receiver: Receiver, **kw: float) -> list[object]:
+def notifiers(receiver: Receiver) -> list[object]:
     """The webhook, Slack and Alertmanager notifiers, all posting to `receiver`."""
     return [
-        WebhookNotifier(receiver.base + "/hook", backoff=0.01, **kw),
-        SlackNotifier(receiver.base + "/slack", backoff=0.01, **kw),
-        AlertmanagerNotifier(
-            receiver.base + "/am", resend_ttl=timedelta(minutes=4), generator_url="http://grafana.local/d/relevancy", backoff=0.01, **kw
-        ),
+        WebhookNotifier(receiver.base + "/hook", poster=FAST),
+        SlackNotifier(receiver.base + "/slack", poster=FAST),
+        AlertmanagerNotifier(receiver.base + "/am", resend_ttl=TTL, generator_url=DASHBOARD, poster=FAST),
     ]
 
 
@@ -109,7 +112,7 @@ def test_payloads_of_webhook_slack_and_alertmanager_through_fire_resend_and_reso
         "judge_id": "j1",
     }
     assert alert["startsAt"] == "2026-11-03T01:00:00Z" and alert["endsAt"] == "2026-11-03T01:04:00Z"
-    assert alert["generatorURL"] == "http://grafana.local/d/relevancy"
+    assert alert["generatorURL"] == DASHBOARD
     assert {"summary", "value", "baseline", "n_current", "n_baseline", "p_value", "examples_sql"} <= set(alert["annotations"])
 
     # Next round, still firing: Alertmanager gets the alert again with endsAt pushed ahead; the webhooks do not.
@@ -163,9 +166,9 @@ def test_a_failing_notifier_is_counted_and_retried_next_round_and_never_stops_th
         dropped,
         RULES,
         [
-            WebhookNotifier(receiver.base + "/hook", backoff=0.01),
-            SlackNotifier(receiver.base + "/slack", backoff=0.01),
-            WebhookNotifier(closed_port, name="dead", timeout=0.5, retries=1, backoff=0.01),
+            WebhookNotifier(receiver.base + "/hook", poster=FAST),
+            SlackNotifier(receiver.base + "/slack", poster=FAST),
+            WebhookNotifier(closed_port, name="dead", poster=replace(FAST, timeout_s=0.5, retries=1)),
         ],
     )
     report = runner.run_once(NOW)
@@ -218,9 +221,7 @@ def test_state_rows_are_written_only_when_something_changes(dropped: ClickHouseS
 def test_a_round_reports_what_each_notifier_was_given(dropped: ClickHouseStore, receiver: Receiver) -> None:
     """A round reports per notifier how many alerts it delivered and how many failed (with the error), and its counts for the log line."""
     receiver.fail["/slack"] = 3  # the first send (1 try + 2 retries) fails
-    runner = AlertRunner(
-        dropped, RULES, [WebhookNotifier(receiver.base + "/hook", backoff=0.01), SlackNotifier(receiver.base + "/slack", backoff=0.01)]
-    )
+    runner = AlertRunner(dropped, RULES, notifiers(receiver)[:2])  # type: ignore[arg-type]
     report = runner.run_once(NOW)
     hook, slack = report.deliveries
     assert (hook.notifier, hook.sent, hook.failed, hook.error) == ("webhook", 1, 0, "")

@@ -17,7 +17,8 @@ import pytest
 from rich.cells import cell_len
 
 from monitor.calibration.labels import golden_path
-from monitor.cli.calibrate import LARGE_SET, MAX_STATEMENTS, labels_source, progress_mode, register, run_calibrate
+from monitor.cli.calibrate import LARGE_SET, labels_source, progress_mode, register, run_calibrate
+from monitor.cli.calibration_tables import MAX_STATEMENTS
 from schemas.errors import ConfigError, LabelsError, UsageError
 from tests.fake_messages_api import FakeMessagesAPI, overloaded
 from tests.monitor.calibration.test_agreement import KAPPA, MAE, RHO, TAU

@@ -17,7 +17,7 @@ from monitor.alerts.notifiers import WebhookNotifier
 from monitor.alerts.rules import RuleSet
 from monitor.calibration.labels import golden_path
 from monitor.canary.service import Canary, CanarySettings
-from monitor.cli.alerts import check_rows
+from monitor.cli.alert_check_table import check_rows
 from monitor.config import load_settings
 from monitor.store.connection import ClickHouseStore
 from tests.fake_messages_api import FakeMessagesAPI, RecordedRequest, default_brain

@@ -13,7 +13,7 @@ from monitor.alerts.engine import evaluate_rules
 from monitor.alerts.outcomes import Gap, describe_empty, describe_shortfalls
 from monitor.alerts.queries import examples_sql
 from monitor.alerts.windows import windows_for
-from monitor.cli.alerts import check_rows, print_check
+from monitor.cli.alert_check_table import check_rows, print_check
 from monitor.store.connection import ClickHouseStore
 from schemas.errors import RulesError
 from tests.monitor.alerts.conftest import T0, canary_run, default_rules, insert_canary, rules_from

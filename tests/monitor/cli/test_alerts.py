@@ -18,17 +18,9 @@ from rich.console import Console
 from monitor.alerts.engine import Delivery, Evaluation, RoundReport
 from monitor.alerts.rules import load_rules
 from monitor.alerts.state import StateStore
-from monitor.cli.alerts import (
-    alert_settings,
-    check_rows,
-    print_check,
-    register,
-    round_summary,
-    run_accept,
-    run_alerts,
-    run_backtest_cmd,
-    run_check,
-)
+from monitor.cli.alert_check_table import check_rows, print_check
+from monitor.cli.alert_round import round_summary
+from monitor.cli.alerts import alert_settings, register, run_accept, run_alerts, run_backtest_cmd, run_check
 from monitor.store.connection import ClickHouseStore
 from schemas.errors import UsageError
 from tests.monitor.alerts.conftest import T0, insert, make_row, noisy, stream

@@ -9,8 +9,7 @@ import time
 
 import pytest
 
-from monitor.backoff import Backoff
-from monitor.judges.messages_client import retry_after_seconds
+from monitor.backoff import Backoff, retry_after_seconds
 from monitor.judges.rubric import RubricJudge
 from schemas.errors import JudgeApiError, JudgeError, JudgeReplyInvalid, JudgeUnavailable
 from tests.fake_messages_api import Drop, FakeMessagesAPI, Fault, Reply, bad_request, overloaded, rate_limited, server_error, slow

@@ -1,0 +1,220 @@
+"""`alerts check` for people and programs: one row per rule and segment (why nothing was decided, in words and as
+data), printed as a table that fits the console."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, TypedDict
+
+from monitor.cli.alert_text import number, plural, segment_text, too_narrow
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from monitor.alerts.engine import Evaluation
+    from monitor.alerts.rules import Rule
+
+
+class CheckRow(TypedDict):
+    """One rule and segment of `alerts check` (or a rule without segments, or whose data could not be read), as
+    printed and as JSON."""
+
+    rule: str
+    severity: str
+    metric: str
+    segment: dict[str, str] | None  # None: the row is about the whole rule, which had no segment
+    judge: str
+    state: str  # the alert state, or "error"
+    since: str | None
+    value: float | None
+    baseline: float | None
+    n_current: int
+    n_baseline: int
+    p_value: float | None
+    test: str
+    sufficient: bool  # whether a decision was made
+    reason: str  # why no decision was made, in plain words ("" when one was)
+    no_decision: list[dict[str, Any]]  # the same as data: [{"gap": "few_baseline_events", "have": 0, "need": 200}]
+    window: dict[str, str]  # the current window evaluated, [start, end)
+    note: str  # the state's note: the verdict, and which baseline was used when not the segment's own
+    detects: str  # detector rules: the judged rate and the drop it pages on within 15 min, or why it is too thin
+    expected_per_week: float | None  # detector and rollout rules: the false alarms a week the rule expects
+
+
+def check_rows(
+    evaluation: Evaluation,
+    order: list[str] | None = None,
+    expected: dict[str, float] | None = None,
+) -> list[CheckRow]:
+    """One row per rule and segment, per rule without segments, and per failed rule, in the rules' `order`; with
+    `expected`, the false alarms a week of each detector and rollout rule on its rows."""
+    expected = expected or {}
+    from monitor.alerts.detectability import detectability
+    from monitor.alerts.outcomes import describe_empty, describe_shortfalls
+
+    now = evaluation.now
+    rows: list[CheckRow] = []
+    for r in evaluation.results:
+        s, o, v = r.state, r.observation, r.verdict
+        gaps = [] if v.sufficient else [{"gap": str(f.gap), "have": f.have, "need": f.need} for f in v.shortfalls]
+        rows.append(
+            CheckRow(
+                rule=r.rule.name,
+                severity=r.rule.severity,
+                metric=r.rule.metric,
+                segment=dict(s.segment),
+                judge=o.judge,
+                state=s.state,
+                since=s.since.isoformat() if s.since else None,
+                value=o.value,
+                baseline=o.baseline,
+                n_current=o.n_current,
+                n_baseline=o.n_baseline,
+                p_value=o.p_value,
+                test=o.test,
+                sufficient=v.sufficient,
+                reason="" if v.sufficient else describe_shortfalls(v.shortfalls, r.rule, r.windows, now) or v.reason,
+                no_decision=gaps,
+                window=_window(r.windows.current),
+                note=s.note,
+                detects=(d.describe() if (d := detectability(r)) is not None else ""),
+                expected_per_week=expected.get(r.rule.name),
+            )
+        )
+    for e in evaluation.empty:
+        gap: dict[str, Any] = {"gap": str(e.gap)}
+        if e.newest is not None:
+            gap["newest"] = e.newest.at.isoformat() if e.newest.at is not None else None
+        if e.single_version or e.started_together:
+            gap.update(single_version=e.single_version, started_together=e.started_together)
+        window = _window(e.windows.current)
+        rows.append(_rule_row(e.rule, "inactive", describe_empty(e, now), [gap], window, expected.get(e.rule.name)))
+    for err in evaluation.errors:
+        rows.append(_rule_row(err.rule, "error", err.error, [{"gap": "query_failed"}], {}))
+    rank = {name: i for i, name in enumerate(order or [])}
+    rows.sort(key=lambda row: rank.get(row["rule"], len(rank)))  # stable: segments keep their order
+    return rows
+
+
+def _window(w: tuple[datetime, datetime]) -> dict[str, str]:
+    return {"start": w[0].isoformat(), "end": w[1].isoformat()}
+
+
+def _rule_row(
+    rule: Rule,
+    state: str,
+    reason: str,
+    gaps: list[dict[str, Any]],
+    window: dict[str, str],
+    expected: float | None = None,
+) -> CheckRow:
+    return CheckRow(
+        rule=rule.name,
+        severity=rule.severity,
+        metric=rule.metric,
+        segment=None,
+        judge="",
+        state=state,
+        since=None,
+        value=None,
+        baseline=None,
+        n_current=0,
+        n_baseline=0,
+        p_value=None,
+        test="",
+        sufficient=False,
+        reason=reason,
+        no_decision=gaps,
+        window=window,
+        note="",
+        detects="",
+        expected_per_week=expected,
+    )
+
+
+_STATE_STYLE = {"firing": "bold red", "pending": "yellow", "resolved": "green", "error": "magenta", "no data": "dim"}
+
+
+def print_check(rows: list[CheckRow], now: datetime, console: Console) -> None:
+    """The check as a table that fits the console (80 columns and up): one section per rule, a segment per row,
+    the reason or note under the segment; narrower consoles get one line pointing at --json."""
+    from rich import box
+    from rich.console import Group
+    from rich.padding import Padding
+    from rich.table import Table
+    from rich.text import Text
+
+    if too_narrow(console, "the table"):
+        return
+    table = Table(
+        title=f"alert rules at {now.isoformat(timespec='seconds')} (times UTC)",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        expand=True,
+    )
+    table.add_column("rule / segment", ratio=1, overflow="fold")
+    table.add_column("state", no_wrap=True)
+    table.add_column("value · n · p", no_wrap=True)
+    rules: dict[str, list[CheckRow]] = {}
+    for r in rows:
+        rules.setdefault(r["rule"], []).append(r)
+    for name, group in rules.items():
+        head = Text.assemble((name, "bold"), (f" ({group[0]['severity']}, {group[0]['metric']})", "dim"))
+        if len(group) == 1 and group[0]["segment"] is None:
+            r = group[0]
+            reason = Padding(Text(r["reason"], style="dim"), (0, 0, 0, 2))
+            table.add_row(Group(head, reason), _state(r), "", end_section=True)
+            continue
+        table.add_row(head, "", "")
+        for i, r in enumerate(group):
+            parts = [Padding(Text(segment_text(r["segment"] or {})), (0, 0, 0, 2))]
+            why = r["reason"] or r["note"]
+            if why:
+                parts.append(Padding(Text(why, style="dim"), (0, 0, 0, 4)))
+            if r["detects"]:
+                parts.append(Padding(Text(r["detects"], style="dim"), (0, 0, 0, 4)))
+            table.add_row(Group(*parts), _state(r), _numbers(r), end_section=i == len(group) - 1)
+    console.print(table)
+    console.print(_check_counts(rows, len(rules)), style="dim")
+
+
+def _check_counts(rows: list[CheckRow], n_rules: int) -> str:
+    segments = [r for r in rows if r["segment"] is not None]
+    states: dict[str, int] = {}
+    for r in segments:
+        if r["sufficient"]:
+            states[r["state"]] = states.get(r["state"], 0) + 1
+    undecided = sum(1 for r in segments if not r["sufficient"])
+    empty = sum(1 for r in rows if r["segment"] is None and r["state"] != "error")
+    failed = sum(1 for r in rows if r["state"] == "error")
+    parts = [", ".join(f"{n} {k}" for k, n in sorted(states.items())) or "nothing decided"]
+    if undecided or empty:
+        parts.append(f"no decision: {plural(undecided, 'segment')} and {plural(empty, 'rule')} without any segment")
+    if failed:
+        parts.append(f"{plural(failed, 'rule')} failed")
+    return f"{plural(n_rules, 'rule')}, {plural(len(segments), 'segment')}: " + "; ".join(parts)
+
+
+def _state_word(r: CheckRow) -> str:
+    # A segment without a decision keeps its stored state (a firing alert keeps firing): shown beside it.
+    if r["sufficient"] or r["state"] == "error":
+        return r["state"]
+    return "no data" if r["state"] == "inactive" else f"{r['state']}, no data"
+
+
+def _state(r: CheckRow) -> str:
+    word = _state_word(r)
+    style = _STATE_STYLE.get(r["state"] if r["state"] != "inactive" else word, "")
+    return f"[{style}]{word}[/{style}]" if style else word
+
+
+def _numbers(r: CheckRow) -> str:
+    if r["value"] is None and r["n_current"] == 0 and r["n_baseline"] == 0:
+        return ""
+    value = number(r["value"]) or "-"
+    base = f" vs {number(r['baseline'])}" if r["baseline"] is not None else ""
+    paired = r["baseline"] is not None or r["n_baseline"]
+    n = f"n {r['n_current']}/{r['n_baseline']}" if paired else f"n {r['n_current']}"
+    # A p-value without a decision tests nothing anyone acts on.
+    p = f"\np {number(r['p_value'], 2)}" if r["p_value"] is not None and r["sufficient"] else ""
+    return f"{value}{base}\n{n}{p}"
