@@ -23,8 +23,8 @@ if TYPE_CHECKING:
     from monitor.canary.service import Canary
     from monitor.config import AlertSettings
     from monitor.judges.settings import JudgeSettings
+    from monitor.judging.flow import FlowSettings
     from monitor.privacy.settings import RedactionSettings
-    from monitor.runtime.flow import FlowSettings
     from monitor.store.settings import StoreSettings
 
 

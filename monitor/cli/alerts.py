@@ -240,7 +240,7 @@ def service_settings(settings: Settings, alert: AlertSettings) -> ServiceSetting
     """The slices the alert service is built from: the store's, and the live judge's for the canary."""
     from monitor.alerts.service import ServiceSettings
 
-    redaction = settings.redaction if settings.redact else None
+    redaction = settings.redaction
     return ServiceSettings(alert, settings.store, settings.judge_client, settings.flow, redaction)
 
 
