@@ -11,8 +11,9 @@ without one (they go with the row).
 
 The settings are authoritative over those TTLs: a table TTL or text-column TTL that differs (set by hand, or by an
 earlier setting) is replaced, and removed when the setting is 0. `plan_retention` compares what each table has (its
-`create_table_query` from `system.tables`, where ClickHouse renders `INTERVAL 30 DAY` as `toIntervalDay(30)`) with
-what is wanted and returns only the differences, one ALTER per table, so applying a plan twice is a no-op.
+`create_table_query` from `system.tables`, read by a SQL parser: see `parse_table`) with what is wanted, as parsed
+expressions (`INTERVAL 30 DAY` is ClickHouse's `toIntervalDay(30)`), and returns only the differences, one ALTER per
+table, so applying a plan twice is a no-op.
 
 `event_time` is DateTime64(3): the TTL reads `toDateTime(event_time)`, a DateTime, which every ClickHouse version
 accepts in a TTL (recent ones take DateTime64 as well)."""
@@ -20,8 +21,11 @@ accepts in a TTL (recent ones take DateTime64 as well)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+
+import sqlglot
+from sqlglot import exp
 
 from schemas.canary import CANARY_TABLE
 from schemas.ddl import ROLLUP_GRAINS, on_cluster
@@ -182,133 +186,73 @@ def plan_retention(
 
 
 # ---- reading a create_table_query ---------------------------------------------------------------------------
-
-_INTERVAL_DAYS = re.compile(r"\bINTERVAL\s+(\d+)\s+DAY\b", re.IGNORECASE)
-_TYPE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_TTL = re.compile(r"\bTTL\b")
-# What may follow a column's TTL expression in ClickHouse's rendering of a column declaration.
-_AFTER_COLUMN_TTL = re.compile(r"\b(?:COMMENT|CODEC|STATISTICS|COLLATE|SETTINGS|PRIMARY KEY)\b")
-_AFTER_TABLE_TTL = re.compile(r"\b(?:SETTINGS|COMMENT)\b")
-_NOT_COLUMNS = frozenset({"INDEX", "PROJECTION", "CONSTRAINT", "PRIMARY", "STATISTICS"})
-
-
-def _canonical(expression: str | None) -> str | None:
-    """An expression as ClickHouse renders it, for comparison: no backquotes, single spaces, `toIntervalDay(N)`."""
-    if expression is None:
-        return None
-    text = _INTERVAL_DAYS.sub(r"toIntervalDay(\1)", expression.replace("`", ""))
-    text = re.sub(r"\s+", " ", text).strip()
-    return re.sub(r"\(\s+", "(", re.sub(r"\s+\)", ")", text))
+# Read with sqlglot's ClickHouse dialect rather than ClickHouse's own answers, because the engine (chDB 26.9, checked)
+# gives no TTL apart from `create_table_query`: system.columns and system.tables have no TTL column. Also, formatQuery
+# keeps brackets and a quoted count (`(minute + toIntervalDay('30'))`), and EXPLAIN AST returns a tree without the
+# text that a change reports, in a format we would have to parse ourselves. sqlglot reads the whole CREATE (quoted
+# names, nested types, DEFAULT, CODEC, COMMENT, INDEX, TTL ... WHERE), and it renders the type of every column of this
+# schema exactly as system.columns does (tests/monitor/store/test_retention.py), in 60 lines where the hand-written
+# reading took 130. It cannot read a column's own `SETTINGS (...)`, which this schema does not use: such a table is
+# refused with a ValueError, which `migrate` reports.
 
 
-def _same(a: str | None, b: str | None) -> bool:
-    return _canonical(a) == _canonical(b)
-
-
-def _mask(text: str) -> tuple[str, list[int]]:
-    """`text` with the inside of quotes ('…', "…", `…`) blanked, so keywords and brackets in strings and names are not
-    seen, and the bracket depth at each position (a bracket counts at its own position as the outer depth)."""
-    out: list[str] = []
-    depth: list[int] = []
-    level = 0
-    quote: str | None = None
-    escaped = False
-    for ch in text:
-        if quote is not None:
-            if escaped:
-                escaped = False
-                out.append("_")
-            elif ch == "\\":
-                escaped = True
-                out.append("_")
-            elif ch == quote:
-                quote = None
-                out.append(ch)
-            else:
-                out.append("_")
-            depth.append(level)
-            continue
-        if ch in "'\"`":
-            quote = ch
-        elif ch == "(":
-            depth.append(level)
-            level += 1
-            out.append(ch)
-            continue
-        elif ch == ")":
-            level -= 1
-        depth.append(level)
-        out.append(ch)
-    return "".join(out), depth
-
-
-def _top_level(pattern: re.Pattern[str], masked: str, depth: list[int], start: int = 0) -> re.Match[str] | None:
-    for m in pattern.finditer(masked, start):
-        if depth[m.start()] == 0:
-            return m
-    return None
-
-
-def _ttl_after(text: str, masked: str, depth: list[int], end_pattern: re.Pattern[str]) -> str | None:
-    m = _top_level(_TTL, masked, depth)
-    if m is None:
-        return None
-    stop = _top_level(end_pattern, masked, depth, m.end())
-    return text[m.end() : stop.start() if stop else len(text)].strip() or None
-
-
-def _split_top_level(text: str) -> list[str]:
-    masked, depth = _mask(text)
-    parts, start = [], 0
-    for i, ch in enumerate(masked):
-        if ch == "," and depth[i] == 0:
-            parts.append(text[start:i])
-            start = i + 1
-    parts.append(text[start:])
-    return [p.strip() for p in parts if p.strip()]
-
-
-def _parse_column(element: str) -> tuple[str, ColumnDef] | None:
-    if element.startswith("`"):
-        masked, _ = _mask(element)
-        close = masked.index("`", 1)
-        name = element[1:close].replace("\\`", "`").replace("\\\\", "\\")
-        rest = element[close + 1 :].lstrip()
-    else:
-        first = _TYPE_NAME.match(element)
-        if first is None or first.group(0).upper() in _NOT_COLUMNS:
-            return None
-        name, rest = first.group(0), element[first.end() :].lstrip()
-    type_name = _TYPE_NAME.match(rest)
-    if type_name is None:
-        return None
-    end = type_name.end()
-    if rest[end : end + 1] == "(":
-        masked, depth = _mask(rest)
-        end = next(i for i in range(end + 1, len(rest)) if masked[i] == ")" and depth[i] == 0) + 1
-    column_type, tail = rest[:end], rest[end:]
-    masked, depth = _mask(tail)
-    return name, ColumnDef(column_type, _ttl_after(tail, masked, depth, _AFTER_COLUMN_TTL))
+def _ttl(nodes: Iterable[object]) -> str | None:
+    """The TTL among a column's constraint kinds or a table's properties, as text without `TTL` (None: none)."""
+    ttl = next((node for node in nodes if isinstance(node, exp.MergeTreeTTL)), None)
+    return ttl.sql("clickhouse").removeprefix("TTL ") if ttl else None
 
 
 def parse_table(create_table_query: str) -> TableDef:
-    """The table TTL and the columns (type, TTL) of a `create_table_query` as `system.tables` renders it; given an
-    `engine_full` instead, the table TTL only (no columns). Raises ValueError for a query without a column list."""
-    text = create_table_query.strip()
-    columns: dict[str, ColumnDef] = {}
-    engine = text
-    if text.upper().startswith("CREATE"):
-        masked, depth = _mask(text)
-        opening = masked.find("(")
-        if opening < 0:
-            raise ValueError(f"no column list in {text[:80]!r}")
-        closing = next((i for i in range(opening + 1, len(text)) if masked[i] == ")" and depth[i] == 0), -1)
-        if closing < 0:
-            raise ValueError(f"unbalanced column list in {text[:80]!r}")
-        for element in _split_top_level(text[opening + 1 : closing]):
-            parsed = _parse_column(element)
-            if parsed is not None:
-                columns[parsed[0]] = parsed[1]
-        engine = text[closing + 1 :]
-    masked, depth = _mask(engine)
-    return TableDef(_ttl_after(engine, masked, depth, _AFTER_TABLE_TTL), columns)
+    """The table TTL and the columns (type, TTL) of a `create_table_query` as `system.tables` renders it; raises
+    ValueError for a query that is not a CREATE with a column list, or that sqlglot cannot read."""
+    try:
+        query = sqlglot.parse_one(create_table_query, read="clickhouse")
+    except sqlglot.ParseError as e:
+        detail = e.errors[0]["description"] if e.errors else str(e)
+        raise ValueError(f"cannot read {create_table_query[:80]!r}: {detail}") from None
+    if not isinstance(query, exp.Create) or not isinstance(query.this, exp.Schema):
+        raise ValueError(f"no column list in {create_table_query[:80]!r}")
+    columns = {
+        column.name: ColumnDef(column.args["kind"].sql("clickhouse"), _ttl([c.kind for c in column.constraints]))
+        for column in query.this.expressions
+        if isinstance(column, exp.ColumnDef)
+    }
+    properties = query.args.get("properties")
+    return TableDef(_ttl(properties.expressions if properties else []), columns)
+
+
+def _same(a: str | None, b: str | None) -> bool:
+    """Whether two TTLs (a table's or a column's, as text; None: none) are the same once parsed."""
+    if a is None or b is None:
+        return a is None and b is None
+    return _key(_parse_ttl(a)) == _key(_parse_ttl(b))
+
+
+def _parse_ttl(text: str) -> exp.Expression:
+    return sqlglot.parse_one(f"TTL {text}", read="clickhouse", into=exp.Properties)
+
+
+def _key(node: object) -> object:
+    """A parsed TTL as a structure to compare: brackets dropped (the tree keeps the grouping), names unquoted, and
+    `INTERVAL 30 DAY`, `toIntervalDay('30')` and `toIntervalDay(30)` the same. Exact, unlike sqlglot's `==` (a hash,
+    blind to the case of names)."""
+    if isinstance(node, exp.Paren):
+        return _key(node.this)
+    if isinstance(node, exp.Identifier):
+        return node.name
+    if isinstance(node, exp.Interval) and node.unit is not None:
+        return _interval(f"toInterval{node.unit.name.capitalize()}", node.this)
+    if isinstance(node, exp.Anonymous) and node.name.startswith("toInterval") and len(node.expressions) == 1:
+        return _interval(node.name, node.expressions[0])
+    if isinstance(node, exp.Expression):
+        args = sorted((k, v) for k, v in node.args.items() if v is not None and v is not False and v != [])
+        return (node.key, tuple((k, _key(v)) for k, v in args))
+    if isinstance(node, list):
+        return tuple(_key(item) for item in node)
+    return node
+
+
+def _interval(function: str, count: object) -> object:
+    # sqlglot reads the 30 of `INTERVAL 30 DAY` as the string '30'; ClickHouse renders `INTERVAL '30' DAY` as
+    # `toIntervalDay('30')`: a count of digits is the same number either way.
+    return (function, count.this if isinstance(count, exp.Literal) and count.this.isdigit() else _key(count))

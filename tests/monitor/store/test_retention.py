@@ -71,8 +71,8 @@ def test_parse_reads_table_and_column_ttls_types_and_quoted_text() -> None:
     ends before COMMENT/CODEC; quotes and brackets inside comments, names and strings do not confuse the reading."""
     query = (
         "CREATE TABLE db.t (`t` DateTime64(3, 'UTC'), `q` String DEFAULT 'a, (b' COMMENT 'it\\'s TTL x' CODEC(ZSTD(3)) TTL toDateTime(t) + "
-        "toIntervalDay(3), `odd, name` Enum8('a,b' = 1), `a` Array(String) TTL toDateTime(t) + toIntervalDay(4) "
-        "SETTINGS (max_compress_block_size = 1), "
+        "toIntervalDay(3), `odd, name` Enum8('a,b' = 1), "
+        "`a` Array(String) TTL toDateTime(t) + toIntervalDay(4) COMMENT 'TTL', "
         "INDEX i q TYPE bloom_filter GRANULARITY 1) ENGINE = ReplicatedMergeTree('/clickhouse/{shard}/TTL', '{replica}') ORDER BY t "
         "TTL toDateTime(t) + toIntervalDay(30) SETTINGS index_granularity = 8192"
     )
@@ -84,8 +84,30 @@ def test_parse_reads_table_and_column_ttls_types_and_quoted_text() -> None:
         "odd, name": ("Enum8('a,b' = 1)", None),
         "a": ("Array(String)", "toDateTime(t) + toIntervalDay(4)"),
     }
-    assert parse_table("MergeTree ORDER BY t TTL t + toIntervalDay(2)").ttl == "t + toIntervalDay(2)"  # an engine_full
     assert parse_table(_scores()).ttl is None and parse_table(_aggregate("x", "minute")).ttl is None
+    # A column's own SETTINGS (...), which the parser does not know: refused, not misread.
+    with pytest.raises(ValueError, match="cannot read"):
+        parse_table(query.replace(" COMMENT 'TTL',", " SETTINGS (max_compress_block_size = 1),"))
+
+
+def test_hand_set_ttls_in_other_spellings_are_read_as_the_same_ttl() -> None:
+    """ClickHouse keeps the brackets and a quoted count of a TTL set by hand (`(minute + toIntervalDay('30'))`):
+    they compare equal to the settings' `INTERVAL 30 DAY`, a comment naming TTL is not read as one, and a grouping
+    that differs is still replaced."""
+    current = _current(30, 7)
+    current["traffic_counts"] = _aggregate("traffic_counts", "minute", "(minute + toIntervalDay('30'))")
+    current["relevancy_rollup_1m"] = _aggregate("relevancy_rollup_1m", "minute", "((`minute`) + INTERVAL '30' DAY)")
+    current["canary_runs"] = _canary("toDateTime(run_at) + INTERVAL '30 day'")
+    current["relevancy_scores"] = current["relevancy_scores"].replace(
+        "`question` String TTL toDateTime(event_time) + toIntervalDay(7)",
+        "`question` String COMMENT 'TTL: 7 days (by hand)' TTL (toDateTime(event_time) + toIntervalDay('7'))",
+    )
+    assert not plan_retention("db", "relevancy_scores", 30, 7, current)
+    regrouped = "(hour + toIntervalDay(15)) + toIntervalDay(15)"
+    current["relevancy_rollup_1h"] = _aggregate("relevancy_rollup_1h", "hour", regrouped)
+    assert plan_retention("db", "relevancy_scores", 30, 7, current).statements == (
+        "ALTER TABLE db.relevancy_rollup_1h MODIFY TTL hour + INTERVAL 30 DAY",
+    )
 
 
 def test_the_wanted_ttls_follow_the_settings() -> None:
@@ -235,6 +257,44 @@ def test_migrate_sets_the_ttls_and_a_second_migrate_changes_nothing(kept: Migrat
     kept.migrate()
     assert kept.retention_applied is not None and not kept.retention_applied and kept.retention_applied.statements == ()
     assert _create_queries(kept.store) == queries
+
+
+def test_every_table_of_the_schema_is_read_with_the_types_system_columns_has(kept: Migrations) -> None:
+    """Each create_table_query of a migrated store (tables, views, materialized views) is read: its columns, in order,
+    with the types system.columns gives them; the TTLs as ClickHouse renders them."""
+    kept.migrate()
+    columns = kept.store.query(
+        "SELECT table, name, type FROM system.columns WHERE database = {d:String} ORDER BY table, position",
+        {"d": kept.store.database},
+    ).rows
+    queries = _create_queries(kept.store)
+    assert len(queries) > len(retention_tables(kept.store.table))
+    for table, query in queries.items():
+        parsed = parse_table(query)
+        types = [(name, column_type) for of, name, column_type in columns if of == table]
+        assert [(name, column.type) for name, column in parsed.columns.items()] == types, table
+    assert parse_table(queries["relevancy_scores"]).ttl == "toDateTime(event_time) + toIntervalDay(30)"
+    assert parse_table(queries["relevancy_rollup_1h"]).ttl == "hour + toIntervalDay(30)"
+
+
+def test_ttls_set_by_hand_in_other_spellings_are_left_alone(kept: Migrations) -> None:
+    """TTLs altered by hand to the same retention in other spellings (brackets, `INTERVAL '30' DAY`, a comment naming
+    TTL), which ClickHouse renders as written, give an empty plan."""
+    kept.migrate()
+    db, off = kept.store.database, {"materialize_ttl_after_modify": 0}
+    kept.store.command(f"ALTER TABLE {db}.traffic_counts MODIFY TTL (minute + INTERVAL '30' DAY)", settings=off)
+    kept.store.command(f"ALTER TABLE {db}.relevancy_rollup_1h MODIFY TTL ((`hour`) + toIntervalDay(30))", settings=off)
+    kept.store.command(
+        f"ALTER TABLE {db}.relevancy_scores MODIFY COLUMN question String COMMENT 'TTL: 7 days, (by hand)' "
+        "TTL (toDateTime(event_time) + INTERVAL '7' DAY)",
+        settings=off,
+    )
+    queries = _create_queries(kept.store)
+    assert "TTL (minute + toIntervalDay('30')) SETTINGS" in queries["traffic_counts"]
+    assert "TTL ((hour) + toIntervalDay(30)) SETTINGS" in queries["relevancy_rollup_1h"]
+    question = "`question` String COMMENT 'TTL: 7 days, (by hand)' TTL (toDateTime(event_time) + toIntervalDay('7'))"
+    assert question in queries["relevancy_scores"]
+    assert not kept.retention_plan()
 
 
 def _age(store: ClickHouseStore, days_ago: list[int]) -> None:
