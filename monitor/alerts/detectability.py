@@ -27,10 +27,13 @@ class Detectability:
     protected: bool
     min_per_minute: float  # the judged rate at which a PROTECTED_DROP pages within PROTECTED_WITHIN_MIN
     change: str = "drop"  # what moves: a drop of the mean, a rise of the low-score share
+    watchable: bool = True  # False: the rule's drop would take the mean below the lowest score, so it cannot page
 
     def describe(self) -> str:
         """`2.1 judged/min, detects a 0.33 drop in ~15 min`, or why the segment is too thin and what would fix it."""
         rate = f"{self.events_per_min:.2g} judged/min"
+        if not self.watchable:
+            return f"cannot be watched: {rate}, but the {self.change} the rule is tuned to would leave the scores' range"
         need = f"judge at least {self.min_per_minute:.2g}/min (min_per_segment: {{min_per_minute: {self.min_per_minute:.2g}}})"
         if not self.protected:
             return f"too thin to protect: {rate}; a {PROTECTED_DROP:g} {self.change} would take over {PROTECTED_WITHIN_MIN:.0f} min to page; {need}"
@@ -48,7 +51,7 @@ def detectability(result: SegmentResult) -> Detectability | None:
     drop = ref.detectable(rate * HORIZON_MIN) if rate > 0 else math.inf
     needed = ref.delay_events(PROTECTED_DROP) / PROTECTED_WITHIN_MIN
     change = "rise" if result.rule.metric == "low_score_share" else "drop"
-    return Detectability(rate, drop, rate >= needed, needed, change)
+    return Detectability(rate, drop, rate >= needed and ref.watchable, needed, change, ref.watchable)
 
 
 def expected_by_rule(evaluation: Evaluation, rules: RuleSet) -> dict[str, float]:

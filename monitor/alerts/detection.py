@@ -131,7 +131,7 @@ def detect(
         test="cusum",
         judge=data.judge if data is not None else "",
         baseline_from=source,
-        note=f"CUSUM {stat:.1f} of {ref.threshold:.1f}",
+        note=f"CUSUM {stat:.1f} of {ref.threshold:.1f}" if ref.watchable else _unwatchable(rule, ref),
     )
     verdict = _verdict(rule, segment, ref, stat, b, prev, start, around) if active else _fresh(rule, ref, stat, rate)
     if verdict.fire and not active and around is not None and _gone(segment, b, start, around) is not None:
@@ -159,6 +159,14 @@ def _shown(rule: Rule, oriented: float | None) -> float | None:
     if oriented is None:
         return None
     return oriented if rule.metric == "mean_score" else 1.0 - oriented
+
+
+def _unwatchable(rule: Rule, ref: Reference) -> str:
+    """Why a segment cannot page: the drop it is tuned to would take its mean below the lowest score."""
+    assert rule.detector is not None
+    change = "drop" if rule.metric == "mean_score" else "rise of the low-score share"
+    base = _shown(rule, ref.baseline_mean)
+    return f"cannot page: a {change} of {rule.detector.shift:g} from a baseline of {base:.3g} leaves the scores' range"
 
 
 def _fresh(rule: Rule, ref: Reference, stat: float, rate: float) -> Verdict:

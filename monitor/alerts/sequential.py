@@ -51,6 +51,11 @@ class Reference:
         return self.mean + self.margin
 
     @property
+    def watchable(self) -> bool:
+        """Whether the statistic can page at all (False: the drop would take the mean below the lowest score)."""
+        return math.isfinite(self.threshold)
+
+    @property
     def resolve_threshold(self) -> float:
         """What the recovery statistic must reach to resolve an episode."""
         return max(self.threshold, self.resolve_at)
@@ -155,6 +160,10 @@ def calibrate(
     level = mean - SAFETY_SE * se
     slack = shift / 2
     probs = distribution(bins, values)
+    if level - slack <= float(values.min()):
+        # A drop the scores cannot fall to (a baseline within the slack of the lowest score): no score makes the
+        # statistic rise, so it cannot page, and a threshold of 0 would page on the flat line every other round.
+        return Reference(level, slack, math.inf, math.inf, mean - level)
     # The increments the baseline's own scores would give: level - k - x, with x resampled from the baseline.
     theta = adjustment_coefficient(probs, values, level - slack)
     drift = float(probs @ (values - (level - slack)))

@@ -4,6 +4,7 @@ reference outlives a baseline that took the regression in, a stalled judge resol
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from datetime import datetime, timedelta
 
@@ -12,11 +13,11 @@ import numpy as np
 from monitor.alerts.accept import accept, parse_segment
 from monitor.alerts.backtest import run_backtest
 from monitor.alerts.detectability import detectability, expected_per_week
-from monitor.alerts.detection import Beside, Budget, detect, rollout_recovered
-from monitor.alerts.engine import evaluate_rules
-from monitor.alerts.evaluator import AlertState, Frozen
-from monitor.alerts.rules import RuleSet, load_rules
-from monitor.alerts.sequential import Buckets, Reference
+from monitor.alerts.detection import LOW_VALUES, Beside, Budget, Detection, detect, rollout_recovered
+from monitor.alerts.engine import SegmentResult, evaluate_rules
+from monitor.alerts.evaluator import AlertState, Frozen, step
+from monitor.alerts.rules import Rule, RuleSet, load_rules
+from monitor.alerts.sequential import Buckets, Reference, calibrate
 from monitor.alerts.sources import StoreData
 from monitor.alerts.state import StateStore, frozen_from_json, frozen_to_json
 from monitor.alerts.windows import SegmentData, WeightedSums, WindowStats
@@ -222,3 +223,35 @@ def test_a_frozen_reference_round_trips_through_its_column_and_a_bad_one_is_reca
     assert frozen_from_json(frozen_to_json(frozen)) == frozen
     assert frozen_to_json(None) == "" and frozen_from_json("") is None
     assert frozen_from_json('{"mean": "x"}') is None and frozen_from_json("{not json") is None
+
+
+def _rounds(rule: Rule, seg: SegmentData, mean: float, rounds: int, budget: Budget = Budget(1.0, 1)) -> list[Detection]:
+    """`rounds` rounds 5 min apart over a 6 h window of 2 events a minute at `mean`, each state fed to the next."""
+    prev: AlertState | None = None
+    out = []
+    for k in range(rounds):
+        end = END_W + timedelta(minutes=5 * k)
+        b = _minutes(mean, 360, start=end - timedelta(hours=6))
+        d = detect(rule, SEGMENT, seg, b, prev, (end - timedelta(hours=6), end), budget, Beside((), _last_ms(b)))
+        prev = dataclasses.replace(step(rule, prev, d.observation, d.verdict, end), frozen=d.frozen)
+        out.append(d)
+    return out
+
+
+def test_a_segment_flat_at_the_bottom_of_the_scale_never_pages_and_says_it_cannot_be_watched() -> None:
+    """All-zero scores (all-low for the low-score share) cannot drop by the shift: no round pages, and detectability
+    says the segment cannot be watched instead of a detectable drop."""
+    low_rule = next(r for r in load_rules().rules if r.name == "low_score_share_rise")
+    zeros = _baseline((1.0, 0.0, 0.0, 0.0, 0.0), 20_000)
+    all_low = dataclasses.replace(zeros, weighted=dataclasses.replace(zeros.weighted, low=20_000.0))
+    for rule, base in ((RULE, zeros), (low_rule, all_low)):
+        rounds = _rounds(rule, SegmentData(WindowStats(21600.0), base), 0.0, 6)
+        assert not [d for d in rounds if d.verdict.fire], [d.verdict.reason for d in rounds]
+        assert all(d.reference is not None and not d.reference.watchable for d in rounds)
+        assert "cannot page" in rounds[-1].observation.note
+        result = SegmentResult(rule, rounds[-1].observation, rounds[-1].verdict, None, None, None, rounds[-1])  # type: ignore[arg-type]
+        shown = detectability(result)
+        assert shown is not None and not shown.protected and shown.describe().startswith("cannot be watched"), shown
+    # 95 % low scores leave no room for 10 more points of them; 80 % does.
+    assert not calibrate((950.0, 50.0), 0.05, 0.0475, 1000, 0.1, 1e5, LOW_VALUES).watchable
+    assert calibrate((800.0, 200.0), 0.2, 0.16, 1000, 0.1, 1e5, LOW_VALUES).watchable
