@@ -51,6 +51,14 @@ class Reference:
         return self.mean + self.margin
 
     @property
+    def recovery_level(self) -> float:
+        """What the recovery statistic compares with: half-way between the baseline and the drop the rule is tuned
+        to, raised by the margin (an estimated baseline must not make a regression look recovered) but by at most half
+        the slack, so that the scores of the baseline climb by half the slack per event or more, and a regression of
+        the shift falls by the slack or more, whatever the baseline's size."""
+        return self.baseline_mean - self.slack + min(self.margin, self.slack / 2)
+
+    @property
     def watchable(self) -> bool:
         """Whether the statistic can page at all (False: the drop would take the mean below the lowest score)."""
         return math.isfinite(self.threshold)
@@ -214,11 +222,11 @@ def cusum(b: Buckets, ref: Reference) -> float:
 
 
 def recovery(b: Buckets, ref: Reference) -> float:
-    """The reverse statistic: evidence that the scores are back above the reference less the slack, half-way
-    between the old level and the smallest drop that pages. It resolves at the threshold: a regression that stays
-    rarely gets there (its increments drift down by the slack), a fix gets there at the slack per event."""
-    # The margin counts the other way here: an estimated baseline must not make a regression look recovered.
-    return _last_excursion(-_increments(b, ref.baseline_mean + ref.margin - ref.slack))
+    """The reverse statistic: evidence that the scores are back above `Reference.recovery_level`. It resolves at the
+    threshold: a regression that stays rarely gets there (its increments drift down), a fix gets there."""
+    # The margin is capped: in full, past the slack (a baseline of under ~140 events), the level would sit above
+    # the baseline itself, where a fix drifts down and never resolves.
+    return _last_excursion(-_increments(b, ref.recovery_level))
 
 
 def change_point(b: Buckets, ref: Reference) -> int | None:

@@ -255,3 +255,31 @@ def test_a_segment_flat_at_the_bottom_of_the_scale_never_pages_and_says_it_canno
     # 95 % low scores leave no room for 10 more points of them; 80 % does.
     assert not calibrate((950.0, 50.0), 0.05, 0.0475, 1000, 0.1, 1e5, LOW_VALUES).watchable
     assert calibrate((800.0, 200.0), 0.2, 0.16, 1000, 0.1, 1e5, LOW_VALUES).watchable
+
+
+def _drawn(mix: tuple[float, ...], minutes: int, seed: int, per_minute: int = 2) -> Buckets:
+    """`minutes` minute buckets from START of `per_minute` scores drawn from `mix`."""
+    rng = np.random.default_rng(seed)
+    xs = rng.choice(LEVELS, size=(minutes, per_minute), p=mix)
+    starts = np.array([(START + timedelta(minutes=m)).timestamp() * 1000 for m in range(minutes)], dtype=np.int64)
+    n = np.full(minutes, float(per_minute))
+    return Buckets(starts, n, n, xs.sum(axis=1))
+
+
+def test_a_fixed_regression_resolves_on_a_thin_baseline_and_one_that_stays_does_not() -> None:
+    """Baselines of 60 to 140 events (margin above the slack): 6 h of the baseline's own mix since the page resolve
+    it, 6 h of the regressed mix do not; the same for a rollout against an old version of 60 events."""
+    for n in (60, 100, 140):
+        seg = SegmentData(WindowStats(21600.0), _baseline(GOOD, n))
+        ref = detect(RULE, SEGMENT, seg, _minutes(0.81, 360), None, (START, END_W), Budget(1.0, 1)).reference
+        assert ref is not None and (ref.margin > ref.slack or n == 140), ref
+        prev = AlertState(RULE.name, SEGMENT, "firing", since=START, fired_at=START, frozen=Frozen(ref, END_W + timedelta(days=8)))
+        for mix, resolves in ((GOOD, True), (BAD, False)):
+            b = _drawn(mix, 360, seed=n)
+            d = detect(RULE, SEGMENT, seg, b, prev, (START, END_W), Budget(1.0, 1), Beside((), _last_ms(b)))
+            assert d.verdict.bad is not resolves, (n, mix, d.verdict.reason)
+    rollout = next(r for r in load_rules().rules if r.name == "prompt_rollout_regression")
+    old = SegmentData(WindowStats(86400.0), _baseline(GOOD, 60))
+    prev = AlertState(rollout.name, SEGMENT, "firing", since=START, fired_at=START)
+    assert rollout_recovered(rollout, old, _drawn(GOOD, 720, seed=3), prev) is not None
+    assert rollout_recovered(rollout, old, _drawn(BAD, 720, seed=3), prev) is None

@@ -28,10 +28,10 @@ RUBRIC = np.array([0.03, 0.05, 0.10, 0.27, 0.55])  # mostly good answers with a 
 RARE_ZEROS = np.array([0.03, 0.0, 0.0, 0.0, 0.97])  # nearly all perfect, now and then a zero: very skewed
 
 
-def _bins(mix: NDArray[np.float64]) -> NDArray[np.float64]:
+def _bins(mix: NDArray[np.float64], n: float = 1e6) -> NDArray[np.float64]:
     out = np.zeros(len(BIN_VALUES))
     for level, p in zip(LEVELS, mix, strict=True):
-        out[round(level * 20)] = p * 1e6
+        out[round(level * 20)] = p * n
     return out
 
 
@@ -127,6 +127,18 @@ def test_recovery_grows_only_once_the_scores_are_back() -> None:
     ref = Reference(0.8, 0.05, 10.0)
     assert recovery(_buckets([[0.6]] * 200), ref) == 0.0
     assert recovery(_buckets([[0.6]] * 200 + [[0.8]] * 100), ref) == pytest.approx(100 * 0.05)
+
+
+@pytest.mark.parametrize("n", [50, 60, 100, 140, 400, 20_000])
+def test_recovery_climbs_on_a_fix_and_falls_on_a_regression_whatever_the_baseline_size(n: int) -> None:
+    """From the shipped minimum of 50 baseline events up, the baseline's own scores climb by at least half the slack
+    per event and a regression of the shift falls by at least the slack, margin or not."""
+    mean, var = _moments(RUBRIC)
+    ref = calibrate(_bins(RUBRIC, n), mean, var, n, 0.1, 1e4, resolve_arl_events=1e4)
+    assert ref.margin == pytest.approx(2 * math.sqrt(var / n))
+    assert recovery(_buckets([[mean]] * 400), ref) >= 400 * ref.slack / 2 - 1e-9
+    assert recovery(_buckets([[mean]] * 399 + [[mean - 0.1 + ref.slack]]), ref) <= 400 * ref.slack
+    assert recovery(_buckets([[mean - 0.1]] * 400), ref) == 0.0
 
 
 def test_since_keeps_the_buckets_from_a_time_on() -> None:
