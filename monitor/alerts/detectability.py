@@ -37,7 +37,7 @@ class Detectability:
         need = f"judge at least {self.min_per_minute:.2g}/min (min_per_segment: {{min_per_minute: {self.min_per_minute:.2g}}})"
         if not self.protected:
             return f"too thin to protect: {rate}; a {PROTECTED_DROP:g} {self.change} would take over {PROTECTED_WITHIN_MIN:.0f} min to page; {need}"
-        if self.drop_in_15_min > 1:
+        if math.isinf(self.drop_in_15_min):
             return f"{rate}, detects a {PROTECTED_DROP:g} {self.change} within {PROTECTED_WITHIN_MIN:.0f} min, none within 15 min"
         return f"{rate}, detects a {self.drop_in_15_min:.2f} {self.change} in ~{HORIZON_MIN:.0f} min"
 
@@ -55,9 +55,10 @@ def detectability(result: SegmentResult) -> Detectability | None:
 
 
 def expected_by_rule(evaluation: Evaluation, rules: RuleSet) -> dict[str, float]:
-    """False alarms a week each rule expects over the segments it has: a detector rule's budget where it has
-    segments, and `alpha` per rollout for the rollout rules (their test is always valid: alpha over a rollout's
-    whole life, the rollouts in the window counted as a weekly rate)."""
+    """False alarms a week each rule expects over the segments it has: a detector rule's budget, less the parts of
+    its segments that cannot page (no reference yet, or a baseline with no room for the drop), and `alpha` per
+    rollout for the rollout rules (their test is always valid: alpha over a rollout's whole life, the rollouts in
+    the window counted as a weekly rate)."""
     out: dict[str, float] = {}
     by_rule: dict[str, list[SegmentResult]] = {}
     for r in evaluation.results:
@@ -65,10 +66,18 @@ def expected_by_rule(evaluation: Evaluation, rules: RuleSet) -> dict[str, float]
     for rule in rules.rules:
         found: Sequence[SegmentResult] = by_rule.get(rule.name, [])
         if rule.detector is not None:
-            out[rule.name] = rules.budget(rule) if found else 0.0
+            # Every segment of the round has an equal part of the budget (`detection.Budget`); one that cannot
+            # page spends none of it.
+            paging = sum(1 for r in found if _can_page(r))
+            out[rule.name] = rules.budget(rule) * paging / len(found) if found else 0.0
         elif rule.spec.compares_versions:
             out[rule.name] = rule.alpha * len(found) * (WEEK / rule.window)
     return out
+
+
+def _can_page(result: SegmentResult) -> bool:
+    d = result.detection
+    return d is not None and d.reference is not None and d.reference.watchable
 
 
 def expected_per_week(evaluation: Evaluation, rules: RuleSet) -> dict[str, float]:

@@ -69,12 +69,16 @@ class Reference:
         return max(self.threshold, self.resolve_at)
 
     def delay_events(self, drop: float) -> float:
-        """Events a drop of `drop` below the mean needs to reach the threshold (inf when it is within the slack)."""
-        return self.threshold / (drop - self.slack) if drop > self.slack else math.inf
+        """Events a drop of `drop` below the baseline mean needs to reach the threshold: the statistic climbs by the
+        drop less the slack and the margin per event (inf when it does not climb, or cannot page)."""
+        climb = drop - self.slack - self.margin
+        return self.threshold / climb if climb > 0 and self.watchable else math.inf
 
     def detectable(self, events: float) -> float:
-        """The smallest drop that reaches the threshold within `events` events."""
-        return self.slack + self.threshold / events if events > 0 else math.inf
+        """The smallest drop below the baseline mean that reaches the threshold within `events` events (inf when
+        that would take the mean below the lowest score, 0)."""
+        drop = self.slack + self.margin + self.threshold / events if events > 0 else math.inf
+        return drop if drop <= self.baseline_mean else math.inf
 
 
 def distribution(bins: NDArray[np.float64] | tuple[float, ...], values: NDArray[np.float64] = BIN_VALUES) -> NDArray[np.float64]:

@@ -5,19 +5,21 @@ reference outlives a baseline that took the regression in, a stalled judge resol
 from __future__ import annotations
 
 import dataclasses
+import math
 import random
 from datetime import datetime, timedelta
 
 import numpy as np
+import pytest
 
 from monitor.alerts.accept import accept, parse_segment
 from monitor.alerts.backtest import run_backtest
-from monitor.alerts.detectability import detectability, expected_per_week
+from monitor.alerts.detectability import detectability, expected_by_rule, expected_per_week
 from monitor.alerts.detection import LOW_VALUES, Beside, Budget, Detection, detect, rollout_recovered
-from monitor.alerts.engine import SegmentResult, evaluate_rules
+from monitor.alerts.engine import Evaluation, SegmentResult, evaluate_rules
 from monitor.alerts.evaluator import AlertState, Frozen, step
 from monitor.alerts.rules import Rule, RuleSet, load_rules
-from monitor.alerts.sequential import Buckets, Reference, calibrate
+from monitor.alerts.sequential import Buckets, Reference, calibrate, cusum
 from monitor.alerts.sources import StoreData
 from monitor.alerts.state import StateStore, frozen_from_json, frozen_to_json
 from monitor.alerts.windows import SegmentData, WeightedSums, WindowStats
@@ -83,7 +85,12 @@ def test_release_pages_rollback_and_fix_resolve_and_stable_apps_never_page(store
 
     assert report.last is not None
     expected = expected_per_week(report.last, rules)
-    assert expected["page"] >= 1.0  # the detector's whole budget, plus alpha per rollout
+    # Every relevancy_drop segment can page, so the detector spends its whole budget; each rollout spends alpha.
+    drops = [r for r in report.last.results if r.rule.name == "relevancy_drop"]
+    rollouts = [r for r in report.last.results if r.rule.name == "prompt_rollout_regression"]
+    refs = [r.detection.reference for r in drops if r.detection is not None]
+    assert drops and len(refs) == len(drops) and all(ref is not None and ref.watchable for ref in refs)
+    assert len(rollouts) >= 3 and expected["page"] == pytest.approx(1.0 + 0.001 * len(rollouts) * 7)
     shown = [d for r in report.last.results if (d := detectability(r)) is not None]
     assert shown and all(1.5 <= d.events_per_min <= 2.5 for d in shown), shown
 
@@ -249,9 +256,14 @@ def test_a_segment_flat_at_the_bottom_of_the_scale_never_pages_and_says_it_canno
         assert not [d for d in rounds if d.verdict.fire], [d.verdict.reason for d in rounds]
         assert all(d.reference is not None and not d.reference.watchable for d in rounds)
         assert "cannot page" in rounds[-1].observation.note
-        result = SegmentResult(rule, rounds[-1].observation, rounds[-1].verdict, None, None, None, rounds[-1])  # type: ignore[arg-type]
-        shown = detectability(result)
+        shown = detectability(_result(rule, rounds[-1]))
         assert shown is not None and not shown.protected and shown.describe().startswith("cannot be watched"), shown
+        # It spends none of the budget: beside one segment that can page, the rule expects half its false alarms.
+        good = SegmentData(WindowStats(21600.0), _baseline(GOOD, 20_000))
+        fine = detect(rule, SEGMENT, good, _minutes(0.81, 360), None, (START, END_W), Budget(1.0, 2))
+        evaluation = Evaluation(END_W, [_result(rule, rounds[-1]), _result(rule, fine)], [])
+        alone = RuleSet(rules=[rule])
+        assert expected_by_rule(evaluation, alone)[rule.name] == pytest.approx(alone.budget(rule) / 2)
     # 95 % low scores leave no room for 10 more points of them; 80 % does.
     assert not calibrate((950.0, 50.0), 0.05, 0.0475, 1000, 0.1, 1e5, LOW_VALUES).watchable
     assert calibrate((800.0, 200.0), 0.2, 0.16, 1000, 0.1, 1e5, LOW_VALUES).watchable
@@ -283,3 +295,24 @@ def test_a_fixed_regression_resolves_on_a_thin_baseline_and_one_that_stays_does_
     prev = AlertState(rollout.name, SEGMENT, "firing", since=START, fired_at=START)
     assert rollout_recovered(rollout, old, _drawn(GOOD, 720, seed=3), prev) is not None
     assert rollout_recovered(rollout, old, _drawn(BAD, 720, seed=3), prev) is None
+
+
+def _result(rule: Rule, d: Detection) -> SegmentResult:
+    """A segment result around one detection (what `detectability` reads)."""
+    return SegmentResult(rule, d.observation, d.verdict, None, None, None, d)  # type: ignore[arg-type]
+
+
+def test_detectability_counts_the_margin_a_short_baseline_puts_below_its_mean() -> None:
+    """The drop reported as paging within 15 min does reach the threshold in 15 min (and a slightly smaller one does
+    not), and at min_per_minute a drop of 0.2 pages within the hour, on baselines short enough for a wide margin."""
+    for n in (60, 200, 20_000):
+        seg = SegmentData(WindowStats(21600.0), _baseline(GOOD, n))
+        d = detect(RULE, SEGMENT, seg, _minutes(0.81, 360), None, (START, END_W), Budget(1.0, 1))
+        shown, ref = detectability(_result(RULE, d)), d.reference
+        assert shown is not None and ref is not None and shown.protected
+        for drop, pages in ((shown.drop_in_15_min, True), (shown.drop_in_15_min - 0.01, False)):
+            assert (cusum(_minutes(ref.baseline_mean - drop, 15), ref) >= ref.threshold - 1e-9) is pages, (n, drop, ref)
+        per_minute = math.ceil(shown.min_per_minute * 1000) / 1000
+        hour = _minutes(ref.baseline_mean - 0.2, 60, per_minute=1)
+        hour = Buckets(hour.start_ms, hour.weight * per_minute, hour.weight_sq * per_minute, hour.value * per_minute)
+        assert cusum(hour, ref) >= ref.threshold - 1e-9, (n, shown)
