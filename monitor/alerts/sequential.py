@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -89,10 +90,9 @@ def distribution(bins: NDArray[np.float64] | tuple[float, ...], values: NDArray[
     return out
 
 
-def adjustment_coefficient(probs: NDArray[np.float64], values: NDArray[np.float64], level: float) -> float:
-    """theta > 0 with sum p exp(theta (level - v)) = 1: the increments z = level - v drift down (E z < 0) and rise
-    sometimes; inf when they never rise."""
-    z = level - values
+def adjustment_coefficient(probs: NDArray[np.float64], z: NDArray[np.float64]) -> float:
+    """theta > 0 with sum p exp(theta z) = 1 for increments `z` (with probabilities `probs`) that drift down (E z < 0)
+    and rise sometimes; inf when they never rise, 0 when they do not drift down."""
     if float(probs @ z) >= 0:
         return 0.0
     if not np.any((z > 0) & (probs > 0)):
@@ -166,8 +166,7 @@ def calibrate(
 ) -> Reference:
     """The reference of a CUSUM tuned to a drop of `shift`, paging once per `arl_events` events of scores like the
     baseline's (`bins`: weighted counts of `values`; `mean`, `variance`, `n_eff`: the baseline's moments), and
-    resolving a regression of `shift` that stays at most once per `resolve_arl_events` (the recovery increments
-    under it mirror the detection's in control)."""
+    resolving a regression of `shift` that stays at most once per `resolve_arl_events` events of it."""
     se = math.sqrt(max(variance, 0.0) / n_eff) if n_eff > 0 else 0.0
     level = mean - SAFETY_SE * se
     slack = shift / 2
@@ -177,9 +176,35 @@ def calibrate(
         # statistic rise, so it cannot page, and a threshold of 0 would page on the flat line every other round.
         return Reference(level, slack, math.inf, math.inf, mean - level)
     # The increments the baseline's own scores would give: level - k - x, with x resampled from the baseline.
-    theta = adjustment_coefficient(probs, values, level - slack)
-    drift = float(probs @ (values - (level - slack)))
-    return Reference(level, slack, threshold_for(theta, drift, arl_events), threshold_for(theta, drift, resolve_arl_events), mean - level)
+    z = level - slack - values
+    h = threshold_for(adjustment_coefficient(probs, z), -float(probs @ z), arl_events)
+    ref = Reference(level, slack, h, 0.0, mean - level)
+    # The recovery's increments x - recovery_level under the regression it must not take for a fix: the baseline with
+    # `shift` of its mean moved to the lowest score (`regressed`). A mirror of the detection's theta does not hold:
+    # skewed scores rise and fall by different steps, and it resolved persisting regressions 2-5 times too often.
+    bad = regressed(probs, values, mean - shift)
+    y = values - ref.recovery_level
+    resolve_at = threshold_for(adjustment_coefficient(bad, y), -float(bad @ y), resolve_arl_events)
+    return dataclasses.replace(ref, resolve_at=resolve_at)
+
+
+def regressed(probs: NDArray[np.float64], values: NDArray[np.float64], mean: float) -> NDArray[np.float64]:
+    """`probs` (of ascending `values`) lowered to `mean` by moving mass to the lowest value, from the lowest values
+    first: of all the ways to lower the mean by moving mass down, the one that keeps the most of the top."""
+    # Moving mass m from a to b < a lowers the mean by m (a - b) and E exp(t x) by m (e^ta - e^tb): per unit of
+    # mean, a chord slope of e^tx, smallest for b at the bottom and a as low as possible. So this maximises
+    # E exp(t x) at every t > 0 among such regressions: the smallest theta, the most false resolutions.
+    out = probs.copy()
+    need = float(out @ values) - mean
+    for i in range(1, len(values)):
+        if need <= 0:
+            break
+        step = float(values[i] - values[0])
+        moved = min(float(out[i]), need / step)
+        out[i] -= moved
+        out[0] += moved
+        need -= moved * step
+    return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -218,8 +218,8 @@ def test_a_firing_rollout_resolves_once_the_new_version_scores_like_the_old_one_
     rollout = next(r for r in load_rules().rules if r.name == "prompt_rollout_regression")
     old = SegmentData(WindowStats(86400.0), _baseline(GOOD, 2_000))
     prev = AlertState(rollout.name, SEGMENT, "firing", since=START, fired_at=START)
-    assert rollout_recovered(rollout, old, _minutes(0.56, 120), prev) is None
-    back = rollout_recovered(rollout, old, _minutes(0.82, 120), prev)
+    assert rollout_recovered(rollout, old, _minutes(0.56, 240), prev) is None
+    back = rollout_recovered(rollout, old, _minutes(0.82, 240), prev)  # 4 h at 2 a minute: ~3 h of it needed
     assert back is not None and not back.bad and "scores like the one before it again" in back.reason
     assert rollout_recovered(rollout, old, None, prev) is None
 

@@ -16,8 +16,10 @@ from monitor.alerts.sequential import (
     Reference,
     calibrate,
     cusum,
+    distribution,
     mixture_p_value,
     recovery,
+    regressed,
     stopped_alone,
     stopped_beside,
     threshold_for,
@@ -92,6 +94,49 @@ def test_the_threshold_grows_with_the_run_length_asked_for() -> None:
     mean, var = _moments(RUBRIC)
     hs = [calibrate(_bins(RUBRIC), mean, var, 1e6, 0.1, arl).threshold for arl in (1e2, 1e4, 1e6)]
     assert hs[0] < hs[1] < hs[2]
+
+
+def _false_resolutions(mix: NDArray[np.float64], ref: Reference, reps: int = 300, horizon: int = 12_000) -> float:
+    """The mean events until the recovery statistic resolves on scores drawn from `mix` (censored at `horizon`,
+    which can only make it shorter)."""
+    rng = np.random.default_rng(4)
+    s = np.zeros(reps)
+    lengths = np.full(reps, float(horizon))
+    alive = np.ones(reps, dtype=bool)
+    for i in range(horizon):
+        s = np.maximum(0.0, s + rng.choice(LEVELS, size=reps, p=mix) - ref.recovery_level)
+        hit = alive & (s >= ref.resolve_threshold)
+        lengths[hit] = i + 1
+        alive &= ~hit
+        if not alive.any():
+            break
+    return float(lengths.mean())
+
+
+def _mix_of(probs: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The five rubric levels' probabilities out of 21 bins (the others hold only pseudo-counts)."""
+    mix = probs[[round(v * 20) for v in LEVELS]]
+    return np.asarray(mix / mix.sum(), dtype=np.float64)
+
+
+CASES = [(RUBRIC, 1e9), (RUBRIC, 100), (RARE_ZEROS, 1e9), (RARE_ZEROS, 200)]
+
+
+@pytest.mark.parametrize(("mix", "n"), CASES, ids=["rubric", "rubric 100", "rare zeros", "rare 200"])
+def test_a_lasting_regression_resolves_falsely_no_more_often_than_targeted(mix: NDArray[np.float64], n: float) -> None:
+    """Regressions of the shift that stay (mass moved from the top to a zero, and the worst case: from the lowest
+    levels first) reach the resolve threshold after at least the target run length, on long and short baselines."""
+    mean, var = _moments(mix)
+    target = 300.0
+    ref = calibrate(_bins(mix, min(n, 1e6)), mean, var, n, 0.1, 50.0, resolve_arl_events=target)
+    assert ref.resolve_threshold == ref.resolve_at  # not the detection threshold under it
+    top = mix.copy()
+    top[0], top[-1] = top[0] + 0.1, top[-1] - 0.1
+    worst = _mix_of(regressed(distribution(_bins(mix, min(n, 1e6))), BIN_VALUES, mean - 0.1))
+    for bad in (top, worst):
+        assert float(bad @ LEVELS) == pytest.approx(mean - 0.1, abs=2e-3)
+        assert _false_resolutions(bad, ref) >= target, (bad, ref)
+    assert _false_resolutions(worst, ref) <= 3 * target  # the worst case is where it is calibrated: not far beyond
 
 
 def _buckets(values: list[list[float]]) -> Buckets:
