@@ -30,6 +30,7 @@ BIN_VALUES = np.linspace(0.0, 1.0, BINS)
 WEEK_S = 7 * 86_400.0
 SAFETY_SE = 2.0  # the reference sits this many standard errors of the baseline mean below it (an estimated mean)
 PSEUDO_EVENTS = 1.0  # spread over the bins, so a value never seen in the baseline is rare, not impossible
+MIN_PAGE_EVENTS = 2.0  # a threshold is at least this many events' largest increment: no single answer pages
 STOP_LEVEL = 1e-4  # a silence this improbable means the segment no longer receives traffic (looked at every round)
 MIN_SILENCE_S = 180.0
 ALONE_SILENCE_S = 3600.0
@@ -139,7 +140,8 @@ def _theta(p: NDArray[np.float64], zz: NDArray[np.float64]) -> float:
 def threshold_for(theta: float, drift: float, arl_events: float) -> float:
     """h with an average run length of `arl_events` for increments of mean -`drift` and adjustment coefficient
     `theta`: Siegmund's (exp(theta h) - theta h - 1) / (theta drift) = ARL, without the overshoot correction (which
-    would lower h: leaving it out errs towards fewer pages)."""
+    would lower h: leaving it out errs towards fewer pages). 0 when the increments never rise (theta inf: any
+    threshold is never reached), under the floor `calibrate` puts beneath every threshold."""
     if math.isinf(theta):
         return 0.0
     if theta <= 0 or drift <= 0:
@@ -178,14 +180,20 @@ def calibrate(
     # The increments the baseline's own scores would give: level - k - x, with x resampled from the baseline.
     z = level - slack - values
     h = threshold_for(adjustment_coefficient(probs, z), -float(probs @ z), arl_events)
-    ref = Reference(level, slack, h, 0.0, mean - level)
+    # No single answer pages: the drop is a sustained shift of the mean, so h is at least MIN_PAGE_EVENTS answers at
+    # the lowest score. The calibration alone cannot promise it where the baseline never saw a low score: the
+    # pseudo-count gives an unseen zero ~1/(21 n), where n events only rule out rates above ~3/n, so on 20,000
+    # perfect scores h fell below one zero's increment. An honest prior (one pseudo-event at the lowest score)
+    # would lift h to about one increment at 2 judged a minute and not at slower rates, and would move every thin
+    # baseline's threshold; the floor says what the rule means and touches no segment with a tail of low scores.
+    ref = Reference(level, slack, max(h, MIN_PAGE_EVENTS * float(z.max())), 0.0, mean - level)
     # The recovery's increments x - recovery_level under the regression it must not take for a fix: the baseline with
     # `shift` of its mean moved to the lowest score (`regressed`). A mirror of the detection's theta does not hold:
     # skewed scores rise and fall by different steps, and it resolved persisting regressions 2-5 times too often.
     bad = regressed(probs, values, mean - shift)
     y = values - ref.recovery_level
     resolve_at = threshold_for(adjustment_coefficient(bad, y), -float(bad @ y), resolve_arl_events)
-    return dataclasses.replace(ref, resolve_at=resolve_at)
+    return dataclasses.replace(ref, resolve_at=max(resolve_at, MIN_PAGE_EVENTS * float(y.max())))
 
 
 def regressed(probs: NDArray[np.float64], values: NDArray[np.float64], mean: float) -> NDArray[np.float64]:

@@ -316,3 +316,21 @@ def test_detectability_counts_the_margin_a_short_baseline_puts_below_its_mean() 
         hour = _minutes(ref.baseline_mean - 0.2, 60, per_minute=1)
         hour = Buckets(hour.start_ms, hour.weight * per_minute, hour.weight_sq * per_minute, hour.value * per_minute)
         assert cusum(hour, ref) >= ref.threshold - 1e-9, (n, shown)
+
+
+def test_one_bad_answer_never_pages_a_segment_whose_baseline_was_all_perfect() -> None:
+    """20,000 perfect baseline scores: one zero among 720 perfect answers pages neither rule, at any budget share or
+    rate; a sustained drop (one answer in ten a zero) still pages within the hour."""
+    low_rule = next(r for r in load_rules().rules if r.name == "low_score_share_rise")
+    perfect = SegmentData(WindowStats(21600.0), _baseline((0.0, 0.0, 0.0, 0.0, 1.0), 20_000))
+    for rule in (RULE, low_rule):
+        for per_minute, segments in ((2, 1), (2, 20), (1, 1)):
+            b = _minutes(1.0, 360, per_minute)
+            one = Buckets(b.start_ms, b.weight, b.weight_sq, np.concatenate((b.value[:-1], [per_minute - 1.0])))
+            around = Beside((), _last_ms(b))
+            d = detect(rule, SEGMENT, perfect, one, None, (START, END_W), Budget(1.0, segments), around)
+            assert d.reference is not None and not d.verdict.fire, (rule.name, per_minute, segments, d.verdict.reason)
+        b = _minutes(1.0, 300)
+        tenth = Buckets(b.start_ms, b.weight, b.weight_sq, np.where(np.arange(300) >= 250, b.weight * 0.9, b.weight))
+        sustained = detect(rule, SEGMENT, perfect, tenth, None, (START, END_W), Budget(1.0, 1), Beside((), _last_ms(b)))
+        assert sustained.verdict.fire, (rule.name, sustained.observation.note)
