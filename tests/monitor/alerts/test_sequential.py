@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
+from monitor.alerts.observations import observe
+from monitor.alerts.rules import load_rules
 from monitor.alerts.sequential import (
     BIN_VALUES,
     Buckets,
@@ -24,6 +26,7 @@ from monitor.alerts.sequential import (
     stopped_beside,
     threshold_for,
 )
+from monitor.alerts.windows import SegmentData, WeightedSums, WindowStats
 
 LEVELS = np.array([0.0, 0.25, 0.5, 0.75, 1.0])
 RUBRIC = np.array([0.03, 0.05, 0.10, 0.27, 0.55])  # mostly good answers with a long left tail
@@ -209,6 +212,30 @@ def test_the_mixture_p_value_stays_valid_however_often_it_is_looked_at() -> None
         naive |= np.abs(means[:, i]) / np.sqrt(variance[i]) > 1.96
     assert crossed.mean() <= 0.05
     assert naive.mean() > 0.3
+
+
+ROLLOUT = next(r for r in load_rules().rules if r.name == "prompt_rollout_regression")
+VERSION = (("app", "a"), ("prompt_version", "v2"), ("judge_id", "j"))
+
+
+def _version(x: NDArray[np.float64]) -> WindowStats:
+    n = len(x)
+    return WindowStats(86400.0, rows=n, ok=n, weighted=WeightedSums(n, n, float(x.sum()), float((x**2).sum()), 0.0))
+
+
+def _rollout_p(new: NDArray[np.float64], old: WindowStats) -> float:
+    p = observe(ROLLOUT, VERSION, SegmentData(_version(new), old)).p_change
+    assert p is not None
+    return p
+
+
+def test_a_rollout_from_a_version_that_always_scored_the_same_still_pages() -> None:
+    """An old version that always scored 1 against a new one that always scores 0 (or 0.5) pages from its first
+    events; a new version that also always scores 1 does not."""
+    old = _version(np.ones(2000))
+    for new, n in ((0.0, 25), (0.0, 500), (0.5, 500), (0.0, 12)):
+        assert _rollout_p(np.full(n, new), old) < 0.001, (new, n)
+    assert _rollout_p(np.ones(500), old) == 1.0
 
 
 def test_the_mixture_p_value_finds_a_real_difference_early() -> None:
