@@ -20,6 +20,10 @@ if TYPE_CHECKING:
 
 # The mixture's scale: the rollout test is most powerful for differences of about this size on the 0..1 score.
 ROLLOUT_MIXING_SCALE = 0.1
+# Below this many effective events the new version's own variance is no estimate: the test takes the largest a
+# score in [0, 1] can have, 1/4 (Hoeffding's bound, which keeps the mixture a supermartingale for any scores).
+ROLLOUT_OWN_VARIANCE_EVENTS = 30.0
+MAX_SCORE_VARIANCE = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,11 +147,15 @@ def read_rollout_mean_score(rule: Rule, data: SegmentData, tail: TailCounts | No
 
 
 def rollout_variance(now: WeightedMoments, before: WeightedMoments) -> float:
-    """The sampling variance of the new-minus-old difference of means the rollout test uses: the old version's
-    variance for both until the new one has 30 effective events, then the larger of the two; each at least
-    `variance_floor`."""
+    """The sampling variance of the new-minus-old difference of means the rollout test uses: the larger of both
+    versions' variances, each at least `variance_floor`, and 1/4 for the new version until it has
+    `ROLLOUT_OWN_VARIANCE_EVENTS` effective events."""
     old = max(before.variance, variance_floor(before))
-    var = max(old, now.variance, variance_floor(now)) if now.n_eff >= 30 else old
+    if now.n_eff < ROLLOUT_OWN_VARIANCE_EVENTS:
+        # A new version's spread is unknown, and the old one's is no bound on it: a prompt can keep the mean and
+        # spread the scores (equal means paged in 77 % of rollouts at alpha 0.001 with the old variance).
+        return MAX_SCORE_VARIANCE / now.n_eff + old / before.n_eff
+    var = max(old, now.variance, variance_floor(now))
     return var / now.n_eff + var / before.n_eff
 
 
