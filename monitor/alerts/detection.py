@@ -18,11 +18,10 @@ from monitor.alerts.evaluator import AlertState, Frozen, Verdict
 from monitor.alerts.observations import Observation, weighted_moments
 from monitor.alerts.outcomes import Gap, Shortfall, describe_shortfalls
 from monitor.alerts.rules import Rule
-from monitor.alerts.sequential import WEEK_S, Buckets, Reference, calibrate, change_point, cusum, recovery, stopped_alone, stopped_beside
+from monitor.alerts.sequential import MIN_SPAN_S, WEEK_S, Buckets, Reference, calibrate, change_point, cusum, recovery, stopped_alone, stopped_beside
 from monitor.alerts.windows import SegmentData, SegmentKey, WindowStats
 
 RESOLVE_WEEKS = 40.0  # a regression that stays resolves falsely less than once in this many weeks of its traffic
-MIN_SPAN_S = 900.0  # a segment younger than this is rated over this long: a burst of first events is no rate
 LOW_VALUES = np.array([0.0, 1.0])  # the low-score share's detector sees 0 for a low score, 1 otherwise
 _EMPTY = Buckets(np.empty(0, np.int64), np.empty(0), np.empty(0), np.empty(0))
 

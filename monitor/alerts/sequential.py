@@ -34,6 +34,7 @@ MIN_PAGE_EVENTS = 2.0  # a threshold is at least this many events' largest incre
 STOP_LEVEL = 1e-4  # a silence this improbable means the segment no longer receives traffic (looked at every round)
 MIN_SILENCE_S = 180.0
 ALONE_SILENCE_S = 3600.0
+MIN_SPAN_S = 900.0  # a segment younger than this is rated over this long: a burst of first events is no rate
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,7 +302,7 @@ def stopped_alone(events: float, active_s: float, silent_s: float) -> bool:
     least. The whole app falling silent is `app_no_data`'s page; this only keeps a retired segment from paging on."""
     if silent_s < ALONE_SILENCE_S or events <= 0:
         return False
-    rate = events / max(active_s, 60.0)
+    rate = events / max(active_s, MIN_SPAN_S)  # as `detection.events_per_s` rates it
     return rate * WEEK_S * math.exp(-rate * silent_s) < STOP_LEVEL
 
 

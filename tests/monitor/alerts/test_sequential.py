@@ -276,3 +276,10 @@ def test_silence_alone_is_judged_at_the_segment_s_own_rate_as_if_looked_at_after
     assert not stopped_alone(events=720, active_s=6 * 3600, silent_s=3000)
     assert not stopped_alone(events=36, active_s=6 * 3600, silent_s=3600 * 2)
     assert stopped_alone(events=36, active_s=6 * 3600, silent_s=3600 * 3)
+
+
+def test_a_burst_of_events_in_one_minute_is_no_rate_to_judge_silence_by() -> None:
+    """Three events in one minute are rated over 15 minutes, as the threshold rates them: an hour's silence after
+    them is no evidence that the segment stopped; 90 minutes is."""
+    assert not stopped_alone(events=3, active_s=60.0, silent_s=3600)
+    assert stopped_alone(events=3, active_s=60.0, silent_s=5400)
