@@ -13,9 +13,12 @@ from numpy.typing import NDArray
 from monitor.alerts.observations import observe
 from monitor.alerts.rules import load_rules
 from monitor.alerts.sequential import (
+    _THETAS,
     BIN_VALUES,
     Buckets,
     Reference,
+    _theta,
+    adjustment_coefficient,
     calibrate,
     cusum,
     distribution,
@@ -140,6 +143,30 @@ def test_a_lasting_regression_resolves_falsely_no_more_often_than_targeted(mix: 
         assert float(bad @ LEVELS) == pytest.approx(mean - 0.1, abs=2e-3)
         assert _false_resolutions(bad, ref) >= target, (bad, ref)
     assert _false_resolutions(worst, ref) <= 3 * target  # the worst case is where it is calibrated: not far beyond
+
+
+def test_a_cached_root_never_lowers_a_threshold_by_more_than_a_fifth_of_a_percent() -> None:
+    """Two baselines with the same cache key (a level 0.001 apart at most, probabilities within 3 significant digits):
+    the threshold from the root the first one cached is at most 0.2 % below the second one's own."""
+    rng = np.random.default_rng(0)
+    worst, hits = 0.0, 0
+    for _ in range(400):
+        probs = distribution(np.sort(rng.dirichlet(np.full(21, 0.3))) * 10 ** rng.uniform(2, 5))
+        z = float(probs @ BIN_VALUES) - rng.uniform(0.02, 0.1) - BIN_VALUES
+        cell = math.ceil(round(z[0] * 1000, 6)) / 1000
+        near = z + rng.uniform(cell - 0.001 - z[0], cell - z[0]) * 0.999
+        other = probs * (1 + rng.uniform(-4e-4, 4e-4, len(probs)))
+        other /= other.sum()
+        _THETAS.clear()
+        first = adjustment_coefficient(probs, z)
+        cached = adjustment_coefficient(other, near)
+        if len(_THETAS) > 1 or not math.isfinite(first):
+            continue  # another key: no hit to judge
+        hits += 1
+        own = _theta(other, near)  # the root of the distribution asked about, uncached
+        drift = -float(other @ near)
+        worst = min(worst, threshold_for(cached, drift, 1e5) / threshold_for(own, drift, 1e5) - 1)
+    assert hits > 50 and worst >= -0.002, (hits, worst)
 
 
 def _buckets(values: list[list[float]]) -> Buckets:
