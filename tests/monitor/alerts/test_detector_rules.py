@@ -96,8 +96,8 @@ def test_release_pages_rollback_and_fix_resolve_and_stable_apps_never_page(store
 
 
 def test_accept_makes_the_new_level_the_reference_and_records_who(store: ClickHouseStore) -> None:
-    """`accept` resolves a firing detector segment with the level since its episode began; the next rounds do not
-    page again on that level, and the state says who accepted it and when."""
+    """`accept` resolves a firing detector segment with the level since its episode began; the next rounds, 105 min
+    of that level, do not page again on it, and the state says who accepted it and when."""
     insert(store, [r for r in _rows() if r.app == "fixed" and r.event_time < FIX])
     rules = default_rules("relevancy_drop")
     data = StoreData(store)
@@ -113,8 +113,12 @@ def test_accept_makes_the_new_level_the_reference_and_records_who(store: ClickHo
     StateStore(store).save([done], now)
     loaded = StateStore(store).load()
     assert loaded[done.key].frozen == done.frozen
-    later = evaluate_rules(store, rules, now + timedelta(minutes=10), loaded, data=data)
-    assert [r.state.state for r in later.results] == ["resolved"], [r.state.note for r in later.results]
+    # The regression goes on until FIX: long enough that the old reference would page again (in ~15 min).
+    states = dict(loaded)
+    for k in range(1, 8):
+        later = evaluate_rules(store, rules, now + timedelta(minutes=15 * k), states, data=data)
+        assert [r.state.state for r in later.results] == ["resolved"], (k, [r.state.note for r in later.results])
+        states.update(later.states())
 
 
 def test_accept_refuses_what_it_cannot_accept(store: ClickHouseStore) -> None:
