@@ -27,14 +27,17 @@ class Detectability:
     protected: bool
     min_per_minute: float  # the judged rate at which a PROTECTED_DROP pages within PROTECTED_WITHIN_MIN
     change: str = "drop"  # what moves: a drop of the mean, a rise of the low-score share
+    watchable: bool = True  # False: the rule's drop would take the mean below the lowest score, so it cannot page
 
     def describe(self) -> str:
         """`2.1 judged/min, detects a 0.33 drop in ~15 min`, or why the segment is too thin and what would fix it."""
         rate = f"{self.events_per_min:.2g} judged/min"
+        if not self.watchable:
+            return f"cannot be watched: {rate}, but the {self.change} the rule is tuned to would leave the scores' range"
         need = f"judge at least {self.min_per_minute:.2g}/min (min_per_segment: {{min_per_minute: {self.min_per_minute:.2g}}})"
         if not self.protected:
             return f"too thin to protect: {rate}; a {PROTECTED_DROP:g} {self.change} would take over {PROTECTED_WITHIN_MIN:.0f} min to page; {need}"
-        if self.drop_in_15_min > 1:
+        if math.isinf(self.drop_in_15_min):
             return f"{rate}, detects a {PROTECTED_DROP:g} {self.change} within {PROTECTED_WITHIN_MIN:.0f} min, none within 15 min"
         return f"{rate}, detects a {self.drop_in_15_min:.2f} {self.change} in ~{HORIZON_MIN:.0f} min"
 
@@ -48,13 +51,14 @@ def detectability(result: SegmentResult) -> Detectability | None:
     drop = ref.detectable(rate * HORIZON_MIN) if rate > 0 else math.inf
     needed = ref.delay_events(PROTECTED_DROP) / PROTECTED_WITHIN_MIN
     change = "rise" if result.rule.metric == "low_score_share" else "drop"
-    return Detectability(rate, drop, rate >= needed, needed, change)
+    return Detectability(rate, drop, rate >= needed and ref.watchable, needed, change, ref.watchable)
 
 
 def expected_by_rule(evaluation: Evaluation, rules: RuleSet) -> dict[str, float]:
-    """False alarms a week each rule expects over the segments it has: a detector rule's budget where it has
-    segments, and `alpha` per rollout for the rollout rules (their test is always valid: alpha over a rollout's
-    whole life, the rollouts in the window counted as a weekly rate)."""
+    """False alarms a week each rule expects over the segments it has: a detector rule's budget, less the parts of
+    its segments that cannot page (no reference yet, or a baseline with no room for the drop), and `alpha` per
+    rollout for the rollout rules (their test is always valid: alpha over a rollout's whole life, the rollouts in
+    the window counted as a weekly rate)."""
     out: dict[str, float] = {}
     by_rule: dict[str, list[SegmentResult]] = {}
     for r in evaluation.results:
@@ -62,10 +66,18 @@ def expected_by_rule(evaluation: Evaluation, rules: RuleSet) -> dict[str, float]
     for rule in rules.rules:
         found: Sequence[SegmentResult] = by_rule.get(rule.name, [])
         if rule.detector is not None:
-            out[rule.name] = rules.budget(rule) if found else 0.0
+            # Every segment of the round has an equal part of the budget (`detection.Budget`); one that cannot
+            # page spends none of it.
+            paging = sum(1 for r in found if _can_page(r))
+            out[rule.name] = rules.budget(rule) * paging / len(found) if found else 0.0
         elif rule.spec.compares_versions:
             out[rule.name] = rule.alpha * len(found) * (WEEK / rule.window)
     return out
+
+
+def _can_page(result: SegmentResult) -> bool:
+    d = result.detection
+    return d is not None and d.reference is not None and d.reference.watchable
 
 
 def expected_per_week(evaluation: Evaluation, rules: RuleSet) -> dict[str, float]:

@@ -18,11 +18,10 @@ from monitor.alerts.evaluator import AlertState, Frozen, Verdict
 from monitor.alerts.observations import Observation, weighted_moments
 from monitor.alerts.outcomes import Gap, Shortfall, describe_shortfalls
 from monitor.alerts.rules import Rule
-from monitor.alerts.sequential import WEEK_S, Buckets, Reference, calibrate, change_point, cusum, recovery, stopped_alone, stopped_beside
+from monitor.alerts.sequential import MIN_SPAN_S, WEEK_S, Buckets, Reference, calibrate, change_point, cusum, recovery, stopped_alone, stopped_beside
 from monitor.alerts.windows import SegmentData, SegmentKey, WindowStats
 
 RESOLVE_WEEKS = 40.0  # a regression that stays resolves falsely less than once in this many weeks of its traffic
-MIN_SPAN_S = 900.0  # a segment younger than this is rated over this long: a burst of first events is no rate
 LOW_VALUES = np.array([0.0, 1.0])  # the low-score share's detector sees 0 for a low score, 1 otherwise
 _EMPTY = Buckets(np.empty(0, np.int64), np.empty(0), np.empty(0), np.empty(0))
 
@@ -131,7 +130,7 @@ def detect(
         test="cusum",
         judge=data.judge if data is not None else "",
         baseline_from=source,
-        note=f"CUSUM {stat:.1f} of {ref.threshold:.1f}",
+        note=f"CUSUM {stat:.1f} of {ref.threshold:.1f}" if ref.watchable else _unwatchable(rule, ref),
     )
     verdict = _verdict(rule, segment, ref, stat, b, prev, start, around) if active else _fresh(rule, ref, stat, rate)
     if verdict.fire and not active and around is not None and _gone(segment, b, start, around) is not None:
@@ -159,6 +158,14 @@ def _shown(rule: Rule, oriented: float | None) -> float | None:
     if oriented is None:
         return None
     return oriented if rule.metric == "mean_score" else 1.0 - oriented
+
+
+def _unwatchable(rule: Rule, ref: Reference) -> str:
+    """Why a segment cannot page: the drop it is tuned to would take its mean below the lowest score."""
+    assert rule.detector is not None
+    change = "drop" if rule.metric == "mean_score" else "rise of the low-score share"
+    base = _shown(rule, ref.baseline_mean)
+    return f"cannot page: a {change} of {rule.detector.shift:g} from a baseline of {base:.3g} leaves the scores' range"
 
 
 def _fresh(rule: Rule, ref: Reference, stat: float, rate: float) -> Verdict:

@@ -192,6 +192,7 @@ def build_history(
     first_col = 1 + n_keys + (1 if judged else 0)
     for key, group in groups.items():
         sums = np.array([[float(x or 0) for x in r[first_col : first_col + n_cols]] for r in group], dtype=np.float64)
+        _finite_sums(sums, columns)
         prefix = np.zeros((len(group) + 1, n_cols), dtype=np.float64)
         np.cumsum(sums, axis=0, out=prefix[1:])
         vals = offsets = None
@@ -209,6 +210,19 @@ def build_history(
             offsets=offsets,
         )
     return History(grid, start, end, tuple(columns), series, values)
+
+
+_OK_SUMS = ("ok", "weight", "weight_sq", "w_score", "w_score_sq", "w_low", *BIN_SUMS)
+
+
+def _finite_sums(sums: NDArray[np.float64], columns: Sequence[str]) -> None:
+    """Like `window_stats`, a sum that is not finite counts as none, so that a prefix sum never carries it on; a
+    bucket whose score sums are not finite counts no ok score at all (not a weight without scores: zeros)."""
+    bad = ~np.isfinite(sums)
+    if "w_score" in columns:
+        ok = np.array([columns.index(c) for c in _OK_SUMS if c in columns], dtype=np.intp)
+        sums[np.ix_(bad[:, ok].any(axis=1), ok)] = 0.0
+    sums[bad] = 0.0
 
 
 # ---- a step's windows from the history ----------------------------------------------------------------------
@@ -328,10 +342,10 @@ def buckets_at(history: History, rule: Rule, windows: Windows, bounds: Sequence[
         if hi <= lo:
             continue
         d = np.diff(s.prefix[lo : hi + 1], axis=0)
-        keep = d[:, iw] > 0
+        value = d[:, iw] - d[:, cols.index("w_low")] if rule.metric == "low_score_share" else d[:, cols.index("w_score")]
+        keep = (d[:, iw] > 0) & np.isfinite(value) & np.isfinite(d[:, iw2])
         if not keep.any():
             continue
-        value = d[:, iw] - d[:, cols.index("w_low")] if rule.metric == "low_score_share" else d[:, cols.index("w_score")]
         start_ms = history.grid.origin_ms + s.buckets[lo:hi] * history.grid.size_ms
         out[key] = Buckets(start_ms[keep], d[keep, iw], d[keep, iw2], value[keep])
     return out

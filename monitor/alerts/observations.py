@@ -20,6 +20,10 @@ if TYPE_CHECKING:
 
 # The mixture's scale: the rollout test is most powerful for differences of about this size on the 0..1 score.
 ROLLOUT_MIXING_SCALE = 0.1
+# Below this many effective events the new version's own variance is no estimate: the test takes the largest a
+# score in [0, 1] can have, 1/4 (Hoeffding's bound, which keeps the mixture a supermartingale for any scores).
+ROLLOUT_OWN_VARIANCE_EVENTS = 30.0
+MAX_SCORE_VARIANCE = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,17 +134,36 @@ def read_rollout_mean_score(rule: Rule, data: SegmentData, tail: TailCounts | No
     """The newest version's traffic-weighted mean against the previous version's in the same window (the pair is
     chosen by `rollouts.pair_newest`), with an always-valid p-value (`sequential.mixture_p_value`): it holds however
     often the rollout is looked at, so the new version is judged from its first events, with no minimum to wait for.
-    Both arms' variance is the previous version's (the one with the history) unless the new one has 30 events."""
+    The variance of the difference is `rollout_variance`'s."""
     cur, base = data.current, data.baseline
     now, before = weighted_moments(cur.weighted), weighted_moments(base.weighted)
     if now is None or before is None:
         return read_mean_score(rule, data, tail, testing)
     p_change = None
     if testing and before.n_eff >= 2:
-        var = max(before.variance, now.variance) if now.n_eff >= 30 else before.variance
         diff = before.mean - now.mean if rule.bad_direction == "down" else now.mean - before.mean
-        p_change = mixture_p_value(diff, var / now.n_eff + var / before.n_eff, ROLLOUT_MIXING_SCALE) if diff > 0 else 1.0
+        p_change = mixture_p_value(diff, rollout_variance(now, before), ROLLOUT_MIXING_SCALE) if diff > 0 else 1.0
     return Reading(now.mean, before.mean, cur.ok, base.ok, p_change)
+
+
+def rollout_variance(now: WeightedMoments, before: WeightedMoments) -> float:
+    """The sampling variance of the new-minus-old difference of means the rollout test uses: the larger of both
+    versions' variances, each at least `variance_floor`, and 1/4 for the new version until it has
+    `ROLLOUT_OWN_VARIANCE_EVENTS` effective events."""
+    old = max(before.variance, variance_floor(before))
+    if now.n_eff < ROLLOUT_OWN_VARIANCE_EVENTS:
+        # A new version's spread is unknown, and the old one's is no bound on it: a prompt can keep the mean and
+        # spread the scores (equal means paged in 77 % of rollouts at alpha 0.001 with the old variance).
+        return MAX_SCORE_VARIANCE / now.n_eff + old / before.n_eff
+    var = max(old, now.variance, variance_floor(now))
+    return var / now.n_eff + var / before.n_eff
+
+
+def variance_floor(m: WeightedMoments) -> float:
+    """The least variance scores in [0, 1] are taken to have: what one more score at the far end from their mean
+    would add. A version that always scored the same is not known never to score otherwise; a variance of 0 makes
+    a difference either certain or (as `mixture_p_value` takes it) never significant."""
+    return max(m.mean, 1.0 - m.mean) ** 2 / (m.n_eff + 1.0)
 
 
 def read_low_score_share(rule: Rule, data: SegmentData, tail: TailCounts | None, testing: bool) -> Reading:

@@ -85,22 +85,26 @@ _ROW_COLUMNS = "dateDiff('millisecond', event_time, scored_at) / 1000.0 AS lag_s
 
 
 # Score sums are weighted by 1/sample_rate (`weight`), so means are traffic means whatever the sampling did
-# (rules, budget, freshness factor); plain sums, not means, so that segments pool by adding.
-_SCORE_AGGS = (
+# (rules, budget, freshness factor); plain sums, not means, so that segments pool by adding. An ok row whose score
+# is NaN (the column takes one; the writer's schema does not) is no score: one would make every sum it joins NaN,
+# a window's mean 0 and a detector's statistic NaN for the whole window.
+_RAW_SCORE_AGGS = (
     ("rows", "countIf({w})"),
-    ("ok", "countIf({w} AND status = 'ok')"),
+    ("ok", "countIf({w} AND {ok})"),
     ("errors", "countIf({w} AND status = 'error')"),
-    ("weight", "sumIf(weight, {w} AND status = 'ok')"),
-    ("weight_sq", "sumIf(weight * weight, {w} AND status = 'ok')"),
-    ("w_score", "sumIf(weight * score, {w} AND status = 'ok')"),
-    ("w_score_sq", "sumIf(weight * score * score, {w} AND status = 'ok')"),
-    ("w_low", "sumIf(weight, {w} AND status = 'ok' AND score < {{low:Float64}})"),
-    *((name, f"sumIf(weight, {{w}} AND status = 'ok' AND floor(score * 20 + 0.5) = {i})") for i, name in enumerate(BIN_SUMS)),
-    ("p10", "quantileExactIf(0.1)(score, {w} AND status = 'ok')"),
+    ("weight", "sumIf(weight, {w} AND {ok})"),
+    ("weight_sq", "sumIf(weight * weight, {w} AND {ok})"),
+    ("w_score", "sumIf(weight * score, {w} AND {ok})"),
+    ("w_score_sq", "sumIf(weight * score * score, {w} AND {ok})"),
+    ("w_low", "sumIf(weight, {w} AND {ok} AND score < {{low:Float64}})"),
+    *((name, f"sumIf(weight, {{w}} AND {{ok}} AND floor(score * 20 + 0.5) = {i})") for i, name in enumerate(BIN_SUMS)),
+    ("p10", "quantileExactIf(0.1)(score, {w} AND {ok})"),
     ("lag_p90", "quantileExactIf(0.9)(lag_s, {w})"),
     ("cost", "sumIf(ifNull(cost_usd, 0), {w})"),
     ("events", "uniqExactIf(event_id, {w})"),
 )
+_OK_SCORE = "status = 'ok' AND isFinite(score)"
+_SCORE_AGGS = tuple((name, expr.replace("{ok}", _OK_SCORE)) for name, expr in _RAW_SCORE_AGGS)
 
 
 def scores_sql(rule: Rule, database: str, table: str, windows: Windows) -> tuple[str, dict[str, Any]]:
@@ -493,7 +497,7 @@ def history_sql(
     select += [f"{aggs[name].format(w='1')} AS s_{name}" for name in SCORE_SUMS]  # prefixed: `weight` is a column
     select.append(f"toUnixTimestamp64Milli(min({col})) AS first_ms")
     if values == "score":
-        select.append("groupArrayIf(assumeNotNull(score), status = 'ok') AS vals")
+        select.append(f"groupArrayIf(assumeNotNull(score), {_OK_SCORE}) AS vals")
     elif values == "lag":
         select.append("groupArray(lag_s) AS vals")
     sql = (

@@ -198,6 +198,10 @@ class Rule(_Strict):
             raise ValueError("a detector rule needs baseline: {trailing: ...}: the history its threshold is calibrated on")
         if not self.condition.empty:
             raise ValueError("a detector rule takes no condition: detector.shift and the false-alarm budget set when it fires")
+        if self.for_ > timedelta(0):
+            # Pending would not mean the drop persisted: the statistic keeps its evidence, so a brief drop would
+            # fire `for` later all the same.
+            raise ValueError("a detector rule takes no for: its threshold is the evidence, and the statistic keeps it")
         if not timedelta(0) < self.detector.fresh <= self.window:
             raise ValueError("detector.fresh must be positive and at most the window")
 

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -29,9 +30,11 @@ BIN_VALUES = np.linspace(0.0, 1.0, BINS)
 WEEK_S = 7 * 86_400.0
 SAFETY_SE = 2.0  # the reference sits this many standard errors of the baseline mean below it (an estimated mean)
 PSEUDO_EVENTS = 1.0  # spread over the bins, so a value never seen in the baseline is rare, not impossible
+MIN_PAGE_EVENTS = 2.0  # a threshold is at least this many events' largest increment: no single answer pages
 STOP_LEVEL = 1e-4  # a silence this improbable means the segment no longer receives traffic (looked at every round)
 MIN_SILENCE_S = 180.0
 ALONE_SILENCE_S = 3600.0
+MIN_SPAN_S = 900.0  # a segment younger than this is rated over this long: a burst of first events is no rate
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,17 +54,34 @@ class Reference:
         return self.mean + self.margin
 
     @property
+    def recovery_level(self) -> float:
+        """What the recovery statistic compares with: half-way between the baseline and the drop the rule is tuned
+        to, raised by the margin (an estimated baseline must not make a regression look recovered) but by at most half
+        the slack, so that the scores of the baseline climb by half the slack per event or more, and a regression of
+        the shift falls by the slack or more, whatever the baseline's size."""
+        return self.baseline_mean - self.slack + min(self.margin, self.slack / 2)
+
+    @property
+    def watchable(self) -> bool:
+        """Whether the statistic can page at all (False: the drop would take the mean below the lowest score)."""
+        return math.isfinite(self.threshold)
+
+    @property
     def resolve_threshold(self) -> float:
         """What the recovery statistic must reach to resolve an episode."""
         return max(self.threshold, self.resolve_at)
 
     def delay_events(self, drop: float) -> float:
-        """Events a drop of `drop` below the mean needs to reach the threshold (inf when it is within the slack)."""
-        return self.threshold / (drop - self.slack) if drop > self.slack else math.inf
+        """Events a drop of `drop` below the baseline mean needs to reach the threshold: the statistic climbs by the
+        drop less the slack and the margin per event (inf when it does not climb, or cannot page)."""
+        climb = drop - self.slack - self.margin
+        return self.threshold / climb if climb > 0 and self.watchable else math.inf
 
     def detectable(self, events: float) -> float:
-        """The smallest drop that reaches the threshold within `events` events."""
-        return self.slack + self.threshold / events if events > 0 else math.inf
+        """The smallest drop below the baseline mean that reaches the threshold within `events` events (inf when
+        that would take the mean below the lowest score, 0)."""
+        drop = self.slack + self.margin + self.threshold / events if events > 0 else math.inf
+        return drop if drop <= self.baseline_mean else math.inf
 
 
 def distribution(bins: NDArray[np.float64] | tuple[float, ...], values: NDArray[np.float64] = BIN_VALUES) -> NDArray[np.float64]:
@@ -72,22 +92,26 @@ def distribution(bins: NDArray[np.float64] | tuple[float, ...], values: NDArray[
     return out
 
 
-def adjustment_coefficient(probs: NDArray[np.float64], values: NDArray[np.float64], level: float) -> float:
-    """theta > 0 with sum p exp(theta (level - v)) = 1: the increments z = level - v drift down (E z < 0) and rise
-    sometimes; inf when they never rise."""
-    z = level - values
+def adjustment_coefficient(probs: NDArray[np.float64], z: NDArray[np.float64]) -> float:
+    """theta > 0 with sum p exp(theta z) = 1 for increments `z` (with probabilities `probs`) that drift down (E z < 0)
+    and rise sometimes; inf when they never rise, 0 when they do not drift down."""
     if float(probs @ z) >= 0:
         return 0.0
     if not np.any((z > 0) & (probs > 0)):
         return math.inf
-    # The root is cached by the distribution to 3 significant digits and the increments to 0.001: a baseline that
-    # moved by a few events reuses it (that moves h by well under 1 %), while a rare tail keeps its own key.
-    key = (tuple(float(f"{p:.3g}") for p in probs.tolist()), tuple(np.round(z, 3).tolist()))
-    found = _THETAS.get(key)
+    # The root is cached by the distribution to 3 significant digits and the increments rounded up to 0.001, and
+    # computed from that key, not from the first distribution to reach it: a baseline that moved by a few events
+    # reuses it, and larger increments can only lower theta (raise h), so a hit lowers h only by what rounding the
+    # probabilities can (measured: 0.2 % at most), and raises it by up to ~4 %. Rounding the increments to the
+    # nearest, and keeping the first asker's root, lowered h by up to 3.6 %.
+    key_p = tuple(float(f"{p:.3g}") for p in probs.tolist())
+    key_z = tuple((np.ceil(np.round(z * 1000, 6)) / 1000).tolist())
+    found = _THETAS.get((key_p, key_z))
     if found is None:
         if len(_THETAS) >= 8192:
             _THETAS.clear()
-        found = _THETAS[key] = _theta(probs[probs > 0], z[probs > 0])
+        pp, zz = np.array(key_p), np.array(key_z)
+        found = _THETAS[(key_p, key_z)] = _theta(pp[pp > 0] / pp.sum(), zz[pp > 0])
     return found
 
 
@@ -122,7 +146,8 @@ def _theta(p: NDArray[np.float64], zz: NDArray[np.float64]) -> float:
 def threshold_for(theta: float, drift: float, arl_events: float) -> float:
     """h with an average run length of `arl_events` for increments of mean -`drift` and adjustment coefficient
     `theta`: Siegmund's (exp(theta h) - theta h - 1) / (theta drift) = ARL, without the overshoot correction (which
-    would lower h: leaving it out errs towards fewer pages)."""
+    would lower h: leaving it out errs towards fewer pages). 0 when the increments never rise (theta inf: any
+    threshold is never reached), under the floor `calibrate` puts beneath every threshold."""
     if math.isinf(theta):
         return 0.0
     if theta <= 0 or drift <= 0:
@@ -149,16 +174,51 @@ def calibrate(
 ) -> Reference:
     """The reference of a CUSUM tuned to a drop of `shift`, paging once per `arl_events` events of scores like the
     baseline's (`bins`: weighted counts of `values`; `mean`, `variance`, `n_eff`: the baseline's moments), and
-    resolving a regression of `shift` that stays at most once per `resolve_arl_events` (the recovery increments
-    under it mirror the detection's in control)."""
+    resolving a regression of `shift` that stays at most once per `resolve_arl_events` events of it."""
     se = math.sqrt(max(variance, 0.0) / n_eff) if n_eff > 0 else 0.0
     level = mean - SAFETY_SE * se
     slack = shift / 2
     probs = distribution(bins, values)
+    if level - slack <= float(values.min()):
+        # A drop the scores cannot fall to (a baseline within the slack of the lowest score): no score makes the
+        # statistic rise, so it cannot page, and a threshold of 0 would page on the flat line every other round.
+        return Reference(level, slack, math.inf, math.inf, mean - level)
     # The increments the baseline's own scores would give: level - k - x, with x resampled from the baseline.
-    theta = adjustment_coefficient(probs, values, level - slack)
-    drift = float(probs @ (values - (level - slack)))
-    return Reference(level, slack, threshold_for(theta, drift, arl_events), threshold_for(theta, drift, resolve_arl_events), mean - level)
+    z = level - slack - values
+    h = threshold_for(adjustment_coefficient(probs, z), -float(probs @ z), arl_events)
+    # No single answer pages: the drop is a sustained shift of the mean, so h is at least MIN_PAGE_EVENTS answers at
+    # the lowest score. The calibration alone cannot promise it where the baseline never saw a low score: the
+    # pseudo-count gives an unseen zero ~1/(21 n), where n events only rule out rates above ~3/n, so on 20,000
+    # perfect scores h fell below one zero's increment. An honest prior (one pseudo-event at the lowest score)
+    # would lift h to about one increment at 2 judged a minute and not at slower rates, and would move every thin
+    # baseline's threshold; the floor says what the rule means and touches no segment with a tail of low scores.
+    ref = Reference(level, slack, max(h, MIN_PAGE_EVENTS * float(z.max())), 0.0, mean - level)
+    # The recovery's increments x - recovery_level under the regression it must not take for a fix: the baseline with
+    # `shift` of its mean moved to the lowest score (`regressed`). A mirror of the detection's theta does not hold:
+    # skewed scores rise and fall by different steps, and it resolved persisting regressions 2-5 times too often.
+    bad = regressed(probs, values, mean - shift)
+    y = values - ref.recovery_level
+    resolve_at = threshold_for(adjustment_coefficient(bad, y), -float(bad @ y), resolve_arl_events)
+    return dataclasses.replace(ref, resolve_at=max(resolve_at, MIN_PAGE_EVENTS * float(y.max())))
+
+
+def regressed(probs: NDArray[np.float64], values: NDArray[np.float64], mean: float) -> NDArray[np.float64]:
+    """`probs` (of ascending `values`) lowered to `mean` by moving mass to the lowest value, from the lowest values
+    first: of all the ways to lower the mean by moving mass down, the one that keeps the most of the top."""
+    # Moving mass m from a to b < a lowers the mean by m (a - b) and E exp(t x) by m (e^ta - e^tb): per unit of
+    # mean, a chord slope of e^tx, smallest for b at the bottom and a as low as possible. So this maximises
+    # E exp(t x) at every t > 0 among such regressions: the smallest theta, the most false resolutions.
+    out = probs.copy()
+    need = float(out @ values) - mean
+    for i in range(1, len(values)):
+        if need <= 0:
+            break
+        step = float(values[i] - values[0])
+        moved = min(float(out[i]), need / step)
+        out[i] -= moved
+        out[0] += moved
+        need -= moved * step
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,11 +265,11 @@ def cusum(b: Buckets, ref: Reference) -> float:
 
 
 def recovery(b: Buckets, ref: Reference) -> float:
-    """The reverse statistic: evidence that the scores are back above the reference less the slack, half-way
-    between the old level and the smallest drop that pages. It resolves at the threshold: a regression that stays
-    rarely gets there (its increments drift down by the slack), a fix gets there at the slack per event."""
-    # The margin counts the other way here: an estimated baseline must not make a regression look recovered.
-    return _last_excursion(-_increments(b, ref.baseline_mean + ref.margin - ref.slack))
+    """The reverse statistic: evidence that the scores are back above `Reference.recovery_level`. It resolves at the
+    threshold: a regression that stays rarely gets there (its increments drift down), a fix gets there."""
+    # The margin is capped: in full, past the slack (a baseline of under ~140 events), the level would sit above
+    # the baseline itself, where a fix drifts down and never resolves.
+    return _last_excursion(-_increments(b, ref.recovery_level))
 
 
 def change_point(b: Buckets, ref: Reference) -> int | None:
@@ -247,7 +307,7 @@ def stopped_alone(events: float, active_s: float, silent_s: float) -> bool:
     least. The whole app falling silent is `app_no_data`'s page; this only keeps a retired segment from paging on."""
     if silent_s < ALONE_SILENCE_S or events <= 0:
         return False
-    rate = events / max(active_s, 60.0)
+    rate = events / max(active_s, MIN_SPAN_S)  # as `detection.events_per_s` rates it
     return rate * WEEK_S * math.exp(-rate * silent_s) < STOP_LEVEL
 
 

@@ -4,19 +4,22 @@ reference outlives a baseline that took the regression in, a stalled judge resol
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import random
 from datetime import datetime, timedelta
 
 import numpy as np
+import pytest
 
 from monitor.alerts.accept import accept, parse_segment
 from monitor.alerts.backtest import run_backtest
-from monitor.alerts.detectability import detectability, expected_per_week
-from monitor.alerts.detection import Beside, Budget, detect, rollout_recovered
-from monitor.alerts.engine import evaluate_rules
-from monitor.alerts.evaluator import AlertState, Frozen
-from monitor.alerts.rules import RuleSet, load_rules
-from monitor.alerts.sequential import Buckets, Reference
+from monitor.alerts.detectability import detectability, expected_by_rule, expected_per_week
+from monitor.alerts.detection import LOW_VALUES, Beside, Budget, Detection, detect, rollout_recovered
+from monitor.alerts.engine import Evaluation, SegmentResult, evaluate_rules
+from monitor.alerts.evaluator import AlertState, Frozen, step
+from monitor.alerts.rules import Rule, RuleSet, load_rules
+from monitor.alerts.sequential import Buckets, Reference, calibrate, cusum
 from monitor.alerts.sources import StoreData
 from monitor.alerts.state import StateStore, frozen_from_json, frozen_to_json
 from monitor.alerts.windows import SegmentData, WeightedSums, WindowStats
@@ -82,14 +85,19 @@ def test_release_pages_rollback_and_fix_resolve_and_stable_apps_never_page(store
 
     assert report.last is not None
     expected = expected_per_week(report.last, rules)
-    assert expected["page"] >= 1.0  # the detector's whole budget, plus alpha per rollout
+    # Every relevancy_drop segment can page, so the detector spends its whole budget; each rollout spends alpha.
+    drops = [r for r in report.last.results if r.rule.name == "relevancy_drop"]
+    rollouts = [r for r in report.last.results if r.rule.name == "prompt_rollout_regression"]
+    refs = [r.detection.reference for r in drops if r.detection is not None]
+    assert drops and len(refs) == len(drops) and all(ref is not None and ref.watchable for ref in refs)
+    assert len(rollouts) >= 3 and expected["page"] == pytest.approx(1.0 + 0.001 * len(rollouts) * 7)
     shown = [d for r in report.last.results if (d := detectability(r)) is not None]
     assert shown and all(1.5 <= d.events_per_min <= 2.5 for d in shown), shown
 
 
 def test_accept_makes_the_new_level_the_reference_and_records_who(store: ClickHouseStore) -> None:
-    """`accept` resolves a firing detector segment with the level since its episode began; the next rounds do not
-    page again on that level, and the state says who accepted it and when."""
+    """`accept` resolves a firing detector segment with the level since its episode began; the next rounds, 105 min
+    of that level, do not page again on it, and the state says who accepted it and when."""
     insert(store, [r for r in _rows() if r.app == "fixed" and r.event_time < FIX])
     rules = default_rules("relevancy_drop")
     data = StoreData(store)
@@ -105,8 +113,12 @@ def test_accept_makes_the_new_level_the_reference_and_records_who(store: ClickHo
     StateStore(store).save([done], now)
     loaded = StateStore(store).load()
     assert loaded[done.key].frozen == done.frozen
-    later = evaluate_rules(store, rules, now + timedelta(minutes=10), loaded, data=data)
-    assert [r.state.state for r in later.results] == ["resolved"], [r.state.note for r in later.results]
+    # The regression goes on until FIX: long enough that the old reference would page again (in ~15 min).
+    states = dict(loaded)
+    for k in range(1, 8):
+        later = evaluate_rules(store, rules, now + timedelta(minutes=15 * k), states, data=data)
+        assert [r.state.state for r in later.results] == ["resolved"], (k, [r.state.note for r in later.results])
+        states.update(later.states())
 
 
 def test_accept_refuses_what_it_cannot_accept(store: ClickHouseStore) -> None:
@@ -210,8 +222,8 @@ def test_a_firing_rollout_resolves_once_the_new_version_scores_like_the_old_one_
     rollout = next(r for r in load_rules().rules if r.name == "prompt_rollout_regression")
     old = SegmentData(WindowStats(86400.0), _baseline(GOOD, 2_000))
     prev = AlertState(rollout.name, SEGMENT, "firing", since=START, fired_at=START)
-    assert rollout_recovered(rollout, old, _minutes(0.56, 120), prev) is None
-    back = rollout_recovered(rollout, old, _minutes(0.82, 120), prev)
+    assert rollout_recovered(rollout, old, _minutes(0.56, 240), prev) is None
+    back = rollout_recovered(rollout, old, _minutes(0.82, 240), prev)  # 4 h at 2 a minute: ~3 h of it needed
     assert back is not None and not back.bad and "scores like the one before it again" in back.reason
     assert rollout_recovered(rollout, old, None, prev) is None
 
@@ -222,3 +234,107 @@ def test_a_frozen_reference_round_trips_through_its_column_and_a_bad_one_is_reca
     assert frozen_from_json(frozen_to_json(frozen)) == frozen
     assert frozen_to_json(None) == "" and frozen_from_json("") is None
     assert frozen_from_json('{"mean": "x"}') is None and frozen_from_json("{not json") is None
+
+
+def _rounds(rule: Rule, seg: SegmentData, mean: float, rounds: int, budget: Budget = Budget(1.0, 1)) -> list[Detection]:
+    """`rounds` rounds 5 min apart over a 6 h window of 2 events a minute at `mean`, each state fed to the next."""
+    prev: AlertState | None = None
+    out = []
+    for k in range(rounds):
+        end = END_W + timedelta(minutes=5 * k)
+        b = _minutes(mean, 360, start=end - timedelta(hours=6))
+        d = detect(rule, SEGMENT, seg, b, prev, (end - timedelta(hours=6), end), budget, Beside((), _last_ms(b)))
+        prev = dataclasses.replace(step(rule, prev, d.observation, d.verdict, end), frozen=d.frozen)
+        out.append(d)
+    return out
+
+
+def test_a_segment_flat_at_the_bottom_of_the_scale_never_pages_and_says_it_cannot_be_watched() -> None:
+    """All-zero scores (all-low for the low-score share) cannot drop by the shift: no round pages, and detectability
+    says the segment cannot be watched instead of a detectable drop."""
+    low_rule = next(r for r in load_rules().rules if r.name == "low_score_share_rise")
+    zeros = _baseline((1.0, 0.0, 0.0, 0.0, 0.0), 20_000)
+    all_low = dataclasses.replace(zeros, weighted=dataclasses.replace(zeros.weighted, low=20_000.0))
+    for rule, base in ((RULE, zeros), (low_rule, all_low)):
+        rounds = _rounds(rule, SegmentData(WindowStats(21600.0), base), 0.0, 6)
+        assert not [d for d in rounds if d.verdict.fire], [d.verdict.reason for d in rounds]
+        assert all(d.reference is not None and not d.reference.watchable for d in rounds)
+        assert "cannot page" in rounds[-1].observation.note
+        shown = detectability(_result(rule, rounds[-1]))
+        assert shown is not None and not shown.protected and shown.describe().startswith("cannot be watched"), shown
+        # It spends none of the budget: beside one segment that can page, the rule expects half its false alarms.
+        good = SegmentData(WindowStats(21600.0), _baseline(GOOD, 20_000))
+        fine = detect(rule, SEGMENT, good, _minutes(0.81, 360), None, (START, END_W), Budget(1.0, 2))
+        evaluation = Evaluation(END_W, [_result(rule, rounds[-1]), _result(rule, fine)], [])
+        alone = RuleSet(rules=[rule])
+        assert expected_by_rule(evaluation, alone)[rule.name] == pytest.approx(alone.budget(rule) / 2)
+    # 95 % low scores leave no room for 10 more points of them; 80 % does.
+    assert not calibrate((950.0, 50.0), 0.05, 0.0475, 1000, 0.1, 1e5, LOW_VALUES).watchable
+    assert calibrate((800.0, 200.0), 0.2, 0.16, 1000, 0.1, 1e5, LOW_VALUES).watchable
+
+
+def _drawn(mix: tuple[float, ...], minutes: int, seed: int, per_minute: int = 2) -> Buckets:
+    """`minutes` minute buckets from START of `per_minute` scores drawn from `mix`."""
+    rng = np.random.default_rng(seed)
+    xs = rng.choice(LEVELS, size=(minutes, per_minute), p=mix)
+    starts = np.array([(START + timedelta(minutes=m)).timestamp() * 1000 for m in range(minutes)], dtype=np.int64)
+    n = np.full(minutes, float(per_minute))
+    return Buckets(starts, n, n, xs.sum(axis=1))
+
+
+def test_a_fixed_regression_resolves_on_a_thin_baseline_and_one_that_stays_does_not() -> None:
+    """Baselines of 60 to 140 events (margin above the slack): 6 h of the baseline's own mix since the page resolve
+    it, 6 h of the regressed mix do not; the same for a rollout against an old version of 60 events."""
+    for n in (60, 100, 140):
+        seg = SegmentData(WindowStats(21600.0), _baseline(GOOD, n))
+        ref = detect(RULE, SEGMENT, seg, _minutes(0.81, 360), None, (START, END_W), Budget(1.0, 1)).reference
+        assert ref is not None and (ref.margin > ref.slack or n == 140), ref
+        prev = AlertState(RULE.name, SEGMENT, "firing", since=START, fired_at=START, frozen=Frozen(ref, END_W + timedelta(days=8)))
+        for mix, resolves in ((GOOD, True), (BAD, False)):
+            b = _drawn(mix, 360, seed=n)
+            d = detect(RULE, SEGMENT, seg, b, prev, (START, END_W), Budget(1.0, 1), Beside((), _last_ms(b)))
+            assert d.verdict.bad is not resolves, (n, mix, d.verdict.reason)
+    rollout = next(r for r in load_rules().rules if r.name == "prompt_rollout_regression")
+    old = SegmentData(WindowStats(86400.0), _baseline(GOOD, 60))
+    prev = AlertState(rollout.name, SEGMENT, "firing", since=START, fired_at=START)
+    assert rollout_recovered(rollout, old, _drawn(GOOD, 720, seed=3), prev) is not None
+    assert rollout_recovered(rollout, old, _drawn(BAD, 720, seed=3), prev) is None
+
+
+def _result(rule: Rule, d: Detection) -> SegmentResult:
+    """A segment result around one detection (what `detectability` reads)."""
+    return SegmentResult(rule, d.observation, d.verdict, None, None, None, d)  # type: ignore[arg-type]
+
+
+def test_detectability_counts_the_margin_a_short_baseline_puts_below_its_mean() -> None:
+    """The drop reported as paging within 15 min does reach the threshold in 15 min (and a slightly smaller one does
+    not), and at min_per_minute a drop of 0.2 pages within the hour, on baselines short enough for a wide margin."""
+    for n in (60, 200, 20_000):
+        seg = SegmentData(WindowStats(21600.0), _baseline(GOOD, n))
+        d = detect(RULE, SEGMENT, seg, _minutes(0.81, 360), None, (START, END_W), Budget(1.0, 1))
+        shown, ref = detectability(_result(RULE, d)), d.reference
+        assert shown is not None and ref is not None and shown.protected
+        for drop, pages in ((shown.drop_in_15_min, True), (shown.drop_in_15_min - 0.01, False)):
+            assert (cusum(_minutes(ref.baseline_mean - drop, 15), ref) >= ref.threshold - 1e-9) is pages, (n, drop, ref)
+        per_minute = math.ceil(shown.min_per_minute * 1000) / 1000
+        hour = _minutes(ref.baseline_mean - 0.2, 60, per_minute=1)
+        hour = Buckets(hour.start_ms, hour.weight * per_minute, hour.weight_sq * per_minute, hour.value * per_minute)
+        assert cusum(hour, ref) >= ref.threshold - 1e-9, (n, shown)
+
+
+def test_one_bad_answer_never_pages_a_segment_whose_baseline_was_all_perfect() -> None:
+    """20,000 perfect baseline scores: one zero among 720 perfect answers pages neither rule, at any budget share or
+    rate; a sustained drop (one answer in ten a zero) still pages within the hour."""
+    low_rule = next(r for r in load_rules().rules if r.name == "low_score_share_rise")
+    perfect = SegmentData(WindowStats(21600.0), _baseline((0.0, 0.0, 0.0, 0.0, 1.0), 20_000))
+    for rule in (RULE, low_rule):
+        for per_minute, segments in ((2, 1), (2, 20), (1, 1)):
+            b = _minutes(1.0, 360, per_minute)
+            one = Buckets(b.start_ms, b.weight, b.weight_sq, np.concatenate((b.value[:-1], [per_minute - 1.0])))
+            around = Beside((), _last_ms(b))
+            d = detect(rule, SEGMENT, perfect, one, None, (START, END_W), Budget(1.0, segments), around)
+            assert d.reference is not None and not d.verdict.fire, (rule.name, per_minute, segments, d.verdict.reason)
+        b = _minutes(1.0, 300)
+        tenth = Buckets(b.start_ms, b.weight, b.weight_sq, np.where(np.arange(300) >= 250, b.weight * 0.9, b.weight))
+        sustained = detect(rule, SEGMENT, perfect, tenth, None, (START, END_W), Budget(1.0, 1), Beside((), _last_ms(b)))
+        assert sustained.verdict.fire, (rule.name, sustained.observation.note)

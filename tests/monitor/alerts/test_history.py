@@ -11,14 +11,16 @@ import random
 from datetime import datetime, timedelta
 from typing import Any
 
+import numpy as np
 import pytest
 
 from monitor.alerts.backtest import Progress, backtest_times, read_history, run_backtest
 from monitor.alerts.engine import Evaluation, evaluate_rules
-from monitor.alerts.history import grid_for
+from monitor.alerts.history import SCORE_SUMS, Grid, buckets_at, build_history, grid_for
 from monitor.alerts.rules import RuleSet
+from monitor.alerts.sequential import Reference, cusum
 from monitor.alerts.sources import StoreData
-from monitor.alerts.windows import windows_for
+from monitor.alerts.windows import Windows, windows_for
 from monitor.store.connection import ClickHouseStore
 from schemas.scored import ScoredRow
 from tests.monitor.alerts.conftest import T0, canary_run, default_rules, insert, insert_canary, insert_traffic, make_row, rules_from
@@ -242,3 +244,31 @@ def test_progress_is_told_of_each_history_read_and_each_step(store: ClickHouseSt
     assert [(p.done, p.total) for p in reads] == [(1, 3), (2, 3), (3, 3)]
     assert [(p.done, p.total, p.at) for p in steps] == [(i + 1, 4, DAY2 + timedelta(minutes=15 * i)) for i in range(4)]
     assert report.evaluations == 4
+
+
+def test_a_nan_score_is_left_out_of_the_sums_the_buckets_and_the_history(store: ClickHouseStore) -> None:
+    """An ok row with a NaN score (the column takes one) is no score: the window's mean, its minute buckets and the
+    detector's statistic are those of the other rows, in a round and in a backtest's history alike."""
+    rows = [make_row(T0 + timedelta(minutes=m, seconds=s), score=0.8) for m in range(60) for s in (5, 35)]
+    rows[40] = rows[40].model_copy(update={"score": math.nan})
+    insert(store, rows)
+    rule = default_rules("relevancy_drop").rules[0]
+    windows = windows_for(rule, T0 + timedelta(hours=1))
+    data = StoreData(store)
+    [(_, seg)] = data.scores(rule, windows).items()
+    assert seg.current.weighted.weight == 119 and seg.current.weighted.score == pytest.approx(0.8 * 119)
+    [bucket] = data.buckets(rule, windows).values()
+    assert np.isfinite(bucket.value).all() and bucket.weight.sum() == 119 and bucket.mean() == pytest.approx(0.8)
+    assert cusum(bucket, Reference(0.9, 0.05, 5.0)) == pytest.approx(119 * 0.05)
+    # The history's own guard, for sums that arrive NaN all the same: that bucket holds no ok score, not zeros.
+    row = [0.0] * len(SCORE_SUMS)
+    sums = {"rows": 2, "ok": 2, "weight": 2.0, "weight_sq": 2.0, "w_score": 1.6, "w_score_sq": 1.28}
+    good = [float(sums.get(c, 0.0)) for c in SCORE_SUMS]
+    row[SCORE_SUMS.index("rows")], row[SCORE_SUMS.index("w_score")] = 2, math.nan
+    grid = Grid(T0, timedelta(minutes=1))
+    rows = [(b, "support", "j1", "lexical", *(row if b == 1 else good), 0) for b in range(3)]
+    history = build_history(grid, T0, T0 + timedelta(minutes=3), ("app", "judge_id"), SCORE_SUMS, rows, None)
+    [series] = history.series.values()
+    assert np.isfinite(series.prefix).all()
+    [three] = buckets_at(history, rule, Windows((T0, T0 + timedelta(minutes=3))), [0, 3]).values()
+    assert three.weight.tolist() == [2.0, 2.0] and three.mean() == pytest.approx(0.8)

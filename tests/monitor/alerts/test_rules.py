@@ -196,12 +196,14 @@ rules:
         (("baseline: {trailing: 7d}", "baseline: {previous_days: 7}"), "needs baseline: {trailing: ...}"),
         (("detector: {shift: 0.1}", "detector: {shift: 0.1}\n    condition: {threshold: 0.5}"), "takes no condition"),
         (("detector: {shift: 0.1}", "detector: {shift: 0}"), "detector.shift"),
+        (("detector: {shift: 0.1}", "detector: {shift: 0.1}\n    for: 3h"), "a detector rule takes no for"),
         (("detector: {shift: 0.1}", "detector: {shift: 0.1, fresh: 7h}"), "detector.fresh must be positive and at most the window"),
         (("rules:", "false_alarms_per_week: {page: 0}\nrules:"), "false_alarms_per_week"),
     ],
 )
 def test_detector_rules_are_checked_in_one_line(edit: tuple[str, str], expected: str) -> None:
-    """A detector rule needs a score metric and a trailing baseline, takes no condition, and a budget is positive."""
+    """A detector rule needs a score metric and a trailing baseline, takes no condition and no `for`, and a budget is
+    positive."""
     assert parse_rules(DETECTOR).rules[0].detector is not None
     with pytest.raises(RulesError, match=expected.replace("{", r"\{").replace("}", r"\}").replace(".", r"\.")) as info:
         parse_rules(DETECTOR.replace(*edit))
