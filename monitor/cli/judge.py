@@ -163,8 +163,8 @@ def parse_line(number: int, line: str) -> Pair:
 
 async def _judge_all(judge: Judge, pairs: Sequence[Pair], flow: FlowSettings) -> list[Outcome]:
     # The service's guards (adaptive concurrency, the rate limit, the circuit breaker, the timeout): a file of pairs
-    # meets the provider's limits the way the live traffic does.
-    guard = GuardedJudge(judge, flow, JudgingMetrics(), on_spent=lambda usage: None)
+    # meets the provider's limits the way the live traffic does, but gives up after the attempts (`patient=False`).
+    guard = GuardedJudge(judge, flow, JudgingMetrics(), on_spent=lambda usage: None, patient=False)
 
     async def one(pair: Pair) -> Outcome:
         if pair.input_error is not None:

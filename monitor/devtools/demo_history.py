@@ -46,7 +46,7 @@ async def judge_history(settings: Settings, values: Sequence[bytes], rng: random
     malformed value is counted as consumed and dead-lettered at the time of the event before it, as the service would."""
     judge = build_judge(settings.judge_client)
     redactor = build_redactor(settings.redaction)
-    guard = GuardedJudge(judge, settings.flow, JudgingMetrics(), on_spent=lambda usage: None)
+    guard = GuardedJudge(judge, settings.flow, JudgingMetrics(), on_spent=lambda usage: None, patient=False)
     traffic = TrafficCounter()
     decision = SampleDecision(sampled=True, rate=1.0, kind=DecisionKind.BASE)
 

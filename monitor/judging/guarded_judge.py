@@ -104,9 +104,19 @@ class GuardedJudge:
     _low = False  # the lane of this judge's calls in the shared limits
 
     def __init__(
-        self, judge: Judge, flow: FlowSettings, metrics: JudgingMetrics, on_spent: Callable[[Usage], None], *, limits: JudgeLimits | None = None
+        self,
+        judge: Judge,
+        flow: FlowSettings,
+        metrics: JudgingMetrics,
+        on_spent: Callable[[Usage], None],
+        *,
+        limits: JudgeLimits | None = None,
+        patient: bool = True,
     ) -> None:
         self.judge = judge
+        # A service waits out an open circuit and 429s (the event is not at fault); a one-shot command (`judge`, the
+        # demo's history) must end: there every transient failure is an attempt, and the attempts bound the wait.
+        self._patient = patient
         self._flow = flow
         self._metrics = metrics
         self._on_spent = on_spent
@@ -145,6 +155,8 @@ class GuardedJudge:
         method = self.judge.info.method
         attempts = 0
         while True:
+            if self.breaker.is_open and not self._patient:
+                return self._gave_up(method)
             probe = await self.breaker.wait()
             if not still_wanted():
                 if probe:
@@ -162,9 +174,9 @@ class GuardedJudge:
                 break
             self.breaker.on_failure()
             # Rate limiting is never the event's fault: it waits (AIMD and the breaker slow everyone down).
-            if not failure.rate_limited:
+            if not (failure.rate_limited and self._patient):
                 attempts += 1
-            if not (self.breaker.is_open or attempts < self._flow.judge_event_attempts):
+            if not ((self.breaker.is_open and self._patient) or attempts < self._flow.judge_event_attempts):
                 break
             self._metrics.judge_deferred.labels(method).inc()
             log.info(
@@ -179,6 +191,13 @@ class GuardedJudge:
             self._metrics.judge_errors.labels(method, outcome.verdict.reason).inc()
         self._metrics.judge_latency.labels(method).observe(outcome.elapsed_s)
         return outcome
+
+    def _gave_up(self, method: str) -> JudgeOutcome:
+        """A one-shot caller's event while the circuit is open: an error at once, no call, no wait for a probe."""
+        threshold = self.breaker.threshold
+        verdict = JudgeFailure("circuit_open", f"not judged: the judge failed {threshold} times in a row", transient=True)
+        self._metrics.judge_errors.labels(method, verdict.reason).inc()
+        return JudgeOutcome(verdict, 0.0)
 
     async def _call(self, event: Judgeable) -> JudgeOutcome:
         """One judge call under the rate limit and the adaptive concurrency limit."""

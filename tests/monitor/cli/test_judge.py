@@ -147,6 +147,21 @@ def test_a_transient_overload_is_ridden_out_by_the_services_guards(api_env: Fake
     assert json.loads(out)["ok"] is True and len(api_env.message_requests) == 2
 
 
+@pytest.mark.timeout(90)
+def test_a_judge_that_stays_down_ends_the_command_with_every_pair_an_error(
+    api_env: FakeMessagesAPI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Enough failures to open the circuit do not keep a one-shot command waiting: each pair errs, and it exits 1."""
+    api_env.always(overloaded())
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text("\n".join(json.dumps({"question": QUESTION, "answer": TIGHT}) for _ in range(8)), encoding="utf-8")
+    monkeypatch.setenv("MONITOR_JUDGE_MAX_RETRIES", "0")
+    monkeypatch.setenv("MONITOR_BREAKER_THRESHOLD", "2")
+    code, out, err = run("--judge", "rubric", "--file", str(pairs), "--format", "json")
+    assert code == 1
+    assert [json.loads(line)["ok"] for line in out.splitlines()] == [False] * 8, err
+
+
 def test_lexical_needs_no_api(monkeypatch: pytest.MonkeyPatch) -> None:
     """The lexical judge runs without any API key and is reported as heuristic."""
     for var in ("MONITOR_JUDGE", "MONITOR_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY"):
