@@ -19,6 +19,9 @@ from monitor.store.connection import ClickHouseStore
 from monitor.store.migrations import Migrations
 from tests.fake_messages_api import FakeMessagesAPI
 from tests.harness import create_topic
+from tests.properties import load_profile
+
+load_profile()  # hypothesis: `quick` unless HYPOTHESIS_PROFILE=thorough (see tests/properties.py)
 
 EXAMPLES = Path(__file__).resolve().parent / "data"
 
