@@ -91,6 +91,7 @@ import json, sys, uuid
 from datetime import UTC, datetime
 from monitor.cli.main import main
 from monitor.store.connection import ClickHouseStore
+from monitor.store.migrations import Migrations
 from monitor.config import load_settings
 from tests.monitor.alerts.test_queries import populated_rows
 s = load_settings()
