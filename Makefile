@@ -37,11 +37,17 @@ lint: install   ## ruff (lint and format), strict mypy, the import layers, and d
 	$(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/vulture
 
+# The suite on PYTEST_WORKERS processes (pytest-xdist). Most tests wait on a broker, a subprocess or a timer, so more
+# workers than cores pay off. loadgroup hands each worker the next test (or xdist_group) when it is nearly free, the
+# long ones first (tests/conftest.py). PYTEST_WORKERS=0 runs the suite in one process.
+PYTEST_WORKERS ?= 4
+PARALLEL := -n $(PYTEST_WORKERS) --dist loadgroup
+
 test: lint browser   ## lint, then the whole suite, slow fault tests included (what CI runs)
-	$(PY) -m pytest -q -ra
+	$(PY) -m pytest -q -ra $(PARALLEL)
 
 test-fast: install browser   ## skip the slow fault tests
-	$(PY) -m pytest -q -ra -m "not slow"
+	$(PY) -m pytest -q -ra $(PARALLEL) -m "not slow"
 
 bench: install
 	$(PY) -m bench.run_all

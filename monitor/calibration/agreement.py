@@ -13,10 +13,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cache
+from types import ModuleType
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats
 
 Floats = npt.NDArray[np.float64]
 
@@ -224,18 +225,27 @@ def _clip(r: float) -> float:
     return min(1.0, max(-1.0, r))
 
 
+@cache
+def _stats() -> ModuleType:
+    # scipy's stats load on the first statistic, not on import: every command line imports this module (through
+    # `calibrate` and `compare`), and they alone take about half a second to import (as in alerts/stats.py).
+    from scipy import stats
+
+    return stats
+
+
 def _spearman_one(x: Floats, y: Floats) -> float:
-    return float(stats.spearmanr(x, y).statistic)
+    return float(_stats().spearmanr(x, y).statistic)
 
 
 def _kendall_one(x: Floats, y: Floats) -> float:
-    return float(stats.kendalltau(x, y, variant="b").statistic)
+    return float(_stats().kendalltau(x, y, variant="b").statistic)
 
 
 def _spearman_rows(xs: Floats, ys: Floats) -> Floats:
     # Pearson's r of average ranks, row by row, in one pass: what spearmanr computes for one pair of rows.
-    rx = stats.rankdata(xs, axis=1)
-    ry = stats.rankdata(ys, axis=1)
+    rx = _stats().rankdata(xs, axis=1)
+    ry = _stats().rankdata(ys, axis=1)
     rx -= rx.mean(axis=1, keepdims=True)
     ry -= ry.mean(axis=1, keepdims=True)
     norm = np.sqrt((rx * rx).sum(axis=1) * (ry * ry).sum(axis=1))

@@ -11,8 +11,6 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scipy import stats
-
 from monitor.calibration.agreement import Bootstrap, Statistic, largest_disagreements, mean_absolute_error, spearman
 
 LOW_BELOW = 0.5  # a score below this is "low" (as the alert rules' and the report's low-score share)
@@ -76,6 +74,8 @@ def mean_difference(differences: Sequence[float], confidence: float = CONFIDENCE
     if n < 2:
         return Statistic(mean, undefined="an interval needs at least 2 shared events")
     sd = math.sqrt(math.fsum((d - mean) ** 2 for d in differences) / (n - 1))
+    from scipy import stats  # here, not on import: every command line imports this module (`compare`)
+
     half = float(stats.t.ppf((1 + confidence) / 2, n - 1)) * sd / math.sqrt(n)
     return Statistic(mean, (mean - half, mean + half))
 

@@ -13,6 +13,7 @@ from consumers.decode import REASONS, decode_event
 from schemas.errors import DecodeError
 from schemas.events import KafkaPosition
 from tests.conftest import EXAMPLES
+from tests.properties import examples
 
 POS = KafkaPosition(topic="conv", partition=2, offset=41)
 TS_MS = 1_795_000_000_000
@@ -151,7 +152,7 @@ def test_missing_timestamp_everywhere_is_an_error_not_a_guess() -> None:
     assert info.value.reason == "invalid_event"
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.binary(max_size=512))
 def test_arbitrary_bytes_never_crash(value: bytes) -> None:
     """Arbitrary bytes either decode or raise a DecodeError with a known reason, never another exception."""
@@ -186,7 +187,7 @@ _fields = st.sampled_from(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.dictionaries(_fields, _json | st.lists(st.dictionaries(_fields, _json, max_size=4), max_size=4), max_size=8))
 def test_arbitrary_json_objects_with_our_field_names_never_crash(obj: dict[str, object]) -> None:
     """Arbitrary objects with our field names decode to a judgeable, tz-aware event or a known DecodeError."""

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from consumers.decode import DEFAULT_MAX_EVENT_BYTES, MAX_JSON_DEPTH, REASONS, decode_event
 from schemas.errors import DecodeError
 from schemas.events import ConversationEvent, KafkaPosition
+from tests.properties import examples
 
 POS = KafkaPosition(topic="conv", partition=0, offset=7)
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
@@ -118,7 +119,7 @@ def test_a_raw_nul_byte_in_a_string_is_invalid_json_with_a_readable_detail() -> 
 _ANY_CHAR = st.characters(exclude_categories=())  # includes lone surrogates and NUL
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     st.sampled_from(["event_id", "conversation_id", "app", "model", "prompt_version", "user_message", "response"]), st.text(_ANY_CHAR, max_size=12)
 )

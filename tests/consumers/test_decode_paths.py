@@ -19,6 +19,7 @@ from monitor.devtools.traffic import generate_events
 from schemas.errors import DecodeError
 from schemas.events import KafkaPosition
 from tests.conftest import EXAMPLES
+from tests.properties import examples
 
 POS = KafkaPosition(topic="conv", partition=2, offset=41)
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
@@ -164,14 +165,22 @@ def plausible_documents(draw: st.DrawFn) -> bytes:
     return draw(text_of(Obj(tuple(draw(st.permutations(pairs)))))).encode("utf-8", "surrogatepass")
 
 
-@settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=examples(2000),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(plausible_documents())
 def test_both_paths_agree_on_plausible_events(value: bytes) -> None:
     """Fast and reference paths give the same event or the same DecodeError for mostly valid events of both shapes."""
     same(value)
 
 
-@settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=examples(2000),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(documents())
 @example(b'{"user_message": "q", "response": "a", "user_message": "q"}')
 @example(b'{"user_message": "q", "response": "a", "metadata": {"k": "1", "k": "2"}}')
@@ -184,7 +193,7 @@ def test_both_paths_agree_on_arbitrary_events(value: bytes) -> None:
     same(value)
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(st.binary(max_size=200))
 @example(b'{"user_message": "q\xed\xa0\x80", "response": "a"}')
 @example(b'{"user_message": "q\xc0\x80", "response": "a"}')

@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from consumers.offsets import OffsetTracker
+from tests.properties import examples
 
 TP = TopicPartition("t", 0)
 TP1 = TopicPartition("t", 1)
@@ -70,7 +71,7 @@ def test_in_flight_counts_per_partition_and_total() -> None:
     assert tr.in_flight() == 2
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(st.integers(min_value=0, max_value=60), min_size=1, max_size=60, unique=True), st.randoms(use_true_random=False))
 def test_committed_offset_never_passes_an_unfinished_record(offsets: list[int], rnd: object) -> None:
     """In any completion order, the committed offset never passes a record that is still unfinished."""

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 import schemas.scored as scored
 from monitor.store.connection import ClickHouseStore
 from schemas.scored import MAX_STORED_STATEMENTS, ScoredRow
+from tests.properties import examples
 from tests.schemas.test_scored import row
 
 T0 = datetime(2026, 11, 29, 9, 0, tzinfo=UTC)
@@ -64,7 +65,7 @@ def test_nul_is_stored_byte_for_byte(store: ClickHouseStore) -> None:
 _texts = st.one_of(st.text(max_size=6), st.sampled_from(["\ud800", "a\udfffb", "é", "\x00", ""]))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     st.fixed_dictionaries(
         {

@@ -5,23 +5,28 @@ progress."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 import random
+import uuid
+from collections.abc import Iterator
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from monitor.alerts.backtest import Progress, backtest_times, read_history, run_backtest
+from monitor.alerts.backtest import Progress, backtest_on, backtest_times, read_history, run_backtest
 from monitor.alerts.engine import Evaluation, evaluate_rules
 from monitor.alerts.history import SCORE_SUMS, Grid, buckets_at, build_history, grid_for
-from monitor.alerts.rules import RuleSet
+from monitor.alerts.rules import Rule, RuleSet
 from monitor.alerts.sequential import Reference, cusum
 from monitor.alerts.sources import StoreData
 from monitor.alerts.windows import Windows, windows_for
 from monitor.store.connection import ClickHouseStore
+from monitor.store.migrations import Migrations
 from schemas.scored import ScoredRow
 from tests.monitor.alerts.conftest import T0, canary_run, default_rules, insert, insert_canary, insert_traffic, make_row, rules_from
 
@@ -99,24 +104,78 @@ def _history_rows() -> list[ScoredRow]:
     return rows
 
 
-@pytest.fixture
-def history_store(traffic_store: ClickHouseStore) -> ClickHouseStore:
-    """The store with `_history_rows` and the traffic counts beside them (a's coverage halves at LOST)."""
+def _fill_history(store: ClickHouseStore) -> None:
+    """`_history_rows` and the traffic counts beside them (a's coverage halves at LOST), and the canary's runs."""
     rows = _history_rows()
-    insert(traffic_store, rows)
+    insert(store, rows)
     counts: dict[tuple[datetime, str, str, str], int] = {}
     for r in rows:
         key = (r.event_time.replace(second=0, microsecond=0), r.app, r.model, r.prompt_version)
         counts[key] = counts.get(key, 0) + 1
     traffic = [(m, a, mo, p, n * 2, n * 2 if a == "a" and LOST <= m < LOST + timedelta(minutes=30) else n) for (m, a, mo, p), n in counts.items()]
-    insert_traffic(traffic_store, traffic)
+    insert_traffic(store, traffic)
     runs = []
     for k in range(int((DAY2 + timedelta(hours=4) - T0) / timedelta(minutes=30))):
         at = T0 + timedelta(minutes=30 * k, seconds=7)
         drifted = DRIFT <= at < DRIFT + timedelta(hours=1)
         runs.append(canary_run(at, shift=-0.3 if drifted else 0.0, errors=60 if at - LOST < timedelta(minutes=30) and at > LOST else 0, seed=k))
-    insert_canary(traffic_store, runs)
-    return traffic_store
+    insert_canary(store, runs)
+
+
+@pytest.fixture(scope="module")
+def history_store(chdb_dir: Path) -> Iterator[ClickHouseStore]:
+    """A database of its own holding `_fill_history`, filled once for the tests below, which only read it."""
+    store = ClickHouseStore(f"chdb://{chdb_dir}", f"t_{uuid.uuid4().hex[:12]}", "relevancy_scores")
+    Migrations(store).ensure()
+    _fill_history(store)
+    yield store
+    store.command(f"DROP DATABASE IF EXISTS {store.database}")
+
+
+class AskedOnce:
+    """`StoreData` that asks the store each distinct question (method, rule, windows, arguments) once and answers
+    repeats with a copy of the first answer: the store is only read, so the answer cannot change. The per-step
+    evaluations of one test serve the next (10-minute steps are every other 5-minute step)."""
+
+    def __init__(self, data: StoreData) -> None:
+        self.data = data
+        self.answers: dict[tuple[object, ...], Any] = {}
+
+    def _ask(self, method: str, rule: Rule, *args: Any) -> Any:
+        key = (method, repr(rule), *args)
+        if key not in self.answers:  # a QueryError is raised each time, never kept
+            self.answers[key] = getattr(self.data, method)(rule, *args)
+        return copy.deepcopy(self.answers[key])
+
+    def scores(self, rule: Rule, windows: Windows) -> Any:
+        """See `RuleData.scores`."""
+        return self._ask("scores", rule, windows)
+
+    def versions(self, rule: Rule, windows: Windows) -> Any:
+        """See `RuleData.versions`."""
+        return self._ask("versions", rule, windows)
+
+    def traffic(self, rule: Rule, windows: Windows) -> Any:
+        """See `RuleData.traffic`."""
+        return self._ask("traffic", rule, windows)
+
+    def tail_counts(self, rule: Rule, windows: Windows, segment: Any, cutoff: float, threshold: float) -> Any:
+        """See `RuleData.tail_counts`."""
+        return self._ask("tail_counts", rule, windows, segment, cutoff, threshold)
+
+    def newest(self, rule: Rule, before: datetime) -> Any:
+        """See `RuleData.newest`."""
+        return self._ask("newest", rule, before)
+
+    def buckets(self, rule: Rule, windows: Windows) -> Any:
+        """See `RuleData.buckets`."""
+        return self._ask("buckets", rule, windows)
+
+
+@pytest.fixture(scope="module")
+def per_step(history_store: ClickHouseStore) -> AskedOnce:
+    """One query per rule and step on the history store, shared by the module's tests."""
+    return AskedOnce(StoreData(history_store))
 
 
 def _rules() -> RuleSet:
@@ -153,11 +212,14 @@ def _differences(slow: Evaluation, fast: Evaluation) -> list[str]:
     return out
 
 
-def test_history_gives_the_observations_and_states_of_one_query_per_step(history_store: ClickHouseStore) -> None:
+@pytest.mark.xdist_group("history_store")
+def test_history_gives_the_observations_and_states_of_one_query_per_step(
+    history_store: ClickHouseStore,
+    per_step: AskedOnce,
+) -> None:
     """At every step, the history read once gives the same observations, states and outcomes as one query per rule and step."""
     store, rules, step = history_store, _rules(), timedelta(minutes=10)
     times = backtest_times(DAY2 + timedelta(minutes=30), DAY2 + timedelta(hours=4, minutes=10), step)
-    per_step = StoreData(store)
     history = read_history(store, rules.rules, times, step, per_step)
     states: dict[tuple[str, str], Any] = {}
     seen_states: set[str] = set()
@@ -172,11 +234,16 @@ def test_history_gives_the_observations_and_states_of_one_query_per_step(history
     assert {"pending", "firing", "resolved"} <= seen_states  # the stretch exercised the transitions, not only quiet rounds
 
 
-def test_the_fast_backtest_finds_the_episodes_of_the_per_step_backtest(history_store: ClickHouseStore) -> None:
-    """`run_backtest` reading histories reports the same episodes, cleared pendings and errors as querying every step."""
+@pytest.mark.xdist_group("history_store")
+def test_the_fast_backtest_finds_the_episodes_of_the_per_step_backtest(
+    history_store: ClickHouseStore,
+    per_step: AskedOnce,
+) -> None:
+    """`run_backtest` reading histories reports the same episodes, cleared pendings and errors as querying every step
+    (the rounds of `run_backtest(per_step=True)`, on the module's shared per-step answers)."""
     store, rules = history_store, _rules()
     since, until, step = DAY2 + timedelta(minutes=30), DAY2 + timedelta(hours=4, minutes=10), timedelta(minutes=5)
-    slow = run_backtest(store, rules, since, until, step, per_step=True)
+    slow = backtest_on(per_step, rules, since, until, step)
     fast = run_backtest(store, rules, since, until, step)
 
     def episodes(report: Any) -> list[tuple[object, ...]]:

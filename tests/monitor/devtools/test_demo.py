@@ -21,7 +21,8 @@ from tests.harness import cli, monitor_env
 
 
 async def _cli(*args: str, limit_s: float = 240, **extra: str) -> tuple[int, str, str]:
-    return await cli(*args, env=monitor_env(**extra), limit_s=limit_s)
+    # A wide screen: the paths it names (longer in xdist's per-worker temporary directories) stay on one line.
+    return await cli(*args, env=monitor_env(COLUMNS="250", **extra), limit_s=limit_s)
 
 
 @pytest.mark.slow

@@ -13,6 +13,7 @@ from monitor.privacy.settings import RedactionSettings
 from monitor.privacy.spans import Span, replace_spans
 from schemas.errors import ConfigError
 from tests.monitor.privacy.events import event
+from tests.properties import examples
 
 REDACTOR = build_redactor(RedactionSettings())
 
@@ -79,7 +80,7 @@ def test_an_event_without_personal_data_is_passed_on_as_is() -> None:
     assert judged.judged is original and judged.redactions == {}
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.one_of(st.text(max_size=300), LOOKALIKE_TEXT))
 def test_arbitrary_text_never_crashes_and_redacting_twice_changes_nothing(text: str) -> None:
     """Any str redacts without error, and redacting the result again changes nothing and counts nothing."""

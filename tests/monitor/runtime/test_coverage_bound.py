@@ -17,6 +17,7 @@ from monitor.judging.budget import BudgetSettings
 from monitor.judging.cost_control import CostControl
 from monitor.runtime.metrics import Metrics
 from monitor.runtime.pipeline import Pipeline
+from tests.properties import examples
 
 TP = TopicPartition("conversations", 0)
 EVENTS = 12
@@ -91,7 +92,7 @@ async def _play(steps: list[str], flush_first: bool) -> tuple[int, int]:
 STEPS = st.lists(st.sampled_from(["consume", "consume", "write", "write", "commit", "flush", "fail", "heal", "restart"]), max_size=60)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(STEPS)
 def test_judged_never_exceeds_consumed(steps: list[str]) -> None:
     """Whatever happens, every judged event was counted as consumed at least once."""

@@ -256,6 +256,11 @@ async def test_a_leader_cancelled_before_it_ran_releases_its_followers(make_sett
     await p.producer.stop()
 
 
+async def _until(condition: Callable[[], bool], timeout_s: float = 5.0) -> None:
+    """Yield to the loop until `condition()` holds (a few ticks, not a fixed sleep); fail after `timeout_s`."""
+    await wait_for(lambda: asyncio.sleep(0, result=condition()), timeout_s, "the condition")
+
+
 async def test_a_probe_cancelled_mid_call_does_not_wedge_the_circuit(make_settings: Callable[..., Settings], async_store: AsyncStore) -> None:
     """A probe cancelled mid-call lets the next event probe, succeed and close the circuit."""
     from aiokafka import TopicPartition
@@ -284,7 +289,7 @@ async def test_a_probe_cancelled_mid_call_does_not_wedge_the_circuit(make_settin
         for i, v in enumerate(FLAT[:2])
     ]
     probe = p.scorer.lead(Job(p.guard, events[0], decision, p.tracker.track(tp, 0), b"k0"))
-    await asyncio.sleep(0.3)  # the first task took the probe and hangs in the judge
+    await _until(lambda: FirstCallHangs.calls == 1)  # the first task took the probe and hangs in the judge
     waiting = p.scorer.lead(Job(p.guard, events[1], decision, p.tracker.track(tp, 1), b"k1"))
     await asyncio.sleep(0.2)
     assert not waiting.done()
