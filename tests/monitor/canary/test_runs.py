@@ -130,8 +130,13 @@ def test_errors_are_counted_per_pair_and_in_the_run(store: ClickHouseStore, fake
 def test_pairs_still_unscored_at_the_deadline_are_errors(store: ClickHouseStore, fake_messages_api: FakeMessagesAPI) -> None:
     """With the provider down, every pair that needed a call is an error row at the run's deadline (mostly `deadline: ...`)."""
     fake_messages_api.fail_for(60, overloaded())
-    settings = load_settings(judge="rubric", judge_max_retries=0, judge_event_attempts=1, **fake_messages_api.settings_overrides())
-    tick = canary(store, settings, deadline=timedelta(seconds=1)).tick(T0)
+    # Every pair gets a slot at once, so the six that need no call are scored however loaded the machine is; the
+    # others fail, open the circuit and wait for it until the deadline.
+    settings = load_settings(
+        judge="rubric", judge_max_retries=0, judge_event_attempts=1, judge_concurrency=128,
+        **fake_messages_api.settings_overrides(),
+    )  # fmt: skip
+    tick = canary(store, settings, deadline=timedelta(seconds=2)).tick(T0)
     assert tick.written is not None
     rows = stored(store, "status, error, pair_id")
     empty = {p.key for p in read_labels(golden_path()) if not p.answer.strip()}  # scored 0 without a call
