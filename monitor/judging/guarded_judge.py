@@ -99,7 +99,8 @@ class JudgeLimits:
 
 class GuardedJudge:
     """Judges events through the guards. A rate-limited call never costs an event an attempt, and while the
-    circuit is open an event waits instead of becoming an error row."""
+    circuit is open an event waits instead of becoming an error row; unless not `patient` (one-shot commands), where
+    every failure is an attempt and an open circuit is an error at once."""
 
     _low = False  # the lane of this judge's calls in the shared limits
 
