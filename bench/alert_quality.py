@@ -36,7 +36,16 @@ from scipy import stats
 
 from bench.output import emit
 from monitor.alerts.backtest import BacktestReport, Episode, HistoryData, backtest_on
-from monitor.alerts.history import EPOCH, SCORE_SUMS, TRAFFIC_SUMS, History, build_history, grid_for, read_range, values_for
+from monitor.alerts.history import (
+    EPOCH,
+    SCORE_SUMS,
+    TRAFFIC_SUMS,
+    History,
+    build_history,
+    grid_for,
+    read_range,
+    values_for,
+)
 from monitor.alerts.outcomes import Newest
 from monitor.alerts.rules import Rule, RuleSet, load_rules
 from monitor.alerts.sequential import Buckets
@@ -129,7 +138,9 @@ def simulate(streams: Sequence[Stream], hours: float, seed: int) -> Minutes:
     return out
 
 
-def _history(rule: Rule, minutes: Minutes, origin: datetime, since: datetime, until: datetime, step: timedelta) -> History:
+def _history(
+    rule: Rule, minutes: Minutes, origin: datetime, since: datetime, until: datetime, step: timedelta
+) -> History:
     grid = grid_for(rule, since, step)
     assert grid is not None, rule.name
     start, end = read_range(rule, since, until - step)
@@ -177,7 +188,9 @@ class _NoStore:
     def traffic(self, rule: Rule, windows: Windows) -> dict[SegmentKey, TrafficCounts]:
         raise self._missing(rule)
 
-    def tail_counts(self, rule: Rule, windows: Windows, segment: SegmentKey, cutoff: float, threshold: float) -> TailCounts:
+    def tail_counts(
+        self, rule: Rule, windows: Windows, segment: SegmentKey, cutoff: float, threshold: float
+    ) -> TailCounts:
         raise self._missing(rule)
 
     def buckets(self, rule: Rule, windows: Windows) -> dict[SegmentKey, Buckets]:
@@ -187,7 +200,9 @@ class _NoStore:
         return None
 
 
-def backtest(rules: RuleSet, minutes: Minutes, origin: datetime, since: datetime, until: datetime, step: timedelta) -> BacktestReport:
+def backtest(
+    rules: RuleSet, minutes: Minutes, origin: datetime, since: datetime, until: datetime, step: timedelta
+) -> BacktestReport:
     """The shipped rounds over the simulated minutes."""
     scores = {r.name: _history(r, minutes, origin, since, until, step) for r in rules.rules}
     assert TRAFFIC_SUMS  # the quality rules read no traffic counts
@@ -241,12 +256,47 @@ def planted_streams(rates: Sequence[float]) -> list[Stream]:
         bad, big, small = shifted(0.2), shifted(0.3), shifted(0.1)
         shapes = [
             ("full release", [Phase(0, ((m, "v1", 1, GOOD),)), Phase(c, ((m, "v2", 1, bad),))], 0.2, 1.0, None, 0.0),
-            ("10% canary", [Phase(0, ((m, "v1", 1, GOOD),)), Phase(c, ((m, "v1", 0.9, GOOD), (m, "v2", 0.1, bad)))], 0.2, 0.1, None, 0.0),
-            ("1% canary", [Phase(0, ((m, "v1", 1, GOOD),)), Phase(c, ((m, "v1", 0.99, GOOD), (m, "v2", 0.01, big)))], 0.3, 0.01, None, 0.0),
-            ("model swap", [Phase(0, ((m, "v1", 1, GOOD),)), Phase(c, (("model-b", "v1", 1, bad),))], 0.2, 1.0, None, 0.0),
+            (
+                "10% canary",
+                [Phase(0, ((m, "v1", 1, GOOD),)), Phase(c, ((m, "v1", 0.9, GOOD), (m, "v2", 0.1, bad)))],
+                0.2,
+                0.1,
+                None,
+                0.0,
+            ),
+            (
+                "1% canary",
+                [Phase(0, ((m, "v1", 1, GOOD),)), Phase(c, ((m, "v1", 0.99, GOOD), (m, "v2", 0.01, big)))],
+                0.3,
+                0.01,
+                None,
+                0.0,
+            ),
+            (
+                "model swap",
+                [Phase(0, ((m, "v1", 1, GOOD),)), Phase(c, (("model-b", "v1", 1, bad),))],
+                0.2,
+                1.0,
+                None,
+                0.0,
+            ),
             ("drift, no version change", [Phase(0, ((m, "v1", 1, GOOD),))], 0.2, 1.0, None, 3.0),
-            ("small drop (0.1)", [Phase(0, ((m, "v1", 1, GOOD),)), Phase(c, ((m, "v2", 1, small),))], 0.1, 1.0, None, 0.0),
-            ("large drop (0.3)", [Phase(0, ((m, "v1", 1, GOOD),)), Phase(c, ((m, "v2", 1, big),))], 0.3, 1.0, None, 0.0),
+            (
+                "small drop (0.1)",
+                [Phase(0, ((m, "v1", 1, GOOD),)), Phase(c, ((m, "v2", 1, small),))],
+                0.1,
+                1.0,
+                None,
+                0.0,
+            ),
+            (
+                "large drop (0.3)",
+                [Phase(0, ((m, "v1", 1, GOOD),)), Phase(c, ((m, "v2", 1, big),))],
+                0.3,
+                1.0,
+                None,
+                0.0,
+            ),
             (
                 "rollback after 3 h",
                 [Phase(0, ((m, "v1", 1, GOOD),)), Phase(c, ((m, "v2", 1, bad),)), Phase(c + 3, ((m, "v1", 1, GOOD),))],
@@ -258,7 +308,19 @@ def planted_streams(rates: Sequence[float]) -> list[Stream]:
         ]
         for name, phases, drop, share, rollback, drift in shapes:
             app = f"{name.split()[0].replace('%', 'pct')}-{len(out):02d}-at-{tag}"
-            out.append(Stream(app, rate, phases, change_h=c, rollback_h=rollback, drop=drop, changed_share=share, drift_h=drift, shape=name))
+            out.append(
+                Stream(
+                    app,
+                    rate,
+                    phases,
+                    change_h=c,
+                    rollback_h=rollback,
+                    drop=drop,
+                    changed_share=share,
+                    drift_h=drift,
+                    shape=name,
+                )
+            )
     return out
 
 
@@ -293,11 +355,16 @@ def quiet_figures(report: BacktestReport, streams: Sequence[Stream], days: float
     """False pages per 100 segment-days, with an exact Poisson 95 % interval, and which rules they came from."""
     pages = [e for s in streams for e in _pages(report, s.app)]
     segment_days = len(streams) * days
-    low, high = (stats.chi2.ppf(0.025, 2 * len(pages)) / 2 if pages else 0.0), stats.chi2.ppf(0.975, 2 * len(pages) + 2) / 2
+    low, high = (
+        (stats.chi2.ppf(0.025, 2 * len(pages)) / 2 if pages else 0.0),
+        stats.chi2.ppf(0.975, 2 * len(pages) + 2) / 2,
+    )
     by_rule: dict[str, int] = {}
     for e in pages:
         by_rule[e.rule] = by_rule.get(e.rule, 0) + 1
-    tickets = [e for s in streams for e in report.fired() if dict(e.segment).get("app") == s.app and e.severity == "ticket"]
+    tickets = [
+        e for s in streams for e in report.fired() if dict(e.segment).get("app") == s.app and e.severity == "ticket"
+    ]
     return {
         "segment_days": segment_days,
         "false_tickets": len(tickets),
@@ -308,7 +375,8 @@ def quiet_figures(report: BacktestReport, streams: Sequence[Stream], days: float
         "limit_per_100_segment_days": 100 * ALLOWED_PER_SEGMENT_DAY,
         "by_rule": by_rule,
         "by_shape": {
-            shape: sum(1 for s in streams if s.shape == shape for e in _pages(report, s.app)) for shape in sorted({s.shape for s in streams})
+            shape: sum(1 for s in streams if s.shape == shape for e in _pages(report, s.app))
+            for shape in sorted({s.shape for s in streams})
         },
     }
 
@@ -319,10 +387,15 @@ def planted_figures(report: BacktestReport, streams: Sequence[Stream], origin: d
     for s in streams:
         assert s.change_h is not None
         change = origin + timedelta(hours=s.change_h)
-        pages = sorted((e for e in _pages(report, s.app) if e.fired_at is not None and e.fired_at >= change), key=lambda e: e.fired_at or change)
+        pages = sorted(
+            (e for e in _pages(report, s.app) if e.fired_at is not None and e.fired_at >= change),
+            key=lambda e: e.fired_at or change,
+        )
         early = [e for e in _pages(report, s.app) if e.fired_at is not None and e.fired_at < change]
         first = pages[0] if pages else None
-        delay = (first.fired_at - change).total_seconds() / 60 if first is not None and first.fired_at is not None else None
+        delay = (
+            (first.fired_at - change).total_seconds() / 60 if first is not None and first.fired_at is not None else None
+        )
         oracle, bound = oracle_delay_min(s), bound_delay_min(s)
         row: dict[str, Any] = {
             "shape": s.shape,
@@ -340,12 +413,16 @@ def planted_figures(report: BacktestReport, streams: Sequence[Stream], origin: d
         if s.rollback_h is not None:
             back = origin + timedelta(hours=s.rollback_h)
             open_at_back = [e for e in pages if e.fired_at is not None and e.fired_at <= back]
-            ends = [(e.resolved_at - back).total_seconds() / 60 if e.resolved_at is not None else math.inf for e in open_at_back]
+            ends = [
+                (e.resolved_at - back).total_seconds() / 60 if e.resolved_at is not None else math.inf
+                for e in open_at_back
+            ]
             row["resolved_after_rollback_min"] = max(ends) if ends else None
         else:
             at_48h = change + timedelta(hours=48)
             row["firing_48h_on"] = any(
-                e.fired_at is not None and e.fired_at <= at_48h and (e.resolved_at is None or e.resolved_at > at_48h) for e in pages
+                e.fired_at is not None and e.fired_at <= at_48h and (e.resolved_at is None or e.resolved_at > at_48h)
+                for e in pages
             )
         out.append(row)
     return out
@@ -361,7 +438,9 @@ def summary(quiet: dict[str, Any], planted: list[dict[str, Any]]) -> dict[str, A
     return {
         "false_pages_per_300_segment_days": 3 * quiet["per_100_segment_days"],
         "regressions_paged": f"{sum(r['paged'] for r in planted)} of {len(planted)}",
-        "median_delay_min": statistics.median([r["delay_min"] for r in planted if r["delay_min"] is not None] or [math.nan]),
+        "median_delay_min": statistics.median(
+            [r["delay_min"] for r in planted if r["delay_min"] is not None] or [math.nan]
+        ),
         "median_ratio_to_oracle": statistics.median(ratios) if ratios else None,
         "ratio_limit": 1.5,
         "median_ratio_to_bound": statistics.median(to_bound) if to_bound else None,
@@ -444,6 +523,11 @@ if __name__ == "__main__":
     parser.add_argument("--quiet-apps", type=int, default=100)
     parser.add_argument("--days", type=float, default=31.0)
     parser.add_argument("--rules", default=None, help="a rules file (default: the shipped rules)")
-    parser.add_argument("--planted-hours", type=float, default=PLANTED_HOURS, help="how long the planted streams run (the change is at 30 h)")
+    parser.add_argument(
+        "--planted-hours",
+        type=float,
+        default=PLANTED_HOURS,
+        help="how long the planted streams run (the change is at 30 h)",
+    )
     args = parser.parse_args()
     main(args.quiet_apps, args.days, rules_path=args.rules, planted_hours=args.planted_hours)

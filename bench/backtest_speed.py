@@ -43,7 +43,9 @@ END = datetime(2026, 11, 30, tzinfo=UTC)  # fixed, so runs are comparable; nothi
 DEFAULT_JSON = Path(".relevancy-monitor/bench/backtest_speed.json")
 
 
-def _rows_in_minute(rng: random.Random, minute: datetime, rate: int, since: datetime, until: datetime) -> list[ScoredRow]:
+def _rows_in_minute(
+    rng: random.Random, minute: datetime, rate: int, since: datetime, until: datetime
+) -> list[ScoredRow]:
     hours = (until - since).total_seconds() / 3600
     share = (minute - since).total_seconds() / 3600 / hours  # how far into the range, 0..1
     diurnal = 1.0 + 0.3 * math.sin(2 * math.pi * (minute.hour * 60 + minute.minute) / 1440)
@@ -119,7 +121,9 @@ def measure(store: ClickHouseStore, days: float, rate: int, step: timedelta, sam
     fill_s, rows = _timed(lambda: fill(store, since, END, rate))
     rules = load_rules()
     times = backtest_times(since, END, step)
-    scan_sql = f"SELECT count(), sum(score) FROM {store.qualified_table} FINAL WHERE event_time >= {{s:DateTime64(3, 'UTC')}}"
+    scan_sql = (
+        f"SELECT count(), sum(score) FROM {store.qualified_table} FINAL WHERE event_time >= {{s:DateTime64(3, 'UTC')}}"
+    )
     scan_s, _ = _timed(lambda: store.query(scan_sql, {"s": since - timedelta(days=7)}))
     check_s = statistics.median(_timed(lambda: evaluate_rules(store, rules, END, {}))[0] for _ in range(3))
     sample_steps = times[: max(1, min(sample, len(times)))]
@@ -189,11 +193,15 @@ def main(
 
 
 if __name__ == "__main__":
-    p = argparse.ArgumentParser(description="Backtest speed against a plain scan and the step-by-step backtest, in the same run.")
+    p = argparse.ArgumentParser(
+        description="Backtest speed against a plain scan and the step-by-step backtest, in the same run."
+    )
     p.add_argument("--days", type=float, default=7.0, help="days of history (default 7)")
     p.add_argument("--rate", type=int, default=100, help="judged events per minute (default 100)")
     p.add_argument("--step", default="5m", help="backtest step (default 5m)")
     p.add_argument("--sample", type=int, default=12, help="steps of the step-by-step backtest to time (default 12)")
-    p.add_argument("--json", type=Path, default=DEFAULT_JSON, help=f"where to write the figures (default {DEFAULT_JSON})")
+    p.add_argument(
+        "--json", type=Path, default=DEFAULT_JSON, help=f"where to write the figures (default {DEFAULT_JSON})"
+    )
     a = p.parse_args()
     main(a.days, a.rate, a.step, a.sample, a.json)

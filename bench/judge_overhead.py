@@ -120,15 +120,23 @@ async def _timed(run: Callable[[], Awaitable[None]], n: int, gc_clock: GcClock) 
     }
 
 
-async def measure(rounds: int, requests: int, concurrency: int = CONCURRENCY, latency_s: float = LATENCY_S) -> dict[str, Any]:
+async def measure(
+    rounds: int, requests: int, concurrency: int = CONCURRENCY, latency_s: float = LATENCY_S
+) -> dict[str, Any]:
     """Interleaved rounds of `requests` calls by each path; returns every round's figures and the medians."""
     with FakeInAProcess(latency_s) as base_url:
         settings = load_settings(
-            judge="statements", anthropic_base_url=base_url, anthropic_api_key=API_KEY, judge_concurrency=concurrency, metrics_port=0
+            judge="statements",
+            anthropic_base_url=base_url,
+            anthropic_api_key=API_KEY,
+            judge_concurrency=concurrency,
+            metrics_port=0,
         )
         judge = StatementsJudge(settings.judge_client)
         guard = GuardedJudge(judge, settings.flow, JudgingMetrics(), on_spent=_spend_sink())
-        sdk = anthropic.AsyncAnthropic(api_key=API_KEY, base_url=base_url, max_retries=0, timeout=settings.judge_client.request_timeout_s)
+        sdk = anthropic.AsyncAnthropic(
+            api_key=API_KEY, base_url=base_url, max_retries=0, timeout=settings.judge_client.request_timeout_s
+        )
         batch = events(requests)
         # Built once, before any clock: the SDK's baseline is the call alone (its own transform, JSON, HTTP, parse).
         bodies = [judge.request_params(e.question, e.response) for e in batch]
@@ -162,7 +170,10 @@ async def measure(rounds: int, requests: int, concurrency: int = CONCURRENCY, la
         raise RuntimeError(f"judge calls failed against the fake: {dict(judge.stats)}")
     rate = [j["requests_per_s"] / s["requests_per_s"] for s, j in zip(runs["sdk"], runs["judge"], strict=True)]
     cpu = [j["cpu_ms_per_request"] / s["cpu_ms_per_request"] for s, j in zip(runs["sdk"], runs["judge"], strict=True)]
-    cpu_ex_gc = [j["cpu_ms_per_request_excluding_gc"] / s["cpu_ms_per_request_excluding_gc"] for s, j in zip(runs["sdk"], runs["judge"], strict=True)]
+    cpu_ex_gc = [
+        j["cpu_ms_per_request_excluding_gc"] / s["cpu_ms_per_request_excluding_gc"]
+        for s, j in zip(runs["sdk"], runs["judge"], strict=True)
+    ]
     median = {name: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for name, rs in runs.items()}
     return {
         "concurrency": concurrency,
@@ -211,7 +222,10 @@ def report_lines(r: dict[str, Any]) -> list[str]:
         *(
             f"{label:<48}{m[k]['requests_per_s']:>8.1f}{m[k]['cpu_ms_per_request']:>12.3f}{m[k]['gc_ms_per_request']:>10.3f}"
             f"{m[k]['cpu_ms_per_request_excluding_gc']:>12.3f}"
-            for k, label in (("sdk", "SDK alone (messages.create, bodies prebuilt)"), ("judge", "judge path (GuardedJudge over StatementsJudge)"))
+            for k, label in (
+                ("sdk", "SDK alone (messages.create, bodies prebuilt)"),
+                ("judge", "judge path (GuardedJudge over StatementsJudge)"),
+            )
         ),
         f"(medians over the rounds; full collections per round: SDK {', '.join(str(int(x['full_collections'])) for x in r['runs']['sdk'])},"
         f" judge {', '.join(str(int(x['full_collections'])) for x in r['runs']['judge'])})",
@@ -234,6 +248,8 @@ if __name__ == "__main__":
     p.add_argument("--rounds", type=int, default=8, help="interleaved rounds per path (default 8)")
     p.add_argument("--requests", type=int, default=1280, help="requests per round and path (default 1280)")
     p.add_argument("--tiny", action="store_true", help="2 rounds of 128 requests (CI)")
-    p.add_argument("--json", type=Path, default=DEFAULT_JSON, help=f"where to write the figures (default {DEFAULT_JSON})")
+    p.add_argument(
+        "--json", type=Path, default=DEFAULT_JSON, help=f"where to write the figures (default {DEFAULT_JSON})"
+    )
     a = p.parse_args()
     main(2, 128, a.json) if a.tiny else main(a.rounds, a.requests, a.json)

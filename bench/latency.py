@@ -85,7 +85,9 @@ class TimingStore(AsyncStore):
         if self.seen.checked_visible is None and rows:
             table = self.store.qualified_table
             ids = [r.event_id for r in rows]
-            found = await self.query(f"SELECT count() FROM {table} WHERE event_id IN {{ids:Array(String)}}", {"ids": ids})
+            found = await self.query(
+                f"SELECT count() FROM {table} WHERE event_id IN {{ids:Array(String)}}", {"ids": ids}
+            )
             self.seen.checked_visible = int(found.rows[0][0]) >= len(set(ids))
 
 
@@ -163,12 +165,20 @@ async def run_bare(bootstrap: str, rate: float, seconds: float) -> dict[str, Any
         done.set()
         await task
         await consumer.stop()
-    sent = [(at, datetime.fromisoformat(json.loads(v)["timestamp"].replace("Z", "+00:00")).timestamp()) for at, v in arrived]
+    sent = [
+        (at, datetime.fromisoformat(json.loads(v)["timestamp"].replace("Z", "+00:00")).timestamp()) for at, v in arrived
+    ]
     first = min((t for _, t in sent), default=0.0)
-    return {"produced": produced, "received": len(arrived), "produce_to_fetched": _quantiles([at - t for at, t in sent if t >= first + WARMUP_S])}
+    return {
+        "produced": produced,
+        "received": len(arrived),
+        "produce_to_fetched": _quantiles([at - t for at, t in sent if t >= first + WARMUP_S]),
+    }
 
 
-async def run_once(bootstrap: str, chdb: str, rate: float, seconds: float, batch_max_seconds: float | None, database: str) -> dict[str, Any]:
+async def run_once(
+    bootstrap: str, chdb: str, rate: float, seconds: float, batch_max_seconds: float | None, database: str
+) -> dict[str, Any]:
     """One monitor run over a fresh topic at `rate` events/s; the latency figures."""
     topic = f"lat-{uuid.uuid4().hex[:6]}"
     await create_topic(bootstrap, topic, 3)
@@ -232,7 +242,10 @@ async def measure(
     with LocalBroker() as broker, tempfile.TemporaryDirectory() as tmp:
         chdb = url or f"chdb://{tmp}"
         bare = await run_bare(broker.bootstrap, rate, seconds)
-        runs = [await run_once(broker.bootstrap, chdb, rate, seconds, b, f"{database}_{i}") for i, b in enumerate(batch_settings)]
+        runs = [
+            await run_once(broker.bootstrap, chdb, rate, seconds, b, f"{database}_{i}")
+            for i, b in enumerate(batch_settings)
+        ]
     floor = bare["produce_to_fetched"]
     for run in runs:  # the Kafka hop is what no monitor setting can remove: the monitor's stages as multiples of it
         q = run["produce_to_scored"]
@@ -240,7 +253,14 @@ async def measure(
             "p50": q["p50_ms"] / floor["p50_ms"] if floor["p50_ms"] else None,
             "p99": q["p99_ms"] / floor["p99_ms"] if floor["p99_ms"] else None,
         }
-    return {"rate_per_s": rate, "seconds": seconds, "warmup_s": WARMUP_S, "judge": "lexical", "bare_consumer": bare, "runs": runs}
+    return {
+        "rate_per_s": rate,
+        "seconds": seconds,
+        "warmup_s": WARMUP_S,
+        "judge": "lexical",
+        "bare_consumer": bare,
+        "runs": runs,
+    }
 
 
 def report_lines(r: dict[str, Any]) -> list[str]:
@@ -252,7 +272,9 @@ def report_lines(r: dict[str, Any]) -> list[str]:
         f"{'batch rows / seconds':<22}{'stage':<20}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}",
     ]
     floor = r["bare_consumer"]["produce_to_fetched"]
-    lines.append(f"{'(bare aiokafka)':<22}{'produce → fetched':<20}{floor['p50_ms']:>9.0f}{floor['p99_ms']:>9.0f}{floor['max_ms']:>9.0f}")
+    lines.append(
+        f"{'(bare aiokafka)':<22}{'produce → fetched':<20}{floor['p50_ms']:>9.0f}{floor['p99_ms']:>9.0f}{floor['max_ms']:>9.0f}"
+    )
     for run in r["runs"]:
         label = f"{run['batch_max_rows']} / {run['batch_max_seconds']:g}"
         for stage, key in (
@@ -271,7 +293,9 @@ def report_lines(r: dict[str, Any]) -> list[str]:
         )
         hop = run["scored_vs_kafka_hop"]
         if hop["p50"] is not None and hop["p99"] is not None:
-            lines.append(f"{'':<22}produce → scored ÷ the bare consumer's produce → fetched: p50 {hop['p50']:.2f}, p99 {hop['p99']:.2f}")
+            lines.append(
+                f"{'':<22}produce → scored ÷ the bare consumer's produce → fetched: p50 {hop['p50']:.2f}, p99 {hop['p99']:.2f}"
+            )
     return lines
 
 
@@ -293,9 +317,16 @@ if __name__ == "__main__":
     p = argparse.ArgumentParser(description="Produce-to-row latency at a steady rate, lexical judge.")
     p.add_argument("--rate", type=float, default=200.0, help="events per second (default 200)")
     p.add_argument("--seconds", type=float, default=60.0, help="how long to produce (default 60)")
-    p.add_argument("--batch-seconds", type=float, action="append", help="batch_max_seconds to run with (repeatable; default: the default and 0.25)")
+    p.add_argument(
+        "--batch-seconds",
+        type=float,
+        action="append",
+        help="batch_max_seconds to run with (repeatable; default: the default and 0.25)",
+    )
     p.add_argument("--tiny", action="store_true", help="100 events/s for 6 s, default batch settings only (CI)")
-    p.add_argument("--json", type=Path, default=DEFAULT_JSON, help=f"where to write the figures (default {DEFAULT_JSON})")
+    p.add_argument(
+        "--json", type=Path, default=DEFAULT_JSON, help=f"where to write the figures (default {DEFAULT_JSON})"
+    )
     a = p.parse_args()
     configure_logging("json", "warning")  # as the service configures it, quieter: the table is the output here
     if a.tiny:

@@ -79,7 +79,11 @@ def rss_breakdown_mb() -> dict[str, float]:
                 continue
             if line.startswith("Rss:"):
                 kb = int(line.split()[1])
-                kind = "chdb_library" if "chdb" in name and name.startswith("/") else ("other_files" if name.startswith("/") else "anonymous")
+                kind = (
+                    "chdb_library"
+                    if "chdb" in name and name.startswith("/")
+                    else ("other_files" if name.startswith("/") else "anonymous")
+                )
                 out[kind] += kb / 1024
     return out
 
@@ -87,7 +91,18 @@ def rss_breakdown_mb() -> dict[str, float]:
 class _Mallinfo2(ctypes.Structure):
     _fields_ = [
         (name, ctypes.c_size_t)
-        for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")
+        for name in (
+            "arena",
+            "ordblks",
+            "smblks",
+            "hblks",
+            "hblkhd",
+            "usmblks",
+            "fsmblks",
+            "uordblks",
+            "fordblks",
+            "keepcost",
+        )
     ]
 
 
@@ -148,15 +163,22 @@ def unique_events(n: int, seed: int = 11) -> Iterator[bytes]:
         yield json.dumps(event).encode()
 
 
-def _top_allocations(snapshot: tracemalloc.Snapshot, earlier: tracemalloc.Snapshot | None, limit: int = 12) -> list[dict[str, Any]]:
+def _top_allocations(
+    snapshot: tracemalloc.Snapshot, earlier: tracemalloc.Snapshot | None, limit: int = 12
+) -> list[dict[str, Any]]:
     if earlier is None:
         stats = snapshot.statistics("lineno")[:limit]
         return [{"where": str(s.traceback[0]), "mb": s.size / 2**20, "blocks": s.count} for s in stats]
     diffs = snapshot.compare_to(earlier, "lineno")[:limit]
-    return [{"where": str(d.traceback[0]), "mb": d.size / 2**20, "growth_mb": d.size_diff / 2**20, "blocks": d.count} for d in diffs]
+    return [
+        {"where": str(d.traceback[0]), "mb": d.size / 2**20, "growth_mb": d.size_diff / 2**20, "blocks": d.count}
+        for d in diffs
+    ]
 
 
-async def _monitor(bootstrap: str, topic: str, base_url: str, seconds: float, interval_s: float, trace: bool) -> dict[str, Any]:
+async def _monitor(
+    bootstrap: str, topic: str, base_url: str, seconds: float, interval_s: float, trace: bool
+) -> dict[str, Any]:
     out: dict[str, Any] = {"rss_after_imports_mb": rss_mb(), "breakdown_after_imports_mb": rss_breakdown_mb()}
     with tempfile.TemporaryDirectory() as tmp:
         store = AsyncStore(ClickHouseStore(f"chdb://{tmp}", "bench", "relevancy_scores"))
@@ -277,7 +299,11 @@ async def measure(events: int, minutes: float, interval_s: float = 1.0, trace: b
         produce_s = time.monotonic() - started
         ctx = multiprocessing.get_context("spawn")
         parent, child = ctx.Pipe(duplex=False)
-        proc = ctx.Process(target=_child, args=(child, broker.bootstrap, topic, base_url, minutes * 60, interval_s, trace), name="monitor")
+        proc = ctx.Process(
+            target=_child,
+            args=(child, broker.bootstrap, topic, base_url, minutes * 60, interval_s, trace),
+            name="monitor",
+        )
         proc.start()
         child.close()
         # The pipe is read in a thread: the broker and the fake must keep serving while the monitor runs.
@@ -361,7 +387,10 @@ def report_lines(r: dict[str, Any]) -> list[str]:
     names = ", ".join(f"{k} {v}" for k, v in list(r["thread_names_end"].items())[:6])
     lines.append(f"threads at the end: {r['threads_end']} ({names})")
     if r["traced"]:
-        lines += ["", f"tracemalloc (its own cost inflates RSS in this run): {r['tracemalloc_traced_mb']:.1f} MB traced at the end; top:"]
+        lines += [
+            "",
+            f"tracemalloc (its own cost inflates RSS in this run): {r['tracemalloc_traced_mb']:.1f} MB traced at the end; top:",
+        ]
         lines += [f"  {a['mb']:8.2f} MB {a['blocks']:>8} blocks  {a['where']}" for a in r["tracemalloc_top"]]
         lines += ["growth over the second half:"]
         lines += [f"  {a['growth_mb']:+8.2f} MB  {a['where']}" for a in r["tracemalloc_growth_second_half"]]
@@ -369,7 +398,11 @@ def report_lines(r: dict[str, Any]) -> list[str]:
 
 
 def main(
-    events: int = 1_000_000, minutes: float = 12.0, json_path: Path | None = DEFAULT_JSON, trace: bool = False, interval_s: float = 1.0
+    events: int = 1_000_000,
+    minutes: float = 12.0,
+    json_path: Path | None = DEFAULT_JSON,
+    trace: bool = False,
+    interval_s: float = 1.0,
 ) -> dict[str, Any]:
     """Run the benchmark; print the table and write the JSON."""
     result = asyncio.run(measure(events, minutes, interval_s, trace))
@@ -378,12 +411,16 @@ def main(
 
 
 if __name__ == "__main__":
-    p = argparse.ArgumentParser(description="Monitor memory under a backlog and a 2 s judge, the embedded engine's fixed cost apart.")
+    p = argparse.ArgumentParser(
+        description="Monitor memory under a backlog and a 2 s judge, the embedded engine's fixed cost apart."
+    )
     p.add_argument("--events", type=int, default=1_000_000, help="backlog size (default 1,000,000)")
     p.add_argument("--minutes", type=float, default=12.0, help="how long the monitor consumes (default 12)")
     p.add_argument("--tiny", action="store_true", help="5,000 events for 20 s (CI)")
     p.add_argument("--tracemalloc", action="store_true", help="also list the top Python allocations (inflates RSS)")
-    p.add_argument("--json", type=Path, default=DEFAULT_JSON, help=f"where to write the figures (default {DEFAULT_JSON})")
+    p.add_argument(
+        "--json", type=Path, default=DEFAULT_JSON, help=f"where to write the figures (default {DEFAULT_JSON})"
+    )
     a = p.parse_args()
     if a.tiny:
         main(5_000, 20 / 60, a.json, a.tracemalloc, interval_s=0.5)

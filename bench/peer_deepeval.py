@@ -133,7 +133,9 @@ def _default_verdicts(question: str, response: str) -> tuple[list[str], list[dic
     user = f"<user_question_{code}>\n{question}\n</user_question_{code}>\n<assistant_response_{code}>\n{response}\n</assistant_response_{code}>"
     body = {
         "messages": [{"role": "user", "content": user}],
-        "output_config": {"format": {"type": "json_schema", "schema": {"properties": {"statements": {}, "verdicts": {}}}}},
+        "output_config": {
+            "format": {"type": "json_schema", "schema": {"properties": {"statements": {}, "verdicts": {}}}}
+        },
     }
     reply = default_brain(RecordedRequest(method="POST", path="/v1/messages", headers={}, raw=b"", body=body, at=0.0))
     assert isinstance(reply, dict), reply
@@ -221,7 +223,9 @@ def load_cases(n: int, source: str = "traffic", seed: int = 7) -> list[dict[str,
 
         cases = []
         for i, value in enumerate(generate_events(n, seed=seed, malformed_share=0.0)):
-            event = decode_event(value, position=KafkaPosition(topic="bench", partition=0, offset=i), record_timestamp_ms=None)
+            event = decode_event(
+                value, position=KafkaPosition(topic="bench", partition=0, offset=i), record_timestamp_ms=None
+            )
             cases.append({"question": event.question, "response": event.response})
     return [c for c in cases if c["response"].strip()]
 
@@ -239,7 +243,9 @@ def peer_python(create: bool = True) -> Path:
         return python
     if not create:
         raise PeerUnavailable(f"{PEER_VENV.name}/ is missing or out of date (run `make bench-peer`)")
-    print(f"creating the bench venv {PEER_VENV.name}/ from {PEER_REQUIREMENTS.relative_to(REPO)} (once; DeepEval never enters .venv)")
+    print(
+        f"creating the bench venv {PEER_VENV.name}/ from {PEER_REQUIREMENTS.relative_to(REPO)} (once; DeepEval never enters .venv)"
+    )
     base = getattr(sys, "_base_executable", sys.executable)  # the venv's own python would do too; the base is plainer
     steps = [
         [base, "-m", "venv", "--clear", str(PEER_VENV)],
@@ -251,8 +257,14 @@ def peer_python(create: bool = True) -> Path:
         except (OSError, subprocess.TimeoutExpired) as e:
             raise PeerUnavailable(f"could not create {PEER_VENV.name}/: {e}") from e
         if done.returncode != 0:
-            lines = [ln for ln in (done.stderr or done.stdout).splitlines() if ln.strip() and not ln.startswith("WARNING: Location")]
-            raise PeerUnavailable(f"could not create {PEER_VENV.name}/: {lines[-1] if lines else f'exit {done.returncode}'}")
+            lines = [
+                ln
+                for ln in (done.stderr or done.stdout).splitlines()
+                if ln.strip() and not ln.startswith("WARNING: Location")
+            ]
+            raise PeerUnavailable(
+                f"could not create {PEER_VENV.name}/: {lines[-1] if lines else f'exit {done.returncode}'}"
+            )
     stamp.write_text(want + "\n", encoding="utf-8")
     return python
 
@@ -287,7 +299,20 @@ _SOCKADDR_V6 = re.compile(r'sin6_port=htons\((\d+)\).*?inet_pton\(AF_INET6, "([^
 
 def strace_prefix(trace: Path) -> list[str]:
     """strace, following threads and forks, stopping the child only at the calls that name a peer (seccomp-bpf)."""
-    return ["strace", "-f", "-qq", "--seccomp-bpf", "-s", "0", "-e", f"trace={STRACE_CALLS}", "-e", "signal=none", "-o", str(trace)]
+    return [
+        "strace",
+        "-f",
+        "-qq",
+        "--seccomp-bpf",
+        "-s",
+        "0",
+        "-e",
+        f"trace={STRACE_CALLS}",
+        "-e",
+        "signal=none",
+        "-o",
+        str(trace),
+    ]
 
 
 def strace_unusable() -> str | None:
@@ -296,11 +321,17 @@ def strace_unusable() -> str | None:
         return "not run: no strace on PATH"
     with tempfile.TemporaryDirectory() as tmp:
         try:
-            done = subprocess.run([*strace_prefix(Path(tmp) / "t"), "true"], capture_output=True, text=True, timeout=30, check=False)
+            done = subprocess.run(
+                [*strace_prefix(Path(tmp) / "t"), "true"], capture_output=True, text=True, timeout=30, check=False
+            )
         except (OSError, subprocess.TimeoutExpired) as e:
             return f"not run: strace failed ({e})"
     lines = done.stderr.strip().splitlines()
-    return None if done.returncode == 0 else f"not run: strace cannot trace here ({lines[-1] if lines else done.returncode})"
+    return (
+        None
+        if done.returncode == 0
+        else f"not run: strace cannot trace here ({lines[-1] if lines else done.returncode})"
+    )
 
 
 def parse_strace(text: str) -> dict[str, Any]:
@@ -321,7 +352,13 @@ def parse_strace(text: str) -> dict[str, Any]:
 
 
 def run_side(
-    side: str, python: Path, api: FakeMessagesAPI, billed: list[Billed], cases: list[dict[str, str]], concurrency: int, use_strace: bool
+    side: str,
+    python: Path,
+    api: FakeMessagesAPI,
+    billed: list[Billed],
+    cases: list[dict[str, str]],
+    concurrency: int,
+    use_strace: bool,
 ) -> dict[str, Any]:
     """Run one side's child against `api` (under strace if `use_strace`), then attribute to each of its timed passes
     the requests that arrived in its window; returns the child's report with the fake's counts."""
@@ -329,7 +366,14 @@ def run_side(
 
     with tempfile.TemporaryDirectory(prefix=f"peer-{side}-") as tmp:
         home = Path(tmp)
-        spec = {"side": side, "base_url": api.base_url, "api_key": API_KEY, "model": MODEL, "concurrency": concurrency, "cases": cases}
+        spec = {
+            "side": side,
+            "base_url": api.base_url,
+            "api_key": API_KEY,
+            "model": MODEL,
+            "concurrency": concurrency,
+            "cases": cases,
+        }
         (home / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
         out = home / "out.json"
         if side == "monitor":
@@ -344,7 +388,13 @@ def run_side(
             cmd = [*strace_prefix(trace), *cmd]
         fake_cpu = time.process_time()
         done = subprocess.run(
-            cmd, cwd=cwd, env=child_env(side, home), stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=CHILD_TIMEOUT_S
+            cmd,
+            cwd=cwd,
+            env=child_env(side, home),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=CHILD_TIMEOUT_S,
         )
         fake_cpu = time.process_time() - fake_cpu
         if done.returncode != 0 or not out.exists():
@@ -359,7 +409,10 @@ def run_side(
     for run in report["runs"]:
         window = [b for b in billed if run["t_start"] <= b.at <= run["t_end"]]
         n = run["cases"]
-        prompt = sum(b.usage["input_tokens"] + b.usage["cache_read_input_tokens"] + b.usage["cache_creation_input_tokens"] for b in window)
+        prompt = sum(
+            b.usage["input_tokens"] + b.usage["cache_read_input_tokens"] + b.usage["cache_creation_input_tokens"]
+            for b in window
+        )
         run.update(
             requests=len(window),
             requests_by_kind=dict(sorted(Counter(b.kind for b in window).items())),
@@ -384,7 +437,12 @@ def _cost_per_1000(window: list[Billed], n: int) -> float | None:
     if price is None:
         return None
     total = sum(
-        price.cost(b.usage["input_tokens"], b.usage["output_tokens"], b.usage["cache_read_input_tokens"], b.usage["cache_creation_input_tokens"])
+        price.cost(
+            b.usage["input_tokens"],
+            b.usage["output_tokens"],
+            b.usage["cache_read_input_tokens"],
+            b.usage["cache_creation_input_tokens"],
+        )
         for b in window
     )
     return total / n * 1000
@@ -433,7 +491,9 @@ def measure(
     # The model's cache minimum and the judges' characters per token, as bench/prompt_cache.py emulates them: the
     # statements judge's system prompt is then cached as the real API would cache it, and DeepEval (which sends no
     # system prompt and no cache_control) pays for every prompt token.
-    with FakeMessagesAPI(peer_brain, cache_min_tokens=result["cache_min_tokens"], chars_per_token=CHARS_PER_TOKEN) as api:
+    with FakeMessagesAPI(
+        peer_brain, cache_min_tokens=result["cache_min_tokens"], chars_per_token=CHARS_PER_TOKEN
+    ) as api:
         api.always(slow(latency_ms / 1000))  # every reply, both sides: the same model latency
         billed = meter(api)
 
@@ -445,7 +505,9 @@ def measure(
         for side, python in pythons.items():
             report = run_side(side, python, api, billed, cases, concurrency, use_strace=False)
             if len(billed) != sum(r.status == 200 for r in api.message_requests):
-                raise RuntimeError("the fake's usage was not metered for every reply (has FakeMessagesAPI._reply_body changed?)")
+                raise RuntimeError(
+                    "the fake's usage was not metered for every reply (has FakeMessagesAPI._reply_body changed?)"
+                )
             result["sides"][side] = report
             fresh()
             if use_strace:
@@ -539,14 +601,22 @@ def report_lines(r: dict[str, Any]) -> list[str]:
 
     for rep in r["sides"].values():
         for run in rep["runs"]:
-            lines.append(f"{LABELS.get(run['name'], run['name']):<{WIDTH}}" + "".join(cell(run[k], w, f) for _, k, w, f in COLUMNS))
+            lines.append(
+                f"{LABELS.get(run['name'], run['name']):<{WIDTH}}"
+                + "".join(cell(run[k], w, f) for _, k, w, f in COLUMNS)
+            )
     for side, reason in r["skipped"].items():
         lines.append(f"{side:<{WIDTH}}skipped: {reason}")
     for name, q in r["ratios"].items():
         label = "monitor ÷ " + LABELS[name].removeprefix("DeepEval ")
-        lines.append(f"{label:<{WIDTH}}" + "".join(cell(q.get(k), w, ".2f") if k in q else f"{'':>{w}}" for _, k, w, _ in COLUMNS))
+        lines.append(
+            f"{label:<{WIDTH}}"
+            + "".join(cell(q.get(k), w, ".2f") if k in q else f"{'':>{w}}" for _, k, w, _ in COLUMNS)
+        )
     if "deepeval" in r["sides"]:
-        lines.append("* not DeepEval as shipped: its AnthropicModel builds a new SDK client (TLS context, pool, connection) per call")
+        lines.append(
+            "* not DeepEval as shipped: its AnthropicModel builds a new SDK client (TLS context, pool, connection) per call"
+        )
     lines.append("")
     for side, rep in r["sides"].items():
         by_kind = ", ".join(f"{k} {v}" for k, v in rep["runs"][0]["requests_by_kind"].items())
@@ -556,7 +626,10 @@ def report_lines(r: dict[str, Any]) -> list[str]:
             f"fake server CPU {rep['fake_server_cpu_s']:.1f} s"
         )
     if r["scores_agree"]:
-        lines.append("scores equal to the monitor's: " + ", ".join(f"{LABELS[k]} {v['equal']}/{v['of']}" for k, v in r["scores_agree"].items()))
+        lines.append(
+            "scores equal to the monitor's: "
+            + ", ".join(f"{LABELS[k]} {v['equal']}/{v['of']}" for k, v in r["scores_agree"].items())
+        )
     for side, audit in r["isolation"].items():
         traced = audit.get("strace_pass")
         if traced:
@@ -593,9 +666,13 @@ def check_isolation(r: dict[str, Any]) -> None:
             found += traced["kernel"]["non_loopback"]
             if traced["kernel"]["loopback_connects"] < traced["hook"]["loopback_connects"]:
                 # the kernel must see at least every connect the hook saw; fewer means strace's output was misread
-                found.append(f"strace saw {traced['kernel']['loopback_connects']} connects, the hook {traced['hook']['loopback_connects']}")
+                found.append(
+                    f"strace saw {traced['kernel']['loopback_connects']} connects, the hook {traced['hook']['loopback_connects']}"
+                )
         if found or not all(a["self_test_caught"] for a in checks):
-            bad.append(f"{side}: {found[:5]}, self-test {'passed' if all(a['self_test_caught'] for a in checks) else 'FAILED'}")
+            bad.append(
+                f"{side}: {found[:5]}, self-test {'passed' if all(a['self_test_caught'] for a in checks) else 'FAILED'}"
+            )
     if bad:
         raise IsolationError("network isolation failed: " + "; ".join(bad))
 
@@ -645,7 +722,13 @@ def _is_loopback(host: Any) -> bool:
 def install_socket_audit() -> dict[str, Any]:
     """Record and refuse every non-loopback socket connect/send and name lookup of this process from now on
     (`sys.addaudithook`; hooks cannot be removed), and prove it with a connect to TEST-NET-1. Returns the live record."""
-    audit: dict[str, Any] = {"non_loopback": [], "lookups": [], "loopback_connects": 0, "local_connects": 0, "self_test_caught": False}
+    audit: dict[str, Any] = {
+        "non_loopback": [],
+        "lookups": [],
+        "loopback_connects": 0,
+        "local_connects": 0,
+        "self_test_caught": False,
+    }
     connects = {"socket.connect", "socket.sendto", "socket.sendmsg"}
     lookups = {"socket.getaddrinfo", "socket.gethostbyname", "socket.gethostbyname_ex", "socket.gethostbyaddr"}
 
@@ -690,7 +773,12 @@ async def _monitor_passes(spec: dict[str, Any]) -> tuple[list[dict[str, Any]], s
     from monitor.config import load_settings
     from monitor.judges.factory import build_judge
 
-    settings = load_settings(judge="statements", judge_model=spec["model"], anthropic_base_url=spec["base_url"], anthropic_api_key=spec["api_key"])
+    settings = load_settings(
+        judge="statements",
+        judge_model=spec["model"],
+        anthropic_base_url=spec["base_url"],
+        anthropic_api_key=spec["api_key"],
+    )
     judge = build_judge(settings.judge_client)
     sem = asyncio.Semaphore(spec["concurrency"])
 
@@ -708,7 +796,9 @@ async def _monitor_passes(spec: dict[str, Any]) -> tuple[list[dict[str, Any]], s
         await judge.aclose()
     from importlib.metadata import version
 
-    return [_run("monitor", t_start, t_end, cpu, scores)], f"relevancy-monitor {version('relevancy-monitor')}, anthropic {version('anthropic')}"
+    return [
+        _run("monitor", t_start, t_end, cpu, scores)
+    ], f"relevancy-monitor {version('relevancy-monitor')}, anthropic {version('anthropic')}"
 
 
 def _deepeval_passes(spec: dict[str, Any], audit: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
@@ -740,7 +830,10 @@ def _deepeval_passes(spec: dict[str, Any], audit: dict[str, Any]) -> tuple[list[
         return cls(model=spec["model"], api_key=spec["api_key"], base_url=spec["base_url"])
 
     concurrency = spec["concurrency"]
-    cases = [LLMTestCase(input=c["question"], actual_output=c["response"], name=f"case-{i}") for i, c in enumerate(spec["cases"])]
+    cases = [
+        LLMTestCase(input=c["question"], actual_output=c["response"], name=f"case-{i}")
+        for i, c in enumerate(spec["cases"])
+    ]
     shipped = model_of(AnthropicModel)
 
     def metric(model: Any) -> Any:
@@ -768,7 +861,9 @@ def _deepeval_passes(spec: dict[str, Any], audit: dict[str, Any]) -> tuple[list[
 
         async def one(case: Any) -> float:
             async with sem:
-                m = metric(model)  # a metric keeps per-case state (statements, verdicts): one per case, as evaluate() copies
+                m = metric(
+                    model
+                )  # a metric keeps per-case state (statements, verdicts): one per case, as evaluate() copies
                 return float(await m.a_measure(case, _show_indicator=False))
 
         await asyncio.gather(*(one(c) for c in cases[:concurrency]))  # warm-up, in this loop
@@ -798,7 +893,15 @@ def _deepeval_passes(spec: dict[str, Any], audit: dict[str, Any]) -> tuple[list[
 
 
 def _run(name: str, t_start: float, t_end: float, cpu: float, scores: list[float]) -> dict[str, Any]:
-    return {"name": name, "cases": len(scores), "t_start": t_start, "t_end": t_end, "wall_s": t_end - t_start, "cpu_s": cpu, "scores": scores}
+    return {
+        "name": name,
+        "cases": len(scores),
+        "t_start": t_start,
+        "t_end": t_end,
+        "wall_s": t_end - t_start,
+        "cpu_s": cpu,
+        "scores": scores,
+    }
 
 
 def worker(side: str, spec_path: Path, out_path: Path) -> None:
@@ -829,18 +932,44 @@ def worker(side: str, spec_path: Path, out_path: Path) -> None:
 
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m bench.peer_deepeval", description=__doc__.split("\n\n")[0] if __doc__ else None)
-    p.add_argument("--events", type=int, default=None, help=f"cases scored by each side (default {EVENTS}; --tiny {TINY['events']})")
-    p.add_argument(
-        "--concurrency", type=int, default=None, help=f"cases in flight on each side (default {CONCURRENCY}; --tiny {TINY['concurrency']})"
+    p = argparse.ArgumentParser(
+        prog="python -m bench.peer_deepeval", description=__doc__.split("\n\n")[0] if __doc__ else None
     )
-    p.add_argument("--latency-ms", type=float, default=LATENCY_MS, help=f"the fake's delay before every reply (default {LATENCY_MS:g})")
-    p.add_argument("--source", choices=("traffic", "golden"), default="traffic", help="synthetic traffic (default) or the calibration golden set")
+    p.add_argument(
+        "--events",
+        type=int,
+        default=None,
+        help=f"cases scored by each side (default {EVENTS}; --tiny {TINY['events']})",
+    )
+    p.add_argument(
+        "--concurrency",
+        type=int,
+        default=None,
+        help=f"cases in flight on each side (default {CONCURRENCY}; --tiny {TINY['concurrency']})",
+    )
+    p.add_argument(
+        "--latency-ms",
+        type=float,
+        default=LATENCY_MS,
+        help=f"the fake's delay before every reply (default {LATENCY_MS:g})",
+    )
+    p.add_argument(
+        "--source",
+        choices=("traffic", "golden"),
+        default="traffic",
+        help="synthetic traffic (default) or the calibration golden set",
+    )
     p.add_argument("--tiny", action="store_true", help="CI size")
     p.add_argument("--monitor-only", action="store_true", help="skip DeepEval (no bench venv needed)")
-    p.add_argument("--no-strace", action="store_true", help="skip the kernel-level (strace) view of the children's connections")
-    p.add_argument("--no-create", action="store_true", help=f"do not create {PEER_VENV.name}/; skip DeepEval if it is missing")
-    p.add_argument("--json", type=Path, default=DEFAULT_JSON, help=f"where to write the figures (default {DEFAULT_JSON})")
+    p.add_argument(
+        "--no-strace", action="store_true", help="skip the kernel-level (strace) view of the children's connections"
+    )
+    p.add_argument(
+        "--no-create", action="store_true", help=f"do not create {PEER_VENV.name}/; skip DeepEval if it is missing"
+    )
+    p.add_argument(
+        "--json", type=Path, default=DEFAULT_JSON, help=f"where to write the figures (default {DEFAULT_JSON})"
+    )
     p.add_argument("--worker", choices=("monitor", "deepeval"), help=argparse.SUPPRESS)
     p.add_argument("--spec", type=Path, help=argparse.SUPPRESS)
     p.add_argument("--out", type=Path, help=argparse.SUPPRESS)
@@ -871,4 +1000,14 @@ if __name__ == "__main__":
     sys.exit(cli())
 
 
-__all__ = ["Billed", "IsolationError", "PeerUnavailable", "cli", "load_cases", "main", "measure", "peer_brain", "request_kind"]
+__all__ = [
+    "Billed",
+    "IsolationError",
+    "PeerUnavailable",
+    "cli",
+    "load_cases",
+    "main",
+    "measure",
+    "peer_brain",
+    "request_kind",
+]

@@ -89,7 +89,13 @@ def steady(marks: list[Mark], n: int) -> Steady:
     events, seconds = high.done - low.done, high.wall - low.wall
     if events <= 0 or seconds <= 0:  # a tiny backlog finished within one fetch: no window to measure
         return Steady(0.0, 0.0, 0.0, events, seconds)
-    return Steady(events / seconds, (high.loop_cpu - low.loop_cpu) / events * 1e6, (high.cpu - low.cpu) / events * 1e6, events, seconds)
+    return Steady(
+        events / seconds,
+        (high.loop_cpu - low.loop_cpu) / events * 1e6,
+        (high.cpu - low.cpu) / events * 1e6,
+        events,
+        seconds,
+    )
 
 
 async def bare_loop(bootstrap: str, topic: str, n: int) -> list[Mark]:
@@ -123,7 +129,9 @@ async def bare_loop(bootstrap: str, topic: str, n: int) -> list[Mark]:
         await consumer.stop()
 
 
-async def monitor_run(bootstrap: str, topic: str, n: int, url: str, database: str, sample_rate: float, redact: bool = True) -> list[Mark]:
+async def monitor_run(
+    bootstrap: str, topic: str, n: int, url: str, database: str, sample_rate: float, redact: bool = True
+) -> list[Mark]:
     """The monitor over the backlog into `database` (its own per run: no run pays for another's merges), until every
     record is finished and committed; progress is the offset tracker's low-water mark."""
     settings = load_settings(
@@ -166,7 +174,9 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-async def measure(n: int, rounds: int, bootstrap: str, url: str, prefix: str, scenarios: tuple[str, ...] = SCENARIOS) -> dict[str, Any]:
+async def measure(
+    n: int, rounds: int, bootstrap: str, url: str, prefix: str, scenarios: tuple[str, ...] = SCENARIOS
+) -> dict[str, Any]:
     """Produce the backlog once, then run the bare loop and `scenarios` `rounds` times, interleaved; the figures."""
     chosen = ("bare", *(s for s in scenarios if s != "bare"))
     topic = f"bench-{uuid.uuid4().hex[:6]}"
@@ -184,10 +194,18 @@ async def measure(n: int, rounds: int, bootstrap: str, url: str, prefix: str, sc
     for r in range(rounds):
         for scenario in chosen[r % len(chosen) :] + chosen[: r % len(chosen)]:
             runs[scenario].append(steady(await runners[scenario](r), n))
-    out: dict[str, Any] = {"events": n, "rounds": rounds, "window": list(WINDOW), "peak_rss_growth_mb": round(peak_rss_mb() - rss_before, 1)}
+    out: dict[str, Any] = {
+        "events": n,
+        "rounds": rounds,
+        "window": list(WINDOW),
+        "peak_rss_growth_mb": round(peak_rss_mb() - rss_before, 1),
+    }
     for scenario in chosen:
         figures = runs[scenario]
-        ratios = [f.events_per_s / b.events_per_s if b.events_per_s else 0.0 for f, b in zip(figures, runs["bare"], strict=True)]
+        ratios = [
+            f.events_per_s / b.events_per_s if b.events_per_s else 0.0
+            for f, b in zip(figures, runs["bare"], strict=True)
+        ]
         out[scenario] = {
             "events_per_s": statistics.median(f.events_per_s for f in figures),
             "ratio_to_bare": statistics.median(ratios),
@@ -198,7 +216,9 @@ async def measure(n: int, rounds: int, bootstrap: str, url: str, prefix: str, sc
         }
     if "judged" in out and "judged_no_redaction" in out:
         on, off = out["judged"], out["judged_no_redaction"]
-        out["redaction_keeps"] = on["events_per_s"] / off["events_per_s"] if on["events_per_s"] and off["events_per_s"] else None
+        out["redaction_keeps"] = (
+            on["events_per_s"] / off["events_per_s"] if on["events_per_s"] and off["events_per_s"] else None
+        )
     return out
 
 
@@ -212,7 +232,9 @@ def report_lines(result: dict[str, Any]) -> list[str]:
     for scenario in (s for s in SCENARIOS if s in result):
         f = result[scenario]
         if not f["events_per_s"]:
-            lines.append(f"{LABELS[scenario]:<55} {'-':>10} {'-':>8} {'-':>11} {'-':>10}  no window: the backlog finished in one step (too small)")
+            lines.append(
+                f"{LABELS[scenario]:<55} {'-':>10} {'-':>8} {'-':>11} {'-':>10}  no window: the backlog finished in one step (too small)"
+            )
             continue
         rounds = ", ".join(f"{r:.3f}" for r in f["ratios_per_round"])
         lines.append(
@@ -251,12 +273,26 @@ async def main(
 
 
 if __name__ == "__main__":
-    p = argparse.ArgumentParser(description="Monitor throughput against a bare aiokafka loop, same broker and backlog, same run.")
+    p = argparse.ArgumentParser(
+        description="Monitor throughput against a bare aiokafka loop, same broker and backlog, same run."
+    )
     p.add_argument("events", nargs="?", type=int, default=None, help=f"backlog size (default {DEFAULT_EVENTS})")
     p.add_argument("--rounds", type=int, default=None, help=f"interleaved rounds (default {ROUNDS})")
-    p.add_argument("--tiny", action="store_true", help=f"{TINY_EVENTS} events, one round: that it runs, not what it measures (CI)")
-    p.add_argument("--json", type=Path, default=DEFAULT_JSON, help=f"where to write the figures (default {DEFAULT_JSON})")
-    p.add_argument("--scenarios", nargs="+", choices=SCENARIOS[1:], default=SCENARIOS[1:], help="the monitor's scenarios (default all)")
+    p.add_argument(
+        "--tiny", action="store_true", help=f"{TINY_EVENTS} events, one round: that it runs, not what it measures (CI)"
+    )
+    p.add_argument(
+        "--json", type=Path, default=DEFAULT_JSON, help=f"where to write the figures (default {DEFAULT_JSON})"
+    )
+    p.add_argument(
+        "--scenarios",
+        nargs="+",
+        choices=SCENARIOS[1:],
+        default=SCENARIOS[1:],
+        help="the monitor's scenarios (default all)",
+    )
     a = p.parse_args()
     size = a.events or (TINY_EVENTS if a.tiny else DEFAULT_EVENTS)
-    asyncio.run(main(size, rounds=a.rounds or (1 if a.tiny else ROUNDS), json_path=a.json, scenarios=tuple(a.scenarios)))
+    asyncio.run(
+        main(size, rounds=a.rounds or (1 if a.tiny else ROUNDS), json_path=a.json, scenarios=tuple(a.scenarios))
+    )

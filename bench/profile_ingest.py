@@ -30,7 +30,12 @@ from tests.harness import create_topic
 
 RATES = {"sample_0": (0.0, True), "judged": (1.0, True), "judged_no_redaction": (1.0, False)}
 # Frames that mark start-up work (imports, pydantic building its validators), not ingest.
-_START_UP = ("_find_and_load", "<frozen importlib", "pydantic/_internal/_model_construction.py", "pydantic/_internal/_generate_schema.py")
+_START_UP = (
+    "_find_and_load",
+    "<frozen importlib",
+    "pydantic/_internal/_model_construction.py",
+    "pydantic/_internal/_generate_schema.py",
+)
 # Frames under which everything runs (the runner, the event loop, the worker thread): left out of the inclusive list.
 _FRAMEWORK = (
     "<frozen runpy>",
@@ -44,7 +49,10 @@ _FRAMEWORK = (
 _FRAME = re.compile(r"^(?P<func>.*?) \((?P<file>[^()]*?)(?::(?P<line>\d+))?\)$")
 # Stages of the pipeline, by the files (or functions) that make them up: the frame nearest the leaf that matches wins.
 STAGES = (
-    ("decode (consumers/decode.py, msgspec, json, pydantic)", ("consumers/decode.py", "schemas/events.py", "json/", "decode_event")),
+    (
+        "decode (consumers/decode.py, msgspec, json, pydantic)",
+        ("consumers/decode.py", "schemas/events.py", "json/", "decode_event"),
+    ),
     ("sampling decision (consumers/sampling.py)", ("consumers/sampling.py",)),
     ("traffic counts", ("traffic_counts.py",)),
     ("Prometheus metrics", ("prometheus_client", "runtime/metrics.py")),
@@ -58,7 +66,13 @@ STAGES = (
     ("ClickHouse insert (driver, chDB)", ("clickhouse_connect", "chdb", "store/connection.py")),
     (
         "pipeline's own code (handle_batch, the scorer, ...)",
-        ("runtime/pipeline.py", "runtime/scorer.py", "runtime/batch_counts.py", "partition_tasks.py", "backpressure.py"),
+        (
+            "runtime/pipeline.py",
+            "runtime/scorer.py",
+            "runtime/batch_counts.py",
+            "partition_tasks.py",
+            "backpressure.py",
+        ),
     ),
     ("aiokafka fetch and parse", ("aiokafka",)),
     ("asyncio event loop (tasks, callbacks, select)", ("asyncio", "selectors.py")),
@@ -168,8 +182,35 @@ def main() -> None:
     raw = a.out / f"{a.scenario}.raw.txt"
     with LocalBroker() as broker:
         topic = asyncio.run(backlog(broker.bootstrap, a.events))
-        cmd = [sys.executable, "-m", "bench.profile_ingest", "--scenario", a.scenario, "--events", str(a.events), "--child", broker.bootstrap, topic]
-        subprocess.run([spy, "record", "--format", "raw", "--threads", "--nonblocking", "-r", str(a.rate), "-o", str(raw), "--", *cmd], check=True)
+        cmd = [
+            sys.executable,
+            "-m",
+            "bench.profile_ingest",
+            "--scenario",
+            a.scenario,
+            "--events",
+            str(a.events),
+            "--child",
+            broker.bootstrap,
+            topic,
+        ]
+        subprocess.run(
+            [
+                spy,
+                "record",
+                "--format",
+                "raw",
+                "--threads",
+                "--nonblocking",
+                "-r",
+                str(a.rate),
+                "-o",
+                str(raw),
+                "--",
+                *cmd,
+            ],
+            check=True,
+        )
     lines = [f"# py-spy profile: scenario {a.scenario}, {a.events} events", *summarise(raw)]
     summary = a.out / f"{a.scenario}.summary.txt"
     summary.write_text("\n".join(lines) + "\n", encoding="utf-8")

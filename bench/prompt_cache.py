@@ -62,7 +62,9 @@ def pairs(n: int, seed: int = 7) -> list[tuple[str, str]]:
     """`n` (question, response) pairs from the synthetic traffic, decoded as the consumer decodes records."""
     out = []
     for i, value in enumerate(generate_events(n, seed=seed, malformed_share=0.0)):
-        event = decode_event(value, position=KafkaPosition(topic="bench", partition=0, offset=i), record_timestamp_ms=None)
+        event = decode_event(
+            value, position=KafkaPosition(topic="bench", partition=0, offset=i), record_timestamp_ms=None
+        )
         out.append((event.question, event.response))
     return out
 
@@ -79,15 +81,23 @@ def _summary(usages: list[Usage]) -> dict[str, Any]:
         "cache_read_tokens_per_event": sum(u.cache_read_tokens for u in usages) / len(usages),
         "cache_write_tokens_total": sum(u.cache_write_tokens for u in usages),
         "cache_share_steady": read / max(1, sum(prompt_tokens(u) for u in steady)),
-        "cost_per_1000_steady_usd": None if any(c is None for c in costs) else sum(c or 0.0 for c in costs) / len(steady) * 1000,
-        "cost_per_1000_run_usd": None if any(u.cost_usd is None for u in usages) else sum(u.cost_usd or 0.0 for u in usages) / len(usages) * 1000,
+        "cost_per_1000_steady_usd": None
+        if any(c is None for c in costs)
+        else sum(c or 0.0 for c in costs) / len(steady) * 1000,
+        "cost_per_1000_run_usd": None
+        if any(u.cost_usd is None for u in usages)
+        else sum(u.cost_usd or 0.0 for u in usages) / len(usages) * 1000,
     }
 
 
-async def _run_variant(cls: type[LLMJudge[Any]], judged: list[tuple[str, str]], model: str | None, min_tokens: int) -> dict[str, Any]:
+async def _run_variant(
+    cls: type[LLMJudge[Any]], judged: list[tuple[str, str]], model: str | None, min_tokens: int
+) -> dict[str, Any]:
     with FakeMessagesAPI(cache_min_tokens=min_tokens, chars_per_token=CHARS_PER_TOKEN) as api:
         overrides: dict[str, Any] = {"judge_model": model} if model else {}
-        settings = load_settings(judge=cls.method, anthropic_base_url=api.base_url, anthropic_api_key=API_KEY, **overrides)
+        settings = load_settings(
+            judge=cls.method, anthropic_base_url=api.base_url, anthropic_api_key=API_KEY, **overrides
+        )
         judge = cls(settings.judge_client)
         sem = asyncio.Semaphore(CONCURRENCY)
 
@@ -116,7 +126,9 @@ async def measure(events: int, model: str | None = None) -> dict[str, Any]:
         rows.append({"judge": method, "prompt": prompt, **row})
     ratios: dict[str, float | None] = {}
     for method in ("rubric", "statements"):
-        before, after = (next(r for r in rows if r["judge"] == method and r["prompt"] == p) for p in ("before", "after"))
+        before, after = (
+            next(r for r in rows if r["judge"] == method and r["prompt"] == p) for p in ("before", "after")
+        )
         b, a = before["cost_per_1000_steady_usd"], after["cost_per_1000_steady_usd"]
         ratios[method] = a / b if a is not None and b else None
     return {
@@ -161,9 +173,13 @@ def main(events: int = 500, json_path: Path | None = DEFAULT_JSON, model: str | 
 
 
 if __name__ == "__main__":
-    p = argparse.ArgumentParser(description="Prompt caching of the judges' system prompt before and after the worked examples.")
+    p = argparse.ArgumentParser(
+        description="Prompt caching of the judges' system prompt before and after the worked examples."
+    )
     p.add_argument("--events", type=int, default=500, help="judged events per judge and prompt (default 500)")
     p.add_argument("--model", default=None, help="judge model (default: the configured default)")
-    p.add_argument("--json", type=Path, default=DEFAULT_JSON, help=f"where to write the figures (default {DEFAULT_JSON})")
+    p.add_argument(
+        "--json", type=Path, default=DEFAULT_JSON, help=f"where to write the figures (default {DEFAULT_JSON})"
+    )
     a = p.parse_args()
     main(a.events, a.json, a.model)

@@ -230,7 +230,9 @@ class DatafogRedactor:
     def redact(self, text: str) -> Redacted:
         """Scan, map to our kinds, replace."""
         found = self._scan(text, engine="regex", entity_types=self._labels).entities
-        return replace_spans(text, (Span(e.start, e.end, DATAFOG_KINDS[e.type]) for e in found if e.type in DATAFOG_KINDS))
+        return replace_spans(
+            text, (Span(e.start, e.end, DATAFOG_KINDS[e.type]) for e in found if e.type in DATAFOG_KINDS)
+        )
 
 
 def _build_ours() -> Any:
@@ -249,7 +251,11 @@ def _build_ours() -> Any:
     raise ModuleNotFoundError("no build_redactor in monitor.privacy.factory or monitor.privacy.redactor")
 
 
-BUILDERS: Mapping[str, Callable[..., Any]] = {"ours": _build_ours, "presidio": PresidioRedactor, "datafog": DatafogRedactor}
+BUILDERS: Mapping[str, Callable[..., Any]] = {
+    "ours": _build_ours,
+    "presidio": PresidioRedactor,
+    "datafog": DatafogRedactor,
+}
 MODULES: Mapping[str, str] = {"ours": "monitor.privacy", "presidio": "presidio_analyzer", "datafog": "datafog"}
 
 
@@ -346,7 +352,10 @@ def corpus_from_samples(seed: int) -> list[Case]:
     """`labelled_texts(seed)` from the project's dev tools, as plain cases."""
     from monitor.devtools.pii_samples import labelled_texts  # type: ignore[import-not-found, unused-ignore]
 
-    return [Case(t.text, tuple(Plant(p.kind, p.value, p.fmt) for p in t.planted), tuple(t.benign)) for t in labelled_texts(seed)]
+    return [
+        Case(t.text, tuple(Plant(p.kind, p.value, p.fmt) for p in t.planted), tuple(t.benign))
+        for t in labelled_texts(seed)
+    ]
 
 
 def corpus_from_json(path: Path) -> list[Case]:
@@ -470,7 +479,9 @@ def score_case(case: Case, redacted: str, tally: Tally) -> None:
                 tally.spurious_examples.append(f"{kind}: {case.text[region.start : region.end]!r}")
 
 
-def _score_plant(text: str, redacted: str, plant: Plant, regions: list[Region] | None, claimed: set[Region], tally: Tally) -> None:
+def _score_plant(
+    text: str, redacted: str, plant: Plant, regions: list[Region] | None, claimed: set[Region], tally: Tally
+) -> None:
     spots = _occurrences(text, plant.value)
     if not spots:
         tally.not_in_text += 1
@@ -500,7 +511,9 @@ def _score_plant(text: str, redacted: str, plant: Plant, regions: list[Region] |
         tally.mistyped[f"{plant.kind}->{'/'.join(sorted(names))}"] += 1
 
 
-def _score_benign(text: str, redacted: str, value: str, regions: list[Region] | None, claimed: set[Region], tally: Tally) -> None:
+def _score_benign(
+    text: str, redacted: str, value: str, regions: list[Region] | None, claimed: set[Region], tally: Tally
+) -> None:
     spots = _occurrences(text, value)
     if not spots:
         tally.not_in_text += 1
@@ -543,9 +556,13 @@ class Result:
     checks: dict[str, int]
 
 
-def build(engine: str, guard: NetGuard, presidio_threshold: float | None, presidio_recognizers: str) -> tuple[Any, float, list[str]]:
+def build(
+    engine: str, guard: NetGuard, presidio_threshold: float | None, presidio_recognizers: str
+) -> tuple[Any, float, list[str]]:
     """The engine, its import+build seconds, and the network attempts made meanwhile."""
-    kwargs = {"score_threshold": presidio_threshold, "recognizers": presidio_recognizers} if engine == "presidio" else {}
+    kwargs = (
+        {"score_threshold": presidio_threshold, "recognizers": presidio_recognizers} if engine == "presidio" else {}
+    )
     with guard.watching() as attempts:
         started = time.perf_counter()
         redactor = BUILDERS[engine](**kwargs)
@@ -575,7 +592,9 @@ def _rates(n: int, removed: int, whole: int, typed: int) -> dict[str, float | in
     return {"n": n, "removed": _pct(removed, n), "whole": _pct(whole, n), "typed": _pct(typed, n)}
 
 
-def measure(engine: str, redactor: Any, build_s: float, attempts: list[str], cases: Sequence[Case], guard: NetGuard) -> Result:
+def measure(
+    engine: str, redactor: Any, build_s: float, attempts: list[str], cases: Sequence[Case], guard: NetGuard
+) -> Result:
     """Score and time one engine over the set."""
     tally = Tally()
     with guard.watching() as run_attempts:
@@ -607,7 +626,11 @@ def measure(engine: str, redactor: Any, build_s: float, attempts: list[str], cas
             "hit_by": dict(tally.benign_hit_by.most_common()),
             "examples": tally.benign_examples,
         },
-        spurious={"n": sum(tally.spurious.values()), "by_kind": dict(tally.spurious.most_common()), "examples": tally.spurious_examples},
+        spurious={
+            "n": sum(tally.spurious.values()),
+            "by_kind": dict(tally.spurious.most_common()),
+            "examples": tally.spurious_examples,
+        },
         missed=dict(tally.missed),
         mistyped=dict(tally.mistyped.most_common()),
         checks={"unaligned": tally.unaligned, "not_in_text": tally.not_in_text, "not_idempotent": tally.not_idempotent},
@@ -634,7 +657,9 @@ def table(results: Sequence[Mapping[str, Any]], by_format: bool = False) -> str:
     for key in keys:
         cells = [r["recall" if key == "ALL" else rows_key].get(key) for r in results]
         n = next((c["n"] for c in cells if c), 0)
-        text = "".join(f"{'-':>20}" if c is None else f"{c['removed']:>8.1f}{c['whole']:>6.1f}{c['typed']:>6.1f}" for c in cells)
+        text = "".join(
+            f"{'-':>20}" if c is None else f"{c['removed']:>8.1f}{c['whole']:>6.1f}{c['typed']:>6.1f}" for c in cells
+        )
         lines.append(f"{key:{label_w}}{n:>4}{text}")
     lines.append("-" * len(head))
     summary: tuple[tuple[str, Callable[[Mapping[str, Any]], str]], ...] = (
@@ -676,7 +701,9 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--corpus", type=Path, help="cases written by --dump-corpus, instead of labelled_texts(seed)")
     parser.add_argument("--dump-corpus", type=Path, help="write the cases as JSON")
     parser.add_argument("--json", type=Path, help="write the numbers (one engine: an object; several: a list)")
-    parser.add_argument("--table", type=Path, nargs="+", help="print one table from JSON files of earlier runs, run nothing")
+    parser.add_argument(
+        "--table", type=Path, nargs="+", help="print one table from JSON files of earlier runs, run nothing"
+    )
     parser.add_argument("--by-format", action="store_true", help="rows per kind/format instead of per kind")
     parser.add_argument("--presidio-threshold", type=float, help="score threshold for Presidio (default: its own, 0)")
     parser.add_argument(
@@ -724,7 +751,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         cases = corpus_from_json(args.corpus) if args.corpus else corpus_from_samples(args.seed)
     except ModuleNotFoundError as missing:
-        sys.exit(f"the labelled set needs the project's dependencies ({missing}): pass --corpus, written by --dump-corpus")
+        sys.exit(
+            f"the labelled set needs the project's dependencies ({missing}): pass --corpus, written by --dump-corpus"
+        )
     if args.dump_corpus:
         dump_corpus(cases, args.dump_corpus)
     results = [asdict(measure(engine, redactor, s, attempts, cases, guard)) for engine, redactor, s, attempts in built]
@@ -736,7 +765,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         print()
         print(details(result))
     if args.json:
-        args.json.write_text(json.dumps(results[0] if len(results) == 1 else results, ensure_ascii=False, indent=1), encoding="utf-8")
+        args.json.write_text(
+            json.dumps(results[0] if len(results) == 1 else results, ensure_ascii=False, indent=1), encoding="utf-8"
+        )
 
 
 if __name__ == "__main__":

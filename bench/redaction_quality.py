@@ -26,7 +26,10 @@ async def score_shift() -> tuple[float, float, dict[str, tuple[float, float]]]:
         after = (await judge.judge(redactor.redact(case.question).text, redactor.redact(case.response).text)).score
         shifts.append(abs(after - before))
         by_label.setdefault(case.label, []).append((before, after))
-    means = {label: (statistics.fmean(b for b, _ in pairs), statistics.fmean(a for _, a in pairs)) for label, pairs in by_label.items()}
+    means = {
+        label: (statistics.fmean(b for b, _ in pairs), statistics.fmean(a for _, a in pairs))
+        for label, pairs in by_label.items()
+    }
     return statistics.fmean(shifts), max(shifts), means
 
 

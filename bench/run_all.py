@@ -6,7 +6,15 @@ import asyncio
 import subprocess
 import sys
 
-from bench import alert_quality, judge_overhead, memory_backlog, peer_deepeval, pipeline_throughput, prompt_cache, redaction_quality
+from bench import (
+    alert_quality,
+    judge_overhead,
+    memory_backlog,
+    peer_deepeval,
+    pipeline_throughput,
+    prompt_cache,
+    redaction_quality,
+)
 
 
 def main() -> None:

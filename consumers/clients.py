@@ -60,7 +60,11 @@ _TLS_FILES = (
 
 
 def _file_error(variable: str, path: Path, e: Exception) -> ConfigError:
-    reason = e.strerror if isinstance(e, OSError) and e.strerror else (getattr(e, "reason", None) or str(e) or type(e).__name__)
+    reason = (
+        e.strerror
+        if isinstance(e, OSError) and e.strerror
+        else (getattr(e, "reason", None) or str(e) or type(e).__name__)
+    )
     return ConfigError(f"invalid setting {variable}: cannot use {path} ({reason})")
 
 
@@ -86,7 +90,11 @@ def ssl_context(kafka: KafkaSettings) -> ssl.SSLContext:
             context.load_cert_chain(kafka.ssl_certfile, kafka.ssl_keyfile)
         except (OSError, ssl.SSLError, ValueError) as e:
             bad_key = kafka.ssl_keyfile is not None and _holds_certificates(kafka.ssl_certfile)
-            variable, path = ("MONITOR_KAFKA_SSL_KEYFILE", kafka.ssl_keyfile) if bad_key else ("MONITOR_KAFKA_SSL_CERTFILE", kafka.ssl_certfile)
+            variable, path = (
+                ("MONITOR_KAFKA_SSL_KEYFILE", kafka.ssl_keyfile)
+                if bad_key
+                else ("MONITOR_KAFKA_SSL_CERTFILE", kafka.ssl_certfile)
+            )
             assert path is not None
             raise _file_error(variable, path, e) from None
     context.check_hostname = kafka.ssl_check_hostname
@@ -100,7 +108,9 @@ def check_security(kafka: KafkaSettings) -> None:
     sasl = kafka.security_protocol in ("SASL_PLAINTEXT", "SASL_SSL")
     for attr, variable in _TLS_FILES:
         if getattr(kafka, attr) is not None and not tls:
-            raise ConfigError(f"invalid setting {variable}: needs MONITOR_KAFKA_SECURITY_PROTOCOL=SSL or SASL_SSL (it is {kafka.security_protocol})")
+            raise ConfigError(
+                f"invalid setting {variable}: needs MONITOR_KAFKA_SECURITY_PROTOCOL=SSL or SASL_SSL (it is {kafka.security_protocol})"
+            )
     if kafka.sasl_mechanism and not sasl:
         raise ConfigError(
             f"invalid setting MONITOR_KAFKA_SASL_MECHANISM: needs MONITOR_KAFKA_SECURITY_PROTOCOL=SASL_SSL or SASL_PLAINTEXT "
@@ -109,7 +119,10 @@ def check_security(kafka: KafkaSettings) -> None:
     if sasl:
         missing = [
             v
-            for v, given in (("MONITOR_KAFKA_SASL_USERNAME", kafka.sasl_username), ("MONITOR_KAFKA_SASL_PASSWORD", kafka.sasl_password))
+            for v, given in (
+                ("MONITOR_KAFKA_SASL_USERNAME", kafka.sasl_username),
+                ("MONITOR_KAFKA_SASL_PASSWORD", kafka.sasl_password),
+            )
             if not given
         ]
         if missing:
@@ -172,7 +185,9 @@ async def start_client(client: _Startable, kafka: KafkaSettings) -> None:
                 f"cannot reach Kafka at {kafka.bootstrap_servers}: TLS handshake failed: {tls} "
                 "(check MONITOR_KAFKA_SSL_CAFILE, MONITOR_KAFKA_SSL_CERTFILE and MONITOR_KAFKA_SSL_CHECK_HOSTNAME)"
             ) from e
-        raise KafkaUnavailable(f"cannot reach Kafka at {kafka.bootstrap_servers}: {e} (check MONITOR_KAFKA_BOOTSTRAP_SERVERS)") from e
+        raise KafkaUnavailable(
+            f"cannot reach Kafka at {kafka.bootstrap_servers}: {e} (check MONITOR_KAFKA_BOOTSTRAP_SERVERS)"
+        ) from e
     except KafkaError as e:
         raise KafkaUnavailable(f"Kafka error: {type(e).__name__}: {e}") from e
 
@@ -186,7 +201,8 @@ async def _tls_failure(kafka: KafkaSettings) -> str | None:
     host, port = (host, port) if host else (port, "9092")
     try:
         _, writer = await asyncio.wait_for(
-            asyncio.open_connection(host.strip("[]"), int(port), ssl=ssl_context(kafka)), timeout=min(5.0, kafka.connect_timeout_s)
+            asyncio.open_connection(host.strip("[]"), int(port), ssl=ssl_context(kafka)),
+            timeout=min(5.0, kafka.connect_timeout_s),
         )
     except ssl.SSLCertVerificationError as e:
         return f"certificate verify failed: {e.verify_message}"
@@ -227,7 +243,9 @@ async def ensure_topics(kafka: KafkaSettings, topics: dict[str, int]) -> list[st
         names = [name for name in wanted if name not in existing]
         if not names:
             return []
-        replication = kafka.dlq_replication_factor or min(DEFAULT_REPLICATION, len((await admin.describe_cluster())["brokers"]) or 1)
+        replication = kafka.dlq_replication_factor or min(
+            DEFAULT_REPLICATION, len((await admin.describe_cluster())["brokers"]) or 1
+        )
         missing = [NewTopic(name, num_partitions=wanted[name], replication_factor=replication) for name in names]
         try:
             response = await admin.create_topics(missing)

@@ -118,9 +118,15 @@ def _event_time(
         raise DecodeError("invalid_event", "no timestamp in the event and none on the Kafka record")
     epoch_s = event_time.timestamp()
     # Compared as floats first (cheaper than aware datetimes); near a bound, as datetimes, exactly.
-    inside = _MIN_EPOCH_S + _EPOCH_MARGIN_S <= epoch_s < _MAX_EPOCH_S - _EPOCH_MARGIN_S or MIN_EVENT_TIME <= event_time < MAX_EVENT_TIME
+    inside = (
+        _MIN_EPOCH_S + _EPOCH_MARGIN_S <= epoch_s < _MAX_EPOCH_S - _EPOCH_MARGIN_S
+        or MIN_EVENT_TIME <= event_time < MAX_EVENT_TIME
+    )
     if not inside:
-        raise DecodeError("invalid_event", f"timestamp {event_time.isoformat()} is outside {MIN_EVENT_TIME.year}-{MAX_EVENT_TIME.year - 1}")
+        raise DecodeError(
+            "invalid_event",
+            f"timestamp {event_time.isoformat()} is outside {MIN_EVENT_TIME.year}-{MAX_EVENT_TIME.year - 1}",
+        )
     # The monitor's clock is the reference, not the record's timestamp: that is the producer's CreateTime by
     # default, i.e. possibly the very clock that is wrong.
     if max_future_skew_s is None or (now is None and epoch_s < time.time() + max_future_skew_s - _EPOCH_MARGIN_S):
@@ -232,7 +238,9 @@ def decode_fields(
 
 # (event_id, conversation_id, app, model, prompt_version, metadata, question, response, shape, timestamp), before
 # the defaults that need the record (ids, event time)
-_Fields = tuple[str | None, str | None, str, str, str, dict[str, str], str, str, Literal["flat", "chat"], datetime | None]
+_Fields = tuple[
+    str | None, str | None, str, str, str, dict[str, str], str, str, Literal["flat", "chat"], datetime | None
+]
 
 
 def _reference(value: bytes, max_bytes: int) -> _Fields:
@@ -240,7 +248,9 @@ def _reference(value: bytes, max_bytes: int) -> _Fields:
     obj = _parse_object(value, max_bytes)
     shape: Literal["flat", "chat"] = "chat" if "messages" in obj else "flat"
     try:
-        parsed: FlatEvent | ChatEvent = ChatEvent.model_validate(obj) if shape == "chat" else FlatEvent.model_validate(obj)
+        parsed: FlatEvent | ChatEvent = (
+            ChatEvent.model_validate(obj) if shape == "chat" else FlatEvent.model_validate(obj)
+        )
     except ValidationError as e:
         raise DecodeError("invalid_event", f"{shape} event: {_validation_summary(e)}") from None
     except (RecursionError, ValueError) as e:  # a last resort: the depth bound above should make these unreachable
@@ -256,7 +266,18 @@ def _reference(value: bytes, max_bytes: int) -> _Fields:
     if not question.strip():
         raise DecodeError("no_judgeable_pair", "the user message is empty")
     p = parsed
-    return p.event_id, p.conversation_id, p.app, p.model, p.prompt_version, p.metadata, question, response, shape, p.timestamp
+    return (
+        p.event_id,
+        p.conversation_id,
+        p.app,
+        p.model,
+        p.prompt_version,
+        p.metadata,
+        question,
+        response,
+        shape,
+        p.timestamp,
+    )
 
 
 # ---- the fast path ---------------------------------------------------------------------------------------------
@@ -351,7 +372,13 @@ def _fast(value: bytes) -> _Fields | None:
     raw = _decode_structs(value)
     if raw is None or _ENCODER.encode(raw).count(b'"') != value.count(b'"'):
         return None  # refused by msgspec, or a repeated key
-    event_id, conversation_id, app, model, prompt_version = raw.event_id, raw.conversation_id, raw.app, raw.model, raw.prompt_version
+    event_id, conversation_id, app, model, prompt_version = (
+        raw.event_id,
+        raw.conversation_id,
+        raw.app,
+        raw.model,
+        raw.prompt_version,
+    )
     # Null or absent: the model's default; a string: within the model's lengths (app and ids at least one character).
     if event_id is UNSET:
         event_id = None

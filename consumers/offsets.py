@@ -89,7 +89,11 @@ class OffsetTracker:
 
     def low_water(self) -> dict[TopicPartition, int]:
         """Per tracked partition, the lowest offset not yet finished (one past the highest tracked when none is pending)."""
-        return {tp: s.pending[0] if s.pending else s.next_offset for tp, s in self._parts.items() if s.next_offset is not None}
+        return {
+            tp: s.pending[0] if s.pending else s.next_offset
+            for tp, s in self._parts.items()
+            if s.next_offset is not None
+        }
 
     def committable(self, tps: Iterable[TopicPartition] | None = None) -> dict[TopicPartition, int]:
         """Offsets that advance past the last commit, for the given partitions (default: all tracked)."""

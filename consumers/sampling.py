@@ -79,7 +79,9 @@ def sample_point(key: str) -> float:
 
 
 _MAX_DECISIONS = 1024
-SHADOW_SALT = b"rm-shadow-v1"  # BLAKE2b's own salt parameter (at most 16 bytes); changing it reshuffles the shadow sample
+SHADOW_SALT = (
+    b"rm-shadow-v1"  # BLAKE2b's own salt parameter (at most 16 bytes); changing it reshuffles the shadow sample
+)
 
 
 def shadow_point(key: str) -> float:
@@ -158,7 +160,9 @@ class MinPerSegment(BaseModel):
         if (self.events_per_replica is None) == (self.min_per_minute is None):
             raise ValueError("min_per_segment needs exactly one of events_per_replica or min_per_minute")
         if self.min_per_minute is not None and self.window_s is not None:
-            raise ValueError("min_per_segment.window_s goes with events_per_replica: min_per_minute picks its own window")
+            raise ValueError(
+                "min_per_segment.window_s goes with events_per_replica: min_per_minute picks its own window"
+            )
         return self
 
     @property
@@ -190,7 +194,11 @@ class SamplingPolicy(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _renamed_events(cls, data: object) -> object:
-        if isinstance(data, dict) and isinstance(data.get("min_per_segment"), dict) and "events" in data["min_per_segment"]:
+        if (
+            isinstance(data, dict)
+            and isinstance(data.get("min_per_segment"), dict)
+            and "events" in data["min_per_segment"]
+        ):
             raise ValueError("min_per_segment.events is now events_per_replica: the minimum is counted by each replica")
         return data
 
@@ -212,7 +220,9 @@ class SamplingPolicy(BaseModel):
         except ValidationError as e:
             err = e.errors(include_url=False)[0]
             where = ".".join(str(x) for x in err["loc"]) or "(file)"
-            raise SamplingConfigError(f"sampling file {path}: {where}: {err['msg'].removeprefix('Value error, ')}") from None
+            raise SamplingConfigError(
+                f"sampling file {path}: {where}: {err['msg'].removeprefix('Value error, ')}"
+            ) from None
 
 
 class DecisionKind(StrEnum):
@@ -248,7 +258,9 @@ class SampleDecision:
         if self.kind is DecisionKind.STOPPED:
             return f"stopped:{reason}"
         head = f"{self.kind.value}:{self.rule_name}" if self.rule_name else self.kind.value
-        return f"{head}*{self.factor:.3g}:{reason}" if self.factor < 1.0 and self.kind is not DecisionKind.NEVER else head
+        return (
+            f"{head}*{self.factor:.3g}:{reason}" if self.factor < 1.0 and self.kind is not DecisionKind.NEVER else head
+        )
 
 
 class Sampler:
@@ -259,7 +271,9 @@ class Sampler:
         self._window_start: float | None = None
         self._judged: dict[tuple[str, ...], int] = defaultdict(int)
         self._decisions: dict[tuple[bool, float, DecisionKind, str, float, str], SampleDecision] = {}
-        self._last = SampleDecision(False, -1.0, DecisionKind.BASE)  # the previous decision: runs of the same are common
+        self._last = SampleDecision(
+            False, -1.0, DecisionKind.BASE
+        )  # the previous decision: runs of the same are common
 
     @classmethod
     def from_settings(cls, settings: SamplingSettings) -> Sampler:
@@ -320,7 +334,9 @@ class Sampler:
             self._judged[self._segment(event)] += 1
         return self._decision(sampled, effective, kind, name, factor, reason)
 
-    def _decision(self, sampled: bool, rate: float, kind: DecisionKind, name: str, factor: float, reason: str) -> SampleDecision:
+    def _decision(
+        self, sampled: bool, rate: float, kind: DecisionKind, name: str, factor: float, reason: str
+    ) -> SampleDecision:
         """The `SampleDecision` of these values, one shared instance per distinct decision (it is frozen): most
         decisions repeat, and building a frozen dataclass costs more than the look-up."""
         last = self._last

@@ -87,7 +87,9 @@ class KafkaSource:
 
     async def getmany(self, timeout_ms: int, max_records: int) -> dict[TopicPartition, list[ConsumerRecord[Any, Any]]]:
         """Fetch a batch; keep calling it while paused so the member stays in its group."""
-        batch: dict[TopicPartition, list[ConsumerRecord[Any, Any]]] = await self.consumer.getmany(timeout_ms=timeout_ms, max_records=max_records)
+        batch: dict[TopicPartition, list[ConsumerRecord[Any, Any]]] = await self.consumer.getmany(
+            timeout_ms=timeout_ms, max_records=max_records
+        )
         return batch
 
     def assignment(self) -> set[TopicPartition]:

@@ -45,7 +45,9 @@ class TimeRange:
         if self.since.tzinfo is None or self.until.tzinfo is None:
             raise ValueError("a time range needs time zones (UTC: a trailing Z)")
         if self.since >= self.until:
-            raise ValueError(f"the range is empty: --since {self.since.isoformat()} is not before --until {self.until.isoformat()}")
+            raise ValueError(
+                f"the range is empty: --since {self.since.isoformat()} is not before --until {self.until.isoformat()}"
+            )
 
     @property
     def since_ms(self) -> int:
@@ -109,7 +111,9 @@ def make_range_consumer(kafka: KafkaSettings) -> AIOKafkaConsumer:
 class TimeRangeReader:
     """Yields batches of the records of `topics` in `span`, partition by partition as fetched; use `async with`."""
 
-    def __init__(self, kafka: KafkaSettings, topics: Iterable[str], span: TimeRange, consumer: AIOKafkaConsumer | None = None) -> None:
+    def __init__(
+        self, kafka: KafkaSettings, topics: Iterable[str], span: TimeRange, consumer: AIOKafkaConsumer | None = None
+    ) -> None:
         self.kafka = kafka
         self.topics = tuple(topics)
         self.span = span
@@ -175,7 +179,9 @@ class TimeRangeReader:
     async def batches(self, stop: asyncio.Event) -> AsyncIterator[list[ConsumerRecord[Any, Any]]]:
         """Batches of records in the range (possibly empty while fetching), until every partition is done or `stop`."""
         while self._active and not stop.is_set():
-            fetched = await self.consumer.getmany(*self._active, timeout_ms=_POLL_MS, max_records=self.kafka.max_poll_records)
+            fetched = await self.consumer.getmany(
+                *self._active, timeout_ms=_POLL_MS, max_records=self.kafka.max_poll_records
+            )
             out: list[ConsumerRecord[Any, Any]] = []
             for tp, records in fetched.items():
                 if tp not in self._active:

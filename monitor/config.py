@@ -83,43 +83,71 @@ def _host_ports(value: str) -> str:
 class Settings(BaseSettings):
     """All settings of the monitor. Env: MONITOR_<NAME>; CLI: --<name-with-dashes>."""
 
-    model_config = SettingsConfigDict(env_prefix="MONITOR_", extra="forbid", validate_default=True, populate_by_name=True)
+    model_config = SettingsConfigDict(
+        env_prefix="MONITOR_", extra="forbid", validate_default=True, populate_by_name=True
+    )
 
     # Kafka
     kafka_bootstrap_servers: str = Field(
-        "127.0.0.1:9092", description="the Kafka brokers to connect to first", json_schema_extra={"shown_type": "host:port[,host:port…]"}
+        "127.0.0.1:9092",
+        description="the Kafka brokers to connect to first",
+        json_schema_extra={"shown_type": "host:port[,host:port…]"},
     )
-    kafka_topics: Annotated[list[str], NoDecode] = Field(["conversations"], min_length=1, description="topics to consume, comma-separated")
-    kafka_group_id: str = Field("relevancy-monitor", min_length=1, description="consumer group id (the replicas of one deployment share it)")
+    kafka_topics: Annotated[list[str], NoDecode] = Field(
+        ["conversations"], min_length=1, description="topics to consume, comma-separated"
+    )
+    kafka_group_id: str = Field(
+        "relevancy-monitor", min_length=1, description="consumer group id (the replicas of one deployment share it)"
+    )
     kafka_auto_offset_reset: Literal["earliest", "latest"] = Field(
-        "earliest", description="where a group without committed offsets starts: the oldest retained record, or only records produced from now on"
+        "earliest",
+        description="where a group without committed offsets starts: the oldest retained record, or only records produced from now on",
     )
     kafka_security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = Field(
         "PLAINTEXT",
         description="how every Kafka client connects: SSL is TLS; SASL_* authenticate with user and password (over TLS for SASL_SSL)",
     )
     kafka_sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = Field(
-        None, description="SASL mechanism; only with a SASL_* protocol", json_schema_extra={"shown_default": "`PLAIN` with a SASL_* protocol"}
+        None,
+        description="SASL mechanism; only with a SASL_* protocol",
+        json_schema_extra={"shown_default": "`PLAIN` with a SASL_* protocol"},
     )
-    kafka_sasl_username: str | None = Field(None, description="SASL user name; a SASL_* protocol needs it and MONITOR_KAFKA_SASL_PASSWORD")
-    kafka_sasl_password: SecretStr | None = Field(None, description="SASL password (environment only, never a flag: argv is visible in `ps`)")
+    kafka_sasl_username: str | None = Field(
+        None, description="SASL user name; a SASL_* protocol needs it and MONITOR_KAFKA_SASL_PASSWORD"
+    )
+    kafka_sasl_password: SecretStr | None = Field(
+        None, description="SASL password (environment only, never a flag: argv is visible in `ps`)"
+    )
     kafka_ssl_cafile: Path | None = Field(
         None,
         description="PEM file of the CA that signed the brokers' certificates; SSL or SASL_SSL only",
         json_schema_extra={"shown_default": "the system's CAs"},
     )
-    kafka_ssl_certfile: Path | None = Field(None, description="PEM client certificate for mutual TLS (may hold the key too); SSL or SASL_SSL only")
-    kafka_ssl_keyfile: Path | None = Field(None, description="PEM private key of MONITOR_KAFKA_SSL_CERTFILE, if not in that file")
-    kafka_ssl_check_hostname: bool = Field(True, description="check that the broker's certificate names the host connected to")
+    kafka_ssl_certfile: Path | None = Field(
+        None, description="PEM client certificate for mutual TLS (may hold the key too); SSL or SASL_SSL only"
+    )
+    kafka_ssl_keyfile: Path | None = Field(
+        None, description="PEM private key of MONITOR_KAFKA_SSL_CERTFILE, if not in that file"
+    )
+    kafka_ssl_check_hostname: bool = Field(
+        True, description="check that the broker's certificate names the host connected to"
+    )
     kafka_session_timeout_ms: int = Field(
         10_000,
         ge=1000,
         description="consumer group session timeout: heartbeats every third of it; on a rebalance, revoked partitions get half of it to finish",
     )
     kafka_max_poll_records: int = Field(500, ge=1, description="most records taken from Kafka in one fetch")
-    kafka_connect_timeout_s: float = Field(60.0, gt=0, description="start-up gives up (one line, exit 1) when the brokers do not answer within this")
-    dlq_topic: str = Field("relevancy-monitor.dlq", min_length=1, description="dead-letter topic for events that cannot be judged")
-    dlq_create: bool = Field(True, description="create the dead-letter topic at start if it is missing (false where the app may not create topics)")
+    kafka_connect_timeout_s: float = Field(
+        60.0, gt=0, description="start-up gives up (one line, exit 1) when the brokers do not answer within this"
+    )
+    dlq_topic: str = Field(
+        "relevancy-monitor.dlq", min_length=1, description="dead-letter topic for events that cannot be judged"
+    )
+    dlq_create: bool = Field(
+        True,
+        description="create the dead-letter topic at start if it is missing (false where the app may not create topics)",
+    )
     dlq_partitions: int = Field(3, ge=1, description="partitions of the dead-letter topic when it is created")
     dlq_replication_factor: int | None = Field(
         None,
@@ -127,14 +155,21 @@ class Settings(BaseSettings):
         description="replicas of each topic `run` or `produce` creates (the dead-letter topic, produce's target)",
         json_schema_extra={"shown_default": "min(3, brokers in the cluster)"},
     )
-    max_event_bytes: int = Field(1_000_000, ge=1024, description="record values larger than this are dead-lettered as `oversized`")
-    max_future_skew_s: float | None = Field(3600.0, gt=0, description="event times further ahead of the monitor's clock are dead-lettered")
+    max_event_bytes: int = Field(
+        1_000_000, ge=1024, description="record values larger than this are dead-lettered as `oversized`"
+    )
+    max_future_skew_s: float | None = Field(
+        3600.0, gt=0, description="event times further ahead of the monitor's clock are dead-lettered"
+    )
 
     # ClickHouse
     clickhouse_url: str = Field(
         DEFAULT_CLICKHOUSE_URL,
         description="the store: chdb:///abs/dir or chdb:rel/dir (embedded, relative to the working directory) or http(s)://user:pass@host:8123",
-        json_schema_extra={"shown_type": "chdb:… or http(s)://…", "shown_default": "`chdb://<cwd>/.relevancy-monitor/chdb`"},
+        json_schema_extra={
+            "shown_type": "chdb:… or http(s)://…",
+            "shown_default": "`chdb://<cwd>/.relevancy-monitor/chdb`",
+        },
     )
     clickhouse_database: str = Field(
         "relevancy",
@@ -147,11 +182,17 @@ class Settings(BaseSettings):
         description="the scores table (`{table}` in `sql` queries)",
     )
     clickhouse_user: str | None = Field(None, min_length=1, description="ClickHouse user (over one in the URL)")
-    clickhouse_password: SecretStr | None = Field(None, description="ClickHouse password (over one in the URL; environment only, never a flag)")
-    clickhouse_ca_file: Path | None = Field(None, description="PEM file of the CA that signed the ClickHouse server's certificate (https)")
+    clickhouse_password: SecretStr | None = Field(
+        None, description="ClickHouse password (over one in the URL; environment only, never a flag)"
+    )
+    clickhouse_ca_file: Path | None = Field(
+        None, description="PEM file of the CA that signed the ClickHouse server's certificate (https)"
+    )
     clickhouse_verify: bool = Field(True, description="verify the ClickHouse server's certificate (https)")
     clickhouse_cluster: str | None = Field(
-        None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="create the schema ON CLUSTER this cluster, with Replicated engines"
+        None,
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+        description="create the schema ON CLUSTER this cluster, with Replicated engines",
     )
     auto_migrate: bool | None = Field(
         None,
@@ -159,7 +200,8 @@ class Settings(BaseSettings):
         json_schema_extra={"shown_default": "`true` for chdb:, `false` for servers"},
     )
     store_text: Literal["redacted", "none", "full"] = Field(
-        "redacted", description="text kept in each row: redacted (as the judge saw it), none (scores, verdicts, ids) or full (as received)"
+        "redacted",
+        description="text kept in each row: redacted (as the judge saw it), none (scores, verdicts, ids) or full (as received)",
     )
     retention_days: int | None = Field(
         None,
@@ -168,16 +210,23 @@ class Settings(BaseSettings):
         description="days rows are kept in the scores, traffic, rollup and canary tables, by event or run time (0: forever; unset: TTLs kept)",
     )
     text_retention_days: int = Field(
-        0, ge=0, le=36500, description="days the text columns of a row are kept before they are emptied (0: as long as the row)"
+        0,
+        ge=0,
+        le=36500,
+        description="days the text columns of a row are kept before they are emptied (0: as long as the row)",
     )
 
     # Privacy
-    redact: bool = Field(True, description="replace personal data with typed placeholders before the judge and the store see the text")
+    redact: bool = Field(
+        True, description="replace personal data with typed placeholders before the judge and the store see the text"
+    )
     redact_patterns: Annotated[dict[str, str], NoDecode, BeforeValidator(_json)] = Field(
-        default_factory=dict, description='extra kinds to redact, as JSON {"KIND": "regular expression"}; the placeholder is [KIND]'
+        default_factory=dict,
+        description='extra kinds to redact, as JSON {"KIND": "regular expression"}; the placeholder is [KIND]',
     )
     redact_allow: Annotated[list[str], NoDecode] = Field(
-        default_factory=list, description="values never redacted (exact, case-insensitive), comma-separated or a JSON list"
+        default_factory=list,
+        description="values never redacted (exact, case-insensitive), comma-separated or a JSON list",
     )
     redact_phone_regions: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: list(DEFAULT_PHONE_REGIONS),
@@ -186,16 +235,29 @@ class Settings(BaseSettings):
 
     # Judge
     judge: Literal["lexical", "rubric", "statements"] = Field(
-        "lexical", description="judge method: rubric and statements are LLM judges (they need an API key), lexical an offline heuristic"
+        "lexical",
+        description="judge method: rubric and statements are LLM judges (they need an API key), lexical an offline heuristic",
     )
-    judge_concurrency: int = Field(8, ge=1, le=1024, description="most judge calls in flight at once (halved under 429s, grown back one at a time)")
-    judge_timeout_s: float = Field(150.0, gt=0, description="deadline for one judge call of an event, its API retries included")
+    judge_concurrency: int = Field(
+        8, ge=1, le=1024, description="most judge calls in flight at once (halved under 429s, grown back one at a time)"
+    )
+    judge_timeout_s: float = Field(
+        150.0, gt=0, description="deadline for one judge call of an event, its API retries included"
+    )
     judge_concurrency_floor: int = Field(1, ge=1, description="adaptive concurrency never goes below this under 429s")
-    judge_requests_per_minute: float | None = Field(None, gt=0, description="client-side cap on judge requests per minute")
-    judge_tokens_per_minute: float | None = Field(None, gt=0, description="client-side cap on estimated judge input tokens per minute")
-    judge_event_attempts: int = Field(2, ge=1, le=10, description="judge calls per event on transient failure before an error row")
+    judge_requests_per_minute: float | None = Field(
+        None, gt=0, description="client-side cap on judge requests per minute"
+    )
+    judge_tokens_per_minute: float | None = Field(
+        None, gt=0, description="client-side cap on estimated judge input tokens per minute"
+    )
+    judge_event_attempts: int = Field(
+        2, ge=1, le=10, description="judge calls per event on transient failure before an error row"
+    )
     breaker_threshold: int = Field(5, ge=1, description="consecutive transient judge failures that open the circuit")
-    breaker_cooldown_s: float = Field(2.0, gt=0, description="first wait before probing an open circuit (doubles, capped)")
+    breaker_cooldown_s: float = Field(
+        2.0, gt=0, description="first wait before probing an open circuit (doubles, capped)"
+    )
     breaker_max_cooldown_s: float = Field(60.0, gt=0, description="longest wait between probes")
     judge_model: str = Field("claude-haiku-5-5", min_length=1, description="model for the rubric and statements judges")
     anthropic_api_key: SecretStr | None = Field(
@@ -210,9 +272,13 @@ class Settings(BaseSettings):
         json_schema_extra={"shown_type": "http(s)://…", "shown_default": "the SDK's"},
     )
     judge_request_timeout_s: float = Field(20.0, gt=0, description="timeout of one judge API request")
-    judge_max_retries: int = Field(3, ge=0, le=10, description="retries of a judge call on transient errors or invalid replies")
+    judge_max_retries: int = Field(
+        3, ge=0, le=10, description="retries of a judge call on transient errors or invalid replies"
+    )
     judge_max_tokens: int = Field(1024, ge=64, description="max output tokens of one judge reply")
-    judge_max_input_chars: int = Field(20_000, ge=200, description="question/response text beyond this is truncated with a marker")
+    judge_max_input_chars: int = Field(
+        20_000, ge=200, description="question/response text beyond this is truncated with a marker"
+    )
     statements_strict_threshold: float | None = Field(
         None, ge=0.0, le=1.0, description="strict mode of the statements judge: a score below this becomes 0"
     )
@@ -223,7 +289,10 @@ class Settings(BaseSettings):
         json_schema_extra={"shown_default": "list prices of the Claude Haiku, Sonnet and Opus 4.5 and 5.5 models"},
     )
     shadow_judge_model: str | None = Field(
-        None, min_length=1, description="model of an LLM shadow judge", json_schema_extra={"shown_default": "the primary's, `MONITOR_JUDGE_MODEL`"}
+        None,
+        min_length=1,
+        description="model of an LLM shadow judge",
+        json_schema_extra={"shown_default": "the primary's, `MONITOR_JUDGE_MODEL`"},
     )
     shadow_judge: Literal["lexical", "rubric", "statements"] | None = Field(
         None,
@@ -246,32 +315,57 @@ class Settings(BaseSettings):
         description="share of conversations (or events, see MONITOR_SAMPLE_KEY) judged where no sampling rule decides",
     )
     sample_key: Literal["conversation_id", "event_id"] = Field(
-        "conversation_id", description="what the sampling hash is over: conversation_id judges all turns of a conversation or none"
+        "conversation_id",
+        description="what the sampling hash is over: conversation_id judges all turns of a conversation or none",
     )
 
-    sampling_file: Path | None = Field(None, description="YAML sampling rules (segment rates, always/never, minimum per segment)")
-    budget_usd_per_hour: float | None = Field(None, gt=0, description="cap on estimated judge spend per clock hour (USD), all replicas together")
-    budget_usd_per_day: float | None = Field(None, gt=0, description="cap on estimated judge spend per UTC day (USD), all replicas together")
-    budget_requests_per_hour: float | None = Field(None, gt=0, description="cap on judge calls per clock hour, all replicas together")
-    budget_requests_per_day: float | None = Field(None, gt=0, description="cap on judge calls per UTC day, all replicas together")
-    budget_tokens_per_hour: float | None = Field(None, gt=0, description="cap on judge tokens per clock hour, all replicas together")
-    budget_tokens_per_day: float | None = Field(None, gt=0, description="cap on judge tokens per UTC day, all replicas together")
-    budget_soft_limit: float = Field(0.8, gt=0, le=1, description="share of a cap where the sampling rate starts to fall")
+    sampling_file: Path | None = Field(
+        None, description="YAML sampling rules (segment rates, always/never, minimum per segment)"
+    )
+    budget_usd_per_hour: float | None = Field(
+        None, gt=0, description="cap on estimated judge spend per clock hour (USD), all replicas together"
+    )
+    budget_usd_per_day: float | None = Field(
+        None, gt=0, description="cap on estimated judge spend per UTC day (USD), all replicas together"
+    )
+    budget_requests_per_hour: float | None = Field(
+        None, gt=0, description="cap on judge calls per clock hour, all replicas together"
+    )
+    budget_requests_per_day: float | None = Field(
+        None, gt=0, description="cap on judge calls per UTC day, all replicas together"
+    )
+    budget_tokens_per_hour: float | None = Field(
+        None, gt=0, description="cap on judge tokens per clock hour, all replicas together"
+    )
+    budget_tokens_per_day: float | None = Field(
+        None, gt=0, description="cap on judge tokens per UTC day, all replicas together"
+    )
+    budget_soft_limit: float = Field(
+        0.8, gt=0, le=1, description="share of a cap where the sampling rate starts to fall"
+    )
     budget_sync_s: float = Field(30.0, gt=0, description="how often spend is re-read from the store (all replicas)")
     freshness_max_lag: int | None = Field(
-        100_000, ge=1, description="consumer lag (records) above which the sampling rate halves every MONITOR_LAG_CHECK_S"
+        100_000,
+        ge=1,
+        description="consumer lag (records) above which the sampling rate halves every MONITOR_LAG_CHECK_S",
     )
     lag_check_s: float = Field(5.0, gt=0, description="how often consumer lag is measured (metrics and freshness)")
-    freshness_min_factor: float = Field(0.01, gt=0, le=1, description="lowest share of the sampling rate kept under pressure")
+    freshness_min_factor: float = Field(
+        0.01, gt=0, le=1, description="lowest share of the sampling rate kept under pressure"
+    )
     cache_max_entries: int = Field(10_000, ge=0, description="verdict cache size (0 disables)")
     cache_ttl_s: float = Field(3600.0, gt=0, description="how long a cached verdict is reused")
     traffic_flush_s: float = Field(10.0, gt=0, description="how often per-segment traffic counts are written")
     replay_confirm_usd: float = Field(
-        5.0, ge=0, description="`replay` asks for --yes before judging when its cost estimate is above this (USD; 0: always ask)"
+        5.0,
+        ge=0,
+        description="`replay` asks for --yes before judging when its cost estimate is above this (USD; 0: always ask)",
     )
 
     # Flow and delivery
-    max_in_flight: int = Field(2000, ge=2, description="events fetched and not yet finished; consumption pauses at this cap")
+    max_in_flight: int = Field(
+        2000, ge=2, description="events fetched and not yet finished; consumption pauses at this cap"
+    )
     resume_in_flight: int | None = Field(
         None,
         ge=0,
@@ -286,20 +380,31 @@ class Settings(BaseSettings):
 
     # Operations
     metrics_port: int = Field(9108, ge=0, le=65535, description="port of /metrics, /healthz and /readyz (0 disables)")
-    store_unready_after_s: float = Field(60.0, gt=0, description="inserts failing this long turn /readyz to 503 with the reason, until one succeeds")
-    metrics_max_apps: int = Field(100, ge=1, description="distinct `app` label values exported; later ones are reported as `other`")
-    metrics_apps: Annotated[list[str], NoDecode] = Field(
-        default_factory=list, description="allow-list of `app` label values, comma-separated (others are `other`); overrides the cap"
+    store_unready_after_s: float = Field(
+        60.0, gt=0, description="inserts failing this long turn /readyz to 503 with the reason, until one succeeds"
     )
-    log_format: Literal["auto", "json", "console"] = Field("auto", description="auto: console on a TTY, JSON lines otherwise")
-    log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="lowest level logged (never conversation text, at any level)")
+    metrics_max_apps: int = Field(
+        100, ge=1, description="distinct `app` label values exported; later ones are reported as `other`"
+    )
+    metrics_apps: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="allow-list of `app` label values, comma-separated (others are `other`); overrides the cap",
+    )
+    log_format: Literal["auto", "json", "console"] = Field(
+        "auto", description="auto: console on a TTY, JSON lines otherwise"
+    )
+    log_level: Literal["debug", "info", "warning", "error"] = Field(
+        "info", description="lowest level logged (never conversation text, at any level)"
+    )
 
     @field_validator("store_text", mode="before")
     @classmethod
     def _text_policy(cls, value: Any) -> Any:
         # The old boolean meant "verbatim or nothing"; guessing which policy it maps to could store personal data.
         if isinstance(value, bool) or (isinstance(value, str) and value.strip().lower() in _BOOLEAN_WORDS):
-            raise ValueError("is now redacted, none or full (true/false are no longer accepted: full was the old true, none the old false)")
+            raise ValueError(
+                "is now redacted, none or full (true/false are no longer accepted: full was the old true, none the old false)"
+            )
         return value.strip().lower() if isinstance(value, str) else value
 
     @field_validator("text_retention_days")
@@ -413,14 +518,18 @@ class Settings(BaseSettings):
         model = info.data.get("shadow_judge_model")
         if value is None:
             if model is not None:
-                raise ValueError("unset, but MONITOR_SHADOW_JUDGE_MODEL is set: name the shadow judge it is the model of")
+                raise ValueError(
+                    "unset, but MONITOR_SHADOW_JUDGE_MODEL is set: name the shadow judge it is the model of"
+                )
             return value
         primary, primary_model = info.data.get("judge"), info.data.get("judge_model")
         # Same method and model is the same judge_id (the other parameters are shared): its rows would replace the
         # primary's in the table instead of sitting beside them. The lexical judge has no model to tell them apart.
         if value == primary and (value == "lexical" or (model or primary_model) == primary_model):
             shown = "" if value == "lexical" else f" with model {primary_model}"
-            raise ValueError(f"is the primary judge itself (MONITOR_JUDGE={primary}{shown}): choose another method or MONITOR_SHADOW_JUDGE_MODEL")
+            raise ValueError(
+                f"is the primary judge itself (MONITOR_JUDGE={primary}{shown}): choose another method or MONITOR_SHADOW_JUDGE_MODEL"
+            )
         return value
 
     @field_validator("resume_in_flight")
@@ -477,14 +586,18 @@ class Settings(BaseSettings):
     @property
     def shadow(self) -> ShadowSettings:
         """The shadow judge: which, its model (None: the primary's) and its share of the judged events."""
-        return ShadowSettings(method=self.shadow_judge, model=self.shadow_judge_model, sample_rate=self.shadow_sample_rate)
+        return ShadowSettings(
+            method=self.shadow_judge, model=self.shadow_judge_model, sample_rate=self.shadow_sample_rate
+        )
 
     @property
     def shadow_judge_client(self) -> JudgeSettings | None:
         """What the shadow judge needs (the primary's client settings with its own method and model), or None: off."""
         if self.shadow_judge is None:
             return None
-        return dataclasses.replace(self.judge_client, method=self.shadow_judge, model=self.shadow_judge_model or self.judge_model)
+        return dataclasses.replace(
+            self.judge_client, method=self.shadow_judge, model=self.shadow_judge_model or self.judge_model
+        )
 
     @property
     def flow(self) -> FlowSettings:
@@ -594,17 +707,35 @@ class AlertSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="ALERTS_", extra="forbid", validate_default=True)
 
-    rules: Path | None = Field(None, description="rules YAML", json_schema_extra={"shown_default": "the shipped default rules"})
-    traffic_table: str = Field("traffic_counts", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="traffic table in the database")
-    interval: Annotated[timedelta, BeforeValidator(parse_duration)] = Field(timedelta(minutes=1), description="time between rounds")
-    webhook_url: str | None = Field(None, description="generic JSON webhook", json_schema_extra={"shown_type": "http(s)://…"})
-    slack_webhook_url: str | None = Field(None, description="Slack-compatible incoming webhook", json_schema_extra={"shown_type": "http(s)://…"})
-    alertmanager_url: str | None = Field(
-        None, description="Alertmanager base URL; alerts go to /api/v2/alerts", json_schema_extra={"shown_type": "http(s)://…"}
+    rules: Path | None = Field(
+        None, description="rules YAML", json_schema_extra={"shown_default": "the shipped default rules"}
     )
-    generator_url: str = Field("", description="link sent as generatorURL (a dashboard)", json_schema_extra={"shown_type": "http(s)://…"})
+    traffic_table: str = Field(
+        "traffic_counts", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="traffic table in the database"
+    )
+    interval: Annotated[timedelta, BeforeValidator(parse_duration)] = Field(
+        timedelta(minutes=1), description="time between rounds"
+    )
+    webhook_url: str | None = Field(
+        None, description="generic JSON webhook", json_schema_extra={"shown_type": "http(s)://…"}
+    )
+    slack_webhook_url: str | None = Field(
+        None, description="Slack-compatible incoming webhook", json_schema_extra={"shown_type": "http(s)://…"}
+    )
+    alertmanager_url: str | None = Field(
+        None,
+        description="Alertmanager base URL; alerts go to /api/v2/alerts",
+        json_schema_extra={"shown_type": "http(s)://…"},
+    )
+    generator_url: str = Field(
+        "", description="link sent as generatorURL (a dashboard)", json_schema_extra={"shown_type": "http(s)://…"}
+    )
     notify_timeout_s: float = Field(5.0, gt=0, description="seconds per HTTP attempt of a notification")
-    replica_id: str = Field("", description="name of this replica in the lease table", json_schema_extra={"shown_default": "`<host>:<pid>:<random>`"})
+    replica_id: str = Field(
+        "",
+        description="name of this replica in the lease table",
+        json_schema_extra={"shown_default": "`<host>:<pid>:<random>`"},
+    )
     metrics_port: int = Field(0, ge=0, le=65535, description="Prometheus /metrics port of the evaluator (0 disables)")
     canary_interval: timedelta = Field(
         timedelta(hours=1),
@@ -698,7 +829,11 @@ def describe_error(err: ValidationError, prefix: str = "MONITOR_", model: type[B
     if not loc:
         return f"invalid settings: {msg}"
     given = first.get("input")
-    shown = f" (got {given!r})" if given is not None and not isinstance(given, dict | list) and not _is_secret(model, loc[0]) else ""
+    shown = (
+        f" (got {given!r})"
+        if given is not None and not isinstance(given, dict | list) and not _is_secret(model, loc[0])
+        else ""
+    )
     return f"invalid setting {env_var(model, prefix, loc[0])}: {msg}{shown}"
 
 

@@ -97,7 +97,9 @@ class EventEnvelope(BaseModel):
         if value is None:
             return {}
         if isinstance(value, dict):
-            return {_metadata_key(k): replace_lone_surrogates(_scalar_to_str(v)) for k, v in value.items() if v is not None}
+            return {
+                _metadata_key(k): replace_lone_surrogates(_scalar_to_str(v)) for k, v in value.items() if v is not None
+            }
         return value
 
     @field_validator("timestamp")

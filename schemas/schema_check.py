@@ -73,7 +73,9 @@ def expected_schema(table: str) -> Schema:
     """The objects this release's migrations create, the scores table named `table`."""
     doc = json.loads((resources.files("schemas") / "sql" / SNAPSHOT_FILE).read_text(encoding="utf-8"))
     return {
-        (table if name == SCORES_TABLE else name): SchemaObject(kind=obj["kind"], columns=tuple((c, t) for c, t in obj["columns"]))
+        (table if name == SCORES_TABLE else name): SchemaObject(
+            kind=obj["kind"], columns=tuple((c, t) for c, t in obj["columns"])
+        )
         for name, obj in doc["objects"].items()
     }
 
@@ -115,9 +117,17 @@ def schema_differences(database: str, expected: Schema, found: Schema) -> list[S
             if column not in have_types:
                 fixable = want.kind == "table"  # a view's columns come from its query: it would need dropping first
                 missing = (column, type_) if fixable else None
-                out.append(SchemaDifference(where, f"column {column} is missing", fixable, _COLUMN_REPAIR if fixable else "", missing))
+                out.append(
+                    SchemaDifference(
+                        where, f"column {column} is missing", fixable, _COLUMN_REPAIR if fixable else "", missing
+                    )
+                )
             elif have_types[column] != type_:
-                out.append(SchemaDifference(where, f"column {column} is {have_types[column]}, this release has {type_}", fixable=False))
+                out.append(
+                    SchemaDifference(
+                        where, f"column {column} is {have_types[column]}, this release has {type_}", fixable=False
+                    )
+                )
         known = {column for column, _ in want.columns}
         for column, type_ in have.columns:
             if column not in known:

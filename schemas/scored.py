@@ -81,7 +81,10 @@ class ScoredRow(BaseModel):
             return data
         if _storable_as_is(data):  # the common case: nothing to cap or replace, so no copy of every value
             return data
-        capped = {k: (v[:MAX_STORED_STATEMENTS] if k in _STATEMENT_ARRAYS and isinstance(v, list | tuple) else v) for k, v in data.items()}
+        capped = {
+            k: (v[:MAX_STORED_STATEMENTS] if k in _STATEMENT_ARRAYS and isinstance(v, list | tuple) else v)
+            for k, v in data.items()
+        }
         return {k: _utf8_safe(v) for k, v in capped.items()}
 
     def model_post_init(self, context: Any) -> None:

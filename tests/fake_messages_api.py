@@ -280,7 +280,10 @@ def default_brain(request: RecordedRequest) -> str | dict[str, Any]:
     if "statements" in props:
         return {
             "statements": sentences,
-            "verdicts": [{"verdict": "yes", "reason": ""} if ok else {"verdict": "no", "reason": "does not address the question"} for ok in marks],
+            "verdicts": [
+                {"verdict": "yes", "reason": ""} if ok else {"verdict": "no", "reason": "does not address the question"}
+                for ok in marks
+            ],
         }
     if "score" in props:
         share = sum(marks) / len(marks) if marks else 0.0
@@ -408,7 +411,9 @@ class FakeMessagesAPI:
         server.daemon_threads = True
         server.block_on_close = False
         self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, name="fake-messages-api", daemon=True)
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.01}, name="fake-messages-api", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -671,7 +676,9 @@ class FakeMessagesAPI:
             if endpoint != "results":
                 return json.dumps(batch.wire(self.base_url)).encode(), "application/json"
             if batch.status != "ended":
-                raise _BatchError(400, "invalid_request_error", f"message batch {batch_id} has not ended: {batch.status}")
+                raise _BatchError(
+                    400, "invalid_request_error", f"message batch {batch_id} has not ended: {batch.status}"
+                )
             lines = sorted(batch.results, key=lambda line: str(line["custom_id"]))
             return b"".join(json.dumps(line).encode() + b"\n" for line in lines), "application/binary"
 
@@ -770,7 +777,9 @@ class FakeMessagesAPI:
 def _error_body(fault: Fault) -> bytes:
     if fault.body is not None:
         return fault.body
-    return json.dumps({"type": "error", "error": {"type": fault.error_type, "message": fault.message or fault.error_type}}).encode()
+    return json.dumps(
+        {"type": "error", "error": {"type": fault.error_type, "message": fault.message or fault.error_type}}
+    ).encode()
 
 
 def _validated_batch(body: Any) -> list[dict[str, Any]]:
@@ -794,7 +803,9 @@ def _validated_batch(body: Any) -> list[dict[str, Any]]:
         if not isinstance(custom_id, str) or not CUSTOM_ID.fullmatch(custom_id):
             raise invalid(f"requests.{i}.custom_id: String should match pattern '{CUSTOM_ID.pattern}'")
         if custom_id in seen:
-            raise invalid(f"requests.{i}.custom_id: duplicate custom_id {custom_id!r}; custom_id must be unique within a batch")
+            raise invalid(
+                f"requests.{i}.custom_id: duplicate custom_id {custom_id!r}; custom_id must be unique within a batch"
+            )
         seen.add(custom_id)
         params = item["params"]
         for key, kind in (("model", str), ("max_tokens", int), ("messages", list)):
@@ -898,7 +909,12 @@ def _make_handler(api: FakeMessagesAPI) -> type[BaseHTTPRequestHandler]:
             return False
 
         def _send(
-            self, req: RecordedRequest, status: int, body: bytes, headers: dict[str, str] | None = None, content_type: str = "application/json"
+            self,
+            req: RecordedRequest,
+            status: int,
+            body: bytes,
+            headers: dict[str, str] | None = None,
+            content_type: str = "application/json",
         ) -> None:
             req.status = status
             self.send_response(status)

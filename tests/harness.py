@@ -32,7 +32,12 @@ async def create_topic(bootstrap: str, name: str, partitions: int = 3) -> None:
 
 
 async def produce_values(
-    bootstrap: str, topic: str, values: Iterable[bytes | None], *, key: Callable[[int], bytes | None] | None = None, timestamp_ms: int | None = None
+    bootstrap: str,
+    topic: str,
+    values: Iterable[bytes | None],
+    *,
+    key: Callable[[int], bytes | None] | None = None,
+    timestamp_ms: int | None = None,
 ) -> int:
     """Produce record values (None is a tombstone); returns how many."""
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all")
@@ -94,7 +99,9 @@ async def wait_for(predicate: Callable[[], Awaitable[bool]], timeout_s: float, w
 class RunningPipeline:
     """A pipeline running in a task, with a stop switch; its store is the test's `AsyncStore`."""
 
-    def __init__(self, settings: Settings, store: AsyncStore, judge: Judge | None = None, metrics: Metrics | None = None) -> None:
+    def __init__(
+        self, settings: Settings, store: AsyncStore, judge: Judge | None = None, metrics: Metrics | None = None
+    ) -> None:
         """Build the pipeline from `settings` around `store`, with the configured judge unless `judge` is given."""
         self.metrics = metrics or Metrics()
         self.pipeline = build_pipeline(settings, judge or build_judge(settings.judge_client), store, self.metrics)
@@ -130,7 +137,9 @@ class RunningPipeline:
 
 async def count_rows(store: AsyncStore, where: str = "1", final: bool = True) -> int:
     """Rows in the scores table (FINAL by default)."""
-    result = await store.query(f"SELECT count() FROM {store.store.qualified_table} {'FINAL' if final else ''} WHERE {where}")
+    result = await store.query(
+        f"SELECT count() FROM {store.store.qualified_table} {'FINAL' if final else ''} WHERE {where}"
+    )
     return int(result.rows[0][0])
 
 
@@ -146,7 +155,9 @@ def monitor_env(**extra: str) -> dict[str, str]:
 
 async def cli(*args: str, env: dict[str, str], limit_s: float = 60) -> tuple[int, str, str]:
     """Run the console script with `args` and `env`; returns (exit code, stdout, stderr)."""
-    proc = await asyncio.create_subprocess_exec(CLI, *args, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    proc = await asyncio.create_subprocess_exec(
+        CLI, *args, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
     out, err = await asyncio.wait_for(proc.communicate(), limit_s)
     assert proc.returncode is not None
     return proc.returncode, out.decode(), err.decode()

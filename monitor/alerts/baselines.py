@@ -57,7 +57,9 @@ def _parent_key(key: SegmentKey, dropped: tuple[str, ...]) -> SegmentKey:
     return tuple((k, v) for k, v in key if k not in dropped)
 
 
-def _chosen(rule: Rule, key: SegmentKey, seg: SegmentData, families: Mapping[tuple[str, ...], Mapping[SegmentKey, Family]]) -> SegmentData:
+def _chosen(
+    rule: Rule, key: SegmentKey, seg: SegmentData, families: Mapping[tuple[str, ...], Mapping[SegmentKey, Family]]
+) -> SegmentData:
     own = seg.baseline
     for dropped, family in families.items():  # nearest parent first
         scope = _parent_key(key, dropped)
@@ -92,7 +94,9 @@ def baseline_events(rule: Rule, seg: SegmentData, baseline: WindowStats) -> int:
     return rule.spec.read(rule, SegmentData(seg.current, baseline, seg.judge), None, False).n_baseline
 
 
-def _members(rule: Rule, seg: SegmentData, siblings: Sequence[tuple[SegmentKey, SegmentData]], dropped: tuple[str, ...]) -> tuple[str, ...]:
+def _members(
+    rule: Rule, seg: SegmentData, siblings: Sequence[tuple[SegmentKey, SegmentData]], dropped: tuple[str, ...]
+) -> tuple[str, ...]:
     """The siblings' values of the dropped fields, most baseline events first."""
     ranked = sorted(siblings, key=lambda kd: -baseline_events(rule, seg, kd[1].baseline))
     return tuple("/".join(dict(k)[f] for f in dropped) for k, _ in ranked)

@@ -33,7 +33,9 @@ class Detectability:
         """`2.1 judged/min, detects a 0.33 drop in ~15 min`, or why the segment is too thin and what would fix it."""
         rate = f"{self.events_per_min:.2g} judged/min"
         if not self.watchable:
-            return f"cannot be watched: {rate}, but the {self.change} the rule is tuned to would leave the scores' range"
+            return (
+                f"cannot be watched: {rate}, but the {self.change} the rule is tuned to would leave the scores' range"
+            )
         need = f"judge at least {self.min_per_minute:.2g}/min (min_per_segment: {{min_per_minute: {self.min_per_minute:.2g}}})"
         if not self.protected:
             return f"too thin to protect: {rate}; a {PROTECTED_DROP:g} {self.change} would take over {PROTECTED_WITHIN_MIN:.0f} min to page; {need}"
@@ -93,4 +95,6 @@ def describe_expected(expected: dict[str, float]) -> str:
     """`expected false alarms a week over these segments: page 1.0, ticket 3.0`."""
     if not expected:
         return "expected false alarms a week: none (no detector or rollout rule has a segment)"
-    return "expected false alarms a week over these segments: " + ", ".join(f"{k} {v:.2g}" for k, v in sorted(expected.items()))
+    return "expected false alarms a week over these segments: " + ", ".join(
+        f"{k} {v:.2g}" for k, v in sorted(expected.items())
+    )

@@ -18,7 +18,18 @@ from monitor.alerts.evaluator import AlertState, Frozen, Verdict
 from monitor.alerts.observations import Observation, weighted_moments
 from monitor.alerts.outcomes import Gap, Shortfall, describe_shortfalls
 from monitor.alerts.rules import Rule
-from monitor.alerts.sequential import MIN_SPAN_S, WEEK_S, Buckets, Reference, calibrate, change_point, cusum, recovery, stopped_alone, stopped_beside
+from monitor.alerts.sequential import (
+    MIN_SPAN_S,
+    WEEK_S,
+    Buckets,
+    Reference,
+    calibrate,
+    change_point,
+    cusum,
+    recovery,
+    stopped_alone,
+    stopped_beside,
+)
 from monitor.alerts.windows import SegmentData, SegmentKey, WindowStats
 
 RESOLVE_WEEKS = 40.0  # a regression that stays resolves falsely less than once in this many weeks of its traffic
@@ -67,7 +78,9 @@ def events_per_s(buckets: Buckets, baseline: WindowStats) -> float:
     return m.n_eff / baseline.seconds if m is not None and baseline.seconds > 0 else 0.0
 
 
-def reference_for(rule: Rule, baseline: WindowStats, arl_events: float, resolve_arl_events: float = 0.0) -> Reference | None:
+def reference_for(
+    rule: Rule, baseline: WindowStats, arl_events: float, resolve_arl_events: float = 0.0
+) -> Reference | None:
     """The calibrated reference from a baseline window; None when it holds fewer than `min_baseline_events`."""
     assert rule.detector is not None
     w = baseline.weighted
@@ -77,11 +90,15 @@ def reference_for(rule: Rule, baseline: WindowStats, arl_events: float, resolve_
     if rule.metric == "mean_score":
         if not w.bins:
             return None
-        return calibrate(w.bins, m.mean, m.variance, m.n_eff, rule.detector.shift, arl_events, resolve_arl_events=resolve_arl_events)
+        return calibrate(
+            w.bins, m.mean, m.variance, m.n_eff, rule.detector.shift, arl_events, resolve_arl_events=resolve_arl_events
+        )
     share = min(max(w.low / w.weight, 0.0), 1.0)
     variance = share * (1 - share) * m.n_eff / max(m.n_eff - 1, 1)
     bins = (w.low, w.weight - w.low)
-    return calibrate(bins, 1.0 - share, variance, m.n_eff, rule.detector.shift, arl_events, LOW_VALUES, resolve_arl_events)
+    return calibrate(
+        bins, 1.0 - share, variance, m.n_eff, rule.detector.shift, arl_events, LOW_VALUES, resolve_arl_events
+    )
 
 
 def detect(
@@ -102,7 +119,9 @@ def detect(
     start, end = window
     b = buckets if buckets is not None else _EMPTY
     active = prev is not None and prev.active
-    frozen = prev.frozen if prev is not None and prev.frozen is not None and (active or end < prev.frozen.until) else None
+    frozen = (
+        prev.frozen if prev is not None and prev.frozen is not None and (active or end < prev.frozen.until) else None
+    )
     base = data.baseline if data is not None else WindowStats(0.0)
     rate = events_per_s(b, base)
     resolve_arl = rate * WEEK_S * RESOLVE_WEEKS
@@ -113,7 +132,9 @@ def detect(
     if ref is None:
         gap = (Shortfall(Gap.FEW_BASELINE_EVENTS, base.ok, rule.min_baseline_events),)
         why = describe_shortfalls(gap, rule)
-        obs = Observation(rule.name, segment, run.mean(), None, round(run.events), base.ok, False, note=why, shortfalls=gap)
+        obs = Observation(
+            rule.name, segment, run.mean(), None, round(run.events), base.ok, False, note=why, shortfalls=gap
+        )
         if active:
             return Detection(obs, _gone(segment, b, start, around) or Verdict(False, True, False, why, gap), frozen)
         return Detection(obs, Verdict(False, False, False, why, gap), None)
@@ -196,11 +217,21 @@ def _verdict(
     since = prev.fired_at or prev.since
     back = recovery(b.since(_ms(since)) if since is not None else b, ref)
     if back >= ref.resolve_threshold:
-        return Verdict(False, False, True, f"scores back within {ref.slack:.3g} of the baseline (recovery {back:.1f} >= {ref.resolve_threshold:.1f})")
+        return Verdict(
+            False,
+            False,
+            True,
+            f"scores back within {ref.slack:.3g} of the baseline (recovery {back:.1f} >= {ref.resolve_threshold:.1f})",
+        )
     if prev.state == "pending":
         fire = stat >= ref.threshold
         return Verdict(fire, True, True, f"CUSUM {stat:.1f} of {ref.threshold:.1f}")
-    return Verdict(True, True, True, f"firing until the scores are back: recovery {back:.1f} of {ref.resolve_threshold:.1f}; CUSUM {stat:.1f}")
+    return Verdict(
+        True,
+        True,
+        True,
+        f"firing until the scores are back: recovery {back:.1f} of {ref.resolve_threshold:.1f}; CUSUM {stat:.1f}",
+    )
 
 
 def _gone(segment: SegmentKey, b: Buckets, start: datetime, beside: Beside | None) -> Verdict | None:
@@ -243,12 +274,16 @@ class Beside:
 def beside(segment: SegmentKey, buckets: Mapping[SegmentKey, Buckets]) -> Beside:
     """What is beside `segment` among a rule's `buckets`: the segments of the same app and judge_id."""
     scope = {k: v for k, v in segment if k in ("app", "judge_id")}
-    siblings = tuple(b for key, b in buckets.items() if key != segment and all(dict(key).get(k) == v for k, v in scope.items()))
+    siblings = tuple(
+        b for key, b in buckets.items() if key != segment and all(dict(key).get(k) == v for k, v in scope.items())
+    )
     latest = max((int(b.start_ms[-1]) for b in buckets.values() if len(b.start_ms)), default=None)
     return Beside(siblings, latest)
 
 
-def rollout_stopped(rule: Rule, segment: SegmentKey, buckets: Mapping[SegmentKey, Buckets], start: datetime) -> Verdict | None:
+def rollout_stopped(
+    rule: Rule, segment: SegmentKey, buckets: Mapping[SegmentKey, Buckets], start: datetime
+) -> Verdict | None:
     """Resolved, when a rollout's newest version stopped receiving traffic while the app's other versions did not."""
     gone = _gone(segment, buckets.get(segment, _EMPTY), start, beside(segment, buckets))
     if gone is None:
@@ -269,12 +304,29 @@ def rollout_recovered(rule: Rule, data: SegmentData, buckets: Buckets | None, pr
     if buckets is None or since is None or cond is None or m is None or not w.bins:
         return None
     recent = buckets.since(_ms(since))
-    rate = recent.events / max((recent.start_ms[-1] - recent.start_ms[0]) / 1000 + 60.0, MIN_SPAN_S) if len(recent.start_ms) else 0.0
-    ref = calibrate(w.bins, m.mean, m.variance, m.n_eff, cond.fire * m.mean, 1 / rule.alpha, resolve_arl_events=rate * WEEK_S * RESOLVE_WEEKS)
+    rate = (
+        recent.events / max((recent.start_ms[-1] - recent.start_ms[0]) / 1000 + 60.0, MIN_SPAN_S)
+        if len(recent.start_ms)
+        else 0.0
+    )
+    ref = calibrate(
+        w.bins,
+        m.mean,
+        m.variance,
+        m.n_eff,
+        cond.fire * m.mean,
+        1 / rule.alpha,
+        resolve_arl_events=rate * WEEK_S * RESOLVE_WEEKS,
+    )
     back = recovery(recent, ref)
     if back < ref.resolve_threshold:
         return None
-    return Verdict(False, False, True, f"the new version scores like the one before it again (recovery {back:.1f} >= {ref.resolve_threshold:.1f})")
+    return Verdict(
+        False,
+        False,
+        True,
+        f"the new version scores like the one before it again (recovery {back:.1f} >= {ref.resolve_threshold:.1f})",
+    )
 
 
 def describe_segment(segment: SegmentKey) -> str:

@@ -29,7 +29,15 @@ from monitor.alerts.rollouts import pair_newest, without_rollout
 from monitor.alerts.rules import Rule, RuleSet
 from monitor.alerts.sources import RuleData, StoreData
 from monitor.alerts.state import Lease, StateStore
-from monitor.alerts.windows import SegmentData, SegmentKey, TrafficCounts, VersionStats, Windows, WindowStats, windows_for
+from monitor.alerts.windows import (
+    SegmentData,
+    SegmentKey,
+    TrafficCounts,
+    VersionStats,
+    Windows,
+    WindowStats,
+    windows_for,
+)
 from monitor.canary.model import CanaryTick
 from monitor.runtime.health import Health, HealthServer
 from monitor.store.connection import ClickHouseStore
@@ -92,12 +100,20 @@ class Evaluation:
         """How many rules, segments, and segments in each state."""
         res = self.results
         return RoundCounts(
-            rules=len({r.rule.name for r in res} | {e.rule.name for e in self.empty} | {e.rule.name for e in self.errors}),
+            rules=len(
+                {r.rule.name for r in res} | {e.rule.name for e in self.empty} | {e.rule.name for e in self.errors}
+            ),
             segments=len(res),
             firing=sum(1 for r in res if r.state.state == "firing"),
             pending=sum(1 for r in res if r.state.state == "pending"),
-            resolved=sum(1 for r in res if r.state.state == "resolved" and r.previous is not None and r.previous.state == "firing"),
-            newly_firing=sum(1 for r in res if r.state.state == "firing" and (r.previous is None or r.previous.state != "firing")),
+            resolved=sum(
+                1
+                for r in res
+                if r.state.state == "resolved" and r.previous is not None and r.previous.state == "firing"
+            ),
+            newly_firing=sum(
+                1 for r in res if r.state.state == "firing" and (r.previous is None or r.previous.state != "firing")
+            ),
             no_decision=sum(1 for r in res if not r.verdict.sufficient),
             empty_rules=len(self.empty),
             rule_errors=len(self.errors),
@@ -131,7 +147,9 @@ def _with_traffic(d: SegmentData, t: TrafficCounts | None) -> SegmentData:
     return dataclasses.replace(
         d,
         current=dataclasses.replace(d.current, sampled=t.sampled if t else 0, consumed=t.consumed if t else 0),
-        baseline=dataclasses.replace(d.baseline, sampled=t.baseline_sampled if t else 0, consumed=t.baseline_consumed if t else 0),
+        baseline=dataclasses.replace(
+            d.baseline, sampled=t.baseline_sampled if t else 0, consumed=t.baseline_consumed if t else 0
+        ),
     )
 
 
@@ -143,7 +161,9 @@ class RuleOutcome:
     empty: EmptyRule | None = None
 
 
-def assess_rule(data: RuleData, rule: Rule, now: datetime, previous: Mapping[StateKey, AlertState], budget: float = 1.0) -> RuleOutcome:
+def assess_rule(
+    data: RuleData, rule: Rule, now: datetime, previous: Mapping[StateKey, AlertState], budget: float = 1.0
+) -> RuleOutcome:
     """Evaluate one rule at `now`: its segments' results, or, when it has none, why; `budget` is a detector rule's
     false alarms a week over all its segments. Raises `QueryError`."""
     windows = windows_for(rule, now)
@@ -203,7 +223,9 @@ def _assess_detector(
     return RuleOutcome(results, None if results else _why_empty(data, rule, windows, now, {}))
 
 
-def _why_empty(data: RuleData, rule: Rule, windows: Windows, now: datetime, versions: Mapping[SegmentKey, Sequence[VersionStats]]) -> EmptyRule:
+def _why_empty(
+    data: RuleData, rule: Rule, windows: Windows, now: datetime, versions: Mapping[SegmentKey, Sequence[VersionStats]]
+) -> EmptyRule:
     """Why `rule` found no segment: versions but no rollout among them, an empty table, or no rows in its windows."""
     if versions:
         single, together = without_rollout(rule, versions)
@@ -399,11 +421,15 @@ class AlertRunner:
                 s = states[key]
                 delivered = {**s.notified, notifier.name: s.state}
                 told = m.kind != "repeat" or not notifier.resend_while_firing
-                states[key] = dataclasses.replace(s, notified=delivered, last_notified_at=now if told else s.last_notified_at)
+                states[key] = dataclasses.replace(
+                    s, notified=delivered, last_notified_at=now if told else s.last_notified_at
+                )
                 log.info("alert notified", notifier=notifier.name, kind=m.kind, rule=s.rule, segment=dict(s.segment))
         return states, deliveries
 
-    def _message(self, kind: NoticeKind, rule: Rule, s: AlertState, result: SegmentResult | None, now: datetime) -> AlertMessage:
+    def _message(
+        self, kind: NoticeKind, rule: Rule, s: AlertState, result: SegmentResult | None, now: datetime
+    ) -> AlertMessage:
         windows = result.windows if result is not None else windows_for(rule, now)
         return AlertMessage(
             kind=kind,
@@ -431,7 +457,9 @@ class AlertRunner:
         port also answers /healthz (rounds keep beating) and /readyz (the store answered the last round)."""
         health = Health(joined=True)  # the evaluator is in no consumer group
         if metrics_port:
-            HealthServer(self.metrics.registry, health, metrics_port, max_silence_s=3 * interval.total_seconds() + 60).start()
+            HealthServer(
+                self.metrics.registry, health, metrics_port, max_silence_s=3 * interval.total_seconds() + 60
+            ).start()
         log.info(
             "alert evaluator started",
             rules=len(self.rules.rules),
@@ -447,11 +475,16 @@ class AlertRunner:
                     report = self.run_once(started)
                     health.store_answered = True
                     health.mark("store", True)
-                    log.info("alert round" if report.leader else "alert round skipped: another replica leads", **report.log_fields())
+                    log.info(
+                        "alert round" if report.leader else "alert round skipped: another replica leads",
+                        **report.log_fields(),
+                    )
                 except (StoreError, QueryError) as e:
                     health.mark("store", False, str(e)[:200])
                     log.error("alert round failed", error=str(e))
-                wait_until = time.monotonic() + max(0.0, interval.total_seconds() - (datetime.now(UTC) - started).total_seconds())
+                wait_until = time.monotonic() + max(
+                    0.0, interval.total_seconds() - (datetime.now(UTC) - started).total_seconds()
+                )
                 while not stop.is_set() and (left := wait_until - time.monotonic()) > 0:
                     stop.wait(min(left, 5.0))
                     health.beat = time.monotonic()  # waiting between rounds is not a hang

@@ -39,7 +39,9 @@ def _beyond(value: float, level: float, direction: str) -> bool:
 def decide(rule: Rule, obs: Observation) -> Verdict:
     """The verdict on one observation of `rule`."""
     if not obs.sufficient or obs.value is None:
-        return Verdict(False, False, False, obs.note or "insufficient data", obs.shortfalls or (Shortfall(Gap.NO_VALUE),))
+        return Verdict(
+            False, False, False, obs.note or "insufficient data", obs.shortfalls or (Shortfall(Gap.NO_VALUE),)
+        )
     if rule.spec.silence:
         return _silence_verdict(rule, obs, obs.value)
     return _condition_verdict(rule, obs, obs.value)
@@ -90,7 +92,9 @@ def _condition_verdict(rule: Rule, obs: Observation, value: float) -> Verdict:
     combine = any if cond.combine == "any" else all
     fire, bad = combine(fires), combine(bads)
     if reasons and not fire and obs.test:
-        reasons.append(f"not significant (p={obs.p_value if obs.p_value is not None else float('nan'):.3g}, alpha={alpha:g})")
+        reasons.append(
+            f"not significant (p={obs.p_value if obs.p_value is not None else float('nan'):.3g}, alpha={alpha:g})"
+        )
     return Verdict(fire, bad or fire, True, "; ".join(reasons))
 
 
@@ -184,7 +188,9 @@ def _joined(*parts: str) -> str:
     return "; ".join(p for p in parts if p)
 
 
-def notification_due(state: AlertState, notifier: str, rule: Rule, now: datetime, resend_while_firing: bool) -> NoticeKind | None:
+def notification_due(
+    state: AlertState, notifier: str, rule: Rule, now: datetime, resend_while_firing: bool
+) -> NoticeKind | None:
     """What `notifier` should be told about `state` now, if anything."""
     delivered = state.notified.get(notifier)
     if state.state == "firing":

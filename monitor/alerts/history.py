@@ -42,7 +42,19 @@ MINUTE = timedelta(minutes=1)
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 # The additive sums of a score bucket, in the order the history query selects them.
-SCORE_SUMS = ("rows", "ok", "errors", "weight", "weight_sq", "w_score", "w_score_sq", "w_low", *BIN_SUMS, "cost", "events")
+SCORE_SUMS = (
+    "rows",
+    "ok",
+    "errors",
+    "weight",
+    "weight_sq",
+    "w_score",
+    "w_score_sq",
+    "w_low",
+    *BIN_SUMS,
+    "cost",
+    "events",
+)
 TRAFFIC_SUMS = ("sampled", "consumed", "present")
 # A canary bucket's: its runs' pairs and summed figures (`queries._CANARY_AGGS`).
 CANARY_SUMS = ("rows", "ok", "errors", "runs", "rho", "rho_runs", "kappa", "kappa_runs", "shift")
@@ -310,7 +322,9 @@ def scores_at(history: History, rule: Rule, windows: Windows, bounds: Sequence[i
     return out
 
 
-def versions_at(history: History, rule: Rule, windows: Windows, bounds: Sequence[int]) -> dict[SegmentKey, list[VersionStats]]:
+def versions_at(
+    history: History, rule: Rule, windows: Windows, bounds: Sequence[int]
+) -> dict[SegmentKey, list[VersionStats]]:
     """What `queries.fetch_versions` returns for `windows` (`bounds` with the lookback start last)."""
     if rule.rollout is None:
         return {}
@@ -323,10 +337,14 @@ def versions_at(history: History, rule: Rule, windows: Windows, bounds: Sequence
         cur = _sums(history, s, pos, [(0, 1)], "rows")
         if not cur.sums["rows"]:
             continue
-        first_seen = EPOCH + timedelta(milliseconds=int(s.first_ms[pos[2]]))  # the first bucket since the lookback start
+        first_seen = EPOCH + timedelta(
+            milliseconds=int(s.first_ms[pos[2]])
+        )  # the first bucket since the lookback start
         scope: SegmentKey = tuple((k, v) for k, v in key if k != of)
         version = dict(key)[of]
-        out.setdefault(scope, []).append(VersionStats(version, first_seen, _stats(history, s, cur, windows.current_seconds), s.judge))
+        out.setdefault(scope, []).append(
+            VersionStats(version, first_seen, _stats(history, s, cur, windows.current_seconds), s.judge)
+        )
     return out
 
 
@@ -342,7 +360,9 @@ def buckets_at(history: History, rule: Rule, windows: Windows, bounds: Sequence[
         if hi <= lo:
             continue
         d = np.diff(s.prefix[lo : hi + 1], axis=0)
-        value = d[:, iw] - d[:, cols.index("w_low")] if rule.metric == "low_score_share" else d[:, cols.index("w_score")]
+        value = (
+            d[:, iw] - d[:, cols.index("w_low")] if rule.metric == "low_score_share" else d[:, cols.index("w_score")]
+        )
         keep = (d[:, iw] > 0) & np.isfinite(value) & np.isfinite(d[:, iw2])
         if not keep.any():
             continue
@@ -351,7 +371,9 @@ def buckets_at(history: History, rule: Rule, windows: Windows, bounds: Sequence[
     return out
 
 
-def tail_counts_at(history: History, windows: Windows, bounds: Sequence[int], segment: SegmentKey, cutoff: float, threshold: float) -> TailCounts:
+def tail_counts_at(
+    history: History, windows: Windows, bounds: Sequence[int], segment: SegmentKey, cutoff: float, threshold: float
+) -> TailCounts:
     """What `queries.fetch_tail_counts` returns, from the ok scores kept in the history."""
     s = history.series.get(segment)
     if s is None:
@@ -360,10 +382,17 @@ def tail_counts_at(history: History, windows: Windows, bounds: Sequence[int], se
     pos = s.positions(bounds)
     cur = _values(s, [(int(pos[a]), int(pos[b])) for a, b in cur_pairs])
     base = _values(s, [(int(pos[a]), int(pos[b])) for a, b in base_pairs])
-    return TailCounts(cutoff, int(np.count_nonzero(cur < cutoff)), int(np.count_nonzero(base < cutoff)), int(np.count_nonzero(cur < threshold)))
+    return TailCounts(
+        cutoff,
+        int(np.count_nonzero(cur < cutoff)),
+        int(np.count_nonzero(base < cutoff)),
+        int(np.count_nonzero(cur < threshold)),
+    )
 
 
-def traffic_at(history: History, rule: Rule, windows: Windows, bounds: Sequence[int]) -> dict[SegmentKey, TrafficCounts]:
+def traffic_at(
+    history: History, rule: Rule, windows: Windows, bounds: Sequence[int]
+) -> dict[SegmentKey, TrafficCounts]:
     """What `queries.fetch_traffic` returns for `windows`, from a traffic history."""
     cur_pairs, base_pairs = _pairs(len(windows.baseline))
     keyed = any(k != "judge_id" for k in rule.key_fields)
@@ -371,7 +400,9 @@ def traffic_at(history: History, rule: Rule, windows: Windows, bounds: Sequence[
     for key, s in history.series.items():
         pos = s.positions(bounds)
         cur, base = _sums(history, s, pos, cur_pairs, "present"), _sums(history, s, pos, base_pairs, "present")
-        c_s, c_c, b_s, b_c = (int(x) for x in (cur.sums["sampled"], cur.sums["consumed"], base.sums["sampled"], base.sums["consumed"]))
+        c_s, c_c, b_s, b_c = (
+            int(x) for x in (cur.sums["sampled"], cur.sums["consumed"], base.sums["sampled"], base.sums["consumed"])
+        )
         if keyed and not (c_s or c_c or b_s or b_c):
             continue
         exposure = baseline_exposure(windows, base.first if (b_s or b_c) else None, base.windows_with_rows)

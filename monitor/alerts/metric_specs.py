@@ -145,7 +145,14 @@ SPECS: dict[str, MetricSpec] = {
             examples_filter="status = 'error'",
             examples_order="event_time DESC",
         ),
-        MetricSpec("judged_volume", "down", obs.read_judged_volume, ("poisson_exact",), min_events_apply=False, primary_only=True),
+        MetricSpec(
+            "judged_volume",
+            "down",
+            obs.read_judged_volume,
+            ("poisson_exact",),
+            min_events_apply=False,
+            primary_only=True,
+        ),
         MetricSpec("coverage", "down", obs.read_coverage, _SHARE_TESTS, needs_traffic=True, primary_only=True),
         # Scoring lag is about rows written lately, so its windows go by scored_at.
         MetricSpec(
@@ -158,9 +165,22 @@ SPECS: dict[str, MetricSpec] = {
             examples_order="lag_s DESC",
         ),
         MetricSpec(
-            "cost_per_window", "up", obs.read_cost_per_window, judge_keyed=True, examples_filter=None, examples_order="cost_usd DESC NULLS LAST"
+            "cost_per_window",
+            "up",
+            obs.read_cost_per_window,
+            judge_keyed=True,
+            examples_filter=None,
+            examples_order="cost_usd DESC NULLS LAST",
         ),
-        MetricSpec("no_data", "down", obs.read_no_data, ("poisson_exact",), silence=True, min_events_apply=False, primary_only=True),
+        MetricSpec(
+            "no_data",
+            "down",
+            obs.read_no_data,
+            ("poisson_exact",),
+            silence=True,
+            min_events_apply=False,
+            primary_only=True,
+        ),
         # The newest version is its own segment (its examples, its fingerprint); when it stops being the newest,
         # or the version before it leaves the window, there is no rollout left to judge.
         MetricSpec(

@@ -90,7 +90,11 @@ class AlertMessage:
             "test": self.test,
             "baseline_source": _source_dict(self.baseline_from),
             "note": s.note,
-            "window": {"start": _iso(self.window_start), "end": _iso(self.window_end), "length": format_duration(self.rule.window)},
+            "window": {
+                "start": _iso(self.window_start),
+                "end": _iso(self.window_end),
+                "length": format_duration(self.rule.window),
+            },
             "since": _iso(s.since),
             "fired_at": _iso(s.fired_at),
             "resolved_at": _iso(s.resolved_at),
@@ -177,7 +181,12 @@ def slack_payload(m: AlertMessage) -> dict[str, Any]:
         {"type": "section", "fields": [{"type": "mrkdwn", "text": f} for f in fields]},
     ]
     if m.kind != "resolved":
-        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"Worst recent examples:\n```{m.examples_sql[:2800]}```"}})
+        blocks.append(
+            {
+                "type": "section",
+                "text": {"type": "mrkdwn", "text": f"Worst recent examples:\n```{m.examples_sql[:2800]}```"},
+            }
+        )
     return {"text": m.summary(), "blocks": blocks}
 
 
@@ -208,7 +217,13 @@ class AlertmanagerNotifier:
     def alert(self, m: AlertMessage) -> dict[str, Any]:
         """One postable alert."""
         s = m.state
-        labels = {"alertname": m.rule.name, "severity": s.severity, "source": "relevancy-monitor", **m.rule.labels, **{k: v for k, v in s.segment}}
+        labels = {
+            "alertname": m.rule.name,
+            "severity": s.severity,
+            "source": "relevancy-monitor",
+            **m.rule.labels,
+            **{k: v for k, v in s.segment},
+        }
         annotations = {
             "summary": m.summary(),
             "description": m.rule.description,

@@ -68,7 +68,17 @@ def observe(rule: Rule, segment: SegmentKey, data: SegmentData | None, tail: Tai
     """The observation of `rule` for `segment`; `data` None means the segment had no rows in any window."""
     if data is None:
         gone = (Shortfall(Gap.NO_ROWS),)
-        return Observation(rule.name, segment, None, None, 0, 0, sufficient=False, note=describe_shortfalls(gone, rule), shortfalls=gone)
+        return Observation(
+            rule.name,
+            segment,
+            None,
+            None,
+            0,
+            0,
+            sufficient=False,
+            note=describe_shortfalls(gone, rule),
+            shortfalls=gone,
+        )
     spec = rule.spec
     testing = rule.test == "auto" and bool(spec.tests)
     r = spec.read(rule, data, tail, testing)
@@ -98,7 +108,9 @@ def _shortfalls(rule: Rule, r: Reading) -> tuple[Shortfall, ...]:
         out.append(Shortfall(Gap.FEW_EVENTS, r.n_current, rule.min_events))
     if r.value is None and not out:
         out.append(Shortfall(Gap.NO_VALUE))
-    if (rule.condition.uses_baseline or rule.detector is not None) and (r.n_baseline < rule.min_baseline_events or r.baseline is None):
+    if (rule.condition.uses_baseline or rule.detector is not None) and (
+        r.n_baseline < rule.min_baseline_events or r.baseline is None
+    ):
         out.append(Shortfall(Gap.FEW_BASELINE_EVENTS, r.n_baseline, rule.min_baseline_events))
     return tuple(out)
 
@@ -122,7 +134,9 @@ def read_mean_score(rule: Rule, data: SegmentData, tail: TailCounts | None, test
     p_change = p_thr = None
     if testing and now is not None:
         if before is not None:
-            p_change = stats.welch_t_test(now.mean, now.variance, now.n_eff, before.mean, before.variance, before.n_eff, alt)
+            p_change = stats.welch_t_test(
+                now.mean, now.variance, now.n_eff, before.mean, before.variance, before.n_eff, alt
+            )
         if thr is not None:
             p_thr = stats.one_sample_t_test(now.mean, now.variance, now.n_eff, thr.fire, alt)
     value = now.mean if now is not None else None
@@ -242,7 +256,9 @@ def read_no_data(rule: Rule, data: SegmentData, tail: TailCounts | None, testing
     cur, base = data.current, data.baseline
     current_count = (cur.consumed or 0) if rule.source == "traffic" else cur.rows
     base_count = (base.consumed or 0) if rule.source == "traffic" else base.rows
-    p_change = stats.poisson_rate_test(current_count, cur.seconds, base_count, base.seconds, "less") if testing else None
+    p_change = (
+        stats.poisson_rate_test(current_count, cur.seconds, base_count, base.seconds, "less") if testing else None
+    )
     return Reading(float(current_count), _scaled(base_count, base, cur.seconds), current_count, base_count, p_change)
 
 
@@ -250,13 +266,20 @@ def read_canary_spearman(rule: Rule, data: SegmentData, tail: TailCounts | None,
     """Mean Spearman ρ of the canary runs in the window (against the labels) and in the baseline: the same judge's
     earlier runs on the same labelled set. n counts judged pairs."""
     cur, base = data.current, data.baseline
-    return Reading(_per_run(cur.canary.rho, cur.canary.rho_runs), _per_run(base.canary.rho, base.canary.rho_runs), cur.ok, base.ok)
+    return Reading(
+        _per_run(cur.canary.rho, cur.canary.rho_runs), _per_run(base.canary.rho, base.canary.rho_runs), cur.ok, base.ok
+    )
 
 
 def read_canary_kappa(rule: Rule, data: SegmentData, tail: TailCounts | None, testing: bool) -> Reading:
     """Mean quadratic-weighted κ of the canary runs (the labels and the scores in the rubric's five buckets)."""
     cur, base = data.current, data.baseline
-    return Reading(_per_run(cur.canary.kappa, cur.canary.kappa_runs), _per_run(base.canary.kappa, base.canary.kappa_runs), cur.ok, base.ok)
+    return Reading(
+        _per_run(cur.canary.kappa, cur.canary.kappa_runs),
+        _per_run(base.canary.kappa, base.canary.kappa_runs),
+        cur.ok,
+        base.ok,
+    )
 
 
 def read_canary_mean_shift(rule: Rule, data: SegmentData, tail: TailCounts | None, testing: bool) -> Reading:

@@ -125,7 +125,9 @@ def describe_shortfall(s: Shortfall, rule: Rule, windows: Windows | None = None,
         return _no_value(rule) + _between(windows, now)
     if g is Gap.FEW_BASELINE_EVENTS:
         if s.have == 0 and rule.baseline is not None and rule.baseline.previous_days is not None:
-            return f"no history at these hours on the previous {rule.baseline.previous_days} days ({s.need} {unit} needed)"
+            return (
+                f"no history at these hours on the previous {rule.baseline.previous_days} days ({s.need} {unit} needed)"
+            )
         return f"baseline: {s.have} of {s.need} {unit} needed {baseline_words(rule)}"
     if g is Gap.SILENT_FEW_BASELINE:
         return f"silent, but the baseline has only {s.have} of the {s.need} events needed to expect any ({baseline_words(rule)})"
@@ -138,7 +140,9 @@ def describe_shortfall(s: Shortfall, rule: Rule, windows: Windows | None = None,
     return g.value.replace("_", " ")
 
 
-def describe_shortfalls(shortfalls: tuple[Shortfall, ...], rule: Rule, windows: Windows | None = None, now: datetime | None = None) -> str:
+def describe_shortfalls(
+    shortfalls: tuple[Shortfall, ...], rule: Rule, windows: Windows | None = None, now: datetime | None = None
+) -> str:
     """The shortfalls of one segment in plain words, joined by `; `."""
     return "; ".join(describe_shortfall(s, rule, windows, now) for s in shortfalls)
 
@@ -158,7 +162,9 @@ def describe_empty(e: EmptyRule, now: datetime) -> str:
         if e.single_version:
             parts.append(f"{_count(e.single_version, 'segment')} with a single {rule.rollout.of}")
         if e.started_together:
-            parts.append(f"{e.started_together} whose {rule.rollout.of}s started within {format_duration(rule.rollout.min_gap)} of each other")
+            parts.append(
+                f"{e.started_together} whose {rule.rollout.of}s started within {format_duration(rule.rollout.min_gap)} of each other"
+            )
         return "no rollout in the window: " + (", ".join(parts) or "no versions")
     if canary:
         what = "no canary runs"

@@ -13,7 +13,17 @@ import re
 from datetime import datetime
 from typing import Any
 
-from monitor.alerts.history import CANARY_SUMS, SCORE_SUMS, SHADOW_SUMS, TRAFFIC_SUMS, Grid, History, ValuesOf, build_history, values_for
+from monitor.alerts.history import (
+    CANARY_SUMS,
+    SCORE_SUMS,
+    SHADOW_SUMS,
+    TRAFFIC_SUMS,
+    Grid,
+    History,
+    ValuesOf,
+    build_history,
+    values_for,
+)
 from monitor.alerts.rules import Rule
 from monitor.alerts.stats import paired_spearman
 from monitor.alerts.windows import (
@@ -37,8 +47,12 @@ DEFAULT_TRAFFIC_TABLE = "traffic_counts"
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _TS = "DateTime64(3, 'UTC')"
-SHADOW_ROW = "startsWith(sample_rule, 'shadow:')"  # a shadow judge's row (consumers.sampling: `shadow:<primary's rule>`)
-LIVE_ROW = "replay_run = ''"  # a row the live consumer wrote (`relevancy-monitor replay` writes its run id; migration 036)
+SHADOW_ROW = (
+    "startsWith(sample_rule, 'shadow:')"  # a shadow judge's row (consumers.sampling: `shadow:<primary's rule>`)
+)
+LIVE_ROW = (
+    "replay_run = ''"  # a row the live consumer wrote (`relevancy-monitor replay` writes its run id; migration 036)
+)
 
 
 def replay_filter(rule: Rule) -> str:
@@ -81,7 +95,9 @@ def _window_params(windows: Windows) -> tuple[dict[str, Any], list[tuple[str, st
 
 # Per row: the scoring lag, and the weight 1/sample_rate. Rows always carry a rate in (0, 1]; the floor only
 # keeps a hand-written 0 from turning every sum infinite.
-_ROW_COLUMNS = "dateDiff('millisecond', event_time, scored_at) / 1000.0 AS lag_s, 1 / greatest(sample_rate, 1e-6) AS weight"
+_ROW_COLUMNS = (
+    "dateDiff('millisecond', event_time, scored_at) / 1000.0 AS lag_s, 1 / greatest(sample_rate, 1e-6) AS weight"
+)
 
 
 # Score sums are weighted by 1/sample_rate (`weight`), so means are traffic means whatever the sampling did
@@ -134,7 +150,9 @@ def scores_sql(rule: Rule, database: str, table: str, windows: Windows) -> tuple
     return sql, params
 
 
-def versions_sql(rule: Rule, database: str, table: str, windows: Windows, lookback_start: datetime) -> tuple[str, dict[str, Any]]:
+def versions_sql(
+    rule: Rule, database: str, table: str, windows: Windows, lookback_start: datetime
+) -> tuple[str, dict[str, Any]]:
     """SQL and parameters of a rollout rule: per segment and version (rule.rollout.of) with rows in the current
     window, the window's aggregates and the version's first event since `lookback_start`."""
     params, _ = _window_params(windows)
@@ -160,7 +178,10 @@ def versions_sql(rule: Rule, database: str, table: str, windows: Windows, lookba
 
 def _exposure_columns(column: str, base_names: list[tuple[str, str]]) -> list[str]:
     # When the segment's baseline starts (first row) and how many baseline windows have rows at all.
-    days = " + ".join(f"(countIf({column} >= {{{s}:{_TS}}} AND {column} < {{{e}:{_TS}}}) > 0)" for s, e in base_names) or "0"
+    days = (
+        " + ".join(f"(countIf({column} >= {{{s}:{_TS}}} AND {column} < {{{e}:{_TS}}}) > 0)" for s, e in base_names)
+        or "0"
+    )
     return [f"minIf({column}, in_base) AS b_first", f"toUInt32({days}) AS b_windows"]
 
 
@@ -250,7 +271,9 @@ def _stats(values: tuple[Any, ...], seconds: float) -> WindowStats:
     return window_stats(dict(zip((name for name, _ in _SCORE_AGGS), values, strict=True)), seconds)
 
 
-def fetch_traffic(store: ClickHouseStore, rule: Rule, windows: Windows, traffic_table: str) -> dict[SegmentKey, TrafficCounts]:
+def fetch_traffic(
+    store: ClickHouseStore, rule: Rule, windows: Windows, traffic_table: str
+) -> dict[SegmentKey, TrafficCounts]:
     """Per-segment traffic counts from the traffic table for both windows of `rule`."""
     sql, params = traffic_sql(rule, store.database, traffic_table, windows)
     keys = [k for k in rule.key_fields if k != "judge_id"]
@@ -266,7 +289,9 @@ def fetch_traffic(store: ClickHouseStore, rule: Rule, windows: Windows, traffic_
     return out
 
 
-def fetch_tail_counts(store: ClickHouseStore, rule: Rule, windows: Windows, segment: SegmentKey, cutoff: float, threshold: float) -> TailCounts:
+def fetch_tail_counts(
+    store: ClickHouseStore, rule: Rule, windows: Windows, segment: SegmentKey, cutoff: float, threshold: float
+) -> TailCounts:
     """Count ok scores below `cutoff` (both windows) and below `threshold` (current) in one segment."""
     params, base_names = _window_params(windows)
     params.update(cutoff=cutoff, threshold=threshold)
@@ -281,7 +306,8 @@ def fetch_tail_counts(store: ClickHouseStore, rule: Rule, windows: Windows, segm
         f"SELECT countIf(({cur}) AND score < {{cutoff:Float64}}), countIf(({base}) AND score < {{cutoff:Float64}}),\n"
         f"       countIf(({cur}) AND score < {{threshold:Float64}})\n"
         f"FROM {_ident(store.database)}.{_ident(store.table)} FINAL\n"
-        f"WHERE status = 'ok' AND {col} >= {{span_start:{_TS}}} AND {col} < {{span_end:{_TS}}}{_rows_of(rule)}" + "".join(f" AND {w}" for w in where)
+        f"WHERE status = 'ok' AND {col} >= {{span_start:{_TS}}} AND {col} < {{span_end:{_TS}}}{_rows_of(rule)}"
+        + "".join(f" AND {w}" for w in where)
     )
     row = _run(store, sql, params)[0]
     return TailCounts(cutoff, int(row[0]), int(row[1]), int(row[2]))
@@ -349,7 +375,9 @@ def fetch_canary(store: ClickHouseStore, rule: Rule, windows: Windows) -> dict[S
         key: SegmentKey = tuple((k, str(v)) for k, v in zip(keys, row[: len(keys)], strict=True))
         pos = len(keys) + 1
         cur = window_stats(dict(zip(names, row[pos : pos + len(names)], strict=True)), windows.current_seconds)
-        base = window_stats(dict(zip(names, row[pos + len(names) : pos + 2 * len(names)], strict=True)), windows.baseline_seconds)
+        base = window_stats(
+            dict(zip(names, row[pos + len(names) : pos + 2 * len(names)], strict=True)), windows.baseline_seconds
+        )
         if cur.rows == 0 and base.rows == 0:
             continue
         out[key] = SegmentData(cur, base, str(row[len(keys)]))
@@ -365,12 +393,18 @@ def _grid_params(grid: Grid, start: datetime, end: datetime) -> dict[str, Any]:
     return {"origin": grid.origin_ms, "size": grid.size_ms, "start": start, "end": end}
 
 
-def canary_history_sql(rule: Rule, database: str, grid: Grid, start: datetime, end: datetime) -> tuple[str, dict[str, Any]]:
+def canary_history_sql(
+    rule: Rule, database: str, grid: Grid, start: datetime, end: datetime
+) -> tuple[str, dict[str, Any]]:
     """SQL and parameters of a canary rule's history: per grid bucket (of run_at) and segment over [start, end), the
     sums of `history.CANARY_SUMS` and the bucket's first run time."""
     keys = list(rule.key_fields)
     aggs = {name: expr.format(w="1") for name, expr in _CANARY_AGGS}
-    select = ["intDiv(toUnixTimestamp64Milli(at) - {origin:Int64}, {size:Int64}) AS bucket", *keys, "any(run_judge) AS judge_name"]
+    select = [
+        "intDiv(toUnixTimestamp64Milli(at) - {origin:Int64}, {size:Int64}) AS bucket",
+        *keys,
+        "any(run_judge) AS judge_name",
+    ]
     select += [f"{aggs[name]} AS s_{name}" for name in CANARY_SUMS]
     select.append("toUnixTimestamp64Milli(min(at)) AS first_ms")
     return _bucketed(select, _canary_runs(rule, database, "start", "end"), keys), _grid_params(grid, start, end)
@@ -421,7 +455,10 @@ def shadow_sql(rule: Rule, database: str, table: str, windows: Windows) -> tuple
         select += [f"{expr.format(w=flag)} AS {prefix}_{name}" for name, expr in _SHADOW_AGGS]
     select += _exposure_columns("event_time", base_names)
     if values_for(rule) == "pairs":
-        select += [f"{_SHADOW_PAIR_VALUES.format(w=flag)} AS {prefix}_pairs" for prefix, flag in (("c", "in_cur"), ("b", "in_base"))]
+        select += [
+            f"{_SHADOW_PAIR_VALUES.format(w=flag)} AS {prefix}_pairs"
+            for prefix, flag in (("c", "in_cur"), ("b", "in_base"))
+        ]
     span = f"event_time >= {{span_start:{_TS}}} AND event_time < {{span_end:{_TS}}}{replay_filter(rule)}"
     sql = (
         f"SELECT {', '.join(select)}\n"
@@ -460,17 +497,25 @@ def fetch_shadow(store: ClickHouseStore, rule: Rule, windows: Windows) -> dict[S
     return out
 
 
-def shadow_history_sql(rule: Rule, database: str, table: str, grid: Grid, start: datetime, end: datetime) -> tuple[str, dict[str, Any]]:
+def shadow_history_sql(
+    rule: Rule, database: str, table: str, grid: Grid, start: datetime, end: datetime
+) -> tuple[str, dict[str, Any]]:
     """SQL and parameters of a shadow rule's history: per grid bucket and segment over [start, end), the sums of
     `history.SHADOW_SUMS`, the bucket's first event time, and its score pairs when ρ is read."""
     keys = list(rule.key_fields)
     aggs = dict(_SHADOW_AGGS)
-    select = ["intDiv(toUnixTimestamp64Milli(event_time) - {origin:Int64}, {size:Int64}) AS bucket", *keys, "any(judge) AS judge_name"]
+    select = [
+        "intDiv(toUnixTimestamp64Milli(event_time) - {origin:Int64}, {size:Int64}) AS bucket",
+        *keys,
+        "any(judge) AS judge_name",
+    ]
     select += [f"{aggs[name].format(w='1')} AS s_{name}" for name in SHADOW_SUMS]
     select.append("toUnixTimestamp64Milli(min(event_time)) AS first_ms")
     if values_for(rule) == "pairs":
         select.append(f"{_SHADOW_PAIR_VALUES.format(w='1')} AS vals")
-    source = _shadow_pairs(database, table, f"event_time >= {{start:{_TS}}} AND event_time < {{end:{_TS}}}{replay_filter(rule)}")
+    source = _shadow_pairs(
+        database, table, f"event_time >= {{start:{_TS}}} AND event_time < {{end:{_TS}}}{replay_filter(rule)}"
+    )
     return _bucketed(select, source, keys), _grid_params(grid, start, end)
 
 
@@ -510,7 +555,13 @@ def history_sql(
         f"GROUP BY {', '.join(['bucket', *keys])}\n"
         f"ORDER BY {', '.join([*keys, 'bucket'])}"
     )
-    return sql, {"origin": grid.origin_ms, "size": grid.size_ms, "start": start, "end": end, "low": rule.low_score_below}
+    return sql, {
+        "origin": grid.origin_ms,
+        "size": grid.size_ms,
+        "start": start,
+        "end": end,
+        "low": rule.low_score_below,
+    }
 
 
 def fetch_score_history(store: ClickHouseStore, rule: Rule, grid: Grid, start: datetime, end: datetime) -> History:
@@ -520,7 +571,9 @@ def fetch_score_history(store: ClickHouseStore, rule: Rule, grid: Grid, start: d
     return build_history(grid, start, end, rule.key_fields, SCORE_SUMS, _run(store, sql, params), values)
 
 
-def fetch_traffic_history(store: ClickHouseStore, rule: Rule, traffic_table: str, grid: Grid, start: datetime, end: datetime) -> History:
+def fetch_traffic_history(
+    store: ClickHouseStore, rule: Rule, traffic_table: str, grid: Grid, start: datetime, end: datetime
+) -> History:
     """The traffic counts of `rule`'s segments over [start, end) per bucket of `grid`."""
     keys = [k for k in rule.key_fields if k != "judge_id"]
     sql = (

@@ -96,7 +96,9 @@ class Rollout(_Strict):
     lookback: Duration = Field(timedelta(days=7), description="how far back a version's first event is looked for")
     # Versions that start within this of each other started together (an A/B split, traffic after a quiet night):
     # neither is a rollout of the other.
-    min_gap: Duration = Field(timedelta(hours=1), description="the newest must have started this long after the one before it")
+    min_gap: Duration = Field(
+        timedelta(hours=1), description="the newest must have started this long after the one before it"
+    )
 
 
 class Detector(_Strict):
@@ -104,7 +106,9 @@ class Detector(_Strict):
     direction (on the 0..1 score, or the low-score share), its threshold calibrated from each segment's baseline to
     its share of the rules file's false-alarm budget (`monitor.alerts.sequential`)."""
 
-    shift: float = Field(gt=0.0, le=1.0, description="the smallest change worth paging on, which the detector is tuned to")
+    shift: float = Field(
+        gt=0.0, le=1.0, description="the smallest change worth paging on, which the detector is tuned to"
+    )
     # The baseline ends this long before now, inside the window: the newest events are watched, not learnt from,
     # while a history shorter than the window still calibrates (an episode's reference is frozen anyway).
     fresh: Duration = Field(timedelta(hours=1), description="the newest stretch the baseline leaves out")
@@ -131,7 +135,9 @@ class Rule(_Strict):
     min_events: int = Field(30, ge=0, description="judged events (or sampled, for coverage) needed in the window")
     min_baseline_events: int = Field(100, ge=0, description="events needed in the baseline when it is used")
     test: Literal["auto", "none"] = "auto"
-    detector: Detector | None = Field(None, description="a sequential detector instead of the window's test (mean_score, low_score_share)")
+    detector: Detector | None = Field(
+        None, description="a sequential detector instead of the window's test (mean_score, low_score_share)"
+    )
     alpha: float = Field(0.001, gt=0.0, lt=1.0, description="significance level of the one-sided test")
     for_: Duration = Field(timedelta(0), alias="for")
     repeat_interval: Duration = Field(timedelta(hours=4), description="re-notify webhooks this often while firing")
@@ -139,7 +145,9 @@ class Rule(_Strict):
     labels: dict[str, str] = Field(default_factory=dict)
     # Rows of `relevancy-monitor replay` (replay_run != '') are history scored later: left out by default, so a
     # backfill cannot move a live baseline; a team backfilling with the live judge includes them.
-    include_replays: bool = Field(False, description="read the rows `relevancy-monitor replay` wrote as well as the live ones")
+    include_replays: bool = Field(
+        False, description="read the rows `relevancy-monitor replay` wrote as well as the live ones"
+    )
 
     @field_validator("segment_by")
     @classmethod
@@ -168,7 +176,9 @@ class Rule(_Strict):
             if self.baseline is None:
                 raise ValueError(f"a {self.metric} rule needs a baseline (where the segment had traffic before)")
             if not self.condition.empty:
-                raise ValueError(f"a {self.metric} rule takes no condition: it fires when a segment with traffic goes silent")
+                raise ValueError(
+                    f"a {self.metric} rule takes no condition: it fires when a segment with traffic goes silent"
+                )
         elif self.detector is not None:
             self._check_detector()
         else:
@@ -180,7 +190,9 @@ class Rule(_Strict):
                 raise ValueError("condition compares with a baseline (change/relative_change): give baseline")
         if self.include_replays and (self.spec.table == "canary" or self.source == "traffic"):
             what = "canary runs" if self.spec.table == "canary" else "the traffic counts"
-            raise ValueError(f"include_replays applies to rules over the scores table only ({what} hold no replayed rows)")
+            raise ValueError(
+                f"include_replays applies to rules over the scores table only ({what} hold no replayed rows)"
+            )
         self._check_rollout()
         t = self.condition.threshold
         if t is not None and t.clear is not None:
@@ -195,9 +207,13 @@ class Rule(_Strict):
         if self.metric not in DETECTOR_METRICS:
             raise ValueError(f"detector applies to {' and '.join(DETECTOR_METRICS)} rules only")
         if self.baseline is None or self.baseline.trailing is None:
-            raise ValueError("a detector rule needs baseline: {trailing: ...}: the history its threshold is calibrated on")
+            raise ValueError(
+                "a detector rule needs baseline: {trailing: ...}: the history its threshold is calibrated on"
+            )
         if not self.condition.empty:
-            raise ValueError("a detector rule takes no condition: detector.shift and the false-alarm budget set when it fires")
+            raise ValueError(
+                "a detector rule takes no condition: detector.shift and the false-alarm budget set when it fires"
+            )
         if self.for_ > timedelta(0):
             # Pending would not mean the drop persisted: the statistic keeps its evidence, so a brief drop would
             # fire `for` later all the same.
@@ -213,7 +229,9 @@ class Rule(_Strict):
         if self.rollout is None:
             raise ValueError(f"a {self.metric} rule needs rollout: {{of: prompt_version}} or {{of: model}}")
         if self.baseline is not None:
-            raise ValueError(f"a {self.metric} rule takes no baseline: it compares with the version before the newest, in the same window")
+            raise ValueError(
+                f"a {self.metric} rule takes no baseline: it compares with the version before the newest, in the same window"
+            )
         if self.rollout.of in self.segment_by:
             raise ValueError(f"segment_by must not list {self.rollout.of}: the rule compares its values")
         if self.rollout.lookback < self.window:
@@ -296,7 +314,11 @@ def _describe(err: ValidationError, data: Any) -> str:
     where = ".".join(parts) or "rules file"
     msg = first["msg"].removeprefix("Value error, ")
     given = first.get("input")
-    shown = f" (got {given!r})" if isinstance(given, str | int | float) and not isinstance(given, bool) and len(str(given)) < 60 else ""
+    shown = (
+        f" (got {given!r})"
+        if isinstance(given, str | int | float) and not isinstance(given, bool) and len(str(given)) < 60
+        else ""
+    )
     return f"{where}: {msg}{shown}"
 
 

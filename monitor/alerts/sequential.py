@@ -84,7 +84,9 @@ class Reference:
         return drop if drop <= self.baseline_mean else math.inf
 
 
-def distribution(bins: NDArray[np.float64] | tuple[float, ...], values: NDArray[np.float64] = BIN_VALUES) -> NDArray[np.float64]:
+def distribution(
+    bins: NDArray[np.float64] | tuple[float, ...], values: NDArray[np.float64] = BIN_VALUES
+) -> NDArray[np.float64]:
     """Probabilities of `values` from weighted counts, with `PSEUDO_EVENTS` spread evenly over them."""
     counts = np.asarray(bins, dtype=np.float64)
     smoothed = counts + PSEUDO_EVENTS / len(values)

@@ -41,7 +41,9 @@ class RuleData(Protocol):
         """Per-segment traffic counts in both windows."""
         ...
 
-    def tail_counts(self, rule: Rule, windows: Windows, segment: SegmentKey, cutoff: float, threshold: float) -> TailCounts:
+    def tail_counts(
+        self, rule: Rule, windows: Windows, segment: SegmentKey, cutoff: float, threshold: float
+    ) -> TailCounts:
         """Ok scores below `cutoff` (both windows) and below `threshold` (current) in one segment."""
         ...
 
@@ -74,7 +76,9 @@ class StoreData:
         """See `RuleData.traffic`."""
         return fetch_traffic(self.store, rule, windows, self.traffic_table)
 
-    def tail_counts(self, rule: Rule, windows: Windows, segment: SegmentKey, cutoff: float, threshold: float) -> TailCounts:
+    def tail_counts(
+        self, rule: Rule, windows: Windows, segment: SegmentKey, cutoff: float, threshold: float
+    ) -> TailCounts:
         """See `RuleData.tail_counts`."""
         return fetch_tail_counts(self.store, rule, windows, segment, cutoff, threshold)
 

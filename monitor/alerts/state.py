@@ -128,7 +128,13 @@ def frozen_to_json(frozen: Frozen | None) -> str:
     if frozen is None:
         return ""
     ref = frozen.reference
-    out: dict[str, Any] = {"mean": ref.mean, "slack": ref.slack, "threshold": ref.threshold, "resolve_at": ref.resolve_at, "margin": ref.margin}
+    out: dict[str, Any] = {
+        "mean": ref.mean,
+        "slack": ref.slack,
+        "threshold": ref.threshold,
+        "resolve_at": ref.resolve_at,
+        "margin": ref.margin,
+    }
     out["until"] = frozen.until.isoformat()
     if frozen.accepted_at is not None:
         out.update(accepted_by=frozen.accepted_by, accepted_at=frozen.accepted_at.isoformat())
@@ -141,7 +147,13 @@ def frozen_from_json(text: str | None) -> Frozen | None:
         return None
     try:
         d = json.loads(text)
-        ref = Reference(float(d["mean"]), float(d["slack"]), float(d["threshold"]), float(d.get("resolve_at", 0.0)), float(d.get("margin", 0.0)))
+        ref = Reference(
+            float(d["mean"]),
+            float(d["slack"]),
+            float(d["threshold"]),
+            float(d.get("resolve_at", 0.0)),
+            float(d.get("margin", 0.0)),
+        )
         accepted = d.get("accepted_at")
         accepted_at = utc(datetime.fromisoformat(accepted)) if accepted else None
         return Frozen(ref, utc(datetime.fromisoformat(d["until"])), str(d.get("accepted_by", "")), accepted_at)

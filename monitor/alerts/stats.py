@@ -25,7 +25,9 @@ def _finite(x: float) -> bool:
     return x is not None and math.isfinite(x)
 
 
-def welch_t_test(mean1: float, var1: float, n1: float, mean2: float, var2: float, n2: float, alternative: Alternative) -> float:
+def welch_t_test(
+    mean1: float, var1: float, n1: float, mean2: float, var2: float, n2: float, alternative: Alternative
+) -> float:
     """One-sided Welch's t-test p-value for mean1 vs mean2 from summary statistics (1.0 when undefined). The sizes
     may be effective sample sizes (weighted samples), so they need not be whole numbers."""
     if n1 < 2 or n2 < 2 or not all(_finite(v) for v in (mean1, var1, mean2, var2)):

@@ -62,7 +62,9 @@ def windows_for(rule: Rule, now: datetime) -> Windows:
     if rule.baseline.trailing is not None:
         return Windows((start, end), ((start - rule.baseline.trailing, start),))
     days = rule.baseline.previous_days or 0
-    return Windows((start, end), tuple((start - timedelta(days=k), end - timedelta(days=k)) for k in range(1, days + 1)))
+    return Windows(
+        (start, end), tuple((start - timedelta(days=k), end - timedelta(days=k)) for k in range(1, days + 1))
+    )
 
 
 def baseline_exposure(windows: Windows, first: datetime | None, windows_with_rows: int) -> float:
@@ -158,7 +160,9 @@ def window_stats(v: Mapping[str, Any], seconds: float) -> WindowStats:
 
     # Plain sums of weights: never NaN, NULL (None) where no row matched.
     bins = tuple(float(v[name] or 0.0) for name in BIN_SUMS) if BIN_SUMS[0] in v else ()
-    weighted = WeightedSums(total("weight"), total("weight_sq"), total("w_score"), total("w_score_sq"), total("w_low"), bins)
+    weighted = WeightedSums(
+        total("weight"), total("weight_sq"), total("w_score"), total("w_score_sq"), total("w_low"), bins
+    )
     return WindowStats(
         seconds=seconds,
         rows=rows,
@@ -175,7 +179,14 @@ def window_stats(v: Mapping[str, Any], seconds: float) -> WindowStats:
 
 
 def _canary(v: Mapping[str, Any], total: Callable[[str], float]) -> CanarySums:
-    return CanarySums(int(total("runs")), total("rho"), int(total("rho_runs")), total("kappa"), int(total("kappa_runs")), total("shift"))
+    return CanarySums(
+        int(total("runs")),
+        total("rho"),
+        int(total("rho_runs")),
+        total("kappa"),
+        int(total("kappa_runs")),
+        total("shift"),
+    )
 
 
 BaselineKind = Literal["parent", "previous_version"]
@@ -196,7 +207,9 @@ class BaselineSource:
     def describe(self) -> str:
         """One clause for people: `prompt_version v2 against the app's baseline (v1)`."""
         what, own = "/".join(self.fields), "/".join(self.segment_values)
-        theirs = ", ".join(self.baseline_values[:3]) + (f" and {len(self.baseline_values) - 3} more" if len(self.baseline_values) > 3 else "")
+        theirs = ", ".join(self.baseline_values[:3]) + (
+            f" and {len(self.baseline_values) - 3} more" if len(self.baseline_values) > 3 else ""
+        )
         if self.kind == "previous_version":
             return f"{what} {own} against {theirs}, the {what} before it, in the same window"
         shared = [(k, v) for k, v in self.scope if k != "judge_id"]

@@ -89,7 +89,9 @@ def group(b: int) -> int:
     return 0 if b <= 1 else 1 if b == 2 else 2
 
 
-def undefined_correlation(reference: Sequence[float], scores: Sequence[float], names: tuple[str, str] = NAMES) -> str | None:
+def undefined_correlation(
+    reference: Sequence[float], scores: Sequence[float], names: tuple[str, str] = NAMES
+) -> str | None:
     """Why no rank correlation exists between the two, or None when it does."""
     if len(reference) < MIN_PAIRS:
         return f"needs at least {MIN_PAIRS} pairs, has {len(reference)}"
@@ -99,12 +101,22 @@ def undefined_correlation(reference: Sequence[float], scores: Sequence[float], n
     return None
 
 
-def spearman(reference: Sequence[float], scores: Sequence[float], boot: Bootstrap = DEFAULT_BOOTSTRAP, names: tuple[str, str] = NAMES) -> Statistic:
+def spearman(
+    reference: Sequence[float],
+    scores: Sequence[float],
+    boot: Bootstrap = DEFAULT_BOOTSTRAP,
+    names: tuple[str, str] = NAMES,
+) -> Statistic:
     """Spearman's ρ (ties get average ranks) with a bootstrap interval."""
     return _correlation(_spearman_one, _spearman_rows, reference, scores, boot, names)
 
 
-def kendall(reference: Sequence[float], scores: Sequence[float], boot: Bootstrap = DEFAULT_BOOTSTRAP, names: tuple[str, str] = NAMES) -> Statistic:
+def kendall(
+    reference: Sequence[float],
+    scores: Sequence[float],
+    boot: Bootstrap = DEFAULT_BOOTSTRAP,
+    names: tuple[str, str] = NAMES,
+) -> Statistic:
     """Kendall's τ-b (corrected for ties on either side) with a bootstrap interval."""
     return _correlation(_kendall_one, _kendall_rows, reference, scores, boot, names)
 
@@ -142,7 +154,10 @@ def confusion(reference: Sequence[float], scores: Sequence[float]) -> tuple[tupl
 
 
 def per_category(
-    categories: Sequence[str | None], reference: Sequence[float], scores: Sequence[float], boot: Bootstrap = DEFAULT_BOOTSTRAP
+    categories: Sequence[str | None],
+    reference: Sequence[float],
+    scores: Sequence[float],
+    boot: Bootstrap = DEFAULT_BOOTSTRAP,
 ) -> tuple[CategoryRow, ...]:
     """One row per category, by name (pairs without one last); ρ only from `MIN_CATEGORY_PAIRS` pairs, without an
     interval (one per category would be too wide to read at these sizes)."""
@@ -187,7 +202,9 @@ def agreement(
         kappa=weighted_kappa([bucket(r) for r in reference], [bucket(s) for s in scores]),
         mae=mean_absolute_error(reference, scores),
         confusion=confusion(reference, scores),
-        categories=per_category(categories if categories is not None else [None] * len(reference), reference, scores, boot),
+        categories=per_category(
+            categories if categories is not None else [None] * len(reference), reference, scores, boot
+        ),
         disagreements=largest_disagreements(reference, scores, top),
         bootstrap=boot,
     )
@@ -199,7 +216,9 @@ One = Callable[[Floats, Floats], float]
 Rows = Callable[[Floats, Floats], Floats]  # one statistic per row of two (resamples × n) arrays; NaN when degenerate
 
 
-def _correlation(one: One, rows: Rows, reference: Sequence[float], scores: Sequence[float], boot: Bootstrap, names: tuple[str, str]) -> Statistic:
+def _correlation(
+    one: One, rows: Rows, reference: Sequence[float], scores: Sequence[float], boot: Bootstrap, names: tuple[str, str]
+) -> Statistic:
     if len(reference) != len(scores):
         raise ValueError(f"{len(reference)} reference values but {len(scores)} scores")
     why = undefined_correlation(reference, scores, names)

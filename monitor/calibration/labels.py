@@ -75,7 +75,9 @@ def parse_labels(data: bytes, scale: Scale, source: str) -> list[LabelledPair]:
         pair = parse_line(text, number, scale, source)
         if pair.id is not None:
             if pair.id in lines_of_ids:
-                raise LabelsError(f"{source} line {number}: id {pair.id!r} is also on line {lines_of_ids[pair.id]}; ids must be unique")
+                raise LabelsError(
+                    f"{source} line {number}: id {pair.id!r} is also on line {lines_of_ids[pair.id]}; ids must be unique"
+                )
             lines_of_ids[pair.id] = number
         pairs.append(pair)
     if not pairs:
@@ -101,13 +103,17 @@ def parse_line(text: str, number: int, scale: Scale, source: str) -> LabelledPai
     try:
         obj = json.loads(text)
     except ValueError as e:
-        raise bad(f"not valid JSON ({e.msg} at column {e.colno})" if isinstance(e, json.JSONDecodeError) else "not valid JSON") from None
+        raise bad(
+            f"not valid JSON ({e.msg} at column {e.colno})" if isinstance(e, json.JSONDecodeError) else "not valid JSON"
+        ) from None
     if not isinstance(obj, dict):
         raise bad(f"not a JSON object (a {_json_type(obj)})")
     unknown = sorted(set(obj) - _KNOWN)
     if unknown:
         # Refused rather than ignored: a misspelt "categroy" would otherwise vanish from the per-category table.
-        raise bad(f"unknown field {', '.join(map(repr, unknown))} (fields: question, answer or response, label, id, category, rationale)")
+        raise bad(
+            f"unknown field {', '.join(map(repr, unknown))} (fields: question, answer or response, label, id, category, rationale)"
+        )
     question = _text(obj, "question", bad)
     if not question.strip():
         raise bad("question is empty")
@@ -141,7 +147,9 @@ def check_label(value: Any, scale: Scale) -> float | str:
         return f"label {value} is not a finite number"
     if scale == "rubric":
         if not float(value).is_integer():
-            return f"label {value} is not an integer; rubric labels are 0–4 (--label-scale unit takes 0–1 with decimals)"
+            return (
+                f"label {value} is not an integer; rubric labels are 0–4 (--label-scale unit takes 0–1 with decimals)"
+            )
         if not 0 <= value <= RUBRIC_MAX:
             return f"label {value:g} is out of range 0–4 (the rubric scale; --label-scale unit takes 0–1)"
         return float(value)

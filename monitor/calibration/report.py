@@ -57,7 +57,9 @@ def document(run: CalibrationRun, result: Agreement, source: str, scale: Scale) 
                 "rows": "label",
                 "columns": "judge",
                 "groups": GROUP_BUCKETS,
-                "counts": {g: dict(zip(GROUPS, row, strict=True)) for g, row in zip(GROUPS, result.confusion, strict=True)},
+                "counts": {
+                    g: dict(zip(GROUPS, row, strict=True)) for g, row in zip(GROUPS, result.confusion, strict=True)
+                },
             },
             "categories": [
                 {
@@ -77,7 +79,12 @@ def document(run: CalibrationRun, result: Agreement, source: str, scale: Scale) 
 
 def statistic_dict(s: Statistic) -> dict[str, Any]:
     """A statistic as JSON: value (null when undefined, with the reason), interval and resamples behind it."""
-    return {"value": s.value, "ci": list(s.ci) if s.ci is not None else None, "undefined": s.undefined, "resamples_used": s.resamples_used}
+    return {
+        "value": s.value,
+        "ci": list(s.ci) if s.ci is not None else None,
+        "undefined": s.undefined,
+        "resamples_used": s.resamples_used,
+    }
 
 
 def pair_dict(o: PairOutcome) -> dict[str, Any]:
@@ -100,14 +107,19 @@ def disagreement_dict(o: PairOutcome) -> dict[str, Any]:
         **pair_dict(o),
         "question": o.pair.question,
         "answer": o.pair.answer,
-        "label": int(o.pair.label) if o.pair.label.is_integer() else o.pair.label,  # as written: rubric labels are whole
+        "label": int(o.pair.label)
+        if o.pair.label.is_integer()
+        else o.pair.label,  # as written: rubric labels are whole
         "label_unit": o.pair.label_unit,
         "score": j.score,
         "raw_score": j.raw_score,
         "bucket": bucket(j.score),
         "gap": abs(o.pair.label_unit - j.score),
         "reasoning": j.reasoning,
-        "statements": [{"statement": s, "verdict": v, "reason": r} for s, v, r in zip(j.statements, j.verdicts, j.verdict_reasons, strict=True)],
+        "statements": [
+            {"statement": s, "verdict": v, "reason": r}
+            for s, v, r in zip(j.statements, j.verdicts, j.verdict_reasons, strict=True)
+        ],
     }
 
 

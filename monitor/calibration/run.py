@@ -99,7 +99,11 @@ def outage_outlasts_patience(opens_since_last_success: int, probes: int = FAILED
 
 def given_up(opens: int) -> JudgeFailure:
     """The failure of a pair left unjudged because the judge stayed down."""
-    return JudgeFailure("unavailable", f"gave up waiting: the judge's circuit opened {opens} times without a success in between", transient=True)
+    return JudgeFailure(
+        "unavailable",
+        f"gave up waiting: the judge's circuit opened {opens} times without a success in between",
+        transient=True,
+    )
 
 
 def pair_event(pair: LabelledPair, now: datetime) -> ConversationEvent:
@@ -121,7 +125,11 @@ def pair_event(pair: LabelledPair, now: datetime) -> ConversationEvent:
 
 
 async def judge_pairs(
-    pairs: Sequence[LabelledPair], judge: Judge, flow: FlowSettings, redactor: Redactor | None = None, progress: Progress | None = None
+    pairs: Sequence[LabelledPair],
+    judge: Judge,
+    flow: FlowSettings,
+    redactor: Redactor | None = None,
+    progress: Progress | None = None,
 ) -> CalibrationRun:
     """Judge every pair concurrently under `flow`'s limits and close the judge; the outcomes keep input order."""
     spent: list[Usage] = []

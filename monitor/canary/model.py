@@ -64,7 +64,13 @@ class CanaryTick:
         out: dict[str, object] = {"started": self.started, "running": self.running}
         if self.written is not None:
             f = self.written.figures
-            out["written"] = {"run_id": self.written.run_id, "pairs": f.pairs, "errors": f.errors, "spearman": f.spearman, "kappa": f.kappa}
+            out["written"] = {
+                "run_id": self.written.run_id,
+                "pairs": f.pairs,
+                "errors": f.errors,
+                "spearman": f.spearman,
+                "kappa": f.kappa,
+            }
         if self.failed:
             out["failed"] = self.failed
         return out

@@ -102,7 +102,12 @@ class CanaryRun:
 
 
 async def judge_set(
-    labelled: LabelledSet, judge: Judge, flow: FlowSettings, redactor: Redactor | None, deadline_s: float, run_at: datetime
+    labelled: LabelledSet,
+    judge: Judge,
+    flow: FlowSettings,
+    redactor: Redactor | None,
+    deadline_s: float,
+    run_at: datetime,
 ) -> CanaryRun:
     """Judge every pair of `labelled` under `flow`'s limits, each unscored at `deadline_s` seconds an error, and close
     the judge; the pairs keep the set's order."""
@@ -133,7 +138,9 @@ async def judge_set(
         spend = spend.plus(usage)
     scored = [(j.pair.label_unit, j.judgement.score) for j in judged if j.judgement is not None]
     figures = run_figures(scored, len(judged))
-    return CanaryRun(uuid.uuid4().hex[:16], run_at, judge.info, labelled.name, judged, figures, spend, time.monotonic() - started)
+    return CanaryRun(
+        uuid.uuid4().hex[:16], run_at, judge.info, labelled.name, judged, figures, spend, time.monotonic() - started
+    )
 
 
 def _result(task: asyncio.Task[JudgedPair | None], pair: LabelledPair, deadline_s: float) -> JudgedPair:
@@ -144,4 +151,6 @@ def _result(task: asyncio.Task[JudgedPair | None], pair: LabelledPair, deadline_
         done = task.result()
         if done is not None:
             return done
-    return JudgedPair(pair, JudgeFailure(DEADLINE_REASON, f"no verdict within the run's deadline of {deadline_s:g}s", transient=True))
+    return JudgedPair(
+        pair, JudgeFailure(DEADLINE_REASON, f"no verdict within the run's deadline of {deadline_s:g}s", transient=True)
+    )

@@ -20,7 +20,18 @@ def _u32(n: float) -> int:
 def canary_rows(run: CanaryRun, written_at: datetime) -> list[tuple[Any, ...]]:
     """One row per pair of `run`, in `COLUMNS` order, the run's figures on each."""
     f, spend, info = run.figures, run.spend, run.judge
-    per_run = (f.pairs, f.errors, f.spearman, f.kappa, f.mean_shift, f.error_rate, _u32(spend.calls), spend.cost_usd, run.seconds, written_at)
+    per_run = (
+        f.pairs,
+        f.errors,
+        f.spearman,
+        f.kappa,
+        f.mean_shift,
+        f.error_rate,
+        _u32(spend.calls),
+        spend.cost_usd,
+        run.seconds,
+        written_at,
+    )
     rows = []
     for j in run.pairs:
         verdict = j.verdict

@@ -57,7 +57,9 @@ def register(subparsers: Any) -> None:
     )
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--labels", metavar="FILE", help="JSONL file of labelled pairs (required unless --golden)")
-    source.add_argument("--golden", action="store_true", help="use the golden set shipped with relevancy-monitor instead of --labels")
+    source.add_argument(
+        "--golden", action="store_true", help="use the golden set shipped with relevancy-monitor instead of --labels"
+    )
     p.add_argument(
         "--label-scale",
         choices=SCALES,
@@ -65,9 +67,19 @@ def register(subparsers: Any) -> None:
         help="rubric: integer labels 0-4 as in the rubric judge; unit: labels 0-1, decimals allowed (default: rubric)",
     )
     p.add_argument("--json", action="store_true", help="print the report as one JSON document (default: tables)")
-    p.add_argument("--resamples", type=positive_int, default=2000, metavar="N", help="bootstrap resamples for the intervals (default: 2000)")
-    p.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the bootstrap, so a report repeats (default: 0)")
-    p.add_argument("--top", type=positive_int, default=10, metavar="N", help="largest disagreements listed (default: 10)")
+    p.add_argument(
+        "--resamples",
+        type=positive_int,
+        default=2000,
+        metavar="N",
+        help="bootstrap resamples for the intervals (default: 2000)",
+    )
+    p.add_argument(
+        "--seed", type=int, default=0, metavar="N", help="seed of the bootstrap, so a report repeats (default: 0)"
+    )
+    p.add_argument(
+        "--top", type=positive_int, default=10, metavar="N", help="largest disagreements listed (default: 10)"
+    )
     add_setting_flags(p, "judge", JUDGE_SETTINGS, JUDGE_ENV_ONLY)
     add_setting_flags(p, "flow and privacy, as in the service", FLOW_SETTINGS)
     p.set_defaults(func=cmd_calibrate)
@@ -91,7 +103,9 @@ def labels_source(ns: argparse.Namespace) -> Path:
     return Path(ns.labels)
 
 
-def run_calibrate(ns: argparse.Namespace, settings: Settings | None = None, out: IO[str] | None = None, err: IO[str] | None = None) -> int:
+def run_calibrate(
+    ns: argparse.Namespace, settings: Settings | None = None, out: IO[str] | None = None, err: IO[str] | None = None
+) -> int:
     """Judge the set `ns` names and print the report to `out`, progress and a failure summary to `err`; raises
     `LabelsError`, `UsageError` or `ConfigError` (exit 2) before any judging for bad input."""
     from monitor.calibration.run import judge_pairs
@@ -116,7 +130,9 @@ def run_calibrate(ns: argparse.Namespace, settings: Settings | None = None, out:
     else:
         print_report(run, result, str(path), ns.label_scale, report_console(out))
     if run.failed:
-        err.write(f"{PROG}: {len(run.failed)} of {len(pairs)} pairs could not be judged; they are left out of the statistics\n")
+        err.write(
+            f"{PROG}: {len(run.failed)} of {len(pairs)} pairs could not be judged; they are left out of the statistics\n"
+        )
         return 1
     return 0
 

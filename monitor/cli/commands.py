@@ -60,7 +60,11 @@ def register(sub: Any) -> None:
 
     about = "run a query against the configured store and print the result (reads only, creates nothing)"
     p = sub.add_parser("sql", help=about, description=f"{about[0].upper()}{about[1:]}.")
-    p.add_argument("query", nargs="?", help="SQL; {table} expands to the scores table, unqualified names resolve in the database (or give --file)")
+    p.add_argument(
+        "query",
+        nargs="?",
+        help="SQL; {table} expands to the scores table, unqualified names resolve in the database (or give --file)",
+    )
     p.add_argument("--file", help="read the query from this file instead (default: the query argument)")
     p.add_argument(
         "--format",
@@ -74,8 +78,13 @@ def register(sub: Any) -> None:
     about = "produce events to a topic: a JSONL file as-is, or generated traffic"
     p = sub.add_parser("produce", help=about, description=f"{about[0].upper()}{about[1:]}.")
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--file", help="one record value per line, sent as-is, malformed lines included (this or --generate is required)")
-    src.add_argument("--generate", type=int, metavar="N", help="generate N synthetic events (this or --file is required)")
+    src.add_argument(
+        "--file",
+        help="one record value per line, sent as-is, malformed lines included (this or --generate is required)",
+    )
+    src.add_argument(
+        "--generate", type=int, metavar="N", help="generate N synthetic events (this or --file is required)"
+    )
     p.add_argument(
         "--kafka-topic",
         metavar="TOPIC",
@@ -83,8 +92,18 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--partitions", type=int, default=3, help="partitions of the topic if it is created (default: 3)")
     p.add_argument("--rate", type=float, default=0.0, help="events per second, 0 for as fast as possible (default: 0)")
-    p.add_argument("--seed", type=int, default=7, help="seed of the generated events: the same seed gives the same events (default: 7)")
-    p.add_argument("--malformed-share", type=float, default=0.02, help="share of generated events malformed on purpose, 0..1 (default: 0.02)")
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=7,
+        help="seed of the generated events: the same seed gives the same events (default: 7)",
+    )
+    p.add_argument(
+        "--malformed-share",
+        type=float,
+        default=0.02,
+        help="share of generated events malformed on purpose, 0..1 (default: 0.02)",
+    )
     p.add_argument(
         "--pii-share",
         type=float,
@@ -139,7 +158,9 @@ def _prepare_schema(s: StoreSettings) -> None:
                 log.info("migrated", database=s.database, migrations=[m.name for m in applied])
             retention = schema.retention_applied
             if retention:
-                log.info("retention applied", database=s.database, retention=retention.wanted, changes=retention.describe())
+                log.info(
+                    "retention applied", database=s.database, retention=retention.wanted, changes=retention.describe()
+                )
         else:
             schema.check()
             if schema.retention_pending:
@@ -170,14 +191,21 @@ def cmd_migrate(ns: argparse.Namespace) -> int:
         applied = schema.migrate()
     finally:
         store.close()
-    done = f"{len(applied)} migration(s) applied: {', '.join(m.name for m in applied)}" if applied else "already up to date"
+    done = (
+        f"{len(applied)} migration(s) applied: {', '.join(m.name for m in applied)}"
+        if applied
+        else "already up to date"
+    )
     print(f"schema of {store.qualified_table} applied at {store.url} ({done})", file=sys.stderr)
     for difference in schema.repaired:
         print(f"repaired: {difference}: {difference.repair}", file=sys.stderr)
     for difference in schema.unfixed:
         print(f"{'cannot fix' if difference.blocking else 'left as it is'}: {difference}", file=sys.stderr)
     if any(d.blocking for d in schema.unfixed):
-        print(f"{len(schema.unfixed)} difference(s) left as they are: migrate adds what is missing and changes nothing else", file=sys.stderr)
+        print(
+            f"{len(schema.unfixed)} difference(s) left as they are: migrate adds what is missing and changes nothing else",
+            file=sys.stderr,
+        )
         return 1
     retention = schema.retention_applied
     if retention:
@@ -188,7 +216,10 @@ def cmd_migrate(ns: argparse.Namespace) -> int:
     elif retention is not None:
         print(f"retention unchanged: {retention.wanted}", file=sys.stderr)
     else:
-        print("retention not managed (MONITOR_RETENTION_DAYS unset): the tables' TTLs were left as they are", file=sys.stderr)
+        print(
+            "retention not managed (MONITOR_RETENTION_DAYS unset): the tables' TTLs were left as they are",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -254,7 +285,9 @@ def cmd_produce(ns: argparse.Namespace) -> int:
     settings = settings_from_args(ns)  # brokers, TLS and SASL from the flags and MONITOR_KAFKA_*, like `run`'s clients
     kafka = settings.kafka
     topic: str = ns.kafka_topic or settings.kafka_topics[0]
-    sent = asyncio.run(produce(kafka.bootstrap_servers, topic, values, rate=ns.rate, partitions=ns.partitions, kafka=kafka))
+    sent = asyncio.run(
+        produce(kafka.bootstrap_servers, topic, values, rate=ns.rate, partitions=ns.partitions, kafka=kafka)
+    )
     print(f"produced {sent} record(s) to {topic} at {kafka.bootstrap_servers}", file=sys.stderr)
     return 0
 
@@ -277,7 +310,10 @@ def cmd_broker(ns: argparse.Namespace) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda *_: stop.set())
     with LocalBroker(port=ns.port) as broker:
-        print(f"local Kafka-protocol broker (tansu, in-memory) listening on {broker.bootstrap}; Ctrl-C stops it", file=sys.stderr)
+        print(
+            f"local Kafka-protocol broker (tansu, in-memory) listening on {broker.bootstrap}; Ctrl-C stops it",
+            file=sys.stderr,
+        )
         while not stop.wait(1.0) and broker.running:
             pass
         if not stop.is_set():

@@ -42,15 +42,27 @@ def register(subparsers: Any) -> None:
         metavar="ID",
         help="judge_id of the reference judge (default: when exactly two judges have rows in the range, the one with more rows)",
     )
-    p.add_argument("--judge-b", default=None, metavar="ID", help="judge_id of the judge compared with it (default: the other of the two)")
+    p.add_argument(
+        "--judge-b",
+        default=None,
+        metavar="ID",
+        help="judge_id of the judge compared with it (default: the other of the two)",
+    )
     p.add_argument(
         "--since",
         default=DEFAULT_SINCE,
         metavar="TIME",
         help=f"start of the event-time range: ISO 8601 (UTC without offset) or relative as --since=-24h (default: {DEFAULT_SINCE})",
     )
-    p.add_argument("--until", default="now", metavar="TIME", help="end of the range: ISO 8601, relative (--until=-1d), or now (default: now)")
-    p.add_argument("--json", action="store_true", help="print one JSON document (default: text for people, fitted to the terminal)")
+    p.add_argument(
+        "--until",
+        default="now",
+        metavar="TIME",
+        help="end of the range: ISO 8601, relative (--until=-1d), or now (default: now)",
+    )
+    p.add_argument(
+        "--json", action="store_true", help="print one JSON document (default: text for people, fitted to the terminal)"
+    )
     add_store_flags(p)
     p.set_defaults(func=cmd_compare)
 
@@ -105,7 +117,9 @@ def run_compare(ns: argparse.Namespace, out: TextIO | None = None, width: int | 
         raise UsageError(f"--since ({since.isoformat()}) must be before --until ({until.isoformat()})")
     if ns.judge_a is not None and ns.judge_a == ns.judge_b:
         raise UsageError(f"--judge-a and --judge-b are both {ns.judge_a}: name two judges")
-    settings = load_settings(**{name: getattr(ns, name) for name in STORE_SETTINGS if getattr(ns, name, None) is not None})
+    settings = load_settings(
+        **{name: getattr(ns, name) for name in STORE_SETTINGS if getattr(ns, name, None) is not None}
+    )
     span = f"between {_time(since)} and {_time(until)}"
     store = ClickHouseStore.from_settings(settings.store)
     try:
@@ -135,14 +149,22 @@ def _time(t: datetime) -> str:
 
 
 def _judge_doc(j: JudgeRows) -> dict[str, Any]:
-    return {"judge_id": j.judge_id, "judge": j.judge, "judge_model": j.judge_model, "rows": j.rows, "ok_rows": j.ok_rows}
+    return {
+        "judge_id": j.judge_id,
+        "judge": j.judge,
+        "judge_model": j.judge_model,
+        "rows": j.rows,
+        "ok_rows": j.ok_rows,
+    }
 
 
 def _stat_doc(s: Statistic) -> dict[str, Any]:
     return {"value": s.value, "ci": list(s.ci) if s.ci else None, "undefined": s.undefined}
 
 
-def comparison_document(a: JudgeRows, b: JudgeRows, since: datetime, until: datetime, c: Comparison, worst: list[SharedEvent]) -> dict[str, Any]:
+def comparison_document(
+    a: JudgeRows, b: JudgeRows, since: datetime, until: datetime, c: Comparison, worst: list[SharedEvent]
+) -> dict[str, Any]:
     """The comparison as one JSON-ready document."""
     m = c.confusion
     return {
@@ -214,7 +236,15 @@ def _num(s: Statistic, signed: bool = False) -> str:
     return text
 
 
-def print_comparison(a: JudgeRows, b: JudgeRows, span: str, c: Comparison, worst: list[SharedEvent], out: TextIO, width: int | None = None) -> None:
+def print_comparison(
+    a: JudgeRows,
+    b: JudgeRows,
+    span: str,
+    c: Comparison,
+    worst: list[SharedEvent],
+    out: TextIO,
+    width: int | None = None,
+) -> None:
     """The comparison for people, each line within `width` (default: the terminal's, else 80)."""
     from rich.console import Console
 
@@ -222,7 +252,9 @@ def print_comparison(a: JudgeRows, b: JudgeRows, span: str, c: Comparison, worst
     lines = [f"events {span}"]
     pad = max(len(a.judge_id), len(b.judge_id))
     for name, j in (("a", a), ("b", b)):
-        lines.append(f"  {name}  {j.judge_id:<{pad}}  {j.rows:>6} rows {j.ok_rows:>6} ok  {j.judge} {j.judge_model}".rstrip())
+        lines.append(
+            f"  {name}  {j.judge_id:<{pad}}  {j.rows:>6} rows {j.ok_rows:>6} ok  {j.judge} {j.judge_model}".rstrip()
+        )
     m = c.confusion
     share = f" ({100 * m.same_side / c.n:.0f}%)" if c.n else ""
     lines += [

@@ -48,7 +48,13 @@ def register(sub: Any) -> None:
         metavar="SECONDS",
         help="most seconds of live traffic; it stops 5 s after the planted alert fires (default: 120)",
     )
-    p.add_argument("--rate", type=float, default=40.0, metavar="PER_SECOND", help="live events per second (default: 40; at most 4 with an LLM judge)")
+    p.add_argument(
+        "--rate",
+        type=float,
+        default=40.0,
+        metavar="PER_SECOND",
+        help="live events per second (default: 40; at most 4 with an LLM judge)",
+    )
     p.add_argument(
         "--clickhouse-url",
         default=None,
@@ -57,7 +63,11 @@ def register(sub: Any) -> None:
         "default: the store `run` and `sql` use, chdb://<cwd>/.relevancy-monitor/chdb]",
     )
     p.add_argument(
-        "--report", type=Path, metavar="FILE", default=Path(".relevancy-monitor/demo-report.html"), help="the HTML report (default: %(default)s)"
+        "--report",
+        type=Path,
+        metavar="FILE",
+        default=Path(".relevancy-monitor/demo-report.html"),
+        help="the HTML report (default: %(default)s)",
     )
     p.set_defaults(func=cmd_demo)
 
@@ -80,7 +90,9 @@ def cmd_demo(ns: argparse.Namespace) -> int:
     for line in final_lines(outcome, _store_flag(plan)):
         console.print(line, highlight=False)
     for command in next_commands(outcome, _cli_name(), _store_flag(plan)):
-        console.print(f"  {command}", soft_wrap=True, highlight=False, markup=False)  # one line to copy, however it wraps
+        console.print(
+            f"  {command}", soft_wrap=True, highlight=False, markup=False
+        )  # one line to copy, however it wraps
     return 0
 
 
@@ -98,7 +110,9 @@ def _run_with_panel(plan: DemoPlan, console: Console, run: Any) -> Any:
     def line(p: DemoProgress) -> None:
         if p.phase != last["phase"] or time.monotonic() - last["at"] >= 5:
             last.update(at=time.monotonic(), phase=p.phase)
-            counts = f"consumed {p.consumed}, judged {p.judged}, in flight {p.in_flight}, dead-lettered {p.dead_lettered}"
+            counts = (
+                f"consumed {p.consumed}, judged {p.judged}, in flight {p.in_flight}, dead-lettered {p.dead_lettered}"
+            )
             text = f"{p.phase}: {counts}" if p.counting else p.phase
             console.print(text, soft_wrap=True)
 

@@ -23,7 +23,14 @@ from monitor.devtools.config_reference import (
 )
 
 # Where the store is and how to reach it: what every command opening the store reads (with the password, env only).
-STORE_SETTINGS = ("clickhouse_url", "clickhouse_database", "clickhouse_table", "clickhouse_user", "clickhouse_ca_file", "clickhouse_verify")
+STORE_SETTINGS = (
+    "clickhouse_url",
+    "clickhouse_database",
+    "clickhouse_table",
+    "clickhouse_user",
+    "clickhouse_ca_file",
+    "clickhouse_verify",
+)
 STORE_ENV_ONLY = ("clickhouse_password",)
 
 # The DDL and DELETEs of `migrate` and `forget` run ON CLUSTER this cluster.
@@ -94,14 +101,20 @@ def add_setting_flag(group: argparse._ActionsContainer, name: str) -> None:
     flag = "--" + name.replace("_", "-")
     choices = literal_choices(field)
     if field.annotation is bool:
-        group.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction, default=None, help=setting_help(name))
+        group.add_argument(
+            flag, dest=name, action=argparse.BooleanOptionalAction, default=None, help=setting_help(name)
+        )
     elif choices:
         group.add_argument(flag, dest=name, choices=choices, default=None, help=setting_help(name))
     else:
-        group.add_argument(flag, dest=name, default=None, metavar=_metavar(name, field.annotation), help=setting_help(name))
+        group.add_argument(
+            flag, dest=name, default=None, metavar=_metavar(name, field.annotation), help=setting_help(name)
+        )
 
 
-def add_setting_flags(parser: argparse.ArgumentParser, title: str, names: Iterable[str], env_settings: Iterable[str] = ()) -> None:
+def add_setting_flags(
+    parser: argparse.ArgumentParser, title: str, names: Iterable[str], env_settings: Iterable[str] = ()
+) -> None:
     """Add the flags of the settings `names` in one group of the help, which names the `env_settings` read too."""
     also = [" or ".join(variables(Settings, "MONITOR_", name)) for name in env_settings]
     description = f"Also read, from the environment only: {', '.join(also)}." if also else None
@@ -127,12 +140,24 @@ def add_store_flags(parser: argparse.ArgumentParser, *extra: str) -> None:
 class _Renamed(argparse.Action):
     """A former spelling of a flag: still accepted, hidden from the help, with one line on stderr naming the new one."""
 
-    def __init__(self, option_strings: Sequence[str], dest: str, new: str, nargs: int | None = None, const: Any = None, **kw: Any) -> None:
-        super().__init__(option_strings, dest, nargs=nargs, const=const, default=argparse.SUPPRESS, help=argparse.SUPPRESS, **kw)
+    def __init__(
+        self, option_strings: Sequence[str], dest: str, new: str, nargs: int | None = None, const: Any = None, **kw: Any
+    ) -> None:
+        super().__init__(
+            option_strings, dest, nargs=nargs, const=const, default=argparse.SUPPRESS, help=argparse.SUPPRESS, **kw
+        )
         self.new = new
 
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option_string: str | None = None) -> None:
-        sys.stderr.write(f"relevancy-monitor: {option_string} is now {self.new} (the old spelling still works, for now)\n")
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        sys.stderr.write(
+            f"relevancy-monitor: {option_string} is now {self.new} (the old spelling still works, for now)\n"
+        )
         setattr(namespace, self.dest, self.const if self.nargs == 0 else values)
 
 

@@ -25,9 +25,16 @@ def register(sub: Any) -> None:
     p = sub.add_parser("forget", help=about, description=f"{about[0].upper()}{about[1:]}.")
     needed = "repeatable; at least one --conversation-id or --event-id is required"
     p.add_argument(
-        "--conversation-id", dest="conversation_ids", action="append", default=[], metavar="ID", help=f"a conversation to erase ({needed})"
+        "--conversation-id",
+        dest="conversation_ids",
+        action="append",
+        default=[],
+        metavar="ID",
+        help=f"a conversation to erase ({needed})",
     )
-    p.add_argument("--event-id", dest="event_ids", action="append", default=[], metavar="ID", help=f"an event to erase ({needed})")
+    p.add_argument(
+        "--event-id", dest="event_ids", action="append", default=[], metavar="ID", help=f"an event to erase ({needed})"
+    )
     p.add_argument("--dry-run", action="store_true", help="count the rows that would be deleted, delete nothing")
     p.add_argument(
         "--format",
@@ -90,10 +97,16 @@ def report_lines(report: ErasureReport) -> list[str]:
     for name in report.aggregate_tables:
         lines.append(f"{name}: 0 rows {verb} (aggregates only: no ids or text)")
     if report.dry_run:
-        lines.append(f"{report.database}.{ERASED_TABLE}: {len(report.conversation_ids) + len(report.event_ids)} id hash(es) would be recorded")
+        lines.append(
+            f"{report.database}.{ERASED_TABLE}: {len(report.conversation_ids) + len(report.event_ids)} id hash(es) would be recorded"
+        )
     else:
-        lines.append(f"{report.database}.{ERASED_TABLE}: {report.ids_recorded} id hash(es) recorded (a replay skips those ids)")
+        lines.append(
+            f"{report.database}.{ERASED_TABLE}: {report.ids_recorded} id hash(es) recorded (a replay skips those ids)"
+        )
     total = report.rows_matched if report.dry_run else report.rows_deleted
     mode = "dry run, nothing deleted" if report.dry_run else f"{report.at.isoformat()}"
-    lines.append(f"total: {total} row(s) {verb} from {len(report.tables)} scores table(s) of {report.database} ({mode}; {report.elapsed_s:.2f} s)")
+    lines.append(
+        f"total: {total} row(s) {verb} from {len(report.tables)} scores table(s) of {report.database} ({mode}; {report.elapsed_s:.2f} s)"
+    )
     return lines

@@ -85,9 +85,16 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--question", "-q", help="the user's question (required with --answer, unless --file is given)")
     p.add_argument("--answer", "-a", help="the assistant's answer (required with --question, unless --file is given)")
-    p.add_argument("--file", "-f", help="JSONL file of pairs, '-' reads stdin (required unless --question and --answer are given)")
+    p.add_argument(
+        "--file", "-f", help="JSONL file of pairs, '-' reads stdin (required unless --question and --answer are given)"
+    )
     p.add_argument("--verbose", "-v", action="store_true", help="also show each statement with its verdict and reason")
-    p.add_argument("--format", choices=["table", "json"], default="table", help="table, or json: one object per pair (default: table)")
+    p.add_argument(
+        "--format",
+        choices=["table", "json"],
+        default="table",
+        help="table, or json: one object per pair (default: table)",
+    )
     add_setting_flags(p, "judge", JUDGE_SETTINGS, JUDGE_ENV_ONLY)
     # Former spellings, from before the flags were named like those of `run` and `sql`.
     add_renamed_flag(p, "--model", "--judge-model", "judge_model")
@@ -104,7 +111,9 @@ def cmd_judge(ns: argparse.Namespace) -> int:
     return run_judge(ns, settings)
 
 
-def run_judge(ns: argparse.Namespace, settings: Settings | None = None, out: IO[str] | None = None, err: IO[str] | None = None) -> int:
+def run_judge(
+    ns: argparse.Namespace, settings: Settings | None = None, out: IO[str] | None = None, err: IO[str] | None = None
+) -> int:
     """Judge the pairs named by `ns` and print them to `out`; raises `ConfigError` or `UsageError` for bad input."""
     from monitor.judges.factory import build_judge
 
@@ -157,7 +166,10 @@ def parse_line(number: int, line: str) -> Pair:
     question = next((obj[k] for k in QUESTION_KEYS if k in obj), None)
     answer = next((obj[k] for k in ANSWER_KEYS if k in obj), None)
     if not isinstance(question, str) or not isinstance(answer, str):
-        return Pair(index=number, input_error=f"line {number}: needs string fields question (or user_message) and answer (or response)")
+        return Pair(
+            index=number,
+            input_error=f"line {number}: needs string fields question (or user_message) and answer (or response)",
+        )
     return Pair(index=number, question=question, answer=answer)
 
 
@@ -183,7 +195,12 @@ async def _judge_all(judge: Judge, pairs: Sequence[Pair], flow: FlowSettings) ->
 
 def outcome_dict(o: Outcome, info: JudgeInfo) -> dict[str, Any]:
     """The JSON object printed for one pair with --json."""
-    base: dict[str, Any] = {"index": o.pair.index, "question": o.pair.question, "answer": o.pair.answer, "judge": asdict(info)}
+    base: dict[str, Any] = {
+        "index": o.pair.index,
+        "question": o.pair.question,
+        "answer": o.pair.answer,
+        "judge": asdict(info),
+    }
     if o.judgement is None:
         return {**base, "ok": False, "error": {"reason": o.error_reason, "message": o.error}}
     j = o.judgement
@@ -193,7 +210,10 @@ def outcome_dict(o: Outcome, info: JudgeInfo) -> dict[str, Any]:
         "score": j.score,
         "raw_score": j.raw_score,
         "reasoning": j.reasoning,
-        "statements": [{"statement": s, "verdict": v, "reason": r} for s, v, r in zip(j.statements, j.verdicts, j.verdict_reasons, strict=True)],
+        "statements": [
+            {"statement": s, "verdict": v, "reason": r}
+            for s, v, r in zip(j.statements, j.verdicts, j.verdict_reasons, strict=True)
+        ],
         "usage": asdict(j.usage),
     }
 
@@ -213,7 +233,14 @@ def print_table(outcomes: Sequence[Outcome], info: JudgeInfo, *, verbose: bool, 
         table.add_column(col, overflow="fold")
     for o in outcomes:
         if o.judgement is None:
-            table.add_row(str(o.pair.index), "[red]error[/red]", "", f"[red]{o.error_reason}: {_escape(o.error or '')}[/red]", "", "")
+            table.add_row(
+                str(o.pair.index),
+                "[red]error[/red]",
+                "",
+                f"[red]{o.error_reason}: {_escape(o.error or '')}[/red]",
+                "",
+                "",
+            )
             continue
         j, u = o.judgement, o.judgement.usage
         cost = "n/a (no price)" if u.cost_usd is None else f"{u.cost_usd:.6f}"
@@ -228,7 +255,9 @@ def print_table(outcomes: Sequence[Outcome], info: JudgeInfo, *, verbose: bool, 
         detail = Table(title=f"pair {o.pair.index}: {_escape(_clip(o.pair.question, 100))}", show_lines=False)
         for col in ("#", "verdict", "statement", "reason"):
             detail.add_column(col, overflow="fold")
-        for n, (s, v, r) in enumerate(zip(o.judgement.statements, o.judgement.verdicts, o.judgement.verdict_reasons, strict=True), start=1):
+        for n, (s, v, r) in enumerate(
+            zip(o.judgement.statements, o.judgement.verdicts, o.judgement.verdict_reasons, strict=True), start=1
+        ):
             style = _VERDICT_STYLE.get(v, "")
             detail.add_row(str(n), f"[{style}]{v}[/{style}]" if style else v, _escape(s), _escape(r))
         if not o.judgement.statements:

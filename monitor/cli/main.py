@@ -14,7 +14,9 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand (nothing is read from the environment here)."""
     from monitor.cli import alerts, calibrate, commands, compare, demo, forget, judge, replay, report
 
-    parser = argparse.ArgumentParser(prog="relevancy-monitor", description="Answer-relevancy monitoring for LLM assistants.")
+    parser = argparse.ArgumentParser(
+        prog="relevancy-monitor", description="Answer-relevancy monitoring for LLM assistants."
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands.register(sub)
     judge.register(sub)

@@ -49,7 +49,16 @@ _FLOW_SETTINGS = (
 )
 _PRIVACY_SETTINGS = ("redact", "store_text", "retention_days")
 # Flags that say what a run was; a resume hint repeats them (the judge's and the store's come from the environment).
-_REPEATED = ("from_store", "where", "batch_api", "kafka_topics", "sample_rate", "judge", "judge_model", "clickhouse_url")
+_REPEATED = (
+    "from_store",
+    "where",
+    "batch_api",
+    "kafka_topics",
+    "sample_rate",
+    "judge",
+    "judge_model",
+    "clickhouse_url",
+)
 
 
 def register(subparsers: Any) -> None:
@@ -68,9 +77,17 @@ def register(subparsers: Any) -> None:
         "judge already scored live are skipped; --resume skips those of earlier replays too. Exit codes: 0 done, 2 refused or "
         "bad input, 3 stopped at --max-usd, 130 interrupted (both say how to resume).",
     )
-    p.add_argument("--since", required=True, metavar="TIME", help="start of the range: RFC 3339 (2026-11-30T00:00:00Z) or relative (--since=-24h)")
     p.add_argument(
-        "--until", default="now", metavar="TIME", help="end of the range, excluded: RFC 3339, relative (--until=-1h) or now (default: now)"
+        "--since",
+        required=True,
+        metavar="TIME",
+        help="start of the range: RFC 3339 (2026-11-30T00:00:00Z) or relative (--since=-24h)",
+    )
+    p.add_argument(
+        "--until",
+        default="now",
+        metavar="TIME",
+        help="end of the range, excluded: RFC 3339, relative (--until=-1h) or now (default: now)",
     )
     p.add_argument(
         "--from-store",
@@ -79,22 +96,48 @@ def register(subparsers: Any) -> None:
         "for history the topics no longer hold (needs MONITOR_STORE_TEXT to have kept the text)",
     )
     p.add_argument(
-        "--where", metavar="SQL", help="with --from-store: a ClickHouse condition on the scores table's columns, e.g. \"app = 'support-bot'\""
+        "--where",
+        metavar="SQL",
+        help="with --from-store: a ClickHouse condition on the scores table's columns, e.g. \"app = 'support-bot'\"",
     )
     p.add_argument(
-        "--resume", action="store_true", help="skip the events this judge scored in any earlier replay (default: only those it scored live)"
+        "--resume",
+        action="store_true",
+        help="skip the events this judge scored in any earlier replay (default: only those it scored live)",
     )
-    p.add_argument("--max-usd", type=positive_float, metavar="USD", help="stop cleanly before the spend would pass this (default: no cap)")
-    p.add_argument("--yes", action="store_true", help="go ahead whatever the estimate (default: ask above MONITOR_REPLAY_CONFIRM_USD)")
+    p.add_argument(
+        "--max-usd",
+        type=positive_float,
+        metavar="USD",
+        help="stop cleanly before the spend would pass this (default: no cap)",
+    )
+    p.add_argument(
+        "--yes",
+        action="store_true",
+        help="go ahead whatever the estimate (default: ask above MONITOR_REPLAY_CONFIRM_USD)",
+    )
     p.add_argument("--dry-run", action="store_true", help="count the range and print the estimate, judge nothing")
     p.add_argument(
         "--batch-api",
         action="store_true",
         help="send the calls through Anthropic's Message Batches API: half the price, results within 24 hours (LLM judges only)",
     )
-    p.add_argument("--batch-size", type=positive_int, default=1000, metavar="N", help="requests per Message Batch (default: 1000)")
-    p.add_argument("--batch-poll-s", type=positive_float, default=30.0, metavar="SECONDS", help="how often a batch's status is asked (default: 30)")
-    p.add_argument("--progress", choices=["auto", "bar", "lines", "none"], default="auto", help="auto: a bar on a terminal, lines otherwise")
+    p.add_argument(
+        "--batch-size", type=positive_int, default=1000, metavar="N", help="requests per Message Batch (default: 1000)"
+    )
+    p.add_argument(
+        "--batch-poll-s",
+        type=positive_float,
+        default=30.0,
+        metavar="SECONDS",
+        help="how often a batch's status is asked (default: 30)",
+    )
+    p.add_argument(
+        "--progress",
+        choices=["auto", "bar", "lines", "none"],
+        default="auto",
+        help="auto: a bar on a terminal, lines otherwise",
+    )
     add_setting_flags(p, "judge", JUDGE_SETTINGS, JUDGE_ENV_ONLY)
     add_setting_flags(p, "sampling and cost", _SAMPLING_SETTINGS)
     add_setting_flags(p, "flow", _FLOW_SETTINGS)
@@ -176,7 +219,13 @@ def resume_command(ns: argparse.Namespace, outcome: ReplayOutcome, span: TimeRan
     holds per run), or None."""
     if outcome.status not in ("capped", "interrupted") or outcome.run_id is None:
         return None
-    words = ["relevancy-monitor", "replay", f"--since={rfc3339(span.since)}", f"--until={rfc3339(span.until)}", "--resume"]
+    words = [
+        "relevancy-monitor",
+        "replay",
+        f"--since={rfc3339(span.since)}",
+        f"--until={rfc3339(span.until)}",
+        "--resume",
+    ]
     for name in _REPEATED:
         value = getattr(ns, name, None)
         if value is None or value is False:

@@ -40,15 +40,25 @@ def register(subparsers: Any) -> None:
         default=None,
         help="database of the scores, traffic counts and alert state [env MONITOR_CLICKHOUSE_DATABASE; default: relevancy]",
     )
-    p.add_argument("--clickhouse-table", default=None, help="the scores table [env MONITOR_CLICKHOUSE_TABLE; default: relevancy_scores]")
-    p.add_argument("--since", default="-24h", help="start: ISO 8601 (UTC without an offset), or relative as --since=-7d (default: -24h)")
+    p.add_argument(
+        "--clickhouse-table",
+        default=None,
+        help="the scores table [env MONITOR_CLICKHOUSE_TABLE; default: relevancy_scores]",
+    )
+    p.add_argument(
+        "--since",
+        default="-24h",
+        help="start: ISO 8601 (UTC without an offset), or relative as --since=-7d (default: -24h)",
+    )
     p.add_argument("--until", default="now", help="end: ISO 8601, or relative as --until=-1d, or now (default: now)")
     p.add_argument(
         "--include-replays",
         action="store_true",
         help="also read the rows `relevancy-monitor replay` wrote (default: the live consumer's rows only; the page says how many it left out)",
     )
-    p.add_argument("--out", default=DEFAULT_OUT, help=f"the HTML file to write (default: {DEFAULT_OUT} in the working directory)")
+    p.add_argument(
+        "--out", default=DEFAULT_OUT, help=f"the HTML file to write (default: {DEFAULT_OUT} in the working directory)"
+    )
     p.set_defaults(func=cmd_report)
 
 
@@ -64,7 +74,11 @@ def cmd_report(ns: argparse.Namespace) -> int:
     out = Path(ns.out).expanduser().absolute()
     if not out.parent.is_dir():
         raise UsageError(f"--out: directory {out.parent} does not exist")
-    settings = load_settings(clickhouse_url=ns.clickhouse_url, clickhouse_database=ns.clickhouse_database, clickhouse_table=ns.clickhouse_table)
+    settings = load_settings(
+        clickhouse_url=ns.clickhouse_url,
+        clickhouse_database=ns.clickhouse_database,
+        clickhouse_table=ns.clickhouse_table,
+    )
     store = ClickHouseStore.from_settings(settings.store)
     try:
         store.open_for_reads()

@@ -58,7 +58,9 @@ def print_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], out: Text
     console = Console(file=out, width=width)
     cells = [[_shown(v) for v in r] for r in rows]
     natural = [max([cell_len(c), *(cell_len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
-    widths = fit_widths(natural, console.width - (3 * len(columns) + 1))  # each column: 2 of padding and a border; 1 more edge
+    widths = fit_widths(
+        natural, console.width - (3 * len(columns) + 1)
+    )  # each column: 2 of padding and a border; 1 more edge
     table = Table(show_lines=False)
     for i, name in enumerate(columns):
         justify: JustifyMethod = "right" if _numeric(rows, i) else "left"
@@ -71,7 +73,9 @@ def print_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], out: Text
     console.print(f"{len(rows)} row(s)", style="dim", highlight=False)
 
 
-def print_result(columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str, out: TextIO | None = None, width: int | None = None) -> None:
+def print_result(
+    columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str, out: TextIO | None = None, width: int | None = None
+) -> None:
     """Print query results as a table (fitted to `width`, default the terminal's), CSV or JSON lines (to stdout
     unless `out` is given)."""
     out = out or sys.stdout  # looked up per call: a default bound at import would miss a redirected stdout

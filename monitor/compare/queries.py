@@ -39,7 +39,9 @@ def judges_in_range(store: ClickHouseStore, since: datetime, until: datetime) ->
     return [JudgeRows(str(r[0]), str(r[1]), str(r[2]), int(r[3]), int(r[4])) for r in result.rows]
 
 
-def shared_scores(store: ClickHouseStore, judge_a: str, judge_b: str, since: datetime, until: datetime) -> list[SharedEvent]:
+def shared_scores(
+    store: ClickHouseStore, judge_a: str, judge_b: str, since: datetime, until: datetime
+) -> list[SharedEvent]:
     """The events in the range both judges scored ok (same app and event_id), scores only, by app and event id."""
 
     def side(param: str) -> str:

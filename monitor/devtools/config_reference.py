@@ -197,14 +197,18 @@ def default_text(field: FieldInfo) -> str | None:
 def variables(model: type[BaseSettings], prefix: str, name: str) -> tuple[str, ...]:
     """The environment variables of a setting: `MONITOR_<NAME>`, or its upper-case aliases (`ANTHROPIC_API_KEY`)."""
     alias = model.model_fields[name].validation_alias
-    names = [str(a) for a in alias.choices if isinstance(a, str) and a.isupper()] if isinstance(alias, AliasChoices) else []
+    names = (
+        [str(a) for a in alias.choices if isinstance(a, str) and a.isupper()] if isinstance(alias, AliasChoices) else []
+    )
     return tuple(names) or (f"{prefix}{name.upper()}",)
 
 
 def topic_of(name: str, section: Section) -> str:
     """The topic a field of `section.model` belongs to (see `MONITOR_TOPICS`)."""
     order = list(section.model.model_fields)
-    starts = [(order.index(first), title) for title, first in section.topics]  # ValueError: a topic's first field is gone
+    starts = [
+        (order.index(first), title) for title, first in section.topics
+    ]  # ValueError: a topic's first field is gone
     return max((i, t) for i, t in starts if i <= order.index(name))[1]
 
 
@@ -229,7 +233,13 @@ def _cell(text: str) -> str:
 
 def render(sections: Sequence[Section] = SECTIONS) -> str:
     """The markdown between the markers: one table per topic, every variable with its type, default and meaning."""
-    structured = [f"`{v}`" for s in sections for n in s.model.model_fields if n in _ENV_ONLY for v in variables(s.model, s.prefix, n)]
+    structured = [
+        f"`{v}`"
+        for s in sections
+        for n in s.model.model_fields
+        if n in _ENV_ONLY
+        for v in variables(s.model, s.prefix, n)
+    ]
     lines = [
         "<!-- generated from monitor/config.py by `python -m monitor.devtools.config_reference --write README.md`: "
         "edit the descriptions there, not here -->",
@@ -266,10 +276,16 @@ def _read(path: Path) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Write the reference into a README, or check it (exit 1 with one line when it is out of date)."""
-    parser = argparse.ArgumentParser(prog="python -m monitor.devtools.config_reference", description="The configuration reference in a README.")
+    parser = argparse.ArgumentParser(
+        prog="python -m monitor.devtools.config_reference", description="The configuration reference in a README."
+    )
     mode = parser.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--write", metavar="README", type=Path, help="regenerate the reference between the markers of this file")
-    mode.add_argument("--check", metavar="README", type=Path, help="exit 1 if the reference in this file differs from the models")
+    mode.add_argument(
+        "--write", metavar="README", type=Path, help="regenerate the reference between the markers of this file"
+    )
+    mode.add_argument(
+        "--check", metavar="README", type=Path, help="exit 1 if the reference in this file differs from the models"
+    )
     ns = parser.parse_args(argv)
     path: Path = ns.write or ns.check
     try:
@@ -280,7 +296,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return e.exit_code
     if ns.check:
         if wanted != text:
-            sys.stderr.write(f"{path}: the configuration reference is out of date: run python -m monitor.devtools.config_reference --write {path}\n")
+            sys.stderr.write(
+                f"{path}: the configuration reference is out of date: run python -m monitor.devtools.config_reference --write {path}\n"
+            )
             return 1
         return 0
     if wanted != text:

@@ -77,13 +77,17 @@ def plan_demo(duration_s: float, rate: float, data_dir: Path, report_path: Path,
     """The plan for these flags: an LLM judge (and less traffic, to keep the bill to cents) when `env` has an
     Anthropic API key, the lexical heuristic otherwise. Raises `UsageError` on a bad duration or rate."""
     if not duration_s >= 30:
-        raise UsageError(f"--duration must be at least 30 seconds (alert windows end on whole minutes), got {duration_s:g}")
+        raise UsageError(
+            f"--duration must be at least 30 seconds (alert windows end on whole minutes), got {duration_s:g}"
+        )
     if not 1 <= rate <= 5000:
         raise UsageError(f"--rate must be between 1 and 5000 events per second, got {rate:g}")
     llm = bool((env.get("ANTHROPIC_API_KEY") or env.get("MONITOR_ANTHROPIC_API_KEY") or "").strip())
     rate = min(rate, 4.0) if llm else rate
     events = 300 if llm else max(600, int(rate * 60))
-    return DemoPlan(duration_s, rate, 6.0, events, data_dir.absolute(), report_path.absolute(), "statements" if llm else "lexical")
+    return DemoPlan(
+        duration_s, rate, 6.0, events, data_dir.absolute(), report_path.absolute(), "statements" if llm else "lexical"
+    )
 
 
 def prepare_store(data_dir: Path) -> None:
@@ -93,13 +97,26 @@ def prepare_store(data_dir: Path) -> None:
         return
     holder = reader_address(data_dir)
     if holder is not None:
-        raise UsageError(f"a running monitor (pid {holder.pid}) holds {data_dir}: stop it, or give the demo another --data-dir")
+        raise UsageError(
+            f"a running monitor (pid {holder.pid}) holds {data_dir}: stop it, or give the demo another --data-dir"
+        )
     marker = data_dir / MARKER_FILE
     if not marker.exists():
-        raise UsageError(f"{data_dir} holds a store the demo did not write: the demo starts empty, so give it another --data-dir")
-    written = max((p.stat().st_mtime for p in data_dir.rglob("*") if p.is_file() and p.name not in (MARKER_FILE, READER_FILE, "status")), default=0.0)
+        raise UsageError(
+            f"{data_dir} holds a store the demo did not write: the demo starts empty, so give it another --data-dir"
+        )
+    written = max(
+        (
+            p.stat().st_mtime
+            for p in data_dir.rglob("*")
+            if p.is_file() and p.name not in (MARKER_FILE, READER_FILE, "status")
+        ),
+        default=0.0,
+    )
     if written > marker.stat().st_mtime + 60:  # chDB touches a few files as it shuts down, after the marker
-        raise UsageError(f"{data_dir} was written to after the last demo (by `relevancy-monitor run`?): give the demo another --data-dir")
+        raise UsageError(
+            f"{data_dir} was written to after the last demo (by `relevancy-monitor run`?): give the demo another --data-dir"
+        )
     shutil.rmtree(data_dir)
 
 
@@ -115,7 +132,9 @@ class DemoProgress:
     dead_lettered: int = 0
     live_elapsed_s: float = 0.0
     regressed: bool = False
-    segments: list[tuple[str, str, int, float | None, int, float | None]] = field(default_factory=list)  # app, version, n/mean history, live
+    segments: list[tuple[str, str, int, float | None, int, float | None]] = field(
+        default_factory=list
+    )  # app, version, n/mean history, live
     firing: list[SegmentResult] = field(default_factory=list)
 
 
@@ -148,7 +167,15 @@ class DemoOutcome:
 
 
 def _counter(metrics: Metrics, name: str) -> int:
-    return int(sum(s.value for m in metrics.registry.collect() if m.name == name for s in m.samples if s.name.endswith("_total")))
+    return int(
+        sum(
+            s.value
+            for m in metrics.registry.collect()
+            if m.name == name
+            for s in m.samples
+            if s.name.endswith("_total")
+        )
+    )
 
 
 def _gauge(metrics: Metrics, name: str) -> int:
@@ -180,7 +207,9 @@ def run_demo(plan: DemoPlan, show: Callable[[DemoProgress], None] | None = None)
     with LocalBroker() as broker:
         settings = demo_settings(plan, broker.bootstrap)
         outcome = asyncio.run(_Demo(plan, settings, show or (lambda _: None)).run())
-    (plan.data_dir / MARKER_FILE).write_text(json.dumps({"finished_at": datetime.now(UTC).isoformat()}), encoding="utf-8")
+    (plan.data_dir / MARKER_FILE).write_text(
+        json.dumps({"finished_at": datetime.now(UTC).isoformat()}), encoding="utf-8"
+    )
     return outcome
 
 
@@ -243,7 +272,9 @@ class _Demo:
 
     async def _history(self, service: asyncio.Task[None]) -> int:
         values = history(self.rng, datetime.now(UTC), self.plan.history_hours, self.plan.history_events)
-        self.progress.phase = f"writing {self.plan.history_hours:g} h of history ({len(values)} events, judged as they came)"
+        self.progress.phase = (
+            f"writing {self.plan.history_hours:g} h of history ({len(values)} events, judged as they came)"
+        )
         self.show(self.progress)
         past = await judge_history(self.settings, values, self.rng)
         await self._open_store(service)
@@ -300,7 +331,9 @@ class _Demo:
                 yield story_event(self.rng, datetime.now(UTC), regressed=self.progress.regressed)
 
         bootstrap = self.settings.kafka_bootstrap_servers
-        producer = asyncio.create_task(produce(bootstrap, TOPIC, values(), rate=self.plan.rate, kafka=self.settings.kafka))
+        producer = asyncio.create_task(
+            produce(bootstrap, TOPIC, values(), rate=self.plan.rate, kafka=self.settings.kafka)
+        )
         next_round, next_query = time.monotonic() + EVALUATE_EVERY_S, 0.0
         while not producer.done():
             now = time.monotonic()
@@ -320,7 +353,9 @@ class _Demo:
     def planted_fired(self) -> bool:
         """Whether the shipped relevancy_drop fires for the regressed segment."""
         wanted = regressed_segment().items()
-        return any(r.rule.name == PLANTED_RULE and wanted <= dict(r.state.segment).items() for r in self.progress.firing)
+        return any(
+            r.rule.name == PLANTED_RULE and wanted <= dict(r.state.segment).items() for r in self.progress.firing
+        )
 
     async def _drain(self, service: asyncio.Task[None], live: int) -> None:
         self.progress.phase = "judging the last events"
@@ -330,7 +365,9 @@ class _Demo:
     async def _segments(self) -> None:
         sql = _SEGMENTS_SQL.replace("{table}", self.store.qualified_table)
         result = await self._call(self.store.query, sql, {"live": self.live_start})
-        self.progress.segments = [(str(a), str(v), int(nh), _opt(h), int(nl), _opt(li)) for a, v, nh, h, nl, li in result.rows]
+        self.progress.segments = [
+            (str(a), str(v), int(nh), _opt(h), int(nl), _opt(li)) for a, v, nh, h, nl, li in result.rows
+        ]
 
     async def _evaluate(self) -> None:
         assert self.runner is not None
@@ -341,7 +378,9 @@ class _Demo:
 
     def _finish(self, produced_history: int, produced_live: int) -> DemoOutcome:
         fired = [r for r in self.evaluation.results if r.state.state == "firing"] if self.evaluation else []
-        examples = {r.rule.name: self._worst(r) for r in fired if {"app", "prompt_version"} <= dict(r.state.segment).keys()}
+        examples = {
+            r.rule.name: self._worst(r) for r in fired if {"app", "prompt_version"} <= dict(r.state.segment).keys()
+        }
         report_path, report_error = self._report()
         return DemoOutcome(
             plan=self.plan,
@@ -362,7 +401,8 @@ class _Demo:
         segment = dict(result.state.segment)
         since = self.live_start
         result_rows: QueryResult = self.store.query(
-            _WORST_SQL.replace("{table}", self.store.qualified_table), {"app": segment["app"], "version": segment["prompt_version"], "since": since}
+            _WORST_SQL.replace("{table}", self.store.qualified_table),
+            {"app": segment["app"], "version": segment["prompt_version"], "since": since},
         )
         examples: dict[tuple[str, ...], Example] = {}
         for score, question, statements, verdicts in result_rows.rows:

@@ -57,14 +57,22 @@ async def judge_history(settings: Settings, values: Sequence[bytes], rng: random
         latency = rng.uniform(0.2, 2.5)
         scored_at = judged.original.event_time + timedelta(seconds=latency + rng.uniform(0.5, 3.0))
         return build_row(
-            judged, judge.info, decision, outcome, latency_ms=int(latency * 1000), scored_at=scored_at, text_policy=settings.store.store_text
+            judged,
+            judge.info,
+            decision,
+            outcome,
+            latency_ms=int(latency * 1000),
+            scored_at=scored_at,
+            text_policy=settings.store.store_text,
         )
 
     pending: list[JudgedEvent] = []
     at, dead = 0.0, 0
     for offset, value in enumerate(values):
         try:
-            event = decode_event(value, position=KafkaPosition(topic=_TOPIC, partition=0, offset=offset), record_timestamp_ms=None)
+            event = decode_event(
+                value, position=KafkaPosition(topic=_TOPIC, partition=0, offset=offset), record_timestamp_ms=None
+            )
         except DecodeError:
             traffic.add(at, "", "", "", "consumed")
             traffic.add(at, "", "", "", "dead_lettered")

@@ -34,10 +34,18 @@ def live_view(progress: DemoProgress, plan: DemoPlan) -> RenderableType:
     head = Text.assemble(
         (f"{p.phase}", "bold"),
         f" {p.live_elapsed_s:.0f}s (until the alert fires, at most {plan.duration_s:.0f}s)" if p.counting else "",
-        f"\nconsumed {p.consumed}  judged {p.judged}  in flight {p.in_flight}  dead-lettered {p.dead_lettered}" if p.counting else "",
+        f"\nconsumed {p.consumed}  judged {p.judged}  in flight {p.in_flight}  dead-lettered {p.dead_lettered}"
+        if p.counting
+        else "",
     )
     table = Table(box=None, pad_edge=False, header_style="dim")
-    for col, justify in (("app", "left"), ("prompt", "left"), ("history", "right"), ("live", "right"), ("alert", "left")):
+    for col, justify in (
+        ("app", "left"),
+        ("prompt", "left"),
+        ("history", "right"),
+        ("live", "right"),
+        ("alert", "left"),
+    ):
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
     firing = {(dict(r.state.segment).get("app"), dict(r.state.segment).get("prompt_version")) for r in p.firing}
     for app, version, n_hist, hist, n_live, live in p.segments:
@@ -53,8 +61,12 @@ def final_lines(outcome: DemoOutcome, store_flag: str = "") -> Iterator[Renderab
     """The final screen up to "Next, try:": what ran, the alert that fired (or that none did), the worst examples,
     where the report and the store are. `next_commands` follow it."""
     plan = outcome.plan
-    yield Text.assemble(("done", "bold"), f": {outcome.produced_history} events of history, {outcome.produced_live} live")
-    yield Text(f"judged {outcome.judged}, dead-lettered {outcome.dead_lettered} (malformed on purpose); judge {JUDGE_TEXT[plan.judge]}")
+    yield Text.assemble(
+        ("done", "bold"), f": {outcome.produced_history} events of history, {outcome.produced_live} live"
+    )
+    yield Text(
+        f"judged {outcome.judged}, dead-lettered {outcome.dead_lettered} (malformed on purpose); judge {JUDGE_TEXT[plan.judge]}"
+    )
     yield Text("")
     if not outcome.fired:
         yield Text("No alert fired. Run longer (--duration 90) or faster (--rate 80).", style="bold yellow")
@@ -79,7 +91,11 @@ def _duration(result: SegmentResult) -> str:
     return f"{seconds // 60}m" if seconds % 60 == 0 else f"{seconds}s"
 
 
-_TESTS = {"welch_t": "Welch's t-test, weighted", "one_sample_t": "one-sample t-test", "two_proportion_z": "two-proportion z-test"}
+_TESTS = {
+    "welch_t": "Welch's t-test, weighted",
+    "one_sample_t": "one-sample t-test",
+    "two_proportion_z": "two-proportion z-test",
+}
 
 
 def _alert(result: SegmentResult, examples: list[Example]) -> Iterator[RenderableType]:
@@ -108,7 +124,13 @@ def _alert(result: SegmentResult, examples: list[Example]) -> Iterator[Renderabl
         lines.append(("    ", f"{ex.score:.2f}", Text(f"Q: {ex.question}")))
         for statement, verdict in zip(ex.statements, ex.verdicts, strict=False):
             mark = "✓" if verdict == "yes" else "✗" if verdict == "no" else "?"
-            lines.append(("    ", "", Text(f"{mark} {statement}", style="green" if mark == "✓" else "red" if mark == "✗" else "")))
+            lines.append(
+                (
+                    "    ",
+                    "",
+                    Text(f"{mark} {statement}", style="green" if mark == "✓" else "red" if mark == "✗" else ""),
+                )
+            )
     if lines:
         yield _grid(lines)
 
@@ -121,7 +143,9 @@ def _test_line(result: SegmentResult, test: str) -> str:
             " alarms to the rules' budget for the whole deployment (false_alarms_per_week)"
         )
     if test == "mixture_sprt":
-        return f"always-valid mixture SPRT: p = {_p(o.p_value)} (alpha {rule.alpha} per rollout, however often it looks)"
+        return (
+            f"always-valid mixture SPRT: p = {_p(o.p_value)} (alpha {rule.alpha} per rollout, however often it looks)"
+        )
     return f"{_TESTS.get(test, test)}, one-sided: p = {_p(o.p_value)} (alpha {rule.alpha})"
 
 
@@ -141,7 +165,11 @@ def _against(result: SegmentResult) -> str:
     source, rule = result.observation.baseline_from, result.rule
     trailing = rule.baseline.trailing if rule.baseline is not None else None
     hours = int(trailing.total_seconds() // 3600) if trailing is not None else 0
-    span = (f" over the previous {hours // 24} days" if hours % 24 == 0 and hours > 24 else f" over the previous {hours}h") if hours else ""
+    span = (
+        (f" over the previous {hours // 24} days" if hours % 24 == 0 and hours > 24 else f" over the previous {hours}h")
+        if hours
+        else ""
+    )
     if source is None:
         return f"the same segment{span}"
     if source.kind == "parent":

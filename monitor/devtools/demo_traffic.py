@@ -118,7 +118,11 @@ def story_event(rng: random.Random, at: datetime, *, regressed: bool) -> bytes:
     if regressed and app.new_version:
         version, pad_share = app.new_version, app.new_pad_share
     question, tight, padding, off_topic, turns = rng.choice(app.pairs)
-    fill = {"n": f"{rng.choice('ABCDEFG')}{rng.randint(10, 99)}", "d": str(rng.randint(1, 28)), "c": str(rng.choice([404, 429, 503]))}
+    fill = {
+        "n": f"{rng.choice('ABCDEFG')}{rng.randint(10, 99)}",
+        "d": str(rng.randint(1, 28)),
+        "c": str(rng.choice([404, 429, 503])),
+    }
     question, tight = question.format(**fill), tight.format(**fill)
     roll = rng.random()
     if roll < app.off_topic_share:
@@ -130,7 +134,15 @@ def story_event(rng: random.Random, at: datetime, *, regressed: bool) -> bytes:
     return _record(rng, at, app, version, question, answer, turns)
 
 
-def _record(rng: random.Random, at: datetime, app: App, version: str, question: str, answer: str, turns: tuple[tuple[str, str], ...]) -> bytes:
+def _record(
+    rng: random.Random,
+    at: datetime,
+    app: App,
+    version: str,
+    question: str,
+    answer: str,
+    turns: tuple[tuple[str, str], ...],
+) -> bytes:
     event: dict[str, object] = {
         "event_id": str(uuid.UUID(int=rng.getrandbits(128))),
         "conversation_id": f"conv-{rng.getrandbits(40):010x}",
@@ -142,9 +154,14 @@ def _record(rng: random.Random, at: datetime, app: App, version: str, question: 
     }
     if turns or rng.random() < 0.4:  # the chat shape, with its earlier turns
         messages: list[dict[str, object]] = [
-            {"role": role, "content": text} for user, bot in turns for role, text in (("user", user), ("assistant", bot))
+            {"role": role, "content": text}
+            for user, bot in turns
+            for role, text in (("user", user), ("assistant", bot))
         ]
-        messages += [{"role": "user", "content": question}, {"role": "assistant", "content": [{"type": "text", "text": answer}]}]
+        messages += [
+            {"role": "user", "content": question},
+            {"role": "assistant", "content": [{"type": "text", "text": answer}]},
+        ]
         event["messages"] = messages
     else:
         event |= {"user_message": question, "response": answer}

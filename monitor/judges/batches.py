@@ -110,17 +110,27 @@ class BatchJudge:
             seen.add(item.custom_id)
             if self.without_call(item.question, item.response) is not None:
                 raise ValueError(f"custom_id {item.custom_id!r} needs no request (use without_call)")
-        requests: list[Request] = [{"custom_id": i.custom_id, "params": self.judge.request_params(i.question, i.response)} for i in items]
+        requests: list[Request] = [
+            {"custom_id": i.custom_id, "params": self.judge.request_params(i.question, i.response)} for i in items
+        ]
         size = sum(len(json.dumps(r).encode()) + 1 for r in requests)  # + 1 for the separating comma
         if size > MAX_BATCH_BYTES:
-            raise ValueError(f"batch body of about {size} bytes: the API accepts at most {MAX_BATCH_BYTES}; submit fewer items")
-        batch = await self._client.call(lambda: self._client.batches.create(requests=requests), what="batch create", stats=self.stats)
-        log.info("batch_submitted", batch_id=batch.id, judge_id=self.info.judge_id, requests=len(requests), body_bytes=size)
+            raise ValueError(
+                f"batch body of about {size} bytes: the API accepts at most {MAX_BATCH_BYTES}; submit fewer items"
+            )
+        batch = await self._client.call(
+            lambda: self._client.batches.create(requests=requests), what="batch create", stats=self.stats
+        )
+        log.info(
+            "batch_submitted", batch_id=batch.id, judge_id=self.info.judge_id, requests=len(requests), body_bytes=size
+        )
         return batch.id
 
     async def status(self, batch_id: str) -> BatchStatus:
         """The batch's processing status and request counts; raises `JudgeUnavailable` or `JudgeApiError`."""
-        batch = await self._client.call(lambda: self._client.batches.retrieve(batch_id), what="batch retrieve", stats=self.stats)
+        batch = await self._client.call(
+            lambda: self._client.batches.retrieve(batch_id), what="batch retrieve", stats=self.stats
+        )
         counts = batch.request_counts
         status = BatchStatus(
             batch_id=batch.id,
@@ -131,7 +141,9 @@ class BatchJudge:
             canceled=counts.canceled,
             expired=counts.expired,
         )
-        log.debug("batch_status", batch_id=batch_id, processing_status=batch.processing_status, processing=counts.processing)
+        log.debug(
+            "batch_status", batch_id=batch_id, processing_status=batch.processing_status, processing=counts.processing
+        )
         return status
 
     async def results(self, batch_id: str) -> dict[str, Judgement | JudgeFailure]:
@@ -147,7 +159,9 @@ class BatchJudge:
 
     async def cancel(self, batch_id: str) -> None:
         """Ask the API to cancel the batch: requests not yet processed come back `canceled` once it ended."""
-        batch = await self._client.call(lambda: self._client.batches.cancel(batch_id), what="batch cancel", stats=self.stats)
+        batch = await self._client.call(
+            lambda: self._client.batches.cancel(batch_id), what="batch cancel", stats=self.stats
+        )
         log.info("batch_cancel_requested", batch_id=batch_id, processing_status=batch.processing_status)
 
     async def aclose(self) -> None:
@@ -168,9 +182,13 @@ class BatchJudge:
         except httpx2.TimeoutException as e:
             raise anthropic.APITimeoutError(request=decoder.http_response.request) from e
         except httpx2.TransportError as e:
-            raise anthropic.APIConnectionError(message=f"results download broke off: {e}", request=decoder.http_response.request) from e
+            raise anthropic.APIConnectionError(
+                message=f"results download broke off: {e}", request=decoder.http_response.request
+            ) from e
         except ValueError as e:  # a line that is not JSON
-            raise anthropic.APIResponseValidationError(decoder.http_response, None, message=f"results line is not JSON: {e}") from e
+            raise anthropic.APIResponseValidationError(
+                decoder.http_response, None, message=f"results line is not JSON: {e}"
+            ) from e
         finally:
             await decoder.close()
 
@@ -195,5 +213,9 @@ class BatchJudge:
                 usage=unspent,
             )
         if result.type == "expired":
-            return JudgeFailure("expired", "the batch expired before this request was processed", transient=True, usage=unspent)
-        return JudgeFailure("canceled", "the batch was canceled before this request was processed", transient=True, usage=unspent)
+            return JudgeFailure(
+                "expired", "the batch expired before this request was processed", transient=True, usage=unspent
+            )
+        return JudgeFailure(
+            "canceled", "the batch was canceled before this request was processed", transient=True, usage=unspent
+        )

@@ -89,7 +89,9 @@ class PrefixCheck:
 def check_prefix(prefix: str, model: str) -> PrefixCheck:
     """The check of `prefix` against `model`'s minimum (the largest known minimum for an unknown model)."""
     known = min_cacheable_tokens(model) is not None
-    return PrefixCheck(model=model, prefix_tokens=estimate_tokens(prefix), min_tokens=assumed_min_tokens(model), known_model=known)
+    return PrefixCheck(
+        model=model, prefix_tokens=estimate_tokens(prefix), min_tokens=assumed_min_tokens(model), known_model=known
+    )
 
 
 def warn_if_uncacheable(method: str, prefix: str, model: str) -> PrefixCheck:

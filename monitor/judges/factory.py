@@ -13,7 +13,9 @@ def build_judge(settings: JudgeSettings) -> Judge:
     if settings.method == "lexical":
         return LexicalJudge(settings.max_input_chars)
     if settings.api_key is None:  # the only key check: commands that build no judge (sql, alerts) need no key
-        raise ConfigError(f"the {settings.method} judge calls the Anthropic API: set MONITOR_ANTHROPIC_API_KEY (or ANTHROPIC_API_KEY)")
+        raise ConfigError(
+            f"the {settings.method} judge calls the Anthropic API: set MONITOR_ANTHROPIC_API_KEY (or ANTHROPIC_API_KEY)"
+        )
     if settings.method == "rubric":
         from monitor.judges.rubric import RubricJudge
 

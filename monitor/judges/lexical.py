@@ -63,7 +63,11 @@ def _invisible_or_mark(category: str) -> bool:
 def content_words(text: str) -> set[str]:
     """Lower-cased words that are not stopwords (format characters and combining marks ignored; a placeholder is a
     word of its own)."""
-    return {w for w in (m.group(0).lower() for m in _WORD.finditer(_fold(_PLACEHOLDER.sub(_placeholder_token, text)))) if w not in STOPWORDS}
+    return {
+        w
+        for w in (m.group(0).lower() for m in _WORD.finditer(_fold(_PLACEHOLDER.sub(_placeholder_token, text))))
+        if w not in STOPWORDS
+    }
 
 
 def _match(a: str, b: str) -> bool:
@@ -83,7 +87,12 @@ class LexicalJudge:
     def __init__(self, max_input_chars: int = 20_000) -> None:
         self.max_input_chars = max_input_chars
         params = {"max_input_chars": max_input_chars}
-        self.info = JudgeInfo(method="lexical", model="heuristic", judge_id=make_judge_id("lexical", "heuristic", PROMPT, params), heuristic=True)
+        self.info = JudgeInfo(
+            method="lexical",
+            model="heuristic",
+            judge_id=make_judge_id("lexical", "heuristic", PROMPT, params),
+            heuristic=True,
+        )
 
     @property
     def stats(self) -> Mapping[str, int]:

@@ -86,7 +86,9 @@ class MessagesClient:
             http_client=options.get("http_client"),
         )
 
-    async def structured(self, *, system: str, user: str, output_config: OutputConfigParam, parse: Callable[[str], T]) -> tuple[T, Usage]:
+    async def structured(
+        self, *, system: str, user: str, output_config: OutputConfigParam, parse: Callable[[str], T]
+    ) -> tuple[T, Usage]:
         """Send one judge request and return the parsed reply and the usage summed over all attempts.
 
         `system` goes out as a cached text block. Transient API errors and invalid replies are retried up to
@@ -199,7 +201,13 @@ class MessagesClient:
             cost = self.price.batch_cost(t.input, t.output, t.cache_read, t.cache_write)
         else:
             cost = self.price.cost(t.input, t.output, t.cache_read, t.cache_write)
-        return Usage(input_tokens=t.input, output_tokens=t.output, cache_read_tokens=t.cache_read, cache_write_tokens=t.cache_write, cost_usd=cost)
+        return Usage(
+            input_tokens=t.input,
+            output_tokens=t.output,
+            cache_read_tokens=t.cache_read,
+            cache_write_tokens=t.cache_write,
+            cost_usd=cost,
+        )
 
     def _count_tokens(self, usage: anthropic.types.Usage) -> None:
         self.stats["tokens.input"] += usage.input_tokens or 0
@@ -214,7 +222,11 @@ class MessagesClient:
             return _Failure("connection", f"connection error: {err.message}")
         if isinstance(err, anthropic.APIStatusError):
             status = err.status_code
-            detail = f"HTTP {status}" + (f" {err.type}" if err.type else "") + (f": {err.api_message}" if err.api_message else "")
+            detail = (
+                f"HTTP {status}"
+                + (f" {err.type}" if err.type else "")
+                + (f": {err.api_message}" if err.api_message else "")
+            )
             kind = RETRYABLE_STATUS.get(status) or ("server_error" if status >= 500 else "api_error")
             return _Failure(kind, detail[:300], retry_after_s=retry_after_seconds(err.response.headers))
         # e.g. a 200 whose body is not a Message: the server misbehaved, which is transient from our side.

@@ -20,10 +20,15 @@ class ModelPrice(BaseModel):
     def cost(self, input_tokens: int, output_tokens: int, cache_read_tokens: int, cache_write_tokens: int) -> float:
         """Estimated USD for one call (input_tokens excludes cached tokens, as the API reports it)."""
         return (
-            input_tokens * self.input + output_tokens * self.output + cache_read_tokens * self.cache_read + cache_write_tokens * self.cache_write
+            input_tokens * self.input
+            + output_tokens * self.output
+            + cache_read_tokens * self.cache_read
+            + cache_write_tokens * self.cache_write
         ) / 1_000_000
 
-    def batch_cost(self, input_tokens: int, output_tokens: int, cache_read_tokens: int, cache_write_tokens: int) -> float:
+    def batch_cost(
+        self, input_tokens: int, output_tokens: int, cache_read_tokens: int, cache_write_tokens: int
+    ) -> float:
         """Estimated USD for one request of a Message Batch: `cost` with `BATCH_DISCOUNT` applied."""
         return self.cost(input_tokens, output_tokens, cache_read_tokens, cache_write_tokens) * BATCH_DISCOUNT
 

@@ -61,7 +61,9 @@ class RubricReply(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    reasoning: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)] = Field(description="one or two sentences explaining the score")
+    reasoning: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)] = Field(
+        description="one or two sentences explaining the score"
+    )
     score: int = Field(ge=0, le=MAX_SCORE, description="relevancy score: an integer from 0 to 4")
 
 
@@ -74,4 +76,6 @@ class RubricJudge(LLMJudge[RubricReply]):
 
     def to_judgement(self, reply: RubricReply, usage: Usage) -> Judgement:
         """Raw score 0..4 mapped to [0, 1]."""
-        return Judgement(score=reply.score / MAX_SCORE, raw_score=float(reply.score), reasoning=reply.reasoning, usage=usage)
+        return Judgement(
+            score=reply.score / MAX_SCORE, raw_score=float(reply.score), reasoning=reply.reasoning, usage=usage
+        )

@@ -46,7 +46,10 @@ Nothing else."""
 
 def _expected_reply(example: WorkedExample) -> str:
     return json.dumps(
-        {"statements": [s.text for s in example.statements], "verdicts": [{"verdict": s.verdict, "reason": s.reason} for s in example.statements]},
+        {
+            "statements": [s.text for s in example.statements],
+            "verdicts": [{"verdict": s.verdict, "reason": s.reason} for s in example.statements],
+        },
         ensure_ascii=False,
     )
 
@@ -62,7 +65,9 @@ class StatementVerdict(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    verdict: Literal["yes", "no", "idk"] = Field(description="yes: addresses the question; no: does not; idk: ambiguous")
+    verdict: Literal["yes", "no", "idk"] = Field(
+        description="yes: addresses the question; no: does not; idk: ambiguous"
+    )
     reason: Annotated[str, StringConstraints(strip_whitespace=True)] = Field(description="a few words; required for no")
 
     @model_validator(mode="after")

@@ -59,7 +59,9 @@ class Limits:
     def used(self, spend: Spend) -> float:
         """The largest share of any cap used, 0 when no cap is set."""
         shares = [
-            spent / cap for spent, cap in ((spend.requests, self.requests), (spend.tokens, self.tokens), (spend.usd, self.usd)) if cap is not None
+            spent / cap
+            for spent, cap in ((spend.requests, self.requests), (spend.tokens, self.tokens), (spend.usd, self.usd))
+            if cap is not None
         ]
         return max(shares, default=0.0)
 
@@ -86,7 +88,9 @@ class _Window:
 class SpendBudget:
     """Tracks spend in the current hour and UTC day and turns it into a sampling factor."""
 
-    def __init__(self, per_hour: Limits, per_day: Limits, soft_limit: float = 0.8, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, per_hour: Limits, per_day: Limits, soft_limit: float = 0.8, clock: Callable[[], float] = time.time
+    ) -> None:
         if not 0.0 < soft_limit <= 1.0:
             raise ValueError("soft_limit must be in (0, 1]")
         self.soft_limit = soft_limit
@@ -97,7 +101,9 @@ class SpendBudget:
     @property
     def enabled(self) -> bool:
         """Whether any cap is set."""
-        return any(v is not None for lim in (self.hour.limits, self.day.limits) for v in (lim.requests, lim.tokens, lim.usd))
+        return any(
+            v is not None for lim in (self.hour.limits, self.day.limits) for v in (lim.requests, lim.tokens, lim.usd)
+        )
 
     def _windows(self) -> tuple[_Window, _Window]:
         now = self._clock()
@@ -119,7 +125,14 @@ class SpendBudget:
         """Learn what everyone else spent: the store's totals for the current windows minus what we wrote."""
         for w, total in zip(self._windows(), (hour, day), strict=True):
             w.others = Spend(
-                *(max(0.0, t - m) for t, m in ((total.requests, w.written.requests), (total.tokens, w.written.tokens), (total.usd, w.written.usd)))
+                *(
+                    max(0.0, t - m)
+                    for t, m in (
+                        (total.requests, w.written.requests),
+                        (total.tokens, w.written.tokens),
+                        (total.usd, w.written.usd),
+                    )
+                )
             )
 
     def used(self) -> float:

@@ -72,7 +72,11 @@ class CostControl:
         reason = "budget" if budget < 1.0 else ("freshness" if fresh < 1.0 else "")
         if (factor == 0.0) != (self.factor == 0.0):
             if factor == 0.0:
-                log.warning("budget_exhausted", used=round(self.budget.used(), 3), note="judging stops until the budget window rolls over")
+                log.warning(
+                    "budget_exhausted",
+                    used=round(self.budget.used(), 3),
+                    note="judging stops until the budget window rolls over",
+                )
             else:
                 log.info("budget_available", factor=round(factor, 3))
         elif reason != self.reason:
@@ -94,7 +98,9 @@ class CostControl:
         """Rows are durably in the store: a later sync must not count their spend twice."""
         if self.budget.enabled:
             paid = [r for r in rows if not r.cached]
-            self.budget.written(Spend(requests=len(paid), usd=sum(r.cost_usd or 0.0 for r in paid), tokens=sum(map(_tokens, paid))))
+            self.budget.written(
+                Spend(requests=len(paid), usd=sum(r.cost_usd or 0.0 for r in paid), tokens=sum(map(_tokens, paid)))
+            )
 
     def on_lag(self, lag: int, throttled: bool) -> None:
         """A lag measurement: adjust the freshness factor."""

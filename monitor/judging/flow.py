@@ -53,7 +53,14 @@ class AdaptiveLimiter:
     so their 429s are one signal, not sixteen. Slots are handed directly to waiters in arrival order, every normal
     waiter before any `low` one (`slot(low=True)`)."""
 
-    def __init__(self, ceiling: int, floor: int = 1, decrease_factor: float = 0.5, min_window_s: float = 0.5, clock: Clock = time.monotonic) -> None:
+    def __init__(
+        self,
+        ceiling: int,
+        floor: int = 1,
+        decrease_factor: float = 0.5,
+        min_window_s: float = 0.5,
+        clock: Clock = time.monotonic,
+    ) -> None:
         if not 1 <= floor <= ceiling:
             raise ValueError(f"need 1 <= floor <= ceiling, got {floor} and {ceiling}")
         self.ceiling = ceiling
@@ -194,7 +201,9 @@ class RateLimiter:
     """Token buckets for requests and input tokens per minute (None: unlimited). `acquire` waits for both; waiters
     take their turn in arrival order, every normal one before any `low` one."""
 
-    def __init__(self, requests_per_minute: float | None, tokens_per_minute: float | None, clock: Clock = time.monotonic) -> None:
+    def __init__(
+        self, requests_per_minute: float | None, tokens_per_minute: float | None, clock: Clock = time.monotonic
+    ) -> None:
         self._clock = clock
         self._buckets: list[list[float]] = []  # [capacity, level, refill_per_s, last]
         self._rpm = self._bucket(requests_per_minute)
@@ -254,7 +263,9 @@ class CircuitBreaker:
     """Opens after `threshold` consecutive failures; while open nobody calls; after `cooldown_s` one probe goes
     through (half-open); its success closes the circuit, its failure reopens it with a doubled cooldown."""
 
-    def __init__(self, threshold: int = 5, cooldown_s: float = 2.0, max_cooldown_s: float = 60.0, clock: Clock = time.monotonic) -> None:
+    def __init__(
+        self, threshold: int = 5, cooldown_s: float = 2.0, max_cooldown_s: float = 60.0, clock: Clock = time.monotonic
+    ) -> None:
         self.threshold = threshold
         self.base_cooldown_s = cooldown_s
         self.max_cooldown_s = max_cooldown_s

@@ -196,7 +196,9 @@ class GuardedJudge:
     def _gave_up(self, method: str) -> JudgeOutcome:
         """A one-shot caller's event while the circuit is open: an error at once, no call, no wait for a probe."""
         threshold = self.breaker.threshold
-        verdict = JudgeFailure("circuit_open", f"not judged: the judge failed {threshold} times in a row", transient=True)
+        verdict = JudgeFailure(
+            "circuit_open", f"not judged: the judge failed {threshold} times in a row", transient=True
+        )
         self._metrics.judge_errors.labels(method, verdict.reason).inc()
         return JudgeOutcome(verdict, 0.0)
 
@@ -250,7 +252,9 @@ class ShadowGuardedJudge(GuardedJudge):
 
     _low = True
 
-    def __init__(self, judge: Judge, primary: GuardedJudge, metrics: JudgingMetrics, on_spent: Callable[[Usage], None]) -> None:
+    def __init__(
+        self, judge: Judge, primary: GuardedJudge, metrics: JudgingMetrics, on_spent: Callable[[Usage], None]
+    ) -> None:
         super().__init__(judge, primary._flow, metrics, on_spent, limits=primary.limits)
 
     async def judge_event(self, event: Judgeable, still_wanted: Callable[[], bool]) -> JudgeOutcome | None:
@@ -266,7 +270,13 @@ class ShadowGuardedJudge(GuardedJudge):
             failure = outcome.verdict if isinstance(outcome.verdict, JudgeFailure) else None
             if failure is None or not failure.transient or attempts >= self._flow.judge_event_attempts:
                 return outcome
-            log.info("shadow_judge_retry", event_id=event.event_id, partition=event.source.partition, offset=event.source.offset, attempts=attempts)
+            log.info(
+                "shadow_judge_retry",
+                event_id=event.event_id,
+                partition=event.source.partition,
+                offset=event.source.offset,
+                attempts=attempts,
+            )
 
     def _steer(self, verdict: Judgement | JudgeFailure, elapsed: float, *, rate_limited: bool) -> None:
         """Nothing: the shadow's latency, successes and 429s are not the primary's (another model, perhaps)."""

@@ -22,11 +22,24 @@ class JudgingMetrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
         r = self.registry
-        self.judge_errors = Counter(PREFIX + "judge_errors", "Judge failures that produced an error row", ["judge", "reason"], registry=r)
-        self.judge_deferred = Counter(PREFIX + "judge_deferred", "Judge calls put back to wait for a failing judge to recover", ["judge"], registry=r)
-        self.breaker_open = Gauge(PREFIX + "judge_circuit_open", "1 while the judge circuit breaker holds calls back", registry=r)
-        self.judge_concurrency = Gauge(PREFIX + "judge_concurrency_limit", "Current adaptive judge concurrency limit", registry=r)
-        self.judge_rate_limited = Counter(PREFIX + "judge_rate_limited", "Judge calls that met a 429 from the provider", ["judge"], registry=r)
+        self.judge_errors = Counter(
+            PREFIX + "judge_errors", "Judge failures that produced an error row", ["judge", "reason"], registry=r
+        )
+        self.judge_deferred = Counter(
+            PREFIX + "judge_deferred",
+            "Judge calls put back to wait for a failing judge to recover",
+            ["judge"],
+            registry=r,
+        )
+        self.breaker_open = Gauge(
+            PREFIX + "judge_circuit_open", "1 while the judge circuit breaker holds calls back", registry=r
+        )
+        self.judge_concurrency = Gauge(
+            PREFIX + "judge_concurrency_limit", "Current adaptive judge concurrency limit", registry=r
+        )
+        self.judge_rate_limited = Counter(
+            PREFIX + "judge_rate_limited", "Judge calls that met a 429 from the provider", ["judge"], registry=r
+        )
         self.judge_latency = Histogram(
             PREFIX + "judge_latency_seconds",
             "Time to judge one event, retries included",
@@ -35,14 +48,21 @@ class JudgingMetrics:
             registry=r,
         )
         self.sampling_factor = Gauge(
-            PREFIX + "sampling_factor", "Multiplier on sampling rates (budget, freshness); 1 is none", ["reason"], registry=r
+            PREFIX + "sampling_factor",
+            "Multiplier on sampling rates (budget, freshness); 1 is none",
+            ["reason"],
+            registry=r,
         )
-        self.budget_used = Gauge(PREFIX + "budget_used_ratio", "Largest share of any judge spend cap used in its window", registry=r)
+        self.budget_used = Gauge(
+            PREFIX + "budget_used_ratio", "Largest share of any judge spend cap used in its window", registry=r
+        )
 
     def watch_judge(self, judge: Judge, *, shadow: bool = False) -> None:
         """Export a judge's own API counters (attempts, errors and retries by kind, tokens) at scrape time; a shadow
         judge's under `relevancy_monitor_shadow_judge_*`, so the same method in both roles stays two series."""
-        self.registry.register(_JudgeStatsCollector(judge.info.method, judge.stats, PREFIX + ("shadow_" if shadow else "")))
+        self.registry.register(
+            _JudgeStatsCollector(judge.info.method, judge.stats, PREFIX + ("shadow_" if shadow else ""))
+        )
 
 
 class _JudgeStatsCollector(Collector):
@@ -55,9 +75,15 @@ class _JudgeStatsCollector(Collector):
 
     def collect(self) -> Iterator[CounterMetricFamily]:
         p = self._prefix
-        requests = CounterMetricFamily(p + "judge_api_requests", "Judge API requests sent (each attempt)", labels=["judge"])
-        errors = CounterMetricFamily(p + "judge_api_errors", "Failed judge API attempts by kind", labels=["judge", "kind"])
-        retries = CounterMetricFamily(p + "judge_api_retries", "Judge API retries by the kind that caused them", labels=["judge", "kind"])
+        requests = CounterMetricFamily(
+            p + "judge_api_requests", "Judge API requests sent (each attempt)", labels=["judge"]
+        )
+        errors = CounterMetricFamily(
+            p + "judge_api_errors", "Failed judge API attempts by kind", labels=["judge", "kind"]
+        )
+        retries = CounterMetricFamily(
+            p + "judge_api_retries", "Judge API retries by the kind that caused them", labels=["judge", "kind"]
+        )
         tokens = CounterMetricFamily(p + "judge_tokens", "Judge tokens by type", labels=["judge", "type"])
         requests.add_metric([self._method], self._stats.get("attempts", 0))
         for key, value in list(self._stats.items()):

@@ -34,7 +34,9 @@ def compile_patterns(patterns: Mapping[str, str]) -> list[CustomPattern]:
     placeholders = [placeholder(k) for k in (*BUILTIN_KINDS, *patterns)]
     for kind, expression in patterns.items():
         if not KIND_NAME.match(kind):
-            raise ConfigError(f"redaction pattern name {kind!r} must be upper case letters, digits and _ (it becomes the placeholder [{kind}])")
+            raise ConfigError(
+                f"redaction pattern name {kind!r} must be upper case letters, digits and _ (it becomes the placeholder [{kind}])"
+            )
         try:
             compiled = re.compile(expression)
         except re.error as e:
@@ -42,7 +44,9 @@ def compile_patterns(patterns: Mapping[str, str]) -> list[CustomPattern]:
         if compiled.fullmatch(""):
             raise ConfigError(f"redaction pattern {kind} matches empty text")
         if any(compiled.search(p) for p in placeholders):
-            raise ConfigError(f"redaction pattern {kind} matches a placeholder such as [{kind}]: narrow it so that redacted text is left alone")
+            raise ConfigError(
+                f"redaction pattern {kind} matches a placeholder such as [{kind}]: narrow it so that redacted text is left alone"
+            )
         out.append(CustomPattern(kind, compiled))
     return out
 

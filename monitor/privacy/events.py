@@ -38,5 +38,9 @@ def redact_event(event: ConversationEvent, redactor: Redactor) -> JudgedEvent:
     counts: Counter[str] = Counter()
     for part in parts:
         counts.update(part.counts)
-    update = {"question": question.text, "response": response.text, "metadata": {key: m.text for key, m in metadata.items()}}
+    update = {
+        "question": question.text,
+        "response": response.text,
+        "metadata": {key: m.text for key, m in metadata.items()},
+    }
     return JudgedEvent(event.model_copy(update=update), event, dict(counts), redactor.name)

@@ -111,7 +111,9 @@ def _is_card(candidate: str) -> bool:
 
 
 # Not glued to letters either: "BE25001068140051" is a (bad) IBAN, not a card after "BE".
-CARD_NUMBERS = ValidatedPattern(CARD, re.compile(_first_digit() + r"(?<![A-Za-z]\d)(?:[ \-]?\d){12,18}(?![A-Za-z])" + _NO_DIGIT_AFTER), _is_card)
+CARD_NUMBERS = ValidatedPattern(
+    CARD, re.compile(_first_digit() + r"(?<![A-Za-z]\d)(?:[ \-]?\d){12,18}(?![A-Za-z])" + _NO_DIGIT_AFTER), _is_card
+)
 
 # ---- IBAN ------------------------------------------------------------------------------------------------------
 
@@ -171,7 +173,9 @@ def _is_ssn(candidate: str) -> bool:
     return bool(us_ssn.is_valid(_digits(candidate)))
 
 
-SSN_FORMATTED = ValidatedPattern(SSN, re.compile(_first_digit() + r"\d{2}([- ])\d{2}\1\d{4}" + _NO_DIGIT_AFTER), _is_ssn)
+SSN_FORMATTED = ValidatedPattern(
+    SSN, re.compile(_first_digit() + r"\d{2}([- ])\d{2}\1\d{4}" + _NO_DIGIT_AFTER), _is_ssn
+)
 SSN_NAMED = ValidatedPattern(
     SSN,
     re.compile(r"(?i:\b(?:SSN|social\s+security(?:\s+(?:number|no\.?|#))?))\W{0,4}(?:is\W{1,3})?(?P<item>\d{9})(?!\d)"),
@@ -195,18 +199,28 @@ _OMOCODE = "0-9LMNPQRSTUV"  # codice fiscale digits may be replaced by these let
 NATIONAL_IDS_NUMERIC: tuple[ValidatedPattern, ...] = (
     ValidatedPattern(NATIONAL_ID, _NINO, lambda _: True),
     ValidatedPattern(NATIONAL_ID, re.compile(r"\d(?<![A-Za-z0-9]\d)\d{7}-?[A-Za-z](?![A-Za-z0-9])"), _stdnum(es_dni)),
-    ValidatedPattern(NATIONAL_ID, re.compile(r"(?<![A-Za-z0-9])[XYZxyz]-?\d{7}-?[A-Za-z](?![A-Za-z0-9])"), _stdnum(es_nie)),
+    ValidatedPattern(
+        NATIONAL_ID, re.compile(r"(?<![A-Za-z0-9])[XYZxyz]-?\d{7}-?[A-Za-z](?![A-Za-z0-9])"), _stdnum(es_nie)
+    ),
     ValidatedPattern(
         NATIONAL_ID,
         re.compile(_first_digit("[12]") + r" ?\d{2} ?\d{2} ?(?:\d{2}|2[AaBb]) ?\d{3} ?\d{3} ?\d{2}" + _NO_DIGIT_AFTER),
         _stdnum(fr_nir),
     ),
-    ValidatedPattern(NATIONAL_ID, re.compile(_first_digit() + r"\d{2}([- ])\d{3}\1\d{3}" + _NO_DIGIT_AFTER), _stdnum(ca_sin)),
-    ValidatedPattern(NATIONAL_ID, re.compile(_first_digit("[2-9]") + r"\d{3}([- ])\d{4}\1\d{4}" + _NO_DIGIT_AFTER), _stdnum(in_aadhaar)),
+    ValidatedPattern(
+        NATIONAL_ID, re.compile(_first_digit() + r"\d{2}([- ])\d{3}\1\d{3}" + _NO_DIGIT_AFTER), _stdnum(ca_sin)
+    ),
+    ValidatedPattern(
+        NATIONAL_ID,
+        re.compile(_first_digit("[2-9]") + r"\d{3}([- ])\d{4}\1\d{4}" + _NO_DIGIT_AFTER),
+        _stdnum(in_aadhaar),
+    ),
 )
 # Anchored on the year's two digits (a look-behind to the six letters before them), so that prose is skipped at the
 # speed of a digit search; omocodia replaces the year's digits last, so codes with letters there are not found.
-_CODICE_FISCALE = re.compile(rf"\d\d(?<=\b[A-Za-z]{{6}}\d\d)[A-Za-z][{_OMOCODE}]{{2}}[A-Za-z][{_OMOCODE}]{{3}}[A-Za-z]\b")
+_CODICE_FISCALE = re.compile(
+    rf"\d\d(?<=\b[A-Za-z]{{6}}\d\d)[A-Za-z][{_OMOCODE}]{{2}}[A-Za-z][{_OMOCODE}]{{3}}[A-Za-z]\b"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,7 +256,9 @@ NATIONAL_IDS_NAMED: tuple[ValidatedPattern, ...] = (
     ),
     ValidatedPattern(
         NATIONAL_ID,
-        re.compile(r"(?i:\b(?:SIN(?:[- ]?(?:number|no\.?|nr\.?))?|social\s+insurance(?:\s+number)?)\b)\W{0,4}(?:is\W{1,3})?(?P<item>\d{9})(?!\d)"),
+        re.compile(
+            r"(?i:\b(?:SIN(?:[- ]?(?:number|no\.?|nr\.?))?|social\s+insurance(?:\s+number)?)\b)\W{0,4}(?:is\W{1,3})?(?P<item>\d{9})(?!\d)"
+        ),
         lambda c: bool(ca_sin.is_valid(c)),
         ("sin", "insurance"),
     ),
@@ -268,8 +284,12 @@ EMAIL_ADDRESSES = ValidatedPattern(
 
 _V4_OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
 # Not part of a longer dotted number, and not a version ("v1.2.3.4", "version 1.2.3.4").
-_IPV4 = re.compile(rf"(?<![\w.])(?<!\bv)(?<![Vv]ersion )(?<![Rr]elease )(?<![Bb]uild )(?:{_V4_OCTET}\.){{3}}{_V4_OCTET}(?![\w]|\.\d)")
-_IPV6 = re.compile(r"(?<![\w:.])\[?(?P<item>(?:[0-9A-Fa-f]{0,4}:){2,7}(?:[0-9A-Fa-f]{1,4}|(?:\d{1,3}\.){3}\d{1,3})?)(?![\w:])")
+_IPV4 = re.compile(
+    rf"(?<![\w.])(?<!\bv)(?<![Vv]ersion )(?<![Rr]elease )(?<![Bb]uild )(?:{_V4_OCTET}\.){{3}}{_V4_OCTET}(?![\w]|\.\d)"
+)
+_IPV6 = re.compile(
+    r"(?<![\w:.])\[?(?P<item>(?:[0-9A-Fa-f]{0,4}:){2,7}(?:[0-9A-Fa-f]{1,4}|(?:\d{1,3}\.){3}\d{1,3})?)(?![\w:])"
+)
 
 
 def _is_ipv6(candidate: str) -> bool:
@@ -289,7 +309,10 @@ IPV6_ADDRESSES = ValidatedPattern(IP, _IPV6, _is_ipv6)
 
 # (needles, pattern): a pattern runs only when one of its needles occurs in the lower-cased text.
 _SECRET_PATTERNS: tuple[tuple[tuple[str, ...], str], ...] = (
-    (("-----begin",), r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]{0,10000}?-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"),
+    (
+        ("-----begin",),
+        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]{0,10000}?-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----",
+    ),
     (("sk-ant-",), r"\bsk-ant-[a-z]{3,8}\d{2}-[A-Za-z0-9_\-]{20,}"),  # Anthropic
     (("sk-",), r"\bsk-(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{20,}"),  # OpenAI project and service keys
     (("sk-",), r"\bsk-[A-Za-z0-9]{32,}\b"),  # OpenAI legacy keys
@@ -337,11 +360,15 @@ def check_phone_regions(regions: Sequence[str]) -> None:
     known = phonenumbers.SUPPORTED_REGIONS
     unknown = [r for r in regions if r not in known]
     if unknown:
-        raise ConfigError(f"unknown phone region(s) {', '.join(unknown)}: use ISO 3166 two-letter codes such as US, GB, DE")
+        raise ConfigError(
+            f"unknown phone region(s) {', '.join(unknown)}: use ISO 3166 two-letter codes such as US, GB, DE"
+        )
 
 
 # Dates, and dotted quads (IP addresses, recognised as such; versions)
-_NOT_A_PHONE = re.compile(r"^(?:\d{4}[-/. ]\d{1,2}[-/. ]\d{1,2}|\d{1,2}[-/. ]\d{1,2}[-/. ]\d{2,4}|\d{1,3}(?:\.\d{1,5}){3})$")
+_NOT_A_PHONE = re.compile(
+    r"^(?:\d{4}[-/. ]\d{1,2}[-/. ]\d{1,2}|\d{1,2}[-/. ]\d{1,2}[-/. ]\d{2,4}|\d{1,3}(?:\.\d{1,5}){3})$"
+)
 
 
 # Regions with a trunk prefix 0 whose mobile numbers are usually written without it (98765 43210 in India).
@@ -397,7 +424,11 @@ class PhoneRecognizer:
             if not international:
                 if len(digits) not in self.lengths[region]:
                     continue
-                if region not in _WRITTEN_WITHOUT_TRUNK and _national_prefix(region) == "0" and not digits.startswith("0"):
+                if (
+                    region not in _WRITTEN_WITHOUT_TRUNK
+                    and _national_prefix(region) == "0"
+                    and not digits.startswith("0")
+                ):
                     continue  # "415 555 2671" is no German number: national formats there start with the trunk 0
             try:
                 # parse and validate only: libphonenumber's matcher would cost ~100 µs more per number and adds

@@ -19,7 +19,9 @@ RECOGNIZERS_VERSION = "validated-1"
 class RecognizerRedactor:
     """Runs every recognizer over a text and replaces what they find, except the allowed values."""
 
-    def __init__(self, recognizers: Sequence[Recognizer], allow: Sequence[str] = (), name: str = RECOGNIZERS_VERSION) -> None:
+    def __init__(
+        self, recognizers: Sequence[Recognizer], allow: Sequence[str] = (), name: str = RECOGNIZERS_VERSION
+    ) -> None:
         self._recognizers = tuple(recognizers)
         self._allow = frozenset(value.casefold() for value in allow)
         self._name = name
@@ -62,6 +64,8 @@ def build_redactor(settings: RedactionSettings | None) -> RecognizerRedactor | N
     recognizers: list[Recognizer] = [*builtin_recognizers(settings.phone_regions), *compile_patterns(settings.patterns)]
     name = RECOGNIZERS_VERSION
     if settings.patterns or settings.allow or tuple(settings.phone_regions) != DEFAULT_PHONE_REGIONS:
-        config = json.dumps([dict(settings.patterns), sorted(settings.allow), list(settings.phone_regions)], sort_keys=True)
+        config = json.dumps(
+            [dict(settings.patterns), sorted(settings.allow), list(settings.phone_regions)], sort_keys=True
+        )
         name = f"{name}+{hashlib.sha256(config.encode()).hexdigest()[:8]}"
     return RecognizerRedactor(recognizers, settings.allow, name)

@@ -186,11 +186,20 @@ class BatchScorer:
     async def _write_batch(self, batch_id: str, results: dict[str, Judgement | JudgeFailure]) -> None:
         waiting = self._out.pop(batch_id)
         for custom_id, w in waiting.items():
-            outcome = results.get(custom_id) or JudgeFailure("missing", f"batch {batch_id} returned no result for this request", transient=True)
+            outcome = results.get(custom_id) or JudgeFailure(
+                "missing", f"batch {batch_id} returned no result for this request", transient=True
+            )
             cost = outcome.usage.cost_usd
             self.cap.settle(w.reserved, cost or 0.0)
-            if isinstance(outcome, JudgeFailure) and outcome.transient and w.attempts < self.settings.attempts and not self.stopped:
-                again = self.cap.try_reserve(self.cost.event_usd(len(w.event.judged.question), len(w.event.judged.response)) or 0.0)
+            if (
+                isinstance(outcome, JudgeFailure)
+                and outcome.transient
+                and w.attempts < self.settings.attempts
+                and not self.stopped
+            ):
+                again = self.cap.try_reserve(
+                    self.cost.event_usd(len(w.event.judged.question), len(w.event.judged.response)) or 0.0
+                )
                 if again is not None:
                     self._buffer[custom_id] = Waiting(w.event, w.decision, again, w.attempts + 1)
                     continue
@@ -222,7 +231,16 @@ class BatchScorer:
 
     async def _record(self, batch_id: str, requests: int, state: BatchState, submitted_at: datetime) -> None:
         info = self.judge.info
-        record = BatchRecord(info.judge_id, batch_id, self.run_id, self.store.store.table, requests, state, submitted_at, datetime.now(UTC))
+        record = BatchRecord(
+            info.judge_id,
+            batch_id,
+            self.run_id,
+            self.store.store.table,
+            requests,
+            state,
+            submitted_at,
+            datetime.now(UTC),
+        )
         await write_batch(self.store, record)
 
     # ---- the end -----------------------------------------------------------------------------------------
@@ -259,5 +277,7 @@ class BatchScorer:
         self._buffer.clear()
         left = sum(len(b) for b in self._out.values())
         if self._out:
-            log.info("replay_batches_left", batches=len(self._out), requests=left, note="a run with --resume collects them")
+            log.info(
+                "replay_batches_left", batches=len(self._out), requests=left, note="a run with --resume collects them"
+            )
         return left

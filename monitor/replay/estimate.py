@@ -41,7 +41,13 @@ class CostModel:
 
     @classmethod
     def for_judge(
-        cls, info: JudgeInfo, price: ModelPrice | None, system_prompt: str | None, max_input_chars: int, *, batch: bool = False
+        cls,
+        info: JudgeInfo,
+        price: ModelPrice | None,
+        system_prompt: str | None,
+        max_input_chars: int,
+        *,
+        batch: bool = False,
     ) -> CostModel:
         """The cost model of a judge; `system_prompt` None for a judge that calls no API (lexical)."""
         if system_prompt is None:
@@ -99,7 +105,9 @@ class CostEstimate:
         return None if self.usd is None or not self.events else self.usd / self.events
 
 
-def estimate(model: CostModel, events: int, question_chars: int, response_chars: int, calls: int | None = None) -> CostEstimate:
+def estimate(
+    model: CostModel, events: int, question_chars: int, response_chars: int, calls: int | None = None
+) -> CostEstimate:
     """The estimate for `events` events with these total text lengths, of which `calls` need a call (default: all;
     an empty response is scored without one)."""
     calls = events if calls is None else calls
@@ -113,6 +121,10 @@ def estimate(model: CostModel, events: int, question_chars: int, response_chars:
     per_usd = model.event_usd(round(q), round(r))
     usd: float | None = None
     if per_usd is not None and model.price is not None:
-        first_write = model.prompt_tokens * (model.price.cache_write - model.price.cache_read) / 1_000_000 if model.prefix_cached else 0.0
+        first_write = (
+            model.prompt_tokens * (model.price.cache_write - model.price.cache_read) / 1_000_000
+            if model.prefix_cached
+            else 0.0
+        )
         usd = per_usd * calls + first_write * (BATCH_DISCOUNT if model.batch else 1.0)
     return CostEstimate(events, calls, input_tokens, per_output * calls, usd, model.batch)

@@ -222,7 +222,9 @@ class Replay:
                 f"--batch-api sends LLM calls, and the {self.judge.info.method} judge makes none (MONITOR_JUDGE=rubric or statements)"
             )
         if self.options.max_usd is not None and self.cost.calls_api and self.cost.price is None:
-            raise ReplayRefused(f"--max-usd needs the judge model's price, and {self.cost.model} has none: add it to MONITOR_JUDGE_PRICES")
+            raise ReplayRefused(
+                f"--max-usd needs the judge model's price, and {self.cost.model} has none: add it to MONITOR_JUDGE_PRICES"
+            )
         # A dry run only reads: its session is read-only, and it creates nothing (a missing store is one line).
         await (self.store.open_for_reads() if self.options.dry_run else self.store.open())
         self.erased = await self.store.call(load_erased_ids)
@@ -236,7 +238,13 @@ class Replay:
         return KafkaHistory(self.settings.kafka, self.options.span)
 
     async def _triaged(
-        self, history: History, tally: Tally, floor: datetime | None, phase: Phase, expected: Callable[[], int], in_flight: Callable[[], int]
+        self,
+        history: History,
+        tally: Tally,
+        floor: datetime | None,
+        phase: Phase,
+        expected: Callable[[], int],
+        in_flight: Callable[[], int],
     ) -> AsyncIterator[list[tuple[ConversationEvent, SampleDecision]]]:
         """Pages of the events to judge, every other record counted in `tally` by its skip reason."""
         sampler = build_sampler(self.settings)  # afresh per phase: both phases decide alike
@@ -255,7 +263,9 @@ class Replay:
                     tally.skip(verdict)
                 else:
                     todo.append((item, verdict))
-            done = await already_scored(self.store, judge_id, [e.event_id for e, _ in todo], any_run=self.options.resume)
+            done = await already_scored(
+                self.store, judge_id, [e.event_id for e, _ in todo], any_run=self.options.resume
+            )
             if done:
                 tally.skip(Skip.ALREADY_SCORED, sum(1 for e, _ in todo if e.event_id in done))
                 todo = [(e, d) for e, d in todo if e.event_id not in done]
@@ -265,7 +275,15 @@ class Replay:
             yield todo
 
     def _snapshot(self, phase: Phase, history: History, tally: Tally, expected: int, in_flight: int = 0) -> Snapshot:
-        return Snapshot(phase, tally.read, expected or history.progress.expected, tally, in_flight, tally.spent_usd, self.options.max_usd)
+        return Snapshot(
+            phase,
+            tally.read,
+            expected or history.progress.expected,
+            tally,
+            in_flight,
+            tally.spent_usd,
+            self.options.max_usd,
+        )
 
     async def _count(self, floor: datetime | None) -> Counted:
         tally = Tally()
@@ -376,7 +394,9 @@ class Replay:
         try:
             if isinstance(scorer, BatchScorer):
                 await scorer.collect_earlier(lambda n: log.info("replay_collecting_earlier_batches", batches=n))
-            async for todo in self._triaged(history, tally, counted.kept_after, "score", lambda: counted.to_score, lambda: scorer.in_flight):
+            async for todo in self._triaged(
+                history, tally, counted.kept_after, "score", lambda: counted.to_score, lambda: scorer.in_flight
+            ):
                 for event, decision in todo:
                     if self.stop.is_set() or not await scorer.score(self._judged(event, history), decision):
                         break
@@ -411,13 +431,17 @@ class Replay:
             overshoot_usd=overshoot,
         )
 
-    def _scorer(self, sink: ClickHouseSink[None], cap: SpendCap, paid: Callable[[float | None], None]) -> DirectScorer | BatchScorer:
+    def _scorer(
+        self, sink: ClickHouseSink[None], cap: SpendCap, paid: Callable[[float | None], None]
+    ) -> DirectScorer | BatchScorer:
         """The scorer of the options: one call per event, or Message Batches."""
         assert self.run_id is not None
         flow, policy = self.settings.flow, self.settings.store.store_text
         if self.options.batch_api:
             assert isinstance(self.judge, LLMJudge)  # checked first thing (`_check`)
-            batch = BatchSettings(self.options.batch_size, self.options.batch_poll_s, attempts=flow.judge_event_attempts)
+            batch = BatchSettings(
+                self.options.batch_size, self.options.batch_poll_s, attempts=flow.judge_event_attempts
+            )
             return BatchScorer(
                 BatchJudge(self.judge),
                 sink,
@@ -433,7 +457,14 @@ class Replay:
         guard = GuardedJudge(self.judge, flow, self.metrics, on_spent=lambda usage: None)
         # One event per call the judge may have out: a reservation is made just before its call can start.
         return DirectScorer(
-            guard, sink, self.cost, cap, run_id=self.run_id, text_policy=policy, max_in_flight=flow.judge_concurrency, on_row_cost=paid
+            guard,
+            sink,
+            self.cost,
+            cap,
+            run_id=self.run_id,
+            text_policy=policy,
+            max_in_flight=flow.judge_concurrency,
+            on_row_cost=paid,
         )
 
     # ---- the whole run -----------------------------------------------------------------------------------

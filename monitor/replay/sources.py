@@ -154,11 +154,26 @@ class StoreHistory:
                 return
 
     def _event(self, row: tuple[Any, ...]) -> ConversationEvent:
-        (event_id, conversation_id, event_time, app, model, prompt_version, metadata, question, response, topic, partition, offset, red, redactor) = (
-            row
-        )
+        (
+            event_id,
+            conversation_id,
+            event_time,
+            app,
+            model,
+            prompt_version,
+            metadata,
+            question,
+            response,
+            topic,
+            partition,
+            offset,
+            red,
+            redactor,
+        ) = row
         if red or redactor:
-            self.redaction_of[str(event_id)] = StoredRedaction({str(k): int(v) for k, v in dict(red).items()}, str(redactor))
+            self.redaction_of[str(event_id)] = StoredRedaction(
+                {str(k): int(v) for k, v in dict(red).items()}, str(redactor)
+            )
         return ConversationEvent(
             event_id=str(event_id),
             conversation_id=str(conversation_id),

@@ -28,7 +28,9 @@ class Skip(Enum):
     NO_TEXT = "no_text"  # --from-store: the store kept no text for it
 
 
-def triage(event: ConversationEvent, sampler: Sampler, erased: ErasedIds, keep_after: datetime | None) -> Skip | SampleDecision:
+def triage(
+    event: ConversationEvent, sampler: Sampler, erased: ErasedIds, keep_after: datetime | None
+) -> Skip | SampleDecision:
     """The skip reason of one decoded event, or its sampling decision when it is to be judged."""
     if erased.is_erased(event.conversation_id, event.event_id):
         return Skip.ERASED

@@ -77,7 +77,9 @@ class Chart:
     @property
     def empty(self) -> bool:
         """No panel has anything to draw."""
-        return not any(line.values for p in self.panels for line in p.lines) and not any(b.values for p in self.panels for b in p.bars)
+        return not any(line.values for p in self.panels for line in p.lines) and not any(
+            b.values for p in self.panels for b in p.bars
+        )
 
 
 def _on_grid(grid: Sequence[datetime], points: dict[datetime, float]) -> tuple[float | None, ...]:
@@ -104,7 +106,12 @@ def firing_label(firing: Firing, leave_out: Iterable[str] = ("app",)) -> str:
 def firing_span(firing: Firing, since: datetime, until: datetime) -> Span:
     """The part of `firing` inside [since, until)."""
     end = firing.resolved_at if firing.resolved_at is not None else until
-    return Span(firing_label(firing), max(firing.fired_at, since), min(end, until), open_end=firing.resolved_at is None or end > until)
+    return Span(
+        firing_label(firing),
+        max(firing.fired_at, since),
+        min(end, until),
+        open_end=firing.resolved_at is None or end > until,
+    )
 
 
 def relevancy_chart(
@@ -134,7 +141,12 @@ def relevancy_chart(
     spans = tuple(firing_span(f, *x_range) for f in firings if firing_applies(f, (t.segment for t in own)))
     panels = [
         Panel(f"mean score ({how})", tuple(Line(s.label, _on_grid(grid, mean[s]), s.label) for s in shown), y_max=1.0),
-        Panel("score < 0.5, % of ok rows", tuple(Line(s.label, _on_grid(grid, low[s]), s.label) for s in shown), y_max=100.0, percent=True),
+        Panel(
+            "score < 0.5, % of ok rows",
+            tuple(Line(s.label, _on_grid(grid, low[s]), s.label) for s in shown),
+            y_max=100.0,
+            percent=True,
+        ),
     ]
     judges = list(dict.fromkeys(s.judge_id for s in shown))
     shifts = canary_lines(canaries, judges, grid, width_s, "mean_shift")
@@ -177,7 +189,13 @@ def canary_lines(
         acc[0] += value
         acc[1] += 1
     return tuple(
-        Line(f"{judge} · {what}", _on_grid(grid, {t: total / n for t, (total, n) in sums[judge].items()}), judge, dashed, joined=True)
+        Line(
+            f"{judge} · {what}",
+            _on_grid(grid, {t: total / n for t, (total, n) in sums[judge].items()}),
+            judge,
+            dashed,
+            joined=True,
+        )
         for judge in judges
         if judge in sums
     )
@@ -193,7 +211,9 @@ def _shift_panel(ylabel: str, lines: tuple[Line, ...]) -> Panel:
     return Panel(ylabel, lines, y_max=top, y_min=-top)
 
 
-def canary_chart(canaries: Sequence[CanaryPoint], grid: Sequence[datetime], width_s: int, x_range: tuple[datetime, datetime]) -> Chart:
+def canary_chart(
+    canaries: Sequence[CanaryPoint], grid: Sequence[datetime], width_s: int, x_range: tuple[datetime, datetime]
+) -> Chart:
     """Per judge: Spearman ρ (solid) and κ (dashed) of its canary runs against the labels, their mean shift, and
     the share of pairs it could not score."""
     judges = list(dict.fromkeys(c.judge_id for c in canaries))
@@ -206,7 +226,11 @@ def canary_chart(canaries: Sequence[CanaryPoint], grid: Sequence[datetime], widt
         acc = errors.setdefault(c.judge_id, {}).setdefault(bucket_start(c.t, width_s), [0, 0])
         acc[0] += c.errors
         acc[1] += c.pairs
-    failed = tuple(Line(j, _on_grid(grid, {t: 100 * e / n for t, (e, n) in errors[j].items() if n}), j) for j in shown if j in errors)
+    failed = tuple(
+        Line(j, _on_grid(grid, {t: 100 * e / n for t, (e, n) in errors[j].items() if n}), j)
+        for j in shown
+        if j in errors
+    )
     return Chart(
         "canary",
         "judge canaries",
@@ -214,8 +238,12 @@ def canary_chart(canaries: Sequence[CanaryPoint], grid: Sequence[datetime], widt
         width_s,
         x_range,
         (
-            Panel("agreement with the labels (ρ, κ)", agreement, y_max=1.0, y_min=-1.0 if _lowest(agreement) < 0 else 0.0),
-            _shift_panel("mean shift (score − label)", canary_lines(canaries, shown, grid, width_s, "mean_shift", "mean shift")),
+            Panel(
+                "agreement with the labels (ρ, κ)", agreement, y_max=1.0, y_min=-1.0 if _lowest(agreement) < 0 else 0.0
+            ),
+            _shift_panel(
+                "mean shift (score − label)", canary_lines(canaries, shown, grid, width_s, "mean_shift", "mean shift")
+            ),
             Panel("pairs not scored, %", failed, y_max=100.0, percent=True),
         ),
         omitted=tuple(judges[MAX_LINES:]),
@@ -223,7 +251,11 @@ def canary_chart(canaries: Sequence[CanaryPoint], grid: Sequence[datetime], widt
 
 
 def coverage_chart(
-    traffic: Iterable[TrafficBucket], grid: Sequence[datetime], width_s: int, x_range: tuple[datetime, datetime], has_traffic: bool
+    traffic: Iterable[TrafficBucket],
+    grid: Sequence[datetime],
+    width_s: int,
+    x_range: tuple[datetime, datetime],
+    has_traffic: bool,
 ) -> Chart:
     """Events consumed, chosen for judging and judged per bucket (all apps), and per app the share judged."""
     consumed: dict[datetime, float] = {}
@@ -239,7 +271,11 @@ def coverage_chart(
     volume = [Line("judged", _on_grid(grid, judged), "judged")]
     panels: list[Panel] = []
     if has_traffic:
-        volume = [Line("consumed", _on_grid(grid, consumed), "consumed"), Line("sampled", _on_grid(grid, sampled), "sampled"), *volume]
+        volume = [
+            Line("consumed", _on_grid(grid, consumed), "consumed"),
+            Line("sampled", _on_grid(grid, sampled), "sampled"),
+            *volume,
+        ]
     panels.append(Panel("events per bucket", tuple(volume)))
     if has_traffic:
         apps = sorted((a for a in per_app if a), key=lambda a: -sum(per_app[a][0].values()))
@@ -255,7 +291,9 @@ def coverage_chart(
     return Chart("coverage", "volume and coverage", tuple(grid), width_s, x_range, tuple(panels), omitted=omitted)
 
 
-def health_chart(health: Iterable[HealthBucket], grid: Sequence[datetime], width_s: int, x_range: tuple[datetime, datetime]) -> Chart:
+def health_chart(
+    health: Iterable[HealthBucket], grid: Sequence[datetime], width_s: int, x_range: tuple[datetime, datetime]
+) -> Chart:
     """Per judge: error rows and rate-limited (429) rows as a share of its rows, and the scoring lag (p50, p90)."""
     per_judge: dict[str, dict[str, dict[datetime, float]]] = {}
     for h in health:
@@ -282,7 +320,10 @@ def health_chart(health: Iterable[HealthBucket], grid: Sequence[datetime], width
         tuple(grid),
         width_s,
         x_range,
-        (Panel("error rows, % of rows", tuple(errors), percent=True), Panel("scoring lag (scored_at − event_time), s", tuple(lag))),
+        (
+            Panel("error rows, % of rows", tuple(errors), percent=True),
+            Panel("scoring lag (scored_at − event_time), s", tuple(lag)),
+        ),
         omitted=tuple(sorted(per_judge)[MAX_LINES:]),
     )
 
@@ -298,7 +339,9 @@ def cost_chart(costs: Iterable[CostDay], since: datetime, until: datetime) -> Ch
         acc = per_judge.setdefault(c.judge_id, {})
         acc[_midnight(c.day)] = acc.get(_midnight(c.day), 0.0) + c.cost_usd
     # A judge that cost nothing (lexical, or cached throughout) has no bar; the table lists it.
-    bars = tuple(Bars(j, tuple(per_judge[j].get(t, 0.0) for t in x), j) for j in sorted(per_judge) if any(per_judge[j].values()))
+    bars = tuple(
+        Bars(j, tuple(per_judge[j].get(t, 0.0) for t in x), j) for j in sorted(per_judge) if any(per_judge[j].values())
+    )
     panel = Panel("USD per day", bars=bars, money=True)
     return Chart("cost", "judge cost per day", x, 86400, (x[0], x[-1] + timedelta(days=1)), (panel,), day_ticks=True)
 

@@ -79,7 +79,12 @@ def _table(headers: Sequence[str], rows: Iterable[Sequence[str]], numeric: Itera
     """A table of already escaped cells; columns in `numeric` are right-aligned."""
     right = set(numeric)
     head = "".join(f"<th>{h}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f'<td class="n">{c}</td>' if i in right else f"<td>{c}</td>" for i, c in enumerate(r)) + "</tr>" for r in rows)
+    body = "".join(
+        "<tr>"
+        + "".join(f'<td class="n">{c}</td>' if i in right else f"<td>{c}</td>" for i, c in enumerate(r))
+        + "</tr>"
+        for r in rows
+    )
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
@@ -87,7 +92,9 @@ def _segment_text(segment: tuple[tuple[str, str], ...]) -> str:
     return ", ".join(f"{k}={v}" for k, v in segment) or "all segments"
 
 
-def render_page(data: ReportData, totals: Sequence[SegmentTotals], charts: dict[str, ChartView], marked: frozenset[Firing]) -> str:
+def render_page(
+    data: ReportData, totals: Sequence[SegmentTotals], charts: dict[str, ChartView], marked: frozenset[Firing]
+) -> str:
     """The whole page. `charts` maps a chart key (see `monitor.report.charts`) to its drawing; `marked` are
     the firings drawn on at least one chart."""
     parts = [_header(data)]
@@ -143,7 +150,11 @@ def replay_note(data: ReportData) -> str:
 
 def _empty(data: ReportData) -> str:
     consumed = sum(b.consumed for b in data.traffic)
-    extra = f" The traffic counts show {count(consumed)} events consumed in the range, none of them judged." if consumed else ""
+    extra = (
+        f" The traffic counts show {count(consumed)} events consumed in the range, none of them judged."
+        if consumed
+        else ""
+    )
     message = f"No judged events between {when(data.since)} and {when(data.until)} in {data.table}.{extra}"
     return f'<section id="summary"><p class="empty">{esc(message)}</p></section>'
 
@@ -170,7 +181,18 @@ def _summary(data: ReportData, totals: Sequence[SegmentTotals]) -> str:
         )
     )
     table = _table(
-        ["app", "prompt version", "judge", "judge model", "judge_id", "rows", "ok", "errors", "mean score", "score < 0.5"],
+        [
+            "app",
+            "prompt version",
+            "judge",
+            "judge model",
+            "judge_id",
+            "rows",
+            "ok",
+            "errors",
+            "mean score",
+            "score < 0.5",
+        ],
         (
             [
                 esc(t.segment.app),
@@ -195,7 +217,11 @@ def _chart(charts: dict[str, ChartView], key: str) -> str:
     view = charts.get(key)
     if view is None:
         return ""
-    left_out = f'<p class="note">Not drawn, to keep the legend readable (see the tables): {esc(", ".join(view.omitted))}.</p>' if view.omitted else ""
+    left_out = (
+        f'<p class="note">Not drawn, to keep the legend readable (see the tables): {esc(", ".join(view.omitted))}.</p>'
+        if view.omitted
+        else ""
+    )
     return f'<div class="chart" id="chart-{esc(key)}">{view.svg}</div>{left_out}'
 
 
@@ -214,7 +240,9 @@ def _relevancy(data: ReportData, totals: Sequence[SegmentTotals], charts: dict[s
         out.append(_chart(charts, f"relevancy-{app}"))
     if len(apps) > MAX_APP_CHARTS:
         rest = ", ".join(apps[MAX_APP_CHARTS:])
-        out.append(f'<p class="note">{len(apps) - MAX_APP_CHARTS} quieter apps have no chart (the summary lists them): {esc(rest)}.</p>')
+        out.append(
+            f'<p class="note">{len(apps) - MAX_APP_CHARTS} quieter apps have no chart (the summary lists them): {esc(rest)}.</p>'
+        )
     out.append("</section>")
     return "".join(out)
 
@@ -255,7 +283,9 @@ def _canaries(data: ReportData, charts: dict[str, ChartView]) -> str:
         shifts = [r.mean_shift for r in runs if r.mean_shift is not None]
         pairs, errors = sum(r.pairs for r in runs), sum(r.errors for r in runs)
         costs = [r.cost_usd for r in runs]
-        cost = usd(sum(c for c in costs if c is not None)) if all(c is not None for c in costs) else "unknown (no price)"
+        cost = (
+            usd(sum(c for c in costs if c is not None)) if all(c is not None for c in costs) else "unknown (no price)"
+        )
         rows.append(
             [
                 f"<code>{esc(judge_id)}</code>",
@@ -272,7 +302,19 @@ def _canaries(data: ReportData, charts: dict[str, ChartView]) -> str:
             ]
         )
     table = _table(
-        ["judge_id", "judge", "labelled set", "runs", "latest run", "ρ", "κ", "mean shift", "mean shift, range", "pairs not scored", "cost"],
+        [
+            "judge_id",
+            "judge",
+            "labelled set",
+            "runs",
+            "latest run",
+            "ρ",
+            "κ",
+            "mean shift",
+            "mean shift, range",
+            "pairs not scored",
+            "cost",
+        ],
         rows,
         numeric=range(3, 11),
     )
@@ -299,7 +341,18 @@ def _alerts(data: ReportData, marked: frozenset[Firing]) -> str:
     if data.alert_status != "present" or not data.firings:
         return f'{head}<p class="note">{esc(_alert_status_note(data).strip())}</p></section>'
     table = _table(
-        ["rule", "severity", "segment", "state now", "fired at", "resolved at", "value", "baseline", "on a chart", "note"],
+        [
+            "rule",
+            "severity",
+            "segment",
+            "state now",
+            "fired at",
+            "resolved at",
+            "value",
+            "baseline",
+            "on a chart",
+            "note",
+        ],
         (
             [
                 f'<span class="firing">{esc(f.rule)}</span>',
@@ -353,7 +406,18 @@ def _coverage(data: ReportData, charts: dict[str, ChartView]) -> str:
 
 def _health(data: ReportData, charts: dict[str, ChartView]) -> str:
     judges = _table(
-        ["judge_id", "judge", "judge model", "rows", "error rows", "error rate", "rate limited (429)", "lag p50", "lag p90", "lag max"],
+        [
+            "judge_id",
+            "judge",
+            "judge model",
+            "rows",
+            "error rows",
+            "error rate",
+            "rate limited (429)",
+            "lag p50",
+            "lag p90",
+            "lag max",
+        ],
         (
             [
                 f"<code>{esc(j.judge_id)}</code>",
@@ -428,7 +492,11 @@ def _statements(e: Example) -> str:
         cls = verdict if verdict in ("yes", "no", "idk") else "idk"
         why = f'<div class="reason">{esc(reason)}</div>' if reason else ""
         items.append(f'<li><span class="v v-{cls}">{esc(verdict or "?")}</span>{esc(s)}{why}</li>')
-    more = f'<div class="note">… {count(e.n_statements - len(e.statements))} more</div>' if e.n_statements > len(e.statements) else ""
+    more = (
+        f'<div class="note">… {count(e.n_statements - len(e.statements))} more</div>'
+        if e.n_statements > len(e.statements)
+        else ""
+    )
     return f'<ol class="statements">{"".join(items)}</ol>{more}'
 
 
@@ -441,7 +509,17 @@ def _examples(examples: Sequence[Example]) -> str:
     if not examples:
         return f'{head}<p class="note">No ok rows in this range.</p></section>'
     table = _table(
-        ["score", "when", "app", "prompt version", "judge_id", "question", "response", "statements and verdicts", "reasoning"],
+        [
+            "score",
+            "when",
+            "app",
+            "prompt version",
+            "judge_id",
+            "question",
+            "response",
+            "statements and verdicts",
+            "reasoning",
+        ],
         (
             [
                 num(e.score),
@@ -464,7 +542,11 @@ def _examples(examples: Sequence[Example]) -> str:
 
 def _method(data: ReportData) -> str:
     weight = "weighted by 1/sample_rate" if data.weighted else "unweighted (no sample_rate column)"
-    which = "" if data.include_replays or data.replays is None else ", written by the live consumer (<code>replay_run = ''</code>)"
+    which = (
+        ""
+        if data.include_replays or data.replays is None
+        else ", written by the live consumer (<code>replay_run = ''</code>)"
+    )
     return (
         '<footer><h2>How this was computed</h2><p class="note">'
         f"Rows read with <code>FINAL</code> from {esc(data.table)} where event_time is in [{esc(when(data.since))}, {esc(when(data.until))}){which}; "

@@ -117,7 +117,11 @@ def fetch_report_data(
         costs=tuple(_costs(store, scores, where, params)),
         traffic=traffic,
         traffic_status=traffic_status,
-        examples=tuple(_worst(store, scores, where, {**params, "limit": worst, "chars": EXAMPLE_CHARS + 1, "n": EXAMPLE_STATEMENTS})),
+        examples=tuple(
+            _worst(
+                store, scores, where, {**params, "limit": worst, "chars": EXAMPLE_CHARS + 1, "n": EXAMPLE_STATEMENTS}
+            )
+        ),
         firings=firings,
         alert_status=alert_status,
         canaries=canaries,
@@ -143,7 +147,9 @@ def _has_column(store: ClickHouseStore, db: str, table: str, column: str) -> boo
     return bool(store.query(sql, {"db": db, "t": table, "c": column}).rows[0][0])
 
 
-def _segment_buckets(store: ClickHouseStore, scores: str, where: str, weight: str, params: dict[str, Any]) -> list[SegmentBucket]:
+def _segment_buckets(
+    store: ClickHouseStore, scores: str, where: str, weight: str, params: dict[str, Any]
+) -> list[SegmentBucket]:
     sql = (
         f"SELECT {_BUCKET.format(column='event_time')} AS t, app, prompt_version, judge_id, any(judge), any(judge_model),\n"
         "       count(), countIf(status = 'ok'), countIf(status = 'error'),\n"
@@ -155,7 +161,18 @@ def _segment_buckets(store: ClickHouseStore, scores: str, where: str, weight: st
     out = []
     for t, app, pv, jid, judge, jmodel, rows, ok, errors, w_ok, w_score, w_low in store.query(sql, params).rows:
         segment = Segment(str(app), str(pv), str(jid), str(judge), str(jmodel))
-        out.append(SegmentBucket(utc(t), segment, int(rows), int(ok), int(errors), _num(w_ok) or 0.0, _num(w_score) or 0.0, _num(w_low) or 0.0))
+        out.append(
+            SegmentBucket(
+                utc(t),
+                segment,
+                int(rows),
+                int(ok),
+                int(errors),
+                _num(w_ok) or 0.0,
+                _num(w_score) or 0.0,
+                _num(w_low) or 0.0,
+            )
+        )
     return out
 
 
@@ -168,7 +185,9 @@ def _health(store: ClickHouseStore, scores: str, where: str, params: dict[str, A
         "GROUP BY t, judge_id ORDER BY t, judge_id"
     )
     return [
-        HealthBucket(utc(t), str(jid), str(judge), int(rows), int(errors), int(limited), _num(p50), _num(p90), _num(top))
+        HealthBucket(
+            utc(t), str(jid), str(judge), int(rows), int(errors), int(limited), _num(p50), _num(p90), _num(top)
+        )
         for t, jid, judge, rows, errors, limited, p50, p90, top in store.query(sql, params).rows
     ]
 
@@ -183,7 +202,17 @@ def _judges(store: ClickHouseStore, scores: str, where: str, params: dict[str, A
     )
     return [
         JudgeTotals(
-            str(jid), str(judge), str(jmodel), int(rows), int(errors), int(limited), _num(p50), _num(p90), _num(top), _num(cost) or 0.0, int(priced)
+            str(jid),
+            str(judge),
+            str(jmodel),
+            int(rows),
+            int(errors),
+            int(limited),
+            _num(p50),
+            _num(p90),
+            _num(top),
+            _num(cost) or 0.0,
+            int(priced),
         )
         for jid, judge, jmodel, rows, errors, limited, p50, p90, top, cost, priced in store.query(sql, params).rows
     ]
@@ -211,11 +240,15 @@ def _costs(store: ClickHouseStore, scores: str, where: str, params: dict[str, An
     out = []
     for day, jid, judge, jmodel, rows, priced, cached, cost in store.query(sql, params).rows:
         d = day if isinstance(day, date) else date.fromisoformat(str(day))
-        out.append(CostDay(d, str(jid), str(judge), str(jmodel), int(rows), int(priced), int(cached), _num(cost) or 0.0))
+        out.append(
+            CostDay(d, str(jid), str(judge), str(jmodel), int(rows), int(priced), int(cached), _num(cost) or 0.0)
+        )
     return out
 
 
-def _traffic(store: ClickHouseStore, scores: str, where: str, traffic: str, params: dict[str, Any]) -> list[TrafficBucket]:
+def _traffic(
+    store: ClickHouseStore, scores: str, where: str, traffic: str, params: dict[str, Any]
+) -> list[TrafficBucket]:
     counted = (
         f"SELECT {_BUCKET.format(column='minute')} AS t, app, prompt_version, sum(consumed), sum(sampled) FROM {traffic}\n"
         f"WHERE minute >= {{since:{_TS}}} AND minute < {{until:{_TS}}} GROUP BY t, app, prompt_version"
@@ -285,7 +318,19 @@ def _canaries(store: ClickHouseStore, table: str, params: dict[str, Any]) -> lis
         "GROUP BY run_id ORDER BY any(run_at), run_id"
     )
     return [
-        CanaryPoint(utc(t), str(rid), str(jid), str(judge), str(labels), int(n), int(errors), _num(rho), _num(kappa), _num(shift), _num(cost))
+        CanaryPoint(
+            utc(t),
+            str(rid),
+            str(jid),
+            str(judge),
+            str(labels),
+            int(n),
+            int(errors),
+            _num(rho),
+            _num(kappa),
+            _num(shift),
+            _num(cost),
+        )
         for rid, t, jid, judge, labels, n, errors, rho, kappa, shift, cost in store.query(sql, params).rows
     ]
 

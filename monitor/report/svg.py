@@ -22,7 +22,18 @@ from matplotlib.typing import RcKeyType
 from monitor.report.charts import Chart, Panel, Span
 
 # The tab10 palette without its red, which marks alert firings.
-_PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#393b79")
+_PALETTE = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+    "#393b79",
+)
 _FIRING = "#d62728"
 _WIDTH_IN = 12.0
 _LABEL_CHARS = 54  # a legend entry longer than this is cut, so the legend stays inside its column
@@ -36,7 +47,9 @@ _RC: dict[RcKeyType, Any] = {
     "grid.alpha": 0.3,
     "timezone": "UTC",
 }
-_DROP = re.compile(r"<\?xml[^>]*\?>|<!DOCTYPE[^>]*>|<metadata>.*?</metadata>|<!--.*?-->|\s+xmlns(?::\w+)?=\"[^\"]*\"", re.DOTALL)
+_DROP = re.compile(
+    r"<\?xml[^>]*\?>|<!DOCTYPE[^>]*>|<metadata>.*?</metadata>|<!--.*?-->|\s+xmlns(?::\w+)?=\"[^\"]*\"", re.DOTALL
+)
 
 
 def render_svg(chart: Chart) -> str:
@@ -88,7 +101,10 @@ def _draw_panel(ax: Axes, panel: Panel, chart: Chart, colours: dict[str, str], h
         xs: list[datetime] = centres
         ys = [math.nan if v is None else v for v in line.values]
         if line.joined:  # without its empty buckets, the points are joined up
-            xs, ys = [x for x, v in zip(centres, line.values, strict=True) if v is not None], [v for v in line.values if v is not None]
+            xs, ys = (
+                [x for x, v in zip(centres, line.values, strict=True) if v is not None],
+                [v for v in line.values if v is not None],
+            )
         # Markers show a lone bucket between gaps, which a line alone would not draw.
         ax.plot(
             xs,  # type: ignore[arg-type]
@@ -103,7 +119,14 @@ def _draw_panel(ax: Axes, panel: Panel, chart: Chart, colours: dict[str, str], h
     bottom = [0.0] * len(chart.x)
     width = chart.width_s / 86400 * 0.8  # matplotlib's date unit is a day
     for bars in panel.bars:
-        ax.bar(centres, bars.values, width=width, bottom=bottom, label=_short(bars.label), color=colours[bars.color_key or bars.label])  # type: ignore[arg-type]
+        ax.bar(
+            centres,  # type: ignore[arg-type]
+            bars.values,
+            width=width,
+            bottom=bottom,
+            label=_short(bars.label),
+            color=colours[bars.color_key or bars.label],
+        )
         bottom = [b + v for b, v in zip(bottom, bars.values, strict=True)]
     ax.set_ylabel(panel.ylabel)
     top = panel.y_max

@@ -10,7 +10,16 @@ from urllib.parse import urlsplit
 
 from monitor.alerts.windows import utc
 from monitor.report.buckets import bucket_grid, bucket_seconds
-from monitor.report.charts import MAX_APP_CHARTS, Chart, canary_chart, cost_chart, coverage_chart, firing_applies, health_chart, relevancy_chart
+from monitor.report.charts import (
+    MAX_APP_CHARTS,
+    Chart,
+    canary_chart,
+    cost_chart,
+    coverage_chart,
+    firing_applies,
+    health_chart,
+    relevancy_chart,
+)
 from monitor.report.model import Firing, ReportData, Segment, TableStatus
 from monitor.report.page import ChartView, render_page
 from monitor.report.queries import DEFAULT_TRAFFIC_TABLE, WORST_EXAMPLES, fetch_report_data
@@ -64,7 +73,12 @@ def charts_of(data: ReportData) -> tuple[list[Chart], frozenset[Firing]]:
     grid = bucket_grid(data.since, data.until, data.bucket_s)
     x_range = (data.since, data.until)
     apps = apps_in_order(totals)[:MAX_APP_CHARTS]
-    charts = [relevancy_chart(app, totals, data.segments, grid, data.bucket_s, x_range, data.firings, data.weighted, data.canaries) for app in apps]
+    charts = [
+        relevancy_chart(
+            app, totals, data.segments, grid, data.bucket_s, x_range, data.firings, data.weighted, data.canaries
+        )
+        for app in apps
+    ]
     if data.canaries:
         charts.append(canary_chart(data.canaries, grid, data.bucket_s, x_range))
     charts += [
@@ -102,7 +116,9 @@ def write_report(
     unless `include_replays`; raises `UsageError` for an empty range or an unwritable path, `StoreError` for the store."""
     since, until = utc(since), utc(until)
     if since >= until:
-        raise UsageError(f"the report's range is empty: since ({since.isoformat()}) must be before until ({until.isoformat()})")
+        raise UsageError(
+            f"the report's range is empty: since ({since.isoformat()}) must be before until ({until.isoformat()})"
+        )
     data = fetch_report_data(
         store,
         since,

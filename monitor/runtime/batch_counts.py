@@ -25,7 +25,10 @@ class BatchCounts:
 
     def decided(self, event: DecodedEvent, sampled: bool) -> None:
         """A decoded event and whether it was sampled."""
-        self._count((minute_number(event.epoch_s), event.app, event.model, event.prompt_version), SAMPLED if sampled else NOT_SAMPLED)
+        self._count(
+            (minute_number(event.epoch_s), event.app, event.model, event.prompt_version),
+            SAMPLED if sampled else NOT_SAMPLED,
+        )
         if not sampled:
             self._unsampled[event.app] = self._unsampled.get(event.app, 0) + 1
         else:

@@ -48,9 +48,22 @@ async def dead_letter(
                     detail=str(e)[:200],
                     note="the partition's commits wait for this record; fix the topic or its ACLs",
                 )
-            log.debug("dlq_publish_failed", topic=dlq.topic, partition=record.partition, offset=record.offset, error=type(e).__name__)
+            log.debug(
+                "dlq_publish_failed",
+                topic=dlq.topic,
+                partition=record.partition,
+                offset=record.offset,
+                error=type(e).__name__,
+            )
             await asyncio.sleep(backoff.delay(retry))
     if health.mark("dead_letter_topic", True):
         log.info("dead_letter_topic_writable", topic=dlq.topic)
     metrics.dead_lettered.labels(err.reason).inc()
-    log.info("dead_lettered", topic=record.topic, partition=record.partition, offset=record.offset, reason=err.reason, detail=err.detail[:200])
+    log.info(
+        "dead_lettered",
+        topic=record.topic,
+        partition=record.partition,
+        offset=record.offset,
+        reason=err.reason,
+        detail=err.detail[:200],
+    )

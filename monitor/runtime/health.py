@@ -87,7 +87,11 @@ class Health:
 
     def starting(self) -> list[str]:
         """The start-up milestones not reached yet."""
-        return [what for what, done in (("joining the consumer group", self.joined), ("opening the store", self.store_answered)) if not done]
+        return [
+            what
+            for what, done in (("joining the consumer group", self.joined), ("opening the store", self.store_answered))
+            if not done
+        ]
 
     def alive(self, max_silence_s: float, now: float | None = None) -> bool:
         """Whether the event loop beat within `max_silence_s`."""
@@ -134,7 +138,9 @@ class HealthServer:
     and `/readyz` (503 with the reasons until started, and while a dependency is down) on one port, in a daemon
     thread."""
 
-    def __init__(self, registry: CollectorRegistry, health: Health, port: int, host: str = "0.0.0.0", max_silence_s: float = 30.0) -> None:
+    def __init__(
+        self, registry: CollectorRegistry, health: Health, port: int, host: str = "0.0.0.0", max_silence_s: float = 30.0
+    ) -> None:
         handler = _handler(registry, health, max_silence_s)
         self._server = ThreadingHTTPServer((host, port), handler)
         self.port = int(self._server.server_address[1])
@@ -162,7 +168,9 @@ def _handler(registry: CollectorRegistry, health: Health, max_silence_s: float) 
                 body = {"alive": alive, "silent_s": round(time.monotonic() - health.beat, 1)}
                 self._send(200 if alive else 503, json.dumps(body).encode() + b"\n", "application/json")
             elif path == "/readyz":
-                self._send(200 if health.ready else 503, json.dumps(health.report()).encode() + b"\n", "application/json")
+                self._send(
+                    200 if health.ready else 503, json.dumps(health.report()).encode() + b"\n", "application/json"
+                )
             else:
                 self._send(404, b"not found: try /metrics, /healthz or /readyz\n", "text/plain")
 

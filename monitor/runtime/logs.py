@@ -43,7 +43,9 @@ def configure_logging(fmt: str = "auto", level: str = "info") -> None:
     """Configure structlog and the stdlib root logger (aiokafka logs through it) once, at start-up."""
     use_console = fmt == "console" or (fmt == "auto" and sys.stderr.isatty())
     renderer: structlog.typing.Processor = (
-        structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty()) if use_console else structlog.processors.JSONRenderer()
+        structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
+        if use_console
+        else structlog.processors.JSONRenderer()
     )
     shared: list[structlog.typing.Processor] = [
         structlog.contextvars.merge_contextvars,

@@ -35,20 +35,38 @@ class Metrics(JudgingMetrics):
     """Counters, gauges and histograms of one pipeline; label values stay low-cardinality (`app` is capped by
     `app_label`, see `LabelCap`)."""
 
-    def __init__(self, registry: CollectorRegistry | None = None, *, max_apps: int = 100, apps: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, registry: CollectorRegistry | None = None, *, max_apps: int = 100, apps: tuple[str, ...] = ()
+    ) -> None:
         super().__init__(registry)
         r = self.registry
         self._children: dict[tuple[int, tuple[str, ...]], Counter] = {}
         self._app_cap = LabelCap(max_apps, apps)
         self.label_overflow = Counter(
-            PREFIX + "metric_label_overflow", "Events whose label value was reported as `other` (over the cap)", ["label"], registry=r
+            PREFIX + "metric_label_overflow",
+            "Events whose label value was reported as `other` (over the cap)",
+            ["label"],
+            registry=r,
         )
         self.consumed = Counter(PREFIX + "events_consumed", "Records fetched from Kafka", ["topic"], registry=r)
-        self.dead_lettered = Counter(PREFIX + "events_dead_lettered", "Records sent to the dead-letter topic", ["reason"], registry=r)
-        self.dlq_publish_failures = Counter(PREFIX + "dlq_publish_failures", "Dead-letter publish attempts that failed", registry=r)
-        self.not_sampled = Counter(PREFIX + "events_not_sampled", "Decoded events not selected for judging", ["app"], registry=r)
-        self.judged = Counter(PREFIX + "events_judged", "Scored rows produced (by the primary judge)", ["app", "judge", "status"], registry=r)
-        self.shadow_rows = Counter(PREFIX + "shadow_rows", "Scored rows produced by the shadow judge", ["app", "judge", "status"], registry=r)
+        self.dead_lettered = Counter(
+            PREFIX + "events_dead_lettered", "Records sent to the dead-letter topic", ["reason"], registry=r
+        )
+        self.dlq_publish_failures = Counter(
+            PREFIX + "dlq_publish_failures", "Dead-letter publish attempts that failed", registry=r
+        )
+        self.not_sampled = Counter(
+            PREFIX + "events_not_sampled", "Decoded events not selected for judging", ["app"], registry=r
+        )
+        self.judged = Counter(
+            PREFIX + "events_judged",
+            "Scored rows produced (by the primary judge)",
+            ["app", "judge", "status"],
+            registry=r,
+        )
+        self.shadow_rows = Counter(
+            PREFIX + "shadow_rows", "Scored rows produced by the shadow judge", ["app", "judge", "status"], registry=r
+        )
         self.shadow_cost = Counter(
             PREFIX + "shadow_cost_usd",
             "Estimated USD of the shadow judge's calls (failed ones included; unpriced models add 0)",
@@ -57,18 +75,31 @@ class Metrics(JudgingMetrics):
         )
         self.cache_hits = Counter(PREFIX + "verdict_cache_hits", "Events scored from the verdict cache", registry=r)
         self.redactions = Counter(
-            PREFIX + "redactions", "Items of personal data replaced before the judge and the store, by kind", ["kind"], registry=r
+            PREFIX + "redactions",
+            "Items of personal data replaced before the judge and the store, by kind",
+            ["kind"],
+            registry=r,
         )
-        self.sampled = Counter(PREFIX + "events_sampled", "Decoded events selected for judging", ["app", "rule"], registry=r)
+        self.sampled = Counter(
+            PREFIX + "events_sampled", "Decoded events selected for judging", ["app", "rule"], registry=r
+        )
         self.rows_written = Counter(PREFIX + "rows_written", "Rows durably inserted into ClickHouse", registry=r)
-        self.rows_dropped = Counter(PREFIX + "rows_dropped", "Rows the store refused even as error rows (logged with their event id)", registry=r)
-        self.insert_failures = Counter(PREFIX + "insert_failures", "Failed ClickHouse insert attempts (retried)", registry=r)
+        self.rows_dropped = Counter(
+            PREFIX + "rows_dropped",
+            "Rows the store refused even as error rows (logged with their event id)",
+            registry=r,
+        )
+        self.insert_failures = Counter(
+            PREFIX + "insert_failures", "Failed ClickHouse insert attempts (retried)", registry=r
+        )
         self.flush_seconds = Histogram(PREFIX + "flush_seconds", "Time to write one batch", registry=r)
         self.commits = Counter(PREFIX + "commits", "Successful offset commits", registry=r)
         self.commit_failures = Counter(PREFIX + "commit_failures", "Offset commits rejected by the group", registry=r)
         self.in_flight = Gauge(PREFIX + "in_flight_events", "Events fetched and not yet finished", registry=r)
         self.paused = Gauge(PREFIX + "consumption_paused", "1 while consumption is paused for backpressure", registry=r)
-        self.lag = Gauge(PREFIX + "consumer_lag", "Records behind the high-watermark", ["topic", "partition"], registry=r)
+        self.lag = Gauge(
+            PREFIX + "consumer_lag", "Records behind the high-watermark", ["topic", "partition"], registry=r
+        )
 
     def app_label(self, app: str, events: int = 1) -> str:
         """The `app` label value for `events` events of an app: itself while under the cap, else `other` (counted)."""
@@ -88,4 +119,6 @@ class Metrics(JudgingMetrics):
 
     def total(self, name: str) -> float:
         """The sum of a counter's samples over all its labels (for progress lines)."""
-        return sum(s.value for m in self.registry.collect() if m.name == name for s in m.samples if s.name.endswith("_total"))
+        return sum(
+            s.value for m in self.registry.collect() if m.name == name for s in m.samples if s.name.endswith("_total")
+        )

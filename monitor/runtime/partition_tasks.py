@@ -51,7 +51,11 @@ class PartitionTasks:
         return set().union(*chosen)
 
     async def drain(
-        self, tps: Iterable[TopicPartition] | None, deadline: Deadline, *, stop_now: Callable[[asyncio.Task[Any]], bool] = lambda _: False
+        self,
+        tps: Iterable[TopicPartition] | None,
+        deadline: Deadline,
+        *,
+        stop_now: Callable[[asyncio.Task[Any]], bool] = lambda _: False,
     ) -> int:
         """Cancel at once the tasks of `tps` for which `stop_now` holds, let the others finish until the deadline,
         then cancel the rest (the offsets of cancelled work stay uncommitted); returns how many were abandoned."""

@@ -80,7 +80,9 @@ class Pipeline:
             await start_client(self.producer, self.kafka)
             await start_client(self.source, self.kafka)
         except BaseException:
-            await close_clients(self.source, self.producer)  # a failed start leaves no client open ("Unclosed ..." warnings)
+            await close_clients(
+                self.source, self.producer
+            )  # a failed start leaves no client open ("Unclosed ..." warnings)
             raise
         info, shadow = self.guard.judge.info, self.shadow
         log.info(
@@ -192,7 +194,9 @@ class Pipeline:
                     max_future_skew_s=self.kafka.max_future_skew_s,
                 )  # fmt: skip
             except DecodeError as e:
-                counts.dead_lettered(record.timestamp / 1000 if record.timestamp and record.timestamp > 0 else time.time())
+                counts.dead_lettered(
+                    record.timestamp / 1000 if record.timestamp and record.timestamp > 0 else time.time()
+                )
                 self._dead_letter(record, e, self.tracker.track(tp, record.offset))
                 continue
             if per_event_factor:

@@ -44,7 +44,13 @@ class Probes:
         with_shadow: bool,
     ) -> None:
         self.source, self.bootstrap, self.store, self.guard, self.cost = source, bootstrap, store, guard, cost
-        self.tracker, self.metrics, self.health, self.flow, self.with_shadow = tracker, metrics, health, flow, with_shadow
+        self.tracker, self.metrics, self.health, self.flow, self.with_shadow = (
+            tracker,
+            metrics,
+            health,
+            flow,
+            with_shadow,
+        )
         self._gauges = HealthGauges(metrics.registry)
         self.lag = 0
 

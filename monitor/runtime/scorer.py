@@ -157,12 +157,23 @@ class Scorer:
         info, event, shadow = job.guard.judge.info, job.event, job.guard is not self.guard
         latency_ms, now, policy = int(elapsed * 1000), datetime.now(UTC), self.text_policy
         try:
-            row = build_row(event, info, job.decision, verdict, latency_ms=latency_ms, scored_at=now, text_policy=policy, cached=cached)
+            row = build_row(
+                event,
+                info,
+                job.decision,
+                verdict,
+                latency_ms=latency_ms,
+                scored_at=now,
+                text_policy=policy,
+                cached=cached,
+            )
         except ValueError as e:  # a judgement that does not fit the row contract is an error, not a lost event
             problem = row_problem(e)
             log.error("invalid_judgement", event_id=event.judged.event_id, error=problem[:200])
             failure = JudgeFailure("internal", f"invalid judgement: {problem}")
-            row = build_row(event, info, job.decision, failure, latency_ms=latency_ms, scored_at=now, text_policy=policy)
+            row = build_row(
+                event, info, job.decision, failure, latency_ms=latency_ms, scored_at=now, text_policy=policy
+            )
         metrics = self.metrics
         counter = metrics.shadow_rows if shadow else metrics.judged
         metrics.child(counter, metrics.app_label(event.judged.app), info.method, row.status).inc()

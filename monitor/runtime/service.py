@@ -53,13 +53,17 @@ def build_shadow_judge(settings: Settings) -> Judge | None:
         raise ConfigError(f"MONITOR_SHADOW_JUDGE={client.method}: {e}") from None
 
 
-def build_shadow(settings: Settings, shadow_judge: Judge | None, primary: GuardedJudge, cost: CostControl, metrics: Metrics) -> Shadow | None:
+def build_shadow(
+    settings: Settings, shadow_judge: Judge | None, primary: GuardedJudge, cost: CostControl, metrics: Metrics
+) -> Shadow | None:
     """The shadow judge behind the primary's limits and budget, or None; refuses a shadow that is the primary
     judge itself (its rows would replace the primary's: the table is keyed by judge_id)."""
     if shadow_judge is None:
         return None
     if shadow_judge.info.judge_id == primary.judge.info.judge_id:
-        raise ConfigError(f"invalid setting MONITOR_SHADOW_JUDGE: is the primary judge itself (judge_id {primary.judge.info.judge_id})")
+        raise ConfigError(
+            f"invalid setting MONITOR_SHADOW_JUDGE: is the primary judge itself (judge_id {primary.judge.info.judge_id})"
+        )
     metrics.watch_judge(shadow_judge, shadow=True)
     method = shadow_judge.info.method
 
@@ -111,7 +115,9 @@ def build_pipeline(
             sampler=sampler or build_sampler(settings),
             cost=cost,
             reuse=VerdictReuse(VerdictCache(settings.budget.cache_max_entries, settings.budget.cache_ttl_s)),
-            sink=ClickHouseSink(store, acknowledge, metrics, health, max_rows=flow.batch_max_rows, max_seconds=flow.batch_max_seconds),
+            sink=ClickHouseSink(
+                store, acknowledge, metrics, health, max_rows=flow.batch_max_rows, max_seconds=flow.batch_max_seconds
+            ),
             tracker=tracker,
             metrics=metrics,
             health=health,
@@ -138,11 +144,17 @@ async def run_service(settings: Settings, stop: asyncio.Event | None = None, met
     shadow_judge = build_shadow_judge(settings)  # before Kafka: a missing key is reported even with no broker
     log.info("starting", settings=settings.redacted())
     if judge.info.heuristic:
-        log.warning("heuristic_judge", judge=judge.info.method, note="word-overlap heuristic, not an LLM judge: for demos and dry runs")
+        log.warning(
+            "heuristic_judge",
+            judge=judge.info.method,
+            note="word-overlap heuristic, not an LLM judge: for demos and dry runs",
+        )
     sampler = build_sampler(settings)  # before Kafka: a bad rules file is reported even with no broker
     metrics = metrics or Metrics(max_apps=settings.metrics_max_apps, apps=tuple(settings.metrics_apps))
     health = Health(unready_after_s=settings.store_unready_after_s)
-    heartbeat = asyncio.create_task(health.heartbeat(), name="liveness-heartbeat")  # from the start: start-up is not a hang
+    heartbeat = asyncio.create_task(
+        health.heartbeat(), name="liveness-heartbeat"
+    )  # from the start: start-up is not a hang
     try:
         if settings.metrics_port:
             HealthServer(metrics.registry, health, settings.metrics_port).start()

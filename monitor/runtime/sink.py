@@ -116,9 +116,17 @@ class ClickHouseSink(Generic[T]):
                         break
                     except Exception as e:  # any driver or network error: the batch stays in memory and is retried
                         self._metrics.insert_failures.inc()
-                        self._health.write_failed(f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}")
+                        self._health.write_failed(
+                            f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+                        )
                         delay = self._backoff.delay(retry)
-                        log.warning("insert_failed", rows=len(rows), error=type(e).__name__, detail=str(e)[:300], retry_in_s=round(delay, 2))
+                        log.warning(
+                            "insert_failed",
+                            rows=len(rows),
+                            error=type(e).__name__,
+                            detail=str(e)[:300],
+                            retry_in_s=round(delay, 2),
+                        )
                         if self._closing:
                             raise SinkClosed(f"gave up a batch of {len(rows)} rows on shutdown") from e
                         await asyncio.sleep(delay)

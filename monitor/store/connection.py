@@ -31,7 +31,9 @@ from schemas.errors import StoreError
 from schemas.scored import SCORED_COLUMNS, ScoredRow
 
 MIGRATE_HINT = "run the monitor (relevancy-monitor run) or `relevancy-monitor migrate` first"
-EXISTING_TABLES = "SELECT name FROM system.tables WHERE database = {database:String} AND has({tables:Array(String)}, name)"
+EXISTING_TABLES = (
+    "SELECT name FROM system.tables WHERE database = {database:String} AND has({tables:Array(String)}, name)"
+)
 _READONLY_REFUSAL = "(READONLY)"  # the name of ClickHouse's error 164, at the end of its message
 # Enforced by the engine for every query of the session: writes, DDL and setting changes are refused (code 164).
 READ_ONLY_SETTINGS = {"readonly": "1"}
@@ -51,7 +53,9 @@ def open_client(url: str, **options: Any) -> Client:
         return clickhouse_connect.get_client(dsn=url, **options)
     except ImportError as e:  # clickhouse-connect imports chDB only for a chdb:// URL; the core install leaves it out
         if url.startswith("chdb:"):
-            raise StoreError("the embedded ClickHouse (chdb://) needs the chDB extra: pip install 'relevancy-monitor[embedded]'") from None
+            raise StoreError(
+                "the embedded ClickHouse (chdb://) needs the chDB extra: pip install 'relevancy-monitor[embedded]'"
+            ) from None
         raise StoreError(f"cannot open ClickHouse at {safe_url(url)}: {_first_line(e)}") from None
     except Exception as e:  # the driver raises several unrelated types for "cannot open"
         raise StoreError(_open_refusal(url, e)) from None
@@ -187,7 +191,9 @@ class ClickHouseStore:
         if address is None or address.pid == os.getpid():  # in the holding process itself, chDB shares its engine
             return
         try:
-            self._client = clickhouse_connect.get_client(dsn=address.url, username=READER_USER, password=address.password)
+            self._client = clickhouse_connect.get_client(
+                dsn=address.url, username=READER_USER, password=address.password
+            )
         except Exception:  # a stale address (the pid reused): the directory's lock decides below
             return
         self.via_reader = address
@@ -195,7 +201,9 @@ class ClickHouseStore:
     def writable(self) -> None:
         """Refuse, in one line, a write on a read-only session or through a running monitor's reader."""
         if self._read_only:
-            raise StoreError(f"{self.qualified_table} at {self.safe_url} is open for reads only: this command never writes")
+            raise StoreError(
+                f"{self.qualified_table} at {self.safe_url} is open for reads only: this command never writes"
+            )
         if self.via_reader is not None:
             raise StoreError(
                 f"the embedded ClickHouse at {self.url} is held by a running monitor (pid {self.via_reader.pid}), "
@@ -207,7 +215,9 @@ class ClickHouseStore:
         # Set only once the database is known to exist: a client opened on a missing database fails on its first query.
         self.client.database = self.database
 
-    def command(self, sql: str, parameters: dict[str, Any] | None = None, settings: dict[str, Any] | None = None) -> Any:
+    def command(
+        self, sql: str, parameters: dict[str, Any] | None = None, settings: dict[str, Any] | None = None
+    ) -> Any:
         """Run a statement that returns no rows; raises `StoreError`."""
         self.writable()
         try:
@@ -258,7 +268,9 @@ class ClickHouseStore:
         except ClickHouseError as e:
             message = str(e).strip().splitlines()[0][:500]
             if self._read_only and _READONLY_REFUSAL in message:
-                raise StoreError(f"refused: this command only reads, and its session is read-only (readonly = 1): {message}") from e
+                raise StoreError(
+                    f"refused: this command only reads, and its session is read-only (readonly = 1): {message}"
+                ) from e
             raise StoreError(message) from e
         return QueryResult(columns=tuple(result.column_names), rows=[tuple(r) for r in result.result_rows])
 

@@ -137,7 +137,9 @@ class EmbeddedReader:
             return False
         return user == READER_USER and hmac.compare_digest(password.encode(), self._password.encode())
 
-    def run(self, sql: str, database: str | None, params: dict[str, str], settings: dict[str, str]) -> tuple[bytes, str]:
+    def run(
+        self, sql: str, database: str | None, params: dict[str, str], settings: dict[str, str]
+    ) -> tuple[bytes, str]:
         """One query on the read-only session: (the result's bytes, its format). Raises the engine's error. The
         request's `settings` are not applied: under readonly = 1 the engine refuses any change, and the session is
         read-only whatever they say."""
@@ -176,7 +178,9 @@ def _handler(reader: EmbeddedReader, timezone: str) -> type[BaseHTTPRequestHandl
                 self._error(516, "Code: 516. DB::Exception: reader: Authentication failed (AUTHENTICATION_FAILED)")
                 return
             if self.headers.get("Content-Encoding"):
-                self._error(400, "Code: 36. DB::Exception: compressed request bodies are not supported here (BAD_ARGUMENTS)")
+                self._error(
+                    400, "Code: 36. DB::Exception: compressed request bodies are not supported here (BAD_ARGUMENTS)"
+                )
                 return
             args = {k: v[-1] for k, v in parse_qs(urlsplit(self.path).query, keep_blank_values=True).items()}
             sql = "\n".join(part for part in (args.get("query", ""), body.decode("utf-8")) if part.strip())
@@ -187,11 +191,22 @@ def _handler(reader: EmbeddedReader, timezone: str) -> type[BaseHTTPRequestHandl
             except Exception as e:  # the engine's error (ChdbError and friends), sent as ClickHouse sends it
                 self._error(500, str(e).strip() or type(e).__name__)
                 return
-            self._send(200, data, {"Content-Type": "application/octet-stream", "X-ClickHouse-Format": fmt, "X-ClickHouse-Timezone": timezone})
+            self._send(
+                200,
+                data,
+                {
+                    "Content-Type": "application/octet-stream",
+                    "X-ClickHouse-Format": fmt,
+                    "X-ClickHouse-Timezone": timezone,
+                },
+            )
 
         def _error(self, status: int, message: str) -> None:
             code = _ERROR_CODE.search(message)
-            headers = {"Content-Type": "text/plain; charset=UTF-8", "X-ClickHouse-Exception-Code": code.group(1) if code else "1000"}
+            headers = {
+                "Content-Type": "text/plain; charset=UTF-8",
+                "X-ClickHouse-Exception-Code": code.group(1) if code else "1000",
+            }
             self._send(status, message.encode() + b"\n", headers)
 
         def _send(self, status: int, body: bytes, headers: dict[str, str]) -> None:

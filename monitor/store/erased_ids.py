@@ -82,7 +82,9 @@ def load_erased_ids(store: ClickHouseStore) -> ErasedIds:
     )
 
 
-def record_erased(store: ClickHouseStore, conversation_ids: Iterable[str], event_ids: Iterable[str], at: datetime) -> int:
+def record_erased(
+    store: ClickHouseStore, conversation_ids: Iterable[str], event_ids: Iterable[str], at: datetime
+) -> int:
     """Insert the hashes of `conversation_ids` and `event_ids` (erased at `at`) into `erased_ids`; returns how many
     ids were recorded. Raises `StoreError`, naming the remedy, when the table does not exist (migration 039)."""
     rows = [(CONVERSATION, hash_id(i), at) for i in dict.fromkeys(conversation_ids)]

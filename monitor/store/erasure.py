@@ -113,7 +113,9 @@ class ErasureReport:
             "rows_deleted": self.rows_deleted,
             "rows_remaining": self.rows_remaining,
             "ids_recorded": self.ids_recorded,
-            "aggregate_tables": [{"table": name, "rows_deleted": 0, "note": self.note} for name in self.aggregate_tables],
+            "aggregate_tables": [
+                {"table": name, "rows_deleted": 0, "note": self.note} for name in self.aggregate_tables
+            ],
             "elapsed_s": round(self.elapsed_s, 3),
         }
 
@@ -129,7 +131,9 @@ def scores_tables(store: ClickHouseStore) -> list[str]:
         names += sorted({str(r[0]) for r in recorded} - {store.table})
     for name in names:
         if not _IDENT.match(name):
-            raise StoreError(f"scores table {name!r} recorded in {database}.{MIGRATIONS_TABLE} is not a plain identifier")
+            raise StoreError(
+                f"scores table {name!r} recorded in {database}.{MIGRATIONS_TABLE} is not a plain identifier"
+            )
     found = {str(r[0]) for r in store.query(_EXISTING, {"database": database, "tables": names}).rows}
     return [name for name in names if name in found]
 
@@ -178,7 +182,9 @@ def forget(
     recorded = 0 if dry_run else record_erased(store, conversations, events, at)
     results = []
     for table in scores_tables(store):
-        row = store.query(f"{found_sql} FROM {source(store.database, table, store.cluster)} WHERE {MATCH}", parameters).rows[0]
+        row = store.query(
+            f"{found_sql} FROM {source(store.database, table, store.cluster)} WHERE {MATCH}", parameters
+        ).rows[0]
         matched, found_conversations, found_events = int(row[0]), tuple(sorted(row[1])), tuple(sorted(row[2]))
         remaining = matched
         if matched and not dry_run:
@@ -189,8 +195,12 @@ def forget(
                 time.sleep(0.5)
                 remaining = _count(store, table, parameters)
         deleted = 0 if dry_run else max(matched - remaining, 0)
-        results.append(TableErasure(f"{store.database}.{table}", matched, deleted, remaining, found_conversations, found_events))
-    aggregates = {str(r[0]) for r in store.query(_EXISTING, {"database": store.database, "tables": list(AGGREGATE_TABLES)}).rows}
+        results.append(
+            TableErasure(f"{store.database}.{table}", matched, deleted, remaining, found_conversations, found_events)
+        )
+    aggregates = {
+        str(r[0]) for r in store.query(_EXISTING, {"database": store.database, "tables": list(AGGREGATE_TABLES)}).rows
+    }
     return ErasureReport(
         database=store.database,
         conversation_ids=conversations,

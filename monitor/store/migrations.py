@@ -66,7 +66,12 @@ class Migrations:
     @classmethod
     def from_settings(cls, store: ClickHouseStore, s: StoreSettings) -> Migrations:
         """The migrations of `store` with the slice's auto-migration and retention."""
-        return cls(store, auto_migrate=s.auto_migrate, retention_days=s.retention_days, text_retention_days=s.text_retention_days)
+        return cls(
+            store,
+            auto_migrate=s.auto_migrate,
+            retention_days=s.retention_days,
+            text_retention_days=s.text_retention_days,
+        )
 
     @property
     def auto_migrates(self) -> bool:
@@ -108,7 +113,9 @@ class Migrations:
     def require_current(self) -> None:
         """Refuse, in one line, a store whose schema is behind this release (`check` without the retention check):
         for read paths whose queries use the newer tables."""
-        self._refuse_pending("run `relevancy-monitor migrate` (or the monitor, which migrates an embedded store itself)")
+        self._refuse_pending(
+            "run `relevancy-monitor migrate` (or the monitor, which migrates an embedded store itself)"
+        )
         self.store.use_database()
 
     def found(self) -> Schema:
@@ -119,7 +126,9 @@ class Migrations:
         columns: dict[str, list[tuple[str, str]]] = {}
         for table, name, type_ in self.store.query(_COLUMNS, {"database": database}).rows:
             columns.setdefault(str(table), []).append((str(name), str(type_)))
-        return {name: SchemaObject(object_kind(engine), tuple(columns.get(name, ()))) for name, engine in engines.items()}
+        return {
+            name: SchemaObject(object_kind(engine), tuple(columns.get(name, ()))) for name, engine in engines.items()
+        }
 
     def differences(self) -> list[SchemaDifference]:
         """How the store differs from what this release's migrations create (see `schemas.schema_check`)."""
@@ -197,7 +206,9 @@ class Migrations:
                 for statement in m.statements:
                     store.command(statement)
                 row = (store.table, m.version, m.name, m.checksum, datetime.now(UTC))
-                store.insert_unchecked(MIGRATIONS_TABLE, ("scores_table", "version", "name", "checksum", "applied_at"), [row])
+                store.insert_unchecked(
+                    MIGRATIONS_TABLE, ("scores_table", "version", "name", "checksum", "applied_at"), [row]
+                )
             self._repair(fix=repair)
             # Unset MONITOR_RETENTION_DAYS leaves the TTLs alone: a `migrate` from a laptop without the deployment's
             # settings must not remove a retention (or shorten it).
@@ -229,9 +240,13 @@ class Migrations:
         rows = store.query(_TABLE_QUERIES, {"database": store.database, "tables": tables}).rows
         current = {str(name): str(query) for name, query in rows}
         try:
-            return plan_retention(store.database, store.table, self.retention_days or 0, self.text_retention_days, current, store.cluster)
+            return plan_retention(
+                store.database, store.table, self.retention_days or 0, self.text_retention_days, current, store.cluster
+            )
         except ValueError as e:
-            raise StoreError(f"cannot plan the retention of {store.database} at {store.safe_url}: {e}: {MIGRATE_HINT}") from None
+            raise StoreError(
+                f"cannot plan the retention of {store.database} at {store.safe_url}: {e}: {MIGRATE_HINT}"
+            ) from None
 
     def apply_retention(self) -> RetentionPlan:
         """Alter the TTLs that differ from the settings, one ALTER per table (see `retention.ALTER_SETTINGS` on the

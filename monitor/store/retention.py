@@ -93,7 +93,11 @@ class RetentionPlan:
     def wanted(self) -> str:
         """The retention asked for, in words: `rows 30 days, text 7 days`."""
         rows = f"{self.retention_days} days" if self.retention_days else "forever"
-        text = f"{self.text_retention_days} days" if _text_ttl_wanted(self.retention_days, self.text_retention_days) else "as long as the row"
+        text = (
+            f"{self.text_retention_days} days"
+            if _text_ttl_wanted(self.retention_days, self.text_retention_days)
+            else "as long as the row"
+        )
         return f"rows {rows}, text {text}"
 
     def describe(self) -> list[str]:
@@ -174,7 +178,9 @@ def plan_retention(
                 raise ValueError(f"column {column} not found in {database}.{want.table}")
             if not _same(found.ttl, ttl):
                 changes.append(TTLChange(want.table, column, found.ttl, ttl))
-                commands.append(f"MODIFY COLUMN {column} {found.type} TTL {ttl}" if ttl else f"MODIFY COLUMN {column} REMOVE TTL")
+                commands.append(
+                    f"MODIFY COLUMN {column} {found.type} TTL {ttl}" if ttl else f"MODIFY COLUMN {column} REMOVE TTL"
+                )
         if not _same(have.ttl, want.ttl):
             changes.append(TTLChange(want.table, None, have.ttl, want.ttl))
             # Last: the table TTL is a comma-separated list, so a command after it would be read as another element.

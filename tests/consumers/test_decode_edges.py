@@ -37,17 +37,31 @@ def refused(value: bytes, **kw: Any) -> DecodeError:
 
 def flat(**fields: Any) -> bytes:
     """A valid flat event with `fields` overriding or added (json.dumps writes non-ASCII as \\u escapes)."""
-    return json.dumps({"user_message": "When did order A17 ship?", "response": "Order A17 shipped.", "timestamp": TS, **fields}).encode()
+    return json.dumps(
+        {"user_message": "When did order A17 ship?", "response": "Order A17 shipped.", "timestamp": TS, **fields}
+    ).encode()
 
 
 def chat(question: Any, answer: Any) -> bytes:
     """A valid chat event with one user and one assistant turn."""
-    return json.dumps({"timestamp": TS, "messages": [{"role": "user", "content": question}, {"role": "assistant", "content": answer}]}).encode()
+    return json.dumps(
+        {"timestamp": TS, "messages": [{"role": "user", "content": question}, {"role": "assistant", "content": answer}]}
+    ).encode()
 
 
 def storable(e: ConversationEvent) -> bool:
     """Whether every string of the event encodes as UTF-8 (what the ClickHouse driver needs)."""
-    texts = [e.event_id, e.conversation_id, e.app, e.model, e.prompt_version, e.question, e.response, *e.metadata, *e.metadata.values()]
+    texts = [
+        e.event_id,
+        e.conversation_id,
+        e.app,
+        e.model,
+        e.prompt_version,
+        e.question,
+        e.response,
+        *e.metadata,
+        *e.metadata.values(),
+    ]
     try:
         for t in texts:
             t.encode("utf-8")
@@ -61,8 +75,14 @@ def storable(e: ConversationEvent) -> bool:
 
 def test_nul_in_free_text_is_kept_byte_for_byte() -> None:
     """An escaped NUL in the question, the answer and a metadata value is valid UTF-8 and is kept as sent."""
-    e = decode(flat(user_message="When\u0000 did it ship?", response="It\u0000 shipped.", metadata={"note": "a\u0000b"}))
-    assert (e.question, e.response, e.metadata) == ("When\u0000 did it ship?", "It\u0000 shipped.", {"note": "a\u0000b"})
+    e = decode(
+        flat(user_message="When\u0000 did it ship?", response="It\u0000 shipped.", metadata={"note": "a\u0000b"})
+    )
+    assert (e.question, e.response, e.metadata) == (
+        "When\u0000 did it ship?",
+        "It\u0000 shipped.",
+        {"note": "a\u0000b"},
+    )
 
 
 @pytest.mark.parametrize(
@@ -84,13 +104,18 @@ def test_lone_surrogates_in_free_text_become_replacement_characters(value: bytes
 
 def test_a_valid_surrogate_pair_is_one_character_everywhere() -> None:
     """An escaped surrogate pair (an emoji) is joined into one character, accepted in ids and kept in text."""
-    e = decode(b'{"event_id": "e-\\ud83d\\ude00", "user_message": "Ship?", "response": "Yes \\ud83d\\ude00", "timestamp": "' + TS.encode() + b'"}')
+    e = decode(
+        b'{"event_id": "e-\\ud83d\\ude00", "user_message": "Ship?", "response": "Yes \\ud83d\\ude00", "timestamp": "'
+        + TS.encode()
+        + b'"}'
+    )
     assert e.event_id == "e-\U0001f600" and e.response == "Yes \U0001f600"
 
 
 @pytest.mark.parametrize("field", ["event_id", "conversation_id", "app", "model", "prompt_version"])
 @pytest.mark.parametrize(
-    ("char", "named"), [("\u0000", "U+0000 (NUL)"), ("\ud800", "U+D800 (a lone surrogate)"), ("\udfff", "U+DFFF (a lone surrogate)")]
+    ("char", "named"),
+    [("\u0000", "U+0000 (NUL)"), ("\ud800", "U+D800 (a lone surrogate)"), ("\udfff", "U+DFFF (a lone surrogate)")],
 )
 def test_nul_or_lone_surrogate_in_an_id_or_label_is_dead_lettered(field: str, char: str, named: str) -> None:
     """An id or label with a NUL or a lone surrogate is invalid_event naming the field and the character: replacing
@@ -121,7 +146,8 @@ _ANY_CHAR = st.characters(exclude_categories=())  # includes lone surrogates and
 
 @settings(max_examples=examples(300), deadline=None)
 @given(
-    st.sampled_from(["event_id", "conversation_id", "app", "model", "prompt_version", "user_message", "response"]), st.text(_ANY_CHAR, max_size=12)
+    st.sampled_from(["event_id", "conversation_id", "app", "model", "prompt_version", "user_message", "response"]),
+    st.text(_ANY_CHAR, max_size=12),
 )
 def test_any_text_in_any_field_is_storable_or_refused(field: str, text: str) -> None:
     """Any text, surrogates and NULs included, in any string field decodes to storable strings or is refused."""
@@ -146,7 +172,10 @@ def test_a_value_at_the_default_limit_decodes_and_one_byte_more_is_oversized() -
     """A 1,000,000-byte value (the default limit) decodes whole; 1,000,001 bytes is oversized, naming both sizes."""
     assert len(decode(padded_to(DEFAULT_MAX_EVENT_BYTES)).response) == DEFAULT_MAX_EVENT_BYTES - len(flat(response=""))
     err = refused(padded_to(DEFAULT_MAX_EVENT_BYTES + 1))
-    assert err.reason == "oversized" and err.detail == f"value is {DEFAULT_MAX_EVENT_BYTES + 1} bytes, limit {DEFAULT_MAX_EVENT_BYTES}"
+    assert (
+        err.reason == "oversized"
+        and err.detail == f"value is {DEFAULT_MAX_EVENT_BYTES + 1} bytes, limit {DEFAULT_MAX_EVENT_BYTES}"
+    )
 
 
 def test_an_answer_of_100k_one_word_sentences_decodes() -> None:
@@ -231,7 +260,10 @@ def test_small_skew_and_old_events_are_accepted_and_the_bound_is_a_parameter() -
     assert decode(flat(timestamp=(NOW - timedelta(days=365)).isoformat())).event_time == NOW - timedelta(days=365)
     five_hours = flat(timestamp=(NOW + timedelta(hours=5)).isoformat())
     assert decode(five_hours, max_future_skew_s=None).event_time == NOW + timedelta(hours=5)
-    assert refused(flat(timestamp=(NOW + timedelta(minutes=2)).isoformat()), max_future_skew_s=60).reason == "invalid_event"
+    assert (
+        refused(flat(timestamp=(NOW + timedelta(minutes=2)).isoformat()), max_future_skew_s=60).reason
+        == "invalid_event"
+    )
 
 
 def test_the_default_reference_is_the_wall_clock() -> None:
@@ -251,7 +283,10 @@ def test_the_default_reference_is_the_wall_clock() -> None:
     [
         (b'{"user_message": "q", "response": "a", "response": "b"}', "response"),
         (b'{"user_message": "q", "response": "a", "metadata": {"x": "1", "x": "2"}}', "x"),
-        (b'{"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "role": "user", "content": "a"}]}', "role"),
+        (
+            b'{"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "role": "user", "content": "a"}]}',
+            "role",
+        ),
     ],
     ids=["top-level", "metadata", "chat-message"],
 )
@@ -263,5 +298,9 @@ def test_a_duplicate_key_anywhere_is_invalid_json_naming_it(value: bytes, key: s
 
 def test_the_same_key_in_different_objects_is_fine() -> None:
     """The same key in sibling or nested objects is not a duplicate."""
-    e = decode(b'{"timestamp": "' + TS.encode() + b'", "messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]}')
+    e = decode(
+        b'{"timestamp": "'
+        + TS.encode()
+        + b'", "messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]}'
+    )
     assert (e.question, e.response) == ("q", "a")

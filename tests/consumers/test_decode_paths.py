@@ -76,13 +76,41 @@ def text_of(draw: st.DrawFn, value: Any) -> str:
 
 texts = st.one_of(
     st.text(max_size=12),
-    st.sampled_from(["", " ", "ok", 'say "hi"', "a\\b", "x:y", "\x00", "\ud800", "\udc00x", "\U0001f600", "é", "a" * 257, "a" * 256, "\n"]),
-)
-scalars = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=True, allow_infinity=True), texts)
-timestamps = st.one_of(
-    st.datetimes(min_value=datetime(1990, 1, 1), max_value=datetime(2300, 1, 1), timezones=st.sampled_from([None, UTC])).map(lambda d: d.isoformat()),
     st.sampled_from(
-        ["2026-12-01T11:00:00Z", "2026-12-01 11:00:00", "2026-12-01", "1764586800", "2026-12-01T11:00:00.1234567Z", "2026-13-01T00:00:00Z"]
+        [
+            "",
+            " ",
+            "ok",
+            'say "hi"',
+            "a\\b",
+            "x:y",
+            "\x00",
+            "\ud800",
+            "\udc00x",
+            "\U0001f600",
+            "é",
+            "a" * 257,
+            "a" * 256,
+            "\n",
+        ]
+    ),
+)
+scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=True, allow_infinity=True), texts
+)
+timestamps = st.one_of(
+    st.datetimes(
+        min_value=datetime(1990, 1, 1), max_value=datetime(2300, 1, 1), timezones=st.sampled_from([None, UTC])
+    ).map(lambda d: d.isoformat()),
+    st.sampled_from(
+        [
+            "2026-12-01T11:00:00Z",
+            "2026-12-01 11:00:00",
+            "2026-12-01",
+            "1764586800",
+            "2026-12-01T11:00:00.1234567Z",
+            "2026-13-01T00:00:00Z",
+        ]
     ),
     st.integers(0, 2**41),
     texts,
@@ -94,10 +122,16 @@ def objects(keys: list[str], values: st.SearchStrategy[Any], max_size: int = 4) 
     return st.lists(st.tuples(st.sampled_from(keys), values), max_size=max_size).map(lambda pairs: Obj(tuple(pairs)))
 
 
-parts = objects(["type", "text", "source"], st.one_of(st.sampled_from(["text", "image"]), texts, st.none(), st.integers()), 3)
+parts = objects(
+    ["type", "text", "source"], st.one_of(st.sampled_from(["text", "image"]), texts, st.none(), st.integers()), 3
+)
 contents = st.one_of(texts, st.none(), st.integers(), st.lists(parts, max_size=3))
-messages = objects(["role", "content", "name"], st.one_of(st.sampled_from(["user", "assistant", "system"]), contents), 3)
-nested = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=3), objects(["a", "b"], inner, 2)), max_leaves=4)
+messages = objects(
+    ["role", "content", "name"], st.one_of(st.sampled_from(["user", "assistant", "system"]), contents), 3
+)
+nested = st.recursive(
+    scalars, lambda inner: st.one_of(st.lists(inner, max_size=3), objects(["a", "b"], inner, 2)), max_leaves=4
+)
 FIELD_VALUES: dict[str, st.SearchStrategy[Any]] = {
     "event_id": st.one_of(texts, st.none(), st.integers()),
     "conversation_id": st.one_of(texts, st.none()),
@@ -105,7 +139,11 @@ FIELD_VALUES: dict[str, st.SearchStrategy[Any]] = {
     "app": st.one_of(texts, st.none(), st.sampled_from(["support-bot"])),
     "model": st.one_of(texts, st.none()),
     "prompt_version": st.one_of(texts, st.none()),
-    "metadata": st.one_of(st.none(), objects(["channel", "seq", "", "k\x00", "x"], st.one_of(scalars, nested), 4), st.lists(scalars, max_size=2)),
+    "metadata": st.one_of(
+        st.none(),
+        objects(["channel", "seq", "", "k\x00", "x"], st.one_of(scalars, nested), 4),
+        st.lists(scalars, max_size=2),
+    ),
     "user_message": st.one_of(texts, st.none(), st.integers()),
     "response": st.one_of(texts, st.none()),
     "messages": st.one_of(st.lists(messages, max_size=4), st.none(), texts),
@@ -123,15 +161,20 @@ def documents(draw: st.DrawFn) -> bytes:
     return draw(text_of(doc)).encode("utf-8", "surrogatepass")
 
 
-ids = st.one_of(st.text(st.characters(codec="utf-8"), min_size=1, max_size=8), st.sampled_from(["a", 'q"x', "x" * 256, "x" * 257, "\x00", ""]))
-free = st.one_of(st.text(st.characters(codec="utf-8"), max_size=10), st.sampled_from(["q?", 'say "hi"', " ", "a\\b", "\U0001f600"]))
+ids = st.one_of(
+    st.text(st.characters(codec="utf-8"), min_size=1, max_size=8),
+    st.sampled_from(["a", 'q"x', "x" * 256, "x" * 257, "\x00", ""]),
+)
+free = st.one_of(
+    st.text(st.characters(codec="utf-8"), max_size=10), st.sampled_from(["q?", 'say "hi"', " ", "a\\b", "\U0001f600"])
+)
 plain_values: dict[str, st.SearchStrategy[Any]] = {
     "event_id": ids,
     "conversation_id": st.one_of(ids, st.none()),
     "timestamp": st.one_of(
-        st.datetimes(min_value=datetime(2020, 1, 1), max_value=datetime(2026, 12, 1), timezones=st.sampled_from([None, UTC])).map(
-            lambda d: d.isoformat()
-        ),
+        st.datetimes(
+            min_value=datetime(2020, 1, 1), max_value=datetime(2026, 12, 1), timezones=st.sampled_from([None, UTC])
+        ).map(lambda d: d.isoformat()),
         timestamps,
         st.none(),
     ),
@@ -139,7 +182,10 @@ plain_values: dict[str, st.SearchStrategy[Any]] = {
     "model": ids,
     "prompt_version": st.one_of(ids, st.none()),
     "metadata": st.one_of(
-        st.none(), st.dictionaries(st.sampled_from(["channel", "seq", "x", "é"]), scalars, max_size=3).map(lambda d: Obj(tuple(d.items())))
+        st.none(),
+        st.dictionaries(st.sampled_from(["channel", "seq", "x", "é"]), scalars, max_size=3).map(
+            lambda d: Obj(tuple(d.items()))
+        ),
     ),
 }
 
@@ -151,17 +197,30 @@ def plausible_documents(draw: st.DrawFn) -> bytes:
     if draw(st.booleans()):
         pairs += [("user_message", draw(free)), ("response", draw(free))]
     else:
-        part = st.builds(lambda t, x: Obj((("type", t), ("text", x))), st.sampled_from(["text", "text", "image"]), st.one_of(free, st.none()))
+        part = st.builds(
+            lambda t, x: Obj((("type", t), ("text", x))),
+            st.sampled_from(["text", "text", "image"]),
+            st.one_of(free, st.none()),
+        )
         content = st.one_of(free, st.lists(part, max_size=3), st.none())
-        turn = st.builds(lambda r, c: Obj((("role", r), ("content", c))), st.sampled_from(["user", "assistant", "system"]), content)
-        ask, answer = (st.builds(lambda c, r=r: Obj((("role", r), ("content", c))), content) for r in ("user", "assistant"))
+        turn = st.builds(
+            lambda r, c: Obj((("role", r), ("content", c))), st.sampled_from(["user", "assistant", "system"]), content
+        )
+        ask, answer = (
+            st.builds(lambda c, r=r: Obj((("role", r), ("content", c))), content) for r in ("user", "assistant")
+        )
         turns = draw(
-            st.one_of(st.lists(turn, min_size=1, max_size=4), st.tuples(st.lists(turn, max_size=2), ask, answer).map(lambda t: [*t[0], t[1], t[2]]))
+            st.one_of(
+                st.lists(turn, min_size=1, max_size=4),
+                st.tuples(st.lists(turn, max_size=2), ask, answer).map(lambda t: [*t[0], t[1], t[2]]),
+            )
         )
         pairs.append(("messages", turns))
     if pairs and draw(st.integers(0, 5)) == 0:  # a key twice, with the same or another value
         key, _ = draw(st.sampled_from(pairs))
-        pairs.insert(draw(st.integers(0, len(pairs))), (key, draw(st.one_of(st.just(dict(pairs)[key]), free, st.none()))))
+        pairs.insert(
+            draw(st.integers(0, len(pairs))), (key, draw(st.one_of(st.just(dict(pairs)[key]), free, st.none())))
+        )
     return draw(text_of(Obj(tuple(draw(st.permutations(pairs)))))).encode("utf-8", "surrogatepass")
 
 
@@ -207,7 +266,9 @@ def test_both_paths_agree_on_arbitrary_bytes(value: bytes) -> None:
 def test_both_paths_agree_on_the_examples_and_generated_traffic() -> None:
     """The example files and the load generator's events (malformed ones included) decode the same both ways."""
     lines = [
-        line for name in ("events-flat.jsonl", "events-chat.jsonl", "events-malformed.txt") for line in (EXAMPLES / name).read_bytes().splitlines()
+        line
+        for name in ("events-flat.jsonl", "events-chat.jsonl", "events-malformed.txt")
+        for line in (EXAMPLES / name).read_bytes().splitlines()
     ]
     for value in [*lines, *generate_events(300, seed=3, malformed_share=0.1, pii_share=0.2)]:
         same(value)
@@ -215,7 +276,10 @@ def test_both_paths_agree_on_the_examples_and_generated_traffic() -> None:
 
 def test_common_events_take_the_fast_path() -> None:
     """Both shapes as the load generator writes them, and escaped quotes in the text, are decoded by msgspec."""
-    values = [*generate_events(200, seed=4, malformed_share=0.0, pii_share=0.2), b'{"user_message": "say \\"hi\\"", "response": "\\"hi\\""}']
+    values = [
+        *generate_events(200, seed=4, malformed_share=0.0, pii_share=0.2),
+        b'{"user_message": "say \\"hi\\"", "response": "\\"hi\\""}',
+    ]
     assert all(_fast(v) is not None for v in values)
     assert any(b'"messages"' in v for v in values) and any(b'"user_message"' in v for v in values)
 

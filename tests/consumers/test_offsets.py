@@ -72,7 +72,10 @@ def test_in_flight_counts_per_partition_and_total() -> None:
 
 
 @settings(max_examples=examples(300), deadline=None)
-@given(st.lists(st.integers(min_value=0, max_value=60), min_size=1, max_size=60, unique=True), st.randoms(use_true_random=False))
+@given(
+    st.lists(st.integers(min_value=0, max_value=60), min_size=1, max_size=60, unique=True),
+    st.randoms(use_true_random=False),
+)
 def test_committed_offset_never_passes_an_unfinished_record(offsets: list[int], rnd: object) -> None:
     """In any completion order, the committed offset never passes a record that is still unfinished."""
     offsets.sort()

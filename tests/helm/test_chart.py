@@ -56,7 +56,13 @@ def _values(path: Path) -> dict[str, Any]:
 def render(values: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """The rendered objects (NOTES.txt left out), as an install of release `rm` would create them."""
     manifests = _chart().render(values or {}, name=RELEASE, namespace=NAMESPACE, is_install=True)
-    return [doc for path, text in sorted(manifests.items()) if path.endswith((".yaml", ".yml")) for doc in yaml.safe_load_all(text) if doc]
+    return [
+        doc
+        for path, text in sorted(manifests.items())
+        if path.endswith((".yaml", ".yml"))
+        for doc in yaml.safe_load_all(text)
+        if doc
+    ]
 
 
 @cache
@@ -126,7 +132,9 @@ def settings_of(docs: list[dict[str, Any]], container: str) -> dict[str, str]:
 
 def real_settings() -> set[str]:
     """The env names monitor.config accepts: MONITOR_<field>, ALERTS_<field> and the upper-case aliases."""
-    names = {f"MONITOR_{n.upper()}" for n in Settings.model_fields} | {f"ALERTS_{n.upper()}" for n in AlertSettings.model_fields}
+    names = {f"MONITOR_{n.upper()}" for n in Settings.model_fields} | {
+        f"ALERTS_{n.upper()}" for n in AlertSettings.model_fields
+    }
     for model in (Settings, AlertSettings):
         for field in model.model_fields.values():
             choices = getattr(field.validation_alias, "choices", ())
@@ -139,7 +147,11 @@ def real_settings() -> set[str]:
 
 def test_ci_values_files_exist() -> None:
     """The chart ships the chart-testing values files: defaults, every feature on, and a ClickHouse server with secrets."""
-    assert {p.name for p in CI_VALUES} >= {"default-values.yaml", "all-features-values.yaml", "server-clickhouse-values.yaml"}
+    assert {p.name for p in CI_VALUES} >= {
+        "default-values.yaml",
+        "all-features-values.yaml",
+        "server-clickhouse-values.yaml",
+    }
 
 
 def test_renders_core_objects(docs: list[dict[str, Any]]) -> None:
@@ -162,7 +174,9 @@ def test_core_manifests_validate_against_kubernetes_schemas(docs: list[dict[str,
 @pytest.mark.parametrize("values_file", [None, *CI_VALUES], ids=["chart defaults", *(p.name for p in CI_VALUES)])
 def test_lint_strict_is_clean(values_file: Path | None) -> None:
     """`helm lint --strict` for Kubernetes 1.31 reports no warning or error with the defaults and each ci values file."""
-    report = helm_python.lint(CHART, _values(values_file) if values_file else None, strict=True, kube_version=f"v{KUBE_VERSION}")
+    report = helm_python.lint(
+        CHART, _values(values_file) if values_file else None, strict=True, kube_version=f"v{KUBE_VERSION}"
+    )
     problems = [m for m in report["messages"] if m["severity"] >= 2]
     assert not report["errors"], report["errors"]
     assert not problems, problems
@@ -257,7 +271,11 @@ def test_probes_use_health_endpoints_on_metrics_port(docs: list[dict[str, Any]])
             where = f"{d['metadata']['name']}/{c['name']}"
             ports = {p["name"]: p["containerPort"] for p in c["ports"]}
             assert ports == {"metrics": 9108}, where
-            for probe, path in (("startupProbe", "/healthz"), ("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+            for probe, path in (
+                ("startupProbe", "/healthz"),
+                ("livenessProbe", "/healthz"),
+                ("readinessProbe", "/readyz"),
+            ):
                 get = c[probe]["httpGet"]
                 assert get["path"] == path, f"{where} {probe}"
                 assert ports.get(get["port"], get["port"]) == 9108, f"{where} {probe}"
@@ -313,7 +331,9 @@ def test_secrets_are_referenced_by_name() -> None:
     assert refs["MONITOR_CLICKHOUSE_USER"] == {"name": "clickhouse-credentials", "key": "username"}
     assert refs["MONITOR_CLICKHOUSE_PASSWORD"] == {"name": "clickhouse-credentials", "key": "password"}
     job = one(docs, "Job", "-migrate")["spec"]["template"]["spec"]["containers"][0]
-    assert {"MONITOR_CLICKHOUSE_USER", "MONITOR_CLICKHOUSE_PASSWORD"} <= {e["name"] for e in job["env"] if "valueFrom" in e}
+    assert {"MONITOR_CLICKHOUSE_USER", "MONITOR_CLICKHOUSE_PASSWORD"} <= {
+        e["name"] for e in job["env"] if "valueFrom" in e
+    }
 
 
 @pytest.mark.parametrize("url", ["https://monitor:secret@clickhouse:8443", "chdb:///tmp/chdb"])
@@ -336,7 +356,10 @@ def test_privacy_values_reach_the_consumer_and_the_migrate_job() -> None:
     data = one(docs, "ConfigMap", "-settings")["data"]
     assert (data["MONITOR_REDACT"], data["MONITOR_STORE_TEXT"]) == ("false", "none")
     for kind, suffix in (("Job", "-migrate"), ("Deployment", "-consumer")):
-        env = {e["name"]: e.get("value") for e in one(docs, kind, suffix)["spec"]["template"]["spec"]["containers"][0]["env"]}
+        env = {
+            e["name"]: e.get("value")
+            for e in one(docs, kind, suffix)["spec"]["template"]["spec"]["containers"][0]["env"]
+        }
         assert (env["MONITOR_RETENTION_DAYS"], env["MONITOR_TEXT_RETENTION_DAYS"]) == ("90", "7"), kind
     with pytest.raises(helm_python.HelmRenderError, match="has its own value"):
         render({"extraSettings": {"MONITOR_STORE_TEXT": "full"}})
@@ -348,7 +371,9 @@ def test_llm_judge_without_api_key_secret_fails() -> None:
     """An LLM judge with no judge.apiKey.existingSecret fails the render with a message naming the value."""
     with pytest.raises(helm_python.HelmRenderError, match=r"judge\.apiKey\.existingSecret is required"):
         render({"judge": {"apiKey": {"existingSecret": ""}}})
-    assert "MONITOR_ANTHROPIC_API_KEY" not in env_names(render({"judge": {"method": "lexical", "apiKey": {"existingSecret": ""}}}))
+    assert "MONITOR_ANTHROPIC_API_KEY" not in env_names(
+        render({"judge": {"method": "lexical", "apiKey": {"existingSecret": ""}}})
+    )
 
 
 # ---- settings names ------------------------------------------------------------------------------------------
@@ -365,7 +390,11 @@ def test_settings_values_are_accepted_by_monitor_config(docs: list[dict[str, Any
     """The literal MONITOR_*/ALERTS_* values of each container validate as Settings/AlertSettings (mounted file paths aside)."""
     real = real_settings()
     for container in ("consumer", "alert-evaluator", "migrate"):
-        env = {k: v for k, v in settings_of(docs, container).items() if k in real and not v.startswith("/etc/relevancy-monitor/")}
+        env = {
+            k: v
+            for k, v in settings_of(docs, container).items()
+            if k in real and not v.startswith("/etc/relevancy-monitor/")
+        }
         monitor_fields = {f"MONITOR_{n.upper()}": n for n in Settings.model_fields}
         alert_fields = {f"ALERTS_{n.upper()}": n for n in AlertSettings.model_fields}
         Settings.model_validate({monitor_fields[k]: v for k, v in env.items() if k in monitor_fields})
@@ -434,7 +463,11 @@ def test_scaled_object_fields() -> None:
         "triggers",
     }
     consumer = one(docs, "Deployment", "-consumer")
-    assert spec["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": consumer["metadata"]["name"]}
+    assert spec["scaleTargetRef"] == {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "name": consumer["metadata"]["name"],
+    }
     assert "replicas" not in consumer["spec"], "KEDA owns the replica count"
     assert spec["minReplicaCount"] == values["autoscaling"]["minReplicas"]
     assert spec["maxReplicaCount"] == values["autoscaling"]["maxReplicas"] <= values["kafka"]["partitions"]
@@ -457,7 +490,9 @@ def test_scaled_object_fields() -> None:
 
 def test_max_replicas_above_partitions_fails() -> None:
     """autoscaling.maxReplicas above kafka.partitions fails the render with a message naming both values."""
-    with pytest.raises(helm_python.HelmRenderError, match=r"autoscaling\.maxReplicas \(8\) must not exceed kafka\.partitions \(6\)"):
+    with pytest.raises(
+        helm_python.HelmRenderError, match=r"autoscaling\.maxReplicas \(8\) must not exceed kafka\.partitions \(6\)"
+    ):
         render({"autoscaling": {"enabled": True, "maxReplicas": 8}, "kafka": {"partitions": 6}})
     assert one(render({"autoscaling": {"enabled": True, "maxReplicas": 6}, "kafka": {"partitions": 6}}), "ScaledObject")
 
@@ -471,11 +506,21 @@ def test_optional_objects_off_by_default() -> None:
 def test_prometheus_rule_pages_on_failing_store_writes() -> None:
     """The PrometheusRule alerts on the consumer's failing-insert gauge past the configured seconds, in this namespace."""
     rule = one(list(_rendered("all-features-values.yaml")), "PrometheusRule")
-    assert rule["apiVersion"] == "monitoring.coreos.com/v1" and rule["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+    assert (
+        rule["apiVersion"] == "monitoring.coreos.com/v1"
+        and rule["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+    )
     [group] = rule["spec"]["groups"]
     [alert] = group["rules"]
-    assert alert["alert"] == "RelevancyMonitorStoreWritesFailing" and alert["for"] == "2m" and alert["labels"] == {"severity": "page"}
-    assert alert["expr"] == f'max by (namespace, pod) (relevancy_monitor_store_writes_failing_seconds{{namespace="{NAMESPACE}"}}) > 60'
+    assert (
+        alert["alert"] == "RelevancyMonitorStoreWritesFailing"
+        and alert["for"] == "2m"
+        and alert["labels"] == {"severity": "page"}
+    )
+    assert (
+        alert["expr"]
+        == f'max by (namespace, pod) (relevancy_monitor_store_writes_failing_seconds{{namespace="{NAMESPACE}"}}) > 60'
+    )
     assert "{{ $labels.pod }}" in alert["annotations"]["description"]
 
 
@@ -484,13 +529,30 @@ def test_service_monitor_scrapes_metrics_service() -> None:
     docs = list(_rendered("all-features-values.yaml"))
     sm = one(docs, "ServiceMonitor")
     assert sm["apiVersion"] == "monitoring.coreos.com/v1"
-    assert set(sm["spec"]) <= {"selector", "namespaceSelector", "endpoints", "jobLabel", "targetLabels", "podTargetLabels", "sampleLimit"}
+    assert set(sm["spec"]) <= {
+        "selector",
+        "namespaceSelector",
+        "endpoints",
+        "jobLabel",
+        "targetLabels",
+        "podTargetLabels",
+        "sampleLimit",
+    }
     service = one(docs, "Service", "-metrics")
     assert sm["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
     assert sm["spec"]["namespaceSelector"] == {"matchNames": [NAMESPACE]}
     [endpoint] = sm["spec"]["endpoints"]
     assert endpoint["port"] == "metrics" and endpoint["path"] == "/metrics"
-    assert set(endpoint) <= {"port", "path", "interval", "scrapeTimeout", "scheme", "relabelings", "metricRelabelings", "honorLabels"}
+    assert set(endpoint) <= {
+        "port",
+        "path",
+        "interval",
+        "scrapeTimeout",
+        "scheme",
+        "relabelings",
+        "metricRelabelings",
+        "honorLabels",
+    }
 
 
 def test_network_policy_allows_metrics_in_and_dns_out() -> None:

@@ -70,7 +70,9 @@ def test_secrets_are_redacted(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_unpriced_model_is_allowed_and_prices_merge(monkeypatch: pytest.MonkeyPatch) -> None:
     """Prices from MONITOR_JUDGE_PRICES merge with the defaults and are per million tokens."""
-    monkeypatch.setenv("MONITOR_JUDGE_PRICES", '{"my-judge": {"input": 1, "output": 2, "cache_read": 0.1, "cache_write": 1.25}}')
+    monkeypatch.setenv(
+        "MONITOR_JUDGE_PRICES", '{"my-judge": {"input": 1, "output": 2, "cache_read": 0.1, "cache_write": 1.25}}'
+    )
     s = load_settings()
     assert {"my-judge", "claude-haiku-5-5"} <= set(s.judge_prices)
     assert s.judge_prices["my-judge"].cost(1_000_000, 0, 0, 0) == 1.0

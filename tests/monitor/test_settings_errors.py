@@ -122,7 +122,9 @@ ALERTS_MALFORMED: dict[str, str] = {
 }
 # Settings that accept any string: names and secrets have no format to check here (a wrong one is refused by the
 # server that receives it: Kafka's SASL, the Messages API, the alert lease table).
-FREE_FORM = frozenset({"kafka_sasl_username", "kafka_sasl_password", "anthropic_api_key", "metrics_apps", "clickhouse_password"})
+FREE_FORM = frozenset(
+    {"kafka_sasl_username", "kafka_sasl_password", "anthropic_api_key", "metrics_apps", "clickhouse_password"}
+)
 ALERTS_FREE_FORM = frozenset({"replica_id"})
 
 
@@ -153,7 +155,10 @@ def _one_line_error(load: Callable[[], object]) -> str:
 def test_every_setting_is_covered() -> None:
     """Each field of both models has a malformed value below or is listed as free-form (and not both)."""
     assert set(MALFORMED) | FREE_FORM == set(Settings.model_fields) and not set(MALFORMED) & FREE_FORM
-    assert set(ALERTS_MALFORMED) | ALERTS_FREE_FORM == set(AlertSettings.model_fields) and not set(ALERTS_MALFORMED) & ALERTS_FREE_FORM
+    assert (
+        set(ALERTS_MALFORMED) | ALERTS_FREE_FORM == set(AlertSettings.model_fields)
+        and not set(ALERTS_MALFORMED) & ALERTS_FREE_FORM
+    )
 
 
 @pytest.mark.parametrize("name", sorted(MALFORMED))  # every field but the free-form ones (see the coverage test)
@@ -177,13 +182,25 @@ def test_a_malformed_alerts_setting_names_its_variable(monkeypatch: pytest.Monke
 @pytest.mark.parametrize(
     ("env", "var", "also"),
     [
-        ({"MONITOR_JUDGE_CONCURRENCY": "2", "MONITOR_JUDGE_CONCURRENCY_FLOOR": "3"}, "MONITOR_JUDGE_CONCURRENCY_FLOOR", "MONITOR_JUDGE_CONCURRENCY"),
-        ({"MONITOR_MAX_IN_FLIGHT": "10", "MONITOR_RESUME_IN_FLIGHT": "10"}, "MONITOR_RESUME_IN_FLIGHT", "MONITOR_MAX_IN_FLIGHT"),
+        (
+            {"MONITOR_JUDGE_CONCURRENCY": "2", "MONITOR_JUDGE_CONCURRENCY_FLOOR": "3"},
+            "MONITOR_JUDGE_CONCURRENCY_FLOOR",
+            "MONITOR_JUDGE_CONCURRENCY",
+        ),
+        (
+            {"MONITOR_MAX_IN_FLIGHT": "10", "MONITOR_RESUME_IN_FLIGHT": "10"},
+            "MONITOR_RESUME_IN_FLIGHT",
+            "MONITOR_MAX_IN_FLIGHT",
+        ),
         ({"MONITOR_KAFKA_TOPICS": "a,b", "MONITOR_DLQ_TOPIC": "b"}, "MONITOR_DLQ_TOPIC", "MONITOR_KAFKA_TOPICS"),
         ({"ANTHROPIC_BASE_URL": "localhost:8080"}, "ANTHROPIC_BASE_URL", "http"),
         ({"MONITOR_JUDGE_PRICES": '{"m": {"input": "cheap"}}'}, "MONITOR_JUDGE_PRICES", "valid number"),
         ({"MONITOR_KAFKA_SSL_KEYFILE": __file__}, "MONITOR_KAFKA_SSL_KEYFILE", "MONITOR_KAFKA_SSL_CERTFILE"),
-        ({"MONITOR_RETENTION_DAYS": "30", "MONITOR_TEXT_RETENTION_DAYS": "90"}, "MONITOR_TEXT_RETENTION_DAYS", "MONITOR_RETENTION_DAYS"),
+        (
+            {"MONITOR_RETENTION_DAYS": "30", "MONITOR_TEXT_RETENTION_DAYS": "90"},
+            "MONITOR_TEXT_RETENTION_DAYS",
+            "MONITOR_RETENTION_DAYS",
+        ),
         ({"MONITOR_TEXT_RETENTION_DAYS": "7"}, "MONITOR_TEXT_RETENTION_DAYS", "needs MONITOR_RETENTION_DAYS"),
         ({"MONITOR_REDACT_PATTERNS": '{"order_ref": "ORD-[0-9]+"}'}, "MONITOR_REDACT_PATTERNS", "upper case"),
         ({"MONITOR_REDACT_PATTERNS": '{"ANY": ".*"}'}, "MONITOR_REDACT_PATTERNS", "empty text"),
@@ -191,7 +208,9 @@ def test_a_malformed_alerts_setting_names_its_variable(monkeypatch: pytest.Monke
         ({"MONITOR_STORE_TEXT": "false"}, "MONITOR_STORE_TEXT", "redacted, none or full"),
     ],
 )
-def test_cross_field_and_alias_errors_name_the_variable(monkeypatch: pytest.MonkeyPatch, env: dict[str, str], var: str, also: str) -> None:
+def test_cross_field_and_alias_errors_name_the_variable(
+    monkeypatch: pytest.MonkeyPatch, env: dict[str, str], var: str, also: str
+) -> None:
     """A cross-field check names the variable at fault and the one it depends on; an alias error names the alias set."""
     for k, v in env.items():
         monkeypatch.setenv(k, v)
@@ -208,31 +227,60 @@ def test_well_formed_values_pass_the_format_checks(monkeypatch: pytest.MonkeyPat
     assert (s.anthropic_base_url, s.clickhouse_url) == ("https://api.example.com", "https://user:pw@ch.example:8443")
     monkeypatch.setenv("ALERTS_WEBHOOK_URL", "http://hooks.local/x")
     a = load_alert_settings(alertmanager_url="https://am.example", generator_url="https://grafana/d/x")
-    assert (a.webhook_url, a.generator_url, a.slack_webhook_url) == ("http://hooks.local/x", "https://grafana/d/x", None)
+    assert (a.webhook_url, a.generator_url, a.slack_webhook_url) == (
+        "http://hooks.local/x",
+        "https://grafana/d/x",
+        None,
+    )
 
 
 def _cli(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith(("MONITOR_", "ALERTS_", "ANTHROPIC_"))}
     return subprocess.run(
-        [sys.executable, "-m", "monitor.cli.main", *args], env={**base, **env}, cwd=cwd, capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "monitor.cli.main", *args],
+        env={**base, **env},
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
 @pytest.mark.parametrize(
     ("args", "env", "var"),
     [
-        (("sql", "SELECT 1"), {"MONITOR_JUDGE_PRICES": "{not json"}, "MONITOR_JUDGE_PRICES"),  # was a SettingsError traceback
-        (("run",), {"MONITOR_CLICKHOUSE_URL": "postgres://ch"}, "MONITOR_CLICKHOUSE_URL"),  # was "invalid settings: clickhouse_url ..."
+        (
+            ("sql", "SELECT 1"),
+            {"MONITOR_JUDGE_PRICES": "{not json"},
+            "MONITOR_JUDGE_PRICES",
+        ),  # was a SettingsError traceback
+        (
+            ("run",),
+            {"MONITOR_CLICKHOUSE_URL": "postgres://ch"},
+            "MONITOR_CLICKHOUSE_URL",
+        ),  # was "invalid settings: clickhouse_url ..."
         (("run",), {"MONITOR_KAFKA_TOPICS": "a", "MONITOR_DLQ_TOPIC": "a"}, "MONITOR_DLQ_TOPIC"),
-        (("run",), {"MONITOR_KAFKA_SECURITY_PROTOCOL": "SASL_SSL", "MONITOR_KAFKA_SASL_MECHANISM": "SCRAM-SHA-512"}, "MONITOR_KAFKA_SASL_MECHANISM"),
+        (
+            ("run",),
+            {"MONITOR_KAFKA_SECURITY_PROTOCOL": "SASL_SSL", "MONITOR_KAFKA_SASL_MECHANISM": "SCRAM-SHA-512"},
+            "MONITOR_KAFKA_SASL_MECHANISM",
+        ),
         (("run",), {"MONITOR_KAFKA_SSL_CAFILE": "/nonexistent/ca.pem"}, "MONITOR_KAFKA_SSL_CAFILE"),
         (("alerts", "check"), {"ALERTS_RULES": "/nonexistent/rules.yaml"}, "ALERTS_RULES"),
-        (("alerts", "run", "--once", "--no-lease"), {"ALERTS_ALERTMANAGER_URL": "alertmanager:9093"}, "ALERTS_ALERTMANAGER_URL"),
+        (
+            ("alerts", "run", "--once", "--no-lease"),
+            {"ALERTS_ALERTMANAGER_URL": "alertmanager:9093"},
+            "ALERTS_ALERTMANAGER_URL",
+        ),
     ],
 )
-def test_the_console_script_exits_2_with_one_line_naming_the_variable(tmp_path: Path, args: tuple[str, ...], env: dict[str, str], var: str) -> None:
+def test_the_console_script_exits_2_with_one_line_naming_the_variable(
+    tmp_path: Path, args: tuple[str, ...], env: dict[str, str], var: str
+) -> None:
     """Through the real entry point a malformed setting exits 2 with a single stderr line naming its variable."""
     done = _cli(*args, env=env, cwd=tmp_path)
     assert done.returncode == 2, done.stderr
-    assert done.stderr.count("\n") == 1 and done.stderr.startswith(f"relevancy-monitor: error: invalid setting {var}: "), done.stderr
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith(
+        f"relevancy-monitor: error: invalid setting {var}: "
+    ), done.stderr
     assert not any(tmp_path.iterdir())  # refused before any store was opened or created

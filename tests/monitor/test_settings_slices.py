@@ -16,7 +16,15 @@ from schemas.errors import ConfigError
 ROOT = Path(__file__).resolve().parents[2]
 # Settings no component slice carries: they configure the process itself.
 # Read by the process or one command itself, not carried by a slice.
-PROCESS_SETTINGS = {"metrics_port", "metrics_max_apps", "metrics_apps", "log_format", "log_level", "replay_confirm_usd", "store_unready_after_s"}
+PROCESS_SETTINGS = {
+    "metrics_port",
+    "metrics_max_apps",
+    "metrics_apps",
+    "log_format",
+    "log_level",
+    "replay_confirm_usd",
+    "store_unready_after_s",
+}
 
 
 @pytest.fixture(autouse=True)
@@ -109,9 +117,21 @@ SLICE_OF: dict[str, str] = {
     "sampling_file": "sampling.file",
     **{
         f"budget_{n}": f"budget.{n}"
-        for n in ("usd_per_hour", "usd_per_day", "requests_per_hour", "requests_per_day", "tokens_per_hour", "tokens_per_day", "soft_limit", "sync_s")
+        for n in (
+            "usd_per_hour",
+            "usd_per_day",
+            "requests_per_hour",
+            "requests_per_day",
+            "tokens_per_hour",
+            "tokens_per_day",
+            "soft_limit",
+            "sync_s",
+        )
     },
-    **{n: f"budget.{n}" for n in ("freshness_max_lag", "freshness_min_factor", "cache_max_entries", "cache_ttl_s", "traffic_flush_s")},
+    **{
+        n: f"budget.{n}"
+        for n in ("freshness_max_lag", "freshness_min_factor", "cache_max_entries", "cache_ttl_s", "traffic_flush_s")
+    },
 }
 
 
@@ -155,11 +175,17 @@ def test_every_setting_reaches_its_slice_with_its_value() -> None:
         shadow_judge_model="claude-sonnet-5-5",
         shadow_sample_rate=0.2,
     )
-    assert set(SLICE_OF) | PROCESS_SETTINGS | {"redact"} == set(Settings.model_fields)  # redact: whether there is a slice
+    assert set(SLICE_OF) | PROCESS_SETTINGS | {"redact"} == set(
+        Settings.model_fields
+    )  # redact: whether there is a slice
     for name, path in SLICE_OF.items():
         slice_name, attr = path.split(".")
         want = getattr(s, name)
-        want = want.get_secret_value() if hasattr(want, "get_secret_value") else (tuple(want) if isinstance(want, list) else want)
+        want = (
+            want.get_secret_value()
+            if hasattr(want, "get_secret_value")
+            else (tuple(want) if isinstance(want, list) else want)
+        )
         assert getattr(getattr(s, slice_name), attr) == want, name
 
 
@@ -174,7 +200,12 @@ def test_redaction_off_is_no_redaction_slice_and_no_redactor() -> None:
 
 @pytest.mark.parametrize(
     ("url", "setting", "expected"),
-    [("chdb:///tmp/x", None, True), ("https://ch:8443", None, False), ("http://ch:8123", True, True), ("chdb:///tmp/x", False, False)],
+    [
+        ("chdb:///tmp/x", None, True),
+        ("https://ch:8443", None, False),
+        ("http://ch:8123", True, True),
+        ("chdb:///tmp/x", False, False),
+    ],
 )
 def test_auto_migrate_defaults_per_url_unless_set(url: str, setting: bool | None, expected: bool) -> None:
     """MONITOR_AUTO_MIGRATE unset means true for the embedded store and false for a server; set, it wins."""
@@ -213,7 +244,9 @@ def test_alert_settings_come_from_alerts_variables(monkeypatch: pytest.MonkeyPat
         ({"ALERTS_WEBHOOK": "http://x"}, "did you mean ALERTS_WEBHOOK_URL?"),
     ],
 )
-def test_a_bad_alert_setting_is_one_line_naming_the_variable(monkeypatch: pytest.MonkeyPatch, env: dict[str, str], expected: str) -> None:
+def test_a_bad_alert_setting_is_one_line_naming_the_variable(
+    monkeypatch: pytest.MonkeyPatch, env: dict[str, str], expected: str
+) -> None:
     """A malformed or misspelt ALERTS_* variable is a ConfigError of one line that names it."""
     for k, v in env.items():
         monkeypatch.setenv(k, v)
@@ -232,7 +265,12 @@ def test_every_alert_setting_has_a_flag_of_the_alerts_commands() -> None:
 def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith(("MONITOR_", "ALERTS_"))}
     return subprocess.run(
-        [sys.executable, "-m", "monitor.cli.main", *args], env={**base, **env}, cwd=ROOT, capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "monitor.cli.main", *args],
+        env={**base, **env},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 

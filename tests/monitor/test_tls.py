@@ -72,7 +72,9 @@ class TlsProxy(TcpProxy):
         self.context = context
 
     async def _listen(self) -> None:
-        self._server = await asyncio.start_server(self._handle, "127.0.0.1", self.port, reuse_address=True, ssl=self.context)
+        self._server = await asyncio.start_server(
+            self._handle, "127.0.0.1", self.port, reuse_address=True, ssl=self.context
+        )
 
 
 class TlsBroker(ProxiedBroker):
@@ -119,13 +121,17 @@ async def _round_trip(kafka: KafkaSettings) -> None:
 
 async def test_a_client_trusting_the_test_ca_connects_over_tls(tls_broker: TlsBroker, pki: Pki) -> None:
     """With MONITOR_KAFKA_SSL_CAFILE naming the CA of the broker's certificate, the admin client and producer connect."""
-    s = load_settings(kafka_bootstrap_servers=tls_broker.bootstrap, kafka_security_protocol="SSL", kafka_ssl_cafile=str(pki.ca_file))
+    s = load_settings(
+        kafka_bootstrap_servers=tls_broker.bootstrap, kafka_security_protocol="SSL", kafka_ssl_cafile=str(pki.ca_file)
+    )
     kafka = _kafka(tls_broker.bootstrap, ssl_cafile=s.kafka.ssl_cafile, dlq_topic=f"dlq-{uuid.uuid4().hex[:8]}")
     await _round_trip(kafka)
 
 
 @pytest.mark.parametrize("cafile", ["none", "other"])
-async def test_a_client_not_trusting_the_broker_fails_with_one_line(tls_broker: TlsBroker, pki: Pki, cafile: str) -> None:
+async def test_a_client_not_trusting_the_broker_fails_with_one_line(
+    tls_broker: TlsBroker, pki: Pki, cafile: str
+) -> None:
     """Without the broker's CA (system CAs, or another CA) start-up fails with one KafkaUnavailable line saying TLS failed."""
     kafka = _kafka(tls_broker.bootstrap, ssl_cafile=None if cafile == "none" else pki.other_ca_file)
     with pytest.raises(KafkaUnavailable) as info:
@@ -142,12 +148,16 @@ async def test_hostname_checking_follows_its_setting(tmp_path: Path) -> None:
         with pytest.raises(KafkaUnavailable) as info:
             await ensure_dlq_topic(_kafka(broker.bootstrap, ssl_cafile=pki.ca_file))
         assert "TLS handshake failed" in str(info.value) and "\n" not in str(info.value)
-        await _round_trip(_kafka(broker.bootstrap, ssl_cafile=pki.ca_file, ssl_check_hostname=False, dlq_topic="dlq-host"))
+        await _round_trip(
+            _kafka(broker.bootstrap, ssl_cafile=pki.ca_file, ssl_check_hostname=False, dlq_topic="dlq-host")
+        )
 
 
 async def test_mutual_tls_sends_the_client_certificate(mtls_broker: TlsBroker, pki: Pki) -> None:
     """A broker requiring client certificates accepts MONITOR_KAFKA_SSL_CERTFILE/KEYFILE and refuses a client without."""
-    await _round_trip(_kafka(mtls_broker.bootstrap, ssl_cafile=pki.ca_file, ssl_certfile=pki.client_cert, ssl_keyfile=pki.client_key))
+    await _round_trip(
+        _kafka(mtls_broker.bootstrap, ssl_cafile=pki.ca_file, ssl_certfile=pki.client_cert, ssl_keyfile=pki.client_key)
+    )
     with pytest.raises(KafkaUnavailable) as info:
         await ensure_dlq_topic(_kafka(mtls_broker.bootstrap, ssl_cafile=pki.ca_file, connect_timeout_s=5.0))
     assert "\n" not in str(info.value)
@@ -155,7 +165,15 @@ async def test_mutual_tls_sends_the_client_certificate(mtls_broker: TlsBroker, p
 
 def test_the_tls_context_carries_the_settings(pki: Pki) -> None:
     """client_kwargs builds one TLS context from the CA, the client certificate and the hostname setting."""
-    kw = client_kwargs(_kafka("b:9093", ssl_cafile=pki.ca_file, ssl_certfile=pki.client_cert, ssl_keyfile=pki.client_key, ssl_check_hostname=False))
+    kw = client_kwargs(
+        _kafka(
+            "b:9093",
+            ssl_cafile=pki.ca_file,
+            ssl_certfile=pki.client_cert,
+            ssl_keyfile=pki.client_key,
+            ssl_check_hostname=False,
+        )
+    )
     ctx = kw["ssl_context"]
     assert isinstance(ctx, ssl.SSLContext) and ctx.check_hostname is False and ctx.verify_mode == ssl.CERT_REQUIRED
     assert any("relevancy-monitor" not in str(c) for c in ctx.get_ca_certs())  # the test CA, loaded from the file
@@ -170,7 +188,9 @@ def test_the_tls_context_carries_the_settings(pki: Pki) -> None:
         ({"ssl_certfile": "cert", "ssl_keyfile": "garbage"}, "MONITOR_KAFKA_SSL_KEYFILE"),
     ],
 )
-def test_an_unusable_tls_file_is_one_line_naming_its_variable(tmp_path: Path, pki: Pki, files: dict[str, str], variable: str) -> None:
+def test_an_unusable_tls_file_is_one_line_naming_its_variable(
+    tmp_path: Path, pki: Pki, files: dict[str, str], variable: str
+) -> None:
     """A CA, certificate or key file that is not PEM of its kind is a one-line ConfigError naming its variable."""
     garbage = tmp_path / "garbage.pem"
     garbage.write_text("not a certificate\n")
@@ -196,19 +216,33 @@ def test_sasl_without_credentials_is_one_line_naming_the_variables(mechanism: st
     """A SASL mechanism without a username or password is a ConfigError naming both variables; with them it is passed on."""
     partial: list[dict[str, Any]] = [{"sasl_username": "u"}, {"sasl_password": "p"}, {}]
     for missing in partial:
-        kafka = KafkaSettings(bootstrap_servers="b:9093", security_protocol="SASL_SSL", sasl_mechanism=mechanism, **missing)
+        kafka = KafkaSettings(
+            bootstrap_servers="b:9093", security_protocol="SASL_SSL", sasl_mechanism=mechanism, **missing
+        )
         with pytest.raises(ConfigError) as info:
             client_kwargs(kafka)
         msg = str(info.value)
-        assert "MONITOR_KAFKA_SASL_USERNAME" in msg and "MONITOR_KAFKA_SASL_PASSWORD" in msg and mechanism in msg and "\n" not in msg, msg
-    kw = client_kwargs(KafkaSettings("b:9093", security_protocol="SASL_PLAINTEXT", sasl_mechanism=mechanism, sasl_username="u", sasl_password="p"))
+        assert (
+            "MONITOR_KAFKA_SASL_USERNAME" in msg
+            and "MONITOR_KAFKA_SASL_PASSWORD" in msg
+            and mechanism in msg
+            and "\n" not in msg
+        ), msg
+    kw = client_kwargs(
+        KafkaSettings(
+            "b:9093", security_protocol="SASL_PLAINTEXT", sasl_mechanism=mechanism, sasl_username="u", sasl_password="p"
+        )
+    )
     assert (kw["sasl_mechanism"], kw["sasl_plain_username"], kw["sasl_plain_password"]) == (mechanism, "u", "p")
 
 
 @pytest.mark.parametrize(
     ("kafka", "variable"),
     [
-        (KafkaSettings("b:9092", sasl_mechanism="PLAIN", sasl_username="u", sasl_password="p"), "MONITOR_KAFKA_SASL_MECHANISM"),
+        (
+            KafkaSettings("b:9092", sasl_mechanism="PLAIN", sasl_username="u", sasl_password="p"),
+            "MONITOR_KAFKA_SASL_MECHANISM",
+        ),
         (KafkaSettings("b:9092", ssl_cafile=Path(__file__)), "MONITOR_KAFKA_SSL_CAFILE"),
     ],
 )
@@ -216,7 +250,9 @@ def test_security_settings_the_protocol_would_ignore_are_refused(kafka: KafkaSet
     """SASL or TLS settings with MONITOR_KAFKA_SECURITY_PROTOCOL=PLAINTEXT are refused in one line rather than ignored."""
     with pytest.raises(ConfigError) as info:
         client_kwargs(kafka)
-    assert str(info.value).startswith(f"invalid setting {variable}: ") and "MONITOR_KAFKA_SECURITY_PROTOCOL" in str(info.value)
+    assert str(info.value).startswith(f"invalid setting {variable}: ") and "MONITOR_KAFKA_SECURITY_PROTOCOL" in str(
+        info.value
+    )
 
 
 # ---- ClickHouse over https ----------------------------------------------------------------------------------
@@ -280,7 +316,9 @@ def _open(url: str, **settings: Any) -> str:
     return str(info.value)
 
 
-def test_clickhouse_https_trusts_the_configured_ca_and_sends_the_configured_credentials(fake_clickhouse: FakeClickHouse, pki: Pki) -> None:
+def test_clickhouse_https_trusts_the_configured_ca_and_sends_the_configured_credentials(
+    fake_clickhouse: FakeClickHouse, pki: Pki
+) -> None:
     """With MONITOR_CLICKHOUSE_CA_FILE the TLS handshake succeeds (the server answers) and MONITOR_CLICKHOUSE_USER/PASSWORD
     are sent over those in the URL; the password never appears in the error."""
     url = fake_clickhouse.url.replace("https://", "https://urluser:urlpw@")
@@ -308,9 +346,21 @@ def test_the_store_settings_reach_get_client(monkeypatch: pytest.MonkeyPatch, pk
         return object()
 
     monkeypatch.setattr(clickhouse_connect, "get_client", get_client)
-    s = load_settings(clickhouse_url="https://ch:8443", clickhouse_user="u", clickhouse_password="pw", clickhouse_ca_file=str(pki.ca_file))
+    s = load_settings(
+        clickhouse_url="https://ch:8443",
+        clickhouse_user="u",
+        clickhouse_password="pw",
+        clickhouse_ca_file=str(pki.ca_file),
+    )
     ClickHouseStore.from_settings(s.store).open()
-    want = {"dsn": "https://ch:8443", "interface": "https", "username": "u", "password": "pw", "verify": True, "ca_cert": str(pki.ca_file)}
+    want = {
+        "dsn": "https://ch:8443",
+        "interface": "https",
+        "username": "u",
+        "password": "pw",
+        "verify": True,
+        "ca_cert": str(pki.ca_file),
+    }
     assert calls[-1] == want
     ClickHouseStore.from_settings(load_settings(clickhouse_url="chdb:///tmp/x", clickhouse_user="u").store).open()
     assert calls[-1] == {"dsn": "chdb:///tmp/x"}
@@ -335,7 +385,9 @@ async def _partitions_and_replicas(bootstrap: str, topic: str) -> tuple[int, int
 async def test_the_dead_letter_topic_is_created_with_the_configured_partitions(broker: LocalBroker) -> None:
     """A missing DLQ is created with MONITOR_DLQ_PARTITIONS (not 1) and min(3, brokers) replicas, even when the caller
     (the service) asks for 1 partition; an existing one is left alone."""
-    s = load_settings(kafka_bootstrap_servers=broker.bootstrap, dlq_topic=f"dlq-{uuid.uuid4().hex[:8]}", dlq_partitions=5)
+    s = load_settings(
+        kafka_bootstrap_servers=broker.bootstrap, dlq_topic=f"dlq-{uuid.uuid4().hex[:8]}", dlq_partitions=5
+    )
     assert s.kafka.dlq_partitions == 5 and s.kafka.dlq_replication_factor is None
     assert await ensure_topics(s.kafka, {s.dlq_topic: 1}) == [s.dlq_topic]
     assert await _partitions_and_replicas(broker.bootstrap, s.dlq_topic) == (5, 1)  # one broker here
@@ -344,14 +396,18 @@ async def test_the_dead_letter_topic_is_created_with_the_configured_partitions(b
 
 async def test_dlq_create_false_creates_nothing(broker: LocalBroker, monkeypatch: pytest.MonkeyPatch) -> None:
     """MONITOR_DLQ_CREATE=false: the DLQ is neither created nor even looked up (no admin client at all)."""
-    s = load_settings(kafka_bootstrap_servers=broker.bootstrap, dlq_topic=f"dlq-{uuid.uuid4().hex[:8]}", dlq_create=False)
+    s = load_settings(
+        kafka_bootstrap_servers=broker.bootstrap, dlq_topic=f"dlq-{uuid.uuid4().hex[:8]}", dlq_create=False
+    )
     assert await ensure_dlq_topic(s.kafka) == []
     assert await _partitions_and_replicas(broker.bootstrap, s.dlq_topic) is None
     monkeypatch.setattr(AIOKafkaAdminClient, "__init__", lambda *a, **k: pytest.fail("an admin client was made"))
     assert await ensure_topics(s.kafka, {s.dlq_topic: 1}) == []
 
 
-async def test_a_broker_refusing_to_create_the_dlq_is_one_line(broker: LocalBroker, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_broker_refusing_to_create_the_dlq_is_one_line(
+    broker: LocalBroker, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A CreateTopics error (no ACL to create) is one KafkaUnavailable line naming the topic and MONITOR_DLQ_CREATE."""
 
     class Refused:
@@ -365,5 +421,7 @@ async def test_a_broker_refusing_to_create_the_dlq_is_one_line(broker: LocalBrok
     with pytest.raises(KafkaUnavailable) as info:
         await ensure_dlq_topic(s.kafka)
     msg = str(info.value)
-    assert "\n" not in msg and "dlq-x with 3 partitions x 2 replicas" in msg and "TopicAuthorizationFailedError" in msg, msg
+    assert (
+        "\n" not in msg and "dlq-x with 3 partitions x 2 replicas" in msg and "TopicAuthorizationFailedError" in msg
+    ), msg
     assert "MONITOR_DLQ_CREATE=false" in msg, msg

@@ -18,7 +18,9 @@ def test_every_exception_class_of_the_project_is_defined_in_the_tree_module() ->
     for path in sorted(p for pkg in ("schemas", "consumers", "monitor") for p in (ROOT / pkg).rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ClassDef) and any(
-                isinstance(b, ast.Name) and (b.id.endswith(("Error", "Exception")) or b.id in ("SinkClosed", "KafkaUnavailable")) for b in node.bases
+                isinstance(b, ast.Name)
+                and (b.id.endswith(("Error", "Exception")) or b.id in ("SinkClosed", "KafkaUnavailable"))
+                for b in node.bases
             ):
                 found.append(f"{path.relative_to(ROOT)}:{node.name}")
     assert all(f.startswith("schemas/errors.py:") for f in found), found
@@ -35,5 +37,9 @@ def test_every_class_in_the_tree_hangs_off_the_root_and_is_drawn_in_the_docstrin
 def test_usage_and_configuration_errors_exit_2_and_the_rest_exit_1() -> None:
     """Exit codes follow the branch: operator input errors exit 2, runtime failures exit 1."""
     assert issubclass(errors.RulesError, ConfigError) and issubclass(errors.BacktestError, UsageError)
-    assert {c.exit_code for c in (UsageError, ConfigError, errors.RulesError, errors.SamplingConfigError)} == {EXIT_USAGE}
-    assert {c.exit_code for c in (errors.StoreError, errors.KafkaUnavailable, errors.JudgeError, errors.SinkClosed)} == {1}
+    assert {c.exit_code for c in (UsageError, ConfigError, errors.RulesError, errors.SamplingConfigError)} == {
+        EXIT_USAGE
+    }
+    assert {
+        c.exit_code for c in (errors.StoreError, errors.KafkaUnavailable, errors.JudgeError, errors.SinkClosed)
+    } == {1}

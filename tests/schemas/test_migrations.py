@@ -15,7 +15,16 @@ import monitor.store.migrations as store_module
 from monitor.cli.main import main
 from monitor.store.connection import ClickHouseStore
 from monitor.store.migrations import Migrations
-from schemas.ddl import PER_GRAIN_SUFFIX, ROLLUP_GRAINS, Migration, ddl_files, migrations, migrations_table_ddl, on_cluster, render_ddl
+from schemas.ddl import (
+    PER_GRAIN_SUFFIX,
+    ROLLUP_GRAINS,
+    Migration,
+    ddl_files,
+    migrations,
+    migrations_table_ddl,
+    on_cluster,
+    render_ddl,
+)
 from schemas.errors import StoreError
 
 
@@ -48,7 +57,10 @@ def _recorded(store: ClickHouseStore) -> list[tuple[str, str, str]]:
 
 
 def _tables(store: ClickHouseStore) -> set[str]:
-    return {str(r[0]) for r in store.query("SELECT name FROM system.tables WHERE database = {d:String}", {"d": store.database}).rows}
+    return {
+        str(r[0])
+        for r in store.query("SELECT name FROM system.tables WHERE database = {d:String}", {"d": store.database}).rows
+    }
 
 
 # ---- the rendered DDL ---------------------------------------------------------------------------------------
@@ -67,7 +79,9 @@ def test_cluster_ddl_is_on_cluster_with_replicated_engines() -> None:
     plain = render_ddl("relevancy", "relevancy_scores") + migrations_table_ddl("relevancy")
     clustered = render_ddl("relevancy", "relevancy_scores", "prod") + migrations_table_ddl("relevancy", "prod")
     assert len(clustered) == len(plain)
-    head = re.compile(r"^(?:CREATE (DATABASE|TABLE|VIEW|MATERIALIZED VIEW) IF NOT EXISTS|ALTER TABLE) [A-Za-z_][A-Za-z0-9_.]* ON CLUSTER prod(\s|$)")
+    head = re.compile(
+        r"^(?:CREATE (DATABASE|TABLE|VIEW|MATERIALIZED VIEW) IF NOT EXISTS|ALTER TABLE) [A-Za-z_][A-Za-z0-9_.]* ON CLUSTER prod(\s|$)"
+    )
     engines = 0
     for before, after in zip(plain, clustered, strict=True):
         assert head.match(after), after[:120]
@@ -103,7 +117,9 @@ def test_every_file_is_a_migration_with_its_own_version_and_a_checksum_over_its_
     assert [m.name for m in ms] == ddl_files()
     assert [m.version for m in ms] == sorted({m.version for m in ms})
     assert all(m.version.isdigit() and re.fullmatch(r"[0-9a-f]{64}", m.checksum) for m in ms)
-    assert [m.checksum for m in ms] == [m.checksum for m in migrations("other", "t", "c")]  # per file, not per rendering
+    assert [m.checksum for m in ms] == [
+        m.checksum for m in migrations("other", "t", "c")
+    ]  # per file, not per rendering
     per_grain = next(m for m in ms if m.name.endswith(PER_GRAIN_SUFFIX))
     assert len(per_grain.statements) == len(ROLLUP_GRAINS)
 
@@ -135,11 +151,15 @@ def test_a_new_numbered_migration_is_applied_once(fresh: ClickHouseStore, monkey
     assert Migrations(fresh).migrate() == [extra]
     assert Migrations(fresh).migrate() == []
     assert _recorded(fresh)[-1] == ("900", "900_model_index.sql", "0" * 64)
-    indexes = fresh.query("SELECT name FROM system.data_skipping_indices WHERE database = {d:String}", {"d": fresh.database}).rows
+    indexes = fresh.query(
+        "SELECT name FROM system.data_skipping_indices WHERE database = {d:String}", {"d": fresh.database}
+    ).rows
     assert ("idx_model",) in indexes
 
 
-def test_an_applied_migration_that_changed_is_refused_in_one_line(fresh: ClickHouseStore, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_applied_migration_that_changed_is_refused_in_one_line(
+    fresh: ClickHouseStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Editing an applied file (its checksum changes) makes migrate and the start-up check refuse, naming the file."""
     Migrations(fresh).migrate()
     edited = [
@@ -151,7 +171,11 @@ def test_an_applied_migration_that_changed_is_refused_in_one_line(fresh: ClickHo
         with pytest.raises(StoreError) as info:
             step()
         msg = str(info.value)
-        assert "\n" not in msg and "001_relevancy_scores.sql was changed after it was applied" in msg and "new numbered migration" in msg, msg
+        assert (
+            "\n" not in msg
+            and "001_relevancy_scores.sql was changed after it was applied" in msg
+            and "new numbered migration" in msg
+        ), msg
 
 
 def test_a_store_of_the_previous_release_upgrades_cleanly(fresh: ClickHouseStore) -> None:
@@ -160,7 +184,9 @@ def test_a_store_of_the_previous_release_upgrades_cleanly(fresh: ClickHouseStore
         fresh.command(statement)
     fresh.command(f"INSERT INTO {fresh.database}.traffic_counts (minute, app, consumed) VALUES (now(), 'a', 7)")
     assert "schema_migrations" not in _tables(fresh)
-    assert [m.version for m in Migrations(fresh).pending()] == [m.version for m in migrations(fresh.database, fresh.table)]
+    assert [m.version for m in Migrations(fresh).pending()] == [
+        m.version for m in migrations(fresh.database, fresh.table)
+    ]
     with pytest.raises(StoreError, match="relevancy-monitor migrate"):
         Migrations(fresh).check()
     applied = Migrations(fresh).migrate()
@@ -178,13 +204,18 @@ def test_a_second_scores_table_in_the_same_database_gets_its_own_schema(fresh: C
     assert "other_scores" in _tables(fresh) and Migrations(other).pending() == [] and Migrations(fresh).pending() == []
 
 
-def test_the_migrate_command_reports_what_it_applied(clickhouse_url: str, database: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_migrate_command_reports_what_it_applied(
+    clickhouse_url: str, database: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     """`relevancy-monitor migrate` applies the pending migrations and says how many; run again, that it is up to date."""
     args = ["migrate", "--clickhouse-url", clickhouse_url, "--clickhouse-database", database]
     try:
         assert main(args) == 0
         err = capsys.readouterr().err
-        assert f"{len(ddl_files())} migration(s) applied: 000_database.sql" in err and f"applied at {clickhouse_url}" in err, err
+        assert (
+            f"{len(ddl_files())} migration(s) applied: 000_database.sql" in err
+            and f"applied at {clickhouse_url}" in err
+        ), err
         assert main(args) == 0
         assert "already up to date" in capsys.readouterr().err
     finally:

@@ -27,7 +27,10 @@ DELETES = [
 def _previous_on_cluster(statement: str, cluster: str) -> str:
     """`on_cluster` as the previous release had it (CREATE only), to hold CREATE statements to byte-for-byte equality."""
     out = re.sub(
-        r"^(CREATE (?:DATABASE|TABLE|VIEW|MATERIALIZED VIEW) IF NOT EXISTS [A-Za-z_][A-Za-z0-9_.]*)", rf"\1 ON CLUSTER {cluster}", statement, count=1
+        r"^(CREATE (?:DATABASE|TABLE|VIEW|MATERIALIZED VIEW) IF NOT EXISTS [A-Za-z_][A-Za-z0-9_.]*)",
+        rf"\1 ON CLUSTER {cluster}",
+        statement,
+        count=1,
     )
 
     def replicated(m: re.Match[str]) -> str:
@@ -54,14 +57,21 @@ def test_delete_from_gets_on_cluster_before_where(statement: str) -> None:
 def test_alter_and_delete_keep_their_text_past_the_table_name() -> None:
     """Only ON CLUSTER is added to an ALTER or DELETE: words that would be rewritten in a CREATE are left alone."""
     alter = "ALTER TABLE db.t MODIFY SETTING non_replicated_deduplication_window = 100"
-    assert on_cluster(alter, "prod") == "ALTER TABLE db.t ON CLUSTER prod MODIFY SETTING non_replicated_deduplication_window = 100"
+    assert (
+        on_cluster(alter, "prod")
+        == "ALTER TABLE db.t ON CLUSTER prod MODIFY SETTING non_replicated_deduplication_window = 100"
+    )
     delete = "DELETE FROM db.t WHERE note = 'ENGINE = MergeTree'"
     assert on_cluster(delete, "prod") == "DELETE FROM db.t ON CLUSTER prod WHERE note = 'ENGINE = MergeTree'"
 
 
 def test_create_statements_render_exactly_as_before() -> None:
     """Every CREATE of the schema renders for a cluster byte for byte as the CREATE-only `on_cluster` rendered it."""
-    creates = [st for st in render_ddl("relevancy", "relevancy_scores") + migrations_table_ddl("relevancy") if st.startswith("CREATE")]
+    creates = [
+        st
+        for st in render_ddl("relevancy", "relevancy_scores") + migrations_table_ddl("relevancy")
+        if st.startswith("CREATE")
+    ]
     assert len(creates) >= 10
     for statement in creates:
         assert on_cluster(statement, "prod") == _previous_on_cluster(statement, "prod")
@@ -69,7 +79,12 @@ def test_create_statements_render_exactly_as_before() -> None:
 
 def test_what_it_cannot_place_is_still_refused() -> None:
     """A statement already ON CLUSTER, another kind of statement, or a bad cluster name is a ValueError."""
-    for statement in ("ALTER TABLE db.t ON CLUSTER prod REMOVE TTL", "DROP TABLE db.t", "INSERT INTO db.t VALUES (1)", "ALTER TABLE"):
+    for statement in (
+        "ALTER TABLE db.t ON CLUSTER prod REMOVE TTL",
+        "DROP TABLE db.t",
+        "INSERT INTO db.t VALUES (1)",
+        "ALTER TABLE",
+    ):
         with pytest.raises(ValueError, match="cannot place ON CLUSTER"):
             on_cluster(statement, "prod")
     with pytest.raises(ValueError, match="cluster name"):

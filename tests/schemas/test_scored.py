@@ -15,7 +15,14 @@ from schemas.scored import SCORED_COLUMNS, ScoredRow
 T0 = datetime(2026, 11, 29, 9, 0, tzinfo=UTC)
 
 
-def row(event_id: str = "e1", judge_id: str = "j1", status: str = "ok", score: float | None = 0.5, at: datetime = T0, **kw: Any) -> ScoredRow:
+def row(
+    event_id: str = "e1",
+    judge_id: str = "j1",
+    status: str = "ok",
+    score: float | None = 0.5,
+    at: datetime = T0,
+    **kw: Any,
+) -> ScoredRow:
     """A scored row for `event_id` and `judge_id`, scored at `at`, with the other fields fixed."""
     return ScoredRow(
         event_id=event_id,
@@ -76,9 +83,19 @@ def test_redelivery_collapses_and_other_judges_keep_their_rows(store: ClickHouse
     store.insert_rows([row("e3", score=0.7, at=T0)], "tok-e")  # ok wins over a later error
     t = store.qualified_table
     assert store.query(f"SELECT count() FROM {t}").rows[0][0] == 6
-    final = dict(((r[0], r[1]), (r[2], r[3])) for r in store.query(f"SELECT event_id, judge_id, score, status FROM {t} FINAL").rows)
-    assert final == {("e1", "j1"): (0.9, "ok"), ("e2", "j1"): (0.5, "ok"), ("e1", "j2"): (0.1, "ok"), ("e3", "j1"): (0.7, "ok")}
-    arg = store.query(f"SELECT event_id, argMax(score, version) FROM {t} WHERE judge_id = 'j1' GROUP BY event_id ORDER BY event_id").rows
+    final = dict(
+        ((r[0], r[1]), (r[2], r[3]))
+        for r in store.query(f"SELECT event_id, judge_id, score, status FROM {t} FINAL").rows
+    )
+    assert final == {
+        ("e1", "j1"): (0.9, "ok"),
+        ("e2", "j1"): (0.5, "ok"),
+        ("e1", "j2"): (0.1, "ok"),
+        ("e3", "j1"): (0.7, "ok"),
+    }
+    arg = store.query(
+        f"SELECT event_id, argMax(score, version) FROM {t} WHERE judge_id = 'j1' GROUP BY event_id ORDER BY event_id"
+    ).rows
     assert arg == [("e1", 0.9), ("e2", 0.5), ("e3", 0.7)]
 
 

@@ -22,11 +22,18 @@ T0 = datetime(2026, 11, 29, 9, 0, tzinfo=UTC)
 def test_statement_arrays_are_capped_and_the_count_stays_truthful(store: ClickHouseStore) -> None:
     """100,000 statements keep the first MAX_STORED_STATEMENTS in each array; n_statements still says 100,000."""
     n = 100_000
-    r = row(statements=[f"word{i}." for i in range(n)], verdicts=["yes"] * n, verdict_reasons=["shares: word"] * n, n_statements=n)
+    r = row(
+        statements=[f"word{i}." for i in range(n)],
+        verdicts=["yes"] * n,
+        verdict_reasons=["shares: word"] * n,
+        n_statements=n,
+    )
     assert len(r.statements) == len(r.verdicts) == len(r.verdict_reasons) == MAX_STORED_STATEMENTS
     assert r.statements[-1] == f"word{MAX_STORED_STATEMENTS - 1}." and r.n_statements == n
     store.insert_rows([r], "tok-cap")
-    got = store.query(f"SELECT n_statements, length(statements), length(verdicts), length(verdict_reasons) FROM {store.qualified_table}").rows
+    got = store.query(
+        f"SELECT n_statements, length(statements), length(verdicts), length(verdict_reasons) FROM {store.qualified_table}"
+    ).rows
     assert got == [(n, MAX_STORED_STATEMENTS, MAX_STORED_STATEMENTS, MAX_STORED_STATEMENTS)]
 
 
@@ -49,17 +56,27 @@ def test_lone_surrogates_anywhere_in_a_row_are_replaced_so_the_store_accepts_it(
         question="q\ud800",
         response="a\ud800",
     )
-    assert (r.reasoning, r.statements, r.verdict_reasons, r.question, r.response) == ("r\ufffd", ["s\ufffd"], ["v\ufffd"], "q\ufffd", "a\ufffd")
+    assert (r.reasoning, r.statements, r.verdict_reasons, r.question, r.response) == (
+        "r\ufffd",
+        ["s\ufffd"],
+        ["v\ufffd"],
+        "q\ufffd",
+        "a\ufffd",
+    )
     assert r.metadata == {"k\ufffd": "v\ufffd"}
     store.insert_rows([r, row(event_id="e2", status="error", score=None).as_error("refused: \ud800")], "tok-utf8")
-    got = store.query(f"SELECT event_id, reasoning, metadata, error FROM {store.qualified_table} ORDER BY event_id").rows
+    got = store.query(
+        f"SELECT event_id, reasoning, metadata, error FROM {store.qualified_table} ORDER BY event_id"
+    ).rows
     assert got == [("e1", "r\ufffd", {"k\ufffd": "v\ufffd"}, ""), ("e2", "", {}, "refused: \ufffd")]
 
 
 def test_nul_is_stored_byte_for_byte(store: ClickHouseStore) -> None:
     """A NUL is valid UTF-8: the row keeps it and ClickHouse returns it unchanged."""
     store.insert_rows([row(response="a\u0000b", metadata={"k": "\u0000"})], "tok-nul")
-    assert store.query(f"SELECT response, metadata FROM {store.qualified_table}").rows == [("a\u0000b", {"k": "\u0000"})]
+    assert store.query(f"SELECT response, metadata FROM {store.qualified_table}").rows == [
+        ("a\u0000b", {"k": "\u0000"})
+    ]
 
 
 _texts = st.one_of(st.text(max_size=6), st.sampled_from(["\ud800", "a\udfffb", "é", "\x00", ""]))

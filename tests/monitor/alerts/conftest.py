@@ -124,10 +124,20 @@ def traffic_store(store: ClickHouseStore) -> ClickHouseStore:
 def insert_traffic(store: ClickHouseStore, rows: Iterable[tuple[datetime, str, str, str, int, int]]) -> None:
     """Traffic rows (minute, app, model, prompt_version, consumed, sampled)."""
     data = [(m, a, mo, p, c, s, c - s, 0) for m, a, mo, p, c, s in rows]
-    store.insert_table("traffic_counts", ["minute", "app", "model", "prompt_version", "consumed", "sampled", "not_sampled", "dead_lettered"], data)
+    store.insert_table(
+        "traffic_counts",
+        ["minute", "app", "model", "prompt_version", "consumed", "sampled", "not_sampled", "dead_lettered"],
+        data,
+    )
 
 
-SCORE_RULES = ("relevancy_drop", "relevancy_floor", "low_score_share_rise", "prompt_rollout_regression", "model_rollout_regression")
+SCORE_RULES = (
+    "relevancy_drop",
+    "relevancy_floor",
+    "low_score_share_rise",
+    "prompt_rollout_regression",
+    "model_rollout_regression",
+)
 
 
 def default_rules(*names: str, ignore_for: bool = False) -> RuleSet:
@@ -143,7 +153,14 @@ CANARY_LABELS = "golden_set.jsonl:test"
 
 
 def canary_run(
-    run_at: datetime, *, shift: float = 0.0, errors: int = 0, judge_id: str = "j1", noise: float = 0.1, seed: int = 0, labels: str = CANARY_LABELS
+    run_at: datetime,
+    *,
+    shift: float = 0.0,
+    errors: int = 0,
+    judge_id: str = "j1",
+    noise: float = 0.1,
+    seed: int = 0,
+    labels: str = CANARY_LABELS,
 ) -> CanaryRun:
     """A canary run of the golden set at `run_at`: each score its label plus `shift` and N(0, noise), clipped to
     0..1; the first `errors` pairs failed. Figures computed as a real run computes them."""
@@ -157,7 +174,16 @@ def canary_run(
         judged.append(JudgedPair(pair, Judgement(score=score, raw_score=4 * score, reasoning="r"), latency_s=0.01))
     scored = [(j.pair.label_unit, j.judgement.score) for j in judged if j.judgement is not None]
     info = JudgeInfo("lexical", "heuristic", judge_id, heuristic=True)
-    return CanaryRun(uuid.uuid4().hex[:16], run_at, info, labels, tuple(judged), run_figures(scored, len(judged)), Spend(calls=len(judged)), 0.1)
+    return CanaryRun(
+        uuid.uuid4().hex[:16],
+        run_at,
+        info,
+        labels,
+        tuple(judged),
+        run_figures(scored, len(judged)),
+        Spend(calls=len(judged)),
+        0.1,
+    )
 
 
 def insert_canary(store: ClickHouseStore, runs: Iterable[CanaryRun]) -> None:

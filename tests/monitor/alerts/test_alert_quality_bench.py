@@ -28,7 +28,11 @@ def test_in_memory_histories_equal_the_stores_for_the_same_events(store: ClickHo
     """Each quality rule's history built from simulated minutes has the same buckets, sums and scores as the one the
     backtest reads from the scores table holding those events."""
     origin = datetime(2026, 1, 5, tzinfo=UTC)
-    stream = aq.Stream("app-x", 3.0, [aq.Phase(0, (("model-a", "v1", 1.0, aq.GOOD),)), aq.Phase(2, (("model-a", "v2", 1.0, aq.shifted(0.2)),))])
+    stream = aq.Stream(
+        "app-x",
+        3.0,
+        [aq.Phase(0, (("model-a", "v1", 1.0, aq.GOOD),)), aq.Phase(2, (("model-a", "v2", 1.0, aq.shifted(0.2)),))],
+    )
     minutes = aq.simulate([stream], hours=4, seed=3)
     rows = []
     for (app, model, version), per_minute in minutes.scores.items():
@@ -36,7 +40,18 @@ def test_in_memory_histories_equal_the_stores_for_the_same_events(store: ClickHo
             at = origin + timedelta(minutes=minute)
             for k, score in enumerate(scores):
                 t = at + timedelta(seconds=k % 60)
-                rows.append(make_row(t, app=app, model=model, prompt_version=version, judge_id=aq.JUDGE, judge="rubric", score=score, cost=0.0))
+                rows.append(
+                    make_row(
+                        t,
+                        app=app,
+                        model=model,
+                        prompt_version=version,
+                        judge_id=aq.JUDGE,
+                        judge="rubric",
+                        score=score,
+                        cost=0.0,
+                    )
+                )
     store.insert_rows(rows, dedup_token="bench-parity")
     since, until, step = origin + timedelta(hours=3), origin + timedelta(hours=4), timedelta(minutes=5)
     for rule in aq.quality_rules().rules:

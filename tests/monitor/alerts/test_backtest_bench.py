@@ -11,13 +11,25 @@ import pytest
 from bench import backtest_speed
 
 
-def test_the_backtest_benchmark_runs_at_a_tiny_size(clickhouse_url: str, database: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_backtest_benchmark_runs_at_a_tiny_size(
+    clickhouse_url: str, database: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """bench/backtest_speed.py fills a store through the insert path, times scan, check, per-step sample and backtest, and writes them all."""
     path = tmp_path / "backtest_speed.json"
-    result = backtest_speed.main(days=0.25, rate=4, step="30m", sample=2, json_path=path, url=clickhouse_url, database=database)
+    result = backtest_speed.main(
+        days=0.25, rate=4, step="30m", sample=2, json_path=path, url=clickhouse_url, database=database
+    )
     assert json.loads(path.read_text(encoding="utf-8")) == result
     assert result["steps"] == 12 and result["rows"] > 1000 and result["per_step_sample_steps"] == 2
-    for key in ("scan_s", "check_s", "check_x_steps_s", "per_step_estimate_s", "backtest_s", "ratio_to_check_x_steps", "ratio_to_per_step_estimate"):
+    for key in (
+        "scan_s",
+        "check_s",
+        "check_x_steps_s",
+        "per_step_estimate_s",
+        "backtest_s",
+        "ratio_to_check_x_steps",
+        "ratio_to_per_step_estimate",
+    ):
         assert result[key] > 0, key
     out = capsys.readouterr().out
     assert "backtest (history read once per rule)" in out and "one check (every rule once) × steps" in out

@@ -28,7 +28,9 @@ def _window(ok: int, mean: float, seconds: float) -> WindowStats:
 
 
 def _seg(baseline_ok: int, baseline_seconds: float, mean: float = 0.8) -> SegmentData:
-    return SegmentData(_window(60, mean, 1800), _window(baseline_ok, mean, baseline_seconds) if baseline_ok else WindowStats(0.0))
+    return SegmentData(
+        _window(60, mean, 1800), _window(baseline_ok, mean, baseline_seconds) if baseline_ok else WindowStats(0.0)
+    )
 
 
 def _key(pv: str, judge: str = "j1", model: str | None = None) -> SegmentKey:
@@ -42,7 +44,10 @@ def test_a_new_version_borrows_the_apps_earlier_history_and_says_so() -> None:
     v2 = out[_key("v2")]
     assert v2.baseline.ok == 1300 and v2.baseline.seconds == DAY
     assert v2.baseline_from is not None and v2.baseline_from.baseline_values == ("v1", "v0")  # most events first
-    assert v2.baseline_from.describe() == "prompt_version v2 against the app's baseline (v1, v0): 0 < 200 baseline events of its own"
+    assert (
+        v2.baseline_from.describe()
+        == "prompt_version v2 against the app's baseline (v1, v0): 0 < 200 baseline events of its own"
+    )
     assert out[_key("v1")] is data[_key("v1")] and out[_key("v0")] is data[_key("v0")]  # old ones keep their own
 
 

@@ -56,11 +56,20 @@ def test_the_canary_series_sits_beside_the_live_relevancy() -> None:
     first_row = sorted((p for p in dash["panels"] if p["gridPos"]["y"] == 0), key=lambda p: p["gridPos"]["x"])
     assert [p["title"].split(" per ")[0].split(":")[0] for p in first_row] == ["Mean relevancy", "Judge canary"]
     live, canary = first_row
-    assert live["gridPos"]["x"] + live["gridPos"]["w"] == canary["gridPos"]["x"] and live["gridPos"]["h"] == canary["gridPos"]["h"]
+    assert (
+        live["gridPos"]["x"] + live["gridPos"]["w"] == canary["gridPos"]["x"]
+        and live["gridPos"]["h"] == canary["gridPos"]["h"]
+    )
     sql = canary["targets"][0]["rawSql"]
     assert "canary_runs" in sql and "run_mean_shift" in sql and "judge_id IN (${judge_id:singlequote})" in sql
     # Panels never overlap: the grid is 24 wide and each cell belongs to one panel.
-    cells = [(x, y) for p in dash["panels"] for g in [p["gridPos"]] for x in range(g["x"], g["x"] + g["w"]) for y in range(g["y"], g["y"] + g["h"])]
+    cells = [
+        (x, y)
+        for p in dash["panels"]
+        for g in [p["gridPos"]]
+        for x in range(g["x"], g["x"] + g["w"])
+        for y in range(g["y"], g["y"] + g["h"])
+    ]
     assert len(cells) == len(set(cells)) and all(x < 24 for x, _ in cells)
 
 
@@ -87,10 +96,16 @@ def test_prometheus_rules_are_well_formed_and_use_exported_metrics() -> None:
     rules = [r for g in doc["groups"] for r in g["rules"]]
     assert len({r["alert"] for r in rules}) == len(rules) >= 10
     for r in rules:
-        assert set(r) <= {"alert", "expr", "for", "labels", "annotations"} and r["labels"]["severity"] in {"page", "ticket"}
+        assert set(r) <= {"alert", "expr", "for", "labels", "annotations"} and r["labels"]["severity"] in {
+            "page",
+            "ticket",
+        }
         used = set(re.findall(r"relevancy_monitor_\w+", r["expr"]))
         assert used and used <= exported, (r["alert"], used - exported)
         assert r["expr"].count("(") == r["expr"].count(")")
     exprs = " ".join(r["expr"] for r in rules)
-    assert 'relevancy_monitor_judge_api_errors_total{kind="rate_limited"}' in exprs and "relevancy_monitor_judge_circuit_open" in exprs
+    assert (
+        'relevancy_monitor_judge_api_errors_total{kind="rate_limited"}' in exprs
+        and "relevancy_monitor_judge_circuit_open" in exprs
+    )
     assert "relevancy_monitor_consumer_lag" in exprs and "absent(" in exprs

@@ -87,12 +87,22 @@ def test_small_segments_never_fire_and_insignificant_drops_do_not_either(store: 
     assert tiny[0].observation.value is not None and tiny[0].observation.value < 0.1  # a huge drop, but 6 < min_events
 
     # Above the minimum but too few and too noisy for the size of the drop: the test holds it back.
-    lenient = RuleSet(rules=rules_from(DROP_RULES.replace("min_events: 50", "min_events: 5").replace("for: 10m", "for: 0s")))
-    noisy_rows = [make_row(T0 + timedelta(hours=30, minutes=m * 5), app="small", score=s) for m, s in enumerate([0.9, 0.3, 0.95, 0.35, 0.85, 0.3])]
-    base_rows = [make_row(T0 + timedelta(hours=8, minutes=m), app="small", score=min(max(rng.gauss(0.78, 0.25), 0), 1)) for m in range(300)]
+    lenient = RuleSet(
+        rules=rules_from(DROP_RULES.replace("min_events: 50", "min_events: 5").replace("for: 10m", "for: 0s"))
+    )
+    noisy_rows = [
+        make_row(T0 + timedelta(hours=30, minutes=m * 5), app="small", score=s)
+        for m, s in enumerate([0.9, 0.3, 0.95, 0.35, 0.85, 0.3])
+    ]
+    base_rows = [
+        make_row(T0 + timedelta(hours=8, minutes=m), app="small", score=min(max(rng.gauss(0.78, 0.25), 0), 1))
+        for m in range(300)
+    ]
     insert(store, noisy_rows + base_rows)
     ev = evaluate_rules(store, lenient, T0 + timedelta(hours=30, minutes=32), {})
-    small = next(r for r in ev.results if r.rule.name == "relevancy_drop" and dict(r.observation.segment)["app"] == "small")
+    small = next(
+        r for r in ev.results if r.rule.name == "relevancy_drop" and dict(r.observation.segment)["app"] == "small"
+    )
     assert small.observation.sufficient and small.observation.value is not None
     assert small.observation.value < 0.9 * small.observation.baseline  # the size alone would fire ...
     assert small.observation.p_value is not None and small.observation.p_value > 0.001
@@ -104,13 +114,25 @@ def test_a_judge_change_starts_a_new_baseline_instead_of_firing(store: ClickHous
     change = T0 + timedelta(hours=30)
     old = stream(T0, change, per_minute=2, segments=SEGMENTS[:2], score=noisy(0.75), judge_id="j-old")
     # The new judge is stricter: the same answers score 0.2 lower. That is not a product regression.
-    new = stream(change, T0 + timedelta(hours=36), per_minute=2, segments=SEGMENTS[:2], score=noisy(0.55), judge_id="j-new", seed=9)
+    new = stream(
+        change,
+        T0 + timedelta(hours=36),
+        per_minute=2,
+        segments=SEGMENTS[:2],
+        score=noisy(0.55),
+        judge_id="j-new",
+        seed=9,
+    )
     insert(store, old + new)
     rules = RuleSet(rules=rules_from(DROP_RULES))
     report = run_backtest(store, rules, change - timedelta(hours=1), change + timedelta(hours=6), timedelta(minutes=5))
     assert report.fired() == [] and not report.errors
     ev = evaluate_rules(store, rules, change + timedelta(hours=2), {})
-    judges = {(dict(r.observation.segment)["judge_id"], r.observation.sufficient) for r in ev.results if r.rule.name == "relevancy_drop"}
+    judges = {
+        (dict(r.observation.segment)["judge_id"], r.observation.sufficient)
+        for r in ev.results
+        if r.rule.name == "relevancy_drop"
+    }
     assert ("j-new", False) in judges  # no baseline of its own yet: no decision, not a comparison with j-old
 
     # Mixing judges in one key would have fired: the same data keyed without judge_id shows the 0.2 drop.
@@ -196,7 +218,10 @@ def test_coverage_reads_the_traffic_table_and_a_missing_table_is_a_rule_error(tr
   min_baseline_events: 50
 """)
     )
-    insert(store, stream(T0, T0 + timedelta(hours=1), per_minute=2, segments=[{"app": "a"}, {"app": "b"}], score=noisy(0.7)))
+    insert(
+        store,
+        stream(T0, T0 + timedelta(hours=1), per_minute=2, segments=[{"app": "a"}, {"app": "b"}], score=noisy(0.7)),
+    )
     traffic = []
     for m in range(60):
         minute = T0 + timedelta(minutes=m)
@@ -269,4 +294,9 @@ def test_p10_tail_error_rate_lag_and_volume(store: ClickHouseStore) -> None:
     assert by["volume"].state.state == "inactive"  # more rows than usual (errors): volume did not drop
     assert by["volume"].observation.baseline == pytest.approx(120, rel=0.05)
     before = evaluate_rules(store, rules, T0 + timedelta(hours=25), {})
-    assert {r.rule.name: r.state.state for r in before.results} == {"p10": "inactive", "errors": "inactive", "lag": "inactive", "volume": "inactive"}
+    assert {r.rule.name: r.state.state for r in before.results} == {
+        "p10": "inactive",
+        "errors": "inactive",
+        "lag": "inactive",
+        "volume": "inactive",
+    }

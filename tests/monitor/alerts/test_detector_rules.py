@@ -181,7 +181,9 @@ def test_a_frozen_reference_keeps_a_regression_firing_after_the_baseline_took_it
     frozen = Frozen(Reference(0.81, 0.05, 8.0), END_W + timedelta(days=7))
     prev = AlertState(RULE.name, SEGMENT, "firing", since=START, fired_at=START, frozen=frozen)
     held = detect(RULE, SEGMENT, seg, regressed, prev, (START, END_W), Budget(1.0, 10), Beside((), _last_ms(regressed)))
-    assert held.verdict.bad and held.verdict.sufficient and held.frozen is not None and held.frozen.reference.mean == 0.81
+    assert (
+        held.verdict.bad and held.verdict.sufficient and held.frozen is not None and held.frozen.reference.mean == 0.81
+    )
 
 
 def test_silence_resolves_only_while_other_segments_are_still_judged() -> None:
@@ -289,7 +291,9 @@ def test_a_fixed_regression_resolves_on_a_thin_baseline_and_one_that_stays_does_
         seg = SegmentData(WindowStats(21600.0), _baseline(GOOD, n))
         ref = detect(RULE, SEGMENT, seg, _minutes(0.81, 360), None, (START, END_W), Budget(1.0, 1)).reference
         assert ref is not None and (ref.margin > ref.slack or n == 140), ref
-        prev = AlertState(RULE.name, SEGMENT, "firing", since=START, fired_at=START, frozen=Frozen(ref, END_W + timedelta(days=8)))
+        prev = AlertState(
+            RULE.name, SEGMENT, "firing", since=START, fired_at=START, frozen=Frozen(ref, END_W + timedelta(days=8))
+        )
         for mix, resolves in ((GOOD, True), (BAD, False)):
             b = _drawn(mix, 360, seed=n)
             d = detect(RULE, SEGMENT, seg, b, prev, (START, END_W), Budget(1.0, 1), Beside((), _last_ms(b)))

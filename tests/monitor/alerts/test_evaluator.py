@@ -30,7 +30,9 @@ def drop_rule(**extra: str) -> Rule:
     )[0]
 
 
-def obs(value: float | None, baseline: float | None = 0.8, p: float | None = 1e-6, sufficient: bool = True) -> Observation:
+def obs(
+    value: float | None, baseline: float | None = 0.8, p: float | None = 1e-6, sufficient: bool = True
+) -> Observation:
     """An observation of the drop rule: `value` against `baseline`, with change p-value `p`."""
     return Observation(
         "drop",
@@ -71,7 +73,12 @@ def test_absolute_threshold_and_combine() -> None:
     def o(v: float) -> Observation:
         return Observation("floor", (), v, None, 100, 0, True)
 
-    assert decide(r, o(0.06)).fire and not decide(r, o(0.04)).fire and decide(r, o(0.04)).bad and not decide(r, o(0.01)).bad
+    assert (
+        decide(r, o(0.06)).fire
+        and not decide(r, o(0.04)).fire
+        and decide(r, o(0.04)).bad
+        and not decide(r, o(0.01)).bad
+    )
     both = rules_from("""
 - name: both
   metric: mean_score
@@ -139,6 +146,9 @@ def test_notifications_due() -> None:
     assert notification_due(am, "alertmanager", r, T0 + timedelta(minutes=1), True) == "repeat"  # re-sent every round
     resolved = AlertState("drop", SEG, "resolved", notified={"slack": "firing"})
     assert notification_due(resolved, "slack", r, T0, False) == "resolved"
-    assert notification_due(AlertState("drop", SEG, "resolved", notified={"slack": "resolved"}), "slack", r, T0, False) is None
+    assert (
+        notification_due(AlertState("drop", SEG, "resolved", notified={"slack": "resolved"}), "slack", r, T0, False)
+        is None
+    )
     assert notification_due(AlertState("drop", SEG, "resolved"), "slack", r, T0, False) is None  # never told it fired
     assert notification_due(AlertState("drop", SEG, "pending"), "slack", r, T0, False) is None

@@ -17,7 +17,12 @@ def test_the_examples_query_returns_the_statements_with_their_verdicts(store: Cl
     insert(
         store,
         [
-            make_row(now - timedelta(minutes=10), score=0.2, statements=["Paris is in France.", "Buy shoes."], verdicts=["yes", "no"]),
+            make_row(
+                now - timedelta(minutes=10),
+                score=0.2,
+                statements=["Paris is in France.", "Buy shoes."],
+                verdicts=["yes", "no"],
+            ),
             make_row(now - timedelta(minutes=12), score=0.9, statements=["Paris is the capital."], verdicts=["yes"]),
         ],
     )

@@ -28,7 +28,16 @@ from monitor.alerts.windows import Windows, windows_for
 from monitor.store.connection import ClickHouseStore
 from monitor.store.migrations import Migrations
 from schemas.scored import ScoredRow
-from tests.monitor.alerts.conftest import T0, canary_run, default_rules, insert, insert_canary, insert_traffic, make_row, rules_from
+from tests.monitor.alerts.conftest import (
+    T0,
+    canary_run,
+    default_rules,
+    insert,
+    insert_canary,
+    insert_traffic,
+    make_row,
+    rules_from,
+)
 
 DAY2 = T0 + timedelta(days=1)  # the interesting stretch starts here, with a day of history before it
 ROLLOUT, ERRORS, SILENCE, SLOW, LOST = (DAY2 + timedelta(hours=h) for h in (1, 2, 2.5, 3, 3.5))
@@ -85,8 +94,19 @@ def _history_rows() -> list[ScoredRow]:
             )
             rows.append(row)
             if k == 0:  # the shadow judge's second row of the event, beside the primary's (scores rounded: ties)
-                other = rng.random() if t >= SHADOW_OFF else min(1.0, max(0.0, (row.score or 0.0) + rng.gauss(0.0, 0.05)))
-                rows.append(row.model_copy(update={"judge_id": "js", "score": round(other, 1), "sample_rule": "shadow:base", "sample_rate": 0.3}))
+                other = (
+                    rng.random() if t >= SHADOW_OFF else min(1.0, max(0.0, (row.score or 0.0) + rng.gauss(0.0, 0.05)))
+                )
+                rows.append(
+                    row.model_copy(
+                        update={
+                            "judge_id": "js",
+                            "score": round(other, 1),
+                            "sample_rule": "shadow:base",
+                            "sample_rate": 0.3,
+                        }
+                    )
+                )
         if not SILENCE <= t < SILENCE + timedelta(minutes=30):
             for model, rate in (("m1", 1.0), ("m2", 0.25)):
                 error = ERRORS <= t < ERRORS + timedelta(minutes=20) and rng.random() < 0.5
@@ -112,13 +132,23 @@ def _fill_history(store: ClickHouseStore) -> None:
     for r in rows:
         key = (r.event_time.replace(second=0, microsecond=0), r.app, r.model, r.prompt_version)
         counts[key] = counts.get(key, 0) + 1
-    traffic = [(m, a, mo, p, n * 2, n * 2 if a == "a" and LOST <= m < LOST + timedelta(minutes=30) else n) for (m, a, mo, p), n in counts.items()]
+    traffic = [
+        (m, a, mo, p, n * 2, n * 2 if a == "a" and LOST <= m < LOST + timedelta(minutes=30) else n)
+        for (m, a, mo, p), n in counts.items()
+    ]
     insert_traffic(store, traffic)
     runs = []
     for k in range(int((DAY2 + timedelta(hours=4) - T0) / timedelta(minutes=30))):
         at = T0 + timedelta(minutes=30 * k, seconds=7)
         drifted = DRIFT <= at < DRIFT + timedelta(hours=1)
-        runs.append(canary_run(at, shift=-0.3 if drifted else 0.0, errors=60 if at - LOST < timedelta(minutes=30) and at > LOST else 0, seed=k))
+        runs.append(
+            canary_run(
+                at,
+                shift=-0.3 if drifted else 0.0,
+                errors=60 if at - LOST < timedelta(minutes=30) and at > LOST else 0,
+                seed=k,
+            )
+        )
     insert_canary(store, runs)
 
 
@@ -231,7 +261,11 @@ def test_history_gives_the_observations_and_states_of_one_query_per_step(
         states.update(slow.states())
         seen_states |= {r.state.state for r in slow.results}
     assert problems == []
-    assert {"pending", "firing", "resolved"} <= seen_states  # the stretch exercised the transitions, not only quiet rounds
+    assert {
+        "pending",
+        "firing",
+        "resolved",
+    } <= seen_states  # the stretch exercised the transitions, not only quiet rounds
 
 
 @pytest.mark.xdist_group("history_store")
@@ -247,13 +281,23 @@ def test_the_fast_backtest_finds_the_episodes_of_the_per_step_backtest(
     fast = run_backtest(store, rules, since, until, step)
 
     def episodes(report: Any) -> list[tuple[object, ...]]:
-        return [(e.rule, e.segment, e.pending_at, e.fired_at, e.resolved_at, e.n_at_fire, e.note_at_fire) for e in report.episodes]
+        return [
+            (e.rule, e.segment, e.pending_at, e.fired_at, e.resolved_at, e.n_at_fire, e.note_at_fire)
+            for e in report.episodes
+        ]
 
     assert episodes(fast) == episodes(slow)
     assert [e.value_at_fire for e in fast.episodes] == pytest.approx([e.value_at_fire for e in slow.episodes])
     assert (fast.suppressed, fast.errors, fast.evaluations) == (slow.suppressed, slow.errors, slow.evaluations)
     fired = {e.rule for e in fast.fired()}
-    assert {"relevancy_drop", "prompt_rollout_regression", "judge_error_rate", "scoring_lag", "judge_coverage", "p10_drop"} <= fired
+    assert {
+        "relevancy_drop",
+        "prompt_rollout_regression",
+        "judge_error_rate",
+        "scoring_lag",
+        "judge_coverage",
+        "p10_drop",
+    } <= fired
     assert {"canary_scores_lower", "canary_errors", "shadow_agreement_drop"} <= fired
 
 
@@ -276,7 +320,9 @@ def test_a_history_that_cannot_be_read_leaves_its_rules_to_per_step_errors(traff
         ("30m", "0s", timedelta(seconds=90), 1, DAY2),  # a step of 90 s ends windows on any minute
     ],
 )
-def test_the_grid_puts_every_window_boundary_on_a_bucket_boundary(window: str, offset: str, step: timedelta, size_min: int, origin: datetime) -> None:
+def test_the_grid_puts_every_window_boundary_on_a_bucket_boundary(
+    window: str, offset: str, step: timedelta, size_min: int, origin: datetime
+) -> None:
     """The grid is the coarsest on which every window of every step starts and ends."""
     [rule] = rules_from(f"""
 - name: r

@@ -24,7 +24,10 @@ def test_every_rule_is_accounted_for_when_the_offset_hides_the_only_rows(store: 
     empty = {e.rule.name: e for e in ev.empty}
     floor = empty["relevancy_floor"]
     assert floor.gap is Gap.NO_ROWS and floor.newest is not None and floor.newest.at == NOW - timedelta(seconds=10)
-    assert describe_empty(floor, NOW) == "no judged rows between 11:58 and 12:28 (the window ends `offset` 2m before now; newest row 12:29)"
+    assert (
+        describe_empty(floor, NOW)
+        == "no judged rows between 11:58 and 12:28 (the window ends `offset` 2m before now; newest row 12:29)"
+    )
     # The detector sums every minute up to now: it has the rows, and no baseline to judge them by.
     drops = [r for r in ev.results if r.rule.name == "relevancy_drop"]
     assert len(drops) == 2 and all(r.verdict.shortfalls == (Shortfall(Gap.FEW_BASELINE_EVENTS, 0, 50),) for r in drops)
@@ -47,11 +50,23 @@ def test_a_segment_says_which_minimum_it_missed_and_where(store: ClickHouseStore
     by = {r.rule.name: r for r in ev.results}
     floor, drop, volume = by["relevancy_floor"], by["relevancy_drop"], by["judged_volume_drop"]
     assert floor.verdict.shortfalls == (Shortfall(Gap.FEW_EVENTS, 30, 50),)
-    assert describe_shortfalls(floor.verdict.shortfalls, floor.rule, floor.windows, NOW) == "window: 30 of 50 events needed between 11:58 and 12:28"
-    assert drop.verdict.shortfalls == (Shortfall(Gap.FEW_BASELINE_EVENTS, 0, 50),)  # a detector needs no count in its window
-    assert describe_shortfalls(drop.verdict.shortfalls, drop.rule) == "baseline: 0 of 50 events needed in the previous 7d"
-    assert describe_shortfalls(volume.verdict.shortfalls, volume.rule) == "no history at these hours on the previous 7 days (200 events needed)"
-    assert not drop.observation.sufficient and drop.state.note.startswith("no decision: baseline: 0 of 50 events needed")
+    assert (
+        describe_shortfalls(floor.verdict.shortfalls, floor.rule, floor.windows, NOW)
+        == "window: 30 of 50 events needed between 11:58 and 12:28"
+    )
+    assert drop.verdict.shortfalls == (
+        Shortfall(Gap.FEW_BASELINE_EVENTS, 0, 50),
+    )  # a detector needs no count in its window
+    assert (
+        describe_shortfalls(drop.verdict.shortfalls, drop.rule) == "baseline: 0 of 50 events needed in the previous 7d"
+    )
+    assert (
+        describe_shortfalls(volume.verdict.shortfalls, volume.rule)
+        == "no history at these hours on the previous 7 days (200 events needed)"
+    )
+    assert not drop.observation.sufficient and drop.state.note.startswith(
+        "no decision: baseline: 0 of 50 events needed"
+    )
 
 
 def test_an_empty_store_says_so(store: ClickHouseStore) -> None:
@@ -65,7 +80,9 @@ def test_an_empty_store_says_so(store: ClickHouseStore) -> None:
 def test_no_rollout_counts_single_versions_and_versions_that_started_together(store: ClickHouseStore) -> None:
     """A rollout rule without a rollout says how many segments had one version and how many versions started together."""
     rows = [make_row(NOW - timedelta(minutes=m), app="a", prompt_version="v1") for m in range(3, 60)]
-    rows += [make_row(NOW - timedelta(minutes=m), app="b", prompt_version=v) for m in range(3, 60) for v in ("v1", "v2")]
+    rows += [
+        make_row(NOW - timedelta(minutes=m), app="b", prompt_version=v) for m in range(3, 60) for v in ("v1", "v2")
+    ]
     insert(store, rows)
     ev = evaluate_rules(store, default_rules("prompt_rollout_regression"), NOW, {})
     [e] = ev.empty
@@ -86,4 +103,12 @@ def test_counts_of_an_evaluation(store: ClickHouseStore) -> None:
 """)
     )
     c = evaluate_rules(store, rules, NOW, {}).counts()
-    assert (c.rules, c.segments, c.firing, c.newly_firing, c.no_decision, c.empty_rules, c.rule_errors) == (3, 2, 1, 1, 1, 1, 0)
+    assert (c.rules, c.segments, c.firing, c.newly_firing, c.no_decision, c.empty_rules, c.rule_errors) == (
+        3,
+        2,
+        1,
+        1,
+        1,
+        1,
+        0,
+    )

@@ -35,7 +35,18 @@ def populated_rows(now: datetime) -> list[ScoredRow]:
             )
         )
         rows.append(make_row(t, app="a", prompt_version="v2", score=0.3, sample_rate=0.1))
-        rows.append(make_row(t, app="b", prompt_version="v1", score=0.6, cost=None, judge="statements", statements=["x"], verdicts=["yes"]))
+        rows.append(
+            make_row(
+                t,
+                app="b",
+                prompt_version="v1",
+                score=0.6,
+                cost=None,
+                judge="statements",
+                statements=["x"],
+                verdicts=["yes"],
+            )
+        )
         if i % 10 == 0:
             rows.append(make_row(t, app="b", status="error", cost=None))
     return rows
@@ -49,7 +60,9 @@ def test_query_runs_and_returns_rows(store: ClickHouseStore, path: Path) -> None
     insert(store, rows[:3])  # a redelivery
     text = path.read_text(encoding="utf-8")
     assert text.startswith("--"), "each example starts with a comment saying what it answers"
-    result = store.query(text.replace("{table}", store.qualified_table))  # exactly what `relevancy-monitor sql --file` does
+    result = store.query(
+        text.replace("{table}", store.qualified_table)
+    )  # exactly what `relevancy-monitor sql --file` does
     assert result.rows, path.name
     got = [dict(zip(result.columns, r, strict=True)) for r in result.rows]
     if path.name == "traffic_weighted_mean.sql":
@@ -109,7 +122,14 @@ def test_each_file_runs_through_relevancy_monitor_sql_file(tmp_path: Path) -> No
     env = {k: v for k, v in os.environ.items() if not k.startswith("MONITOR_")}
     env["MONITOR_CLICKHOUSE_URL"] = f"chdb://{tmp_path / 'chdb'}"
     root = Path(__file__).resolve().parents[3]
-    done = subprocess.run([sys.executable, "-c", _SQL_FILES, *map(str, QUERIES)], env=env, cwd=root, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", _SQL_FILES, *map(str, QUERIES)],
+        env=env,
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     lines = [json.loads(x) for x in done.stdout.splitlines()]
     assert len(lines) > len(QUERIES)

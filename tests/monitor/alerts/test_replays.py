@@ -40,8 +40,21 @@ def _replayed(live: Sequence[ScoredRow]) -> list[ScoredRow]:
             continue
         flipped = None if r.score is None else 1.0 - r.score
         later = r.scored_at + timedelta(hours=6)
-        rows.append(r.model_copy(update={"event_id": f"replay-{r.event_id}", "score": flipped, "scored_at": later, "replay_run": "run-same"}))
-        rows.append(r.model_copy(update={"judge_id": "jr", "judge": "rubric", "score": round(rng.random(), 1), "replay_run": "run-new"}))
+        rows.append(
+            r.model_copy(
+                update={
+                    "event_id": f"replay-{r.event_id}",
+                    "score": flipped,
+                    "scored_at": later,
+                    "replay_run": "run-same",
+                }
+            )
+        )
+        rows.append(
+            r.model_copy(
+                update={"judge_id": "jr", "judge": "rubric", "score": round(rng.random(), 1), "replay_run": "run-new"}
+            )
+        )
     return rows
 
 
@@ -65,7 +78,9 @@ def _rules() -> list[Rule]:
 def _including(rules: Sequence[Rule], suffix: str = "") -> list[Rule]:
     """Copies of the rules over the scores table with `include_replays: true`, named with `suffix`."""
     return [
-        r.model_copy(update={"include_replays": True, "name": r.name + suffix}) for r in rules if r.spec.table != "canary" and r.source == "scores"
+        r.model_copy(update={"include_replays": True, "name": r.name + suffix})
+        for r in rules
+        if r.spec.table != "canary" and r.source == "scores"
     ]
 
 
@@ -93,7 +108,11 @@ def _differences(got: Sequence[Seen], expected: Sequence[Seen]) -> list[str]:
         for key, figures in g.items():
             for name, v in figures.items():
                 w = x[key][name]
-                same = math.isclose(v, w, rel_tol=1e-9, abs_tol=1e-12) if isinstance(v, float) and isinstance(w, float) else v == w
+                same = (
+                    math.isclose(v, w, rel_tol=1e-9, abs_tol=1e-12)
+                    if isinstance(v, float) and isinstance(w, float)
+                    else v == w
+                )
                 if not same:
                     out.append(f"step {i} {key} {name}: {v!r} != {w!r}")
     return out
@@ -131,7 +150,9 @@ def test_replayed_rows_change_nothing_a_rule_leaving_them_out_sees(store: ClickH
     assert _differences([_seen(e) for e in _evaluations(store, rules, _history(store, rules))], before_history) == []
 
 
-def test_a_rule_with_include_replays_reads_replayed_rows_as_live_ones(store: ClickHouseStore, other_store: ClickHouseStore) -> None:
+def test_a_rule_with_include_replays_reads_replayed_rows_as_live_ones(
+    store: ClickHouseStore, other_store: ClickHouseStore
+) -> None:
     """With include_replays, every rule over the scores table sees exactly what it would if the replayed rows were live,
     step by step and from a history read beside the same rules without it."""
     live = _history_rows()
@@ -144,9 +165,14 @@ def test_a_rule_with_include_replays_reads_replayed_rows_as_live_ones(store: Cli
     assert _differences([_seen(e) for e in _evaluations(store, mixed, _history(store, mixed))], step_by_step) == []
     # The same rules on both sides, so a detector rule's share of the budget is the same (the suffixed copies share it).
     as_live = [_unsuffixed(_seen(e)) for e in _evaluations(other_store, mixed)]
-    with_replays = [{(k[0].removesuffix(SUFFIX), k[1]): v for k, v in seen.items() if k[0].endswith(SUFFIX)} for seen in step_by_step]
+    with_replays = [
+        {(k[0].removesuffix(SUFFIX), k[1]): v for k, v in seen.items() if k[0].endswith(SUFFIX)}
+        for seen in step_by_step
+    ]
     assert _differences(with_replays, as_live) == []
-    assert _differences([_unsuffixed(seen) for seen in step_by_step], as_live) != []  # the replayed rows do change what a rule sees
+    assert (
+        _differences([_unsuffixed(seen) for seen in step_by_step], as_live) != []
+    )  # the replayed rows do change what a rule sees
 
 
 def _unsuffixed(seen: Seen) -> Seen:
@@ -185,12 +211,17 @@ def test_an_examples_query_lists_replayed_rows_only_for_a_rule_including_them(st
         at = now - timedelta(minutes=20 + i)
         for event, run in ((f"live-{i}", ""), (f"replay-{i}", uuid.uuid4().hex)):
             rows.append(make_row(at, event_id=event, score=0.5 if not run else 0.1, replay_run=run))
-            rows.append(make_row(at, event_id=event, judge_id="js", score=0.9, sample_rule="shadow:base", replay_run=run))
+            rows.append(
+                make_row(at, event_id=event, judge_id="js", score=0.9, sample_rule="shadow:base", replay_run=run)
+            )
     insert(store, rows)
     floor = rules_from("[{name: floor, metric: mean_score, window: 30m, condition: {threshold: 0.4}}]")[0]
     shadow = default_rules("shadow_agreement_drop").rules[0]
     pair = (("app", "support"), ("judge_id", "js"), ("primary_judge_id", "j1"))
     for rule, segment in ((floor, (("judge_id", "j1"),)), (shadow, pair)):
-        for r, expected in ((rule, {f"live-{i}" for i in range(3)}), (_including([rule])[0], {row.event_id for row in rows})):
+        for r, expected in (
+            (rule, {f"live-{i}" for i in range(3)}),
+            (_including([rule])[0], {row.event_id for row in rows}),
+        ):
             result = store.query(examples_sql(r, segment, windows_for(r, now), store.database, store.table))
             assert {row[result.columns.index("event_id")] for row in result.rows} == expected, r.name

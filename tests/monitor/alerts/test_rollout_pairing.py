@@ -50,7 +50,10 @@ def test_a_short_lived_predecessor_does_not_hide_the_version_it_replaced() -> No
 def test_pairs_are_keyed_by_the_newest_version_and_name_both() -> None:
     """Each rollout becomes one segment keyed by its newest version, with the version before it as the named baseline."""
     scope = (("app", "a"), ("judge_id", "j1"))
-    out = pair_newest(_rule(), {scope: [_version("v1", 30), _version("v2", 2)], (("app", "b"), ("judge_id", "j1")): [_version("v1", 30)]})
+    out = pair_newest(
+        _rule(),
+        {scope: [_version("v1", 30), _version("v2", 2)], (("app", "b"), ("judge_id", "j1")): [_version("v1", 30)]},
+    )
     [(key, data)] = out.items()
     assert key == (("app", "a"), ("prompt_version", "v2"), ("judge_id", "j1"))
     assert data.baseline_from == BaselineSource("previous_version", ("prompt_version",), ("v2",), ("v1",), scope)
@@ -73,7 +76,17 @@ def _message(source: BaselineSource | None, rule: Rule | None = None) -> AlertMe
         p_value=1.6e-62,
         severity="page",
     )
-    return AlertMessage("firing", rule, state, T0, T0 - timedelta(hours=6), T0, "SELECT 1", test="welch_t / one_sample_t", baseline_from=source)
+    return AlertMessage(
+        "firing",
+        rule,
+        state,
+        T0,
+        T0 - timedelta(hours=6),
+        T0,
+        "SELECT 1",
+        test="welch_t / one_sample_t",
+        baseline_from=source,
+    )
 
 
 def _slack_fields(m: AlertMessage) -> list[str]:
@@ -82,29 +95,54 @@ def _slack_fields(m: AlertMessage) -> list[str]:
 
 def test_a_rollout_notification_names_both_versions_with_their_means_sizes_and_p_value() -> None:
     """The rollout alert's summary, Slack message, webhook and Alertmanager payloads name v2 and v1, both means and sizes, and the p-value."""
-    source = BaselineSource("previous_version", ("prompt_version",), ("v2",), ("v1",), (("app", "a"), ("judge_id", "j1")))
+    source = BaselineSource(
+        "previous_version", ("prompt_version",), ("v2",), ("v1",), (("app", "a"), ("judge_id", "j1"))
+    )
     m = _message(source)
     assert m.summary() == (
         "[PAGE] prompt_rollout_regression: prompt_version v2 mean 0.342 (n=187) vs v1 before it mean 1 (n=111), p=1.6e-62, "
         "for app=a prompt_version=v2 judge_id=j1"
     )
-    assert m.as_dict()["baseline_source"]["description"] == "prompt_version v2 against v1, the prompt_version before it, in the same window"
-    assert "*Baseline*\nprompt_version v2 against v1, the prompt_version before it, in the same window" in _slack_fields(m)
+    assert (
+        m.as_dict()["baseline_source"]["description"]
+        == "prompt_version v2 against v1, the prompt_version before it, in the same window"
+    )
+    assert (
+        "*Baseline*\nprompt_version v2 against v1, the prompt_version before it, in the same window" in _slack_fields(m)
+    )
     annotations = AlertmanagerNotifier("http://am").alert(m)["annotations"]
-    assert annotations["summary"] == m.summary() and annotations["baseline_source"].startswith("prompt_version v2 against v1")
+    assert annotations["summary"] == m.summary() and annotations["baseline_source"].startswith(
+        "prompt_version v2 against v1"
+    )
 
 
 def test_a_borrowed_baseline_is_named_in_every_notification_and_an_own_one_changes_nothing() -> None:
     """With a parent's baseline the summary and payloads say whose; with the segment's own history they read as before."""
     drop = default_rules("relevancy_drop").rules[0]
-    source = BaselineSource("parent", ("prompt_version",), ("v2",), ("v1",), (("app", "a"), ("judge_id", "j1")), "0 < 200 baseline events of its own")
+    source = BaselineSource(
+        "parent",
+        ("prompt_version",),
+        ("v2",),
+        ("v1",),
+        (("app", "a"), ("judge_id", "j1")),
+        "0 < 200 baseline events of its own",
+    )
     m = _message(source, drop)
     assert m.summary().endswith(
         "for app=a prompt_version=v2 judge_id=j1; prompt_version v2 against the app's baseline (v1): 0 < 200 baseline events of its own"
     )
     assert m.as_dict()["baseline_source"]["baseline_values"] == ["v1"]
-    assert "against the app's baseline (v1)" in AlertmanagerNotifier("http://am").alert(m)["annotations"]["baseline_source"]
+    assert (
+        "against the app's baseline (v1)"
+        in AlertmanagerNotifier("http://am").alert(m)["annotations"]["baseline_source"]
+    )
     own = _message(None, drop)
-    assert own.summary() == "[PAGE] relevancy_drop: mean_score 0.342 vs baseline 1 (n=187/111, p=1.6e-62) for app=a prompt_version=v2 judge_id=j1"
-    assert own.as_dict()["baseline_source"] is None and "baseline_source" not in AlertmanagerNotifier("http://am").alert(own)["annotations"]
+    assert (
+        own.summary()
+        == "[PAGE] relevancy_drop: mean_score 0.342 vs baseline 1 (n=187/111, p=1.6e-62) for app=a prompt_version=v2 judge_id=j1"
+    )
+    assert (
+        own.as_dict()["baseline_source"] is None
+        and "baseline_source" not in AlertmanagerNotifier("http://am").alert(own)["annotations"]
+    )
     assert not any(f.startswith("*Baseline*") for f in _slack_fields(own))

@@ -29,7 +29,9 @@ def test_minutely_and_hourly_views_match_the_raw_rows(store: ClickHouseStore) ->
             for _ in range(rng.randint(0, 4)):
                 at = t + timedelta(seconds=rng.randint(0, 59))
                 if rng.random() < 0.1:
-                    rows.append(make_row(at, app=app, prompt_version=pv, status="error", cost=None, lag_s=rng.uniform(1, 30)))
+                    rows.append(
+                        make_row(at, app=app, prompt_version=pv, status="error", cost=None, lag_s=rng.uniform(1, 30))
+                    )
                 else:
                     rows.append(
                         make_row(
@@ -77,6 +79,10 @@ def test_minutely_and_hourly_views_match_the_raw_rows(store: ClickHouseStore) ->
 
 def test_views_need_no_merge_functions_and_drop_nothing_on_error_only_minutes(store: ClickHouseStore) -> None:
     """A minute with only error rows shows in the view with NULL scores, never a made-up 0."""
-    insert(store, [make_row(T0, status="error", cost=None), make_row(T0 + timedelta(seconds=5), status="error", cost=None)])
-    row = store.query(f"SELECT rows, ok_rows, error_rate, mean_score, p10, low_score_share FROM {store.database}.relevancy_minutely").rows
+    insert(
+        store, [make_row(T0, status="error", cost=None), make_row(T0 + timedelta(seconds=5), status="error", cost=None)]
+    )
+    row = store.query(
+        f"SELECT rows, ok_rows, error_rate, mean_score, p10, low_score_share FROM {store.database}.relevancy_minutely"
+    ).rows
     assert row == [(2, 0, 1.0, None, None, None)]  # no scores: NULL, never a made-up 0

@@ -39,7 +39,9 @@ def test_default_rules_cover_the_required_alerts() -> None:
     assert all(r.key_fields == tuple(r.segment_by) for r in silent)  # silence is not per judge
 
 
-@pytest.mark.parametrize(("text", "seconds"), [("90s", 90), ("5m", 300), ("1h30m", 5400), ("7d", 604800), (45, 45), ("1w", 604800)])
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("90s", 90), ("5m", 300), ("1h30m", 5400), ("7d", 604800), (45, 45), ("1w", 604800)]
+)
 def test_durations(text: object, seconds: int) -> None:
     """Durations parse from unit strings and from plain numbers of seconds."""
     assert parse_duration(text) == timedelta(seconds=seconds)
@@ -58,10 +60,19 @@ def test_bad_durations(bad: object) -> None:
         (("metric: mean_score", "metric: mean"), "rules[0] (drop).metric: Input should be"),
         (("window: 30m", "window: soon"), "rules[0] (drop).window: 'soon' is not a duration"),
         (("for: 10m", "for: 10m\n    colour: red"), "rules[0] (drop).colour: Extra inputs are not permitted"),
-        (("baseline: {trailing: 24h}", "baseline: {trailing: 24h, previous_days: 3}"), "rules[0] (drop).baseline: give exactly one of"),
+        (
+            ("baseline: {trailing: 24h}", "baseline: {trailing: 24h, previous_days: 3}"),
+            "rules[0] (drop).baseline: give exactly one of",
+        ),
         (("    baseline: {trailing: 24h}\n", ""), "rules[0] (drop): condition compares with a baseline"),
-        (("{fire: 0.1, clear: 0.05}", "{fire: 0.1, clear: 0.2}"), "rules[0] (drop).condition: relative_change.clear must be between 0 and fire"),
-        (("segment_by: [app, prompt_version]", "segment_by: [app, judge]"), "rules[0] (drop).segment_by[1]: Input should be"),
+        (
+            ("{fire: 0.1, clear: 0.05}", "{fire: 0.1, clear: 0.2}"),
+            "rules[0] (drop).condition: relative_change.clear must be between 0 and fire",
+        ),
+        (
+            ("segment_by: [app, prompt_version]", "segment_by: [app, judge]"),
+            "rules[0] (drop).segment_by[1]: Input should be",
+        ),
     ],
 )
 def test_errors_are_one_line_and_name_the_field(edit: tuple[str, str], expected: str) -> None:
@@ -78,11 +89,15 @@ def test_errors_are_one_line_and_name_the_field(edit: tuple[str, str], expected:
 
 def test_threshold_hysteresis_must_point_the_right_way() -> None:
     """A threshold's clear level must lie on the good side of its fire level, which depends on the metric's bad direction."""
-    text = GOOD.replace("condition: {relative_change: {fire: 0.1, clear: 0.05}}", "condition: {threshold: {fire: 0.5, clear: 0.4}}")
+    text = GOOD.replace(
+        "condition: {relative_change: {fire: 0.1, clear: 0.05}}", "condition: {threshold: {fire: 0.5, clear: 0.4}}"
+    )
     with pytest.raises(RulesError, match=r"threshold.clear must be >= fire for mean_score"):
         parse_rules(text)
     up = text.replace("metric: mean_score", "metric: error_rate")
-    assert parse_rules(up).rules[0].condition.threshold is not None  # for error_rate higher is worse: 0.4 clears below 0.5
+    assert (
+        parse_rules(up).rules[0].condition.threshold is not None
+    )  # for error_rate higher is worse: 0.4 clears below 0.5
 
 
 def test_duplicate_names_and_files(tmp_path: Path) -> None:
@@ -119,8 +134,14 @@ def test_default_rollout_rules_compare_versions_per_app_and_the_floor_fires_on_a
     an always-valid test and no 50-event gate; the floor tests at alpha 0.05."""
     rules = {r.name: r for r in load_rules().rules}
     prompt, model = rules["prompt_rollout_regression"], rules["model_rollout_regression"]
-    assert prompt.rollout is not None and prompt.rollout.of == "prompt_version" and prompt.key_fields == ("app", "prompt_version", "judge_id")
-    assert model.rollout is not None and model.rollout.of == "model" and model.key_fields == ("app", "model", "judge_id")
+    assert (
+        prompt.rollout is not None
+        and prompt.rollout.of == "prompt_version"
+        and prompt.key_fields == ("app", "prompt_version", "judge_id")
+    )
+    assert (
+        model.rollout is not None and model.rollout.of == "model" and model.key_fields == ("app", "model", "judge_id")
+    )
     assert prompt.min_events < 10 and prompt.min_baseline_events >= 50 and prompt.spec.tests == ("mixture_sprt",)
     assert rules["relevancy_floor"].alpha == 0.05 and prompt.alpha == 0.001
 
@@ -148,8 +169,14 @@ rules:
         (("    rollout: {of: prompt_version}\n", ""), "needs rollout: {of: prompt_version} or {of: model}"),
         (("segment_by: [app]", "segment_by: [app, prompt_version]"), "segment_by must not list prompt_version"),
         (("window: 6h", "window: 6h\n    baseline: {trailing: 24h}"), "takes no baseline"),
-        (("{of: prompt_version}", "{of: prompt_version, lookback: 1h}"), "rollout.lookback must be at least the window"),
-        (("metric: rollout_mean_score", "metric: mean_score\n    baseline: {trailing: 1h}"), "rollout applies to rollout_mean_score rules only"),
+        (
+            ("{of: prompt_version}", "{of: prompt_version, lookback: 1h}"),
+            "rollout.lookback must be at least the window",
+        ),
+        (
+            ("metric: rollout_mean_score", "metric: mean_score\n    baseline: {trailing: 1h}"),
+            "rollout applies to rollout_mean_score rules only",
+        ),
         (("{of: prompt_version}", "{of: judge_id}"), "rules[0] (rollout).rollout.of: Input should be"),
     ],
 )
@@ -166,11 +193,22 @@ def test_include_replays_is_off_by_default_and_checked() -> None:
     assert not parse_rules(GOOD).rules[0].include_replays
     assert parse_rules(GOOD.replace("for: 10m", "for: 10m\n    include_replays: true")).rules[0].include_replays
     canary = "[{name: c, metric: canary_mean_shift, window: 6h, condition: {threshold: -0.1}, include_replays: true}]"
-    traffic = "[{name: t, metric: no_data, source: traffic, window: 10m, baseline: {trailing: 1h}, include_replays: true}]"
+    traffic = (
+        "[{name: t, metric: no_data, source: traffic, window: 10m, baseline: {trailing: 1h}, include_replays: true}]"
+    )
     wrong = [
-        (GOOD.replace("for: 10m", "for: 10m\n    include_replays: sometimes"), "rules[0] (drop).include_replays: Input should be a valid boolean"),
-        (canary, "rules[0] (c): include_replays applies to rules over the scores table only (canary runs hold no replayed rows)"),
-        (traffic, "rules[0] (t): include_replays applies to rules over the scores table only (the traffic counts hold no replayed rows)"),
+        (
+            GOOD.replace("for: 10m", "for: 10m\n    include_replays: sometimes"),
+            "rules[0] (drop).include_replays: Input should be a valid boolean",
+        ),
+        (
+            canary,
+            "rules[0] (c): include_replays applies to rules over the scores table only (canary runs hold no replayed rows)",
+        ),
+        (
+            traffic,
+            "rules[0] (t): include_replays applies to rules over the scores table only (the traffic counts hold no replayed rows)",
+        ),
     ]
     for text, expected in wrong:
         with pytest.raises(RulesError) as e:
@@ -197,7 +235,10 @@ rules:
         (("detector: {shift: 0.1}", "detector: {shift: 0.1}\n    condition: {threshold: 0.5}"), "takes no condition"),
         (("detector: {shift: 0.1}", "detector: {shift: 0}"), "detector.shift"),
         (("detector: {shift: 0.1}", "detector: {shift: 0.1}\n    for: 3h"), "a detector rule takes no for"),
-        (("detector: {shift: 0.1}", "detector: {shift: 0.1, fresh: 7h}"), "detector.fresh must be positive and at most the window"),
+        (
+            ("detector: {shift: 0.1}", "detector: {shift: 0.1, fresh: 7h}"),
+            "detector.fresh must be positive and at most the window",
+        ),
         (("rules:", "false_alarms_per_week: {page: 0}\nrules:"), "false_alarms_per_week"),
     ],
 )

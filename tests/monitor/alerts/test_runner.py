@@ -54,8 +54,18 @@ def dropped(store: ClickHouseStore) -> ClickHouseStore:
     """App `a` drops from 0.75 to 0.45 at T0+24h30m; app `b` stays at 0.75."""
     segs = [{"app": "a"}, {"app": "b"}]
     insert(store, stream(T0, T0 + timedelta(hours=24, minutes=30), per_minute=2, segments=segs, score=noisy(0.75, 0.1)))
-    insert(store, stream(T0 + timedelta(hours=24, minutes=30), NOW, per_minute=2, segments=segs[:1], score=noisy(0.45, 0.1), seed=5))
-    insert(store, stream(T0 + timedelta(hours=24, minutes=30), NOW, per_minute=2, segments=segs[1:], score=noisy(0.75, 0.1), seed=6))
+    insert(
+        store,
+        stream(
+            T0 + timedelta(hours=24, minutes=30), NOW, per_minute=2, segments=segs[:1], score=noisy(0.45, 0.1), seed=5
+        ),
+    )
+    insert(
+        store,
+        stream(
+            T0 + timedelta(hours=24, minutes=30), NOW, per_minute=2, segments=segs[1:], score=noisy(0.75, 0.1), seed=6
+        ),
+    )
     return store
 
 
@@ -72,7 +82,9 @@ def _recover(store: ClickHouseStore, start: datetime, end: datetime) -> None:
     insert(store, stream(start, end, per_minute=2, segments=[{"app": "a"}], score=noisy(0.75, 0.1), seed=8))
 
 
-def test_payloads_of_webhook_slack_and_alertmanager_through_fire_resend_and_resolve(dropped: ClickHouseStore, receiver: Receiver) -> None:
+def test_payloads_of_webhook_slack_and_alertmanager_through_fire_resend_and_resolve(
+    dropped: ClickHouseStore, receiver: Receiver
+) -> None:
     """The three notifiers get complete payloads on firing, only Alertmanager is re-sent while firing, and each is told once of the resolve."""
     store = dropped
     runner = AlertRunner(store, RULES, notifiers(receiver))  # type: ignore[arg-type]
@@ -113,11 +125,16 @@ def test_payloads_of_webhook_slack_and_alertmanager_through_fire_resend_and_reso
     }
     assert alert["startsAt"] == "2026-11-03T01:00:00Z" and alert["endsAt"] == "2026-11-03T01:04:00Z"
     assert alert["generatorURL"] == DASHBOARD
-    assert {"summary", "value", "baseline", "n_current", "n_baseline", "p_value", "examples_sql"} <= set(alert["annotations"])
+    assert {"summary", "value", "baseline", "n_current", "n_baseline", "p_value", "examples_sql"} <= set(
+        alert["annotations"]
+    )
 
     # Next round, still firing: Alertmanager gets the alert again with endsAt pushed ahead; the webhooks do not.
     runner.run_once(NOW + timedelta(minutes=1))
-    assert len(receiver.posts["/am/api/v2/alerts"]) == 2 and receiver.posts["/am/api/v2/alerts"][1][0]["endsAt"] == "2026-11-03T01:05:00Z"
+    assert (
+        len(receiver.posts["/am/api/v2/alerts"]) == 2
+        and receiver.posts["/am/api/v2/alerts"][1][0]["endsAt"] == "2026-11-03T01:05:00Z"
+    )
     assert len(receiver.posts["/hook"]) == 1 and len(receiver.posts["/slack"]) == 1
 
     # Recovery: one resolve to each; Alertmanager's endsAt is the resolve time.
@@ -129,7 +146,11 @@ def test_payloads_of_webhook_slack_and_alertmanager_through_fire_resend_and_reso
     assert receiver.posts["/am/api/v2/alerts"][-1][0]["endsAt"] == "2026-11-03T01:40:00Z"
     counts = (len(receiver.posts["/hook"]), len(receiver.posts["/slack"]), len(receiver.posts["/am/api/v2/alerts"]))
     runner.run_once(later + timedelta(minutes=1))
-    assert (len(receiver.posts["/hook"]), len(receiver.posts["/slack"]), len(receiver.posts["/am/api/v2/alerts"])) == counts  # resolved once
+    assert (
+        len(receiver.posts["/hook"]),
+        len(receiver.posts["/slack"]),
+        len(receiver.posts["/am/api/v2/alerts"]),
+    ) == counts  # resolved once
     assert receiver.headers[0]["Content-Type"] == "application/json"
 
 
@@ -153,12 +174,16 @@ def test_state_survives_a_restart_without_renotifying(dropped: ClickHouseStore, 
             second.run_once(NOW + timedelta(minutes=minutes))
         assert len(receiver.posts["/hook"]) == 1  # no second page after the restart
         second.run_once(NOW + timedelta(hours=1))
-        assert len(receiver.posts["/hook"]) == 2 and receiver.posts["/hook"][1]["alerts"][0]["kind"] == "repeat"  # repeat_interval
+        assert (
+            len(receiver.posts["/hook"]) == 2 and receiver.posts["/hook"][1]["alerts"][0]["kind"] == "repeat"
+        )  # repeat_interval
     finally:
         store2.close()
 
 
-def test_a_failing_notifier_is_counted_and_retried_next_round_and_never_stops_the_others(dropped: ClickHouseStore, receiver: Receiver) -> None:
+def test_a_failing_notifier_is_counted_and_retried_next_round_and_never_stops_the_others(
+    dropped: ClickHouseStore, receiver: Receiver
+) -> None:
     """A failing notifier is counted and retried the next round, while the other notifiers still deliver."""
     receiver.fail["/slack"] = 3  # the first send (1 try + 2 retries) fails
     closed_port = "http://127.0.0.1:9/nothing-listens-here"
@@ -174,13 +199,17 @@ def test_a_failing_notifier_is_counted_and_retried_next_round_and_never_stops_th
     report = runner.run_once(NOW)
     assert report.sent == 1 and report.failed == 2
     assert receiver.attempts["/slack"] == 3 and len(receiver.posts["/hook"]) == 1
-    failed = runner.metrics.registry.get_sample_value("relevancy_monitor_alert_notifications_total", {"notifier": "slack", "outcome": "failed"})
+    failed = runner.metrics.registry.get_sample_value(
+        "relevancy_monitor_alert_notifications_total", {"notifier": "slack", "outcome": "failed"}
+    )
     assert failed == 1
     [state] = [s for s in StateStore(dropped).load().values() if s.state == "firing"]
     assert state.notified == {"webhook": "firing"}  # slack and dead still owe the firing notice
 
     report = runner.run_once(NOW + timedelta(minutes=1))
-    assert len(receiver.posts["/slack"]) == 1 and len(receiver.posts["/hook"]) == 1  # slack caught up, webhook not repeated
+    assert (
+        len(receiver.posts["/slack"]) == 1 and len(receiver.posts["/hook"]) == 1
+    )  # slack caught up, webhook not repeated
     assert report.failed == 1  # the dead endpoint, again, without crashing anything
 
 
@@ -228,7 +257,9 @@ def test_a_round_reports_what_each_notifier_was_given(dropped: ClickHouseStore, 
     assert (slack.notifier, slack.sent, slack.failed) == ("slack", 0, 1) and "HTTP 500" in slack.error
     fields = report.log_fields()
     assert fields["notifications"] == {"webhook": {"sent": 1, "failed": 0}, "slack": {"sent": 0, "failed": 1}}
-    assert {k: fields[k] for k in ("rules", "segments", "firing", "newly_firing", "pending", "resolved", "rule_errors")} == {
+    assert {
+        k: fields[k] for k in ("rules", "segments", "firing", "newly_firing", "pending", "resolved", "rule_errors")
+    } == {
         "rules": 1,
         "segments": 2,
         "firing": 1,
@@ -238,4 +269,7 @@ def test_a_round_reports_what_each_notifier_was_given(dropped: ClickHouseStore, 
         "rule_errors": 0,
     }
     report = runner.run_once(NOW + timedelta(minutes=1))
-    assert [(d.notifier, d.sent, d.failed) for d in report.deliveries] == [("webhook", 0, 0), ("slack", 1, 0)]  # slack caught up
+    assert [(d.notifier, d.sent, d.failed) for d in report.deliveries] == [
+        ("webhook", 0, 0),
+        ("slack", 1, 0),
+    ]  # slack caught up

@@ -49,7 +49,9 @@ def _moments(mix: NDArray[np.float64]) -> tuple[float, float]:
     return mean, float(mix @ (LEVELS - mean) ** 2)
 
 
-def _run_lengths(mix: NDArray[np.float64], level: float, h: float, reps: int = 400, horizon: int = 20_000, seed: int = 3) -> float:
+def _run_lengths(
+    mix: NDArray[np.float64], level: float, h: float, reps: int = 400, horizon: int = 20_000, seed: int = 3
+) -> float:
     """The mean events until an event-by-event CUSUM of `level - x` reaches `h`, scores drawn from `mix`."""
     rng = np.random.default_rng(seed)
     s = np.zeros(reps)

@@ -33,7 +33,17 @@ def _rows(*, diverge: bool, shadow: bool = True) -> list[ScoredRow]:
         rows.append(make_row(t, event_id=event, score=score, sample_rate=0.5))
         if shadow and m % 4 == 0:
             other = rng.uniform(0.6, 1.0) if diverge else min(1.0, max(0.0, score + rng.gauss(0.0, 0.03)))
-            rows.append(make_row(t, event_id=event, judge_id="js", score=round(other, 1), sample_rate=0.1, sample_rule="shadow:base", cost=0.01))
+            rows.append(
+                make_row(
+                    t,
+                    event_id=event,
+                    judge_id="js",
+                    score=round(other, 1),
+                    sample_rate=0.1,
+                    sample_rule="shadow:base",
+                    cost=0.01,
+                )
+            )
     return rows
 
 
@@ -61,7 +71,11 @@ def test_a_shadow_that_diverges_fires_the_agreement_and_divergence_rules(store: 
     insert(store, rows)
     results = _evaluate(store, *SHADOW_RULES)
     states = {name: results[(name, PAIR)].state.state for name in SHADOW_RULES}  # type: ignore[attr-defined]
-    assert states == {"shadow_agreement_drop": "firing", "shadow_divergence_higher": "firing", "shadow_divergence_lower": "inactive"}
+    assert states == {
+        "shadow_agreement_drop": "firing",
+        "shadow_divergence_higher": "firing",
+        "shadow_divergence_lower": "inactive",
+    }
     rule = default_rules("shadow_agreement_drop").rules[0]
     start, end = windows_for(rule, NOW).current
     by_event = {(r.event_id, r.judge_id): r.score for r in rows if start <= r.event_time < end}

@@ -62,9 +62,21 @@ def test_score_test_agrees_with_the_wilson_interval() -> None:
     assert (lo, hi) == pytest.approx((0.0700, 0.1981), abs=1e-4)  # the Wilson interval of 12/100
     # The two-sided score test at 5% rejects p0 exactly when p0 lies outside the Wilson interval.
     for p0 in (lo - 1e-3, hi + 1e-3):
-        assert 2 * min(stats.one_proportion_score_test(x, n, p0, "greater"), stats.one_proportion_score_test(x, n, p0, "less")) < 0.05
+        assert (
+            2
+            * min(
+                stats.one_proportion_score_test(x, n, p0, "greater"), stats.one_proportion_score_test(x, n, p0, "less")
+            )
+            < 0.05
+        )
     for p0 in (lo + 1e-3, hi - 1e-3):
-        assert 2 * min(stats.one_proportion_score_test(x, n, p0, "greater"), stats.one_proportion_score_test(x, n, p0, "less")) > 0.05
+        assert (
+            2
+            * min(
+                stats.one_proportion_score_test(x, n, p0, "greater"), stats.one_proportion_score_test(x, n, p0, "less")
+            )
+            > 0.05
+        )
 
 
 def test_poisson_rate_and_count_tests() -> None:

@@ -62,7 +62,9 @@ def _sampled_stream() -> list[ScoredRow]:
                 d = sampler.decide(event, factor=factor, reason="budget")
                 score = min(1.0, max(0.0, rng.gauss(mean, sd)))
                 if d.sampled:
-                    rows.append(make_row(at, app="a", model=model, event_id=event.event_id, score=score, sample_rate=d.rate))
+                    rows.append(
+                        make_row(at, app="a", model=model, event_id=event.event_id, score=score, sample_rate=d.rate)
+                    )
         t += timedelta(minutes=1)
     return rows
 
@@ -77,7 +79,9 @@ def _window_stats(store: ClickHouseStore, start: datetime, end: datetime) -> tup
     return float(row[0]), float(row[1]), int(row[2]), float(row[3])
 
 
-def test_a_sampling_rate_change_mid_window_fires_no_false_alert_where_the_unweighted_mean_would(store: ClickHouseStore) -> None:
+def test_a_sampling_rate_change_mid_window_fires_no_false_alert_where_the_unweighted_mean_would(
+    store: ClickHouseStore,
+) -> None:
     """The budget lowers one model's sampling rate mid-window: the unweighted mean drops (the old computation fires), the weighted one holds."""
     insert(store, _sampled_stream())
     rules = default_rules(*SCORE_RULES)
@@ -91,7 +95,9 @@ def test_a_sampling_rate_change_mid_window_fires_no_false_alert_where_the_unweig
     b_plain, b_var, b_n, b_weighted = _window_stats(store, cur_start - timedelta(hours=24), cur_start)
     # Judged rows a minute: 5 large + 10 small before, 1 large + 10 small after: about (4.5 + 5) / 15 = 0.63, then (0.9 + 5) / 11 = 0.54.
     assert b_plain == pytest.approx(0.633, abs=0.01) and plain < 0.85 * b_plain
-    assert b_weighted == pytest.approx(0.70, abs=0.01) and weighted == pytest.approx(b_weighted, abs=0.03)  # the traffic mean never moved
+    assert b_weighted == pytest.approx(0.70, abs=0.01) and weighted == pytest.approx(
+        b_weighted, abs=0.03
+    )  # the traffic mean never moved
 
     # The old computation: a window rule and its decision code on the unweighted mean and test would have paged.
     drop = rules_from(DROP_RULES)[0]  # the shipped relevancy_drop of old: a 30-minute window and Welch's t

@@ -78,7 +78,13 @@ def write_labels(path: Path, rows: list[dict[str, Any]]) -> Path:
 def hand_set(tmp_path: Path) -> Path:
     """The hand-computed six pairs as a labels file, with ids and two categories."""
     rows = [
-        {"id": f"h{n}", "category": "orders" if n <= 3 else "shipping", "question": QUESTION, "answer": answer, "label": label}
+        {
+            "id": f"h{n}",
+            "category": "orders" if n <= 3 else "shipping",
+            "question": QUESTION,
+            "answer": answer,
+            "label": label,
+        }
         for n, (label, answer) in enumerate(HAND_SET, start=1)
     ]
     return write_labels(tmp_path / "hand.jsonl", rows)
@@ -120,11 +126,17 @@ def test_lexical_json_report_has_the_hand_computed_statistics(clean_env: None, t
 
 def test_json_report_shape(clean_env: None, tmp_path: Path) -> None:
     """--json prints one document: judge identity, labels, counts, cost, statistics with intervals, disagreements."""
-    code, out, _ = run("--labels", str(hand_set(tmp_path)), "--judge", "lexical", "--json", "--resamples", "500", "--seed", "3")
+    code, out, _ = run(
+        "--labels", str(hand_set(tmp_path)), "--judge", "lexical", "--json", "--resamples", "500", "--seed", "3"
+    )
     assert code == 0
     doc = json.loads(out)  # one document: a second one would make this fail
     assert set(doc) == {"judge", "labels", "judged", "failed", "failures", "cost", "statistics", "disagreements"}
-    assert doc["judge"]["method"] == "lexical" and doc["judge"]["judge_id"].startswith("lexical-") and doc["judge"]["heuristic"] is True
+    assert (
+        doc["judge"]["method"] == "lexical"
+        and doc["judge"]["judge_id"].startswith("lexical-")
+        and doc["judge"]["heuristic"] is True
+    )
     assert doc["labels"] == {"source": str(tmp_path / "hand.jsonl"), "scale": "rubric", "pairs": 6}
     assert (doc["judged"], doc["failed"], doc["failures"]) == (6, 0, [])
     assert doc["cost"] == {
@@ -138,9 +150,19 @@ def test_json_report_shape(clean_env: None, tmp_path: Path) -> None:
     }
     s = doc["statistics"]
     assert s["n"] == 6 and s["failures_excluded"] == 0
-    assert s["bootstrap"] == {"resamples": 500, "seed": 3, "confidence": 0.95, "method": "percentile, pairs resampled with replacement"}
+    assert s["bootstrap"] == {
+        "resamples": 500,
+        "seed": 3,
+        "confidence": 0.95,
+        "method": "percentile, pairs resampled with replacement",
+    }
     rho = s["spearman_rho"]
-    assert rho["undefined"] is None and len(rho["ci"]) == 2 and rho["ci"][0] <= rho["value"] <= rho["ci"][1] and 0 < rho["resamples_used"] <= 500
+    assert (
+        rho["undefined"] is None
+        and len(rho["ci"]) == 2
+        and rho["ci"][0] <= rho["value"] <= rho["ci"][1]
+        and 0 < rho["resamples_used"] <= 500
+    )
     assert s["weighted_kappa_quadratic"]["ci"] is None
     assert [c["category"] for c in s["categories"]] == ["orders", "shipping"]
     assert s["categories"][0] == {
@@ -154,7 +176,13 @@ def test_json_report_shape(clean_env: None, tmp_path: Path) -> None:
     # Gaps .25 for h2, h3 and h6 (input order breaks the tie); h1, h4, h5 agree exactly and are not listed.
     assert [d["id"] for d in doc["disagreements"]] == ["h2", "h3", "h6"]
     first = doc["disagreements"][0]
-    assert first["line"] == 2 and first["label"] == 1 and first["label_unit"] == 0.25 and first["score"] == 0.5 and first["bucket"] == 2
+    assert (
+        first["line"] == 2
+        and first["label"] == 1
+        and first["label_unit"] == 0.25
+        and first["score"] == 0.5
+        and first["bucket"] == 2
+    )
     assert first["gap"] == 0.25 and first["question"] == QUESTION and "1 of 2 sentences" in first["reasoning"]
     assert [st["verdict"] for st in first["statements"]] == ["yes", "no"]
 
@@ -200,13 +228,22 @@ def test_undefined_statistics_are_reported_as_such(clean_env: None, tmp_path: Pa
     rho_line = next(line for line in out.splitlines() if "Spearman" in line)
     assert "undefined" in rho_line and "(all labels are equal)" in rho_line
     doc = json.loads(run("--labels", str(path), "--judge", "lexical", "--json")[1])
-    assert doc["statistics"]["kendall_tau_b"] == {"value": None, "ci": None, "undefined": "all labels are equal", "resamples_used": 0}
+    assert doc["statistics"]["kendall_tau_b"] == {
+        "value": None,
+        "ci": None,
+        "undefined": "all labels are equal",
+        "resamples_used": 0,
+    }
 
 
 def test_two_pairs_report_without_correlations(clean_env: None, tmp_path: Path) -> None:
     """n < 3: the report still prints, the correlations say they need three pairs, MAE is there."""
     path = write_labels(
-        tmp_path / "two.jsonl", [{"question": QUESTION, "answer": RELEVANT, "label": 4}, {"question": QUESTION, "answer": OFF_TOPIC[0], "label": 1}]
+        tmp_path / "two.jsonl",
+        [
+            {"question": QUESTION, "answer": RELEVANT, "label": 4},
+            {"question": QUESTION, "answer": OFF_TOPIC[0], "label": 1},
+        ],
     )
     code, out, _ = run("--labels", str(path), "--judge", "lexical", "--json")
     s = json.loads(out)["statistics"]
@@ -216,12 +253,18 @@ def test_two_pairs_report_without_correlations(clean_env: None, tmp_path: Path) 
 
 
 @pytest.mark.parametrize("method", ["rubric", "statements"])
-def test_llm_judges_against_the_fake_api_with_cost_and_reasons(api_env: FakeMessagesAPI, tmp_path: Path, method: str) -> None:
+def test_llm_judges_against_the_fake_api_with_cost_and_reasons(
+    api_env: FakeMessagesAPI, tmp_path: Path, method: str
+) -> None:
     """An LLM judge scores the set over the real client: one request per pair, cost and tokens summed, its reasons shown."""
     code, out, _ = run("--labels", str(hand_set(tmp_path)), "--judge", method, "--json")
     assert code == 0
     doc = json.loads(out)
-    assert doc["judge"]["method"] == method and doc["judge"]["heuristic"] is False and doc["judge"]["model"] == "claude-haiku-5-5"
+    assert (
+        doc["judge"]["method"] == method
+        and doc["judge"]["heuristic"] is False
+        and doc["judge"]["model"] == "claude-haiku-5-5"
+    )
     assert len(api_env.message_requests) == 6 == doc["cost"]["calls"]
     assert doc["cost"]["usd"] > 0 and doc["cost"]["input_tokens"] > 0 and doc["cost"]["output_tokens"] > 0
     worst = doc["disagreements"][0]
@@ -245,9 +288,15 @@ def test_statements_table_lists_each_statement_with_its_verdict(api_env: FakeMes
     assert any(line.split()[:2] == ["yes", "Order"] for line in lines)
 
 
-def test_judge_failures_are_counted_listed_and_left_out(api_env: FakeMessagesAPI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_judge_failures_are_counted_listed_and_left_out(
+    api_env: FakeMessagesAPI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Two pairs whose calls fail (529, no retries) are counted, listed with their reason, left out of n; exit 1."""
-    for k, v in {"MONITOR_JUDGE_MAX_RETRIES": "0", "MONITOR_JUDGE_EVENT_ATTEMPTS": "1", "MONITOR_JUDGE_CONCURRENCY": "1"}.items():
+    for k, v in {
+        "MONITOR_JUDGE_MAX_RETRIES": "0",
+        "MONITOR_JUDGE_EVENT_ATTEMPTS": "1",
+        "MONITOR_JUDGE_CONCURRENCY": "1",
+    }.items():
         monkeypatch.setenv(k, v)
     api_env.fail_next(2, overloaded())  # one call at a time, in input order: pairs h1 and h2 get the 529s
     path = hand_set(tmp_path)
@@ -256,16 +305,25 @@ def test_judge_failures_are_counted_listed_and_left_out(api_env: FakeMessagesAPI
     assert err == "relevancy-monitor calibrate: 2 of 6 pairs could not be judged; they are left out of the statistics\n"
     doc = json.loads(out)
     assert (doc["judged"], doc["failed"]) == (6 - 2, 2)
-    assert [(f["id"], f["line"], f["reason"]) for f in doc["failures"]] == [("h1", 1, "unavailable"), ("h2", 2, "unavailable")]
+    assert [(f["id"], f["line"], f["reason"]) for f in doc["failures"]] == [
+        ("h1", 1, "unavailable"),
+        ("h2", 2, "unavailable"),
+    ]
     assert "overloaded" in doc["failures"][0]["message"]
     assert doc["statistics"]["n"] == 4 and doc["statistics"]["failures_excluded"] == 2
     assert {d["id"] for d in doc["disagreements"]} <= {"h3", "h4", "h5", "h6"}
     assert doc["cost"]["calls"] == 6  # the failed calls were made, and count
 
 
-def test_failures_in_the_table_are_said_to_be_left_out(api_env: FakeMessagesAPI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failures_in_the_table_are_said_to_be_left_out(
+    api_env: FakeMessagesAPI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The table's header and a closing section name the failed pairs and say the statistics leave them out."""
-    for k, v in {"MONITOR_JUDGE_MAX_RETRIES": "0", "MONITOR_JUDGE_EVENT_ATTEMPTS": "1", "MONITOR_JUDGE_CONCURRENCY": "1"}.items():
+    for k, v in {
+        "MONITOR_JUDGE_MAX_RETRIES": "0",
+        "MONITOR_JUDGE_EVENT_ATTEMPTS": "1",
+        "MONITOR_JUDGE_CONCURRENCY": "1",
+    }.items():
         monkeypatch.setenv(k, v)
     api_env.fail_next(1, overloaded())
     code, out, _ = run("--labels", str(hand_set(tmp_path)), "--judge", "rubric")
@@ -280,13 +338,18 @@ def test_failures_in_the_table_are_said_to_be_left_out(api_env: FakeMessagesAPI,
 @pytest.mark.parametrize(
     ("content", "expected"),
     [
-        ('{"question": "Q?", "answer": "A.", "label": 1}\n{"question": "Q?", "answer": "A.", "label": 9}\n', "line 2: label 9 is out of range 0–4"),
+        (
+            '{"question": "Q?", "answer": "A.", "label": 1}\n{"question": "Q?", "answer": "A.", "label": 9}\n',
+            "line 2: label 9 is out of range 0–4",
+        ),
         ('{"question": "Q?", "answer": "A.", "label": 1}\n\n{oops\n', "line 3: not valid JSON"),
         ('{"question": "Q?", "label": 1}\n', "line 1: missing field 'answer' (or 'response')"),
         ("", "has no labelled pairs"),
     ],
 )
-def test_a_malformed_file_stops_before_any_judging(api_env: FakeMessagesAPI, tmp_path: Path, content: str, expected: str) -> None:
+def test_a_malformed_file_stops_before_any_judging(
+    api_env: FakeMessagesAPI, tmp_path: Path, content: str, expected: str
+) -> None:
     """A bad labels file raises LabelsError naming the line, and no request reaches the judge."""
     path = tmp_path / "bad.jsonl"
     path.write_text(content, encoding="utf-8")
@@ -298,7 +361,10 @@ def test_a_malformed_file_stops_before_any_judging(api_env: FakeMessagesAPI, tmp
 def test_a_malformed_file_exits_2_with_one_line_from_the_console(clean_env: None, tmp_path: Path) -> None:
     """As a process: exit 2 and exactly one stderr line naming the file and the line; nothing on stdout."""
     path = tmp_path / "bad.jsonl"
-    path.write_text('{"question": "Q?", "answer": "A.", "label": 1}\n{"question": "Q?", "answer": "A.", "label": "high"}\n', encoding="utf-8")
+    path.write_text(
+        '{"question": "Q?", "answer": "A.", "label": 1}\n{"question": "Q?", "answer": "A.", "label": "high"}\n',
+        encoding="utf-8",
+    )
     done = subprocess.run(
         [sys.executable, "-c", SCRIPT, "calibrate", "--labels", str(path), "--judge", "lexical"],
         cwd=ROOT,
@@ -335,8 +401,18 @@ def test_labels_source_without_either_is_a_usage_error() -> None:
 
 def test_unit_scale_labels(clean_env: None, tmp_path: Path) -> None:
     """--label-scale unit reads 0..1 labels with decimals and reports them on that scale."""
-    rows = [{"question": QUESTION, "answer": a, "label": round(label / 4 - 0.05 * (label > 0), 2)} for label, a in HAND_SET]
-    code, out, _ = run("--labels", str(write_labels(tmp_path / "unit.jsonl", rows)), "--judge", "lexical", "--label-scale", "unit", "--json")
+    rows = [
+        {"question": QUESTION, "answer": a, "label": round(label / 4 - 0.05 * (label > 0), 2)} for label, a in HAND_SET
+    ]
+    code, out, _ = run(
+        "--labels",
+        str(write_labels(tmp_path / "unit.jsonl", rows)),
+        "--judge",
+        "lexical",
+        "--label-scale",
+        "unit",
+        "--json",
+    )
     doc = json.loads(out)
     assert code == 0 and doc["labels"]["scale"] == "unit"
     assert doc["disagreements"][0]["label"] == doc["disagreements"][0]["label_unit"]
@@ -344,7 +420,10 @@ def test_unit_scale_labels(clean_env: None, tmp_path: Path) -> None:
 
 def test_progress_goes_to_stderr_as_lines_for_a_large_redirected_set(clean_env: None, tmp_path: Path) -> None:
     """With stderr not a terminal, a large set gets one progress line per tenth on stderr; stdout stays one JSON document."""
-    rows = [{"question": QUESTION, "answer": RELEVANT if n % 2 else OFF_TOPIC[0], "label": 4 if n % 2 else n % 3} for n in range(LARGE_SET)]
+    rows = [
+        {"question": QUESTION, "answer": RELEVANT if n % 2 else OFF_TOPIC[0], "label": 4 if n % 2 else n % 3}
+        for n in range(LARGE_SET)
+    ]
     code, out, err = run("--labels", str(write_labels(tmp_path / "large.jsonl", rows)), "--judge", "lexical", "--json")
     assert code == 0 and json.loads(out)["judged"] == LARGE_SET
     lines = err.splitlines()
@@ -384,7 +463,16 @@ def test_every_option_in_the_help_has_a_description_and_a_default() -> None:
         switch = action.nargs == 0 or isinstance(action, argparse.BooleanOptionalAction)
         assert switch or "default" in action.help or "required" in action.help, action.option_strings
     text = calibrate.format_help()
-    for flag in ("--labels", "--golden", "--label-scale", "--json", "--judge", "--judge-model", "--anthropic-base-url", "--judge-concurrency"):
+    for flag in (
+        "--labels",
+        "--golden",
+        "--label-scale",
+        "--json",
+        "--judge",
+        "--judge-model",
+        "--anthropic-base-url",
+        "--judge-concurrency",
+    ):
         assert flag in text, flag
     assert "--judge-timeout-s" in text and "--judge-requests-per-minute" in text and "--redact" in text
 
@@ -392,7 +480,10 @@ def test_every_option_in_the_help_has_a_description_and_a_default() -> None:
 def test_a_long_answer_shows_its_first_statements_and_says_how_many_more(clean_env: None, tmp_path: Path) -> None:
     """A disagreement over an answer of 10 statements lists MAX_STATEMENTS of them and the count of the rest."""
     long_answer = " ".join(f"Sentence number {n} is about parking." for n in range(10))
-    rows = [{"question": QUESTION, "answer": a, "label": label} for label, a in [(4, long_answer), (4, RELEVANT), (0, OFF_TOPIC[0])]]
+    rows = [
+        {"question": QUESTION, "answer": a, "label": label}
+        for label, a in [(4, long_answer), (4, RELEVANT), (0, OFF_TOPIC[0])]
+    ]
     code, out, _ = run("--labels", str(write_labels(tmp_path / "long.jsonl", rows)), "--judge", "lexical")
     assert code == 0
     assert sum(line.split()[:2] == ["no", "Sentence"] for line in out.splitlines()) == MAX_STATEMENTS
@@ -406,4 +497,8 @@ def test_golden_runs_end_to_end_on_the_shipped_set(clean_env: None) -> None:
     pairs = sum(1 for line in golden_path().read_text(encoding="utf-8").splitlines() if line.strip())
     code, out, _ = run("--golden", "--judge", "lexical", "--json")
     doc = json.loads(out)
-    assert code == 0 and doc["labels"] == {"source": str(golden_path()), "scale": "rubric", "pairs": pairs} and doc["judged"] == pairs
+    assert (
+        code == 0
+        and doc["labels"] == {"source": str(golden_path()), "scale": "rubric", "pairs": pairs}
+        and doc["judged"] == pairs
+    )

@@ -61,16 +61,28 @@ def test_windows_line_ends_and_a_byte_order_mark_are_read() -> None:
 @pytest.mark.parametrize(
     ("lines", "expected"),
     [
-        ((GOOD, "{broken"), "set.jsonl line 2: not valid JSON (Expecting property name enclosed in double quotes at column 2)"),
+        (
+            (GOOD, "{broken"),
+            "set.jsonl line 2: not valid JSON (Expecting property name enclosed in double quotes at column 2)",
+        ),
         ((GOOD, "[1, 2]"), "set.jsonl line 2: not a JSON object (a array)"),
         (({"answer": "A.", "label": 1},), "set.jsonl line 1: missing field 'question'"),
         (({"question": " ", "answer": "A.", "label": 1},), "set.jsonl line 1: question is empty"),
         (({"question": "Q?", "label": 1},), "set.jsonl line 1: missing field 'answer' (or 'response')"),
-        (({"question": "Q?", "answer": "A.", "response": "R.", "label": 1},), "set.jsonl line 1: has both 'answer' and 'response'; give one"),
+        (
+            ({"question": "Q?", "answer": "A.", "response": "R.", "label": 1},),
+            "set.jsonl line 1: has both 'answer' and 'response'; give one",
+        ),
         (({"question": "Q?", "answer": 3, "label": 1},), "set.jsonl line 1: answer must be a string, not number"),
         (({"question": "Q?", "answer": "A."},), "set.jsonl line 1: missing field 'label'"),
-        ((GOOD, "", {**GOOD, "label": 5}), "set.jsonl line 3: label 5 is out of range 0–4 (the rubric scale; --label-scale unit takes 0–1)"),
-        (({**GOOD, "label": -1},), "set.jsonl line 1: label -1 is out of range 0–4 (the rubric scale; --label-scale unit takes 0–1)"),
+        (
+            (GOOD, "", {**GOOD, "label": 5}),
+            "set.jsonl line 3: label 5 is out of range 0–4 (the rubric scale; --label-scale unit takes 0–1)",
+        ),
+        (
+            ({**GOOD, "label": -1},),
+            "set.jsonl line 1: label -1 is out of range 0–4 (the rubric scale; --label-scale unit takes 0–1)",
+        ),
         (
             ({**GOOD, "label": 2.5},),
             "set.jsonl line 1: label 2.5 is not an integer; rubric labels are 0–4 (--label-scale unit takes 0–1 with decimals)",
@@ -78,7 +90,10 @@ def test_windows_line_ends_and_a_byte_order_mark_are_read() -> None:
         (({**GOOD, "label": "3"},), 'set.jsonl line 1: label must be a number, not "3"'),
         (({**GOOD, "label": True},), "set.jsonl line 1: label must be a number, not true"),
         (({**GOOD, "label": None},), "set.jsonl line 1: label must be a number, not null"),
-        (({**GOOD, "lable": 3},), "set.jsonl line 1: unknown field 'lable' (fields: question, answer or response, label, id, category, rationale)"),
+        (
+            ({**GOOD, "lable": 3},),
+            "set.jsonl line 1: unknown field 'lable' (fields: question, answer or response, label, id, category, rationale)",
+        ),
         (({**GOOD, "id": ["x"]},), "set.jsonl line 1: id must be a string or an integer, not array"),
         (({**GOOD, "category": 3},), "set.jsonl line 1: category must be a string, not number"),
         (({**GOOD, "id": "x"}, {**GOOD, "id": "x"}), "set.jsonl line 2: id 'x' is also on line 1; ids must be unique"),
@@ -91,8 +106,14 @@ def test_a_bad_line_is_one_error_naming_the_line_and_the_problem(lines: tuple[ob
 
 def test_labels_outside_the_unit_scale_and_non_finite_labels_are_refused() -> None:
     """On the unit scale 1.5 is out of range; NaN (which Python's JSON reader accepts) is never a label."""
-    assert error_of(jsonl({**GOOD, "label": 1.5}), "unit") == "set.jsonl line 1: label 1.5 is out of range 0–1 (the unit scale)"
-    assert error_of(b'{"question": "Q?", "answer": "A.", "label": NaN}', "unit") == "set.jsonl line 1: label nan is not a finite number"
+    assert (
+        error_of(jsonl({**GOOD, "label": 1.5}), "unit")
+        == "set.jsonl line 1: label 1.5 is out of range 0–1 (the unit scale)"
+    )
+    assert (
+        error_of(b'{"question": "Q?", "answer": "A.", "label": NaN}', "unit")
+        == "set.jsonl line 1: label nan is not a finite number"
+    )
 
 
 def test_bytes_that_are_not_utf8_name_their_line() -> None:
@@ -109,7 +130,9 @@ def test_an_empty_file_is_one_line_saying_so(data: bytes) -> None:
 
 def test_a_missing_file_is_a_usage_error_exiting_2(tmp_path: Path) -> None:
     """An unreadable file is a one-line `LabelsError`, a `UsageError` with exit code 2."""
-    with pytest.raises(LabelsError, match=r"^cannot read labels file .*nope\.jsonl: No such file or directory$") as caught:
+    with pytest.raises(
+        LabelsError, match=r"^cannot read labels file .*nope\.jsonl: No such file or directory$"
+    ) as caught:
         read_labels(tmp_path / "nope.jsonl")
     assert isinstance(caught.value, UsageError) and caught.value.exit_code == EXIT_USAGE
 

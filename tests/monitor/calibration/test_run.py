@@ -27,7 +27,9 @@ async def test_outcomes_keep_input_order_and_progress_counts_up() -> None:
     """Judged concurrently, the outcomes come back in input order; progress is told after each pair."""
     pairs = [pair(n, TIGHT if n % 2 else IRRELEVANT) for n in range(1, 8)]
     seen: list[tuple[int, int]] = []
-    run = await judge_pairs(pairs, LexicalJudge(), FlowSettings(judge_concurrency=3), progress=lambda d, t: seen.append((d, t)))
+    run = await judge_pairs(
+        pairs, LexicalJudge(), FlowSettings(judge_concurrency=3), progress=lambda d, t: seen.append((d, t))
+    )
     assert [o.pair.line for o in run.outcomes] == list(range(1, 8))
     assert [o.judgement.score if o.judgement else None for o in run.outcomes] == [1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0]
     assert seen == [(d, 7) for d in range(1, 8)]
@@ -39,7 +41,9 @@ async def test_text_is_redacted_before_the_judge_sees_it(fake_messages_api: Fake
     """With a redactor, the request carries [EMAIL] where the labelled question had an address, as in the service."""
     judge = RubricJudge(judge_settings(fake_messages_api, "rubric").judge_client, backoff=FAST)
     asked = "When did order A17 ship to jane.doe@example.com?"
-    run = await judge_pairs([pair(1, TIGHT, question=asked)], judge, FlowSettings(), build_redactor(RedactionSettings()))
+    run = await judge_pairs(
+        [pair(1, TIGHT, question=asked)], judge, FlowSettings(), build_redactor(RedactionSettings())
+    )
     [request] = fake_messages_api.message_requests
     assert request.section("user_question") == "When did order A17 ship to [EMAIL]?"
     assert run.outcomes[0].pair.question == asked  # the report shows the pair as labelled
@@ -53,12 +57,19 @@ async def test_a_failed_call_is_a_failure_outcome_and_its_tokens_are_spent(fake_
     [failed] = run.failed
     assert failed.pair.line == 1 and failed.judgement is None
     assert [o.pair.line for o in run.scored] == [2]
-    assert run.spend.calls == 2 and run.spend.input_tokens > 0 and run.spend.cost_usd is not None and run.spend.cost_usd > 0
+    assert (
+        run.spend.calls == 2
+        and run.spend.input_tokens > 0
+        and run.spend.cost_usd is not None
+        and run.spend.cost_usd > 0
+    )
 
 
 def test_spend_without_a_price_is_unknown_not_zero() -> None:
     """One call with no price makes the whole cost unknown (None), while tokens keep adding up."""
-    spend = Spend().plus(Usage(input_tokens=10, output_tokens=2, cost_usd=0.5)).plus(Usage(input_tokens=5, cost_usd=None))
+    spend = (
+        Spend().plus(Usage(input_tokens=10, output_tokens=2, cost_usd=0.5)).plus(Usage(input_tokens=5, cost_usd=None))
+    )
     assert spend == Spend(calls=2, input_tokens=15, output_tokens=2, cost_usd=None)
     assert spend.tokens == 17
 

@@ -29,7 +29,16 @@ def flags(store: ClickHouseStore, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The store's flags for `alerts run --once --no-lease`, with no ALERTS_* or judge variable from outside."""
     for var in ("ALERTS_CANARY_INTERVAL", "ALERTS_CANARY_FILE", "ALERTS_RULES", "ALERTS_WEBHOOK_URL", "MONITOR_JUDGE"):
         monkeypatch.delenv(var, raising=False)
-    return ["alerts", "run", "--once", "--no-lease", "--clickhouse-url", store.url, "--clickhouse-database", store.database]
+    return [
+        "alerts",
+        "run",
+        "--once",
+        "--no-lease",
+        "--clickhouse-url",
+        store.url,
+        "--clickhouse-database",
+        store.database,
+    ]
 
 
 def canary_rows(store: ClickHouseStore) -> list[tuple[object, ...]]:
@@ -57,7 +66,9 @@ def test_settings_default_to_an_hour_on_the_golden_set_and_off_is_zero_or_off(mo
         load_alert_settings()
 
 
-def test_run_once_judges_the_golden_set_and_prints_the_figures_then_waits_an_interval(store: ClickHouseStore, flags: list[str]) -> None:
+def test_run_once_judges_the_golden_set_and_prints_the_figures_then_waits_an_interval(
+    store: ClickHouseStore, flags: list[str]
+) -> None:
     """The first `run --once` writes a canary run and prints its figures; the next one only says when the next is due."""
     out = io.StringIO()
     assert run_alerts(parse(*flags), out) == 0
@@ -71,11 +82,15 @@ def test_run_once_judges_the_golden_set_and_prints_the_figures_then_waits_an_int
 
     again = io.StringIO()
     assert run_alerts(parse(*flags), again) == 0
-    assert next(x for x in again.getvalue().splitlines() if x.startswith("canary: ")).startswith("canary: next run due at")
+    assert next(x for x in again.getvalue().splitlines() if x.startswith("canary: ")).startswith(
+        "canary: next run due at"
+    )
     assert canary_rows(store) == [(labels, 107)]
 
 
-def test_off_runs_no_canary_and_a_labels_file_of_your_own_is_its_own_history(store: ClickHouseStore, flags: list[str], tmp_path: Path) -> None:
+def test_off_runs_no_canary_and_a_labels_file_of_your_own_is_its_own_history(
+    store: ClickHouseStore, flags: list[str], tmp_path: Path
+) -> None:
     """`--canary-interval off` judges nothing; `--canary-file` judges that file instead, under its own name and hash."""
     out = io.StringIO()
     assert run_alerts(parse(*flags, "--canary-interval", "off"), out) == 0
@@ -93,7 +108,9 @@ def test_off_runs_no_canary_and_a_labels_file_of_your_own_is_its_own_history(sto
     assert str(labels).startswith("mine.jsonl:") and n == 2
 
 
-def test_a_bad_labels_file_or_a_missing_api_key_stops_before_any_round(store: ClickHouseStore, flags: list[str], tmp_path: Path) -> None:
+def test_a_bad_labels_file_or_a_missing_api_key_stops_before_any_round(
+    store: ClickHouseStore, flags: list[str], tmp_path: Path
+) -> None:
     """A labels file with a bad line is a one-line error naming the line; an LLM judge without a key names the variable."""
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"question": "q", "answer": "a", "label": 9}\n', encoding="utf-8")

@@ -25,7 +25,13 @@ from tests.monitor.alerts.conftest import T0, default_rules, insert, noisy, stre
 from tests.monitor.alerts.receiver import Receiver
 
 HOUR = timedelta(hours=1)
-CANARY_RULES = ("canary_agreement_drop", "canary_agreement_floor", "canary_scores_lower", "canary_scores_higher", "canary_errors")
+CANARY_RULES = (
+    "canary_agreement_drop",
+    "canary_agreement_floor",
+    "canary_scores_lower",
+    "canary_scores_higher",
+    "canary_errors",
+)
 
 
 def drifting_brain(shift: list[int]) -> Callable[[RecordedRequest], str | dict[str, Any]]:
@@ -50,18 +56,35 @@ def live_rules(ev: Evaluation) -> dict[str, list[Any]]:
 
 
 @pytest.mark.parametrize(("points", "fires"), [(-1, "canary_scores_lower"), (1, "canary_scores_higher")])
-def test_a_judge_that_drifts_fires_its_canary_and_not_the_live_alerts(store: ClickHouseStore, points: int, fires: str) -> None:
+def test_a_judge_that_drifts_fires_its_canary_and_not_the_live_alerts(
+    store: ClickHouseStore, points: int, fires: str
+) -> None:
     """A rubric judge moved a point fires that canary rule (webhook, state, check, backtest); the live rules decide and stay quiet."""
     shift = [0]
     with FakeMessagesAPI(drifting_brain(shift)) as api:
         settings = load_settings(judge="rubric", **api.settings_overrides())
-        canary = Canary(store, CanarySettings(HOUR, golden_path(), settings.judge_client, settings.flow, settings.redaction), background=False)
+        canary = Canary(
+            store,
+            CanarySettings(HOUR, golden_path(), settings.judge_client, settings.flow, settings.redaction),
+            background=False,
+        )
         judge_id = canary.judge.judge_id
         # Live traffic judged by the same judge before the drift reached it: steady, written as the sink writes rows.
         # It starts hours before the day the rules look back on, so that no baseline window is only partly filled.
         segs = [{"app": "support"}, {"app": "travel"}]
         start = T0 - 3 * HOUR
-        insert(store, stream(start, T0 + 27 * HOUR, per_minute=2, segments=segs, score=noisy(0.75, 0.1), judge_id=judge_id, judge="rubric"))
+        insert(
+            store,
+            stream(
+                start,
+                T0 + 27 * HOUR,
+                per_minute=2,
+                segments=segs,
+                score=noisy(0.75, 0.1),
+                judge_id=judge_id,
+                judge="rubric",
+            ),
+        )
         rules = default_rules(ignore_for=True)
         with Receiver() as receiver:
             runner = AlertRunner(store, rules, [WebhookNotifier(receiver.base + "/hook")], canary=canary)
@@ -83,16 +106,27 @@ def test_a_judge_that_drifts_fires_its_canary_and_not_the_live_alerts(store: Cli
     assert final.evaluation is not None
     live = live_rules(final.evaluation)
     decided = [r for results in live.values() for r in results if r.verdict.sufficient]
-    assert {r.rule.name for r in decided} >= {"relevancy_drop", "relevancy_floor", "low_score_share_rise", "judge_error_rate"}
+    assert {r.rule.name for r in decided} >= {
+        "relevancy_drop",
+        "relevancy_floor",
+        "low_score_share_rise",
+        "judge_error_rate",
+    }
     assert all(r.state.state == "inactive" for results in live.values() for r in results)
 
-    rows = {r["rule"]: r for r in check_rows(final.evaluation) if r["segment"] is not None and r["rule"] in CANARY_RULES}
+    rows = {
+        r["rule"]: r for r in check_rows(final.evaluation) if r["segment"] is not None and r["rule"] in CANARY_RULES
+    }
     assert rows[fires]["state"] == "firing" and rows[fires]["sufficient"] and "changed by" in rows[fires]["note"]
     assert rows["canary_errors"]["state"] == "inactive" and rows["canary_errors"]["value"] == 0.0
 
-    backtest = run_backtest(store, RuleSet(rules=rules.rules), T0 + 24 * HOUR, T0 + 26 * HOUR + timedelta(minutes=30), timedelta(minutes=5))
+    backtest = run_backtest(
+        store, RuleSet(rules=rules.rules), T0 + 24 * HOUR, T0 + 26 * HOUR + timedelta(minutes=30), timedelta(minutes=5)
+    )
     assert {e.rule for e in backtest.fired()} == {fires}
-    assert [e.fired_at for e in backtest.fired()] == [T0 + 26 * HOUR + timedelta(minutes=5)]  # the first step after the run's minute
+    assert [e.fired_at for e in backtest.fired()] == [
+        T0 + 26 * HOUR + timedelta(minutes=5)
+    ]  # the first step after the run's minute
 
 
 def test_a_product_regression_fires_the_live_alerts_while_the_canaries_hold(store: ClickHouseStore) -> None:
@@ -103,7 +137,9 @@ def test_a_product_regression_fires_the_live_alerts_while_the_canaries_hold(stor
     segs = [{"app": "support"}]
     before, drop = T0, T0 + 24 * HOUR + timedelta(minutes=30)
     insert(store, stream(before, drop, per_minute=2, segments=segs, score=noisy(0.75, 0.1), judge_id=judge_id))
-    insert(store, stream(drop, drop + HOUR, per_minute=2, segments=segs, score=noisy(0.45, 0.1), seed=2, judge_id=judge_id))
+    insert(
+        store, stream(drop, drop + HOUR, per_minute=2, segments=segs, score=noisy(0.45, 0.1), seed=2, judge_id=judge_id)
+    )
     runner = AlertRunner(store, default_rules(ignore_for=True), [], canary=canary)
     for hours in (22, 23, 24, 25):
         runner.run_once(T0 + hours * HOUR)
@@ -112,6 +148,8 @@ def test_a_product_regression_fires_the_live_alerts_while_the_canaries_hold(stor
     by_rule = {(r.rule.name, r.state.state) for r in report.evaluation.results}
     assert ("relevancy_drop", "firing") in by_rule
     canaries = [r for r in report.evaluation.results if r.rule.name in CANARY_RULES]
-    assert {r.rule.name for r in canaries} == set(CANARY_RULES) and all(r.verdict.sufficient and r.state.state == "inactive" for r in canaries)
+    assert {r.rule.name for r in canaries} == set(CANARY_RULES) and all(
+        r.verdict.sufficient and r.state.state == "inactive" for r in canaries
+    )
     shift = next(r for r in canaries if r.rule.name == "canary_scores_lower").observation
     assert shift.value == pytest.approx(shift.baseline)  # the same judge on the same set: the same figures

@@ -32,7 +32,10 @@ def test_canary_rules_are_per_judge_and_labelled_set_and_take_no_segment_by() ->
         "canary_errors",
     }
     assert {r.key_fields for r in canary} == {("judge_id", "labels")}
-    with pytest.raises(RulesError, match=r"rules\[0\] \(c\): a canary_kappa rule is per judge and labelled set: segment_by must be \[\]"):
+    with pytest.raises(
+        RulesError,
+        match=r"rules\[0\] \(c\): a canary_kappa rule is per judge and labelled set: segment_by must be \[\]",
+    ):
         rules_from("- name: c\n  metric: canary_kappa\n  segment_by: [app]\n  condition: {threshold: 0.3}\n")
 
 
@@ -46,11 +49,20 @@ def test_no_decision_says_what_the_canary_lacks(store: ClickHouseStore) -> None:
     by = {r.rule.name: r for r in ev.results}
     floor, shift, errors = by["canary_agreement_floor"], by["canary_scores_lower"], by["canary_errors"]
     assert describe_shortfalls(floor.verdict.shortfalls, floor.rule) == "window: 27 of 50 judged canary pairs needed"
-    assert describe_shortfalls(shift.verdict.shortfalls[1:], shift.rule) == "baseline: 0 of 200 judged canary pairs needed in the previous 7d"
-    assert errors.verdict.sufficient and errors.state.state == "firing" and errors.observation.value == pytest.approx(80 / 107)
+    assert (
+        describe_shortfalls(shift.verdict.shortfalls[1:], shift.rule)
+        == "baseline: 0 of 200 judged canary pairs needed in the previous 7d"
+    )
+    assert (
+        errors.verdict.sufficient
+        and errors.state.state == "firing"
+        and errors.observation.value == pytest.approx(80 / 107)
+    )
     out = io.StringIO()
     print_check(check_rows(ev), NOW, Console(file=out, width=80))
-    assert max(len(line) for line in out.getvalue().splitlines()) <= 80 and "judged canary pairs" in " ".join(out.getvalue().split())
+    assert max(len(line) for line in out.getvalue().splitlines()) <= 80 and "judged canary pairs" in " ".join(
+        out.getvalue().split()
+    )
 
 
 def test_the_examples_query_lists_the_pairs_that_disagree_most_or_failed(store: ClickHouseStore) -> None:

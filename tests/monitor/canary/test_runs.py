@@ -24,7 +24,9 @@ HOUR = timedelta(hours=1)
 def canary(store: ClickHouseStore, settings: Settings | None = None, *, background: bool = False, **kw: Any) -> Canary:
     """A canary on the shipped golden set with `settings`' judge (lexical by default), judging within the tick."""
     s = settings or load_settings(judge="lexical")
-    cs = CanarySettings(kw.pop("interval", HOUR), kw.pop("labels_file", golden_path()), s.judge_client, s.flow, s.redaction, **kw)
+    cs = CanarySettings(
+        kw.pop("interval", HOUR), kw.pop("labels_file", golden_path()), s.judge_client, s.flow, s.redaction, **kw
+    )
     return Canary(store, cs, background=background)
 
 
@@ -40,7 +42,10 @@ def test_a_run_writes_one_row_per_pair_with_the_lexical_judges_figures(store: Cl
     assert tick.written is not None and tick.started and not tick.failed and tick.next_due == T0 + HOUR
     golden = read_labels(golden_path())
     assert len(golden) == 107
-    rows = stored(store, "pair_id, label, status, run_spearman, run_kappa, run_mean_shift, run_error_rate, run_pairs, cost_usd, run_at")
+    rows = stored(
+        store,
+        "pair_id, label, status, run_spearman, run_kappa, run_mean_shift, run_error_rate, run_pairs, cost_usd, run_at",
+    )
     assert sorted(r[0] for r in rows) == sorted(p.key for p in golden)
     assert {r[1:3] for r in rows} == {(p.label, "ok") for p in golden}
     figures = {r[3:8] for r in rows}
@@ -93,7 +98,9 @@ def test_a_changed_labelled_set_starts_its_own_history(store: ClickHouseStore, t
     smaller.write_text("\n".join(lines) + "\n", encoding="utf-8")
     c = canary(store, labels_file=smaller)
     assert c.labelled.name.startswith("golden_set.jsonl:") and c.tick(T0 + timedelta(minutes=5)).started
-    assert sorted(stored(store, "labels, count()", "1 GROUP BY labels")) == sorted([(c.labelled.name, 106), (canary(store).labelled.name, 107)])
+    assert sorted(stored(store, "labels, count()", "1 GROUP BY labels")) == sorted(
+        [(c.labelled.name, 106), (canary(store).labelled.name, 107)]
+    )
 
 
 def test_in_the_background_a_run_is_written_at_a_later_round_and_never_twice_at_once(store: ClickHouseStore) -> None:
@@ -127,7 +134,9 @@ def test_errors_are_counted_per_pair_and_in_the_run(store: ClickHouseStore, fake
     assert len(fake_messages_api.message_requests) == 107 - empty
 
 
-def test_pairs_still_unscored_at_the_deadline_are_errors(store: ClickHouseStore, fake_messages_api: FakeMessagesAPI) -> None:
+def test_pairs_still_unscored_at_the_deadline_are_errors(
+    store: ClickHouseStore, fake_messages_api: FakeMessagesAPI
+) -> None:
     """With the provider down, every pair that needed a call is an error row at the run's deadline (mostly `deadline: ...`)."""
     fake_messages_api.fail_for(60, overloaded())
     # Every pair gets a slot at once, so the six that need no call are scored however loaded the machine is; the

@@ -54,14 +54,22 @@ def populated(store: ClickHouseStore, tmp_path: Path) -> tuple[ClickHouseStore, 
     """App a drops at T0+24h30m; b is stable. Returns the store and the common flags."""
     segs = [{"app": "a"}, {"app": "b"}]
     insert(store, stream(T0, DROP_AT, per_minute=2, segments=segs, score=noisy(0.75, 0.1)))
-    insert(store, stream(DROP_AT, DROP_AT + timedelta(hours=2), per_minute=2, segments=segs[:1], score=noisy(0.5, 0.1), seed=3))
-    insert(store, stream(DROP_AT, DROP_AT + timedelta(hours=2), per_minute=2, segments=segs[1:], score=noisy(0.75, 0.1), seed=4))
+    insert(
+        store,
+        stream(DROP_AT, DROP_AT + timedelta(hours=2), per_minute=2, segments=segs[:1], score=noisy(0.5, 0.1), seed=3),
+    )
+    insert(
+        store,
+        stream(DROP_AT, DROP_AT + timedelta(hours=2), per_minute=2, segments=segs[1:], score=noisy(0.75, 0.1), seed=4),
+    )
     rules = tmp_path / "rules.yaml"
     rules.write_text(RULES_YAML, encoding="utf-8")
     return store, ["--rules", str(rules), "--clickhouse-url", store.url, "--clickhouse-database", store.database]
 
 
-def test_check_prints_every_segment_and_fails_on_firing_only_when_asked(populated: tuple[ClickHouseStore, list[str]]) -> None:
+def test_check_prints_every_segment_and_fails_on_firing_only_when_asked(
+    populated: tuple[ClickHouseStore, list[str]],
+) -> None:
     """`alerts check` prints every segment, writes no state, and exits 1 only with --fail-on-firing and something firing."""
     store, flags = populated
     at = (DROP_AT + timedelta(minutes=40)).isoformat()
@@ -75,8 +83,14 @@ def test_check_prints_every_segment_and_fails_on_firing_only_when_asked(populate
     assert run_check(ns, out) == 1
     rows = {r["segment"]["app"]: r for r in map(json.loads, out.getvalue().splitlines())}
     assert rows["a"]["state"] == "firing" and rows["b"]["state"] == "inactive"
-    assert rows["a"]["p_value"] < 1e-6 and rows["a"]["n_current"] == 60 and rows["a"]["baseline"] == pytest.approx(0.75, abs=0.03)
-    assert run_check(parse("alerts", "check", *flags, "--at", at, "--json", "--fail-on-firing"), io.StringIO()) == 0  # only pending
+    assert (
+        rows["a"]["p_value"] < 1e-6
+        and rows["a"]["n_current"] == 60
+        and rows["a"]["baseline"] == pytest.approx(0.75, abs=0.03)
+    )
+    assert (
+        run_check(parse("alerts", "check", *flags, "--at", at, "--json", "--fail-on-firing"), io.StringIO()) == 0
+    )  # only pending
     assert StateStore(store).load() == {}  # check writes nothing
 
 
@@ -103,23 +117,44 @@ def test_backtest_reports_the_fire_time_and_touches_no_state(populated: tuple[Cl
     assert ep["segment"] == {"app": "a", "judge_id": "j1"} and ep["rule"] == "relevancy_drop"
     assert ep["fired_at"] == (DROP_AT + timedelta(minutes=25)).isoformat()  # pending at +15m (10% down), + for 10m
     assert ep["delay_s"] == 600 and ep["resolved_at"] is None
-    assert report["rules"] == [{"rule": "relevancy_drop", "fired": 1, "suppressed": 0, "mean_delay_s": 600.0, "still_firing": 1, "errors": 0}]
+    assert report["rules"] == [
+        {"rule": "relevancy_drop", "fired": 1, "suppressed": 0, "mean_delay_s": 600.0, "still_firing": 1, "errors": 0}
+    ]
     table = io.StringIO()
     run_backtest_cmd(
-        parse("alerts", "backtest", *flags, "--since", (T0 + timedelta(hours=24)).isoformat(), "--until", (DROP_AT + timedelta(hours=2)).isoformat()),
+        parse(
+            "alerts",
+            "backtest",
+            *flags,
+            "--since",
+            (T0 + timedelta(hours=24)).isoformat(),
+            "--until",
+            (DROP_AT + timedelta(hours=2)).isoformat(),
+        ),
         table,
     )
     assert "relevancy_drop" in table.getvalue() and "still firing" in table.getvalue()
     assert store.query(f"SELECT count() FROM {store.database}.alert_state").rows[0][0] == 0
 
 
-def test_run_once_notifies_and_keeps_state(store: ClickHouseStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_run_once_notifies_and_keeps_state(
+    store: ClickHouseStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """`alerts run --once` takes the webhook from ALERTS_*, notifies the firing segment and stores its state."""
     now = datetime.now(UTC)  # `run` evaluates at the real time: the data is placed around it
     segs = [{"app": "a"}, {"app": "b"}]
-    insert(store, stream(now - timedelta(hours=25), now - timedelta(minutes=40), per_minute=2, segments=segs, score=noisy(0.75, 0.1)))
-    insert(store, stream(now - timedelta(minutes=40), now, per_minute=2, segments=segs[:1], score=noisy(0.45, 0.1), seed=3))
-    insert(store, stream(now - timedelta(minutes=40), now, per_minute=2, segments=segs[1:], score=noisy(0.75, 0.1), seed=4))
+    insert(
+        store,
+        stream(
+            now - timedelta(hours=25), now - timedelta(minutes=40), per_minute=2, segments=segs, score=noisy(0.75, 0.1)
+        ),
+    )
+    insert(
+        store, stream(now - timedelta(minutes=40), now, per_minute=2, segments=segs[:1], score=noisy(0.45, 0.1), seed=3)
+    )
+    insert(
+        store, stream(now - timedelta(minutes=40), now, per_minute=2, segments=segs[1:], score=noisy(0.75, 0.1), seed=4)
+    )
     rules = tmp_path / "rules.yaml"
     rules.write_text(RULES_YAML.replace("for: 10m", "for: 0s"), encoding="utf-8")
     flags = ["--rules", str(rules), "--clickhouse-url", store.url, "--clickhouse-database", store.database]
@@ -157,7 +192,10 @@ def test_the_round_summary_names_each_notifier_and_its_failures() -> None:
     )
     lines = round_summary(report, "r1", ["webhook", "alertmanager"])
     assert lines[0] == "alerts run at 2026-11-30T12:00:00+00:00 (replica r1)"
-    assert lines[-1] == "notifications: webhook 2 sent; alertmanager 0 sent, 1 failed (POST http://am:9093/... failed: HTTP 503); state rows saved: 3"
+    assert (
+        lines[-1]
+        == "notifications: webhook 2 sent; alertmanager 0 sent, 1 failed (POST http://am:9093/... failed: HTTP 503); state rows saved: 3"
+    )
     assert round_summary(RoundReport(False), "r2", ["webhook"])[1].startswith("not the leader")
 
 
@@ -167,11 +205,20 @@ NOW = T0 + timedelta(hours=12, minutes=30)
 @pytest.fixture
 def fresh(store: ClickHouseStore) -> tuple[ClickHouseStore, list[str]]:
     """A store whose only rows are from the last minute and a half before NOW, and the flags for the default rules."""
-    insert(store, [make_row(NOW - timedelta(seconds=100 - 10 * k), app=app) for k in range(10) for app in ("support-bot", "travel-agent")])
+    insert(
+        store,
+        [
+            make_row(NOW - timedelta(seconds=100 - 10 * k), app=app)
+            for k in range(10)
+            for app in ("support-bot", "travel-agent")
+        ],
+    )
     return store, ["--clickhouse-url", store.url, "--clickhouse-database", store.database, "--at", NOW.isoformat()]
 
 
-def test_check_lists_every_rule_and_says_why_nothing_was_decided(fresh: tuple[ClickHouseStore, list[str]], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_check_lists_every_rule_and_says_why_nothing_was_decided(
+    fresh: tuple[ClickHouseStore, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """On minutes-old data `check --json` has an object for every rule: its segments, or one saying which window was empty and why."""
     monkeypatch.delenv("ALERTS_RULES", raising=False)
     _, flags = fresh
@@ -183,10 +230,17 @@ def test_check_lists_every_rule_and_says_why_nothing_was_decided(fresh: tuple[Cl
     by_rule = {r["rule"]: r for r in rows}
     # The detector sums every minute up to now: it sees the rows, and says it has no baseline to judge them by.
     drop = by_rule["relevancy_drop"]
-    assert drop["segment"] is not None and not drop["sufficient"] and drop["no_decision"][0]["gap"] == "few_baseline_events"
+    assert (
+        drop["segment"] is not None
+        and not drop["sufficient"]
+        and drop["no_decision"][0]["gap"] == "few_baseline_events"
+    )
     floor = by_rule["relevancy_floor"]
     assert floor["segment"] is None and not floor["sufficient"]
-    assert floor["reason"] == "no judged rows between 11:58 and 12:28 (the window ends `offset` 2m before now; newest row 12:29)"
+    assert (
+        floor["reason"]
+        == "no judged rows between 11:58 and 12:28 (the window ends `offset` 2m before now; newest row 12:29)"
+    )
     assert floor["no_decision"] == [{"gap": "no_rows", "newest": (NOW - timedelta(seconds=10)).isoformat()}]
     assert by_rule["upstream_silent"]["no_decision"][0]["gap"] == "traffic_empty"
     silent = by_rule["stream_silent"]
@@ -194,7 +248,9 @@ def test_check_lists_every_rule_and_says_why_nothing_was_decided(fresh: tuple[Cl
     assert all(r["reason"] for r in rows if not r["sufficient"])
 
 
-def test_the_check_table_fits_80_columns_or_points_at_json(fresh: tuple[ClickHouseStore, list[str]], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_check_table_fits_80_columns_or_points_at_json(
+    fresh: tuple[ClickHouseStore, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The check table wraps to 80 columns with every rule and its reason, and a console too narrow for it gets one line naming --json."""
     monkeypatch.delenv("ALERTS_RULES", raising=False)
     monkeypatch.delenv("COLUMNS", raising=False)
@@ -217,7 +273,9 @@ def test_backtest_shows_progress_on_stderr_and_keeps_stdout_clean(populated: tup
     _, flags = populated
     span = ["--since", (T0 + timedelta(hours=24)).isoformat(), "--until", (DROP_AT + timedelta(hours=2)).isoformat()]
     err, out = io.StringIO(), io.StringIO()
-    run_backtest_cmd(parse("alerts", "backtest", *flags, *span, "--json"), out, Console(file=err, force_terminal=True, width=80))
+    run_backtest_cmd(
+        parse("alerts", "backtest", *flags, *span, "--json"), out, Console(file=err, force_terminal=True, width=80)
+    )
     assert json.loads(out.getvalue())["evaluations"] == 30
     assert "evaluating" in err.getvalue() and "30/30" in err.getvalue() and "reading history" in err.getvalue()
     table = io.StringIO()
@@ -249,7 +307,9 @@ def test_bad_input_is_a_one_line_error(populated: tuple[ClickHouseStore, list[st
     _, flags = populated
     bad = tmp_path / "bad.yaml"
     bad.write_text(RULES_YAML.replace("for: 10m", "for: ten minutes"), encoding="utf-8")
-    with pytest.raises(RulesError, match=r"bad.yaml: rules\[0\] \(relevancy_drop\).for: 'ten minutes' is not a duration"):
+    with pytest.raises(
+        RulesError, match=r"bad.yaml: rules\[0\] \(relevancy_drop\).for: 'ten minutes' is not a duration"
+    ):
         run_check(parse("alerts", "check", *flags, "--rules", str(bad)), io.StringIO())
     with pytest.raises(UsageError, match="--since: 'yesterday' is neither ISO 8601"):
         run_backtest_cmd(parse("alerts", "backtest", *flags, "--since", "yesterday"), io.StringIO())
@@ -290,9 +350,15 @@ def test_subprocess_check_on_a_fresh_store_and_a_bad_rules_file(tmp_path: Path) 
     # Empty store: every rule is listed and none decided anything; nothing reads as firing or fine.
     assert [r["rule"] for r in rows] == [r.name for r in load_rules().rules]
     assert not any(r["sufficient"] for r in rows) and {r["state"] for r in rows} == {"inactive"}
-    scores = [r for r in rows if r["metric"] not in ("no_data", "coverage", "scoring_lag_p90") and not r["metric"].startswith("canary_")]
+    scores = [
+        r
+        for r in rows
+        if r["metric"] not in ("no_data", "coverage", "scoring_lag_p90") and not r["metric"].startswith("canary_")
+    ]
     assert {r["reason"] for r in scores} == {"no judged rows in the store yet"}
-    assert {r["reason"].split(" (")[0] for r in rows if r["metric"].startswith("canary_")} == {"no canary run in the store yet"}
+    assert {r["reason"].split(" (")[0] for r in rows if r["metric"].startswith("canary_")} == {
+        "no canary run in the store yet"
+    }
     (tmp_path / "r.yaml").write_text("rules:\n  - name: x\n    metric: mean_score\n", encoding="utf-8")
     done = run("alerts", "check", "--rules", str(tmp_path / "r.yaml"))
     assert done.returncode == 2
@@ -303,10 +369,20 @@ def test_subprocess_check_on_a_fresh_store_and_a_bad_rules_file(tmp_path: Path) 
 def test_run_logs_one_structured_line_per_round(tmp_path: Path) -> None:
     """`alerts run` logs one JSON line per round with the counts of rules, segments and states and what each notifier was given."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MONITOR_", "ALERTS_"))}
-    env.update(MONITOR_CLICKHOUSE_URL=f"chdb://{tmp_path / 'chdb'}", MONITOR_LOG_FORMAT="json", ALERTS_WEBHOOK_URL="http://127.0.0.1:9/hook")
-    assert subprocess.run([sys.executable, "-c", _MAIN, "migrate"], env=env, capture_output=True, timeout=120).returncode == 0
+    env.update(
+        MONITOR_CLICKHOUSE_URL=f"chdb://{tmp_path / 'chdb'}",
+        MONITOR_LOG_FORMAT="json",
+        ALERTS_WEBHOOK_URL="http://127.0.0.1:9/hook",
+    )
+    assert (
+        subprocess.run([sys.executable, "-c", _MAIN, "migrate"], env=env, capture_output=True, timeout=120).returncode
+        == 0
+    )
     proc = subprocess.Popen(
-        [sys.executable, "-c", _MAIN, "alerts", "run", "--no-lease", "--interval", "1s"], env=env, stderr=subprocess.PIPE, text=True
+        [sys.executable, "-c", _MAIN, "alerts", "run", "--no-lease", "--interval", "1s"],
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     rounds = []
     try:
@@ -321,8 +397,18 @@ def test_run_logs_one_structured_line_per_round(tmp_path: Path) -> None:
         proc.terminate()
         proc.wait(timeout=30)
     first = rounds[0]
-    assert first["rules"] == len(load_rules().rules) and first["segments"] == 1 and first["empty_rules"] == len(load_rules().rules) - 1
-    assert (first["firing"], first["pending"], first["resolved"], first["no_decision"], first["rule_errors"]) == (0, 0, 0, 1, 0)
+    assert (
+        first["rules"] == len(load_rules().rules)
+        and first["segments"] == 1
+        and first["empty_rules"] == len(load_rules().rules) - 1
+    )
+    assert (first["firing"], first["pending"], first["resolved"], first["no_decision"], first["rule_errors"]) == (
+        0,
+        0,
+        0,
+        1,
+        0,
+    )
     assert first["notifications"] == {"webhook": {"sent": 0, "failed": 0}} and first["level"] == "info"
 
 
@@ -344,9 +430,18 @@ def test_a_detector_page_is_accepted_from_the_command_line(store: ClickHouseStor
     and `alerts accept` resolves the page with the new level, recording who; the next round does not page again."""
     now = datetime.now(UTC)  # `run` and `accept` work at the real time: the data is placed around it
     segs = [{"app": "a"}, {"app": "b"}]
-    insert(store, stream(now - timedelta(hours=25), now - timedelta(minutes=40), per_minute=2, segments=segs, score=noisy(0.75, 0.1)))
-    insert(store, stream(now - timedelta(minutes=40), now, per_minute=2, segments=segs[:1], score=noisy(0.45, 0.1), seed=3))
-    insert(store, stream(now - timedelta(minutes=40), now, per_minute=2, segments=segs[1:], score=noisy(0.75, 0.1), seed=4))
+    insert(
+        store,
+        stream(
+            now - timedelta(hours=25), now - timedelta(minutes=40), per_minute=2, segments=segs, score=noisy(0.75, 0.1)
+        ),
+    )
+    insert(
+        store, stream(now - timedelta(minutes=40), now, per_minute=2, segments=segs[:1], score=noisy(0.45, 0.1), seed=3)
+    )
+    insert(
+        store, stream(now - timedelta(minutes=40), now, per_minute=2, segments=segs[1:], score=noisy(0.75, 0.1), seed=4)
+    )
     rules = tmp_path / "rules.yaml"
     rules.write_text(DETECTOR_YAML, encoding="utf-8")
     flags = ["--rules", str(rules), "--clickhouse-url", store.url, "--clickhouse-database", store.database]

@@ -52,7 +52,9 @@ def row(event_id: str, judge_id: str, score: float | None, minute: int, status: 
         statements=statements if status == "ok" else (),
         verdicts=verdicts if status == "ok" else (),
     )
-    return base.model_copy(update={"question": f"When did order {event_id} ship?\nPlease answer.", "app": "support-bot"})
+    return base.model_copy(
+        update={"question": f"When did order {event_id} ship?\nPlease answer.", "app": "support-bot"}
+    )
 
 
 @pytest.fixture
@@ -80,18 +82,27 @@ def _read_only_client(url: str, **options: Any) -> Client:
     return clickhouse_connect.get_client(dsn=url, **{**options, "settings": {"readonly": 1}})
 
 
-def test_compare_reports_hand_checkable_agreement_between_two_judges(two_judges: ClickHouseStore, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_compare_reports_hand_checkable_agreement_between_two_judges(
+    two_judges: ClickHouseStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """On the five shared events (both ok): ρ 0.7, mean b − a 0.146 with its t interval, MAE 0.306, the low/high
     table and the disagreements largest first with both verdict lists, read through a read-only session."""
     monkeypatch.setattr(store_module, "open_client", _read_only_client)  # any DDL or write would fail
     out = io.StringIO()
     assert run_compare(parse(*flags(two_judges), *SPAN, "--json"), out) == 0
     doc = json.loads(out.getvalue())
-    assert (doc["judge_a"]["judge_id"], doc["judge_a"]["rows"], doc["judge_b"]["judge_id"], doc["judge_b"]["ok_rows"]) == (A, 7, B, 5)
+    assert (
+        doc["judge_a"]["judge_id"],
+        doc["judge_a"]["rows"],
+        doc["judge_b"]["judge_id"],
+        doc["judge_b"]["ok_rows"],
+    ) == (A, 7, B, 5)
     assert doc["shared_events"] == 5
     assert doc["spearman_rho"]["value"] == pytest.approx(0.7)
     diff = doc["mean_difference_b_minus_a"]
-    assert diff["value"] == pytest.approx(0.146) and diff["ci"] == pytest.approx([-0.2453, 0.5373], abs=1e-3)  # ± t(.975, 4)·s/√5
+    assert diff["value"] == pytest.approx(0.146) and diff["ci"] == pytest.approx(
+        [-0.2453, 0.5373], abs=1e-3
+    )  # ± t(.975, 4)·s/√5
     assert doc["mean_absolute_difference"]["value"] == pytest.approx(0.306)
     assert {k: v for k, v in doc["confusion"].items() if k != "low_below"} == {
         "a_low_b_low": 1,
@@ -132,17 +143,28 @@ def test_compare_reports_hand_checkable_agreement_between_two_judges(two_judges:
 def test_a_replay_with_a_new_judge_is_compared_with_the_live_judge(store: ClickHouseStore) -> None:
     """Judge b's rows written by `relevancy-monitor replay` (replay_run set) are compared with judge a's live rows of the
     same events, exactly as two live judges are: same shared events, ρ and verdicts."""
-    rows = [r for i, (e, a, b) in enumerate(SHARED) for r in (row(e, A, a, i), row(e, B, b, i).model_copy(update={"replay_run": "run-1"}))]
+    rows = [
+        r
+        for i, (e, a, b) in enumerate(SHARED)
+        for r in (row(e, A, a, i), row(e, B, b, i).model_copy(update={"replay_run": "run-1"}))
+    ]
     insert(store, rows)
     out = io.StringIO()
     assert run_compare(parse(*flags(store), *SPAN, "--json"), out) == 0
     doc = json.loads(out.getvalue())
-    assert (doc["judge_a"]["judge_id"], doc["judge_b"]["judge_id"], doc["judge_b"]["rows"], doc["shared_events"]) == (A, B, 5, 5)
+    assert (doc["judge_a"]["judge_id"], doc["judge_b"]["judge_id"], doc["judge_b"]["rows"], doc["shared_events"]) == (
+        A,
+        B,
+        5,
+        5,
+    )
     assert doc["spearman_rho"]["value"] == pytest.approx(0.7)
     assert doc["disagreements"][0]["verdicts_b"] == ["yes", "yes"]
 
 
-def test_the_default_judges_are_the_only_two_in_the_range(two_judges: ClickHouseStore, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_default_judges_are_the_only_two_in_the_range(
+    two_judges: ClickHouseStore, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Two judges in the range are taken as a (more rows) and b, or one is named and the other taken; a third
     judge makes the command list the judges with their rows and stop with one line asking to choose."""
     for given in ([], ["--judge-b", B], ["--judge-a", B]):
@@ -155,15 +177,24 @@ def test_the_default_judges_are_the_only_two_in_the_range(two_judges: ClickHouse
     listing = io.StringIO()
     with pytest.raises(UsageError) as info:
         run_compare(parse(*flags(two_judges), *SPAN), listing, width=80)
-    assert str(info.value).startswith("3 judge(s) have rows between ") and str(info.value).endswith("choose two with --judge-a and --judge-b")
+    assert str(info.value).startswith("3 judge(s) have rows between ") and str(info.value).endswith(
+        "choose two with --judge-a and --judge-b"
+    )
     shown = listing.getvalue()
     assert all(j in shown for j in (A, B, "rubric-cccccccccccc")) and "3 row(s)" in shown
     as_json = io.StringIO()
     with pytest.raises(UsageError):
         run_compare(parse(*flags(two_judges), *SPAN, "--json"), as_json)
-    assert [(j["judge_id"], j["rows"]) for j in json.loads(as_json.getvalue())["judges"]] == [(A, 7), (B, 6), ("rubric-cccccccccccc", 1)]
+    assert [(j["judge_id"], j["rows"]) for j in json.loads(as_json.getvalue())["judges"]] == [
+        (A, 7),
+        (B, 6),
+        ("rubric-cccccccccccc", 1),
+    ]
     out = io.StringIO()
-    assert run_compare(parse(*flags(two_judges), *SPAN, "--json", "--judge-a", A, "--judge-b", "rubric-cccccccccccc"), out) == 0
+    assert (
+        run_compare(parse(*flags(two_judges), *SPAN, "--json", "--judge-a", A, "--judge-b", "rubric-cccccccccccc"), out)
+        == 0
+    )
     assert json.loads(out.getvalue())["shared_events"] == 1
     with pytest.raises(UsageError, match=r"^no judge has rows between .*: widen --since/--until$"):
         run_compare(parse(*flags(two_judges), "--since", "2020-01-01", "--until", "2020-01-02"), io.StringIO())
@@ -189,9 +220,15 @@ def wired_main(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     ("argv", "message"),
     [
         (["--since", "yesterday"], "--since: 'yesterday' is neither ISO 8601"),
-        (["--since", "2026-11-03", "--until", "2026-11-02"], "--since (2026-11-03T00:00:00+00:00) must be before --until"),
+        (
+            ["--since", "2026-11-03", "--until", "2026-11-02"],
+            "--since (2026-11-03T00:00:00+00:00) must be before --until",
+        ),
         (["--judge-a", A, "--judge-b", A], f"--judge-a and --judge-b are both {A}: name two judges"),
-        ([*SPAN, "--judge-b", "nope-1"], "--judge-b: judge nope-1 has no rows between 2026-11-01 23:00:00 UTC and 2026-11-02 02:00:00 UTC"),
+        (
+            [*SPAN, "--judge-b", "nope-1"],
+            "--judge-b: judge nope-1 has no rows between 2026-11-01 23:00:00 UTC and 2026-11-02 02:00:00 UTC",
+        ),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(
@@ -203,9 +240,14 @@ def test_bad_input_is_one_line_and_exit_2(
     assert err.count("\n") == 1 and err.startswith(f"relevancy-monitor: error: {message}"), err
 
 
-def test_a_missing_table_is_one_line_and_creates_nothing(store: ClickHouseStore, wired_main: None, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_missing_table_is_one_line_and_creates_nothing(
+    store: ClickHouseStore, wired_main: None, capsys: pytest.CaptureFixture[str]
+) -> None:
     """On a database without the scores table, `compare` exits 1 with one line saying to migrate, like the other read paths."""
-    assert cli_main.main(["compare", "--clickhouse-url", store.url, "--clickhouse-database", f"{store.database}_missing"]) == 1
+    assert (
+        cli_main.main(["compare", "--clickhouse-url", store.url, "--clickhouse-database", f"{store.database}_missing"])
+        == 1
+    )
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{store.database}_missing.relevancy_scores not found" in err, err
 
@@ -213,10 +255,23 @@ def test_a_missing_table_is_one_line_and_creates_nothing(store: ClickHouseStore,
 def test_agreement_is_undefined_rather_than_made_up_on_degenerate_input() -> None:
     """No shared events, one event, or a judge giving one score throughout: the statistics say why they are undefined."""
     empty = compare([])
-    assert (empty.n, empty.spearman.value, empty.mean_difference.value, empty.mae.value, empty.disagreements) == (0, None, None, None, ())
+    assert (empty.n, empty.spearman.value, empty.mean_difference.value, empty.mae.value, empty.disagreements) == (
+        0,
+        None,
+        None,
+        None,
+        (),
+    )
     one = compare([SharedEvent("a", "e1", 0.2, 0.6)])
-    assert one.mean_difference.value == pytest.approx(0.4) and one.mean_difference.ci is None and one.mean_difference.undefined
+    assert (
+        one.mean_difference.value == pytest.approx(0.4)
+        and one.mean_difference.ci is None
+        and one.mean_difference.undefined
+    )
     flat = compare([SharedEvent("a", f"e{i}", 0.5, s) for i, s in enumerate((0.1, 0.5, 0.9))])
     assert flat.spearman.value is None and "all judge a's scores are equal" in (flat.spearman.undefined or "")
-    assert [e.event_id for e in flat.disagreements] == ["e0", "e2"]  # exact agreement is no disagreement; ties keep input order
+    assert [e.event_id for e in flat.disagreements] == [
+        "e0",
+        "e2",
+    ]  # exact agreement is no disagreement; ties keep input order
     assert flat.confusion.a_high_b_low == 1 and flat.confusion.a_high_b_high == 2

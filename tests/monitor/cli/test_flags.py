@@ -46,7 +46,9 @@ def test_sql_reads_every_store_setting_from_the_environment(monkeypatch: pytest.
         ca,
         False,
     )
-    s = settings_from_args(build_parser().parse_args(["sql", "--clickhouse-table", "other", "--clickhouse-verify", "SELECT 1"])).store
+    s = settings_from_args(
+        build_parser().parse_args(["sql", "--clickhouse-table", "other", "--clickhouse-verify", "SELECT 1"])
+    ).store
     assert (s.table, s.verify, s.user) == ("other", True, "reader")  # flags win, the rest still from the env
 
 
@@ -62,19 +64,42 @@ def _capture_produce(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     return seen
 
 
-def test_produce_defaults_to_the_monitors_kafka_settings(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_produce_defaults_to_the_monitors_kafka_settings(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """`produce` sends where `run` reads: MONITOR_KAFKA_BOOTSTRAP_SERVERS and the first of MONITOR_KAFKA_TOPICS."""
     seen = _capture_produce(monkeypatch)
     monkeypatch.setenv("MONITOR_KAFKA_BOOTSTRAP_SERVERS", "kafka-1:9092,kafka-2:9092")
     monkeypatch.setenv("MONITOR_KAFKA_TOPICS", "assistant.conversations,other")
     assert main(["produce", "--generate", "3"]) == 0
-    assert (seen["bootstrap"], seen["topic"], seen["count"]) == ("kafka-1:9092,kafka-2:9092", "assistant.conversations", 3)
+    assert (seen["bootstrap"], seen["topic"], seen["count"]) == (
+        "kafka-1:9092,kafka-2:9092",
+        "assistant.conversations",
+        3,
+    )
     assert capsys.readouterr().err == "produced 3 record(s) to assistant.conversations at kafka-1:9092,kafka-2:9092\n"
-    assert main(["produce", "--generate", "1", "--kafka-bootstrap-servers", "k:1", "--kafka-topic", "t", "--kafka-connect-timeout-s", "5"]) == 0
+    assert (
+        main(
+            [
+                "produce",
+                "--generate",
+                "1",
+                "--kafka-bootstrap-servers",
+                "k:1",
+                "--kafka-topic",
+                "t",
+                "--kafka-connect-timeout-s",
+                "5",
+            ]
+        )
+        == 0
+    )
     assert (seen["bootstrap"], seen["topic"], seen["kafka"].connect_timeout_s) == ("k:1", "t", 5.0)
 
 
-def test_former_spellings_still_work_and_name_the_new_flag(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_former_spellings_still_work_and_name_the_new_flag(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """--bootstrap-servers, --topic (produce), --model and --json (judge) still work, each with one stderr line
     naming the flag that replaced it."""
     seen = _capture_produce(monkeypatch)
@@ -90,7 +115,9 @@ def test_former_spellings_still_work_and_name_the_new_flag(monkeypatch: pytest.M
     assert capsys.readouterr().err.count("\n") == 2
 
 
-@pytest.mark.parametrize("argv", [["sql", "--file", "/nonexistent/q.sql"], ["produce", "--file", "/nonexistent/events.jsonl"]])
+@pytest.mark.parametrize(
+    "argv", [["sql", "--file", "/nonexistent/q.sql"], ["produce", "--file", "/nonexistent/events.jsonl"]]
+)
 def test_an_unreadable_file_is_a_one_line_usage_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     """`sql --file` and `produce --file` on a missing file exit 2 with one line naming it, no traceback."""
     assert main(argv) == 2

@@ -43,20 +43,37 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "monitor.cli.main", *args], env=_env(), cwd=cwd, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "monitor.cli.main", *args],
+        env=_env(),
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 @pytest.fixture
 def seeded(tmp_path: Path) -> str:
     """The URL of an embedded store in its own directory holding alice's 4 rows and bob's 2."""
     url = f"chdb://{tmp_path / 'store'}"
-    done = subprocess.run([sys.executable, "-c", _SEED, url], env=_env(), cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", _SEED, url], env=_env(), cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     return url
 
 
 def _conversations(url: str, cwd: Path) -> list[str]:
-    done = _cli("sql", "--clickhouse-url", url, "--format", "csv", "SELECT conversation_id FROM {table} ORDER BY conversation_id", cwd=cwd)
+    done = _cli(
+        "sql",
+        "--clickhouse-url",
+        url,
+        "--format",
+        "csv",
+        "SELECT conversation_id FROM {table} ORDER BY conversation_id",
+        cwd=cwd,
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout.splitlines()[1:]
 
@@ -64,27 +81,55 @@ def _conversations(url: str, cwd: Path) -> list[str]:
 def test_forget_prints_one_line_per_table_and_a_total(seeded: str, tmp_path: Path) -> None:
     """Forgetting alice and event b1 deletes all 6 rows, records the 3 ids' hashes, prints the scores table's line, the
     aggregate tables' lines (nothing deleted), the hashes' line and the total, and exits 0."""
-    done = _cli("forget", "--clickhouse-url", seeded, "--conversation-id", "alice", "--event-id", "b1", "--event-id", "nope", cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    lines = done.stdout.splitlines()
-    assert lines[0] == "relevancy.relevancy_scores: 6 row(s) deleted (1 of 1 conversation id(s) found, 1 of 2 event id(s) found)"
-    assert lines[1:4] == [
-        f"relevancy.{t}: 0 rows deleted (aggregates only: no ids or text)" for t in ("traffic_counts", "relevancy_rollup_1m", "relevancy_rollup_1h")
-    ]
-    assert lines[4] == "relevancy.erased_ids: 3 id hash(es) recorded (a replay skips those ids)"
-    assert len(lines) == 6 and lines[5].startswith("total: 6 row(s) deleted from 1 scores table(s) of relevancy ("), lines
-    assert _conversations(seeded, tmp_path) == []
     done = _cli(
-        "sql", "--clickhouse-url", seeded, "--format", "csv", "SELECT kind, toString(id_sha256) FROM relevancy.erased_ids ORDER BY ALL", cwd=tmp_path
+        "forget",
+        "--clickhouse-url",
+        seeded,
+        "--conversation-id",
+        "alice",
+        "--event-id",
+        "b1",
+        "--event-id",
+        "nope",
+        cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr
-    hashed = [f"conversation,{hashlib.sha256(b'alice').hexdigest()}", *sorted(f"event,{hashlib.sha256(i).hexdigest()}" for i in (b"b1", b"nope"))]
+    lines = done.stdout.splitlines()
+    assert (
+        lines[0]
+        == "relevancy.relevancy_scores: 6 row(s) deleted (1 of 1 conversation id(s) found, 1 of 2 event id(s) found)"
+    )
+    assert lines[1:4] == [
+        f"relevancy.{t}: 0 rows deleted (aggregates only: no ids or text)"
+        for t in ("traffic_counts", "relevancy_rollup_1m", "relevancy_rollup_1h")
+    ]
+    assert lines[4] == "relevancy.erased_ids: 3 id hash(es) recorded (a replay skips those ids)"
+    assert len(lines) == 6 and lines[5].startswith("total: 6 row(s) deleted from 1 scores table(s) of relevancy ("), (
+        lines
+    )
+    assert _conversations(seeded, tmp_path) == []
+    done = _cli(
+        "sql",
+        "--clickhouse-url",
+        seeded,
+        "--format",
+        "csv",
+        "SELECT kind, toString(id_sha256) FROM relevancy.erased_ids ORDER BY ALL",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    hashed = [
+        f"conversation,{hashlib.sha256(b'alice').hexdigest()}",
+        *sorted(f"event,{hashlib.sha256(i).hexdigest()}" for i in (b"b1", b"nope")),
+    ]
     assert done.stdout.splitlines()[1:] == hashed
 
 
 def test_forget_json_is_an_audit_record_and_a_dry_run_deletes_nothing(seeded: str, tmp_path: Path) -> None:
     """--format json --dry-run prints the time, the ids and the counts, and leaves every row in place."""
-    done = _cli("forget", "--clickhouse-url", seeded, "--conversation-id", "bob", "--dry-run", "--format", "json", cwd=tmp_path)
+    done = _cli(
+        "forget", "--clickhouse-url", seeded, "--conversation-id", "bob", "--dry-run", "--format", "json", cwd=tmp_path
+    )
     assert done.returncode == 0, done.stderr
     record = json.loads(done.stdout)
     assert datetime.fromisoformat(record["at"]).tzinfo is not None
@@ -113,5 +158,7 @@ def test_forget_on_a_missing_store_is_one_line_and_creates_nothing(tmp_path: Pat
     """A store that does not exist: exit 1, one line naming it and how to create it; no directory is left."""
     done = _cli("forget", "--clickhouse-url", f"chdb://{tmp_path / 'store'}", "--event-id", "e1", cwd=tmp_path)
     assert done.returncode == 1
-    assert done.stderr.count("\n") == 1 and done.stderr.startswith(f"relevancy-monitor: error: no embedded ClickHouse store at {tmp_path / 'store'}")
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith(
+        f"relevancy-monitor: error: no embedded ClickHouse store at {tmp_path / 'store'}"
+    )
     assert list(tmp_path.iterdir()) == []

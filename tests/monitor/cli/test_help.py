@@ -48,7 +48,9 @@ def test_every_option_has_a_description_and_a_default(command: str, monkeypatch:
             continue
         switch = action.nargs == 0 or isinstance(action, argparse.BooleanOptionalAction)
         says = "default" in action.help or "required" in action.help
-        assert switch or says, f"{command} {action.option_strings[0]}: neither a default nor 'required' in {action.help!r}"
+        assert switch or says, (
+            f"{command} {action.option_strings[0]}: neither a default nor 'required' in {action.help!r}"
+        )
     text = help_text(command, monkeypatch)
     assert "default: None" not in text and "default None" not in text
 
@@ -71,7 +73,11 @@ def test_run_has_a_flag_for_every_setting_but_the_env_only_ones(monkeypatch: pyt
     for name, field in Settings.model_fields.items():
         assert (name in dests) is not env_only(name, field), name
     text = help_text("run", monkeypatch)
-    assert "--anthropic-api-key" not in text and "--clickhouse-password" not in text and "--kafka-sasl-password" not in text
+    assert (
+        "--anthropic-api-key" not in text
+        and "--clickhouse-password" not in text
+        and "--kafka-sasl-password" not in text
+    )
     assert "Kafka (each flag" in text and "Judge (each flag" in text
     assert "[env MONITOR_SAMPLE_RATE; default: 1.0]" in " ".join(text.split())
 
@@ -108,5 +114,10 @@ def test_no_option_names_a_setting_differently(monkeypatch: pytest.MonkeyPatch) 
             if action.dest in Settings.model_fields:
                 assert "--" + action.dest.replace("_", "-") in action.option_strings, (command, action.option_strings)
     assert run_flags["--kafka-bootstrap-servers"] == "kafka_bootstrap_servers"
-    for command, old in (("produce", "--bootstrap-servers"), ("produce", "--topic"), ("judge", "--model"), ("judge", "--json")):
+    for command, old in (
+        ("produce", "--bootstrap-servers"),
+        ("produce", "--topic"),
+        ("judge", "--model"),
+        ("judge", "--json"),
+    ):
         assert old not in help_text(command, monkeypatch), (command, old)  # former spellings are hidden

@@ -31,14 +31,26 @@ def test_the_wheel_has_the_sql_files_and_the_build_no_packaging_warning(tmp_path
     about packages (once: "Package 'schemas.sql' is absent from the `packages` configuration")."""
     src = _source_copy(tmp_path)
     done = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--verbose", "--wheel-dir", str(tmp_path / "dist"), str(src)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--verbose",
+            "--wheel-dir",
+            str(tmp_path / "dist"),
+            str(src),
+        ],
         capture_output=True,
         text=True,
         timeout=600,
     )
     log = done.stdout + done.stderr
     assert done.returncode == 0, log[-3000:]
-    warnings = [line for line in log.splitlines() if "warning" in line.lower() and not any(u in line for u in _UNRELATED)]
+    warnings = [
+        line for line in log.splitlines() if "warning" in line.lower() and not any(u in line for u in _UNRELATED)
+    ]
     assert warnings == [], "\n".join(warnings)
     [wheel] = (tmp_path / "dist").glob("relevancy_monitor-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
@@ -46,4 +58,6 @@ def test_the_wheel_has_the_sql_files_and_the_build_no_packaging_warning(tmp_path
     assert sql and sql <= names, sorted(sql - names)
     assert {"monitor/alerts/default_rules.yaml", "schemas/py.typed", "consumers/py.typed", "monitor/py.typed"} <= names
     assert "schemas/sql/expected_schema.json" in names  # what `migrate` compares a store with
-    assert not any(n.startswith("schemas/sql/") and not n.endswith((".sql", "expected_schema.json")) for n in names)  # data, not a package
+    assert not any(
+        n.startswith("schemas/sql/") and not n.endswith((".sql", "expected_schema.json")) for n in names
+    )  # data, not a package

@@ -124,11 +124,15 @@ def test_file_of_pairs_with_both_key_spellings_and_a_bad_line(api_env: FakeMessa
     assert len(api_env.message_requests) == 2
 
 
-def test_judge_failure_is_reported_for_that_pair_and_exits_1(api_env: FakeMessagesAPI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_judge_failure_is_reported_for_that_pair_and_exits_1(
+    api_env: FakeMessagesAPI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A pair whose judge fails is reported on stdout and stderr while the next pair scores; exits 1."""
     api_env.script(Reply("not json"), Reply("not json"))  # pair 1 fails with judge_max_retries=1, pair 2 is fine
     pairs = tmp_path / "pairs.jsonl"
-    pairs.write_text("\n".join(json.dumps({"question": QUESTION, "answer": a}) for a in (PADDED, TIGHT)), encoding="utf-8")
+    pairs.write_text(
+        "\n".join(json.dumps({"question": QUESTION, "answer": a}) for a in (PADDED, TIGHT)), encoding="utf-8"
+    )
     monkeypatch.setenv("MONITOR_JUDGE_MAX_RETRIES", "1")
     monkeypatch.setenv("MONITOR_JUDGE_CONCURRENCY", "1")
     code, out, err = run("--judge", "rubric", "--file", str(pairs))
@@ -138,7 +142,9 @@ def test_judge_failure_is_reported_for_that_pair_and_exits_1(api_env: FakeMessag
     assert "1.000" in out  # the second pair still scored
 
 
-def test_a_transient_overload_is_ridden_out_by_the_services_guards(api_env: FakeMessagesAPI, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_transient_overload_is_ridden_out_by_the_services_guards(
+    api_env: FakeMessagesAPI, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """`judge` goes through the same guards as the service: an overload past the client's retries is judged again."""
     api_env.script(overloaded())  # then the default brain answers
     monkeypatch.setenv("MONITOR_JUDGE_MAX_RETRIES", "0")  # the client gives up at once: only the guard retries
@@ -227,7 +233,9 @@ def test_subprocess_json_stays_clean_while_retries_are_logged_to_stderr(fake_mes
 def test_subprocess_failure_exits_1_with_a_clear_error(fake_messages_api: FakeMessagesAPI) -> None:
     """A subprocess whose judge stays overloaded exits 1 naming the pair and reason, without a traceback."""
     fake_messages_api.always(overloaded())
-    proc = _subprocess(fake_messages_api, "--judge", "rubric", "-q", QUESTION, "-a", TIGHT, MONITOR_JUDGE_MAX_RETRIES="0")
+    proc = _subprocess(
+        fake_messages_api, "--judge", "rubric", "-q", QUESTION, "-a", TIGHT, MONITOR_JUDGE_MAX_RETRIES="0"
+    )
     assert proc.returncode == 1
     assert "pair 1: unavailable: overloaded" in proc.stderr
     assert "Traceback" not in proc.stderr

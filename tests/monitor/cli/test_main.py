@@ -12,7 +12,9 @@ from tests.conftest import EXAMPLES
 from tests.harness import CLI, cli, committed_offsets, monitor_env, wait_for
 
 
-async def test_run_scores_events_from_another_process_and_sql_shows_them(broker: LocalBroker, topic: str, tmp_path: Path) -> None:
+async def test_run_scores_events_from_another_process_and_sql_shows_them(
+    broker: LocalBroker, topic: str, tmp_path: Path
+) -> None:
     """`run` scores events another process produced, exits 0 on SIGTERM without logging text; `sql` shows them."""
     env = monitor_env(
         MONITOR_KAFKA_BOOTSTRAP_SERVERS=broker.bootstrap,
@@ -26,14 +28,25 @@ async def test_run_scores_events_from_another_process_and_sql_shows_them(broker:
     )
     for f in ("events-flat.jsonl", "events-chat.jsonl", "events-malformed.txt"):
         code, _, err = await cli(
-            "produce", "--file", str(EXAMPLES / f), "--kafka-bootstrap-servers", broker.bootstrap, "--kafka-topic", topic, env=env
+            "produce",
+            "--file",
+            str(EXAMPLES / f),
+            "--kafka-bootstrap-servers",
+            broker.bootstrap,
+            "--kafka-topic",
+            topic,
+            env=env,
         )
         assert code == 0, err
-    service = await asyncio.create_subprocess_exec(CLI, "run", env=env, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
+    service = await asyncio.create_subprocess_exec(
+        CLI, "run", env=env, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE
+    )
     try:
 
         async def all_committed() -> bool:
-            return sum(v or 0 for v in (await committed_offsets(broker.bootstrap, f"cli-{topic}", topic)).values()) == 11
+            return (
+                sum(v or 0 for v in (await committed_offsets(broker.bootstrap, f"cli-{topic}", topic)).values()) == 11
+            )
 
         await wait_for(all_committed, 60, "11 offsets committed by the service")
         service.send_signal(signal.SIGTERM)
@@ -47,7 +60,9 @@ async def test_run_scores_events_from_another_process_and_sql_shows_them(broker:
     assert sum(entry["event"] == "dead_lettered" for entry in logs) == 5
     assert not any("Order A17 shipped" in json.dumps(entry) for entry in logs)  # no conversation text in info logs
 
-    code, out, err = await cli("sql", "--format", "json", "SELECT event_id, round(score, 3) AS s FROM {table} FINAL ORDER BY event_id", env=env)
+    code, out, err = await cli(
+        "sql", "--format", "json", "SELECT event_id, round(score, 3) AS s FROM {table} FINAL ORDER BY event_id", env=env
+    )
     assert code == 0, err
     rows = {r["event_id"]: r["s"] for r in map(json.loads, out.splitlines())}
     assert len(rows) == 6
@@ -74,7 +89,11 @@ async def test_llm_judge_without_key_refuses_to_start() -> None:
 
 async def test_unreachable_kafka_is_one_line(tmp_path: Path) -> None:
     """Unreachable Kafka exits 1, the last stderr line naming MONITOR_KAFKA_BOOTSTRAP_SERVERS."""
-    env = monitor_env(MONITOR_KAFKA_BOOTSTRAP_SERVERS="127.0.0.1:1", MONITOR_CLICKHOUSE_URL=f"chdb://{tmp_path}", MONITOR_METRICS_PORT="0")
+    env = monitor_env(
+        MONITOR_KAFKA_BOOTSTRAP_SERVERS="127.0.0.1:1",
+        MONITOR_CLICKHOUSE_URL=f"chdb://{tmp_path}",
+        MONITOR_METRICS_PORT="0",
+    )
     code, _, err = await cli("run", env=env)
     assert code == 1
     last = err.strip().splitlines()[-1]
@@ -90,7 +109,9 @@ async def test_sql_errors_are_one_line(tmp_path: Path) -> None:
     assert code == 2 and "give a query" in err
 
 
-async def test_produce_generates_personal_data_on_request_and_refuses_a_bad_share(broker: LocalBroker, topic: str) -> None:
+async def test_produce_generates_personal_data_on_request_and_refuses_a_bad_share(
+    broker: LocalBroker, topic: str
+) -> None:
     """`produce --generate N --pii-share 1` sends events whose text the redactor finds items in; a share outside
     0..1 is a usage error in one line (exit 2)."""
     from monitor.privacy.redactor import build_redactor
@@ -98,9 +119,22 @@ async def test_produce_generates_personal_data_on_request_and_refuses_a_bad_shar
     from tests.harness import read_all
 
     env = monitor_env()
-    code, _, err = await cli("produce", "--generate", "5", "--pii-share", "1.5", "--kafka-bootstrap-servers", broker.bootstrap, env=env)
+    code, _, err = await cli(
+        "produce", "--generate", "5", "--pii-share", "1.5", "--kafka-bootstrap-servers", broker.bootstrap, env=env
+    )
     assert (code, len(err.strip().splitlines())) == (2, 1) and "--pii-share" in err, err
-    args = ("--generate", "30", "--pii-share", "1", "--malformed-share", "0", "--kafka-bootstrap-servers", broker.bootstrap, "--kafka-topic", topic)
+    args = (
+        "--generate",
+        "30",
+        "--pii-share",
+        "1",
+        "--malformed-share",
+        "0",
+        "--kafka-bootstrap-servers",
+        broker.bootstrap,
+        "--kafka-topic",
+        topic,
+    )
     code, _, err = await cli("produce", *args, env=env)
     assert code == 0, err
     redactor = build_redactor(RedactionSettings())
@@ -111,7 +145,9 @@ async def test_produce_generates_personal_data_on_request_and_refuses_a_bad_shar
 async def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     """`relevancy-monitor judge ... | head -1` ends without a traceback when the reader stops reading."""
     pairs = tmp_path / "pairs.jsonl"
-    pairs.write_text("".join(json.dumps({"question": f"What is {i}?", "answer": f"It is {i}."}) + "\n" for i in range(5000)))
+    pairs.write_text(
+        "".join(json.dumps({"question": f"What is {i}?", "answer": f"It is {i}."}) + "\n" for i in range(5000))
+    )
     proc = await asyncio.create_subprocess_shell(
         f"'{CLI}' judge --judge lexical --file '{pairs}' --format json | head -1",
         env=monitor_env(),

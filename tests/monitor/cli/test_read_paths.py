@@ -79,17 +79,25 @@ def test_alerts_check_and_backtest_run_for_a_read_only_user_without_a_judge_key(
     assert main(["alerts", "backtest", "--since=-1h", "--json", *_flags(store)]) == 0, capsys.readouterr().err
 
 
-def test_a_missing_table_is_a_one_line_error_saying_to_migrate(store: ClickHouseStore, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_missing_table_is_a_one_line_error_saying_to_migrate(
+    store: ClickHouseStore, capsys: pytest.CaptureFixture[str]
+) -> None:
     """`sql` and `alerts check` on a database without the scores table exit 1 with one line naming it and `migrate`."""
     flags = ["--clickhouse-url", store.url, "--clickhouse-database", f"{store.database}_missing"]
     for argv in (["sql", *flags, "SELECT 1"], ["alerts", "check", *flags]):
         assert main(argv) == 1
         err = capsys.readouterr().err
-        assert err.count("\n") == 1 and f" {store.database}_missing.relevancy_scores" in err and MIGRATE_HINT in err, err
+        assert err.count("\n") == 1 and f" {store.database}_missing.relevancy_scores" in err and MIGRATE_HINT in err, (
+            err
+        )
 
 
-@pytest.mark.parametrize("url", ["chdb://relative/dir", "chdb:relative/dir", "chdb:./relative/dir", "chdb://relative/dir/"])
-def test_relative_chdb_paths_are_resolved_and_shown_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, url: str) -> None:
+@pytest.mark.parametrize(
+    "url", ["chdb://relative/dir", "chdb:relative/dir", "chdb:./relative/dir", "chdb://relative/dir/"]
+)
+def test_relative_chdb_paths_are_resolved_and_shown_absolute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, url: str
+) -> None:
     """A relative `chdb:` path resolves against the working directory, in the settings, the start-up log and the store."""
     monkeypatch.chdir(tmp_path)
     want = f"chdb://{tmp_path / 'relative' / 'dir'}"
@@ -108,14 +116,22 @@ def test_other_urls_keep_their_form(tmp_path: Path) -> None:
 def _cli(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith(("MONITOR_", "ALERTS_", "ANTHROPIC_"))}
     return subprocess.run(
-        [sys.executable, "-m", "monitor.cli.main", *args], env={**base, **env}, cwd=cwd, capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "monitor.cli.main", *args],
+        env={**base, **env},
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
 @pytest.mark.parametrize(
     ("args", "where"),
     [
-        (("sql", "SELECT count() FROM {table}"), ".relevancy-monitor/chdb"),  # the default store, from another directory
+        (
+            ("sql", "SELECT count() FROM {table}"),
+            ".relevancy-monitor/chdb",
+        ),  # the default store, from another directory
         (("sql", "--clickhouse-url", "chdb://relative/dir", "SELECT 1"), "relative/dir"),
         (("sql", "--clickhouse-url", "chdb:relative", "SELECT 1"), "relative"),
         (("alerts", "check", "--clickhouse-url", "chdb://relative/dir"), "relative/dir"),
@@ -123,11 +139,15 @@ def _cli(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
         (("alerts", "run", "--once", "--clickhouse-url", "chdb://relative/dir"), "relative/dir"),
     ],
 )
-def test_a_read_path_on_a_missing_store_is_one_line_and_creates_nothing(tmp_path: Path, args: tuple[str, ...], where: str) -> None:
+def test_a_read_path_on_a_missing_store_is_one_line_and_creates_nothing(
+    tmp_path: Path, args: tuple[str, ...], where: str
+) -> None:
     """A read path on a store that does not exist exits 1 with one line naming its absolute path, and leaves no directory."""
     done = _cli(*args, cwd=tmp_path)
     assert done.returncode == 1, done.stderr
-    assert done.stderr == f"relevancy-monitor: error: no embedded ClickHouse store at {tmp_path / where}: {MIGRATE_HINT}\n"
+    assert (
+        done.stderr == f"relevancy-monitor: error: no embedded ClickHouse store at {tmp_path / where}: {MIGRATE_HINT}\n"
+    )
     assert list(tmp_path.iterdir()) == []
 
 
@@ -140,8 +160,16 @@ def test_migrate_creates_the_store_the_read_paths_then_open(tmp_path: Path) -> N
     assert [p.name for p in tmp_path.iterdir()] == ["relative"]
     absolute = f"chdb://{tmp_path / 'relative' / 'dir'}"
     done = _cli(
-        "sql", "--format", "csv", "SELECT count() AS n FROM relevancy_scores", cwd=tmp_path, MONITOR_CLICKHOUSE_URL=absolute, MONITOR_JUDGE="rubric"
+        "sql",
+        "--format",
+        "csv",
+        "SELECT count() AS n FROM relevancy_scores",
+        cwd=tmp_path,
+        MONITOR_CLICKHOUSE_URL=absolute,
+        MONITOR_JUDGE="rubric",
     )
     assert done.returncode == 0 and done.stdout.splitlines() == ["n", "0"], done.stderr
-    done = _cli("alerts", "check", "--json", "--clickhouse-url", "chdb://relative/dir", cwd=tmp_path, MONITOR_JUDGE="rubric")
+    done = _cli(
+        "alerts", "check", "--json", "--clickhouse-url", "chdb://relative/dir", cwd=tmp_path, MONITOR_JUDGE="rubric"
+    )
     assert done.returncode == 0, done.stderr

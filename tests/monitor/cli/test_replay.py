@@ -11,7 +11,14 @@ from tests.fake_messages_api import FakeMessagesAPI, Reply
 from tests.harness import cli, monitor_env, produce_values
 from tests.monitor.replay.conftest import events, minutes_ago, ms
 
-DOLLAR = Reply(usage={"input_tokens": 10_000_000, "output_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0})
+DOLLAR = Reply(
+    usage={
+        "input_tokens": 10_000_000,
+        "output_tokens": 0,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+    }
+)
 
 
 async def test_replay_shows_the_estimate_refuses_without_yes_and_stops_at_the_cap(
@@ -29,10 +36,17 @@ async def test_replay_shows_the_estimate_refuses_without_yes_and_stops_at_the_ca
         MONITOR_JUDGE_CONCURRENCY="1",
         **fake_messages_api.env(),
     )
-    since, until = f"--since={(at - timedelta(minutes=1)).isoformat()}", f"--until={(at + timedelta(minutes=1)).isoformat()}"
+    since, until = (
+        f"--since={(at - timedelta(minutes=1)).isoformat()}",
+        f"--until={(at + timedelta(minutes=1)).isoformat()}",
+    )
 
     code, out, err = await cli("replay", since, until, "--dry-run", env=env)  # a dry run only reads: no store, no run
-    assert code != 0 and err.strip().startswith("relevancy-monitor: error: no embedded ClickHouse store at") and len(err.strip().splitlines()) == 1
+    assert (
+        code != 0
+        and err.strip().startswith("relevancy-monitor: error: no embedded ClickHouse store at")
+        and len(err.strip().splitlines()) == 1
+    )
     assert not (tmp_path / "store").exists()
     assert (await cli("migrate", env=env))[0] == 0
 

@@ -17,7 +17,10 @@ def test_csv_lines_end_in_a_bare_newline() -> None:
 
 LONG = "Thanks for getting in touch. We also sell gift cards. " * 6 + "Order A17 shipped on 3 March."
 COLUMNS = ("event_id", "app", "score", "response")
-ROWS = [("9f1c2a70-0001", "support-bot", 0.333333, LONG), ("9f1c2a70-0002", "coding-assistant", 1.0, "Order A17 shipped\non 3 March.")]
+ROWS = [
+    ("9f1c2a70-0001", "support-bot", 0.333333, LONG),
+    ("9f1c2a70-0002", "coding-assistant", 1.0, "Order A17 shipped\non 3 March."),
+]
 
 
 def table(columns: Sequence[str], rows: Sequence[Sequence[object]], width: int = 80) -> list[str]:
@@ -34,8 +37,16 @@ def test_a_long_text_cell_is_cut_to_fit_80_columns_with_one_hint_line() -> None:
     assert all(len(line) <= 80 for line in lines), lines
     assert len(lines) == 4 + len(ROWS) + 2  # top, header, rule, rows, bottom; the hint; the row count
     first, second = lines[3], lines[4]
-    assert "9f1c2a70-0001" in first and "support-bot" in first and "0.333333" in first and "Thanks for getting" in first and "…" in first
-    assert "coding-assistant" in second and "Order A17 shipped↵on 3 March." in second  # a newline does not make the row taller
+    assert (
+        "9f1c2a70-0001" in first
+        and "support-bot" in first
+        and "0.333333" in first
+        and "Thanks for getting" in first
+        and "…" in first
+    )
+    assert (
+        "coding-assistant" in second and "Order A17 shipped↵on 3 March." in second
+    )  # a newline does not make the row taller
     assert lines[-2] == CUT_HINT and "--format csv" in CUT_HINT and "--format json" in CUT_HINT
     assert lines[-1] == "2 row(s)"
 

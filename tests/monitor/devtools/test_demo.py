@@ -30,7 +30,9 @@ async def test_the_demo_ends_with_exactly_the_planted_alert(tmp_path: Path) -> N
     """`demo` exits 0 having fired the shipped relevancy_drop for the regressed app's new prompt version, and no alert
     on anything else; the screen names it, the report exists, and the store keeps the alert state for `sql`."""
     store, report = tmp_path / "store", tmp_path / "report.html"
-    code, out, err = await _cli("demo", "--rate", "30", "--duration", "100", "--clickhouse-url", f"chdb://{store}", "--report", str(report))
+    code, out, err = await _cli(
+        "demo", "--rate", "30", "--duration", "100", "--clickhouse-url", f"chdb://{store}", "--report", str(report)
+    )
     screen = out + err
     assert code == 0, screen
     assert f"ALERT FIRED {PLANTED_RULE} (severity page)" in screen, screen
@@ -38,7 +40,12 @@ async def test_the_demo_ends_with_exactly_the_planted_alert(tmp_path: Path) -> N
     assert segments and all("app=support-bot" in s and "prompt_version=v13" in s for s in segments), screen
     assert report.is_file() and str(report) in screen
     code, out, err = await _cli(
-        "sql", "--clickhouse-url", f"chdb://{store}", "--format", "json", "SELECT rule, segment, state FROM alert_state FINAL WHERE state = 'firing'"
+        "sql",
+        "--clickhouse-url",
+        f"chdb://{store}",
+        "--format",
+        "json",
+        "SELECT rule, segment, state FROM alert_state FINAL WHERE state = 'firing'",
     )
     assert code == 0, err
     firing = [json.loads(line) for line in out.splitlines()]
@@ -66,7 +73,9 @@ def test_the_judge_follows_the_api_key(tmp_path: Path) -> None:
     """With ANTHROPIC_API_KEY the demo uses the statements LLM judge and at most 4 events/s; without, the lexical one."""
     offline = plan_demo(60, 40, tmp_path, tmp_path / "r.html", {})
     online = plan_demo(60, 40, tmp_path, tmp_path / "r.html", {"ANTHROPIC_API_KEY": "sk-test"})
-    assert plan_demo(60, 40, tmp_path, tmp_path / "r.html", {"MONITOR_ANTHROPIC_API_KEY": "sk-test"}).judge == "statements"
+    assert (
+        plan_demo(60, 40, tmp_path, tmp_path / "r.html", {"MONITOR_ANTHROPIC_API_KEY": "sk-test"}).judge == "statements"
+    )
     assert (offline.judge, offline.rate) == ("lexical", 40)
     assert (online.judge, online.rate) == ("statements", 4.0) and online.history_events < offline.history_events
 
@@ -102,7 +111,9 @@ def test_history_spreads_over_the_hours_before_now_and_decodes() -> None:
     events = []
     for i, v in enumerate(values):
         try:
-            events.append(decode_event(v, position=KafkaPosition(topic="t", partition=0, offset=i), record_timestamp_ms=None))
+            events.append(
+                decode_event(v, position=KafkaPosition(topic="t", partition=0, offset=i), record_timestamp_ms=None)
+            )
         except DecodeError:
             pass
     assert 470 <= len(events) < 500  # about 1% malformed on purpose
@@ -121,7 +132,9 @@ def test_the_regressed_version_pads_more() -> None:
         for i in range(3000):
             try:
                 e = decode_event(
-                    story_event(rng, now, regressed=regressed), position=KafkaPosition(topic="t", partition=0, offset=i), record_timestamp_ms=None
+                    story_event(rng, now, regressed=regressed),
+                    position=KafkaPosition(topic="t", partition=0, offset=i),
+                    record_timestamp_ms=None,
                 )
             except DecodeError:
                 continue
@@ -150,6 +163,8 @@ def test_the_demo_store_is_embedded_and_defaults_to_the_one_run_uses(tmp_path: P
 
     assert demo_directory(f"chdb://{tmp_path}/a", {"MONITOR_CLICKHOUSE_URL": f"chdb://{tmp_path}/b"}) == tmp_path / "a"
     assert demo_directory(None, {"MONITOR_CLICKHOUSE_URL": f"chdb://{tmp_path}/b"}) == tmp_path / "b"
-    assert demo_directory(None, {"MONITOR_CLICKHOUSE_URL": "https://ch.example:8443"}) == chdb_directory(DEFAULT_CLICKHOUSE_URL)
+    assert demo_directory(None, {"MONITOR_CLICKHOUSE_URL": "https://ch.example:8443"}) == chdb_directory(
+        DEFAULT_CLICKHOUSE_URL
+    )
     with pytest.raises(UsageError, match="embedded"):
         demo_directory("https://ch.example:8443", {})

@@ -26,7 +26,15 @@ from stdnum.it import codicefiscale as it_codicefiscale
 from stdnum.nl import bsn as nl_bsn
 from stdnum.us import ssn as us_ssn
 
-from monitor.devtools.pii_samples import LabelledText, Planted, RelevancyCase, benign_value, labelled_texts, planted_value, relevancy_cases
+from monitor.devtools.pii_samples import (
+    LabelledText,
+    Planted,
+    RelevancyCase,
+    benign_value,
+    labelled_texts,
+    planted_value,
+    relevancy_cases,
+)
 from monitor.privacy.kinds import BUILTIN_KINDS, CARD, EMAIL, IBAN, IP, NATIONAL_ID, PHONE, SECRET, SSN, URL_CREDENTIALS
 
 EMAIL_RE = re.compile(r"[A-Za-z0-9._%+-]+@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,}")
@@ -209,7 +217,12 @@ _SECRET_SHAPES = {
     "jwt": r"eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+",
     "bearer-opaque": r"[A-Za-z0-9][A-Za-z0-9._~+/-]{20,}[A-Za-z0-9]",
 }
-_PEM_LABELS = {"pem-rsa": "RSA PRIVATE KEY", "pem-pkcs8": "PRIVATE KEY", "pem-ec": "EC PRIVATE KEY", "pem-openssh": "OPENSSH PRIVATE KEY"}
+_PEM_LABELS = {
+    "pem-rsa": "RSA PRIVATE KEY",
+    "pem-pkcs8": "PRIVATE KEY",
+    "pem-ec": "EC PRIVATE KEY",
+    "pem-openssh": "OPENSSH PRIVATE KEY",
+}
 
 
 def _b64url_json(part: str) -> dict:
@@ -408,7 +421,18 @@ def test_there_are_enough_varied_look_alikes(corpus: list[LabelledText]) -> None
     assert len(benign) >= 250
     shapes = Counter(_benign_shape(b) for b in benign)
     assert len(shapes) >= 15, shapes
-    for shape in ("card-like", "iban-like", "ssn-like", "nanp-like", "order-number", "date", "version", "uuid", "url", "price"):
+    for shape in (
+        "card-like",
+        "iban-like",
+        "ssn-like",
+        "nanp-like",
+        "order-number",
+        "date",
+        "version",
+        "uuid",
+        "url",
+        "price",
+    ):
         assert shapes[shape] >= 5, (shape, shapes)
 
 

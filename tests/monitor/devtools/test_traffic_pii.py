@@ -37,7 +37,12 @@ def _digest(values: list[bytes]) -> str:
 
 
 def _decode(value: bytes, offset: int):
-    return decode_event(value, position=KafkaPosition(topic="conversations", partition=0, offset=offset), record_timestamp_ms=None, now=NOW)
+    return decode_event(
+        value,
+        position=KafkaPosition(topic="conversations", partition=0, offset=offset),
+        record_timestamp_ms=None,
+        now=NOW,
+    )
 
 
 @pytest.mark.parametrize(("seed", "malformed_share"), sorted(BEFORE_PII))
@@ -62,7 +67,9 @@ def test_every_valid_event_carries_valid_planted_data_in_its_judged_text() -> No
     """With pii_share=1 each valid event decodes, and one or two valid planted values sit in its question or response."""
     kinds: Counter[str] = Counter()
     valid = 0
-    for offset, (value, planted) in enumerate(generate_labelled_events(1500, seed=5, malformed_share=0.05, now=NOW, pii_share=1.0)):
+    for offset, (value, planted) in enumerate(
+        generate_labelled_events(1500, seed=5, malformed_share=0.05, now=NOW, pii_share=1.0)
+    ):
         try:
             event = _decode(value, offset)
         except DecodeError:
@@ -76,7 +83,16 @@ def test_every_valid_event_carries_valid_planted_data_in_its_judged_text() -> No
             check_planted(p, judged)
             kinds[p.kind] += 1
             # Nowhere but the text: not in ids, the segment fields or the metadata.
-            elsewhere = json.dumps([event.event_id, event.conversation_id, event.app, event.model, event.prompt_version, dict(event.metadata)])
+            elsewhere = json.dumps(
+                [
+                    event.event_id,
+                    event.conversation_id,
+                    event.app,
+                    event.model,
+                    event.prompt_version,
+                    dict(event.metadata),
+                ]
+            )
             assert p.value not in elsewhere
     assert valid > 1300
     assert len(kinds) == 9 and min(kinds.values()) >= 50, kinds
@@ -106,7 +122,9 @@ def test_pii_share_is_the_share_of_valid_events_that_carry_pii() -> None:
 def test_weaving_pii_only_adds_text_to_the_same_events() -> None:
     """The stream with PII is the stream without it, with the same ids, segments and labels, plus the planted text."""
     plain = [_decode(v, i) for i, v in enumerate(generate_events(400, seed=21, malformed_share=0.0, now=NOW))]
-    woven = [_decode(v, i) for i, v in enumerate(generate_events(400, seed=21, malformed_share=0.0, now=NOW, pii_share=1.0))]
+    woven = [
+        _decode(v, i) for i, v in enumerate(generate_events(400, seed=21, malformed_share=0.0, now=NOW, pii_share=1.0))
+    ]
     for a, b in zip(plain, woven, strict=True):
         assert (a.event_id, a.conversation_id, a.app, a.model, a.prompt_version, a.shape, a.metadata) == (
             b.event_id,

@@ -24,7 +24,12 @@ TIGHT = "Order A17 shipped on 3 March."
 
 def judge_settings(api: FakeMessagesAPI, method: str = "rubric", **overrides: Any) -> Settings:
     """Settings for an LLM judge talking to `api` (2 s request timeout, 3 retries unless overridden)."""
-    base: dict[str, Any] = {"judge": method, "judge_request_timeout_s": 2.0, "judge_max_retries": 3, **api.settings_overrides()}
+    base: dict[str, Any] = {
+        "judge": method,
+        "judge_request_timeout_s": 2.0,
+        "judge_max_retries": 3,
+        **api.settings_overrides(),
+    }
     base.update(overrides)
     return load_settings(**base)
 

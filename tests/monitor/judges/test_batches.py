@@ -31,7 +31,12 @@ from tests.fake_messages_api import (
 from tests.monitor.judges.conftest import PADDED, QUESTION, TIGHT, MakeJudge
 
 MakeBatch = Callable[..., BatchJudge]
-USAGE = {"input_tokens": 1000, "output_tokens": 100, "cache_read_input_tokens": 5000, "cache_creation_input_tokens": 2000}
+USAGE = {
+    "input_tokens": 1000,
+    "output_tokens": 100,
+    "cache_read_input_tokens": 5000,
+    "cache_creation_input_tokens": 2000,
+}
 
 
 @pytest.fixture
@@ -50,7 +55,9 @@ def items(*pairs: tuple[str, str]) -> list[BatchItem]:
     return [BatchItem(f"i{n}", q, r) for n, (q, r) in enumerate(pairs)]
 
 
-async def judged(api: FakeMessagesAPI, batch: BatchJudge, batch_items: list[BatchItem]) -> dict[str, Judgement | JudgeFailure]:
+async def judged(
+    api: FakeMessagesAPI, batch: BatchJudge, batch_items: list[BatchItem]
+) -> dict[str, Judgement | JudgeFailure]:
     """Submit, end the batch at the fake, and read every outcome."""
     batch_id = await batch.submit(batch_items)
     api.end_batch(batch_id)
@@ -81,14 +88,20 @@ async def test_rubric_submit_status_results(fake_messages_api: FakeMessagesAPI, 
     """A rubric batch is in progress until it ends, then its counts and judgements match the one-call path's."""
     batch = make_batch("rubric")
     batch_id = await batch.submit(items((QUESTION, TIGHT), (QUESTION, PADDED)))
-    assert await batch.status(batch_id) == BatchStatus(batch_id, ended=False, processing=2, succeeded=0, errored=0, canceled=0, expired=0)
+    assert await batch.status(batch_id) == BatchStatus(
+        batch_id, ended=False, processing=2, succeeded=0, errored=0, canceled=0, expired=0
+    )
     fake_messages_api.end_batch(batch_id)
-    assert await batch.status(batch_id) == BatchStatus(batch_id, ended=True, processing=0, succeeded=2, errored=0, canceled=0, expired=0)
+    assert await batch.status(batch_id) == BatchStatus(
+        batch_id, ended=True, processing=0, succeeded=2, errored=0, canceled=0, expired=0
+    )
     got = await batch.results(batch_id)
     direct = [await batch.judge.judge(QUESTION, TIGHT), await batch.judge.judge(QUESTION, PADDED)]
     tight, padded = judgement(got["i0"]), judgement(got["i1"])
     assert (tight.score, tight.raw_score, padded.score, padded.raw_score) == (1.0, 4.0, 0.25, 1.0)
-    assert [(j.score, j.raw_score, j.reasoning) for j in (tight, padded)] == [(j.score, j.raw_score, j.reasoning) for j in direct]
+    assert [(j.score, j.raw_score, j.reasoning) for j in (tight, padded)] == [
+        (j.score, j.raw_score, j.reasoning) for j in direct
+    ]
     assert batch.stats["result.ok"] == 2
 
 
@@ -108,7 +121,9 @@ async def test_statements_submit_status_results(fake_messages_api: FakeMessagesA
 
 
 @pytest.mark.parametrize("method", ["rubric", "statements"])
-async def test_batch_request_params_equal_the_normal_request_body(fake_messages_api: FakeMessagesAPI, make_batch: MakeBatch, method: str) -> None:
+async def test_batch_request_params_equal_the_normal_request_body(
+    fake_messages_api: FakeMessagesAPI, make_batch: MakeBatch, method: str
+) -> None:
     """Each batched request's params are the one-call path's body: model, max_tokens, cached system block, schema, user text."""
     batch = make_batch(method, judge_model="claude-sonnet-5-5", judge_max_tokens=333, judge_max_input_chars=500)
     long_response = TIGHT + " x" * 400  # truncated the same way on both paths
@@ -117,7 +132,9 @@ async def test_batch_request_params_equal_the_normal_request_body(fake_messages_
     [normal] = fake_messages_api.message_requests
     [batched] = fake_messages_api.batch_requests
     assert batched.body["model"] == "claude-sonnet-5-5" and batched.body["max_tokens"] == 333
-    assert batched.body["system"] == [{"type": "text", "text": batch.judge.system_prompt, "cache_control": {"type": "ephemeral"}}]
+    assert batched.body["system"] == [
+        {"type": "text", "text": batch.judge.system_prompt, "cache_control": {"type": "ephemeral"}}
+    ]
     assert "output_config" in batched.body
     assert without_section_code(batched.body) == without_section_code(normal.body)
     assert batched.section("assistant_response") == normal.section("assistant_response")
@@ -153,7 +170,9 @@ async def test_errored_entries_are_failures_with_the_api_error_type(
     assert got.usage.tokens == 0 and got.usage.cost_usd == 0.0
 
 
-async def test_expired_batch_entries_are_transient_failures(fake_messages_api: FakeMessagesAPI, make_batch: MakeBatch) -> None:
+async def test_expired_batch_entries_are_transient_failures(
+    fake_messages_api: FakeMessagesAPI, make_batch: MakeBatch
+) -> None:
     """Entries of an expired batch are transient `expired` failures, while processed entries keep their judgement."""
     batch = make_batch()
     fake_messages_api.script_batch(Reply({"reasoning": "On topic.", "score": 3}))
@@ -166,7 +185,9 @@ async def test_expired_batch_entries_are_transient_failures(fake_messages_api: F
     assert (late.reason, late.transient, late.usage.cost_usd) == ("expired", True, 0.0)
 
 
-async def test_cancel_gives_transient_canceled_failures(fake_messages_api: FakeMessagesAPI, make_batch: MakeBatch) -> None:
+async def test_cancel_gives_transient_canceled_failures(
+    fake_messages_api: FakeMessagesAPI, make_batch: MakeBatch
+) -> None:
     """After `cancel`, the batch ends and its unprocessed entries are transient `canceled` failures."""
     batch = make_batch()
     batch_id = await batch.submit(items((QUESTION, TIGHT), (QUESTION, PADDED)))
@@ -175,7 +196,10 @@ async def test_cancel_gives_transient_canceled_failures(fake_messages_api: FakeM
     status = await batch.status(batch_id)
     assert status.ended and status.canceled == 2
     got = await batch.results(batch_id)
-    assert {k: (failure(v).reason, failure(v).transient) for k, v in got.items()} == {"i0": ("canceled", True), "i1": ("canceled", True)}
+    assert {k: (failure(v).reason, failure(v).transient) for k, v in got.items()} == {
+        "i0": ("canceled", True),
+        "i1": ("canceled", True),
+    }
 
 
 async def test_scripted_expired_and_canceled_entries(fake_messages_api: FakeMessagesAPI, make_batch: MakeBatch) -> None:
@@ -206,13 +230,19 @@ async def test_invalid_replies_are_invalid_reply_failures_that_were_paid_for(
     got = failure((await judged(fake_messages_api, make_batch(method), items((QUESTION, TIGHT))))["i0"])
     assert (got.reason, got.transient) == ("invalid_reply", False)
     assert got.usage.tokens == sum(USAGE.values())
-    assert got.usage.cost_usd == pytest.approx(DEFAULT_PRICES["claude-haiku-5-5"].cost(1000, 100, 5000, 2000) * BATCH_DISCOUNT)
+    assert got.usage.cost_usd == pytest.approx(
+        DEFAULT_PRICES["claude-haiku-5-5"].cost(1000, 100, 5000, 2000) * BATCH_DISCOUNT
+    )
 
 
-async def test_results_are_priced_at_the_batch_discount(fake_messages_api: FakeMessagesAPI, make_batch: MakeBatch) -> None:
+async def test_results_are_priced_at_the_batch_discount(
+    fake_messages_api: FakeMessagesAPI, make_batch: MakeBatch
+) -> None:
     """A succeeded entry's cost is its tokens at the list price times BATCH_DISCOUNT (half), cache tokens included."""
     fake_messages_api.script_batch(Reply({"reasoning": "On topic.", "score": 4}, usage=USAGE))
-    j = judgement((await judged(fake_messages_api, make_batch(judge_model="claude-sonnet-5-5"), items((QUESTION, TIGHT))))["i0"])
+    j = judgement(
+        (await judged(fake_messages_api, make_batch(judge_model="claude-sonnet-5-5"), items((QUESTION, TIGHT))))["i0"]
+    )
     u = j.usage
     assert (u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens) == (1000, 100, 5000, 2000)
     price = DEFAULT_PRICES["claude-sonnet-5-5"]
@@ -221,24 +251,38 @@ async def test_results_are_priced_at_the_batch_discount(fake_messages_api: FakeM
     assert u.cost_usd == pytest.approx(price.batch_cost(1000, 100, 5000, 2000))
 
 
-async def test_cost_is_none_for_a_model_without_a_price(fake_messages_api: FakeMessagesAPI, make_batch: MakeBatch) -> None:
+async def test_cost_is_none_for_a_model_without_a_price(
+    fake_messages_api: FakeMessagesAPI, make_batch: MakeBatch
+) -> None:
     """Without a price a result's cost is None (its tokens still counted), and so is an errored entry's."""
     fake_messages_api.script_batch(Reply(), overloaded())
-    got = await judged(fake_messages_api, make_batch(judge_model="claude-unpriced-test-model"), items((QUESTION, TIGHT), (QUESTION, TIGHT)))
+    got = await judged(
+        fake_messages_api,
+        make_batch(judge_model="claude-unpriced-test-model"),
+        items((QUESTION, TIGHT), (QUESTION, TIGHT)),
+    )
     ok = judgement(got["i0"])
     assert ok.usage.cost_usd is None and ok.usage.input_tokens > 0
     assert failure(got["i1"]).usage.cost_usd is None
 
 
-async def test_batched_requests_read_the_prompt_cache(fake_messages_api: FakeMessagesAPI, make_batch: MakeBatch) -> None:
+async def test_batched_requests_read_the_prompt_cache(
+    fake_messages_api: FakeMessagesAPI, make_batch: MakeBatch
+) -> None:
     """The first request of a batch writes the system prompt to the cache and the next ones read it."""
     got = await judged(fake_messages_api, make_batch(), items((QUESTION, TIGHT), (QUESTION, PADDED)))
     first, second = judgement(got["i0"]).usage, judgement(got["i1"]).usage
-    assert first.cache_write_tokens > 0 and second.cache_read_tokens == first.cache_write_tokens and second.cache_write_tokens == 0
+    assert (
+        first.cache_write_tokens > 0
+        and second.cache_read_tokens == first.cache_write_tokens
+        and second.cache_write_tokens == 0
+    )
 
 
 @pytest.mark.parametrize("response", ["", "   ", "\n\t"])
-async def test_blank_responses_need_no_request(fake_messages_api: FakeMessagesAPI, make_batch: MakeBatch, response: str) -> None:
+async def test_blank_responses_need_no_request(
+    fake_messages_api: FakeMessagesAPI, make_batch: MakeBatch, response: str
+) -> None:
     """A blank response gets the empty-response verdict from without_call, and cannot be submitted."""
     batch = make_batch()
     verdict = batch.without_call(QUESTION, response)
@@ -250,7 +294,9 @@ async def test_blank_responses_need_no_request(fake_messages_api: FakeMessagesAP
 
 
 @pytest.mark.parametrize("endpoint", ["create", "retrieve"])
-async def test_a_529_on_create_or_retrieve_is_retried(fake_messages_api: FakeMessagesAPI, make_batch: MakeBatch, endpoint: str) -> None:
+async def test_a_529_on_create_or_retrieve_is_retried(
+    fake_messages_api: FakeMessagesAPI, make_batch: MakeBatch, endpoint: str
+) -> None:
     """A 529 and a dropped connection on create or retrieve are retried with backoff, then the call succeeds."""
     batch = make_batch()
     fake_messages_api.fail_batch_call(endpoint, overloaded(), Drop())  # type: ignore[arg-type]
@@ -270,7 +316,9 @@ async def test_a_failed_results_download_is_retried(fake_messages_api: FakeMessa
     assert [r.status for r in fake_messages_api.batch_calls("results")] == [500, 200]
 
 
-async def test_persistent_overload_gives_up_with_judge_unavailable(fake_messages_api: FakeMessagesAPI, make_batch: MakeBatch) -> None:
+async def test_persistent_overload_gives_up_with_judge_unavailable(
+    fake_messages_api: FakeMessagesAPI, make_batch: MakeBatch
+) -> None:
     """A create that keeps getting 529 raises JudgeUnavailable (kind overloaded) after exactly retries + 1 calls."""
     fake_messages_api.fail_batch_call("create", *[overloaded()] * 5)
     with pytest.raises(JudgeUnavailable) as exc:
@@ -279,14 +327,18 @@ async def test_persistent_overload_gives_up_with_judge_unavailable(fake_messages
     assert len(fake_messages_api.batch_calls("create")) == 3
 
 
-async def test_an_unknown_batch_is_an_api_error_without_retry(fake_messages_api: FakeMessagesAPI, make_batch: MakeBatch) -> None:
+async def test_an_unknown_batch_is_an_api_error_without_retry(
+    fake_messages_api: FakeMessagesAPI, make_batch: MakeBatch
+) -> None:
     """A 404 for an unknown batch raises JudgeApiError at once."""
     with pytest.raises(JudgeApiError, match="not_found_error"):
         await make_batch().status("msgbatch_unknown")
     assert len(fake_messages_api.batch_calls("retrieve")) == 1
 
 
-async def test_results_before_the_end_are_unavailable(fake_messages_api: FakeMessagesAPI, make_batch: MakeBatch) -> None:
+async def test_results_before_the_end_are_unavailable(
+    fake_messages_api: FakeMessagesAPI, make_batch: MakeBatch
+) -> None:
     """Reading the results of a batch still in progress raises JudgeUnavailable (kind in_progress), not retried."""
     batch = make_batch()
     batch_id = await batch.submit(items((QUESTION, TIGHT)))
@@ -307,7 +359,9 @@ def test_custom_ids_are_valid_and_deterministic() -> None:
     assert custom_id_for("ab", "c") != custom_id_for("a", "bc")
 
 
-async def test_custom_ids_from_custom_id_for_are_accepted_by_the_api(fake_messages_api: FakeMessagesAPI, make_batch: MakeBatch) -> None:
+async def test_custom_ids_from_custom_id_for_are_accepted_by_the_api(
+    fake_messages_api: FakeMessagesAPI, make_batch: MakeBatch
+) -> None:
     """Batches keyed by custom_id_for are accepted, and each outcome comes back under its event's id."""
     batch = make_batch()
     ids = {custom_id_for(batch.info.judge_id, f"evt-{n}"): n for n in range(3)}

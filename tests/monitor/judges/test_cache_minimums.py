@@ -85,7 +85,9 @@ def test_prefix_check_is_cacheable_from_exactly_the_minimum() -> None:
     assert not check_prefix(below, "claude-sonnet-4-5").cacheable
 
 
-@pytest.mark.parametrize("prompt", [RubricJudge.system_prompt, StatementsJudge.system_prompt], ids=["rubric", "statements"])
+@pytest.mark.parametrize(
+    "prompt", [RubricJudge.system_prompt, StatementsJudge.system_prompt], ids=["rubric", "statements"]
+)
 def test_both_system_prompts_clear_the_default_models_minimum_with_a_margin(prompt: str) -> None:
     """Each judge's static prefix is at least 10 % above the default model's minimum (the estimate is approximate)."""
     check = check_prefix(prompt, DEFAULT_MODEL)
@@ -99,14 +101,18 @@ def test_the_instructions_alone_were_below_every_minimum_above_512(prompt: str) 
     assert 512 < estimate_tokens(prompt) < 1024
 
 
-@pytest.mark.parametrize("prompt", [RubricJudge.system_prompt, StatementsJudge.system_prompt], ids=["rubric", "statements"])
+@pytest.mark.parametrize(
+    "prompt", [RubricJudge.system_prompt, StatementsJudge.system_prompt], ids=["rubric", "statements"]
+)
 def test_both_system_prompts_are_cacheable_for_every_model_in_the_table(prompt: str) -> None:
     """Each judge's static prefix reaches the minimum of every model in the table."""
     assert [m for m in MIN_CACHEABLE_TOKENS if not check_prefix(prompt, m).cacheable] == []
 
 
 @pytest.mark.parametrize("cls", [RubricJudge, StatementsJudge])
-def test_a_judge_built_for_the_default_model_is_cacheable_and_does_not_warn(fake_messages_api: FakeMessagesAPI, cls: type[RubricJudge]) -> None:
+def test_a_judge_built_for_the_default_model_is_cacheable_and_does_not_warn(
+    fake_messages_api: FakeMessagesAPI, cls: type[RubricJudge]
+) -> None:
     """Built for the default model, a judge records a cacheable prefix check and logs no warning."""
     with capture_logs() as logs:
         judge = cls(judge_settings(fake_messages_api, cls.method).judge_client)

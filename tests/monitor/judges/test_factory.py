@@ -15,7 +15,9 @@ from tests.monitor.judges.conftest import QUESTION, TIGHT, judge_settings
 
 
 @pytest.mark.parametrize(("method", "cls"), [("rubric", RubricJudge), ("statements", StatementsJudge)])
-async def test_build_judge_returns_a_working_llm_judge(fake_messages_api: FakeMessagesAPI, method: str, cls: type) -> None:
+async def test_build_judge_returns_a_working_llm_judge(
+    fake_messages_api: FakeMessagesAPI, method: str, cls: type
+) -> None:
     """build_judge returns the rubric or statements judge, not heuristic, scoring with one API request."""
     judge = build_judge(judge_settings(fake_messages_api, method).judge_client)
     try:

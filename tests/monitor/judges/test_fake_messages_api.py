@@ -15,7 +15,9 @@ from tests.fake_messages_api import FakeMessagesAPI, Reply, overloaded
 def post(api: FakeMessagesAPI, path: str = "/v1/messages") -> tuple[int, dict[str, str], dict[str, object]]:
     """POST a minimal Messages request to `path`; returns (status, headers, JSON body), errors included."""
     body = json.dumps({"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}).encode()
-    req = urllib.request.Request(api.base_url + path, data=body, headers={"content-type": "application/json"}, method="POST")
+    req = urllib.request.Request(
+        api.base_url + path, data=body, headers={"content-type": "application/json"}, method="POST"
+    )
     try:
         with urllib.request.urlopen(req, timeout=5) as resp:
             return resp.status, dict(resp.headers), json.loads(resp.read())
@@ -28,8 +30,14 @@ def test_message_shape_and_unknown_route(fake_messages_api: FakeMessagesAPI) -> 
     fake_messages_api.script(Reply("hello"))
     status, _, msg = post(fake_messages_api)
     assert status == 200
-    assert msg["type"] == "message" and msg["role"] == "assistant" and msg["content"] == [{"type": "text", "text": "hello"}]
-    assert {"input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"} <= set(msg["usage"])  # type: ignore[arg-type]
+    assert (
+        msg["type"] == "message"
+        and msg["role"] == "assistant"
+        and msg["content"] == [{"type": "text", "text": "hello"}]
+    )
+    assert {"input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"} <= set(
+        msg["usage"]
+    )  # type: ignore[arg-type]
     status, _, err = post(fake_messages_api, "/v1/other")
     assert status == 404 and err["type"] == "error"
     assert fake_messages_api.statuses() == [200, 404]
@@ -74,7 +82,9 @@ def post_system(api: FakeMessagesAPI, system_text: str, user: str = "hi", marked
         block["cache_control"] = {"type": "ephemeral"}
     body = {"model": "m", "max_tokens": 10, "system": [block], "messages": [{"role": "user", "content": user}]}
     data = json.dumps(body).encode()
-    req = urllib.request.Request(api.base_url + "/v1/messages", data=data, headers={"content-type": "application/json"}, method="POST")
+    req = urllib.request.Request(
+        api.base_url + "/v1/messages", data=data, headers={"content-type": "application/json"}, method="POST"
+    )
     with urllib.request.urlopen(req, timeout=5) as resp:
         usage: dict[str, int] = json.loads(resp.read())["usage"]
     return usage

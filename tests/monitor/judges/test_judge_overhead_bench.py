@@ -21,6 +21,10 @@ def test_the_judge_overhead_benchmark_runs_at_a_tiny_size(tmp_path: Path, capsys
         assert len(result["runs"][name]) == 2
         for run in result["runs"][name]:
             assert run["requests_per_s"] > 0 and run["cpu_ms_per_request"] > 0 and run["gc_ms_per_request"] >= 0
-    assert len(result["rate_ratios"]) == len(result["cpu_ratios"]) == 2 and result["rate_ratio"] > 0 and result["cpu_ratio"] > 0
+    assert (
+        len(result["rate_ratios"]) == len(result["cpu_ratios"]) == 2
+        and result["rate_ratio"] > 0
+        and result["cpu_ratio"] > 0
+    )
     out = capsys.readouterr().out
     assert "rate ratio judge ÷ SDK" in out and "CPU ratio judge ÷ SDK" in out

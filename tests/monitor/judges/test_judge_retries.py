@@ -12,7 +12,17 @@ import pytest
 from monitor.backoff import Backoff, retry_after_seconds
 from monitor.judges.rubric import RubricJudge
 from schemas.errors import JudgeApiError, JudgeError, JudgeReplyInvalid, JudgeUnavailable
-from tests.fake_messages_api import Drop, FakeMessagesAPI, Fault, Reply, bad_request, overloaded, rate_limited, server_error, slow
+from tests.fake_messages_api import (
+    Drop,
+    FakeMessagesAPI,
+    Fault,
+    Reply,
+    bad_request,
+    overloaded,
+    rate_limited,
+    server_error,
+    slow,
+)
 from tests.monitor.judges.conftest import QUESTION, TIGHT, MakeJudge, judge_settings
 
 
@@ -22,7 +32,9 @@ def gaps(api: FakeMessagesAPI) -> list[float]:
     return [b - a for a, b in itertools.pairwise(at)]
 
 
-async def test_429_waits_at_least_retry_after_then_succeeds(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge) -> None:
+async def test_429_waits_at_least_retry_after_then_succeeds(
+    fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge
+) -> None:
     """A 429 waits at least its retry-after before the retry that succeeds, counted as rate_limited."""
     fake_messages_api.script(rate_limited(retry_after=1))
     judge = make_judge("rubric")
@@ -55,7 +67,9 @@ async def test_retry_after_is_capped(fake_messages_api: FakeMessagesAPI, make_ju
     ],
     ids=["529", "500", "502", "503", "408", "409", "429-no-retry-after"],
 )
-async def test_transient_statuses_are_retried_then_ok(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge, fault: Fault) -> None:
+async def test_transient_statuses_are_retried_then_ok(
+    fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge, fault: Fault
+) -> None:
     """Each transient status (529, 5xx, 408, 409, 429 without retry-after) is retried until a 200."""
     fake_messages_api.script(fault, fault)
     j = await make_judge("rubric", judge_max_retries=3).judge(QUESTION, TIGHT)
@@ -63,7 +77,9 @@ async def test_transient_statuses_are_retried_then_ok(fake_messages_api: FakeMes
     assert fake_messages_api.statuses() == [fault.status, fault.status, 200]
 
 
-async def test_three_529s_then_ok_within_three_retries(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge) -> None:
+async def test_three_529s_then_ok_within_three_retries(
+    fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge
+) -> None:
     """Three 529s then a 200 succeed within three retries, with errors and retries counted."""
     fake_messages_api.fail_next(3, overloaded())
     judge = make_judge("statements", judge_max_retries=3)
@@ -74,7 +90,9 @@ async def test_three_529s_then_ok_within_three_retries(fake_messages_api: FakeMe
 
 
 @pytest.mark.parametrize("retries", [0, 3])
-async def test_persistent_529_gives_up_with_unavailable(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge, retries: int) -> None:
+async def test_persistent_529_gives_up_with_unavailable(
+    fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge, retries: int
+) -> None:
     """A persistent 529 raises JudgeUnavailable naming it after exactly retries + 1 requests."""
     fake_messages_api.always(overloaded())
     judge = make_judge("rubric", judge_max_retries=retries)
@@ -86,7 +104,9 @@ async def test_persistent_529_gives_up_with_unavailable(fake_messages_api: FakeM
     assert judge.stats["gave_up.overloaded"] == 1
 
 
-async def test_backoff_grows_exponentially_and_is_capped(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge) -> None:
+async def test_backoff_grows_exponentially_and_is_capped(
+    fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge
+) -> None:
     """Waits between retries double from the backoff's base_s up to its max_s, with equal jitter."""
     fake_messages_api.always(overloaded())
     judge = make_judge("rubric", judge_max_retries=4, judge_kwargs={"backoff": Backoff(base_s=0.08, max_s=0.32)})
@@ -109,7 +129,9 @@ async def test_outage_for_a_while_is_ridden_out(fake_messages_api: FakeMessagesA
     assert statuses[-1] == 200 and set(statuses[:-1]) == {529} and len(statuses) >= 3
 
 
-async def test_slow_response_times_out_and_is_retried(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge) -> None:
+async def test_slow_response_times_out_and_is_retried(
+    fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge
+) -> None:
     """A reply slower than the request timeout is abandoned, counted as a timeout and retried."""
     fake_messages_api.script(slow(3.0))
     judge = make_judge("rubric", judge_request_timeout_s=0.3)
@@ -121,7 +143,9 @@ async def test_slow_response_times_out_and_is_retried(fake_messages_api: FakeMes
     assert judge.stats["error.timeout"] == 1 and judge.stats["retry.timeout"] == 1
 
 
-async def test_persistently_slow_api_gives_up_with_unavailable(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge) -> None:
+async def test_persistently_slow_api_gives_up_with_unavailable(
+    fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge
+) -> None:
     """An API that always answers past the timeout raises JudgeUnavailable (timeout) without waiting it out."""
     fake_messages_api.always(slow(3.0))
     judge = make_judge("rubric", judge_request_timeout_s=0.3, judge_max_retries=1)
@@ -146,7 +170,9 @@ async def test_unreachable_api_gives_up_with_unavailable(fake_messages_api: Fake
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # nothing listens here once the socket is closed
-    settings = judge_settings(fake_messages_api, "rubric", anthropic_base_url=f"http://127.0.0.1:{port}", judge_max_retries=2)
+    settings = judge_settings(
+        fake_messages_api, "rubric", anthropic_base_url=f"http://127.0.0.1:{port}", judge_max_retries=2
+    )
     judge = RubricJudge(settings.judge_client, backoff=Backoff(base_s=0.01))
     try:
         with pytest.raises(JudgeUnavailable, match="connection"):
@@ -168,7 +194,9 @@ async def test_unreachable_api_gives_up_with_unavailable(fake_messages_api: Fake
     ],
     ids=["400", "401", "403", "404", "413", "422"],
 )
-async def test_other_4xx_are_not_retried(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge, fault: Fault) -> None:
+async def test_other_4xx_are_not_retried(
+    fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge, fault: Fault
+) -> None:
     """A 400, 401, 403, 404, 413 or 422 is not retried and raises JudgeApiError naming the status."""
     fake_messages_api.always(fault)
     judge = make_judge("rubric", judge_max_retries=3)
@@ -180,7 +208,9 @@ async def test_other_4xx_are_not_retried(fake_messages_api: FakeMessagesAPI, mak
     assert judge.stats["gave_up.api_error"] == 1
 
 
-async def test_invalid_and_transient_failures_share_one_budget(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge) -> None:
+async def test_invalid_and_transient_failures_share_one_budget(
+    fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge
+) -> None:
     """Invalid replies and transient errors draw on one retry budget: four attempts with three retries."""
     fake_messages_api.script(overloaded(), Reply("nope"), overloaded(), Reply("nope"))
     with pytest.raises(JudgeReplyInvalid):
@@ -188,17 +218,23 @@ async def test_invalid_and_transient_failures_share_one_budget(fake_messages_api
     assert fake_messages_api.statuses() == [529, 200, 529, 200]
 
 
-async def test_usage_counts_only_attempts_that_produced_a_reply(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge) -> None:
+async def test_usage_counts_only_attempts_that_produced_a_reply(
+    fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge
+) -> None:
     """Usage sums the tokens of attempts that produced a reply, not of the one that failed with 529."""
     usage = {"input_tokens": 10, "output_tokens": 5, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}
-    fake_messages_api.script(overloaded(), Reply("bad", usage=usage), Reply({"reasoning": "Ok.", "score": 4}, usage=usage))
+    fake_messages_api.script(
+        overloaded(), Reply("bad", usage=usage), Reply({"reasoning": "Ok.", "score": 4}, usage=usage)
+    )
     judge = make_judge("rubric")
     j = await judge.judge(QUESTION, TIGHT)
     assert (j.usage.input_tokens, j.usage.output_tokens) == (20, 10)
     assert judge.stats["tokens.input"] == 20
 
 
-async def test_rate_limit_mode_throttles_concurrent_judges_which_still_all_succeed(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge) -> None:
+async def test_rate_limit_mode_throttles_concurrent_judges_which_still_all_succeed(
+    fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge
+) -> None:
     """Under a 3-per-second limit, six concurrent calls all succeed after retrying their 429s."""
     fake_messages_api.rate_limit(per_second=3, retry_after=0.5)
     judge = make_judge("rubric", judge_max_retries=6)
@@ -222,5 +258,9 @@ def test_retry_after_header_forms() -> None:
 
 def test_error_reasons_are_stable_codes() -> None:
     """The judge errors carry stable reason codes and share the JudgeError base."""
-    assert (JudgeApiError.reason, JudgeUnavailable.reason, JudgeReplyInvalid.reason) == ("api_error", "unavailable", "invalid_reply")
+    assert (JudgeApiError.reason, JudgeUnavailable.reason, JudgeReplyInvalid.reason) == (
+        "api_error",
+        "unavailable",
+        "invalid_reply",
+    )
     assert issubclass(JudgeApiError, JudgeError)

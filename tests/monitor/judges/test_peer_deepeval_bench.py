@@ -13,7 +13,9 @@ from bench import peer_deepeval
 from tests.fake_messages_api import RecordedRequest
 
 
-def test_the_peer_benchmark_runs_the_monitor_side_at_a_tiny_size(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_peer_benchmark_runs_the_monitor_side_at_a_tiny_size(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """One request per case, billed and attributed to the timed pass, every score in 0..1, the audit's self-test
     passed and no connection left loopback; written as printed."""
     path = tmp_path / "peer.json"
@@ -38,7 +40,14 @@ def test_the_peer_benchmark_runs_the_monitor_side_at_a_tiny_size(tmp_path: Path,
 
 
 def _request(text: str) -> RecordedRequest:
-    return RecordedRequest(method="POST", path="/v1/messages", headers={}, raw=b"", body={"messages": [{"role": "user", "content": text}]}, at=0.0)
+    return RecordedRequest(
+        method="POST",
+        path="/v1/messages",
+        headers={},
+        raw=b"",
+        body={"messages": [{"role": "user", "content": text}]},
+        at=0.0,
+    )
 
 
 def test_the_brain_answers_deepevals_three_prompts_as_the_default_brain_judges() -> None:
@@ -49,7 +58,9 @@ def test_the_brain_answers_deepevals_three_prompts_as_the_default_brain_judges()
         "Text:\nThanks for getting in touch. Order A17 shipped on 3 March.\n\nJSON:\n"
     )
     assert peer_deepeval.request_kind(statements) == "statements"
-    assert peer_deepeval.peer_brain(statements) == {"statements": ["Thanks for getting in touch.", "Order A17 shipped on 3 March."]}
+    assert peer_deepeval.peer_brain(statements) == {
+        "statements": ["Thanks for getting in touch.", "Order A17 shipped on 3 March."]
+    }
     verdicts = _request(
         peer_deepeval.DEEPEVAL_PROMPTS["verdicts"] + "\n...\n**          \n\nInput:\nWhen did order A17 ship?\n\n"
         "Statements:\n['Thanks for getting in touch.', 'Order A17 shipped on 3 March.']\n\nJSON:\n"
@@ -62,9 +73,13 @@ def test_the_brain_answers_deepevals_three_prompts_as_the_default_brain_judges()
         peer_deepeval.DEEPEVAL_PROMPTS["reason"] + " ...\n\nAnswer Relevancy Score:\n0.50\n\n"
         "Reasons why the score can't be higher based on irrelevant statements in the actual output:\n['x']\n\nInput:\nq\n\nJSON:\n"
     )
-    assert peer_deepeval.peer_brain(reason) == {"reason": "The score is 0.50 because the statements that do not address the input lower it."}
+    assert peer_deepeval.peer_brain(reason) == {
+        "reason": "The score is 0.50 because the statements that do not address the input lower it."
+    }
     assert peer_deepeval.request_kind(_request("anything else")) == "judge"
-    assert "error" in peer_deepeval.peer_brain(_request("anything else"))  # the default brain's answer to a non-judge prompt
+    assert "error" in peer_deepeval.peer_brain(
+        _request("anything else")
+    )  # the default brain's answer to a non-judge prompt
 
 
 def test_the_strace_reading_finds_every_peer_with_or_without_thread_padding() -> None:
@@ -80,4 +95,7 @@ def test_the_strace_reading_finds_every_peer_with_or_without_thread_padding() ->
             '12 sendto(7, ""..., 1712, 0, NULL, 0) = 1712',
         ]
     )
-    assert peer_deepeval.parse_strace(trace) == {"loopback_connects": 2, "non_loopback": ["connect 10.255.255.53:53", "connect 2a00::1:443"]}
+    assert peer_deepeval.parse_strace(trace) == {
+        "loopback_connects": 2,
+        "non_loopback": ["connect 10.255.255.53:53", "connect 2a00::1:443"],
+    }

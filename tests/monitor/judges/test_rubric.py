@@ -12,7 +12,9 @@ from tests.monitor.judges.conftest import PADDED, QUESTION, TIGHT, MakeJudge, ju
 
 
 @pytest.mark.parametrize("raw", [0, 1, 2, 3, 4])
-async def test_score_is_raw_over_four_and_reasoning_is_kept(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge, raw: int) -> None:
+async def test_score_is_raw_over_four_and_reasoning_is_kept(
+    fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge, raw: int
+) -> None:
     """The score is the raw 0..4 score over four, with the reasoning kept and no statements."""
     fake_messages_api.script(Reply({"reasoning": f"scored {raw} because of X.", "score": raw}))
     j = await make_judge("rubric").judge(QUESTION, TIGHT)
@@ -31,7 +33,9 @@ async def test_tight_answer_outscores_padded_one_with_the_default_brain(make_jud
     assert (padded.raw_score, padded.score) == (1, 0.25)
 
 
-async def test_request_shape_cached_system_prompt_schema_and_sections(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge) -> None:
+async def test_request_shape_cached_system_prompt_schema_and_sections(
+    fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge
+) -> None:
     """The request carries model, max_tokens, cached system prompt, strict schema, sections and API key."""
     judge = make_judge("rubric", judge_model="claude-sonnet-5-5", judge_max_tokens=333)
     await judge.judge(QUESTION, TIGHT)
@@ -51,13 +55,28 @@ async def test_request_shape_cached_system_prompt_schema_and_sections(fake_messa
     assert req.headers["authorization"] == f"Bearer {API_KEY}"
 
 
-async def test_malformed_then_good_reply_is_retried_and_usage_is_summed(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge) -> None:
+async def test_malformed_then_good_reply_is_retried_and_usage_is_summed(
+    fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge
+) -> None:
     """A malformed reply is retried, and both attempts' tokens and their cost are summed into the usage."""
     fake_messages_api.script(
-        Reply("{not json", usage={"input_tokens": 100, "output_tokens": 10, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 50}),
+        Reply(
+            "{not json",
+            usage={
+                "input_tokens": 100,
+                "output_tokens": 10,
+                "cache_read_input_tokens": 0,
+                "cache_creation_input_tokens": 50,
+            },
+        ),
         Reply(
             {"reasoning": "On topic.", "score": 3},
-            usage={"input_tokens": 200, "output_tokens": 20, "cache_read_input_tokens": 50, "cache_creation_input_tokens": 0},
+            usage={
+                "input_tokens": 200,
+                "output_tokens": 20,
+                "cache_read_input_tokens": 50,
+                "cache_creation_input_tokens": 0,
+            },
         ),
     )
     judge = make_judge("rubric", judge_model="claude-haiku-5-5")
@@ -67,7 +86,9 @@ async def test_malformed_then_good_reply_is_retried_and_usage_is_summed(fake_mes
     u = j.usage
     assert (u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens) == (300, 30, 50, 50)
     assert u.cost_usd == pytest.approx(DEFAULT_PRICES["claude-haiku-5-5"].cost(300, 30, 50, 50))
-    assert judge.stats["error.invalid_reply"] == 1 and judge.stats["retry.invalid_reply"] == 1 and judge.stats["ok"] == 1
+    assert (
+        judge.stats["error.invalid_reply"] == 1 and judge.stats["retry.invalid_reply"] == 1 and judge.stats["ok"] == 1
+    )
 
 
 async def test_cost_is_none_for_a_model_without_a_price(make_judge: MakeJudge) -> None:
@@ -123,16 +144,22 @@ async def test_fault_helpers_give_invalid_replies(fake_messages_api: FakeMessage
     assert len(fake_messages_api.message_requests) == 3
 
 
-async def test_reply_cut_off_at_max_tokens_is_invalid_and_retried(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge) -> None:
+async def test_reply_cut_off_at_max_tokens_is_invalid_and_retried(
+    fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge
+) -> None:
     """A reply cut off at max_tokens is invalid and retried."""
-    fake_messages_api.script(Reply('{"reasoning": "On top', stop_reason="max_tokens"), Reply({"reasoning": "Fine.", "score": 4}))
+    fake_messages_api.script(
+        Reply('{"reasoning": "On top', stop_reason="max_tokens"), Reply({"reasoning": "Fine.", "score": 4})
+    )
     j = await make_judge("rubric").judge(QUESTION, TIGHT)
     assert j.raw_score == 4
     assert len(fake_messages_api.message_requests) == 2
 
 
 @pytest.mark.parametrize("response", ["", "   ", "\n\t \n"])
-async def test_empty_response_scores_zero_without_calling_the_api(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge, response: str) -> None:
+async def test_empty_response_scores_zero_without_calling_the_api(
+    fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge, response: str
+) -> None:
     """A blank response scores 0 as an empty response, without calling the API."""
     j = await make_judge("rubric").judge(QUESTION, response)
     assert (j.score, j.raw_score) == (0.0, 0.0)
@@ -141,7 +168,9 @@ async def test_empty_response_scores_zero_without_calling_the_api(fake_messages_
     assert fake_messages_api.requests == []
 
 
-async def test_response_repeating_the_question_is_not_relevant(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge) -> None:
+async def test_response_repeating_the_question_is_not_relevant(
+    fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge
+) -> None:
     """A response that only repeats the question scores 0, as the rubric in the system prompt says."""
     j = await make_judge("rubric").judge(QUESTION, QUESTION)
     assert j.score == 0.0
@@ -150,7 +179,9 @@ async def test_response_repeating_the_question_is_not_relevant(fake_messages_api
     assert "only repeats or rephrases the question without answering it is not relevant: score 0" in system
 
 
-async def test_long_question_and_response_are_truncated_with_a_visible_marker(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge) -> None:
+async def test_long_question_and_response_are_truncated_with_a_visible_marker(
+    fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge
+) -> None:
     """An over-long question and response are cut to the input limit with a visible marker, ends kept."""
     question = "Q" * 150 + "?" + "q" * 849  # 1000 chars
     response = "start " + "x" * 4988 + " end."  # 4999 chars

@@ -22,7 +22,11 @@ async def test_padded_answer_scores_one_third_and_tight_answer_scores_one(make_j
     judge = make_judge("statements")
     padded = await judge.judge(QUESTION, PADDED)
     assert padded.score == pytest.approx(1 / 3) and padded.raw_score == pytest.approx(1 / 3)
-    assert padded.statements == ("Thanks for getting in touch.", "We also sell gift cards.", "Order A17 shipped on 3 March.")
+    assert padded.statements == (
+        "Thanks for getting in touch.",
+        "We also sell gift cards.",
+        "Order A17 shipped on 3 March.",
+    )
     assert padded.verdicts == ("no", "no", "yes")
     assert padded.verdict_reasons[2] == "" and all(padded.verdict_reasons[:2])
     assert padded.reasoning.startswith("1 of 3 statements address the question")
@@ -36,7 +40,10 @@ async def test_padded_answer_scores_one_third_and_tight_answer_scores_one(make_j
 async def test_idk_counts_as_addressing_the_question(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge) -> None:
     """An idk verdict counts as addressing the question, and each verdict's reason is kept."""
     fake_messages_api.script(
-        reply(["A17 shipped.", "Shipping is usually fast.", "We sell gift cards."], [("yes", ""), ("idk", "background"), ("no", "upsell")])
+        reply(
+            ["A17 shipped.", "Shipping is usually fast.", "We sell gift cards."],
+            [("yes", ""), ("idk", "background"), ("no", "upsell")],
+        )
     )
     j = await make_judge("statements").judge(QUESTION, PADDED)
     assert j.score == pytest.approx(2 / 3)
@@ -55,14 +62,18 @@ async def test_strict_mode_zeroes_a_share_below_the_threshold_and_keeps_the_raw_
     assert tight.score == 1.0
 
 
-async def test_strict_mode_keeps_a_share_equal_to_the_threshold(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge) -> None:
+async def test_strict_mode_keeps_a_share_equal_to_the_threshold(
+    fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge
+) -> None:
     """Strict mode keeps a share equal to the threshold unchanged."""
     fake_messages_api.script(reply(["A17 shipped.", "Gift cards."], [("yes", ""), ("no", "upsell")]))
     j = await make_judge("statements", statements_strict_threshold=0.5).judge(QUESTION, PADDED)
     assert j.score == 0.5 and "strict mode" not in j.reasoning
 
 
-async def test_request_uses_the_statements_schema_and_cached_system_prompt(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge) -> None:
+async def test_request_uses_the_statements_schema_and_cached_system_prompt(
+    fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge
+) -> None:
     """The request sends the cached system prompt and the statements schema with yes/no/idk verdicts."""
     await make_judge("statements").judge(QUESTION, PADDED)
     [req] = fake_messages_api.message_requests
@@ -110,7 +121,9 @@ async def test_invalid_replies_raise_after_exactly_retries_plus_one_requests(
     assert len(fake_messages_api.message_requests) == 3
 
 
-async def test_mismatched_verdicts_then_good_reply_is_retried(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge) -> None:
+async def test_mismatched_verdicts_then_good_reply_is_retried(
+    fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge
+) -> None:
     """A reply with fewer verdicts than statements is retried and the next, good reply is used."""
     fake_messages_api.script(reply(["A17 shipped.", "Gift cards."], [("yes", "")]))  # then the brain
     j = await make_judge("statements").judge(QUESTION, PADDED)
@@ -125,7 +138,9 @@ async def test_mismatch_error_says_why(fake_messages_api: FakeMessagesAPI, make_
         await make_judge("statements", judge_max_retries=0).judge(QUESTION, PADDED)
 
 
-async def test_empty_response_has_zero_statements_and_sends_nothing(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge) -> None:
+async def test_empty_response_has_zero_statements_and_sends_nothing(
+    fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge
+) -> None:
     """A blank response scores 0 with no statements and no request."""
     j = await make_judge("statements").judge(QUESTION, "  \n ")
     assert (j.score, j.raw_score, j.statements, j.verdicts) == (0.0, 0.0, (), ())

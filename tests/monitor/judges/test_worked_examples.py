@@ -54,7 +54,9 @@ def golden_pairs(path: Path = GOLDEN_SET) -> set[tuple[str, str]]:
             continue
         row = json.loads(line)
         answer = row.get("answer", row.get("response"))
-        assert isinstance(row.get("question"), str) and isinstance(answer, str), f"{path}:{n} has no question/answer pair"
+        assert isinstance(row.get("question"), str) and isinstance(answer, str), (
+            f"{path}:{n} has no question/answer pair"
+        )
         pairs.add((_norm(row["question"]), _norm(answer)))
     return pairs
 
@@ -77,7 +79,10 @@ def test_the_examples_never_repeat_a_golden_set_pair() -> None:
 def test_golden_pairs_reads_question_and_answer_or_response(tmp_path: Path) -> None:
     """The golden-set reader takes `answer` or `response`, normalises text, skips blank lines and fails on other rows."""
     path = tmp_path / "golden.jsonl"
-    path.write_text('{"question": "Q  one?", "answer": "A."}\n\n{"question": "Q2?", "response": "B", "label": 3}\n', encoding="utf-8")
+    path.write_text(
+        '{"question": "Q  one?", "answer": "A."}\n\n{"question": "Q2?", "response": "B", "label": 3}\n',
+        encoding="utf-8",
+    )
     assert golden_pairs(path) == {("q one?", "a."), ("q2?", "b")}
     path.write_text('{"prompt": "Q?", "answer": "A."}\n', encoding="utf-8")
     with pytest.raises(AssertionError, match="no question/answer pair"):
@@ -106,7 +111,11 @@ def test_each_expected_reply_in_the_prompt_is_a_valid_reply_matching_its_example
 ) -> None:
     """Every "Reply:" line of the prompt validates as the judge's reply model and carries its example's score or verdicts."""
     section = examples_text(cls.system_prompt, instructions)
-    replies = [parse_reply(reply_model, line.removeprefix("Reply: ")) for line in section.splitlines() if line.startswith("Reply: ")]
+    replies = [
+        parse_reply(reply_model, line.removeprefix("Reply: "))
+        for line in section.splitlines()
+        if line.startswith("Reply: ")
+    ]
     assert len(replies) == len(EXAMPLES)
     for reply, ex in zip(replies, EXAMPLES, strict=True):
         if isinstance(reply, RubricReply):
@@ -139,7 +148,10 @@ def test_the_examples_cannot_pass_for_the_real_sections(
 
 @pytest.mark.parametrize(("cls", "instructions", "reply_model"), JUDGES, ids=IDS)
 def test_the_worked_examples_give_the_judge_a_new_id(
-    fake_messages_api: FakeMessagesAPI, cls: type[RubricJudge] | type[StatementsJudge], instructions: str, reply_model: type[BaseModel]
+    fake_messages_api: FakeMessagesAPI,
+    cls: type[RubricJudge] | type[StatementsJudge],
+    instructions: str,
+    reply_model: type[BaseModel],
 ) -> None:
     """The judge_id is derived from the prompt: with the examples it differs from the instructions-only prompt's id,
     and it is stable for the same prompt."""

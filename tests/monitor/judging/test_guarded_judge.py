@@ -50,7 +50,9 @@ async def test_concurrency_halves_once_under_a_429_burst_and_recovers(fake_messa
     settings = judge_settings(fake_messages_api, "rubric", judge_max_retries=2)
     judge = RubricJudge(settings.judge_client, backoff=FAST)
     spent: list[Usage] = []
-    guard = GuardedJudge(judge, FlowSettings(judge_concurrency=16, breaker_threshold=1000), Metrics(), on_spent=spent.append)
+    guard = GuardedJudge(
+        judge, FlowSettings(judge_concurrency=16, breaker_threshold=1000), Metrics(), on_spent=spent.append
+    )
     fake_messages_api.fail_next(16, rate_limited(retry_after=0.05))
     lowest = 16
     try:

@@ -92,7 +92,9 @@ async def test_the_shadow_takes_the_primary_slots_only_when_no_primary_call_wait
     """With one shared slot, a waiting primary call goes before a shadow call that queued earlier; never two at once."""
     calls: list[str] = []
     gate = asyncio.Event()
-    primary, shadow = guards(GateJudge("primary", calls, gate), GateJudge("shadow", calls, gate), FlowSettings(judge_concurrency=1))
+    primary, shadow = guards(
+        GateJudge("primary", calls, gate), GateJudge("shadow", calls, gate), FlowSettings(judge_concurrency=1)
+    )
     first = asyncio.create_task(judge(primary, "p1"))
     await until(lambda: calls == ["p1"], "the first primary call holds the only slot")
     queued = [asyncio.create_task(judge(shadow, "s1")), asyncio.create_task(judge(primary, "p2"))]
@@ -108,13 +110,19 @@ async def test_the_shadow_takes_its_rate_tokens_from_the_primary_bucket_after_wa
     """One shared token bucket: the shadow's request waits for a token behind every primary request queued."""
     calls: list[str] = []
     started = time.monotonic()
-    rate = RateLimiter(requests_per_minute=60, tokens_per_minute=None, clock=lambda: (time.monotonic() - started) * 20)  # a token per 50 ms
+    rate = RateLimiter(
+        requests_per_minute=60, tokens_per_minute=None, clock=lambda: (time.monotonic() - started) * 20
+    )  # a token per 50 ms
     flow = FlowSettings(judge_concurrency=8)
     limits = JudgeLimits(AdaptiveLimiter(8), rate, CircuitBreaker())
     primary, shadow = guards(GateJudge("primary", calls), GateJudge("shadow", calls), flow, limits)
     await judge(primary, "p1")  # the bucket's only token
     # Created together, they first run in this order: p2 holds the bucket waiting for a refill, s1 and p3 queue.
-    tasks = [asyncio.create_task(judge(primary, "p2")), asyncio.create_task(judge(shadow, "s1")), asyncio.create_task(judge(primary, "p3"))]
+    tasks = [
+        asyncio.create_task(judge(primary, "p2")),
+        asyncio.create_task(judge(shadow, "s1")),
+        asyncio.create_task(judge(primary, "p3")),
+    ]
     await asyncio.gather(*tasks)
     assert calls == ["p1", "p2", "p3", "s1"]
     assert shadow.rate is primary.rate
@@ -124,7 +132,9 @@ async def test_the_shadow_waits_for_a_closed_circuit_and_never_takes_the_probe()
     """While the primary's circuit is open the shadow calls nothing, and it leaves the half-open probe to the primary."""
     calls: list[str] = []
     now = [0.0]
-    limits = JudgeLimits(AdaptiveLimiter(4), RateLimiter(None, None), CircuitBreaker(threshold=1, cooldown_s=1.0, clock=lambda: now[0]))
+    limits = JudgeLimits(
+        AdaptiveLimiter(4), RateLimiter(None, None), CircuitBreaker(threshold=1, cooldown_s=1.0, clock=lambda: now[0])
+    )
     primary, shadow = guards(GateJudge("primary", calls), GateJudge("shadow", calls), FlowSettings(), limits)
     primary.breaker.on_failure()  # the primary's judge has been failing: open
     now[0] = 5.0  # past the cooldown: the next caller that asks may probe
@@ -144,9 +154,15 @@ async def test_shadow_failures_end_in_error_after_the_attempts_and_steer_no_limi
     primary, shadow = guards(GateJudge("primary", calls), GateJudge("shadow", calls, fail=True), flow)
     for n in range(4):
         outcome = await shadow.judge_event(event(f"s{n}"), still_wanted=lambda: True)
-        assert outcome is not None and not isinstance(outcome.verdict, Judgement) and outcome.verdict.reason == "unavailable"
+        assert (
+            outcome is not None
+            and not isinstance(outcome.verdict, Judgement)
+            and outcome.verdict.reason == "unavailable"
+        )
     assert calls == [f"s{n}" for n in range(4) for _ in range(3)]
-    assert primary.breaker.state is BreakerState.CLOSED and primary.breaker.failures == 0 and primary.limiter.limit == 4.0
+    assert (
+        primary.breaker.state is BreakerState.CLOSED and primary.breaker.failures == 0 and primary.limiter.limit == 4.0
+    )
     ok = await judge(primary, "p1")
     assert ok is not None and calls[-1] == "p1"
 
@@ -169,7 +185,10 @@ async def test_the_priority_lock_serves_normal_waiters_first_and_survives_cancel
         lock.release()
 
     await lock.acquire()
-    tasks = {n: asyncio.create_task(take(n, low)) for n, low in (("low1", True), ("high1", False), ("low2", True), ("high2", False))}
+    tasks = {
+        n: asyncio.create_task(take(n, low))
+        for n, low in (("low1", True), ("high1", False), ("low2", True), ("high2", False))
+    }
     await asyncio.sleep(0)
     tasks["high2"].cancel()
     lock.release()
@@ -206,12 +225,18 @@ def test_rows_owed_settle_a_shadowed_record_on_its_second_row() -> None:
             {"judge": "lexical", "shadow_judge": "lexical"},
             "invalid setting MONITOR_SHADOW_JUDGE: is the primary judge itself (MONITOR_JUDGE=lexical)",
         ),
-        ({"judge": "statements", "shadow_judge": "statements"}, "is the primary judge itself (MONITOR_JUDGE=statements with model claude-haiku-5-5)"),
+        (
+            {"judge": "statements", "shadow_judge": "statements"},
+            "is the primary judge itself (MONITOR_JUDGE=statements with model claude-haiku-5-5)",
+        ),
         (
             {"judge": "rubric", "shadow_judge": "rubric", "shadow_judge_model": "claude-haiku-5-5"},
             "invalid setting MONITOR_SHADOW_JUDGE: is the primary judge itself",
         ),
-        ({"shadow_judge_model": "claude-sonnet-5-5"}, "invalid setting MONITOR_SHADOW_JUDGE: unset, but MONITOR_SHADOW_JUDGE_MODEL is set"),
+        (
+            {"shadow_judge_model": "claude-sonnet-5-5"},
+            "invalid setting MONITOR_SHADOW_JUDGE: unset, but MONITOR_SHADOW_JUDGE_MODEL is set",
+        ),
     ],
 )
 def test_a_shadow_that_is_the_primary_judge_is_refused_in_one_line(overrides: dict[str, str], message: str) -> None:
@@ -223,10 +248,23 @@ def test_a_shadow_that_is_the_primary_judge_is_refused_in_one_line(overrides: di
 
 def test_the_shadow_client_is_the_primary_client_with_its_own_method_and_model() -> None:
     """The shadow judge gets the primary's client settings, its own method, and the primary's model unless it names one."""
-    s = load_settings(judge="rubric", judge_model="claude-haiku-5-5", shadow_judge="statements", judge_max_tokens=333, anthropic_api_key="k")
+    s = load_settings(
+        judge="rubric",
+        judge_model="claude-haiku-5-5",
+        shadow_judge="statements",
+        judge_max_tokens=333,
+        anthropic_api_key="k",
+    )
     client = s.shadow_judge_client
-    assert client is not None and (client.method, client.model, client.max_tokens, client.api_key) == ("statements", "claude-haiku-5-5", 333, "k")
-    other = load_settings(judge="statements", shadow_judge="statements", shadow_judge_model="claude-sonnet-5-5").shadow_judge_client
+    assert client is not None and (client.method, client.model, client.max_tokens, client.api_key) == (
+        "statements",
+        "claude-haiku-5-5",
+        333,
+        "k",
+    )
+    other = load_settings(
+        judge="statements", shadow_judge="statements", shadow_judge_model="claude-sonnet-5-5"
+    ).shadow_judge_client
     assert other is not None and other.model == "claude-sonnet-5-5"
     off = load_settings()
     assert off.shadow_judge_client is None and off.shadow.method is None and off.shadow.sample_rate == 0.05

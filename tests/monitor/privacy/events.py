@@ -7,7 +7,9 @@ from datetime import UTC, datetime
 from schemas.events import ConversationEvent, KafkaPosition
 
 
-def event(question: str = "q", response: str = "r", metadata: dict[str, str] | None = None, event_id: str = "e1") -> ConversationEvent:
+def event(
+    question: str = "q", response: str = "r", metadata: dict[str, str] | None = None, event_id: str = "e1"
+) -> ConversationEvent:
     """A decoded event with the given text."""
     return ConversationEvent(
         event_id=event_id,

@@ -33,6 +33,10 @@ def test_the_measure_counts_a_mistyped_item_as_missed() -> None:
         def redact(self, text: str) -> Redacted:
             return Redacted(text.replace("a@b.io", "[PHONE]"), {"PHONE": 1})
 
-    e = evaluate(CallsEverythingAPhone(), [LabelledText("mail a@b.io", (Planted("EMAIL", "a@b.io", "plain"),), ("mail",))], timing_runs=0)
+    e = evaluate(
+        CallsEverythingAPhone(),
+        [LabelledText("mail a@b.io", (Planted("EMAIL", "a@b.io", "plain"),), ("mail",))],
+        timing_runs=0,
+    )
     (email,) = e.per_kind
     assert (email.removed, email.typed, e.recall, e.benign_share) == (1, 0, 0.0, 1.0)

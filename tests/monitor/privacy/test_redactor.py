@@ -42,14 +42,21 @@ def test_allowed_values_are_kept_case_insensitively() -> None:
 
 def test_custom_patterns_get_their_own_placeholder_and_group() -> None:
     """A user pattern replaces its match (or its `item` group) with [KIND] and is counted under KIND."""
-    redactor = build_redactor(RedactionSettings(patterns={"ORDER_REF": r"ORD-\d{6}", "MEMBER": r"member (?P<item>M\d{5})"}))
+    redactor = build_redactor(
+        RedactionSettings(patterns={"ORDER_REF": r"ORD-\d{6}", "MEMBER": r"member (?P<item>M\d{5})"})
+    )
     result = redactor.redact("ORD-123456 for member M12345")
     assert result.text == "[ORDER_REF] for member [MEMBER]" and result.counts == {"ORDER_REF": 1, "MEMBER": 1}
 
 
 @pytest.mark.parametrize(
     ("patterns", "reason"),
-    [({"lower": "x"}, "upper case"), ({"BAD": "("}, "not a valid"), ({"EMPTY": "a*"}, "empty"), ({"BRACKET": r"\[\w+\]"}, "placeholder")],
+    [
+        ({"lower": "x"}, "upper case"),
+        ({"BAD": "("}, "not a valid"),
+        ({"EMPTY": "a*"}, "empty"),
+        ({"BRACKET": r"\[\w+\]"}, "placeholder"),
+    ],
 )
 def test_unusable_custom_patterns_are_refused(patterns: dict[str, str], reason: str) -> None:
     """A bad name, a broken expression, one matching empty text or one matching a placeholder is a ConfigError."""
@@ -65,7 +72,9 @@ def test_overlapping_spans_keep_the_first_given() -> None:
 
 def test_an_event_is_redacted_in_question_response_and_metadata_values() -> None:
     """redact_event replaces items in the question, the response and metadata values, keeps ids, and sums the counts."""
-    original = event(question="I am a@b.io", response="Card 4539 1488 0343 6467 noted", metadata={"email": "c@d.io", "tier": "gold"})
+    original = event(
+        question="I am a@b.io", response="Card 4539 1488 0343 6467 noted", metadata={"email": "c@d.io", "tier": "gold"}
+    )
     judged = redact_event(original, REDACTOR)
     assert (judged.judged.question, judged.judged.response) == ("I am [EMAIL]", "Card [CARD] noted")
     assert judged.judged.metadata == {"email": "[EMAIL]", "tier": "gold"}
@@ -90,7 +99,9 @@ def test_arbitrary_text_never_crashes_and_redacting_twice_changes_nothing(text: 
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("unit", ["1 ", "1-", "a@", "a.", "0:", "sk-", "+1", "ab12", "x" * 50 + "@", "-----BEGIN PRIVATE KEY-----"])
+@pytest.mark.parametrize(
+    "unit", ["1 ", "1-", "a@", "a.", "0:", "sk-", "+1", "ab12", "x" * 50 + "@", "-----BEGIN PRIVATE KEY-----"]
+)
 def test_long_adversarial_text_finishes(unit: str) -> None:
     """A megabyte-scale run of one recognizer's candidate shape finishes (no catastrophic backtracking)."""
     text = unit * (200_000 // len(unit))

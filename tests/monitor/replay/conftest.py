@@ -62,7 +62,9 @@ class RecordedView:
         self.counted = counted
 
 
-async def replay(settings: Settings, store: AsyncStore, since: datetime, until: datetime, **options: Any) -> ReplayOutcome:
+async def replay(
+    settings: Settings, store: AsyncStore, since: datetime, until: datetime, **options: Any
+) -> ReplayOutcome:
     """Run one replay of [since, until) with the configured judge; returns its outcome."""
     judge = build_judge(settings.judge_client)
     try:

@@ -47,7 +47,9 @@ def test_an_unknown_price_is_none_not_zero() -> None:
 
 def test_longer_answers_cost_more_for_the_statements_judge() -> None:
     """The statements judge restates the response: its output estimate grows with the response's length."""
-    model = CostModel.for_judge(INFO, ModelPrice(input=1, output=5, cache_read=0.1, cache_write=1.25), SYSTEM_PROMPT, 20_000)
+    model = CostModel.for_judge(
+        INFO, ModelPrice(input=1, output=5, cache_read=0.1, cache_write=1.25), SYSTEM_PROMPT, 20_000
+    )
     assert model.event_tokens(40, 2_000)[1] > model.event_tokens(40, 200)[1]
 
 

@@ -27,7 +27,10 @@ async def _batch_states(store: AsyncStore) -> dict[str, str]:
 
 
 async def test_a_batch_replay_scores_every_event_at_half_price(
-    broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore, fake_messages_api: FakeMessagesAPI
+    broker: LocalBroker,
+    make_settings: Callable[..., Settings],
+    async_store: AsyncStore,
+    fake_messages_api: FakeMessagesAPI,
 ) -> None:
     """12 events in batches of 5 go out as three batches, not one call each; every event gets a row of the run whose
     cost is half the one-call price; every batch is recorded as written."""
@@ -37,7 +40,9 @@ async def test_a_batch_replay_scores_every_event_at_half_price(
     await produce_values(broker.bootstrap, settings.kafka_topics[0], events(12, "b", at), timestamp_ms=ms(at))
     since, until = at - timedelta(minutes=1), at + timedelta(minutes=1)
 
-    outcome = await replay(settings, async_store, since, until, yes=True, batch_api=True, batch_size=5, batch_poll_s=0.05)
+    outcome = await replay(
+        settings, async_store, since, until, yes=True, batch_api=True, batch_size=5, batch_poll_s=0.05
+    )
 
     assert outcome.status == "finished"
     assert outcome.tally.scored == 12
@@ -56,7 +61,10 @@ async def test_a_batch_replay_scores_every_event_at_half_price(
 
 
 async def test_a_transient_failure_in_a_batch_goes_into_a_later_batch(
-    broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore, fake_messages_api: FakeMessagesAPI
+    broker: LocalBroker,
+    make_settings: Callable[..., Settings],
+    async_store: AsyncStore,
+    fake_messages_api: FakeMessagesAPI,
 ) -> None:
     """A request that expired in its batch is sent again in the next one and ends in an ok row."""
     fake_messages_api.batch_processing(0.05)
@@ -66,7 +74,15 @@ async def test_a_transient_failure_in_a_batch_goes_into_a_later_batch(
     at = minutes_ago(20)
     await produce_values(broker.bootstrap, settings.kafka_topics[0], events(4, "t", at), timestamp_ms=ms(at))
 
-    outcome = await replay(settings, async_store, at - timedelta(minutes=1), at + timedelta(minutes=1), yes=True, batch_api=True, batch_poll_s=0.05)
+    outcome = await replay(
+        settings,
+        async_store,
+        at - timedelta(minutes=1),
+        at + timedelta(minutes=1),
+        yes=True,
+        batch_api=True,
+        batch_poll_s=0.05,
+    )
 
     assert outcome.tally.scored == 4 and outcome.tally.failed == 0
     assert len(fake_messages_api.batch_calls("create")) == 2
@@ -74,7 +90,10 @@ async def test_a_transient_failure_in_a_batch_goes_into_a_later_batch(
 
 
 async def test_an_interrupted_batch_replay_is_collected_by_the_next_run_without_paying_again(
-    broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore, fake_messages_api: FakeMessagesAPI
+    broker: LocalBroker,
+    make_settings: Callable[..., Settings],
+    async_store: AsyncStore,
+    fake_messages_api: FakeMessagesAPI,
 ) -> None:
     """Interrupted while its batch is processing, the replay leaves it recorded as submitted; the resumed run waits
     for it, writes its results as rows and sends no request for those events again."""
@@ -104,7 +123,9 @@ async def test_an_interrupted_batch_replay_is_collected_by_the_next_run_without_
     assert set((await _batch_states(async_store)).values()) == {"submitted"}
 
     fake_messages_api.end_batch()
-    resumed = await replay(settings, async_store, since, until, yes=True, batch_api=True, resume=True, batch_poll_s=0.05)
+    resumed = await replay(
+        settings, async_store, since, until, yes=True, batch_api=True, resume=True, batch_poll_s=0.05
+    )
 
     assert resumed.status == "finished"
     assert resumed.tally.scored == 6

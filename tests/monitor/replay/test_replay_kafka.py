@@ -32,10 +32,14 @@ async def test_a_range_replay_scores_exactly_its_events_and_leaves_the_live_grou
     async with RunningPipeline(settings, async_store):
         await wait_for(lambda: _committed(broker, settings, 12), 60, "the live group to commit the first batch")
     before = await committed_offsets(broker.bootstrap, settings.kafka_group_id, topic)
-    traffic_before = (await async_store.query(f"SELECT sum(consumed) FROM {async_store.store.database}.traffic_counts")).rows[0][0]
+    traffic_before = (
+        await async_store.query(f"SELECT sum(consumed) FROM {async_store.store.database}.traffic_counts")
+    ).rows[0][0]
     await produce_values(broker.bootstrap, topic, events(9, "b", second), timestamp_ms=ms(second))
 
-    outcome = await replay(settings, async_store, second - timedelta(minutes=1), second + timedelta(minutes=1), yes=True)
+    outcome = await replay(
+        settings, async_store, second - timedelta(minutes=1), second + timedelta(minutes=1), yes=True
+    )
 
     assert outcome.status == "finished"
     assert outcome.counted.tally.read == 9
@@ -44,7 +48,9 @@ async def test_a_range_replay_scores_exactly_its_events_and_leaves_the_live_grou
     assert {r[2] for r in replayed} == {outcome.run_id}
     assert await count_rows(async_store, "replay_run = '' AND startsWith(event_id, 'a')") == 12
     assert await committed_offsets(broker.bootstrap, settings.kafka_group_id, topic) == before
-    traffic_after = (await async_store.query(f"SELECT sum(consumed) FROM {async_store.store.database}.traffic_counts")).rows[0][0]
+    traffic_after = (
+        await async_store.query(f"SELECT sum(consumed) FROM {async_store.store.database}.traffic_counts")
+    ).rows[0][0]
     assert traffic_after == traffic_before
 
 
@@ -53,7 +59,9 @@ async def _committed(broker: LocalBroker, settings: Settings, n: int) -> bool:
     return sum(v or 0 for v in c.values()) == n
 
 
-async def test_a_replay_never_replaces_a_live_score(broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore) -> None:
+async def test_a_replay_never_replaces_a_live_score(
+    broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore
+) -> None:
     """Events the live consumer scored with the same judge are skipped: their live rows stay exactly as they were."""
     settings = make_settings(judge="lexical")
     topic = settings.kafka_topics[0]
@@ -147,7 +155,9 @@ async def _topics(broker: LocalBroker) -> set[str]:
         await consumer.stop()
 
 
-async def test_a_range_past_the_end_reads_nothing(broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore) -> None:
+async def test_a_range_past_the_end_reads_nothing(
+    broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore
+) -> None:
     """A range after the newest record reads no record (tansu's timestamp -1 answer is not taken as offset 0)."""
     settings = make_settings(judge="lexical")
     at = minutes_ago(40)
@@ -166,13 +176,19 @@ async def test_replayed_text_is_redacted_as_live_text_is(
     settings = make_settings(judge="lexical")
     at = minutes_ago(14)
     values = events(
-        2, "p", at, question="Where is my order? Mail me at jane.doe@example.com", response="Order A17 ships today, Jane: see jane.doe@example.com"
+        2,
+        "p",
+        at,
+        question="Where is my order? Mail me at jane.doe@example.com",
+        response="Order A17 ships today, Jane: see jane.doe@example.com",
     )
     await produce_values(broker.bootstrap, settings.kafka_topics[0], values, timestamp_ms=ms(at))
 
     await replay(settings, async_store, at - timedelta(minutes=1), at + timedelta(minutes=1))
 
-    rows = (await async_store.query(f"SELECT question, response, redactions FROM {async_store.store.qualified_table} FINAL")).rows
+    rows = (
+        await async_store.query(f"SELECT question, response, redactions FROM {async_store.store.qualified_table} FINAL")
+    ).rows
     assert len(rows) == 2
     assert all("jane.doe@example.com" not in q + r for q, r, _ in rows)
     assert [dict(red) for _, _, red in rows] == [{"EMAIL": 2}, {"EMAIL": 2}], rows

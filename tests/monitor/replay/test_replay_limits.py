@@ -23,7 +23,14 @@ from tests.harness import count_rows, produce_values
 from tests.monitor.replay.conftest import RecordedView, events, minutes_ago, ms, replay
 
 # $0.10 a call on the default model (claude-haiku-5-5: $0.10 per million input tokens): round figures for the cap.
-TENTH_OF_A_DOLLAR = Reply(usage={"input_tokens": 1_000_000, "output_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0})
+TENTH_OF_A_DOLLAR = Reply(
+    usage={
+        "input_tokens": 1_000_000,
+        "output_tokens": 0,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+    }
+)
 
 
 async def _runs(store: AsyncStore) -> list[tuple[object, ...]]:
@@ -32,7 +39,10 @@ async def _runs(store: AsyncStore) -> list[tuple[object, ...]]:
 
 
 async def test_max_usd_stops_before_the_cap_and_resume_finishes_the_rest(
-    broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore, fake_messages_api: FakeMessagesAPI
+    broker: LocalBroker,
+    make_settings: Callable[..., Settings],
+    async_store: AsyncStore,
+    fake_messages_api: FakeMessagesAPI,
 ) -> None:
     """At $0.10 a call and a $0.55 cap, the replay scores 5 events, spends $0.50, records the run as capped; a resumed
     run scores only the other events."""
@@ -58,7 +68,10 @@ async def test_max_usd_stops_before_the_cap_and_resume_finishes_the_rest(
 
 
 async def test_an_estimate_above_the_threshold_needs_yes(
-    broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore, fake_messages_api: FakeMessagesAPI
+    broker: LocalBroker,
+    make_settings: Callable[..., Settings],
+    async_store: AsyncStore,
+    fake_messages_api: FakeMessagesAPI,
 ) -> None:
     """Above MONITOR_REPLAY_CONFIRM_USD the replay stops after the estimate without a call or a row; --yes goes ahead."""
     settings = make_settings(judge="rubric", replay_confirm_usd=0.0, **fake_messages_api.settings_overrides())
@@ -77,7 +90,10 @@ async def test_an_estimate_above_the_threshold_needs_yes(
 
 
 async def test_a_dry_run_estimates_and_judges_nothing(
-    broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore, fake_messages_api: FakeMessagesAPI
+    broker: LocalBroker,
+    make_settings: Callable[..., Settings],
+    async_store: AsyncStore,
+    fake_messages_api: FakeMessagesAPI,
 ) -> None:
     """A dry run prints the count and a positive estimate for an LLM judge, and sends no request."""
     settings = make_settings(judge="statements", **fake_messages_api.settings_overrides())
@@ -99,7 +115,10 @@ async def test_a_dry_run_estimates_and_judges_nothing(
 
 
 async def test_an_interrupted_replay_keeps_its_rows_and_resumes(
-    broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore, fake_messages_api: FakeMessagesAPI
+    broker: LocalBroker,
+    make_settings: Callable[..., Settings],
+    async_store: AsyncStore,
+    fake_messages_api: FakeMessagesAPI,
 ) -> None:
     """Stopped while scoring, the replay lets the calls out finish, writes their rows, records itself as interrupted;
     a resumed run scores the rest and no event twice."""

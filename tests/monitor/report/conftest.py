@@ -31,8 +31,12 @@ LEXICAL_JUDGE = "lexical-9a8b7c6d5e4f"
 HOSTILE = '<script>alert("x")</script><img src="https://evil.example/p.png">'
 
 
-_FETCHING_TAGS = frozenset({"script", "link", "img", "iframe", "frame", "object", "embed", "audio", "video", "source", "track", "image"})
-_URL_ATTRS = frozenset({"src", "href", "xlink:href", "action", "formaction", "poster", "srcset", "data", "background", "ping"})
+_FETCHING_TAGS = frozenset(
+    {"script", "link", "img", "iframe", "frame", "object", "embed", "audio", "video", "source", "track", "image"}
+)
+_URL_ATTRS = frozenset(
+    {"src", "href", "xlink:href", "action", "formaction", "poster", "srcset", "data", "background", "ping"}
+)
 _CSS_FETCH = re.compile(r"url\(\s*['\"]?\s*(?!#|data:)|@import", re.IGNORECASE)
 
 
@@ -47,7 +51,9 @@ class _References(HTMLParser):
             self.found.append(f"<{tag}>")
         for name, value in attrs:
             # Only a same-document fragment (#id: the SVG's glyphs and clip paths) loads nothing.
-            if value and ((name in _URL_ATTRS and not value.startswith("#")) or (name == "style" and _CSS_FETCH.search(value))):
+            if value and (
+                (name in _URL_ATTRS and not value.startswith("#")) or (name == "style" and _CSS_FETCH.search(value))
+            ):
                 self.found.append(f"{tag} {name}={value}")
         self._in_style = tag == "style"
 
@@ -152,12 +158,40 @@ def _day_of_rows() -> tuple[list[ScoredRow], int]:
                 statements=padded if version == "v2" else good,
             )
         )
-        rows.append(make_row(t, app="search", prompt_version="v7", judge_id=LEXICAL_JUDGE, score=round(0.7 + wave, 3), lag_s=2.0 + (i % 5)))
+        rows.append(
+            make_row(
+                t,
+                app="search",
+                prompt_version="v7",
+                judge_id=LEXICAL_JUDGE,
+                score=round(0.7 + wave, 3),
+                lag_s=2.0 + (i % 5),
+            )
+        )
         if i % 24 == 5:
-            rows.append(make_row(t, app="support", prompt_version=version, judge_id=STATEMENTS_JUDGE, score=None, error="invalid_reply: no verdicts"))
+            rows.append(
+                make_row(
+                    t,
+                    app="support",
+                    prompt_version=version,
+                    judge_id=STATEMENTS_JUDGE,
+                    score=None,
+                    error="invalid_reply: no verdicts",
+                )
+            )
         if i % 36 == 7:
             err = "unavailable: rate_limited: HTTP 429 rate_limit_error: slow down (after 3 attempts)"
-            rows.append(make_row(t, app="support", prompt_version=version, judge_id=STATEMENTS_JUDGE, score=None, error=err, cost=None))
+            rows.append(
+                make_row(
+                    t,
+                    app="support",
+                    prompt_version=version,
+                    judge_id=STATEMENTS_JUDGE,
+                    score=None,
+                    error=err,
+                    cost=None,
+                )
+            )
             limited += 1
         if i % 48 == 11:
             rows.append(
@@ -225,7 +259,9 @@ def _alert_states() -> list[AlertState]:
             baseline=0.01,
             severity="ticket",
         ),
-        AlertState("relevancy_floor", (("app", "billing"),), "firing", fired_at=T0 + timedelta(hours=2), severity="page"),
+        AlertState(
+            "relevancy_floor", (("app", "billing"),), "firing", fired_at=T0 + timedelta(hours=2), severity="page"
+        ),
         AlertState(
             "relevancy_floor",
             (("app", "search"),),
@@ -268,9 +304,29 @@ def replayed_rows() -> list[ScoredRow]:
     rows = []
     for h in range(6):
         at = T0 + timedelta(hours=3 * h, minutes=5)
-        new = make_row(at, app="support", prompt_version="v1", judge_id=REPLAY_JUDGE, score=0.0, question="REPLAYED by a new judge")
-        same = make_row(at, app="search", prompt_version="v7", judge_id=LEXICAL_JUDGE, score=0.0, question="REPLAYED by the live judge")
+        new = make_row(
+            at, app="support", prompt_version="v1", judge_id=REPLAY_JUDGE, score=0.0, question="REPLAYED by a new judge"
+        )
+        same = make_row(
+            at,
+            app="search",
+            prompt_version="v7",
+            judge_id=LEXICAL_JUDGE,
+            score=0.0,
+            question="REPLAYED by the live judge",
+        )
         rows += [new.model_copy(update={"replay_run": "run-new"}), same.model_copy(update={"replay_run": "run-same"})]
-    failed = make_row(T0 + timedelta(hours=2), app="support", prompt_version="v1", judge_id=REPLAY_JUDGE, score=None, error="replayed_failure: x")
+    failed = make_row(
+        T0 + timedelta(hours=2),
+        app="support",
+        prompt_version="v1",
+        judge_id=REPLAY_JUDGE,
+        score=None,
+        error="replayed_failure: x",
+    )
     late = make_row(T1 + timedelta(hours=1), app="search", prompt_version="v7", judge_id=LEXICAL_JUDGE, score=0.0)
-    return [*rows, failed.model_copy(update={"replay_run": "run-new"}), late.model_copy(update={"replay_run": "run-same"})]
+    return [
+        *rows,
+        failed.model_copy(update={"replay_run": "run-new"}),
+        late.model_copy(update={"replay_run": "run-same"}),
+    ]

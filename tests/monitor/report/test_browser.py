@@ -21,13 +21,23 @@ def chromium() -> str:
     """Debian's Chromium; fails the test (never skips it) when it is not installed."""
     path = CHROMIUM if os.access(CHROMIUM, os.X_OK) else shutil.which("chromium")
     if path is None:
-        pytest.fail(f"{CHROMIUM} not found: run `make browser` (installs Debian's chromium package as root)", pytrace=False)
+        pytest.fail(
+            f"{CHROMIUM} not found: run `make browser` (installs Debian's chromium package as root)", pytrace=False
+        )
     return path
 
 
 def headless(profile: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """Run headless Chromium with its own profile directory (so runs never share state) and return its output."""
-    argv = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", f"--user-data-dir={profile}", *args]
+    argv = [
+        chromium(),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        f"--user-data-dir={profile}",
+        *args,
+    ]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     return done
@@ -47,7 +57,17 @@ def test_chromium_renders_a_readable_report(filled: Filled, tmp_path: Path) -> N
     assert len(colours) > 200 and ink > 0.05, (len(colours), ink)
 
     dom = headless(tmp_path / "profile", "--dump-dom", page.as_uri()).stdout
-    for needle in ("support", "search", ">v1<", ">v2<", ">v7<", STATEMENTS_JUDGE, LEXICAL_JUDGE, "Relevancy over time", "Judge health"):
+    for needle in (
+        "support",
+        "search",
+        ">v1<",
+        ">v2<",
+        ">v7<",
+        STATEMENTS_JUDGE,
+        LEXICAL_JUDGE,
+        "Relevancy over time",
+        "Judge health",
+    ):
         assert needle in dom, needle
     assert dom.count("<svg") == 5  # two apps, coverage, judge health, cost
     assert outside_references(dom) == []

@@ -52,7 +52,11 @@ def test_a_product_regression_and_a_judge_drift_look_different(store: ClickHouse
     shop, help_ = charts["relevancy-shop"], charts["relevancy-help"]
     for chart in (shop, help_):
         canary_panel = chart.panels[-1]
-        assert len(chart.panels) == 3 and canary_panel.ylabel.startswith("canary") and canary_panel.y_min < 0 < (canary_panel.y_max or 0)
+        assert (
+            len(chart.panels) == 3
+            and canary_panel.ylabel.startswith("canary")
+            and canary_panel.y_min < 0 < (canary_panel.y_max or 0)
+        )
     [shop_live], [shop_canary] = shop.panels[0].lines, shop.panels[2].lines
     [help_live], [help_canary] = help_.panels[0].lines, help_.panels[2].lines
     assert shop_canary.label == "j-shop · canary" and help_canary.label == "j-help · canary"
@@ -72,7 +76,11 @@ def test_the_page_has_a_canary_section_with_each_judges_runs(store: ClickHouseSt
     section = html[html.index('<section id="canaries">') :].split("</section>")[0]
     assert "Judge canaries" in section and "the product" in section and "the judge" in section
     assert 'id="chart-canary"' in section and "<svg" in section
-    assert section.count("<code>j-shop</code>") == 1 and section.count("<code>j-help</code>") == 1 and section.count("golden_set.jsonl:test") == 2
+    assert (
+        section.count("<code>j-shop</code>") == 1
+        and section.count("<code>j-help</code>") == 1
+        and section.count("golden_set.jsonl:test") == 2
+    )
     shifts = [float(x) for x in re.findall(r'<td class="n">([+-]0\.\d{3})</td>', section)]
     assert min(shifts) < -0.15 < max(shifts)  # the drifted judge's latest mean shift is well down, the other's near 0
     assert "bottom panel is the judge&#x27;s mean shift" in html
@@ -81,7 +89,10 @@ def test_the_page_has_a_canary_section_with_each_judges_runs(store: ClickHouseSt
 
 def test_without_canary_runs_the_page_says_why(store: ClickHouseStore, tmp_path: Path) -> None:
     """No run in the range: two panels per app and a note naming ALERTS_CANARY_INTERVAL; no canary table: migrate."""
-    insert(store, [make_row(T0 + timedelta(minutes=m), app="shop", judge_id="j-shop", score=0.8) for m in range(0, 600, 10)])
+    insert(
+        store,
+        [make_row(T0 + timedelta(minutes=m), app="shop", judge_id="j-shop", score=0.8) for m in range(0, 600, 10)],
+    )
     charts = {c.key: c for c in charts_of(fetch_report_data(store, T0, T1, 900))[0]}
     assert len(charts["relevancy-shop"].panels) == 2 and "canary" not in charts
     path = tmp_path / "r.html"

@@ -39,10 +39,23 @@ def _store_flags(filled: Filled) -> list[str]:
     return ["--clickhouse-url", filled.store.url, "--clickhouse-database", filled.store.database]
 
 
-def test_writes_the_file_and_prints_its_path_as_one_line(filled: Filled, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_writes_the_file_and_prints_its_path_as_one_line(
+    filled: Filled, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """With ISO times and --out, the report is written there and its absolute path is the one line on stderr."""
     out = tmp_path / "day.html"
-    assert run(*_store_flags(filled), "--since", "2026-11-02T00:00:00Z", "--until", "2026-11-03T00:00:00", "--out", str(out)) == 0
+    assert (
+        run(
+            *_store_flags(filled),
+            "--since",
+            "2026-11-02T00:00:00Z",
+            "--until",
+            "2026-11-03T00:00:00",
+            "--out",
+            str(out),
+        )
+        == 0
+    )
     captured = capsys.readouterr()
     assert captured.err == f"{out}\n" and captured.out == ""
     html = out.read_text(encoding="utf-8")
@@ -56,18 +69,33 @@ def test_defaults_to_the_last_day_in_the_working_directory(
     monkeypatch.chdir(tmp_path)
     assert run(*_store_flags(filled)) == 0
     assert capsys.readouterr().err == f"{tmp_path / 'relevancy-report.html'}\n"
-    assert "No judged events between" in (tmp_path / "relevancy-report.html").read_text(encoding="utf-8")  # the fixture's day is long past
+    assert "No judged events between" in (tmp_path / "relevancy-report.html").read_text(
+        encoding="utf-8"
+    )  # the fixture's day is long past
 
 
 def test_include_replays_flag_reads_the_replayed_rows_too(store: ClickHouseStore, tmp_path: Path) -> None:
     """Without --include-replays the page leaves the replayed rows out and says how many; with it, it includes them."""
     fill(store)
     store.insert_rows(replayed_rows(), uuid.uuid4().hex)
-    span = ["--clickhouse-url", store.url, "--clickhouse-database", store.database, "--since", "2026-11-02", "--until", "2026-11-03"]
+    span = [
+        "--clickhouse-url",
+        store.url,
+        "--clickhouse-database",
+        store.database,
+        "--since",
+        "2026-11-02",
+        "--until",
+        "2026-11-03",
+    ]
     assert run(*span, "--out", str(tmp_path / "live.html")) == 0
     assert run(*span, "--include-replays", "--out", str(tmp_path / "both.html")) == 0
-    assert "13 from 2 replay runs in this range, left out (--include-replays includes them)." in (tmp_path / "live.html").read_text(encoding="utf-8")
-    assert "13 from 2 replay runs in this range, included (--include-replays)." in (tmp_path / "both.html").read_text(encoding="utf-8")
+    assert "13 from 2 replay runs in this range, left out (--include-replays includes them)." in (
+        tmp_path / "live.html"
+    ).read_text(encoding="utf-8")
+    assert "13 from 2 replay runs in this range, included (--include-replays)." in (tmp_path / "both.html").read_text(
+        encoding="utf-8"
+    )
 
 
 def test_relative_times_are_accepted(filled: Filled, tmp_path: Path) -> None:

@@ -88,7 +88,14 @@ def test_a_firing_span_is_clipped_to_the_range() -> None:
 def test_chart_svg_is_inline_safe_and_takes_names_as_text() -> None:
     """The SVG has no prolog, metadata, comments or outside reference, and draws a `$x$ <b>` label as plain text."""
     grid = tuple(T0 + timedelta(hours=h) for h in range(4))
-    chart = Chart("k", "t", grid, 3600, (T0, T0 + timedelta(hours=4)), (Panel("score", (Line("$x$ <b>v1</b>", (0.5, None, 0.7, 0.9)),), y_max=1.0),))
+    chart = Chart(
+        "k",
+        "t",
+        grid,
+        3600,
+        (T0, T0 + timedelta(hours=4)),
+        (Panel("score", (Line("$x$ <b>v1</b>", (0.5, None, 0.7, 0.9)),), y_max=1.0),),
+    )
     svg = render_svg(chart)
     assert svg.startswith("<svg") and svg.endswith("</svg>")
     assert "<?xml" not in svg and "<metadata" not in svg and "<!--" not in svg and "<b>" not in svg

@@ -74,12 +74,15 @@ def test_each_app_has_a_relevancy_chart_with_its_judges(page: tuple[str, ReportS
     section = _section(html, "relevancy")
     for app, judge in (("support", STATEMENTS_JUDGE), ("search", LEXICAL_JUDGE)):
         chart = re.search(
-            rf'<h3>app {app}</h3><p class="note">judges: <code>{judge}</code></p><div class="chart" id="chart-relevancy-{app}"><svg', section
+            rf'<h3>app {app}</h3><p class="note">judges: <code>{judge}</code></p><div class="chart" id="chart-relevancy-{app}"><svg',
+            section,
         )
         assert chart, app
 
 
-def test_firings_are_marked_on_the_charts_of_the_segments_they_concern(filled: Filled, page: tuple[str, ReportSummary]) -> None:
+def test_firings_are_marked_on_the_charts_of_the_segments_they_concern(
+    filled: Filled, page: tuple[str, ReportSummary]
+) -> None:
     """A firing marks only the charts of segments it keys on, one without such a segment is only listed, an old one is left out."""
     _, summary = page
     assert summary.firings_marked == 2
@@ -91,8 +94,13 @@ def test_firings_are_marked_on_the_charts_of_the_segments_they_concern(filled: F
     ]
     charts = {c.key: c for c in charts_of(data)[0]}
     support = charts["relevancy-support"].spans
-    assert [s.label for s in support] == [f"relevancy_drop · v2 · {STATEMENTS_JUDGE}", f"judge_error_rate · {STATEMENTS_JUDGE}"]
-    assert support[0].start == T0 + timedelta(hours=14, minutes=20) and support[0].end == T0 + timedelta(hours=18, minutes=10)
+    assert [s.label for s in support] == [
+        f"relevancy_drop · v2 · {STATEMENTS_JUDGE}",
+        f"judge_error_rate · {STATEMENTS_JUDGE}",
+    ]
+    assert support[0].start == T0 + timedelta(hours=14, minutes=20) and support[0].end == T0 + timedelta(
+        hours=18, minutes=10
+    )
     assert support[1].end == T1 and support[1].open_end
     assert charts["relevancy-search"].spans == ()
     table = _section(page[0], "alerts")
@@ -102,8 +110,12 @@ def test_firings_are_marked_on_the_charts_of_the_segments_they_concern(filled: F
 def test_means_are_weighted_by_one_over_the_sample_rate(store: ClickHouseStore, tmp_path: Path) -> None:
     """A score of 1 sampled at 0.25 weighs four times a score of 0 sampled at 1: the mean shown is 0.8, not 0.5."""
     rows = [
-        make_row(T0 + timedelta(minutes=5), app="a", prompt_version="p", judge_id=LEXICAL_JUDGE, score=1.0, sample_rate=0.25),
-        make_row(T0 + timedelta(minutes=6), app="a", prompt_version="p", judge_id=LEXICAL_JUDGE, score=0.0, sample_rate=1.0),
+        make_row(
+            T0 + timedelta(minutes=5), app="a", prompt_version="p", judge_id=LEXICAL_JUDGE, score=1.0, sample_rate=0.25
+        ),
+        make_row(
+            T0 + timedelta(minutes=6), app="a", prompt_version="p", judge_id=LEXICAL_JUDGE, score=0.0, sample_rate=1.0
+        ),
     ]
     store.insert_rows(rows, uuid.uuid4().hex)
     summary = write_report(store, T0, T0 + timedelta(hours=1), tmp_path / "w.html")
@@ -115,8 +127,12 @@ def test_means_are_weighted_by_one_over_the_sample_rate(store: ClickHouseStore, 
 def test_a_table_without_sample_rate_gives_unweighted_means_and_says_so(store: ClickHouseStore, tmp_path: Path) -> None:
     """Without a sample_rate column every row counts once, and the page says the means are unweighted."""
     rows = [
-        make_row(T0 + timedelta(minutes=5), app="a", prompt_version="p", judge_id=LEXICAL_JUDGE, score=1.0, sample_rate=0.25),
-        make_row(T0 + timedelta(minutes=6), app="a", prompt_version="p", judge_id=LEXICAL_JUDGE, score=0.0, sample_rate=1.0),
+        make_row(
+            T0 + timedelta(minutes=5), app="a", prompt_version="p", judge_id=LEXICAL_JUDGE, score=1.0, sample_rate=0.25
+        ),
+        make_row(
+            T0 + timedelta(minutes=6), app="a", prompt_version="p", judge_id=LEXICAL_JUDGE, score=0.0, sample_rate=1.0
+        ),
     ]
     store.insert_rows(rows, uuid.uuid4().hex)
     db = store.database
@@ -133,7 +149,8 @@ def test_a_table_without_sample_rate_gives_unweighted_means_and_says_so(store: C
 
 
 @pytest.mark.parametrize(
-    ("change", "status", "says"), [("DROP TABLE", "missing", "no alert state table"), ("TRUNCATE TABLE", "empty", "alert state table is empty")]
+    ("change", "status", "says"),
+    [("DROP TABLE", "missing", "no alert state table"), ("TRUNCATE TABLE", "empty", "alert state table is empty")],
 )
 def test_without_alert_state_the_charts_carry_no_marks_and_the_page_says_so(
     store: ClickHouseStore, tmp_path: Path, change: str, status: str, says: str
@@ -151,9 +168,13 @@ def test_without_alert_state_the_charts_carry_no_marks_and_the_page_says_so(
 def test_coverage_sets_judged_events_against_the_traffic_counts(page: tuple[str, ReportSummary]) -> None:
     """Coverage per app and prompt version is judged events over consumed ones from the traffic counts."""
     section = _section(page[0], "coverage")
-    assert '<tr><td>support</td><td>v1</td><td class="n">158</td><td class="n">79</td><td class="n">79</td><td class="n">50.0 %</td></tr>' in section
     assert (
-        '<tr><td>search</td><td>v7</td><td class="n">144</td><td class="n">144</td><td class="n">144</td><td class="n">100.0 %</td></tr>' in section
+        '<tr><td>support</td><td>v1</td><td class="n">158</td><td class="n">79</td><td class="n">79</td><td class="n">50.0 %</td></tr>'
+        in section
+    )
+    assert (
+        '<tr><td>search</td><td>v7</td><td class="n">144</td><td class="n">144</td><td class="n">144</td><td class="n">100.0 %</td></tr>'
+        in section
     )
     assert "(not decoded: dead-lettered)" in section and 'id="chart-coverage"' in section
 
@@ -167,7 +188,9 @@ def test_coverage_without_a_traffic_table_shows_judged_events_only(store: ClickH
     assert "no traffic table, so the share of traffic judged is unknown" in section and 'id="chart-coverage"' in section
 
 
-def test_judge_health_counts_errors_rate_limits_and_lag_per_judge(filled: Filled, page: tuple[str, ReportSummary]) -> None:
+def test_judge_health_counts_errors_rate_limits_and_lag_per_judge(
+    filled: Filled, page: tuple[str, ReportSummary]
+) -> None:
     """Per judge: error rows, rate-limited (429) error rows by their error text, error reasons and lag quantiles."""
     data = fetch_report_data(filled.store, T0, T1, 900)
     judges = {j.judge_id: j for j in data.judges}
@@ -192,10 +215,16 @@ def test_worst_examples_show_statements_and_verdicts_with_text_escaped(page: tup
     section = _section(html, "worst")
     scores = [float(s) for s in re.findall(r'<tr><td class="n">([0-9.]+)</td>', section)]
     assert len(scores) == 20 and scores == sorted(scores) and scores[0] == 0.0
-    assert '<span class="v v-no">no</span>We also sell gift cards.' in section and '<div class="reason">a greeting</div>' in section
+    assert (
+        '<span class="v v-no">no</span>We also sell gift cards.' in section
+        and '<div class="reason">a greeting</div>' in section
+    )
     assert '<span class="v v-yes">yes</span>Order A17 shipped on 3 March.' in section
     assert HOSTILE not in html and "<script" not in html and "<img" not in html
-    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&lt;img src=&quot;https://evil.example/p.png&quot;&gt;" in section
+    assert (
+        "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&lt;img src=&quot;https://evil.example/p.png&quot;&gt;"
+        in section
+    )
 
 
 def test_the_page_references_no_outside_resource(page: tuple[str, ReportSummary]) -> None:
@@ -224,7 +253,10 @@ def test_an_empty_range_gives_a_clear_report(filled: Filled, tmp_path: Path) -> 
     summary = write_report(filled.store, since, since + timedelta(days=1), tmp_path / "e.html")
     html = (tmp_path / "e.html").read_text(encoding="utf-8")
     assert summary.judged_rows == 0 and summary.segments == () and summary.firings_marked == 0
-    assert f"No judged events between 2026-10-23 00:00:00 UTC and 2026-10-24 00:00:00 UTC in {filled.store.database}.relevancy_scores." in html
+    assert (
+        f"No judged events between 2026-10-23 00:00:00 UTC and 2026-10-24 00:00:00 UTC in {filled.store.database}.relevancy_scores."
+        in html
+    )
     assert "<svg" not in html
 
 
@@ -254,7 +286,10 @@ def test_a_chart_draws_the_busiest_eight_series_and_names_the_rest(store: ClickH
     summary = write_report(store, T0, T0 + timedelta(hours=1), tmp_path / "m.html")
     html = (tmp_path / "m.html").read_text(encoding="utf-8")
     assert len(summary.segments) == 10
-    assert f"Not drawn, to keep the legend readable (see the tables): p8 · {LEXICAL_JUDGE}, p9 · {LEXICAL_JUDGE}." in _section(html, "relevancy")
+    assert (
+        f"Not drawn, to keep the legend readable (see the tables): p8 · {LEXICAL_JUDGE}, p9 · {LEXICAL_JUDGE}."
+        in _section(html, "relevancy")
+    )
     assert html.count(f"<td><code>{LEXICAL_JUDGE}</code></td>") >= 10
 
 
@@ -281,17 +316,27 @@ def test_replayed_rows_are_left_out_and_counted_unless_included(store: ClickHous
     live = write_report(store, T0, T1, tmp_path / "live.html")
     html = (tmp_path / "live.html").read_text(encoding="utf-8")
     assert (live.judged_rows, live.replayed_rows) == (filled.rows, 13)
-    assert '<p class="meta" id="replays">Replayed rows: 13 from 2 replay runs in this range, left out (--include-replays includes them).</p>' in html
+    assert (
+        '<p class="meta" id="replays">Replayed rows: 13 from 2 replay runs in this range, left out (--include-replays includes them).</p>'
+        in html
+    )
     assert "REPLAYED" not in html and REPLAY_JUDGE not in html and "written by the live consumer" in html
     both = write_report(store, T0, T1, tmp_path / "both.html", include_replays=True)
     html = (tmp_path / "both.html").read_text(encoding="utf-8")
     assert (both.judged_rows, both.replayed_rows) == (filled.rows + 13, 13)
-    assert '<p class="meta" id="replays">Replayed rows: 13 from 2 replay runs in this range, included (--include-replays).</p>' in html
-    assert "REPLAYED by a new judge" in _section(html, "worst") and "REPLAYED by the live judge" in _section(html, "worst")
+    assert (
+        '<p class="meta" id="replays">Replayed rows: 13 from 2 replay runs in this range, included (--include-replays).</p>'
+        in html
+    )
+    assert "REPLAYED by a new judge" in _section(html, "worst") and "REPLAYED by the live judge" in _section(
+        html, "worst"
+    )
     assert REPLAY_JUDGE in _section(html, "summary") and "replayed_failure" in _section(html, "judge-health")
     assert "written by the live consumer" not in html
     judged = sum(b.judged for b in fetch_report_data(store, T0, T1, 900, include_replays=True).traffic)
-    assert judged == sum(b.judged for b in fetch_report_data(store, T0, T1, 900).traffic) + 13  # each replayed row is an event of its own here
+    assert (
+        judged == sum(b.judged for b in fetch_report_data(store, T0, T1, 900).traffic) + 13
+    )  # each replayed row is an event of its own here
 
 
 def test_a_range_without_replays_says_so(page: tuple[str, ReportSummary]) -> None:
@@ -302,7 +347,10 @@ def test_a_range_without_replays_says_so(page: tuple[str, ReportSummary]) -> Non
 def test_a_table_from_before_replays_is_read_whole_and_says_so(store: ClickHouseStore, tmp_path: Path) -> None:
     """A scores table without the replay_run column (before migration 036) is read as before, and the header says why
     there are no replayed rows."""
-    store.insert_rows([make_row(T0 + timedelta(minutes=5), app="a", prompt_version="p", judge_id=LEXICAL_JUDGE, score=0.5)], uuid.uuid4().hex)
+    store.insert_rows(
+        [make_row(T0 + timedelta(minutes=5), app="a", prompt_version="p", judge_id=LEXICAL_JUDGE, score=0.5)],
+        uuid.uuid4().hex,
+    )
     db = store.database
     store.command(
         f"CREATE TABLE {db}.legacy_scores ENGINE = ReplacingMergeTree(version) ORDER BY (app, judge_id, event_id)"
@@ -322,7 +370,12 @@ def test_coverage_counts_the_same_minutes_on_both_sides_of_a_range_starting_mid_
     from monitor.judging.traffic_counts import COLUMNS, TrafficCounter
 
     start = T0 + timedelta(minutes=10)
-    rows = [make_row(start + timedelta(seconds=10 * i), app="support", prompt_version="v1", judge_id=LEXICAL_JUDGE, score=0.8) for i in range(24)]
+    rows = [
+        make_row(
+            start + timedelta(seconds=10 * i), app="support", prompt_version="v1", judge_id=LEXICAL_JUDGE, score=0.8
+        )
+        for i in range(24)
+    ]
     store.insert_rows(rows, dedup_token="mid-minute")
     counter = TrafficCounter()
     for r in rows:

@@ -35,7 +35,13 @@ def event(app: str, second: int, model: str = "m") -> bytes:
     """A flat event of `app` at `second` seconds past the start of the minute before TS_MS."""
     at = datetime.fromtimestamp(TS_MS // 60_000 * 60 - 60 + second, tz=UTC)
     return json.dumps(
-        {"app": app, "model": model, "user_message": "When did order A17 ship?", "response": "On 3 March.", "timestamp": at.isoformat()}
+        {
+            "app": app,
+            "model": model,
+            "user_message": "When did order A17 ship?",
+            "response": "On 3 March.",
+            "timestamp": at.isoformat(),
+        }
     ).encode()
 
 
@@ -44,15 +50,29 @@ def event_time(value: bytes) -> float:
     return datetime.fromisoformat(json.loads(value)["timestamp"]).timestamp()
 
 
-def pipeline(make_settings: Callable[..., Settings], metrics: Metrics, sampler: Sampler | None = None, **settings: Any) -> Pipeline:
+def pipeline(
+    make_settings: Callable[..., Settings], metrics: Metrics, sampler: Sampler | None = None, **settings: Any
+) -> Pipeline:
     """A pipeline that is never started: `handle_batch` needs neither Kafka nor the store."""
     s = make_settings(**settings)
-    return build_pipeline(s, LexicalJudge(), AsyncStore(ClickHouseStore(s.store.url, s.store.database, s.store.table)), metrics, sampler=sampler)
+    return build_pipeline(
+        s,
+        LexicalJudge(),
+        AsyncStore(ClickHouseStore(s.store.url, s.store.database, s.store.table)),
+        metrics,
+        sampler=sampler,
+    )
 
 
 def totals(metrics: Metrics, name: str) -> dict[tuple[str, ...], float]:
     """A counter's values by label values."""
-    return {tuple(s.labels.values()): s.value for m in metrics.registry.collect() if m.name == name for s in m.samples if s.name.endswith("_total")}
+    return {
+        tuple(s.labels.values()): s.value
+        for m in metrics.registry.collect()
+        if m.name == name
+        for s in m.samples
+        if s.name.endswith("_total")
+    }
 
 
 async def cancel_tasks(p: Pipeline) -> None:

@@ -80,7 +80,9 @@ async def test_a_lost_broker_is_reported_once_shown_in_readiness_and_nothing_is_
         assert sum('"kafka_unreachable"' in ln for ln in during) == 1
         assert len(during) < 40, f"{len(during)} log lines in a 10 s outage:\n{''.join(during[-10:])}"
         await produce_values(pb.bootstrap, topic, list(generate_events(200, seed=2, malformed_share=0.0)))
-        await wait_for(lambda: _at_least(_committed(pb, topic), 400), 90, "all 400 events committed after the broker returned")
+        await wait_for(
+            lambda: _at_least(_committed(pb, topic), 400), 90, "all 400 events committed after the broker returned"
+        )
         await wait_for(lambda: _is(_readiness(port)[0] == 200), 15, "/readyz to recover")
         assert any('"kafka_reachable"' in ln for ln in monitor.lines)
         code = await monitor.terminate()
@@ -137,7 +139,9 @@ async def test_readiness_transitions_against_a_broker_lost_mid_run(tmp_path: Pat
         back = time.monotonic()
         await wait_for(lambda: _is(_readiness(port)[0] == 200), 60, "/readyz 200 after the broker returns")
         ready_again_s = time.monotonic() - back
-        print(f"ready after start {ready_s:.1f}s; unready {unready_s:.1f}s after the cut; ready {ready_again_s:.1f}s after restore")
+        print(
+            f"ready after start {ready_s:.1f}s; unready {unready_s:.1f}s after the cut; ready {ready_again_s:.1f}s after restore"
+        )
         code = await monitor.terminate()
     assert code == 0 and unready_s < 30
 

@@ -54,7 +54,9 @@ def _replica(store: ModelStore, broker: Broker) -> SimpleNamespace:
     """What `Pipeline.commit` uses of a pipeline, after a (re)start: fresh in-memory tracker and counts."""
     tracker = OffsetTracker()
     tracker.assign([TP])
-    return SimpleNamespace(tracker=tracker, source=broker, cost=CostControl(BudgetSettings(), store, Metrics()), metrics=Metrics())  # type: ignore[arg-type]
+    return SimpleNamespace(
+        tracker=tracker, source=broker, cost=CostControl(BudgetSettings(), store, Metrics()), metrics=Metrics()
+    )  # type: ignore[arg-type]
 
 
 async def _play(steps: list[str], flush_first: bool) -> tuple[int, int]:
@@ -89,7 +91,9 @@ async def _play(steps: list[str], flush_first: bool) -> tuple[int, int]:
     return len(rows), store.consumed
 
 
-STEPS = st.lists(st.sampled_from(["consume", "consume", "write", "write", "commit", "flush", "fail", "heal", "restart"]), max_size=60)
+STEPS = st.lists(
+    st.sampled_from(["consume", "consume", "write", "write", "commit", "flush", "fail", "heal", "restart"]), max_size=60
+)
 
 
 @settings(max_examples=examples(300), deadline=None)

@@ -18,7 +18,9 @@ LIMIT = 1_000_000  # the default MONITOR_MAX_EVENT_BYTES
 TS = "2026-11-29T09:00:00Z"
 
 
-def event(event_id: str, question: str = "When did order A17 ship?", response: str = "Order A17 shipped.", **extra: object) -> str:
+def event(
+    event_id: str, question: str = "When did order A17 ship?", response: str = "Order A17 shipped.", **extra: object
+) -> str:
     """A flat event as JSON text (ASCII: non-ASCII and lone surrogates are written as \\u escapes)."""
     return json.dumps({"event_id": event_id, "user_message": question, "response": response, "timestamp": TS, **extra})
 
@@ -39,8 +41,12 @@ def records() -> dict[str, bytes]:
     """The edge records by name (also their Kafka key)."""
     future = (datetime.now(UTC) + timedelta(hours=5)).isoformat()
     return {
-        "nul_text": event("nul", "When did order\u0000 A17 ship?", "Order A17\u0000 shipped.", metadata={"note": "a\u0000b"}).encode(),
-        "surrogate_text": event("sur", "When did order A17 ship?\ud800", "Order A17 shipped.\udc00", metadata={"note": "x\ud800"}).encode(),
+        "nul_text": event(
+            "nul", "When did order\u0000 A17 ship?", "Order A17\u0000 shipped.", metadata={"note": "a\u0000b"}
+        ).encode(),
+        "surrogate_text": event(
+            "sur", "When did order A17 ship?\ud800", "Order A17 shipped.\udc00", metadata={"note": "x\ud800"}
+        ).encode(),
         "surrogate_id": event("id-\ud800").encode(),
         "nul_app": event("nul-app", app="support\u0000bot").encode(),
         "surrogate_metadata_key": event("sur-key", metadata={"k\udfff": "v"}).encode(),
@@ -51,12 +57,20 @@ def records() -> dict[str, bytes]:
         "many_sentences": event("many", "Is word0 there?", " ".join(f"word{i % 10}." for i in range(100_000))).encode(),
         "deep_metadata": nested(10_000).encode(),
         "future": event("future").replace(TS, future).encode(),
-        "duplicate_key": b'{"event_id": "dup", "user_message": "q", "response": "a", "response": "b", "timestamp": "' + TS.encode() + b'"}',
+        "duplicate_key": b'{"event_id": "dup", "user_message": "q", "response": "a", "response": "b", "timestamp": "'
+        + TS.encode()
+        + b'"}',
     }
 
 
 # name -> event id of its row
-ROWS = {"nul_text": "nul", "surrogate_text": "sur", "rtl_zero_width": "rtl", "at_limit": "at-limit", "many_sentences": "many"}
+ROWS = {
+    "nul_text": "nul",
+    "surrogate_text": "sur",
+    "rtl_zero_width": "rtl",
+    "at_limit": "at-limit",
+    "many_sentences": "many",
+}
 # name -> (reason, part of the detail)
 DEAD = {
     "surrogate_id": ("invalid_event", "event_id"),
@@ -79,7 +93,9 @@ async def test_edge_inputs_end_as_rows_or_dead_letters_and_offsets_reach_the_end
     values = records()
     assert set(values) == set(ROWS) | set(DEAD)
     names = list(values)
-    total = await produce_values(broker.bootstrap, settings.kafka_topics[0], values.values(), key=lambda i: names[i].encode())
+    total = await produce_values(
+        broker.bootstrap, settings.kafka_topics[0], values.values(), key=lambda i: names[i].encode()
+    )
 
     async def drained() -> bool:
         committed = await committed_offsets(broker.bootstrap, settings.kafka_group_id, settings.kafka_topics[0])
@@ -100,10 +116,20 @@ async def test_edge_inputs_end_as_rows_or_dead_letters_and_offsets_reach_the_end
     }
     assert sorted(got) == sorted(ROWS.values())
     assert all(status == "ok" and valid for status, *_, valid in got.values())
-    assert got["nul"][2:5] == ("When did order\u0000 A17 ship?", "Order A17\u0000 shipped.", {"note": "a\u0000b"})  # kept byte for byte
-    assert got["sur"][2:5] == ("When did order A17 ship?\ufffd", "Order A17 shipped.\ufffd", {"note": "x\ufffd"})  # visibly replaced
+    assert got["nul"][2:5] == (
+        "When did order\u0000 A17 ship?",
+        "Order A17\u0000 shipped.",
+        {"note": "a\u0000b"},
+    )  # kept byte for byte
+    assert got["sur"][2:5] == (
+        "When did order A17 ship?\ufffd",
+        "Order A17 shipped.\ufffd",
+        {"note": "x\ufffd"},
+    )  # visibly replaced
     assert got["rtl"][1] == 1.0  # its one shared word matched despite the direction marks and a zero-width space in it
-    assert len(got["at-limit"][3]) == len(json.loads(values["at_limit"])["response"])  # stored whole; the judge saw it truncated
+    assert len(got["at-limit"][3]) == len(
+        json.loads(values["at_limit"])["response"]
+    )  # stored whole; the judge saw it truncated
     n_statements, stored = got["many"][5:7]
     assert n_statements > MAX_STORED_STATEMENTS and stored == MAX_STORED_STATEMENTS  # truthful count, capped arrays
 
@@ -113,4 +139,6 @@ async def test_edge_inputs_end_as_rows_or_dead_letters_and_offsets_reach_the_end
         headers = dict(dead[name].headers)
         assert headers[H_REASON].decode() == reason, name
         assert detail_part in headers[H_DETAIL].decode(), (name, headers[H_DETAIL])
-    assert dict(dead["over_limit"].headers)[H_ORIGINAL_BYTES] == str(LIMIT + 1).encode()  # cut to fit the producer, size kept
+    assert (
+        dict(dead["over_limit"].headers)[H_ORIGINAL_BYTES] == str(LIMIT + 1).encode()
+    )  # cut to fit the producer, size kept

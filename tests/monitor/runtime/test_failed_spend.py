@@ -17,17 +17,26 @@ FLAT = (EXAMPLES / "events-flat.jsonl").read_bytes().splitlines()
 
 
 async def test_invalid_replies_cost_shows_on_error_rows_and_counts_against_the_budget(
-    broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore, fake_messages_api: FakeMessagesAPI
+    broker: LocalBroker,
+    make_settings: Callable[..., Settings],
+    async_store: AsyncStore,
+    fake_messages_api: FakeMessagesAPI,
 ) -> None:
     """A judge that keeps replying with invalid JSON still spends tokens: the error rows carry them and the budget counts them."""
-    fake_messages_api.always(Reply(text="this is not the JSON you asked for", usage={"input_tokens": 100, "output_tokens": 40}))
-    settings = make_settings(judge="rubric", judge_max_retries=1, budget_usd_per_day=100.0, **fake_messages_api.settings_overrides())
+    fake_messages_api.always(
+        Reply(text="this is not the JSON you asked for", usage={"input_tokens": 100, "output_tokens": 40})
+    )
+    settings = make_settings(
+        judge="rubric", judge_max_retries=1, budget_usd_per_day=100.0, **fake_messages_api.settings_overrides()
+    )
     topic = settings.kafka_topics[0]
     await produce_values(broker.bootstrap, topic, FLAT)
     async with RunningPipeline(settings, async_store) as run:
 
         async def all_committed() -> bool:
-            return sum(v or 0 for v in (await committed_offsets(broker.bootstrap, settings.kafka_group_id, topic)).values()) == len(FLAT)
+            return sum(
+                v or 0 for v in (await committed_offsets(broker.bootstrap, settings.kafka_group_id, topic)).values()
+            ) == len(FLAT)
 
         await wait_for(all_committed, 60, "every event committed")
         budget_usd = run.pipeline.cost.budget.day.mine.usd

@@ -42,7 +42,11 @@ async def test_failing_inserts_turn_readiness_off_and_the_stop_tells_the_truth(
             assert report["ready"] is False and report["components"]["store"]["up"] is False
             reason = report["components"]["store"]["reason"]
             assert reason.startswith("inserts failing for ") and "does not exist" in reason, reason
-            await wait_for(lambda: _now(IN_FLIGHT_CAP in run.pipeline.pausing.backpressure.reasons), 30, "consumption paused at the in-flight cap")
+            await wait_for(
+                lambda: _now(IN_FLIGHT_CAP in run.pipeline.pausing.backpressure.reasons),
+                30,
+                "consumption paused at the in-flight cap",
+            )
             in_flight = run.pipeline.tracker.in_flight()
             assert 8 <= in_flight < EVENTS
             started = time.monotonic()

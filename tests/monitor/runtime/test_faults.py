@@ -19,7 +19,18 @@ from monitor.store.async_store import AsyncStore
 from schemas.errors import DecodeError
 from schemas.events import KafkaPosition
 from tests.fake_messages_api import FakeMessagesAPI, Reply, overloaded, server_error, slow
-from tests.harness import CLI, RunningPipeline, all_committed, cli, committed_offsets, count_rows, monitor_env, produce_values, read_all, wait_for
+from tests.harness import (
+    CLI,
+    RunningPipeline,
+    all_committed,
+    cli,
+    committed_offsets,
+    count_rows,
+    monitor_env,
+    produce_values,
+    read_all,
+    wait_for,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -29,7 +40,11 @@ def decodable_ids(values: list[bytes]) -> set[str]:
     ids = set()
     for v in values:
         try:
-            ids.add(decode_event(v, position=KafkaPosition(topic="t", partition=0, offset=0), record_timestamp_ms=0).event_id)
+            ids.add(
+                decode_event(
+                    v, position=KafkaPosition(topic="t", partition=0, offset=0), record_timestamp_ms=0
+                ).event_id
+            )
         except DecodeError:
             pass
     return ids
@@ -53,7 +68,9 @@ class MonitorProcess:
 
     async def start(self) -> None:
         """Spawn `relevancy-monitor run` and start collecting its stderr lines."""
-        self.proc = await asyncio.create_subprocess_exec(CLI, "run", env=self.env, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
+        self.proc = await asyncio.create_subprocess_exec(
+            CLI, "run", env=self.env, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE
+        )
         self._reader = asyncio.create_task(self._read())
 
     async def _read(self) -> None:
@@ -88,7 +105,9 @@ class MonitorProcess:
         return code
 
 
-async def test_sigkill_at_random_points_then_restart_loses_and_duplicates_nothing(broker: LocalBroker, topic: str, tmp_path: Path) -> None:
+async def test_sigkill_at_random_points_then_restart_loses_and_duplicates_nothing(
+    broker: LocalBroker, topic: str, tmp_path: Path
+) -> None:
     """SIGKILLs at random points then a restart leave exactly one row per decodable event under FINAL."""
     rng = random.Random(20261129)
     group = f"crash-{topic}"
@@ -127,7 +146,11 @@ async def test_sigkill_at_random_points_then_restart_loses_and_duplicates_nothin
     mon = MonitorProcess(env)
     await mon.start()
     await asyncio.wait_for(mon.assigned.wait(), 60)
-    await wait_for(lambda: all_committed(broker.bootstrap, group, topic, len(values)), 120, "every offset committed after the restarts")
+    await wait_for(
+        lambda: all_committed(broker.bootstrap, group, topic, len(values)),
+        120,
+        "every offset committed after the restarts",
+    )
     assert await mon.terminate() == 0
 
     code, out, err = await cli("sql", "--format", "json", "SELECT event_id FROM {table} FINAL", env=env)
@@ -160,7 +183,9 @@ async def test_rebalance_two_members_one_stopped_mid_stream(
     await first.shutdown()  # leaves the group mid-stream: its partitions move to the second member
     await producing
     await wait_for(
-        lambda: all_committed(broker.bootstrap, settings.kafka_group_id, settings.kafka_topics[0], len(values)), 90, "every offset committed"
+        lambda: all_committed(broker.bootstrap, settings.kafka_group_id, settings.kafka_topics[0], len(values)),
+        90,
+        "every offset committed",
     )
     await second.shutdown()
     assert first.counter("relevancy_monitor_events_consumed") > 0
@@ -174,7 +199,10 @@ async def _rows_over(store: AsyncStore, n: int) -> bool:
 
 
 async def test_judge_outage_then_recovery_no_loss_no_error_rows_bounded_memory(
-    broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore, fake_messages_api: FakeMessagesAPI
+    broker: LocalBroker,
+    make_settings: Callable[..., Settings],
+    async_store: AsyncStore,
+    fake_messages_api: FakeMessagesAPI,
 ) -> None:
     """A judge outage opens the circuit and defers events; after recovery all are ok, in flight stays capped."""
     settings = make_settings(
@@ -216,7 +244,11 @@ async def test_judge_outage_then_recovery_no_loss_no_error_rows_bounded_memory(
         await wait_for(all_rows, 120, f"{n} rows after recovery")
         assert run.pipeline.guard.breaker.opens >= 1  # the circuit opened during the outage...
         assert run.counter("relevancy_monitor_judge_deferred") > 0  # ...and events waited instead of failing
-    statuses = (await async_store.query(f"SELECT status, count() FROM {async_store.store.qualified_table} FINAL GROUP BY status")).rows
+    statuses = (
+        await async_store.query(
+            f"SELECT status, count() FROM {async_store.store.qualified_table} FINAL GROUP BY status"
+        )
+    ).rows
     assert statuses == [("ok", n)]  # no loss, and no error rows for events that could be scored after recovery
     assert peak <= 60 + 20  # in flight stayed under the cap (plus at most one fetch)
     codes = fake_messages_api.statuses()
@@ -224,10 +256,15 @@ async def test_judge_outage_then_recovery_no_loss_no_error_rows_bounded_memory(
 
 
 async def test_rate_limited_provider_converges_without_loss(
-    broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore, fake_messages_api: FakeMessagesAPI
+    broker: LocalBroker,
+    make_settings: Callable[..., Settings],
+    async_store: AsyncStore,
+    fake_messages_api: FakeMessagesAPI,
 ) -> None:
     """Under a provider rate limit, concurrency backs off, 429s thin out and every event is scored."""
-    settings = make_settings(judge="statements", judge_concurrency=16, judge_max_retries=2, **fake_messages_api.settings_overrides())
+    settings = make_settings(
+        judge="statements", judge_concurrency=16, judge_max_retries=2, **fake_messages_api.settings_overrides()
+    )
     fake_messages_api.rate_limit(per_second=8, retry_after=1)
     n = 120
     await produce_values(broker.bootstrap, settings.kafka_topics[0], generate_events(n, seed=22, malformed_share=0.0))
@@ -240,7 +277,11 @@ async def test_rate_limited_provider_converges_without_loss(
             return await count_rows(async_store, final=False) >= n
 
         await wait_for(all_rows, 120, f"{n} rows under the rate limit")
-    statuses = (await async_store.query(f"SELECT status, count() FROM {async_store.store.qualified_table} FINAL GROUP BY status")).rows
+    statuses = (
+        await async_store.query(
+            f"SELECT status, count() FROM {async_store.store.qualified_table} FINAL GROUP BY status"
+        )
+    ).rows
     assert statuses == [("ok", n)]
     assert 429 in fake_messages_api.statuses()
     assert lowest < 16  # concurrency backed off under 429s (AIMD)
@@ -275,7 +316,9 @@ async def test_poison_mix_is_dead_lettered_while_good_events_are_scored(
     total = await produce_values(broker.bootstrap, settings.kafka_topics[0], values, key=lambda i: b"k")
     async with RunningPipeline(settings, async_store) as run:
         await wait_for(
-            lambda: all_committed(broker.bootstrap, settings.kafka_group_id, settings.kafka_topics[0], total), 60, "every offset committed"
+            lambda: all_committed(broker.bootstrap, settings.kafka_group_id, settings.kafka_topics[0], total),
+            60,
+            "every offset committed",
         )
     assert await count_rows(async_store) == 200
     assert run.counter("relevancy_monitor_events_dead_lettered") == len(poison) * 5

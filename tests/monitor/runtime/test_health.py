@@ -31,7 +31,9 @@ def test_readyz_is_503_with_the_reason_while_a_dependency_is_down_and_metrics_st
     server = HealthServer(registry, health, 0, host="127.0.0.1").start()
     try:
         assert _get(server.port, "/readyz")[0] == 200
-        assert health.mark("kafka", False, "KafkaConnectionError: connection refused") and not health.mark("kafka", False, "again")
+        assert health.mark("kafka", False, "KafkaConnectionError: connection refused") and not health.mark(
+            "kafka", False, "again"
+        )
         gauges.update(health)
         status, body = _get(server.port, "/readyz")
         report = json.loads(body)
@@ -79,7 +81,10 @@ def test_readiness_turns_on_inserts_failing_longer_than_the_threshold_and_recove
     health.write_failed("StoreError: Table relevancy.relevancy_scores does not exist", now=130.0)
     assert health.component_up("store", now=159.0) and health.writes_failing_s(now=159.0) == 59.0
     assert not health.component_up("store", now=175.0)
-    assert health.reason("store", now=175.0) == "inserts failing for 75 s: StoreError: Table relevancy.relevancy_scores does not exist"
+    assert (
+        health.reason("store", now=175.0)
+        == "inserts failing for 75 s: StoreError: Table relevancy.relevancy_scores does not exist"
+    )
     health.write_succeeded()
     assert health.ready and health.report()["components"]["store"] == {"up": True, "reason": ""}
 

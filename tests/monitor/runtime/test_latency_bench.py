@@ -13,10 +13,14 @@ from bench import latency
 
 
 @pytest.mark.slow
-def test_the_latency_benchmark_runs_at_a_tiny_size(clickhouse_url: str, database: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_latency_benchmark_runs_at_a_tiny_size(
+    clickhouse_url: str, database: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """bench/latency.py produces at a steady rate, finds every row readable when its insert returned, and writes it as printed."""
     path = tmp_path / "latency.json"
-    result = latency.main(rate=50.0, seconds=4.0, json_path=path, batch_settings=(None,), url=clickhouse_url, database=database)
+    result = latency.main(
+        rate=50.0, seconds=4.0, json_path=path, batch_settings=(None,), url=clickhouse_url, database=database
+    )
     assert json.loads(path.read_text(encoding="utf-8")) == result
     (run,) = result["runs"]
     assert run["produced"] == 200 and run["rows_seen"] == 200 and run["rows_measured"] > 0

@@ -12,7 +12,13 @@ from tests.harness import RunningPipeline, produce_values, wait_for
 
 
 def _series(metrics: Metrics, name: str) -> set[tuple[tuple[str, str], ...]]:
-    return {tuple(sorted(s.labels.items())) for m in metrics.registry.collect() if m.name == name for s in m.samples if s.name.endswith("_total")}
+    return {
+        tuple(sorted(s.labels.items()))
+        for m in metrics.registry.collect()
+        if m.name == name
+        for s in m.samples
+        if s.name.endswith("_total")
+    }
 
 
 def test_app_label_keeps_the_first_n_values_then_reports_other_and_counts_it() -> None:
@@ -33,7 +39,11 @@ def test_app_label_keeps_the_first_n_values_then_reports_other_and_counts_it() -
 def test_an_allow_list_admits_only_its_apps() -> None:
     """With an allow-list, only the listed apps keep their name; the rest are `other`, however few they are."""
     m = Metrics(apps=("support-bot", "travel-agent"))
-    assert [m.app_label(a) for a in ("support-bot", "req-1", "travel-agent")] == ["support-bot", "other", "travel-agent"]
+    assert [m.app_label(a) for a in ("support-bot", "req-1", "travel-agent")] == [
+        "support-bot",
+        "other",
+        "travel-agent",
+    ]
 
 
 async def test_a_request_id_in_app_does_not_explode_the_pipelines_series(

@@ -34,7 +34,9 @@ async def drained(run: RunningPipeline, bootstrap: str, settings: Settings, tota
     await wait_for(done, 60, f"{total} offsets committed")
 
 
-async def test_end_to_end_rows_dead_letters_and_offsets(broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore) -> None:
+async def test_end_to_end_rows_dead_letters_and_offsets(
+    broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore
+) -> None:
     """Good events become one row each at their Kafka position; bad ones are dead-lettered with a reason."""
     settings = make_settings(max_event_bytes=100_000)
     generated = list(generate_events(150, seed=1, malformed_share=0.0))
@@ -62,18 +64,36 @@ async def test_end_to_end_rows_dead_letters_and_offsets(broker: LocalBroker, mak
     assert padded[5:11] == ("lexical", "heuristic", "ok", "support-bot", "assistant-large", "v13")
     assert padded[11] == {"locale": "en-GB", "channel": "app"}
     assert padded[12:15] == (settings.kafka_topics[0], 1.0, "When did order A17 ship?")
-    tight = (await async_store.query(f"SELECT score FROM {t} FINAL WHERE event_id = '9f1c2a70-0001-4c1e-9a53-000000000001'")).rows[0][0]
+    tight = (
+        await async_store.query(f"SELECT score FROM {t} FINAL WHERE event_id = '9f1c2a70-0001-4c1e-9a53-000000000001'")
+    ).rows[0][0]
     assert tight == 1.0
-    chat = (await async_store.query(f"SELECT question FROM {t} FINAL WHERE event_id = '7d2e0b11-0001-4f7a-8c11-000000000011'")).rows[0][0]
+    chat = (
+        await async_store.query(
+            f"SELECT question FROM {t} FINAL WHERE event_id = '7d2e0b11-0001-4f7a-8c11-000000000011'"
+        )
+    ).rows[0][0]
     assert chat == "Order B42. What is the return window?"
     # one row per event, each at its own Kafka position
-    positions = (await async_store.query(f"SELECT uniqExact(kafka_partition, kafka_offset), uniqExact(event_id) FROM {t}")).rows[0]
+    positions = (
+        await async_store.query(f"SELECT uniqExact(kafka_partition, kafka_offset), uniqExact(event_id) FROM {t}")
+    ).rows[0]
     assert positions == (good, good)
 
     dead = await read_all(broker.bootstrap, settings.dlq_topic, bad)
     assert len(dead) == bad
     reasons = sorted(dict(r.headers)[H_REASON].decode() for r in dead)
-    assert reasons == sorted(["invalid_json", "invalid_event", "invalid_event", "no_judgeable_pair", "not_object", "empty_value", "oversized"])
+    assert reasons == sorted(
+        [
+            "invalid_json",
+            "invalid_event",
+            "invalid_event",
+            "no_judgeable_pair",
+            "not_object",
+            "empty_value",
+            "oversized",
+        ]
+    )
     by_value = {r.value: r for r in dead}
     for value in MALFORMED:
         assert dict(by_value[value].headers)[H_TOPIC].decode() == settings.kafka_topics[0]  # original bytes kept
@@ -186,7 +206,14 @@ async def test_judge_failures_become_error_rows_never_scores(
     settings = make_settings(judge_timeout_s=0.5)
     questions = ["When did order A17 ship? FAIL", "Is it HANG time?", "CRASH now?", "When did order A17 ship?"]
     values = [
-        json.dumps({"event_id": f"e{i}", "user_message": q, "response": "Order A17 shipped.", "timestamp": "2026-11-29T09:00:00Z"}).encode()
+        json.dumps(
+            {
+                "event_id": f"e{i}",
+                "user_message": q,
+                "response": "Order A17 shipped.",
+                "timestamp": "2026-11-29T09:00:00Z",
+            }
+        ).encode()
         for i, q in enumerate(questions)
     ]
     await produce_values(broker.bootstrap, settings.kafka_topics[0], values)
@@ -194,7 +221,11 @@ async def test_judge_failures_become_error_rows_never_scores(
         await drained(run, broker.bootstrap, settings, 4)
     got = {
         r[0]: r[1:]
-        for r in (await async_store.query(f"SELECT event_id, status, score, error, judge_id FROM {async_store.store.qualified_table} FINAL")).rows
+        for r in (
+            await async_store.query(
+                f"SELECT event_id, status, score, error, judge_id FROM {async_store.store.qualified_table} FINAL"
+            )
+        ).rows
     }
     assert got["e0"][:2] == ("error", None) and got["e0"][2].startswith("unavailable: judge API kept returning 529")
     assert got["e1"][:2] == ("error", None) and got["e1"][2].startswith("timeout")
@@ -227,7 +258,9 @@ async def test_in_flight_is_bounded_and_concurrency_respected(
     assert await count_rows(async_store) == n
 
 
-async def test_a_leader_cancelled_before_it_ran_releases_its_followers(make_settings: Callable[..., Settings], async_store: AsyncStore) -> None:
+async def test_a_leader_cancelled_before_it_ran_releases_its_followers(
+    make_settings: Callable[..., Settings], async_store: AsyncStore
+) -> None:
     """A leader cancelled before it ran releases its follower, which judges the event itself."""
     from aiokafka import TopicPartition
 
@@ -240,7 +273,9 @@ async def test_a_leader_cancelled_before_it_ran_releases_its_followers(make_sett
     p = run.pipeline
     tp = TopicPartition("t", 0)
     p.tracker.assign([tp])
-    event = p.scorer.redact(decode_event(FLAT[0], position=KafkaPosition(topic="t", partition=0, offset=0), record_timestamp_ms=0))
+    event = p.scorer.redact(
+        decode_event(FLAT[0], position=KafkaPosition(topic="t", partition=0, offset=0), record_timestamp_ms=0)
+    )
     decision = SampleDecision(True, 1.0, DecisionKind.BASE)
     key = cache_key(p.guard.judge.info.judge_id, event.judged.question, event.judged.response)
     leader = p.scorer.lead(Job.of(p.guard, event, decision, p.tracker.track(tp, 0)))
@@ -251,7 +286,9 @@ async def test_a_leader_cancelled_before_it_ran_releases_its_followers(make_sett
     await asyncio.gather(leader, return_exceptions=True)
     await asyncio.wait_for(follower, 5)  # not stuck on a verdict that will never come
     await asyncio.wait_for(asyncio.gather(*p.tasks.of()), 5)  # the follower's own judging
-    assert len(p.sink) == 1 and p.scorer.reuse.leader(key) is None  # the follower judged its event; nothing left registered
+    assert (
+        len(p.sink) == 1 and p.scorer.reuse.leader(key) is None
+    )  # the follower judged its event; nothing left registered
     await p.source.consumer.stop()
     await p.producer.stop()
 
@@ -261,7 +298,9 @@ async def _until(condition: Callable[[], bool], timeout_s: float = 5.0) -> None:
     await wait_for(lambda: asyncio.sleep(0, result=condition()), timeout_s, "the condition")
 
 
-async def test_a_probe_cancelled_mid_call_does_not_wedge_the_circuit(make_settings: Callable[..., Settings], async_store: AsyncStore) -> None:
+async def test_a_probe_cancelled_mid_call_does_not_wedge_the_circuit(
+    make_settings: Callable[..., Settings], async_store: AsyncStore
+) -> None:
     """A probe cancelled mid-call lets the next event probe, succeed and close the circuit."""
     from aiokafka import TopicPartition
 
@@ -278,14 +317,20 @@ async def test_a_probe_cancelled_mid_call_does_not_wedge_the_circuit(make_settin
                 await asyncio.sleep(3600)
             return await super().judge(question, response)
 
-    run = RunningPipeline(make_settings(breaker_threshold=1, breaker_cooldown_s=0.05, cache_max_entries=0), async_store, judge=FirstCallHangs())
+    run = RunningPipeline(
+        make_settings(breaker_threshold=1, breaker_cooldown_s=0.05, cache_max_entries=0),
+        async_store,
+        judge=FirstCallHangs(),
+    )
     p = run.pipeline
     tp = TopicPartition("t", 0)
     p.tracker.assign([tp])
     p.guard.breaker.on_failure()  # the judge has been failing: the circuit is open
     decision = SampleDecision(True, 1.0, DecisionKind.BASE)
     events = [
-        p.scorer.redact(decode_event(v, position=KafkaPosition(topic="t", partition=0, offset=i), record_timestamp_ms=0))
+        p.scorer.redact(
+            decode_event(v, position=KafkaPosition(topic="t", partition=0, offset=i), record_timestamp_ms=0)
+        )
         for i, v in enumerate(FLAT[:2])
     ]
     probe = p.scorer.lead(Job(p.guard, events[0], decision, p.tracker.track(tp, 0), b"k0"))

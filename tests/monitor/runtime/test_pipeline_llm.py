@@ -14,7 +14,12 @@ from tests.harness import RunningPipeline, committed_offsets, produce_values, wa
 
 FLAT = (EXAMPLES / "events-flat.jsonl").read_bytes().splitlines()
 EMPTY = json.dumps(
-    {"event_id": "empty-1", "user_message": "When did order A17 ship?", "response": "  ", "timestamp": "2026-11-29T09:00:00Z"}
+    {
+        "event_id": "empty-1",
+        "user_message": "When did order A17 ship?",
+        "response": "  ",
+        "timestamp": "2026-11-29T09:00:00Z",
+    }
 ).encode()
 
 
@@ -31,7 +36,10 @@ async def run_until_committed(settings: Settings, store: AsyncStore, bootstrap: 
 
 
 async def test_statements_judge_rows(
-    broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore, fake_messages_api: FakeMessagesAPI
+    broker: LocalBroker,
+    make_settings: Callable[..., Settings],
+    async_store: AsyncStore,
+    fake_messages_api: FakeMessagesAPI,
 ) -> None:
     """Statements rows hold share, verdicts, judge id, tokens and cost; an empty response makes no call."""
     settings = make_settings(judge="statements", **fake_messages_api.settings_overrides())
@@ -58,20 +66,30 @@ async def test_statements_judge_rows(
 
 
 async def test_rubric_judge_rows(
-    broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore, fake_messages_api: FakeMessagesAPI
+    broker: LocalBroker,
+    make_settings: Callable[..., Settings],
+    async_store: AsyncStore,
+    fake_messages_api: FakeMessagesAPI,
 ) -> None:
     """Rubric rows are ok with a raw score of 0..4, a score of raw/4 and reasoning."""
     settings = make_settings(judge="rubric", **fake_messages_api.settings_overrides())
     await produce_values(broker.bootstrap, settings.kafka_topics[0], FLAT)
     await run_until_committed(settings, async_store, broker.bootstrap, len(FLAT))
-    rows = (await async_store.query(f"SELECT status, raw_score, score, reasoning, judge FROM {async_store.store.qualified_table} FINAL")).rows
+    rows = (
+        await async_store.query(
+            f"SELECT status, raw_score, score, reasoning, judge FROM {async_store.store.qualified_table} FINAL"
+        )
+    ).rows
     assert len(rows) == len(FLAT)
     for status, raw, score, reasoning, judge in rows:
         assert status == "ok" and judge == "rubric" and raw in (0, 1, 2, 3, 4) and score == raw / 4 and reasoning
 
 
 async def test_persistent_invalid_replies_and_refusals_become_error_rows(
-    broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore, fake_messages_api: FakeMessagesAPI
+    broker: LocalBroker,
+    make_settings: Callable[..., Settings],
+    async_store: AsyncStore,
+    fake_messages_api: FakeMessagesAPI,
 ) -> None:
     """Persistently invalid replies and 400 errors become error rows with their reason, after the retries."""
     settings = make_settings(judge="rubric", judge_max_retries=1, **fake_messages_api.settings_overrides())
@@ -85,7 +103,10 @@ async def test_persistent_invalid_replies_and_refusals_become_error_rows(
 
     fake_messages_api.always(bad_request("model not found"))
     settings2 = make_settings(
-        judge="rubric", kafka_group_id=settings.kafka_group_id + "-2", clickhouse_table="bad_requests", **fake_messages_api.settings_overrides()
+        judge="rubric",
+        kafka_group_id=settings.kafka_group_id + "-2",
+        clickhouse_table="bad_requests",
+        **fake_messages_api.settings_overrides(),
     )
     store2 = AsyncStore(type(async_store.store)(async_store.store.url, async_store.store.database, "bad_requests"))
     await store2.open()
@@ -94,4 +115,6 @@ async def test_persistent_invalid_replies_and_refusals_become_error_rows(
         rows = (await store2.query(f"SELECT status, error FROM {store2.store.qualified_table} FINAL")).rows
     finally:
         await store2.close()
-    assert len(rows) == 2 and all(r[0] == "error" and r[1].startswith("api_error") and "model not found" in r[1] for r in rows)
+    assert len(rows) == 2 and all(
+        r[0] == "error" and r[1].startswith("api_error") and "model not found" in r[1] for r in rows
+    )

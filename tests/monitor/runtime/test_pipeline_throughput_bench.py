@@ -19,12 +19,16 @@ async def test_the_throughput_benchmark_runs_at_a_tiny_size(
     """bench/pipeline_throughput.py runs each scenario once on the tiny backlog, prints its table and writes the same figures."""
     path = tmp_path / "pipeline_throughput.json"
     n = pipeline_throughput.TINY_EVENTS
-    result = await pipeline_throughput.main(n, rounds=1, json_path=path, bootstrap=broker.bootstrap, url=clickhouse_url, prefix=database, quiet=False)
+    result = await pipeline_throughput.main(
+        n, rounds=1, json_path=path, bootstrap=broker.bootstrap, url=clickhouse_url, prefix=database, quiet=False
+    )
     assert json.loads(path.read_text(encoding="utf-8")) == result
     assert result["events"] == n and result["rounds"] == 1
     for scenario in pipeline_throughput.SCENARIOS:
         (run,) = result[scenario]["runs"]
-        assert 0 <= run["window_events"] <= n and result[scenario]["ratios_per_round"] == [result[scenario]["ratio_to_bare"]]
+        assert 0 <= run["window_events"] <= n and result[scenario]["ratios_per_round"] == [
+            result[scenario]["ratio_to_bare"]
+        ]
     assert result["bare"]["events_per_s"] > 0
     out = capsys.readouterr().out
     assert "÷ bare" in out and all(label in out for label in pipeline_throughput.LABELS.values())

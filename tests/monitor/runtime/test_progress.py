@@ -13,7 +13,18 @@ from tests.conftest import EXAMPLES
 from tests.harness import RunningPipeline, produce_values, wait_for
 
 FLAT = (EXAMPLES / "events-flat.jsonl").read_bytes().splitlines()
-FIELDS = {"consumed", "judged", "written", "dead_lettered", "in_flight", "lag", "sampling_factor", "circuit", "ready", "down"}
+FIELDS = {
+    "consumed",
+    "judged",
+    "written",
+    "dead_lettered",
+    "in_flight",
+    "lag",
+    "sampling_factor",
+    "circuit",
+    "ready",
+    "down",
+}
 
 
 async def test_progress_lines_report_consumed_judged_written_dead_lettered_lag_rate_and_circuit(
@@ -33,4 +44,9 @@ async def test_progress_lines_report_consumed_judged_written_dead_lettered_lag_r
             assert run.pipeline.flow.progress_log_s == 0.5
     last = [e for e in logs if e["event"] == "progress"][-1]
     assert FIELDS <= set(last) and last["log_level"] == "info"
-    assert (last["consumed"], last["judged"], last["circuit"], last["ready"]) == (len(FLAT) + 1, len(FLAT), "closed", True)
+    assert (last["consumed"], last["judged"], last["circuit"], last["ready"]) == (
+        len(FLAT) + 1,
+        len(FLAT),
+        "closed",
+        True,
+    )

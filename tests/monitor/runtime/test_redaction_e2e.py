@@ -51,20 +51,36 @@ def _events() -> tuple[list[bytes], dict[str, Counter[str]]]:
         text = f"postgres://{value}@db.internal:5432/app" if kind == "URL_CREDENTIALS" else value
         other_text = f"redis://{other}@cache:6379" if other_kind == "URL_CREDENTIALS" else other
         event_id = f"pii-{i}"
-        base: dict[str, Any] = {"event_id": event_id, "conversation_id": f"c-{i}", "app": "support-bot", "timestamp": "2026-11-30T10:00:00Z"}
+        base: dict[str, Any] = {
+            "event_id": event_id,
+            "conversation_id": f"c-{i}",
+            "app": "support-bot",
+            "timestamp": "2026-11-30T10:00:00Z",
+        }
         question = f"My details are {text}; when did order A17 ship?"
         response = f"Order A17 shipped on 3 March (we have {other_text} on file)."
         if i % 2:
-            record = {**base, "messages": [{"role": "user", "content": question}, {"role": "assistant", "content": response}]}
+            record = {
+                **base,
+                "messages": [{"role": "user", "content": question}, {"role": "assistant", "content": response}],
+            }
         else:
-            record = {**base, "user_message": question, "response": response, "metadata": {"contact": text, "tier": "gold"}}
+            record = {
+                **base,
+                "user_message": question,
+                "response": response,
+                "metadata": {"contact": text, "tier": "gold"},
+            }
         values.append(json.dumps(record).encode())
         expected[event_id] = Counter({kind: 1 + (0 if i % 2 else 1)}) + Counter({other_kind: 1})
     return values, expected
 
 
 async def test_planted_items_reach_neither_the_judge_nor_the_store(
-    broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore, fake_messages_api: FakeMessagesAPI
+    broker: LocalBroker,
+    make_settings: Callable[..., Settings],
+    async_store: AsyncStore,
+    fake_messages_api: FakeMessagesAPI,
 ) -> None:
     """No planted item is in any request body the judge received or in any stored column; each row counts its items."""
     values, expected = _events()
@@ -72,10 +88,16 @@ async def test_planted_items_reach_neither_the_judge_nor_the_store(
     topic = settings.kafka_topics[0]
     await produce_values(broker.bootstrap, topic, values)
     async with RunningPipeline(settings, async_store) as run:
-        await wait_for(lambda: all_committed(broker.bootstrap, settings.kafka_group_id, topic, len(values)), 60, "every event committed")
+        await wait_for(
+            lambda: all_committed(broker.bootstrap, settings.kafka_group_id, topic, len(values)),
+            60,
+            "every event committed",
+        )
         metric_counts = {kind: run.counter("relevancy_monitor_redactions", kind=kind) for kind, _ in PLANTED}
 
-    bodies = [r.raw.decode("utf-8", "replace") + json.dumps(r.body, ensure_ascii=False) for r in fake_messages_api.requests]
+    bodies = [
+        r.raw.decode("utf-8", "replace") + json.dumps(r.body, ensure_ascii=False) for r in fake_messages_api.requests
+    ]
     assert bodies  # fewer than the events: pairs identical once redacted reuse one verdict
     table = async_store.store.qualified_table
     rows = (
@@ -131,9 +153,14 @@ async def test_a_known_api_key_never_appears_in_any_log_line_of_a_full_run(
     await mon.start()
     await asyncio.wait_for(mon.assigned.wait(), 60)
 
-    await wait_for(lambda: all_committed(broker.bootstrap, f"logs-{topic}", topic, len(values)), 60, "every record committed")
+    await wait_for(
+        lambda: all_committed(broker.bootstrap, f"logs-{topic}", topic, len(values)), 60, "every record committed"
+    )
     assert await mon.terminate() == 0
-    assert any(configured_key in r.headers.get("x-api-key", "") + r.headers.get("authorization", "") for r in fake_messages_api.requests)
+    assert any(
+        configured_key in r.headers.get("x-api-key", "") + r.headers.get("authorization", "")
+        for r in fake_messages_api.requests
+    )
     log = "".join(mon.lines)
     assert '"dead_lettered"' in log or "dead_letter" in log  # the malformed records were handled and logged about
     assert configured_key not in log and configured_key[-12:] not in log

@@ -62,12 +62,17 @@ async def committed(broker: LocalBroker, settings: Settings, n: int) -> None:
 
 
 async def test_shadow_rows_sit_beside_the_primary_rows_for_a_deterministic_sub_sample(
-    broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore, fake_messages_api: FakeMessagesAPI
+    broker: LocalBroker,
+    make_settings: Callable[..., Settings],
+    async_store: AsyncStore,
+    fake_messages_api: FakeMessagesAPI,
 ) -> None:
     """The salted sub-sample gets a statements row beside each lexical row, with the same event fields, `shadow:`
     rule, the product rate, its own judge_id and cost; the shadow's counters and cost are exported apart."""
     n, rate = 60, 0.3
-    settings = make_settings(sample_rate=1.0, shadow_judge="statements", shadow_sample_rate=rate, **fake_messages_api.settings_overrides())
+    settings = make_settings(
+        sample_rate=1.0, shadow_judge="statements", shadow_sample_rate=rate, **fake_messages_api.settings_overrides()
+    )
     await produce_values(broker.bootstrap, settings.kafka_topics[0], events(n, "s"))
     async with RunningPipeline(settings, async_store) as run:
         await committed(broker, settings, n)
@@ -78,12 +83,18 @@ async def test_shadow_rows_sit_beside_the_primary_rows_for_a_deterministic_sub_s
     assert 5 < len(expected) < 30  # a sub-sample, neither nothing nor everything
     t = async_store.store.qualified_table
     cols = "event_id, conversation_id, event_time, app, model, prompt_version, metadata, kafka_topic, kafka_partition, kafka_offset, question"
-    primary = {r[0]: r for r in (await async_store.query(f"SELECT {cols} FROM {t} FINAL WHERE judge_id = {{j:String}}", {"j": primary_id})).rows}
+    primary = {
+        r[0]: r
+        for r in (
+            await async_store.query(f"SELECT {cols} FROM {t} FINAL WHERE judge_id = {{j:String}}", {"j": primary_id})
+        ).rows
+    }
     shadow = {
         r[0]: r
         for r in (
             await async_store.query(
-                f"SELECT {cols}, judge, sample_rule, sample_rate, status, cost_usd FROM {t} FINAL WHERE judge_id = {{j:String}}", {"j": shadow_id}
+                f"SELECT {cols}, judge, sample_rule, sample_rate, status, cost_usd FROM {t} FINAL WHERE judge_id = {{j:String}}",
+                {"j": shadow_id},
             )
         ).rows
     }
@@ -95,7 +106,9 @@ async def test_shadow_rows_sit_beside_the_primary_rows_for_a_deterministic_sub_s
     assert len(fake_messages_api.message_requests) == len(expected)  # the lexical primary calls no API
     assert run.counter("relevancy_monitor_events_judged") == n
     assert run.counter("relevancy_monitor_shadow_rows", judge="statements", status="ok") == len(expected)
-    assert run.counter("relevancy_monitor_shadow_cost_usd", judge="statements") == pytest.approx(sum(r[15] for r in shadow.values()))
+    assert run.counter("relevancy_monitor_shadow_cost_usd", judge="statements") == pytest.approx(
+        sum(r[15] for r in shadow.values())
+    )
     assert run.counter("relevancy_monitor_shadow_judge_api_requests", judge="statements") == len(expected)
 
 
@@ -109,7 +122,11 @@ async def test_shadow_off_by_default_writes_nothing_extra(
         await committed(broker, settings, 30)
     assert run.pipeline.shadow is None
     t = async_store.store.qualified_table
-    assert (await async_store.query(f"SELECT count(), uniqExact(judge_id), countIf(startsWith(sample_rule, 'shadow')) FROM {t}")).rows[0] == (
+    assert (
+        await async_store.query(
+            f"SELECT count(), uniqExact(judge_id), countIf(startsWith(sample_rule, 'shadow')) FROM {t}"
+        )
+    ).rows[0] == (
         30,
         1,
         0,
@@ -118,7 +135,10 @@ async def test_shadow_off_by_default_writes_nothing_extra(
 
 
 async def test_one_budget_for_both_judges_stops_both_at_the_cap(
-    broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore, fake_messages_api: FakeMessagesAPI
+    broker: LocalBroker,
+    make_settings: Callable[..., Settings],
+    async_store: AsyncStore,
+    fake_messages_api: FakeMessagesAPI,
 ) -> None:
     """Primary and shadow calls count against the same request cap: together they never pass it, and at it both stop."""
     settings = make_settings(
@@ -132,7 +152,9 @@ async def test_one_budget_for_both_judges_stops_both_at_the_cap(
     await produce_values(broker.bootstrap, settings.kafka_topics[0], events(300, "b"))
     run = RunningPipeline(settings, async_store)
     p = run.pipeline
-    p.cost.budget = SpendBudget(p.cost.budget.hour.limits, p.cost.budget.day.limits, soft_limit=0.5, clock=lambda: HOUR_START)
+    p.cost.budget = SpendBudget(
+        p.cost.budget.hour.limits, p.cost.budget.day.limits, soft_limit=0.5, clock=lambda: HOUR_START
+    )
     async with run:
         await committed(broker, settings, 300)
     assert p.shadow is not None
@@ -152,7 +174,10 @@ async def test_one_budget_for_both_judges_stops_both_at_the_cap(
 
 
 async def test_a_failing_shadow_gives_error_rows_and_leaves_the_primary_rows_circuit_and_offsets_alone(
-    broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore, fake_messages_api: FakeMessagesAPI
+    broker: LocalBroker,
+    make_settings: Callable[..., Settings],
+    async_store: AsyncStore,
+    fake_messages_api: FakeMessagesAPI,
 ) -> None:
     """A shadow whose API keeps answering 529 ends each shadowed event in an error row after its attempts; every
     primary row is ok, the shared circuit never opens, and every offset is committed."""
@@ -174,10 +199,14 @@ async def test_a_failing_shadow_gives_error_rows_and_leaves_the_primary_rows_cir
     expected = shadowed(n, "f", rate)
     t = async_store.store.qualified_table
     rows = (
-        await async_store.query(f"SELECT judge, status, count(), countIf(error LIKE 'unavailable%') FROM {t} FINAL GROUP BY ALL ORDER BY ALL")
+        await async_store.query(
+            f"SELECT judge, status, count(), countIf(error LIKE 'unavailable%') FROM {t} FINAL GROUP BY ALL ORDER BY ALL"
+        )
     ).rows
     assert rows == [("lexical", "ok", n, 0), ("rubric", "error", len(expected), len(expected))]
-    assert len(fake_messages_api.message_requests) == 2 * len(expected)  # judge_event_attempts calls each, then the error row
+    assert len(fake_messages_api.message_requests) == 2 * len(
+        expected
+    )  # judge_event_attempts calls each, then the error row
     assert p.guard.breaker.opens == 0  # over 20 failures against a threshold of 2: the shadow's never steer the circuit
     assert run.counter("relevancy_monitor_shadow_rows", status="error") == len(expected)
     assert run.counter("relevancy_monitor_judge_errors") == 0  # the primary's error counter stays the primary's
@@ -186,21 +215,35 @@ async def test_a_failing_shadow_gives_error_rows_and_leaves_the_primary_rows_cir
 
 @pytest.mark.slow
 async def test_a_shadow_still_judging_at_shutdown_holds_its_offset_and_both_rows_come_on_redelivery(
-    broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore, fake_messages_api: FakeMessagesAPI
+    broker: LocalBroker,
+    make_settings: Callable[..., Settings],
+    async_store: AsyncStore,
+    fake_messages_api: FakeMessagesAPI,
 ) -> None:
     """The primary rows are written while the shadow's calls hang; a stop before they answer commits each partition
     only up to its first shadowed record; the next run re-judges from there and both rows of every record exist."""
     n, rate = 45, 0.25
-    settings = make_settings(shadow_judge="statements", shadow_sample_rate=rate, shutdown_grace_s=0.5, **fake_messages_api.settings_overrides())
+    settings = make_settings(
+        shadow_judge="statements",
+        shadow_sample_rate=rate,
+        shutdown_grace_s=0.5,
+        **fake_messages_api.settings_overrides(),
+    )
     fake_messages_api.always(Reply(delay_s=30))  # the shadow's calls outlast the grace period
     await produce_values(broker.bootstrap, settings.kafka_topics[0], events(n, "r"))
     expected = shadowed(n, "r", rate)
     t = async_store.store.qualified_table
     async with RunningPipeline(settings, async_store) as first:
-        await wait_for(lambda: _rows(async_store, "judge = 'lexical'", n), 60, "every primary row, while the shadow calls hang")
+        await wait_for(
+            lambda: _rows(async_store, "judge = 'lexical'", n), 60, "every primary row, while the shadow calls hang"
+        )
         assert await count_rows(async_store, "judge = 'statements'") == 0
     assert first.pipeline.shadow is not None
-    positions = (await async_store.query(f"SELECT event_id, kafka_partition, kafka_offset FROM {t} FINAL WHERE judge = 'lexical'")).rows
+    positions = (
+        await async_store.query(
+            f"SELECT event_id, kafka_partition, kafka_offset FROM {t} FINAL WHERE judge = 'lexical'"
+        )
+    ).rows
     want: dict[int, int] = {}
     for partition in {r[1] for r in positions}:
         mine = [r for r in positions if r[1] == partition]
@@ -212,10 +255,14 @@ async def test_a_shadow_still_judging_at_shutdown_holds_its_offset_and_both_rows
     fake_messages_api.always(Reply())
     async with RunningPipeline(settings, async_store):
         await committed(broker, settings, n)
-    shadow_ids = {r[0] for r in (await async_store.query(f"SELECT event_id FROM {t} FINAL WHERE judge = 'statements'")).rows}
+    shadow_ids = {
+        r[0] for r in (await async_store.query(f"SELECT event_id FROM {t} FINAL WHERE judge = 'statements'")).rows
+    }
     assert shadow_ids == expected and await count_rows(async_store, "judge = 'lexical'") == n
     redelivered = sum(n_p - want[p] for p, n_p in _ends(positions).items())
-    assert await count_rows(async_store, "judge = 'lexical'", final=False) == n + redelivered  # re-judged, collapsed by FINAL
+    assert (
+        await count_rows(async_store, "judge = 'lexical'", final=False) == n + redelivered
+    )  # re-judged, collapsed by FINAL
 
 
 async def _rows(store: AsyncStore, where: str, n: int) -> bool:

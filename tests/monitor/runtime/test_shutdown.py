@@ -17,17 +17,26 @@ JUDGE_S = 2.0
 
 
 async def test_stopping_under_a_backlog_waits_for_one_judge_call_not_the_grace_period(
-    broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore, fake_messages_api: FakeMessagesAPI
+    broker: LocalBroker,
+    make_settings: Callable[..., Settings],
+    async_store: AsyncStore,
+    fake_messages_api: FakeMessagesAPI,
 ) -> None:
     """With 1,500 events queued behind a 2 s judge, a stop exits in about one call plus a flush, committing only rows written."""
     fake_messages_api.always(slow(JUDGE_S))
     settings = make_settings(
-        judge="rubric", judge_request_timeout_s=10.0, judge_concurrency=4, shutdown_grace_s=30.0, **fake_messages_api.settings_overrides()
+        judge="rubric",
+        judge_request_timeout_s=10.0,
+        judge_concurrency=4,
+        shutdown_grace_s=30.0,
+        **fake_messages_api.settings_overrides(),
     )
     topic = settings.kafka_topics[0]
     await produce_values(broker.bootstrap, topic, list(generate_events(1500, seed=3, malformed_share=0.0)))
     async with RunningPipeline(settings, async_store) as run:
-        await wait_for(lambda: _true_after(len(fake_messages_api.message_requests) >= 8), 60, "two rounds of judge calls sent")
+        await wait_for(
+            lambda: _true_after(len(fake_messages_api.message_requests) >= 8), 60, "two rounds of judge calls sent"
+        )
         started = time.monotonic()
         await run.shutdown()
         took = time.monotonic() - started

@@ -69,7 +69,9 @@ def rows(n: int, prefix: str = "e") -> list[ScoredRow]:
 async def test_batches_by_size_and_acknowledges_after_write(async_store: AsyncStore) -> None:
     """Rows are written in batches of max_rows, each acknowledged only after it was written."""
     acked: list[int] = []
-    sink: ClickHouseSink[int] = ClickHouseSink(async_store, lambda t, r: acked.extend(t), Metrics(), max_rows=3, max_seconds=60)
+    sink: ClickHouseSink[int] = ClickHouseSink(
+        async_store, lambda t, r: acked.extend(t), Metrics(), max_rows=3, max_seconds=60
+    )
     for i, r in enumerate(rows(7)):
         sink.add(r, i)
     assert acked == []
@@ -83,7 +85,9 @@ async def test_batches_by_size_and_acknowledges_after_write(async_store: AsyncSt
 async def test_time_bound_flushes_a_small_batch(async_store: AsyncStore) -> None:
     """A batch smaller than max_rows is written and acknowledged once max_seconds have passed."""
     acked: list[int] = []
-    sink: ClickHouseSink[int] = ClickHouseSink(async_store, lambda t, r: acked.extend(t), Metrics(), max_rows=1000, max_seconds=0.2)
+    sink: ClickHouseSink[int] = ClickHouseSink(
+        async_store, lambda t, r: acked.extend(t), Metrics(), max_rows=1000, max_seconds=0.2
+    )
     runner = asyncio.create_task(sink.run())
     try:
         sink.add(rows(1)[0], 1)
@@ -217,7 +221,11 @@ async def test_a_row_the_driver_refuses_cannot_hold_back_its_batch(async_store: 
         sink.add(r, i)
     await asyncio.wait_for(sink.flush(), 10)
     assert acked == [0, 1, 2, 3, 4]  # everything acknowledged: nothing retried forever
-    got = (await async_store.query(f"SELECT event_id, status, score, error FROM {async_store.store.qualified_table} ORDER BY event_id")).rows
+    got = (
+        await async_store.query(
+            f"SELECT event_id, status, score, error FROM {async_store.store.qualified_table} ORDER BY event_id"
+        )
+    ).rows
     assert [(g[0], g[1]) for g in got] == [("bad0", "error"), ("e0", "ok"), ("e1", "ok"), ("e2", "ok")]
     assert got[0][2] is None and got[0][3].startswith("internal: row refused by the store")
     assert m.rows_dropped._value.get() == 1  # `worse0`: refused even as an error row, counted

@@ -19,11 +19,20 @@ INFO = JudgeInfo(method="statements", model="m", judge_id="statements-1")
 DECISION = SampleDecision(True, 1.0, DecisionKind.BASE)
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
 JUDGED = redact_event(
-    event(question="Card 4539 1488 0343 6467 charged twice?", response="Refund to a@b.io sent.", metadata={"email": "a@b.io"}),
+    event(
+        question="Card 4539 1488 0343 6467 charged twice?",
+        response="Refund to a@b.io sent.",
+        metadata={"email": "a@b.io"},
+    ),
     build_redactor(RedactionSettings()),
 )
 VERDICT = Judgement(
-    score=0.5, raw_score=2.0, reasoning="about [CARD]", statements=("Refund to [EMAIL] sent.",), verdicts=("yes",), verdict_reasons=("answers it",)
+    score=0.5,
+    raw_score=2.0,
+    reasoning="about [CARD]",
+    statements=("Refund to [EMAIL] sent.",),
+    verdicts=("yes",),
+    verdict_reasons=("answers it",),
 )
 
 
@@ -36,7 +45,11 @@ def test_redacted_keeps_the_text_as_the_judge_saw_it() -> None:
     """`redacted` stores the placeholders' text, the judge's detail and the counts."""
     r = row("redacted")
     assert (r.question, r.response) == ("Card [CARD] charged twice?", "Refund to [EMAIL] sent.")
-    assert r.metadata == {"email": "[EMAIL]"} and r.statements == ["Refund to [EMAIL] sent."] and r.reasoning == "about [CARD]"
+    assert (
+        r.metadata == {"email": "[EMAIL]"}
+        and r.statements == ["Refund to [EMAIL] sent."]
+        and r.reasoning == "about [CARD]"
+    )
     assert r.redactions == {"CARD": 1, "EMAIL": 2} and r.redactor
 
 

@@ -36,15 +36,22 @@ def reader(store: ClickHouseStore, chdb_dir: Path) -> Iterator[EmbeddedReader]:
 def _client(reader: EmbeddedReader, database: str, password: str | None = None) -> Client:
     address = reader_address(reader.directory)
     assert address is not None
-    return clickhouse_connect.get_client(dsn=address.url, username=READER_USER, password=password or address.password, database=database)
+    return clickhouse_connect.get_client(
+        dsn=address.url, username=READER_USER, password=password or address.password, database=database
+    )
 
 
-def test_reads_match_the_engine_and_writes_are_refused_by_readonly(reader: EmbeddedReader, store: ClickHouseStore, database: str) -> None:
+def test_reads_match_the_engine_and_writes_are_refused_by_readonly(
+    reader: EmbeddedReader, store: ClickHouseStore, database: str
+) -> None:
     """Queries with bound parameters answer as the engine does; INSERT, DELETE, DDL and setting changes are refused
     by ClickHouse's readonly mode (code 164), and the table is unchanged."""
     client = _client(reader, database)
     sql = "SELECT count() FROM relevancy_scores WHERE has({ids:Array(String)}, event_id) OR {n:UInt8} = 1"
-    assert client.query(sql, parameters={"ids": ["a"], "n": 1}).result_rows == store.query(sql, {"ids": ["a"], "n": 1}).rows
+    assert (
+        client.query(sql, parameters={"ids": ["a"], "n": 1}).result_rows
+        == store.query(sql, {"ids": ["a"], "n": 1}).rows
+    )
     before = store.query("SELECT count() FROM relevancy_scores").rows
     for statement in (
         "INSERT INTO relevancy_scores (event_id) VALUES ('x')",
@@ -67,7 +74,9 @@ def test_a_wrong_password_is_refused(reader: EmbeddedReader, database: str) -> N
     assert mode == 0o600
 
 
-async def test_a_store_opened_twice_serves_one_reader_and_close_stops_it(store: ClickHouseStore, chdb_dir: Path) -> None:
+async def test_a_store_opened_twice_serves_one_reader_and_close_stops_it(
+    store: ClickHouseStore, chdb_dir: Path
+) -> None:
     """A pipeline opens the store its caller opened: one reader serves it, and closing the store withdraws it."""
     from monitor.store.async_store import AsyncStore
 
@@ -82,7 +91,9 @@ async def test_a_store_opened_twice_serves_one_reader_and_close_stops_it(store: 
 
 def test_the_address_goes_with_the_process(reader: EmbeddedReader, tmp_path: Path) -> None:
     """An address left by a process that has ended is ignored; a stopped reader removes its address."""
-    (tmp_path / READER_FILE).write_text(json.dumps({"url": "http://127.0.0.1:1", "password": "p", "pid": 2**22 + 12345}))
+    (tmp_path / READER_FILE).write_text(
+        json.dumps({"url": "http://127.0.0.1:1", "password": "p", "pid": 2**22 + 12345})
+    )
     assert reader_address(tmp_path) is None
     assert reader_address(reader.directory) is not None
     reader.stop()
@@ -115,7 +126,9 @@ async def test_sql_during_a_live_run_sees_the_rows_grow(broker: LocalBroker, top
         MONITOR_COMMIT_INTERVAL_S="0.2",
     )
     await produce_values(broker.bootstrap, topic, list(generate_events(40, seed=1, malformed_share=0.0)))
-    service = await asyncio.create_subprocess_exec(CLI, "run", env=env, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
+    service = await asyncio.create_subprocess_exec(
+        CLI, "run", env=env, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE
+    )
     try:
 
         async def first_batch() -> bool:

@@ -25,7 +25,9 @@ ODD_IDS = [
 def test_hash_id_is_the_lowercase_hex_sha256_of_the_utf8_id() -> None:
     """The NIST test vector for "abc", and a non-ASCII id hashed from its UTF-8 bytes."""
     assert hash_id("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-    assert hash_id("\u00e9") == "4a99557e4033c3539de2eb65472017cad5f9557f7a0625a09f1c3f6e2ba69c4c"  # sha256 of the bytes c3 a9
+    assert (
+        hash_id("\u00e9") == "4a99557e4033c3539de2eb65472017cad5f9557f7a0625a09f1c3f6e2ba69c4c"
+    )  # sha256 of the bytes c3 a9
     assert hash_id("e\u0301") != hash_id("\u00e9")  # not normalized: the id as the events carry it
 
 
@@ -45,7 +47,9 @@ def test_load_erased_ids_round_trips_what_forget_recorded(store: ClickHouseStore
     forget(store, ["c1"], ["e1"])
     forget(store, ["c3"], ["e3"], dry_run=True)
     erased = load_erased_ids(store)
-    assert erased == ErasedIds(conversations=frozenset({hash_id("c1"), hash_id("c2")}), events=frozenset({hash_id("e1")}))
+    assert erased == ErasedIds(
+        conversations=frozenset({hash_id("c1"), hash_id("c2")}), events=frozenset({hash_id("e1")})
+    )
     assert len(erased) == 3 and erased.is_erased("c2", "new") and not erased.is_erased("c3", "e3")
 
 
@@ -77,7 +81,11 @@ def test_the_erased_ids_get_no_retention_ttl(clickhouse_url: str, database: str)
     s = ClickHouseStore(clickhouse_url, database, "relevancy_scores")
     Migrations(s, retention_days=1).migrate()
     try:
-        ddl = dict(s.query("SELECT name, create_table_query FROM system.tables WHERE database = {d:String}", {"d": database}).rows)
+        ddl = dict(
+            s.query(
+                "SELECT name, create_table_query FROM system.tables WHERE database = {d:String}", {"d": database}
+            ).rows
+        )
         assert "TTL" in ddl["relevancy_scores"] and "TTL" not in ddl[ERASED_TABLE]
         assert ERASED_TABLE not in retention_tables("relevancy_scores")
     finally:

@@ -40,7 +40,9 @@ def people(store: ClickHouseStore) -> ClickHouseStore:
 
 
 def _left(store: ClickHouseStore, table: str = "relevancy_scores") -> list[tuple[str, str]]:
-    rows = store.query(f"SELECT conversation_id, event_id FROM {store.database}.{table} ORDER BY conversation_id, event_id, judge_id").rows
+    rows = store.query(
+        f"SELECT conversation_id, event_id FROM {store.database}.{table} ORDER BY conversation_id, event_id, judge_id"
+    ).rows
     return [(str(c), str(e)) for c, e in rows]
 
 
@@ -58,18 +60,32 @@ def test_forget_by_conversation_and_by_event_deletes_those_rows_only(people: Cli
     assert table.table == f"{people.database}.relevancy_scores"
     assert (table.rows_matched, table.rows_deleted, table.rows_remaining) == (8, 8, 0)
     assert (table.conversation_ids_found, table.event_ids_found) == (("alice",), ("b1",))
-    assert (report.rows_deleted, report.conversation_ids, report.event_ids, report.at, report.dry_run) == (8, ("alice",), ("b1",), AT, False)
+    assert (report.rows_deleted, report.conversation_ids, report.event_ids, report.at, report.dry_run) == (
+        8,
+        ("alice",),
+        ("b1",),
+        AT,
+        False,
+    )
     assert report.aggregate_tables == tuple(f"{people.database}.{t}" for t in AGGREGATE_TABLES)
     assert _rollup_rows(people) == rollups
     audit = report.as_json()
-    assert audit["at"] == "2026-12-01T09:30:00+00:00" and audit["rows_deleted"] == 8 and audit["tables"][0]["rows_deleted"] == 8
-    assert [a["rows_deleted"] for a in audit["aggregate_tables"]] == [0, 0, 0] and "no ids or text" in audit["aggregate_tables"][0]["note"]
+    assert (
+        audit["at"] == "2026-12-01T09:30:00+00:00"
+        and audit["rows_deleted"] == 8
+        and audit["tables"][0]["rows_deleted"] == 8
+    )
+    assert [a["rows_deleted"] for a in audit["aggregate_tables"]] == [0, 0, 0] and "no ids or text" in audit[
+        "aggregate_tables"
+    ][0]["note"]
 
 
 def test_the_rows_are_gone_from_final_reads_too(people: ClickHouseStore) -> None:
     """The replacing table read with FINAL (as the alert rules read it) shows no forgotten row either."""
     forget(people, ["bob"])
-    assert people.query(f"SELECT count() FROM {people.database}.relevancy_scores FINAL WHERE conversation_id = 'bob'").rows == [(0,)]
+    assert people.query(
+        f"SELECT count() FROM {people.database}.relevancy_scores FINAL WHERE conversation_id = 'bob'"
+    ).rows == [(0,)]
     assert people.query(f"SELECT count() FROM {people.database}.relevancy_scores FINAL").rows == [(6,)]
 
 
@@ -87,7 +103,9 @@ def test_ids_that_match_nothing_are_no_error_and_issue_no_delete(people: ClickHo
     report = forget(people, ["carol"], ["zz"])
     assert (report.rows_matched, report.rows_deleted, report.tables[0].conversation_ids_found) == (0, 0, ())
     assert len(_left(people)) == 10
-    assert people.query("SELECT count() FROM system.mutations WHERE database = {d:String}", {"d": people.database}).rows == [(0,)]
+    assert people.query(
+        "SELECT count() FROM system.mutations WHERE database = {d:String}", {"d": people.database}
+    ).rows == [(0,)]
 
 
 @pytest.mark.parametrize(
@@ -120,7 +138,10 @@ def test_every_scores_table_recorded_in_the_database_is_erased(people: ClickHous
     assert scores_tables(people) == ["relevancy_scores", "other_scores"]
     assert scores_tables(other) == ["other_scores", "relevancy_scores"]
     report = forget(people, ["alice"])
-    assert [(t.table.split(".")[1], t.rows_deleted) for t in report.tables] == [("relevancy_scores", 6), ("other_scores", 2)]
+    assert [(t.table.split(".")[1], t.rows_deleted) for t in report.tables] == [
+        ("relevancy_scores", 6),
+        ("other_scores", 2),
+    ]
     assert report.rows_deleted == 8
     assert _left(people, "other_scores") == [("dave", "d1"), ("dave", "d1")]
 
@@ -172,7 +193,9 @@ def test_rows_still_matching_after_the_delete_are_reported(never_empty: ClickHou
 
 
 def _erased(store: ClickHouseStore) -> list[tuple[str, str, datetime]]:
-    rows = store.query(f"SELECT kind, toString(id_sha256), erased_at FROM {store.database}.{ERASED_TABLE} FINAL ORDER BY ALL").rows
+    rows = store.query(
+        f"SELECT kind, toString(id_sha256), erased_at FROM {store.database}.{ERASED_TABLE} FINAL ORDER BY ALL"
+    ).rows
     return [(str(k), str(h), e.replace(tzinfo=UTC) if e.tzinfo is None else e) for k, h, e in rows]
 
 

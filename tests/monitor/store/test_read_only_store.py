@@ -41,8 +41,12 @@ def filled(store: ClickHouseStore) -> ClickHouseStore:
 
 def _intact(store: ClickHouseStore) -> None:
     assert store.query(f"SELECT count() FROM {store.qualified_table}").rows == [(3,)]
-    assert "intruder" not in {c for (c,) in store.query(f"SELECT name FROM system.columns WHERE database = '{store.database}'").rows}
-    assert store.query(f"SELECT count() FROM system.tables WHERE database = '{store.database}' AND name = 'intruder'").rows == [(0,)]
+    assert "intruder" not in {
+        c for (c,) in store.query(f"SELECT name FROM system.columns WHERE database = '{store.database}'").rows
+    }
+    assert store.query(
+        f"SELECT count() FROM system.tables WHERE database = '{store.database}' AND name = 'intruder'"
+    ).rows == [(0,)]
 
 
 def _one_line_refusal(err: str) -> None:
@@ -51,7 +55,9 @@ def _one_line_refusal(err: str) -> None:
 
 
 @pytest.mark.parametrize("statement", WRITES)
-def test_sql_refuses_every_write_on_the_embedded_store(filled: ClickHouseStore, statement: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_sql_refuses_every_write_on_the_embedded_store(
+    filled: ClickHouseStore, statement: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     """On the embedded store opened directly (no monitor serving it), each write is refused by the engine in one
     line with a non-zero exit, and the data is intact."""
     rc = main(["sql", statement, "--clickhouse-url", filled.url, "--clickhouse-database", filled.database])
@@ -72,7 +78,9 @@ def serving(filled: ClickHouseStore, chdb_dir: Path) -> Iterator[EmbeddedReader]
         reader.stop()
 
 
-async def test_sql_refuses_every_write_through_a_running_monitor(serving: EmbeddedReader, filled: ClickHouseStore) -> None:
+async def test_sql_refuses_every_write_through_a_running_monitor(
+    serving: EmbeddedReader, filled: ClickHouseStore
+) -> None:
     """Another process's `sql`, reaching the store through the monitor that holds it, is refused every write."""
     env = monitor_env(MONITOR_CLICKHOUSE_URL=filled.url, MONITOR_CLICKHOUSE_DATABASE=filled.database)
     results = await asyncio.gather(*(cli("sql", statement, env=env) for statement in WRITES))
@@ -89,7 +97,9 @@ def server(serving: EmbeddedReader, monkeypatch: pytest.MonkeyPatch) -> Embedded
     return serving
 
 
-def test_sql_refuses_every_write_on_a_server_url(server: EmbeddedReader, filled: ClickHouseStore, capsys: pytest.CaptureFixture[str]) -> None:
+def test_sql_refuses_every_write_on_a_server_url(
+    server: EmbeddedReader, filled: ClickHouseStore, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Against an http:// URL, every write is refused in one line with a non-zero exit, and reads still answer."""
     flags = ["--clickhouse-url", server.url, "--clickhouse-user", READER_USER, "--clickhouse-database", filled.database]
     for statement in WRITES:

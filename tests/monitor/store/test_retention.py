@@ -123,7 +123,9 @@ def test_the_wanted_ttls_follow_the_settings() -> None:
         "hour + INTERVAL 30 DAY",
     )
     assert (canary.table, canary.ttl, canary.columns) == ("canary_runs", "toDateTime(run_at) + INTERVAL 30 DAY", ())
-    assert all(ttl is None for _, ttl in wanted_ttls("t", 30, 30)[0].columns)  # text cannot outlive the row: no column TTL
+    assert all(
+        ttl is None for _, ttl in wanted_ttls("t", 30, 30)[0].columns
+    )  # text cannot outlive the row: no column TTL
     assert dict(wanted_ttls("t", 0, 5)[0].columns)["question"] == "toDateTime(event_time) + INTERVAL 5 DAY"
     assert all(w.ttl is None for w in wanted_ttls("t", 0, 0))
     assert retention_tables("s") == ("s", "traffic_counts", "relevancy_rollup_1m", "relevancy_rollup_1h", "canary_runs")
@@ -151,7 +153,10 @@ def test_setting_a_retention_alters_each_table_once_with_the_table_ttl_last() ->
         "ALTER TABLE db.relevancy_rollup_1h MODIFY TTL hour + INTERVAL 30 DAY",
         "ALTER TABLE db.canary_runs MODIFY TTL toDateTime(run_at) + INTERVAL 30 DAY",
     )
-    assert len(plan.changes) == 10 and TTLChange("relevancy_scores", None, None, "toDateTime(event_time) + INTERVAL 30 DAY") in plan.changes
+    assert (
+        len(plan.changes) == 10
+        and TTLChange("relevancy_scores", None, None, "toDateTime(event_time) + INTERVAL 30 DAY") in plan.changes
+    )
     assert plan.wanted == "rows 30 days, text 7 days"
     assert "db.relevancy_scores: TTL none -> toDateTime(event_time) + INTERVAL 30 DAY" in plan.describe()
 
@@ -164,7 +169,9 @@ def test_changing_only_the_days_changes_only_what_differs() -> None:
     assert longer.changes[0].before == "toDateTime(event_time) + toIntervalDay(30)"
     shorter_text = plan_retention("db", "relevancy_scores", 30, 3, _current(30, 7))
     assert len(shorter_text.statements) == 1 and shorter_text.statements[0].count("MODIFY COLUMN") == 5
-    assert "MODIFY TTL" not in shorter_text.statements[0] and {c.column for c in shorter_text.changes} == set(TEXT_COLUMNS)
+    assert "MODIFY TTL" not in shorter_text.statements[0] and {c.column for c in shorter_text.changes} == set(
+        TEXT_COLUMNS
+    )
 
 
 def test_a_zero_retention_removes_the_ttls() -> None:
@@ -178,7 +185,10 @@ def test_a_zero_retention_removes_the_ttls() -> None:
         "ALTER TABLE db.relevancy_rollup_1h REMOVE TTL",
         "ALTER TABLE db.canary_runs REMOVE TTL",
     )
-    assert all(c.after is None for c in plan.changes) and str(plan.changes[-1]) == "canary_runs: TTL toDateTime(run_at) + toIntervalDay(30) removed"
+    assert (
+        all(c.after is None for c in plan.changes)
+        and str(plan.changes[-1]) == "canary_runs: TTL toDateTime(run_at) + toIntervalDay(30) removed"
+    )
 
 
 def test_a_ttl_set_by_hand_is_replaced_and_interval_spellings_compare_equal() -> None:
@@ -186,7 +196,9 @@ def test_a_ttl_set_by_hand_is_replaced_and_interval_spellings_compare_equal() ->
     current = _current(30, 0)
     current["traffic_counts"] = _aggregate("traffic_counts", "minute", "minute + INTERVAL 30 DAY")
     assert not plan_retention("db", "relevancy_scores", 30, 0, current)
-    current["traffic_counts"] = _aggregate("traffic_counts", "minute", "minute + toIntervalDay(30) DELETE WHERE app = 'x'")
+    current["traffic_counts"] = _aggregate(
+        "traffic_counts", "minute", "minute + toIntervalDay(30) DELETE WHERE app = 'x'"
+    )
     assert plan_retention("db", "relevancy_scores", 30, 0, current).statements == (
         "ALTER TABLE db.traffic_counts MODIFY TTL minute + INTERVAL 30 DAY",
     )
@@ -226,13 +238,17 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def kept(clickhouse_url: str, database: str) -> Iterator[Migrations]:
     """A store keeping rows 30 days and text 7 days, on a fresh database (not yet migrated); dropped afterwards."""
-    s = Migrations(ClickHouseStore(clickhouse_url, database, "relevancy_scores"), retention_days=30, text_retention_days=7)
+    s = Migrations(
+        ClickHouseStore(clickhouse_url, database, "relevancy_scores"), retention_days=30, text_retention_days=7
+    )
     yield s
     s.store.command(f"DROP DATABASE IF EXISTS {database}")
 
 
 def _create_queries(store: ClickHouseStore) -> dict[str, str]:
-    rows = store.query("SELECT name, create_table_query FROM system.tables WHERE database = {d:String}", {"d": store.database}).rows
+    rows = store.query(
+        "SELECT name, create_table_query FROM system.tables WHERE database = {d:String}", {"d": store.database}
+    ).rows
     return {str(n): str(q) for n, q in rows}
 
 
@@ -247,11 +263,19 @@ def test_migrate_sets_the_ttls_and_a_second_migrate_changes_nothing(kept: Migrat
     kept.migrate()
     assert kept.retention_applied is not None and len(kept.retention_applied.changes) == 10
     queries = _create_queries(kept.store)
-    assert "ORDER BY (app, judge_id, event_id) TTL toDateTime(event_time) + toIntervalDay(30) SETTINGS" in queries["relevancy_scores"]
+    assert (
+        "ORDER BY (app, judge_id, event_id) TTL toDateTime(event_time) + toIntervalDay(30) SETTINGS"
+        in queries["relevancy_scores"]
+    )
     for column in TEXT_COLUMNS:
-        assert parse_table(queries["relevancy_scores"]).columns[column].ttl == "toDateTime(event_time) + toIntervalDay(7)"
+        assert (
+            parse_table(queries["relevancy_scores"]).columns[column].ttl == "toDateTime(event_time) + toIntervalDay(7)"
+        )
     assert parse_table(queries["relevancy_scores"]).columns["event_id"].ttl is None
-    assert " TTL minute + toIntervalDay(30) " in queries["traffic_counts"] and " TTL minute + toIntervalDay(30) " in queries["relevancy_rollup_1m"]
+    assert (
+        " TTL minute + toIntervalDay(30) " in queries["traffic_counts"]
+        and " TTL minute + toIntervalDay(30) " in queries["relevancy_rollup_1m"]
+    )
     assert " TTL hour + toIntervalDay(30) " in queries["relevancy_rollup_1h"]
     assert " TTL toDateTime(run_at) + toIntervalDay(30) " in queries["canary_runs"]
     kept.migrate()
@@ -335,7 +359,9 @@ def test_rows_past_the_retention_go_and_old_text_is_emptied_after_optimize(kept:
     assert left["canary"] == [(1,), (10,)]
 
 
-def test_rows_stored_before_the_retention_was_set_go_when_migrate_applies_it(clickhouse_url: str, kept: Migrations) -> None:
+def test_rows_stored_before_the_retention_was_set_go_when_migrate_applies_it(
+    clickhouse_url: str, kept: Migrations
+) -> None:
     """Rows written under no retention are deleted (and old text emptied) by the migrate that sets one, without any
     OPTIMIZE: the TTL is materialized on the existing parts (chDB waits for that mutation)."""
     forever = Migrations(ClickHouseStore(clickhouse_url, kept.store.database, kept.store.table))
@@ -383,21 +409,29 @@ def test_check_schema_finds_a_differing_retention_without_applying_it(clickhouse
     assert kept.retention_pending is not None and not kept.retention_pending
 
 
-def test_run_without_migrating_warns_about_a_differing_retention_and_starts(clickhouse_url: str, kept: Migrations) -> None:
+def test_run_without_migrating_warns_about_a_differing_retention_and_starts(
+    clickhouse_url: str, kept: Migrations
+) -> None:
     """`run`'s start-up step on a store that does not migrate itself logs one warning naming `relevancy-monitor
     migrate` (and does not refuse); migrating itself, it applies the retention and logs that instead."""
     Migrations(ClickHouseStore(clickhouse_url, kept.store.database, kept.store.table)).migrate()
-    settings = load_settings(clickhouse_url=clickhouse_url, clickhouse_database=kept.store.database, auto_migrate=False, retention_days=30)
+    settings = load_settings(
+        clickhouse_url=clickhouse_url, clickhouse_database=kept.store.database, auto_migrate=False, retention_days=30
+    )
     with structlog.testing.capture_logs() as logs:
         _prepare_schema(settings.store)
     warnings = [e for e in logs if e["log_level"] == "warning"]
     assert len(warnings) == 1 and "relevancy-monitor migrate" in warnings[0]["event"], logs
     assert warnings[0]["retention"] == "rows 30 days, text as long as the row" and len(warnings[0]["changes"]) == 5
     assert " TTL " not in _create_queries(kept.store)["relevancy_scores"]
-    migrating = load_settings(clickhouse_url=clickhouse_url, clickhouse_database=kept.store.database, auto_migrate=True, retention_days=30)
+    migrating = load_settings(
+        clickhouse_url=clickhouse_url, clickhouse_database=kept.store.database, auto_migrate=True, retention_days=30
+    )
     with structlog.testing.capture_logs() as logs:
         _prepare_schema(migrating.store)
-    assert [e["event"] for e in logs] == ["retention applied"] and " TTL " in _create_queries(kept.store)["relevancy_scores"]
+    assert [e["event"] for e in logs] == ["retention applied"] and " TTL " in _create_queries(kept.store)[
+        "relevancy_scores"
+    ]
     with structlog.testing.capture_logs() as logs:
         _prepare_schema(settings.store)
     assert logs == []
@@ -413,9 +447,14 @@ def test_the_migrate_command_prints_the_retention_changes(
     try:
         assert main(["migrate", *flags]) == 0
         err = capsys.readouterr().err.splitlines()
-        assert err[1] == "retention set to rows 30 days, text 7 days (10 TTL change(s); rows already stored follow in the background):", err
+        assert (
+            err[1]
+            == "retention set to rows 30 days, text 7 days (10 TTL change(s); rows already stored follow in the background):"
+        ), err
         assert f"  {database}.relevancy_scores: TTL none -> toDateTime(event_time) + INTERVAL 30 DAY" in err
-        assert f"  {database}.relevancy_scores.question: text TTL none -> toDateTime(event_time) + INTERVAL 7 DAY" in err
+        assert (
+            f"  {database}.relevancy_scores.question: text TTL none -> toDateTime(event_time) + INTERVAL 7 DAY" in err
+        )
         assert f"  {database}.canary_runs: TTL none -> toDateTime(run_at) + INTERVAL 30 DAY" in err
         assert len(err) == 12
         assert main(["migrate", *flags]) == 0

@@ -25,7 +25,9 @@ def test_the_snapshot_is_what_the_migrations_create(store: ClickHouseStore) -> N
     committed = (Path(__file__).parents[3] / "schemas" / "sql" / SNAPSHOT_FILE).read_text(encoding="utf-8")
     document = snapshot_document(Migrations(store).found(), store.table)
     document["generated_by"] = "python -m monitor.devtools.schema_snapshot"
-    assert render(document) == committed, "stale schemas/sql/expected_schema.json: run python -m monitor.devtools.schema_snapshot"
+    assert render(document) == committed, (
+        "stale schemas/sql/expected_schema.json: run python -m monitor.devtools.schema_snapshot"
+    )
 
 
 def test_differences_name_what_is_missing_and_what_cannot_be_fixed() -> None:
@@ -49,14 +51,21 @@ def test_differences_name_what_is_missing_and_what_cannot_be_fixed() -> None:
         ("db.v: is a table, this release has a view", False),
         ("db.gone: table is missing", True),
     ]
-    assert set(expected_schema("my_scores")) >= {"my_scores", "traffic_counts", "relevancy_rollup_1m_mv", "schema_migrations"}
+    assert set(expected_schema("my_scores")) >= {
+        "my_scores",
+        "traffic_counts",
+        "relevancy_rollup_1m_mv",
+        "schema_migrations",
+    }
 
 
 def _migrate(store: ClickHouseStore, *extra: str) -> int:
     return main(["migrate", *extra, "--clickhouse-url", store.url, "--clickhouse-database", store.database])
 
 
-def test_a_dropped_table_is_reported_refused_repaired_and_its_rollup_fills_again(store: ClickHouseStore, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_dropped_table_is_reported_refused_repaired_and_its_rollup_fills_again(
+    store: ClickHouseStore, capsys: pytest.CaptureFixture[str]
+) -> None:
     """After DROP TABLE and DROP COLUMN: `migrate --check` exits 1 naming both, a writer (what `run` does at start)
     refuses in one line naming migrate, `migrate` re-creates them, and rows written then reach the minute rollup."""
     store.insert_rows(rows(3), dedup_token="before")
@@ -65,10 +74,15 @@ def test_a_dropped_table_is_reported_refused_repaired_and_its_rollup_fills_again
 
     assert _migrate(store, "--check") == 1
     err = capsys.readouterr().err
-    assert f"{store.qualified_table}: table is missing" in err and f"{store.database}.traffic_counts: column dead_lettered is missing" in err
+    assert (
+        f"{store.qualified_table}: table is missing" in err
+        and f"{store.database}.traffic_counts: column dead_lettered is missing" in err
+    )
 
     writer = ClickHouseStore(store.url, store.database, store.table)
-    with pytest.raises(StoreError, match=r"is incomplete: .*table is missing.*run `relevancy-monitor migrate` to re-create it"):
+    with pytest.raises(
+        StoreError, match=r"is incomplete: .*table is missing.*run `relevancy-monitor migrate` to re-create it"
+    ):
         Migrations(writer).ensure()  # embedded: it would migrate, and still refuses to paper over a lost table
     writer.close()
 
@@ -85,7 +99,9 @@ def test_a_dropped_table_is_reported_refused_repaired_and_its_rollup_fills_again
     writer.close()
 
 
-def test_a_type_it_cannot_fix_fails_migrate_and_changes_nothing(store: ClickHouseStore, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_type_it_cannot_fix_fails_migrate_and_changes_nothing(
+    store: ClickHouseStore, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A column of another type is reported by `migrate` (exit 1, 'cannot fix') and left as it is."""
     store.command(f"ALTER TABLE {store.database}.alert_state MODIFY COLUMN segment Nullable(String)")
     assert _migrate(store) == 1
@@ -118,7 +134,9 @@ def test_two_writers_started_at_once_on_a_fresh_store_both_find_it_whole(clickho
         for t in threads:
             t.join(60)
         assert outcomes["w0"] == "wrote"
-        assert outcomes["w1"] == "wrote" or (outcomes["w1"].startswith("refused: the schema of") and "\n" not in outcomes["w1"])
+        assert outcomes["w1"] == "wrote" or (
+            outcomes["w1"].startswith("refused: the schema of") and "\n" not in outcomes["w1"]
+        )
         check = ClickHouseStore(clickhouse_url, database, "relevancy_scores")
         check.open_for_reads()
         assert Migrations(check).differences() == []
@@ -142,7 +160,9 @@ async def test_run_refuses_a_store_missing_a_table_before_any_kafka_client(tmp_p
     """`run` on an embedded store that lost its scores table stops with one line naming it and `migrate` (before
     reaching for Kafka, which is not there), and after `migrate` the store is whole again."""
     url = f"chdb://{tmp_path / 'store'}"
-    env = monitor_env(MONITOR_CLICKHOUSE_URL=url, MONITOR_KAFKA_BOOTSTRAP_SERVERS="127.0.0.1:1", MONITOR_METRICS_PORT="0")
+    env = monitor_env(
+        MONITOR_CLICKHOUSE_URL=url, MONITOR_KAFKA_BOOTSTRAP_SERVERS="127.0.0.1:1", MONITOR_METRICS_PORT="0"
+    )
     assert (await cli("migrate", env=env))[0] == 0
     drop = f"import clickhouse_connect; clickhouse_connect.get_client(dsn={url!r}).command('DROP TABLE relevancy.relevancy_scores')"
     dropped = await asyncio.create_subprocess_exec(sys.executable, "-c", drop)
@@ -156,7 +176,9 @@ async def test_run_refuses_a_store_missing_a_table_before_any_kafka_client(tmp_p
     assert (await cli("migrate", "--check", env=env))[0] == 0
 
 
-def test_a_column_of_the_operators_own_is_reported_and_blocks_no_writer(store: ClickHouseStore, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_column_of_the_operators_own_is_reported_and_blocks_no_writer(
+    store: ClickHouseStore, capsys: pytest.CaptureFixture[str]
+) -> None:
     """An extra column (an analyst's own) makes `migrate --check` exit 1 naming it, yet `migrate` exits 0 leaving it,
     and a writer still opens and writes."""
     store.command(f"ALTER TABLE {store.qualified_table} ADD COLUMN team_note String")

@@ -26,7 +26,9 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for k in list(os.environ):
         if k.startswith(("MONITOR_", "ALERTS_", "ANTHROPIC_")):
             monkeypatch.delenv(k)
-    monkeypatch.setattr(monitor.runtime.logs, "configure_logging", lambda *a, **k: None)  # leave the test's logging alone
+    monkeypatch.setattr(
+        monitor.runtime.logs, "configure_logging", lambda *a, **k: None
+    )  # leave the test's logging alone
 
 
 @pytest.fixture
@@ -54,12 +56,16 @@ def _run_args(store: ClickHouseStore, *extra: str) -> list[str]:
     ]
 
 
-def test_run_on_a_store_behind_without_auto_migrate_stops_with_one_line(behind: ClickHouseStore, capsys: pytest.CaptureFixture[str]) -> None:
+def test_run_on_a_store_behind_without_auto_migrate_stops_with_one_line(
+    behind: ClickHouseStore, capsys: pytest.CaptureFixture[str]
+) -> None:
     """MONITOR_AUTO_MIGRATE=false and a store behind: `run` exits 1 before Kafka with one line saying to run `migrate`."""
     assert main(_run_args(behind, "--auto-migrate", "false")) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("relevancy-monitor: error: the schema of"), err
-    assert "run `relevancy-monitor migrate` first" in err and "MONITOR_AUTO_MIGRATE=true" in err and "Kafka" not in err, err
+    assert (
+        "run `relevancy-monitor migrate` first" in err and "MONITOR_AUTO_MIGRATE=true" in err and "Kafka" not in err
+    ), err
     assert Migrations(behind).pending()  # nothing was applied
 
 
@@ -68,19 +74,27 @@ def test_auto_migrate_at_start_brings_a_store_behind_up_to_date(behind: ClickHou
     s = load_settings(clickhouse_url=behind.url, clickhouse_database=behind.database, auto_migrate=True)
     _prepare_schema(s.store)
     assert Migrations(behind).pending() == []
-    _prepare_schema(load_settings(clickhouse_url=behind.url, clickhouse_database=behind.database, auto_migrate=False).store)
+    _prepare_schema(
+        load_settings(clickhouse_url=behind.url, clickhouse_database=behind.database, auto_migrate=False).store
+    )
 
 
-async def test_the_service_store_migrates_the_embedded_store_by_default_and_checks_otherwise(behind: ClickHouseStore) -> None:
+async def test_the_service_store_migrates_the_embedded_store_by_default_and_checks_otherwise(
+    behind: ClickHouseStore,
+) -> None:
     """AsyncStore.open (the pipeline's way in) migrates a chdb: store by default, and only checks with auto_migrate false."""
-    refusing = AsyncStore(refused := ClickHouseStore(behind.url, behind.database, behind.table), Migrations(refused, auto_migrate=False))
+    refusing = AsyncStore(
+        refused := ClickHouseStore(behind.url, behind.database, behind.table), Migrations(refused, auto_migrate=False)
+    )
     with pytest.raises(StoreError, match="relevancy-monitor migrate"):
         await refusing.open()
     await refusing.close()
     default = AsyncStore(ClickHouseStore(behind.url, behind.database, behind.table))
     await default.open()
     await default.close()
-    assert Migrations(behind).pending() == [] and len(Migrations(behind).applied()) == len(migrations(behind.database, behind.table))
+    assert Migrations(behind).pending() == [] and len(Migrations(behind).applied()) == len(
+        migrations(behind.database, behind.table)
+    )
 
 
 @pytest.mark.parametrize(("extra", "step"), [((), "check_schema"), (("--auto-migrate", "true"), "migrate")])
@@ -92,7 +106,9 @@ def test_run_on_a_server_checks_unless_told_to_migrate(
 
     def refuse(self: Migrations) -> Any:
         called.append("check_schema")
-        raise StoreError("the schema of relevancy at https://ch:8443 is behind this release: run `relevancy-monitor migrate` first")
+        raise StoreError(
+            "the schema of relevancy at https://ch:8443 is behind this release: run `relevancy-monitor migrate` first"
+        )
 
     monkeypatch.setattr(Migrations, "check", refuse)
 
@@ -122,7 +138,9 @@ def test_the_per_url_default_of_auto_migrate() -> None:
     assert Migrations(ClickHouseStore("http://ch:8123", "d", "t"), auto_migrate=True).auto_migrates is True
 
 
-def test_alerts_on_a_store_behind_stop_with_one_line_naming_migrate(behind: ClickHouseStore, capsys: pytest.CaptureFixture[str]) -> None:
+def test_alerts_on_a_store_behind_stop_with_one_line_naming_migrate(
+    behind: ClickHouseStore, capsys: pytest.CaptureFixture[str]
+) -> None:
     """`alerts check` on a store behind this release exits 1 with one line saying to run `migrate`, instead of one
     failed rule (and a logged query) per table the store does not have yet."""
     code = main(["alerts", "check", "--clickhouse-url", behind.url, "--clickhouse-database", behind.database])
