@@ -15,6 +15,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from monitor.alerts.observations import READERS
 from monitor.alerts.windows import BaselineSource, SegmentData, SegmentKey, WeightedSums, WindowStats
 
 if TYPE_CHECKING:
@@ -91,7 +92,7 @@ def _older(sibling: WindowStats, own: WindowStats) -> bool:
 
 def baseline_events(rule: Rule, seg: SegmentData, baseline: WindowStats) -> int:
     """The baseline's sample size as the rule's metric counts it (ok rows, or all rows for error rates)."""
-    return rule.spec.read(rule, SegmentData(seg.current, baseline, seg.judge), None, False).n_baseline
+    return READERS[rule.metric](rule, SegmentData(seg.current, baseline, seg.judge), None, False).n_baseline
 
 
 def _members(

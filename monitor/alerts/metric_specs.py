@@ -5,19 +5,8 @@ instead of branching on its name."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, TypeAlias
-
-from monitor.alerts import observations as obs
-
-if TYPE_CHECKING:
-    from monitor.alerts.observations import Reading
-    from monitor.alerts.rules import Rule
-    from monitor.alerts.windows import SegmentData, TailCounts
-
-    # (rule, segment data, tail counts once read, whether to run the tests) -> the metric's reading.
-    ReadFunction: TypeAlias = Callable[[Rule, SegmentData, TailCounts | None, bool], Reading]
+from typing import Literal
 
 MetricName = Literal[
     "mean_score",
@@ -50,7 +39,6 @@ class MetricSpec:
 
     name: MetricName
     bad_direction: Direction  # which way is bad, unless the rule says otherwise
-    read: ReadFunction  # the value, baseline, sample sizes and p-values of one segment
     tests: tuple[str, ...] = ()  # the tests run with `test: auto` (vs the baseline, vs the threshold); () for none
     time_column: str = "event_time"  # the time a row belongs to a window by
     needs_traffic: bool = False  # joins the traffic table's sampled counts to the scores
@@ -91,7 +79,6 @@ _MEAN_TESTS = ("welch_t", "one_sample_t")
 def _canary(
     name: MetricName,
     direction: Direction,
-    read: ReadFunction,
     tests: tuple[str, ...] = (),
     *,
     examples_filter: str = _OK_ROWS,
@@ -101,7 +88,6 @@ def _canary(
     return MetricSpec(
         name,
         direction,
-        read,
         tests,
         time_column="run_at",
         judge_keyed=True,
@@ -114,11 +100,10 @@ def _canary(
     )
 
 
-def _shadow(name: MetricName, direction: Direction, read: ReadFunction) -> MetricSpec:
+def _shadow(name: MetricName, direction: Direction) -> MetricSpec:
     return MetricSpec(
         name,
         direction,
-        read,
         judge_keyed=True,
         examples_filter=None,
         examples_order="abs(shadow_score - primary_score) DESC, event_time DESC",  # the largest disagreements first
@@ -132,13 +117,12 @@ def _shadow(name: MetricName, direction: Direction, read: ReadFunction) -> Metri
 SPECS: dict[str, MetricSpec] = {
     spec.name: spec
     for spec in (
-        MetricSpec("mean_score", "down", obs.read_mean_score, _MEAN_TESTS, judge_keyed=True, poolable=True),
-        MetricSpec("low_score_share", "up", obs.read_low_score_share, _SHARE_TESTS, judge_keyed=True, poolable=True),
-        MetricSpec("p10", "down", obs.read_p10, ("tail_share_z", "wilson_score"), judge_keyed=True, tail_counts=True),
+        MetricSpec("mean_score", "down", _MEAN_TESTS, judge_keyed=True, poolable=True),
+        MetricSpec("low_score_share", "up", _SHARE_TESTS, judge_keyed=True, poolable=True),
+        MetricSpec("p10", "down", ("tail_share_z", "wilson_score"), judge_keyed=True, tail_counts=True),
         MetricSpec(
             "error_rate",
             "up",
-            obs.read_error_rate,
             _SHARE_TESTS,
             judge_keyed=True,
             poolable=True,
@@ -148,17 +132,15 @@ SPECS: dict[str, MetricSpec] = {
         MetricSpec(
             "judged_volume",
             "down",
-            obs.read_judged_volume,
             ("poisson_exact",),
             min_events_apply=False,
             primary_only=True,
         ),
-        MetricSpec("coverage", "down", obs.read_coverage, _SHARE_TESTS, needs_traffic=True, primary_only=True),
+        MetricSpec("coverage", "down", _SHARE_TESTS, needs_traffic=True, primary_only=True),
         # Scoring lag is about rows written lately, so its windows go by scored_at.
         MetricSpec(
             "scoring_lag_p90",
             "up",
-            obs.read_scoring_lag_p90,
             time_column="scored_at",
             judge_keyed=True,
             examples_filter=None,
@@ -167,7 +149,6 @@ SPECS: dict[str, MetricSpec] = {
         MetricSpec(
             "cost_per_window",
             "up",
-            obs.read_cost_per_window,
             judge_keyed=True,
             examples_filter=None,
             examples_order="cost_usd DESC NULLS LAST",
@@ -175,7 +156,6 @@ SPECS: dict[str, MetricSpec] = {
         MetricSpec(
             "no_data",
             "down",
-            obs.read_no_data,
             ("poisson_exact",),
             silence=True,
             min_events_apply=False,
@@ -186,7 +166,6 @@ SPECS: dict[str, MetricSpec] = {
         MetricSpec(
             "rollout_mean_score",
             "down",
-            obs.read_rollout_mean_score,
             ("mixture_sprt",),
             judge_keyed=True,
             compares_versions=True,
@@ -195,13 +174,12 @@ SPECS: dict[str, MetricSpec] = {
         # Canaries: per run figures of the judge against fixed labels. No significance test: the pairs are the same
         # in every run, so what varies is the judge alone, and the size of the change (against the same judge's
         # runs, or a floor) decides; min_events keeps a run that mostly failed from deciding on agreement.
-        _canary("canary_spearman", "down", obs.read_canary_spearman),
-        _canary("canary_kappa", "down", obs.read_canary_kappa),
-        _canary("canary_mean_shift", "down", obs.read_canary_mean_shift),
+        _canary("canary_spearman", "down"),
+        _canary("canary_kappa", "down"),
+        _canary("canary_mean_shift", "down"),
         _canary(
             "canary_error_rate",
             "up",
-            obs.read_canary_error_rate,
             _SHARE_TESTS,
             examples_filter="status = 'error'",
             examples_order="run_at DESC, pair_id",
@@ -211,7 +189,7 @@ SPECS: dict[str, MetricSpec] = {
         # judge_id and the primary's (a new primary or shadow judge is a new pair with its own history). No
         # significance test: min_events shared events keep a small sample from deciding, and the thresholds are far
         # beyond the sampling noise of a few hundred pairs.
-        _shadow("shadow_spearman", "down", obs.read_shadow_spearman),
-        _shadow("shadow_mean_difference", "up", obs.read_shadow_mean_difference),
+        _shadow("shadow_spearman", "down"),
+        _shadow("shadow_mean_difference", "up"),
     )
 }

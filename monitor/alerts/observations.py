@@ -6,10 +6,12 @@ for every metric: whether the data suffices to decide, and which test ran."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 from monitor.alerts import stats
+from monitor.alerts.metric_specs import MetricName
 from monitor.alerts.outcomes import Gap, Shortfall, describe_shortfalls
 from monitor.alerts.sequential import mixture_p_value
 from monitor.alerts.windows import BaselineSource, SegmentData, SegmentKey, TailCounts, WeightedSums, WindowStats
@@ -81,7 +83,7 @@ def observe(rule: Rule, segment: SegmentKey, data: SegmentData | None, tail: Tai
         )
     spec = rule.spec
     testing = rule.test == "auto" and bool(spec.tests)
-    r = spec.read(rule, data, tail, testing)
+    r = READERS[spec.name](rule, data, tail, testing)
     shortfalls = _silence_shortfalls(rule, r) if spec.silence else _shortfalls(rule, r)
     return Observation(
         rule=rule.name,
@@ -369,3 +371,26 @@ def _share(rule: Rule, testing: bool, k_cur: int, n_cur: int, k_base: int, n_bas
         if thr is not None:
             p_thr = stats.one_proportion_score_test(k_cur, n_cur, thr.fire, alt)
     return Reading(value, baseline, n_cur, n_base, p_change, p_thr)
+
+
+# (rule, segment data, tail counts once read, whether to run the tests) -> the metric's reading. Kept here rather
+# than in `MetricSpec`, so that the specs (which rules validate against) depend on no reading code.
+ReadFunction: TypeAlias = Callable[["Rule", SegmentData, TailCounts | None, bool], Reading]
+READERS: dict[MetricName, ReadFunction] = {
+    "mean_score": read_mean_score,
+    "low_score_share": read_low_score_share,
+    "p10": read_p10,
+    "error_rate": read_error_rate,
+    "judged_volume": read_judged_volume,
+    "coverage": read_coverage,
+    "scoring_lag_p90": read_scoring_lag_p90,
+    "cost_per_window": read_cost_per_window,
+    "no_data": read_no_data,
+    "rollout_mean_score": read_rollout_mean_score,
+    "canary_spearman": read_canary_spearman,
+    "canary_kappa": read_canary_kappa,
+    "canary_mean_shift": read_canary_mean_shift,
+    "canary_error_rate": read_canary_error_rate,
+    "shadow_spearman": read_shadow_spearman,
+    "shadow_mean_difference": read_shadow_mean_difference,
+}

@@ -129,6 +129,14 @@ def test_every_metric_a_rule_can_name_has_one_spec() -> None:
     assert all(name == spec.name for name, spec in SPECS.items())
 
 
+def test_every_metric_has_one_reader_of_its_own() -> None:
+    """Each metric a rule may name is read by the reader filed under its name, so no spec goes unread."""
+    from monitor.alerts.observations import READERS
+
+    assert sorted(READERS) == sorted(get_args(MetricName))
+    assert all(reader.__name__ == f"read_{name}" for name, reader in READERS.items())
+
+
 def test_default_rollout_rules_compare_versions_per_app_and_the_floor_fires_on_a_real_breach() -> None:
     """The shipped rollout rules compare the newest prompt version and model per app (keyed by it and the judge) with
     an always-valid test and no 50-event gate; the floor tests at alpha 0.05."""
