@@ -31,10 +31,10 @@ from monitor.store.urls import redact_url
 from schemas.errors import ConfigError
 from schemas.settings import (
     MONITOR_PREFIX,
-    SettingConflict,
     check_unknown_env,
     describe_error,
     load_model,
+    setting_conflict,
     setting_name,
     variables,
 )
@@ -71,7 +71,7 @@ class Settings(BaseModel):
         # primary's in the table instead of sitting beside them. The lexical judge has no model to tell them apart.
         if shadow.method == "lexical" or (shadow.model or primary.model) == primary.model:
             shown = "" if shadow.method == "lexical" else f" with model {primary.model}"
-            raise SettingConflict(
+            raise setting_conflict(
                 "shadow_judge",
                 shadow.method,
                 f"is the primary judge itself (MONITOR_JUDGE={primary.method}{shown}): choose another method or "
@@ -113,7 +113,6 @@ class Setting:
     """One MONITOR_* setting: the slice of `Settings` carrying it, the slice's attribute and field."""
 
     slice: str
-    model: type[BaseSettings]
     attr: str
     field: FieldInfo
 
@@ -126,7 +125,7 @@ class Setting:
 # Every MONITOR_* setting by name, in the order of the slices and of their fields.
 SLICES: dict[str, type[BaseSettings]] = {name: _slice_class(f) for name, f in Settings.model_fields.items()}
 SETTINGS: dict[str, Setting] = {
-    setting_name(attr, field): Setting(slice_name, model, attr, field)
+    setting_name(attr, field): Setting(slice_name, attr, field)
     for slice_name, model in SLICES.items()
     for attr, field in model.model_fields.items()
 }

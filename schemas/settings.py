@@ -17,6 +17,7 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import AfterValidator, BeforeValidator, SecretStr, ValidationError
 from pydantic.fields import FieldInfo
+from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, SettingsError
 
 from schemas.errors import ConfigError
@@ -115,12 +116,13 @@ def fields_by_setting(model: type[BaseSettings]) -> dict[str, FieldInfo]:
     return {setting_name(attr, field): field for attr, field in model.model_fields.items()}
 
 
-class SettingConflict(ValueError):
-    """A check across settings failed: `setting` (a setting name) is the one named, `value` its value."""
+_CONFLICT = "setting_conflict"
 
-    def __init__(self, setting: str, value: Any, message: str) -> None:
-        super().__init__(message)
-        self.setting, self.value = setting, value
+
+def setting_conflict(setting: str, value: Any, message: str) -> PydanticCustomError:
+    """The error of a check across slices, raised in a validator of the model composing them: `setting` (a setting
+    name) is the one `describe_error` names, `value` the value it shows."""
+    return PydanticCustomError(_CONFLICT, "{message}", {"setting": setting, "value": value, "message": message})
 
 
 def env_var(prefix: str, fields: Mapping[str, FieldInfo], key: str) -> str:
@@ -150,9 +152,8 @@ def describe_error(
         return f"invalid settings: {msg}"
     # A value given is located by its setting name; a default, by the field's own name.
     key, given = (names or {}).get(loc[0], loc[0]), first.get("input")
-    conflict = first.get("ctx", {}).get("error")
-    if isinstance(conflict, SettingConflict):  # a check across slices: it names its setting itself
-        key, given = conflict.setting, conflict.value
+    if first["type"] == _CONFLICT:  # a check across slices: it names its setting itself
+        key, given = first["ctx"]["setting"], first["ctx"]["value"]
     shown = (
         f" (got {given!r})"
         if given is not None and not isinstance(given, dict | list | SecretStr) and not _is_secret(fields, key)

@@ -107,7 +107,7 @@ def test_the_check_fails_when_the_model_changes(name: str, model: type[BaseSetti
 
 
 def test_an_added_field_lands_in_its_sections_topic() -> None:
-    """A field added at the end of a slice is listed under the topic of the slice's last run, with its type and default."""
+    """A field added at the end of a slice is listed under the topic of the slice's last run, with type and default."""
     block = render([_with_slice("process", _Added)])
     assert block.index("| `MONITOR_NEW_KNOB_S` | float > 0 (seconds) | `2.5` |") > block.index("### Operations")
 

@@ -40,7 +40,11 @@ class JudgeSettings(BaseSettings):
         None,
         validation_alias="anthropic_base_url",
         description="Messages API base URL",
-        json_schema_extra={"shown_type": "http(s)://…", "shown_default": "the SDK's", "also_env": "ANTHROPIC_BASE_URL"},
+        json_schema_extra={
+            "shown_type": "http(s)://…",
+            "shown_default": "the SDK's",
+            "also_env": "ANTHROPIC_BASE_URL",
+        },
     )
     request_timeout_s: float = Field(
         20.0, gt=0, validation_alias="judge_request_timeout_s", description="timeout of one judge API request"
