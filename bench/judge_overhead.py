@@ -132,10 +132,10 @@ async def measure(
             judge_concurrency=concurrency,
             metrics_port=0,
         )
-        judge = StatementsJudge(settings.judge_client)
+        judge = StatementsJudge(settings.judge)
         guard = GuardedJudge(judge, settings.flow, JudgingMetrics(), on_spent=_spend_sink())
         sdk = anthropic.AsyncAnthropic(
-            api_key=API_KEY, base_url=base_url, max_retries=0, timeout=settings.judge_client.request_timeout_s
+            api_key=API_KEY, base_url=base_url, max_retries=0, timeout=settings.judge.request_timeout_s
         )
         batch = events(requests)
         # Built once, before any clock: the SDK's baseline is the call alone (its own transform, JSON, HTTP, parse).

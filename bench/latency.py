@@ -95,7 +95,7 @@ def _produce(conn: Connection, bootstrap: str, topic: str, rate: float, seconds:
     """The producer's process: `rate` events/s for `seconds`, each stamped with its produce time; sends the count."""
 
     async def run() -> int:
-        kafka = KafkaSettings(bootstrap_servers=bootstrap)
+        kafka = KafkaSettings(kafka_bootstrap_servers=bootstrap)
         producer = make_producer(kafka, linger_ms=5)  # as the traffic generator sends
         await start_client(producer, kafka)
         n = int(rate * seconds)
@@ -139,7 +139,9 @@ async def run_bare(bootstrap: str, rate: float, seconds: float) -> dict[str, Any
     """The floor: a bare aiokafka group consumer (the monitor's consumer settings) noting when each record arrives."""
     topic = f"bare-{uuid.uuid4().hex[:6]}"
     await create_topic(bootstrap, topic, 3)
-    kafka = KafkaSettings(bootstrap_servers=bootstrap, topics=(topic,), group_id=f"bare-{uuid.uuid4().hex[:6]}")
+    kafka = KafkaSettings(
+        kafka_bootstrap_servers=bootstrap, kafka_topics=(topic,), kafka_group_id=f"bare-{uuid.uuid4().hex[:6]}"
+    )
     consumer = make_consumer(kafka)
     consumer.subscribe([topic])
     await start_client(consumer, kafka)

@@ -212,7 +212,7 @@ async def _monitor(
             "max_poll_records": settings.kafka.max_poll_records,
         }
         metrics = Metrics()
-        pipeline = build_pipeline(settings, build_judge(settings.judge_client), store, metrics)
+        pipeline = build_pipeline(settings, build_judge(settings.judge), store, metrics)
         stop = asyncio.Event()
         if trace:
             tracemalloc.start()

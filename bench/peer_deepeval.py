@@ -779,7 +779,7 @@ async def _monitor_passes(spec: dict[str, Any]) -> tuple[list[dict[str, Any]], s
         anthropic_base_url=spec["base_url"],
         anthropic_api_key=spec["api_key"],
     )
-    judge = build_judge(settings.judge_client)
+    judge = build_judge(settings.judge)
     sem = asyncio.Semaphore(spec["concurrency"])
 
     async def one(case: dict[str, str]) -> float:

@@ -98,7 +98,7 @@ async def _run_variant(
         settings = load_settings(
             judge=cls.method, anthropic_base_url=api.base_url, anthropic_api_key=API_KEY, **overrides
         )
-        judge = cls(settings.judge_client)
+        judge = cls(settings.judge)
         sem = asyncio.Semaphore(CONCURRENCY)
 
         async def one(q: str, r: str) -> Usage:
@@ -110,7 +110,7 @@ async def _run_variant(
             usages = [first, *await asyncio.gather(*(one(q, r) for q, r in judged[1:]))]
         finally:
             await judge.aclose()
-    check = check_prefix(cls.system_prompt, settings.judge_model)
+    check = check_prefix(cls.system_prompt, settings.judge.model)
     return {"prefix_tokens": check.prefix_tokens, "cached": usages[-1].cache_read_tokens > 0, **_summary(usages)}
 
 
@@ -118,7 +118,7 @@ async def measure(events: int, model: str | None = None) -> dict[str, Any]:
     """Judge `events` events with each judge and prompt; returns the figures."""
     judged = pairs(events)
     settings = load_settings()
-    model_name = model or settings.judge_model
+    model_name = model or settings.judge.model
     min_tokens = assumed_min_tokens(model_name)
     rows = []
     for method, prompt, cls in VARIANTS:

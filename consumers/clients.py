@@ -9,43 +9,141 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Annotated, Any, Literal, Protocol
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaConnectionError, KafkaError, TopicAlreadyExistsError, for_code
 from aiokafka.helpers import create_ssl_context
+from pydantic import AfterValidator, Field, SecretStr, ValidationInfo, field_validator
+from pydantic_settings import BaseSettings
 
 from schemas.errors import ConfigError, KafkaUnavailable
+from schemas.settings import MONITOR_SLICE, CommaSeparated, ReadableFile, host_ports
 
 
-@dataclass(frozen=True, slots=True)
-class KafkaSettings:
-    """What the Kafka clients need: where the brokers are, how to authenticate, and the group's timings."""
+class KafkaSettings(BaseSettings):
+    """What the Kafka clients need: where the brokers are, how to authenticate, the group's timings, the dead-letter
+    topic and the input limits. Env: MONITOR_<setting> (the alias, else the field's name)."""
 
-    bootstrap_servers: str
-    topics: tuple[str, ...] = ("conversations",)
-    group_id: str = "relevancy-monitor"
-    auto_offset_reset: str = "earliest"
-    security_protocol: str = "PLAINTEXT"
-    sasl_mechanism: str | None = None
-    sasl_username: str | None = None
-    sasl_password: str | None = field(default=None, repr=False)
-    ssl_cafile: Path | None = None  # None: the system's CAs
-    ssl_certfile: Path | None = None  # client certificate (mutual TLS)
-    ssl_keyfile: Path | None = None  # its key, when not in the certificate file
-    ssl_check_hostname: bool = True
-    session_timeout_ms: int = 10_000
-    max_poll_records: int = 500
-    dlq_topic: str = "relevancy-monitor.dlq"
-    dlq_create: bool = True  # false: never create the dead-letter topic (clusters where the app may not)
-    dlq_partitions: int = 3
-    dlq_replication_factor: int | None = None  # None: min(3, brokers in the cluster)
-    max_event_bytes: int = 1_000_000
-    max_future_skew_s: float | None = 3600.0  # event times further ahead than this are a bad clock: dead-lettered
-    connect_timeout_s: float = 60.0  # start-up gives up after this: a run must not hang on an absent broker
+    model_config = MONITOR_SLICE
+
+    bootstrap_servers: Annotated[str, AfterValidator(host_ports)] = Field(
+        "127.0.0.1:9092",
+        validation_alias="kafka_bootstrap_servers",
+        description="the Kafka brokers to connect to first",
+        json_schema_extra={"shown_type": "host:port[,host:port…]"},
+    )
+    topics: CommaSeparated = Field(
+        ("conversations",),
+        validation_alias="kafka_topics",
+        min_length=1,
+        description="topics to consume, comma-separated",
+    )
+    group_id: str = Field(
+        "relevancy-monitor",
+        validation_alias="kafka_group_id",
+        min_length=1,
+        description="consumer group id (the replicas of one deployment share it)",
+    )
+    auto_offset_reset: Literal["earliest", "latest"] = Field(
+        "earliest",
+        validation_alias="kafka_auto_offset_reset",
+        description="where a group without committed offsets starts: the oldest retained record, or only records produced from now on",
+    )
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = Field(
+        "PLAINTEXT",
+        validation_alias="kafka_security_protocol",
+        description="how every Kafka client connects: SSL is TLS; SASL_* authenticate with user and password (over TLS for SASL_SSL)",
+    )
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = Field(
+        None,
+        validation_alias="kafka_sasl_mechanism",
+        description="SASL mechanism; only with a SASL_* protocol",
+        json_schema_extra={"shown_default": "`PLAIN` with a SASL_* protocol"},
+    )
+    sasl_username: str | None = Field(
+        None,
+        validation_alias="kafka_sasl_username",
+        description="SASL user name; a SASL_* protocol needs it and MONITOR_KAFKA_SASL_PASSWORD",
+    )
+    sasl_password: SecretStr | None = Field(
+        None,
+        validation_alias="kafka_sasl_password",
+        description="SASL password (environment only, never a flag: argv is visible in `ps`)",
+    )
+    ssl_cafile: ReadableFile = Field(
+        None,
+        validation_alias="kafka_ssl_cafile",
+        description="PEM file of the CA that signed the brokers' certificates; SSL or SASL_SSL only",
+        json_schema_extra={"shown_default": "the system's CAs"},
+    )
+    ssl_certfile: ReadableFile = Field(
+        None,
+        validation_alias="kafka_ssl_certfile",
+        description="PEM client certificate for mutual TLS (may hold the key too); SSL or SASL_SSL only",
+    )
+    ssl_keyfile: ReadableFile = Field(
+        None,
+        validation_alias="kafka_ssl_keyfile",
+        description="PEM private key of MONITOR_KAFKA_SSL_CERTFILE, if not in that file",
+    )
+    ssl_check_hostname: bool = Field(
+        True,
+        validation_alias="kafka_ssl_check_hostname",
+        description="check that the broker's certificate names the host connected to",
+    )
+    session_timeout_ms: int = Field(
+        10_000,
+        ge=1000,
+        validation_alias="kafka_session_timeout_ms",
+        description="consumer group session timeout: heartbeats every third of it; on a rebalance, revoked partitions get half of it to finish",
+    )
+    max_poll_records: int = Field(
+        500, ge=1, validation_alias="kafka_max_poll_records", description="most records taken from Kafka in one fetch"
+    )
+    connect_timeout_s: float = Field(
+        60.0,
+        gt=0,
+        validation_alias="kafka_connect_timeout_s",
+        description="start-up gives up (one line, exit 1) when the brokers do not answer within this",
+    )
+    dlq_topic: str = Field(
+        "relevancy-monitor.dlq", min_length=1, description="dead-letter topic for events that cannot be judged"
+    )
+    dlq_create: bool = Field(
+        True,
+        description="create the dead-letter topic at start if it is missing (false where the app may not create topics)",
+    )
+    dlq_partitions: int = Field(3, ge=1, description="partitions of the dead-letter topic when it is created")
+    dlq_replication_factor: int | None = Field(
+        None,
+        ge=1,
+        description="replicas of each topic `run` or `produce` creates (the dead-letter topic, produce's target)",
+        json_schema_extra={"shown_default": "min(3, brokers in the cluster)"},
+    )
+    max_event_bytes: int = Field(
+        1_000_000, ge=1024, description="record values larger than this are dead-lettered as `oversized`"
+    )
+    # Event times further ahead than this are a bad clock: dead-lettered.
+    max_future_skew_s: float | None = Field(
+        3600.0, gt=0, description="event times further ahead of the monitor's clock are dead-lettered"
+    )
+
+    @field_validator("ssl_keyfile")
+    @classmethod
+    def _key_needs_cert(cls, value: Path | None, info: ValidationInfo) -> Path | None:
+        if value is not None and info.data.get("ssl_certfile") is None:
+            raise ValueError("needs MONITOR_KAFKA_SSL_CERTFILE (the certificate of this key)")
+        return value
+
+    @field_validator("dlq_topic")
+    @classmethod
+    def _dlq_not_an_input(cls, value: str, info: ValidationInfo) -> str:
+        if value in info.data.get("topics", ()):
+            raise ValueError("must not be one of MONITOR_KAFKA_TOPICS")
+        return value
 
 
 class _Startable(Protocol):
@@ -147,7 +245,7 @@ def client_kwargs(kafka: KafkaSettings) -> dict[str, Any]:
     if kafka.security_protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
         kw["sasl_mechanism"] = kafka.sasl_mechanism or "PLAIN"
         kw["sasl_plain_username"] = kafka.sasl_username
-        kw["sasl_plain_password"] = kafka.sasl_password
+        kw["sasl_plain_password"] = kafka.sasl_password.get_secret_value() if kafka.sasl_password else None
     return kw
 
 

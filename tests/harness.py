@@ -104,7 +104,7 @@ class RunningPipeline:
     ) -> None:
         """Build the pipeline from `settings` around `store`, with the configured judge unless `judge` is given."""
         self.metrics = metrics or Metrics()
-        self.pipeline = build_pipeline(settings, judge or build_judge(settings.judge_client), store, self.metrics)
+        self.pipeline = build_pipeline(settings, judge or build_judge(settings.judge), store, self.metrics)
         self.stop = asyncio.Event()
         self.task: asyncio.Task[None] | None = None
 

@@ -67,6 +67,11 @@ def test_the_tree_keeps_every_import_contract() -> None:
         ),
         ("monitor/judging/budget.py", "from monitor.replay import run", "judging (the guards that live, replay"),
         ("monitor/store/connection.py", "import monitor.runtime.metrics", "the store imports only schemas"),
+        (
+            "monitor/config.py",
+            "from monitor.alerts.durations import parse_duration",
+            "the configuration composes the slices of the components",
+        ),
     ],
 )
 def test_a_forbidden_import_breaks_its_contract(tmp_path: Path, module: str, line: str, contract: str) -> None:

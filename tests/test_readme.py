@@ -9,8 +9,11 @@ from pathlib import Path
 
 import pytest
 from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings
 
-from monitor.config import AlertSettings, Settings
+from consumers.clients import KafkaSettings
+from consumers.sampling import SamplingSettings
+from monitor.config import SLICES
 from monitor.devtools.config_reference import (
     ALERTS_SECTION,
     END_MARKER,
@@ -23,7 +26,9 @@ from monitor.devtools.config_reference import (
     setting_docs,
     splice,
 )
+from monitor.runtime.settings import ProcessSettings
 from schemas.errors import UsageError
+from schemas.settings import setting_name
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -42,13 +47,13 @@ def test_the_readme_reference_matches_the_settings_models() -> None:
 def test_every_variable_is_in_the_reference_with_its_type_default_and_meaning() -> None:
     """Each MONITOR_* and ALERTS_* field appears once, with a type, a default (but for secrets) and a description."""
     block = render()
-    for model, prefix in ((Settings, "MONITOR_"), (AlertSettings, "ALERTS_")):
-        for name in model.model_fields:
-            assert block.count(f"| `{prefix}{name.upper()}`") == 1, name
+    for section in SECTIONS:
+        for name in section.fields:
+            assert block.count(f"| `{section.prefix}{name.upper()}`") == 1, name
     for section in SECTIONS:
         for doc in setting_docs(section):
             assert doc.type and doc.meaning, doc
-            assert (doc.default is None) == ("SecretStr" in str(section.model.model_fields[doc.name].annotation)), doc
+            assert (doc.default is None) == ("SecretStr" in str(section.fields[doc.name].annotation)), doc
 
 
 def test_defaults_are_shown_as_a_user_types_them() -> None:
@@ -61,40 +66,60 @@ def test_defaults_are_shown_as_a_user_types_them() -> None:
     assert "| `ALERTS_INTERVAL` | duration (`30s`, `5m`, `1h`) | `1m` |" in block
 
 
-class _Added(Settings):
-    """The settings with one more field, as a developer would add it."""
+class _Added(ProcessSettings):
+    """The process slice with one more field, as a developer would add it."""
 
     new_knob_s: float = Field(2.5, gt=0, description="a setting added without regenerating the README")
 
 
-class _Changed(Settings):
-    """The settings with a changed default."""
+class _Changed(SamplingSettings):
+    """The sampling slice with a changed default."""
 
-    sample_rate: float = Field(0.5, ge=0.0, le=1.0, description="share of conversations judged")
+    rate: float = Field(
+        0.5, ge=0.0, le=1.0, validation_alias="sample_rate", description="share of conversations judged"
+    )
 
 
-class _Secret(Settings):
+class _Secret(KafkaSettings):
     """A secret with a default, which must still not be shown."""
 
-    kafka_sasl_password: SecretStr | None = Field(SecretStr("hunter2"), description="SASL password")
+    sasl_password: SecretStr | None = Field(
+        SecretStr("hunter2"), validation_alias="kafka_sasl_password", description="SASL password"
+    )
 
 
-@pytest.mark.parametrize("model", [_Added, _Changed], ids=["field-added", "default-changed"])
-def test_the_check_fails_when_the_model_changes(model: type[Settings]) -> None:
+def _with_slice(name: str, model: type[BaseSettings]) -> Section:
+    """The MONITOR_* section of the reference with the slice `name` replaced by `model`."""
+    fields, slices = {}, {}
+    for slice_name, original in SLICES.items():
+        for attr, field in (model if slice_name == name else original).model_fields.items():
+            fields[setting_name(attr, field)], slices[setting_name(attr, field)] = field, slice_name
+    return Section(fields, slices, "MONITOR_", MONITOR_TOPICS)
+
+
+@pytest.mark.parametrize(
+    ("name", "model"), [("process", _Added), ("sampling", _Changed)], ids=["field-added", "default-changed"]
+)
+def test_the_check_fails_when_the_model_changes(name: str, model: type[BaseSettings]) -> None:
     """A field added or a default changed without regenerating makes the README disagree with the models."""
-    sections = [Section(model, "MONITOR_", MONITOR_TOPICS), ALERTS_SECTION]
+    sections = [_with_slice(name, model), ALERTS_SECTION]
     assert not _current(README.read_text(encoding="utf-8"), render(sections))
 
 
 def test_an_added_field_lands_in_its_sections_topic() -> None:
-    """A field added at the end of the model is listed under the last topic, with its type and default."""
-    block = render([Section(_Added, "MONITOR_", MONITOR_TOPICS)])
+    """A field added at the end of a slice is listed under the topic of the slice's last run, with type and default."""
+    block = render([_with_slice("process", _Added)])
     assert block.index("| `MONITOR_NEW_KNOB_S` | float > 0 (seconds) | `2.5` |") > block.index("### Operations")
+
+
+def test_the_unchanged_slices_render_the_readme() -> None:
+    """The section rebuilt from the slices as they are renders exactly the README (the helper above is faithful)."""
+    assert _current(README.read_text(encoding="utf-8"), render([_with_slice("kafka", KafkaSettings), ALERTS_SECTION]))
 
 
 def test_a_secret_default_is_never_shown() -> None:
     """A secret's default stays out of the reference even when it has one."""
-    assert "hunter2" not in render([Section(_Secret, "MONITOR_", MONITOR_TOPICS)])
+    assert "hunter2" not in render([_with_slice("kafka", _Secret)])
 
 
 def _copy(tmp_path: Path, text: str) -> Path:

@@ -20,8 +20,8 @@ from monitor.store.connection import ClickHouseStore
 from monitor.store.migrations import Migrations
 
 if TYPE_CHECKING:
+    from monitor.alerts.settings import AlertSettings
     from monitor.canary.service import Canary
-    from monitor.config import AlertSettings
     from monitor.judges.settings import JudgeSettings
     from monitor.judging.flow import FlowSettings
     from monitor.privacy.settings import RedactionSettings

@@ -1,7 +1,7 @@
 """`relevancy-monitor alerts run|check|accept|backtest`: the arguments, and what each action prints.
 
 ClickHouse settings come from `monitor.config.Settings` (MONITOR_CLICKHOUSE_* or the flags below); the alert
-options are flags or ALERTS_* environment variables (`monitor.config.AlertSettings`), validated only by the
+options are flags or ALERTS_* environment variables (`monitor.alerts.settings.AlertSettings`), validated only by the
 command that uses them, so a malformed ALERTS_* value never stops another command. Every action opens an existing
 store (written by `run` or `migrate`) and never creates one or its schema. The evaluator itself is built in
 `monitor.alerts.service`; the tables are `monitor.cli.alert_check_table` and `monitor.cli.alert_backtest_table`."""
@@ -17,8 +17,9 @@ import threading
 from datetime import UTC, datetime, timedelta
 from typing import IO, TYPE_CHECKING, Any
 
+from monitor.alerts.settings import AlertSettings, load_alert_settings
 from monitor.cli.time_flags import duration_flag, parse_time
-from monitor.config import AlertSettings, Settings, load_alert_settings, load_settings
+from monitor.config import Settings, load_settings
 from schemas.errors import UsageError
 
 if TYPE_CHECKING:
@@ -88,7 +89,7 @@ def run_alerts(ns: argparse.Namespace, out: IO[str] | None = None) -> int:
 
     out = out or sys.stdout
     settings, alert, rules = _load(ns)
-    configure_logging(settings.log_format, settings.log_level)
+    configure_logging(settings.process.log_format, settings.process.log_level)
     with AlertService.build(service_settings(settings, alert), rules, once=ns.once, lease=not ns.no_lease) as service:
         if ns.once:
             report = service.run_once()
@@ -106,7 +107,7 @@ def service_settings(settings: Settings, alert: AlertSettings) -> ServiceSetting
     from monitor.alerts.service import ServiceSettings
 
     redaction = settings.redaction
-    return ServiceSettings(alert, settings.store, settings.judge_client, settings.flow, redaction)
+    return ServiceSettings(alert, settings.store, settings.judge, settings.flow, redaction)
 
 
 # ---- check -------------------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import argparse
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from monitor.config import AlertSettings
+from monitor.alerts.settings import AlertSettings
 
 
 def add_alert_parsers(subparsers: Any, actions: Mapping[str, Callable[[argparse.Namespace], int]]) -> None:

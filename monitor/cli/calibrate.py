@@ -90,7 +90,7 @@ def cmd_calibrate(ns: argparse.Namespace) -> int:
     from monitor.runtime.logs import configure_logging
 
     settings = settings_from_args(ns)
-    configure_logging(settings.log_format, settings.log_level)
+    configure_logging(settings.process.log_format, settings.process.log_level)
     return run_calibrate(ns, settings)
 
 
@@ -120,7 +120,7 @@ def run_calibrate(
     pairs = read_labels(path, ns.label_scale)
     settings = settings or settings_from_args(ns)
     redactor = build_redactor(settings.redaction)  # before the judge: a bad pattern leaks no client
-    judge = build_judge(settings.judge_client)
+    judge = build_judge(settings.judge)
     mode = progress_mode(_is_terminal(err), len(pairs))
     with _ProgressDisplay(mode, err, len(pairs)) as progress:
         run = asyncio.run(judge_pairs(pairs, judge, settings.flow, redactor, progress))

@@ -132,7 +132,7 @@ def cmd_run(ns: argparse.Namespace) -> int:
     from monitor.runtime.service import run_service
 
     settings = settings_from_args(ns)
-    configure_logging(settings.log_format, settings.log_level)
+    configure_logging(settings.process.log_format, settings.process.log_level)
     client_kwargs(settings.kafka)  # SASL and TLS settings (and the PEM files) checked before anything starts
     if not settings.store.url.startswith("chdb:") or settings.store.auto_migrate is not None:
         _prepare_schema(settings.store)
@@ -284,7 +284,7 @@ def cmd_produce(ns: argparse.Namespace) -> int:
         values = generate_events(ns.generate, seed=ns.seed, malformed_share=ns.malformed_share, pii_share=ns.pii_share)
     settings = settings_from_args(ns)  # brokers, TLS and SASL from the flags and MONITOR_KAFKA_*, like `run`'s clients
     kafka = settings.kafka
-    topic: str = ns.kafka_topic or settings.kafka_topics[0]
+    topic: str = ns.kafka_topic or settings.kafka.topics[0]
     sent = asyncio.run(
         produce(kafka.bootstrap_servers, topic, values, rate=ns.rate, partitions=ns.partitions, kafka=kafka)
     )

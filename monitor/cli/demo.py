@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from monitor.config import DEFAULT_CLICKHOUSE_URL
+from monitor.store.settings import DEFAULT_CLICKHOUSE_URL
 from monitor.store.urls import chdb_directory, normalize_url
 from schemas.errors import UsageError
 

@@ -11,16 +11,16 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from monitor.config import Settings, load_settings
+from monitor.config import FIELDS, Settings, load_settings
 from monitor.devtools.config_reference import (
     MONITOR_SECTION,
     default_text,
     env_only,
     literal_choices,
-    topic_of,
+    setting_docs,
     value_type,
-    variables,
 )
+from schemas.settings import MONITOR_PREFIX, variables
 
 # Where the store is and how to reach it: what every command opening the store reads (with the password, env only).
 STORE_SETTINGS = (
@@ -80,7 +80,7 @@ def _metavar(name: str, annotation: Any) -> str:
     if name == "kafka_bootstrap_servers":
         return "HOST:PORT[,...]"
     origin = typing.get_origin(kind)
-    if origin is list:
+    if origin in (list, tuple):
         return "A,B,..."
     if origin is dict:
         return "JSON"
@@ -89,15 +89,15 @@ def _metavar(name: str, annotation: Any) -> str:
 
 def setting_help(name: str) -> str:
     """A setting's flag help: its description, its variable and its default as typed (`1.0`, `unset`)."""
-    field = Settings.model_fields[name]
-    env = " or ".join(variables(Settings, "MONITOR_", name))
+    field = FIELDS[name]
+    env = " or ".join(variables(MONITOR_PREFIX, name, field))
     text = f"{field.description or name} [env {env}; default: {default_text(field) or 'unset'}]"
     return text.replace("`", "").replace("%", "%%")  # markdown quotes are for the README; argparse formats help with %
 
 
 def add_setting_flag(group: argparse._ActionsContainer, name: str) -> None:
     """Add the flag of one setting to `group`: a switch pair for a boolean, choices for a literal, else a value."""
-    field = Settings.model_fields[name]
+    field = FIELDS[name]
     flag = "--" + name.replace("_", "-")
     choices = literal_choices(field)
     if field.annotation is bool:
@@ -116,7 +116,7 @@ def add_setting_flags(
     parser: argparse.ArgumentParser, title: str, names: Iterable[str], env_settings: Iterable[str] = ()
 ) -> None:
     """Add the flags of the settings `names` in one group of the help, which names the `env_settings` read too."""
-    also = [" or ".join(variables(Settings, "MONITOR_", name)) for name in env_settings]
+    also = [" or ".join(variables(MONITOR_PREFIX, name, FIELDS[name])) for name in env_settings]
     description = f"Also read, from the environment only: {', '.join(also)}." if also else None
     group = parser.add_argument_group(f"{title} (each flag also from its MONITOR_* variable)", description)
     for name in names:
@@ -125,9 +125,10 @@ def add_setting_flags(
 
 def add_settings_flags(parser: argparse.ArgumentParser) -> None:
     """Add a flag for every setting but the env-only ones (secrets, prices), grouped by topic: what `run` takes."""
+    docs = setting_docs(MONITOR_SECTION)
     for title, _ in MONITOR_SECTION.topics:
-        names = [n for n in Settings.model_fields if topic_of(n, MONITOR_SECTION) == title]
-        flags = [n for n in names if not env_only(n, Settings.model_fields[n])]
+        names = [d.name for d in docs if d.topic == title]
+        flags = [n for n in names if not env_only(n, FIELDS[n])]
         add_setting_flags(parser, title, flags, [n for n in names if n not in flags])
 
 
@@ -171,7 +172,7 @@ def add_renamed_flag(parser: argparse.ArgumentParser, old: str, new: str, dest: 
 
 def settings_from_args(ns: argparse.Namespace) -> Settings:
     """Env vars, overridden by the flags given on the command line; raises `ConfigError`."""
-    given = {name: getattr(ns, name) for name in Settings.model_fields if getattr(ns, name, None) is not None}
+    given = {name: getattr(ns, name) for name in FIELDS if getattr(ns, name, None) is not None}
     return load_settings(**given)
 
 

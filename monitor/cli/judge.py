@@ -107,7 +107,7 @@ def cmd_judge(ns: argparse.Namespace) -> int:
     from monitor.runtime.logs import configure_logging
 
     settings = settings_from_args(ns)
-    configure_logging(settings.log_format, settings.log_level)
+    configure_logging(settings.process.log_format, settings.process.log_level)
     return run_judge(ns, settings)
 
 
@@ -121,7 +121,7 @@ def run_judge(
     err = err or sys.stderr
     pairs = read_pairs(ns)
     settings = settings or settings_from_args(ns)
-    judge = build_judge(settings.judge_client)
+    judge = build_judge(settings.judge)
     outcomes = asyncio.run(_judge_all(judge, pairs, settings.flow))
     if ns.format == "json":
         for o in outcomes:

@@ -188,9 +188,9 @@ async def _replay(ns: argparse.Namespace, options: ReplayOptions) -> int:
     view = ReplayScreen(ns.progress, options.max_usd)
     # The screen is the progress report: info lines would tear the bar or bury the lines, so they show only when
     # MONITOR_LOG_LEVEL asks for them.
-    level = settings.log_level if "MONITOR_LOG_LEVEL" in os.environ else "warning"
-    configure_logging(settings.log_format, level)
-    judge = build_judge(settings.judge_client)
+    level = settings.process.log_level if "MONITOR_LOG_LEVEL" in os.environ else "warning"
+    configure_logging(settings.process.log_format, level)
+    judge = build_judge(settings.judge)
     store = AsyncStore.from_settings(settings.store)
     view.header(header_lines(settings, options, judge.info))
     replay = Replay(settings, options, judge, store, view)

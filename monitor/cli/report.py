@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from monitor.cli.time_flags import parse_time
-from monitor.config import DEFAULT_CLICKHOUSE_URL, load_settings
+from monitor.config import load_settings
+from monitor.store.settings import DEFAULT_CLICKHOUSE_URL
 from schemas.errors import UsageError
 
 DEFAULT_OUT = "relevancy-report.html"

@@ -1,5 +1,6 @@
 """The configuration reference: every MONITOR_* and ALERTS_* variable with its type, default and meaning, rendered
-from the settings models (`monitor.config`) into README.md between two markers, and the same words for `--help`.
+from the settings slices (`monitor.config.SETTINGS`) and `monitor.alerts.settings.AlertSettings` into README.md
+between two markers, and the same words for `--help`.
 
     python -m monitor.devtools.config_reference --write README.md   # regenerate the reference
     python -m monitor.devtools.config_reference --check README.md   # exit 1 if README.md and the models disagree
@@ -13,37 +14,42 @@ import argparse
 import sys
 import types
 import typing
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import annotated_types
-from pydantic import AliasChoices, SecretStr
+from pydantic import SecretStr
 from pydantic.fields import FieldInfo
-from pydantic_settings import BaseSettings
 
 from monitor.alerts.durations import format_duration
-from monitor.config import AlertSettings, Settings
+from monitor.alerts.settings import ALERTS_PREFIX, AlertSettings
+from monitor.config import FIELDS, SETTINGS
 from schemas.errors import MonitorError, UsageError
+from schemas.settings import MONITOR_PREFIX, variables
 
 START_MARKER = "<!-- config-reference:start -->"
 END_MARKER = "<!-- config-reference:end -->"
 
-# Topics in field order: a field belongs to the last topic whose first field comes at or before it, so a setting
-# added inside a section of monitor/config.py lands in that section's topic.
+# Each topic with the runs of settings it shows, in order, each run named by its first setting: a run goes on in its
+# slice's field order up to the next setting that starts one (every slice's first setting does), so a setting added
+# to a slice lands in the run, and the topic, of the settings around it.
 MONITOR_TOPICS = (
-    ("Kafka", "kafka_bootstrap_servers"),
-    ("Dead letters and input limits", "dlq_topic"),
-    ("ClickHouse store, text and retention", "clickhouse_url"),
-    ("Privacy", "redact"),
-    ("Judge", "judge"),
-    ("Sampling and cost control", "sample_rate"),
-    ("Flow and delivery", "max_in_flight"),
-    ("Operations", "metrics_port"),
+    ("Kafka", ("kafka_bootstrap_servers",)),
+    ("Dead letters and input limits", ("dlq_topic",)),
+    ("ClickHouse store, text and retention", ("clickhouse_url",)),
+    ("Privacy", ("redact",)),
+    ("Judge", ("judge", "judge_concurrency", "judge_model", "shadow_judge_model")),
+    (
+        "Sampling and cost control",
+        ("sample_rate", "budget_usd_per_hour", "lag_check_s", "freshness_min_factor", "replay_confirm_usd"),
+    ),
+    ("Flow and delivery", ("max_in_flight",)),
+    ("Operations", ("metrics_port",)),
 )
-ALERTS_TOPICS = (("Alerts (`relevancy-monitor alerts`)", "rules"),)
+ALERTS_TOPICS = (("Alerts (`relevancy-monitor alerts`)", ("rules",)),)
 
 _IDENTIFIER = r"^[A-Za-z_][A-Za-z0-9_]*$"
 _UNITS = {"_s": "seconds", "_seconds": "seconds", "_ms": "milliseconds", "_days": "days"}
@@ -63,15 +69,18 @@ class SettingDoc:
 
 @dataclass(frozen=True, slots=True)
 class Section:
-    """A settings model, the prefix of its variables and its topics."""
+    """Settings by name (in order) with the slice of each, the prefix of their variables and their topics."""
 
-    model: type[BaseSettings]
+    fields: Mapping[str, FieldInfo]
+    slices: Mapping[str, str]
     prefix: str
-    topics: tuple[tuple[str, str], ...]
+    topics: tuple[tuple[str, tuple[str, ...]], ...]
 
 
-MONITOR_SECTION = Section(Settings, "MONITOR_", MONITOR_TOPICS)
-ALERTS_SECTION = Section(AlertSettings, "ALERTS_", ALERTS_TOPICS)
+MONITOR_SECTION = Section(FIELDS, {name: s.slice for name, s in SETTINGS.items()}, MONITOR_PREFIX, MONITOR_TOPICS)
+ALERTS_SECTION = Section(
+    AlertSettings.model_fields, dict.fromkeys(AlertSettings.model_fields, "alerts"), ALERTS_PREFIX, ALERTS_TOPICS
+)
 SECTIONS = (MONITOR_SECTION, ALERTS_SECTION)
 
 
@@ -158,7 +167,7 @@ def type_text(name: str, field: FieldInfo) -> str:
         return "duration (`30s`, `5m`, `1h`)"
     if origin is dict:
         return "JSON object"
-    if origin is list:
+    if origin in (list, tuple):
         return "comma-separated list" + (", not empty" if _min_length(field) else "")
     if inner in (int, float):
         unit = next((u for suffix, u in _UNITS.items() if name.endswith(suffix)), None)
@@ -189,41 +198,43 @@ def default_text(field: FieldInfo) -> str | None:
     value = field.get_default(call_default_factory=True)
     if value is None:
         return "unset"
-    if value in ("", [], {}):
+    if value in ("", [], (), {}):
         return "empty"
     return f"`{_value(value)}`"
 
 
-def variables(model: type[BaseSettings], prefix: str, name: str) -> tuple[str, ...]:
-    """The environment variables of a setting: `MONITOR_<NAME>`, or its upper-case aliases (`ANTHROPIC_API_KEY`)."""
-    alias = model.model_fields[name].validation_alias
-    names = (
-        [str(a) for a in alias.choices if isinstance(a, str) and a.isupper()] if isinstance(alias, AliasChoices) else []
-    )
-    return tuple(names) or (f"{prefix}{name.upper()}",)
+def _run_of(name: str, section: Section) -> str:
+    # The first setting of the run `name` is in: the last start at or before it in its slice.
+    order = list(section.fields)
+    starts = [
+        first
+        for _, firsts in section.topics
+        for first in firsts
+        if section.slices[first] == section.slices[name] and order.index(first) <= order.index(name)
+    ]
+    return max(starts, key=order.index)  # ValueError: the first setting of a slice starts no run
 
 
 def topic_of(name: str, section: Section) -> str:
-    """The topic a field of `section.model` belongs to (see `MONITOR_TOPICS`)."""
-    order = list(section.model.model_fields)
-    starts = [
-        (order.index(first), title) for title, first in section.topics
-    ]  # ValueError: a topic's first field is gone
-    return max((i, t) for i, t in starts if i <= order.index(name))[1]
+    """The topic a setting of `section` belongs to (see `MONITOR_TOPICS`)."""
+    run = _run_of(name, section)
+    return next(title for title, firsts in section.topics if run in firsts)
 
 
 def setting_docs(section: Section) -> list[SettingDoc]:
-    """Every field of the section's model, in the model's order."""
+    """Every setting of the section, in the order of the reference (its topics' runs)."""
+    runs = [first for _, firsts in section.topics for first in firsts]
+    names = sorted(section.fields, key=lambda name: runs.index(_run_of(name, section)))  # stable: field order in a run
     return [
         SettingDoc(
             name=name,
-            variables=variables(section.model, section.prefix, name),
+            variables=variables(section.prefix, name, field),
             type=type_text(name, field),
             default=default_text(field),
             meaning=field.description or "",
             topic=topic_of(name, section),
         )
-        for name, field in section.model.model_fields.items()
+        for name, field in ((n, section.fields[n]) for n in names)
     ]
 
 
@@ -236,12 +247,13 @@ def render(sections: Sequence[Section] = SECTIONS) -> str:
     structured = [
         f"`{v}`"
         for s in sections
-        for n in s.model.model_fields
+        for n, field in s.fields.items()
         if n in _ENV_ONLY
-        for v in variables(s.model, s.prefix, n)
+        for v in variables(s.prefix, n, field)
     ]
     lines = [
-        "<!-- generated from monitor/config.py by `python -m monitor.devtools.config_reference --write README.md`: "
+        "<!-- generated from the settings slices monitor/config.py composes by "
+        "`python -m monitor.devtools.config_reference --write README.md`: "
         "edit the descriptions there, not here -->",
         "",
         "Each `MONITOR_<NAME>` is also the flag `--<name>` of `relevancy-monitor run` (flags win), except the secrets"

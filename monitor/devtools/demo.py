@@ -301,7 +301,9 @@ class _Demo:
         while time.monotonic() < deadline:
             await self._refresh(service)
             if self.progress.consumed >= total and self.progress.in_flight == 0:
-                await asyncio.sleep(self.settings.batch_max_seconds + 0.5)  # the last batch's rows and traffic counts
+                await asyncio.sleep(
+                    self.settings.flow.batch_max_seconds + 0.5
+                )  # the last batch's rows and traffic counts
                 return
             await asyncio.sleep(0.25)
         raise UsageError(f"the monitor did not finish {total} events within {limit_s:.0f} s")
@@ -330,7 +332,7 @@ class _Demo:
                 self.progress.regressed = time.monotonic() - started >= self.plan.regress_after_s
                 yield story_event(self.rng, datetime.now(UTC), regressed=self.progress.regressed)
 
-        bootstrap = self.settings.kafka_bootstrap_servers
+        bootstrap = self.settings.kafka.bootstrap_servers
         producer = asyncio.create_task(
             produce(bootstrap, TOPIC, values(), rate=self.plan.rate, kafka=self.settings.kafka)
         )

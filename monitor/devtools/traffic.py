@@ -5,7 +5,6 @@ a seed), and `produce`, which sends record values to a topic at a steady rate.""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import random
 import time
@@ -185,7 +184,9 @@ async def produce(
     """Produce record values to `topic` (created if missing), at `rate` per second (0: as fast as possible); `kafka`
     carries the TLS and SASL settings (its bootstrap servers are replaced by `bootstrap`)."""
     kafka = (
-        dataclasses.replace(kafka, bootstrap_servers=bootstrap) if kafka else KafkaSettings(bootstrap_servers=bootstrap)
+        kafka.model_copy(update={"bootstrap_servers": bootstrap})
+        if kafka
+        else KafkaSettings(kafka_bootstrap_servers=bootstrap)
     )
     await ensure_topics(kafka, {topic: partitions})
     producer = make_producer(kafka, linger_ms=5)

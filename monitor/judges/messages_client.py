@@ -79,7 +79,7 @@ class MessagesClient:
         self.backoff = options.get("backoff") or Backoff()
         self.stats: Counter[str] = Counter()
         self._client = anthropic.AsyncAnthropic(
-            api_key=settings.api_key,
+            api_key=settings.api_key.get_secret_value() if settings.api_key else None,
             base_url=settings.base_url,
             timeout=settings.request_timeout_s,
             max_retries=0,

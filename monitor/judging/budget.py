@@ -11,24 +11,78 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from pydantic import Field
+from pydantic_settings import BaseSettings
 
-@dataclass(frozen=True, slots=True)
-class BudgetSettings:
-    """The cost slice of the settings: spend caps, the freshness governor, spend sync, verdict cache, traffic."""
+from schemas.settings import MONITOR_SLICE
 
-    usd_per_hour: float | None = None
-    usd_per_day: float | None = None
-    requests_per_hour: float | None = None
-    requests_per_day: float | None = None
-    tokens_per_hour: float | None = None
-    tokens_per_day: float | None = None
-    soft_limit: float = 0.8
-    sync_s: float = 30.0
-    freshness_max_lag: int | None = 100_000
-    freshness_min_factor: float = 0.01
-    cache_max_entries: int = 10_000
-    cache_ttl_s: float = 3600.0
-    traffic_flush_s: float = 10.0
+
+class BudgetSettings(BaseSettings):
+    """The cost slice of the settings: spend caps, the freshness governor, spend sync, verdict cache, traffic.
+    Env: MONITOR_<setting>."""
+
+    model_config = MONITOR_SLICE
+
+    usd_per_hour: float | None = Field(
+        None,
+        gt=0,
+        validation_alias="budget_usd_per_hour",
+        description="cap on estimated judge spend per clock hour (USD), all replicas together",
+    )
+    usd_per_day: float | None = Field(
+        None,
+        gt=0,
+        validation_alias="budget_usd_per_day",
+        description="cap on estimated judge spend per UTC day (USD), all replicas together",
+    )
+    requests_per_hour: float | None = Field(
+        None,
+        gt=0,
+        validation_alias="budget_requests_per_hour",
+        description="cap on judge calls per clock hour, all replicas together",
+    )
+    requests_per_day: float | None = Field(
+        None,
+        gt=0,
+        validation_alias="budget_requests_per_day",
+        description="cap on judge calls per UTC day, all replicas together",
+    )
+    tokens_per_hour: float | None = Field(
+        None,
+        gt=0,
+        validation_alias="budget_tokens_per_hour",
+        description="cap on judge tokens per clock hour, all replicas together",
+    )
+    tokens_per_day: float | None = Field(
+        None,
+        gt=0,
+        validation_alias="budget_tokens_per_day",
+        description="cap on judge tokens per UTC day, all replicas together",
+    )
+    soft_limit: float = Field(
+        0.8,
+        gt=0,
+        le=1,
+        validation_alias="budget_soft_limit",
+        description="share of a cap where the sampling rate starts to fall",
+    )
+    sync_s: float = Field(
+        30.0,
+        gt=0,
+        validation_alias="budget_sync_s",
+        description="how often spend is re-read from the store (all replicas)",
+    )
+    freshness_max_lag: int | None = Field(
+        100_000,
+        ge=1,
+        description="consumer lag (records) above which the sampling rate halves every MONITOR_LAG_CHECK_S",
+    )
+    freshness_min_factor: float = Field(
+        0.01, gt=0, le=1, description="lowest share of the sampling rate kept under pressure"
+    )
+    cache_max_entries: int = Field(10_000, ge=0, description="verdict cache size (0 disables)")
+    cache_ttl_s: float = Field(3600.0, gt=0, description="how long a cached verdict is reused")
+    traffic_flush_s: float = Field(10.0, gt=0, description="how often per-segment traffic counts are written")
 
 
 HOUR_S = 3600.0

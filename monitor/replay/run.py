@@ -178,7 +178,7 @@ def check_confirmation(counted: Counted, options: ReplayOptions, threshold: floa
 
 def cost_model(judge: Judge, settings: Settings, batch: bool) -> CostModel:
     """The cost model of the configured judge."""
-    client = settings.judge_client
+    client = settings.judge
     prompt = judge.system_prompt if isinstance(judge, LLMJudge) else None
     return CostModel.for_judge(judge.info, client.price, prompt, client.max_input_chars, batch=batch)
 
@@ -203,7 +203,9 @@ class Replay:
         self.store = store
         self.view = view
         self.clock = clock
-        self.metrics = metrics or Metrics(max_apps=settings.metrics_max_apps, apps=tuple(settings.metrics_apps))
+        self.metrics = metrics or Metrics(
+            max_apps=settings.process.metrics_max_apps, apps=tuple(settings.process.metrics_apps)
+        )
         # From the settings, as the live pipeline's: a replay can never send or store text the live path would not.
         self.redactor: Redactor | None = build_redactor(settings.redaction)
         self.cost = cost_model(judge, settings, options.batch_api)
@@ -215,7 +217,7 @@ class Replay:
     # ---- 1. check ----------------------------------------------------------------------------------------
 
     async def _check(self) -> datetime | None:
-        floor = retention_floor(self.started, self.settings.retention_days)
+        floor = retention_floor(self.started, self.settings.store.retention_days)
         check_range(self.options.span, floor)
         if self.options.batch_api and not isinstance(self.judge, LLMJudge):
             raise ReplayRefused(
@@ -478,7 +480,7 @@ class Replay:
         if self.options.dry_run or self.stop.is_set():
             status: Literal["estimated", "interrupted"] = "interrupted" if self.stop.is_set() else "estimated"
             return ReplayOutcome(None, status, counted, elapsed_s=time.monotonic() - began)
-        check_confirmation(counted, self.options, self.settings.replay_confirm_usd)
+        check_confirmation(counted, self.options, self.settings.process.replay_confirm_usd)
         self.run_id = new_run_id(self.started)
         await self._save(counted, Tally(), "running")
         log.info("replay_started", run_id=self.run_id, judge_id=self.judge.info.judge_id, events=counted.to_score)

@@ -44,7 +44,7 @@ def build_sampler(settings: Settings) -> Sampler:
 
 def build_shadow_judge(settings: Settings) -> Judge | None:
     """The shadow judge of MONITOR_SHADOW_JUDGE, or None when it is unset; raises `ConfigError` (one line)."""
-    client = settings.shadow_judge_client
+    client = settings.shadow_judge
     if client is None:
         return None
     try:
@@ -140,7 +140,7 @@ async def run_service(settings: Settings, stop: asyncio.Event | None = None, met
     if stop is None:  # first thing: a SIGTERM during start-up must still end in a clean exit
         stop = asyncio.Event()
         install_signal_handlers(stop)
-    judge = build_judge(settings.judge_client)
+    judge = build_judge(settings.judge)
     shadow_judge = build_shadow_judge(settings)  # before Kafka: a missing key is reported even with no broker
     log.info("starting", settings=settings.redacted())
     if judge.info.heuristic:
@@ -150,14 +150,14 @@ async def run_service(settings: Settings, stop: asyncio.Event | None = None, met
             note="word-overlap heuristic, not an LLM judge: for demos and dry runs",
         )
     sampler = build_sampler(settings)  # before Kafka: a bad rules file is reported even with no broker
-    metrics = metrics or Metrics(max_apps=settings.metrics_max_apps, apps=tuple(settings.metrics_apps))
-    health = Health(unready_after_s=settings.store_unready_after_s)
+    metrics = metrics or Metrics(max_apps=settings.process.metrics_max_apps, apps=tuple(settings.process.metrics_apps))
+    health = Health(unready_after_s=settings.process.store_unready_after_s)
     heartbeat = asyncio.create_task(
         health.heartbeat(), name="liveness-heartbeat"
     )  # from the start: start-up is not a hang
     try:
-        if settings.metrics_port:
-            HealthServer(metrics.registry, health, settings.metrics_port).start()
+        if settings.process.metrics_port:
+            HealthServer(metrics.registry, health, settings.process.metrics_port).start()
         store = AsyncStore.from_settings(settings.store)
         try:
             # The schema first: a store that is behind or lacks a table stops the start in one line, before any

@@ -118,7 +118,8 @@ class ClickHouseStore:
     def from_settings(cls, s: StoreSettings) -> ClickHouseStore:
         """A store from the store slice of the settings (URL, names, credentials, TLS, cluster)."""
         return cls(
-            s.url, s.database, s.table, user=s.user, password=s.password, ca_file=s.ca_file, verify=s.verify,
+            s.url, s.database, s.table, user=s.user,
+            password=s.password.get_secret_value() if s.password else None, ca_file=s.ca_file, verify=s.verify,
             cluster=s.cluster,
         )  # fmt: skip
 

@@ -62,3 +62,13 @@ def client_options(
         if ca_file is not None and verify:
             options["ca_cert"] = str(ca_file)
     return options
+
+
+def redact_url(url: str) -> str:
+    """`url` with the password of its credentials, if any, hidden (`http://user:***@host`)."""
+    scheme, sep, rest = url.partition("://")
+    if sep and "@" in rest:
+        creds, _, host = rest.rpartition("@")
+        user = creds.split(":", 1)[0]
+        return f"{scheme}://{user}:***@{host}"
+    return url

@@ -41,7 +41,7 @@ def test_a_range_needs_time_zones_and_an_order() -> None:
 
 
 async def _read(broker: LocalBroker, topic: str, span: TimeRange) -> tuple[list[bytes], TimeRangeReader]:
-    kafka = KafkaSettings(bootstrap_servers=broker.bootstrap, topics=(topic,))
+    kafka = KafkaSettings(kafka_bootstrap_servers=broker.bootstrap, kafka_topics=(topic,))
     out: list[bytes] = []
     async with TimeRangeReader(kafka, (topic,), span) as reader:
         async for batch in reader.batches(asyncio.Event()):

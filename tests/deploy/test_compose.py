@@ -18,7 +18,7 @@ import os
 import re
 import shlex
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -28,14 +28,15 @@ from urllib.parse import urlsplit
 import jsonschema
 import pytest
 import yaml
-from pydantic import AliasChoices
-from pydantic_settings import BaseSettings
+from pydantic.fields import FieldInfo
 
+from monitor.alerts.settings import AlertSettings, load_alert_settings
 from monitor.cli import alerts as alerts_cli
 from monitor.cli import commands
 from monitor.cli.main import build_parser
-from monitor.config import AlertSettings, Settings, load_alert_settings, load_settings
+from monitor.config import FIELDS, load_settings
 from schemas.errors import MonitorError
+from schemas.settings import variables
 
 REPO = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = PurePosixPath("compose/compose.yaml")
@@ -206,26 +207,20 @@ def dashboard_mount(stack: Stack) -> Mount | None:
 # ---- what the monitor accepts -----------------------------------------------------------------------------------
 
 
-def setting_names(model: type[BaseSettings], prefix: str) -> set[str]:
-    """The environment variables of a settings model, formed as monitor.config forms them: the prefix and the field
-    name in upper case (pydantic-settings' env_prefix; `_check_unknown_env` rejects any other prefixed name)."""
-    assert model.model_config.get("env_prefix") == prefix, f"{model.__name__} no longer reads {prefix}*"
-    return {f"{prefix}{name.upper()}" for name in model.model_fields}
+def setting_names(fields: Mapping[str, FieldInfo], prefix: str) -> set[str]:
+    """The environment variables of settings by name, formed as monitor.config forms them: the prefix and the
+    setting's name in upper case (`check_unknown_env` rejects any other prefixed name)."""
+    return {f"{prefix}{name.upper()}" for name in fields}
 
 
-def unprefixed_aliases(model: type[BaseSettings], prefix: str) -> set[str]:
-    """Variables a model also reads without its prefix (validation aliases such as ANTHROPIC_API_KEY)."""
-    out = set()
-    for field in model.model_fields.values():
-        alias = field.validation_alias
-        if isinstance(alias, AliasChoices):
-            out |= {str(a) for a in alias.choices if str(a).isupper() and not str(a).startswith(prefix)}
-    return out
+def unprefixed_aliases(fields: Mapping[str, FieldInfo]) -> set[str]:
+    """Variables also read without a prefix (`also_env`, such as ANTHROPIC_API_KEY)."""
+    return {v for name, field in fields.items() for v in variables("MONITOR_", name, field)[1:]}
 
 
-MONITOR_NAMES = setting_names(Settings, "MONITOR_")
-ALERTS_NAMES = setting_names(AlertSettings, "ALERTS_")
-MONITOR_ALIASES = unprefixed_aliases(Settings, "MONITOR_")
+MONITOR_NAMES = setting_names(FIELDS, "MONITOR_")
+ALERTS_NAMES = setting_names(AlertSettings.model_fields, "ALERTS_")
+MONITOR_ALIASES = unprefixed_aliases(FIELDS)
 
 
 def strict_parser() -> argparse.ArgumentParser:
@@ -477,9 +472,7 @@ def problems_datasource(stack: Stack) -> list[str]:
         if database and data.get("defaultDatabase") not in (None, database):
             out.append(f"defaultDatabase {data.get('defaultDatabase')!r} but the dashboard reads {database!r}")
         for name, svc in stack.built().items():
-            written = resolved_env(svc).get(
-                "MONITOR_CLICKHOUSE_DATABASE", Settings.model_fields["clickhouse_database"].default
-            )
+            written = resolved_env(svc).get("MONITOR_CLICKHOUSE_DATABASE", FIELDS["clickhouse_database"].default)
             if database and command(svc)[:1] in (["run"], ["migrate"]) and written != database:
                 out.append(f"{name} writes database {written!r}, the dashboard's `database` constant is {database!r}")
     for doc in files:
@@ -498,7 +491,7 @@ def problems_setting_names(stack: Stack) -> list[str]:
             if var.startswith("MONITOR_") and var not in MONITOR_NAMES:
                 out.append(f"{name}: {var} is not a setting of monitor.config.Settings")
             elif var.startswith("ALERTS_") and var not in ALERTS_NAMES:
-                out.append(f"{name}: {var} is not a setting of monitor.config.AlertSettings")
+                out.append(f"{name}: {var} is not a setting of monitor.alerts.settings.AlertSettings")
             elif "build" in svc and not var.startswith(("MONITOR_", "ALERTS_")) and var not in MONITOR_ALIASES:
                 out.append(f"{name}: {var} is read by nothing in the monitor (its aliases: {sorted(MONITOR_ALIASES)})")
     text = (stack.root / COMPOSE_FILE).read_text(encoding="utf-8")
@@ -590,12 +583,9 @@ def problems_connections(stack: Stack) -> list[str]:
     if "run" not in role:
         return [*out, "no service runs `relevancy-monitor run`"]
     monitor = resolved_env(stack.services[role["run"]])
-    brokers = monitor.get(
-        "MONITOR_KAFKA_BOOTSTRAP_SERVERS", str(Settings.model_fields["kafka_bootstrap_servers"].default)
-    )
+    brokers = monitor.get("MONITOR_KAFKA_BOOTSTRAP_SERVERS", str(FIELDS["kafka_bootstrap_servers"].default))
     topics = [
-        t.strip()
-        for t in monitor.get("MONITOR_KAFKA_TOPICS", ",".join(Settings.model_fields["kafka_topics"].default)).split(",")
+        t.strip() for t in monitor.get("MONITOR_KAFKA_TOPICS", ",".join(FIELDS["kafka_topics"].default)).split(",")
     ]
     for broker in brokers.split(","):
         host, port = _host_port(broker)
@@ -619,7 +609,7 @@ def problems_connections(stack: Stack) -> list[str]:
         # `produce` takes the flags, else MONITOR_KAFKA_BOOTSTRAP_SERVERS and the first of MONITOR_KAFKA_TOPICS.
         traffic = stack.services[role["produce"]]
         cmd, env = command(traffic), resolved_env(traffic)
-        default_topic = env.get("MONITOR_KAFKA_TOPICS", Settings.model_fields["kafka_topics"].default[0]).split(",")[0]
+        default_topic = env.get("MONITOR_KAFKA_TOPICS", FIELDS["kafka_topics"].default[0]).split(",")[0]
         topic = flag_value(cmd, "--kafka-topic") or default_topic
         sent_to = flag_value(cmd, "--kafka-bootstrap-servers") or env.get("MONITOR_KAFKA_BOOTSTRAP_SERVERS", "")
         if topic not in topics:
@@ -674,7 +664,7 @@ def problems_order(stack: Stack) -> list[str]:
     if run is not None:
         try:
             with only_env(resolved_env(services[run])):
-                migrates_itself = load_settings().auto_migrates
+                migrates_itself = load_settings().store.auto_migrates
         except MonitorError as e:
             out.append(f"{run}: {e}")
             migrates_itself = False

@@ -19,7 +19,9 @@ import yaml
 
 from consumers.sampling import SamplingPolicy
 from monitor.alerts.rules import parse_rules
-from monitor.config import AlertSettings, Settings
+from monitor.alerts.settings import AlertSettings
+from monitor.config import FIELDS, load_settings
+from schemas.settings import variables
 
 CHART = Path(__file__).resolve().parents[2] / "helm" / "relevancy-monitor"
 CI_VALUES = sorted((CHART / "ci").glob("*-values.yaml"))
@@ -131,15 +133,9 @@ def settings_of(docs: list[dict[str, Any]], container: str) -> dict[str, str]:
 
 
 def real_settings() -> set[str]:
-    """The env names monitor.config accepts: MONITOR_<field>, ALERTS_<field> and the upper-case aliases."""
-    names = {f"MONITOR_{n.upper()}" for n in Settings.model_fields} | {
-        f"ALERTS_{n.upper()}" for n in AlertSettings.model_fields
-    }
-    for model in (Settings, AlertSettings):
-        for field in model.model_fields.values():
-            choices = getattr(field.validation_alias, "choices", ())
-            names |= {str(a) for a in choices if str(a).isupper()}
-    return names
+    """The env names monitor.config accepts: MONITOR_<setting>, ALERTS_<setting> and the unprefixed ones."""
+    names = {v for name, field in FIELDS.items() for v in variables("MONITOR_", name, field)}
+    return names | {v for name, field in AlertSettings.model_fields.items() for v in variables("ALERTS_", name, field)}
 
 
 # ---- rendering, lint and schema validation ------------------------------------------------------------------
@@ -395,9 +391,9 @@ def test_settings_values_are_accepted_by_monitor_config(docs: list[dict[str, Any
             for k, v in settings_of(docs, container).items()
             if k in real and not v.startswith("/etc/relevancy-monitor/")
         }
-        monitor_fields = {f"MONITOR_{n.upper()}": n for n in Settings.model_fields}
+        monitor_fields = {f"MONITOR_{n.upper()}": n for n in FIELDS}
         alert_fields = {f"ALERTS_{n.upper()}": n for n in AlertSettings.model_fields}
-        Settings.model_validate({monitor_fields[k]: v for k, v in env.items() if k in monitor_fields})
+        load_settings(**{monitor_fields[k]: v for k, v in env.items() if k in monitor_fields})
         AlertSettings.model_validate({alert_fields[k]: v for k, v in env.items() if k in alert_fields})
 
 

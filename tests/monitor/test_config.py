@@ -26,7 +26,7 @@ def test_env_values_and_csv_topics(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MONITOR_SAMPLE_RATE", "0.25")
     monkeypatch.setenv("MONITOR_MAX_IN_FLIGHT", "100")
     s = load_settings()
-    assert s.kafka_topics == ["a", "b", "c"] and s.sample_rate == 0.25
+    assert s.kafka.topics == ("a", "b", "c") and s.sampling.rate == 0.25
     assert s.flow.resume_at == 50
 
 
@@ -35,7 +35,7 @@ def test_flags_override_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MONITOR_SAMPLE_RATE", "0.25")
     ns = build_parser().parse_args(["run", "--sample-rate", "0.5", "--store-text", "none", "--judge", "lexical"])
     s = settings_from_args(ns)
-    assert s.sample_rate == 0.5 and s.store_text == "none"
+    assert s.sampling.rate == 0.5 and s.store.store_text == "none"
 
 
 @pytest.mark.parametrize(
@@ -64,7 +64,7 @@ def test_secrets_are_redacted(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-secret")
     s = load_settings(judge="rubric", clickhouse_url="https://user:pw@ch.example:8443")
     red = s.redacted()
-    assert s.anthropic_api_key is not None and s.anthropic_api_key.get_secret_value() == "sk-secret"
+    assert s.judge.api_key is not None and s.judge.api_key.get_secret_value() == "sk-secret"
     assert "sk-secret" not in str(red) and "pw" not in red["clickhouse_url"]
 
 
@@ -74,14 +74,15 @@ def test_unpriced_model_is_allowed_and_prices_merge(monkeypatch: pytest.MonkeyPa
         "MONITOR_JUDGE_PRICES", '{"my-judge": {"input": 1, "output": 2, "cache_read": 0.1, "cache_write": 1.25}}'
     )
     s = load_settings()
-    assert {"my-judge", "claude-haiku-5-5"} <= set(s.judge_prices)
-    assert s.judge_prices["my-judge"].cost(1_000_000, 0, 0, 0) == 1.0
+    assert {"my-judge", "claude-haiku-5-5"} <= set(s.judge.prices)
+    assert s.judge.prices["my-judge"].cost(1_000_000, 0, 0, 0) == 1.0
 
 
 def test_every_setting_has_a_description() -> None:
     """Every MONITOR_* and ALERTS_* field says what it does: the reference in README.md and `--help` show it."""
-    from monitor.config import AlertSettings, Settings
+    from monitor.alerts.settings import AlertSettings
+    from monitor.config import FIELDS
 
-    for model in (Settings, AlertSettings):
-        for name, field in model.model_fields.items():
-            assert field.description and field.description.strip(), f"{model.__name__}.{name} has no description"
+    for model, fields in (("Settings", FIELDS), ("AlertSettings", AlertSettings.model_fields)):
+        for name, field in fields.items():
+            assert field.description and field.description.strip(), f"{model}: {name} has no description"

@@ -6,25 +6,23 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import typing
 from pathlib import Path
+from typing import Any
 
 import pytest
+from pydantic_settings import BaseSettings
 
-from monitor.config import AlertSettings, Settings, load_alert_settings, load_settings
+from consumers.clients import KafkaSettings
+from consumers.sampling import SamplingSettings
+from monitor.alerts.settings import AlertSettings, load_alert_settings
+from monitor.config import SETTINGS, Settings, load_settings
+from monitor.judges.settings import JudgeSettings
+from monitor.judging.shadow import ShadowSettings
+from monitor.store.settings import StoreSettings
 from schemas.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
-# Settings no component slice carries: they configure the process itself.
-# Read by the process or one command itself, not carried by a slice.
-PROCESS_SETTINGS = {
-    "metrics_port",
-    "metrics_max_apps",
-    "metrics_apps",
-    "log_format",
-    "log_level",
-    "replay_confirm_usd",
-    "store_unready_after_s",
-}
 
 
 @pytest.fixture(autouse=True)
@@ -77,16 +75,17 @@ SLICE_OF: dict[str, str] = {
     "clickhouse_verify": "store.verify",
     "clickhouse_cluster": "store.cluster",
     "auto_migrate": "store.auto_migrate",
-    "judge": "judge_client.method",
-    "judge_model": "judge_client.model",
-    "anthropic_api_key": "judge_client.api_key",
-    "anthropic_base_url": "judge_client.base_url",
-    "judge_request_timeout_s": "judge_client.request_timeout_s",
-    "judge_max_retries": "judge_client.max_retries",
-    "judge_max_tokens": "judge_client.max_tokens",
-    "judge_max_input_chars": "judge_client.max_input_chars",
-    "statements_strict_threshold": "judge_client.statements_strict_threshold",
-    "judge_prices": "judge_client.prices",
+    "redact": "redaction.redact",
+    "judge": "judge.method",
+    "judge_model": "judge.model",
+    "anthropic_api_key": "judge.api_key",
+    "anthropic_base_url": "judge.base_url",
+    "judge_request_timeout_s": "judge.request_timeout_s",
+    "judge_max_retries": "judge.max_retries",
+    "judge_max_tokens": "judge.max_tokens",
+    "judge_max_input_chars": "judge.max_input_chars",
+    "statements_strict_threshold": "judge.statements_strict_threshold",
+    "judge_prices": "judge.prices",
     "shadow_judge": "shadow.method",
     "shadow_judge_model": "shadow.model",
     "shadow_sample_rate": "shadow.sample_rate",
@@ -132,61 +131,138 @@ SLICE_OF: dict[str, str] = {
         n: f"budget.{n}"
         for n in ("freshness_max_lag", "freshness_min_factor", "cache_max_entries", "cache_ttl_s", "traffic_flush_s")
     },
+    # Read by the process or one command itself, not by a component.
+    **{
+        n: f"process.{n}"
+        for n in (
+            "metrics_port",
+            "metrics_max_apps",
+            "metrics_apps",
+            "log_format",
+            "log_level",
+            "replay_confirm_usd",
+            "store_unready_after_s",
+        )
+    },
+}
+
+# A value for many settings, each other than its default, as a caller would pass it (secrets as plain strings).
+GIVEN: dict[str, Any] = {
+    "kafka_sasl_mechanism": "PLAIN",
+    "kafka_sasl_username": "u",
+    "kafka_sasl_password": "pw",
+    "anthropic_api_key": "k",
+    "kafka_session_timeout_ms": 7000,
+    "kafka_topics": ("t1", "t2"),
+    "judge_max_tokens": 333,
+    "sample_rate": 0.3,
+    "budget_sync_s": 9.0,
+    "batch_max_rows": 7,
+    "clickhouse_table": "t2",
+    "max_in_flight": 40,
+    "resume_in_flight": 5,
+    "budget_usd_per_day": 3.0,
+    "kafka_ssl_cafile": Path(__file__),
+    "kafka_ssl_certfile": Path(__file__),
+    "kafka_ssl_keyfile": Path(__file__),
+    "kafka_ssl_check_hostname": False,
+    "dlq_create": False,
+    "dlq_partitions": 6,
+    "dlq_replication_factor": 2,
+    "clickhouse_user": "ch-user",
+    "clickhouse_password": "ch-pw",
+    "clickhouse_ca_file": Path(__file__),
+    "clickhouse_verify": False,
+    "clickhouse_cluster": "c1",
+    "auto_migrate": False,
+    "store_text": "none",
+    "retention_days": 30,
+    "text_retention_days": 7,
+    "redact": True,
+    "redact_patterns": {"ORDER_REF": "ORD-[0-9]{6}"},
+    "redact_allow": ("support@example.com",),
+    "redact_phone_regions": ("US", "IN"),
+    "shadow_judge": "statements",
+    "shadow_judge_model": "claude-sonnet-5-5",
+    "shadow_sample_rate": 0.2,
+    "lag_check_s": 2.5,
+    "metrics_port": 9200,
+    "metrics_apps": ("shop",),
+    "log_level": "debug",
+    "replay_confirm_usd": 1.5,
 }
 
 
 def test_every_setting_reaches_its_slice_with_its_value() -> None:
-    """Each MONITOR_* setting but the process ones is carried, with the value that was set, by exactly the slice named."""
-    s = load_settings(
-        kafka_sasl_mechanism="PLAIN",
-        kafka_sasl_username="u",
-        kafka_sasl_password="pw",
-        anthropic_api_key="k",
-        kafka_session_timeout_ms=7000,
-        judge_max_tokens=333,
-        sample_rate=0.3,
-        budget_sync_s=9,
-        batch_max_rows=7,
-        clickhouse_table="t2",
-        max_in_flight=40,
-        resume_in_flight=5,
-        budget_usd_per_day=3.0,
-        kafka_ssl_cafile=__file__,
-        kafka_ssl_certfile=__file__,
-        kafka_ssl_keyfile=__file__,
-        kafka_ssl_check_hostname=False,
-        dlq_create=False,
-        dlq_partitions=6,
-        dlq_replication_factor=2,
-        clickhouse_user="ch-user",
-        clickhouse_password="ch-pw",
-        clickhouse_ca_file=__file__,
-        clickhouse_verify=False,
-        clickhouse_cluster="c1",
-        auto_migrate=False,
-        store_text="none",
-        retention_days=30,
-        text_retention_days=7,
-        redact=True,
-        redact_patterns='{"ORDER_REF": "ORD-[0-9]{6}"}',
-        redact_allow="support@example.com",
-        redact_phone_regions="US,IN",
-        shadow_judge="statements",
-        shadow_judge_model="claude-sonnet-5-5",
-        shadow_sample_rate=0.2,
-    )
-    assert set(SLICE_OF) | PROCESS_SETTINGS | {"redact"} == set(
-        Settings.model_fields
-    )  # redact: whether there is a slice
+    """Each MONITOR_* setting is carried by exactly the slice attribute named, and a value given reaches it."""
+    assert set(SLICE_OF) == set(SETTINGS)
+    s = load_settings(**GIVEN)
     for name, path in SLICE_OF.items():
         slice_name, attr = path.split(".")
-        want = getattr(s, name)
-        want = (
-            want.get_secret_value()
-            if hasattr(want, "get_secret_value")
-            else (tuple(want) if isinstance(want, list) else want)
-        )
-        assert getattr(getattr(s, slice_name), attr) == want, name
+        assert (SETTINGS[name].slice, SETTINGS[name].attr) == (slice_name, attr), name
+        if name in GIVEN:
+            got = getattr(getattr(s, slice_name), attr)
+            assert (got.get_secret_value() if hasattr(got, "get_secret_value") else got) == GIVEN[name], name
+
+
+def test_settings_has_no_field_but_its_slices() -> None:
+    """`Settings` holds no copy of a setting: each of its fields is a slice, a pydantic-settings class of its own."""
+    for name, field in Settings.model_fields.items():
+        kinds = [t for t in (field.annotation, *typing.get_args(field.annotation)) if isinstance(t, type)]
+        assert any(issubclass(t, BaseSettings) for t in kinds), name
+
+
+def test_each_slice_reads_its_own_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A slice built alone reads its MONITOR_* variables, under the names they always had."""
+    for var, value in {
+        "MONITOR_KAFKA_TOPICS": "x, y",
+        "MONITOR_DLQ_TOPIC": "dead",
+        "MONITOR_CLICKHOUSE_TABLE": "t9",
+        "MONITOR_JUDGE": "rubric",
+        "MONITOR_JUDGE_MODEL": "m-1",
+        "ANTHROPIC_API_KEY": "sk-sdk",
+        "MONITOR_SHADOW_SAMPLE_RATE": "0.5",
+        "MONITOR_SAMPLE_RATE": "0.25",
+    }.items():
+        monkeypatch.setenv(var, value)
+    kafka, judge = KafkaSettings(), JudgeSettings()
+    assert (kafka.topics, kafka.dlq_topic, StoreSettings().table) == (("x", "y"), "dead", "t9")
+    assert (judge.method, judge.model, judge.api_key and judge.api_key.get_secret_value()) == (
+        "rubric",
+        "m-1",
+        "sk-sdk",
+    )
+    assert (ShadowSettings().sample_rate, SamplingSettings().rate) == (0.5, 0.25)
+
+
+def test_unprefixed_or_misnamed_variables_change_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Variables without the MONITOR_ prefix (KAFKA_TOPICS, BOOTSTRAP_SERVERS) are not read, nor is MONITOR_SAMPLE_RATE
+    by the shadow (whose field is also called sample_rate); MONITOR_<field> of an aliased field is refused."""
+    for var in ("KAFKA_TOPICS", "BOOTSTRAP_SERVERS", "KAFKA_BOOTSTRAP_SERVERS", "DLQ_TOPIC", "JUDGE", "JUDGE_MODEL"):
+        monkeypatch.setenv(var, "zz:1")
+    monkeypatch.setenv("SHADOW_SAMPLE_RATE", "0.9")
+    monkeypatch.setenv("MONITOR_SAMPLE_RATE", "0.5")
+    s = load_settings()
+    assert (s.kafka.topics, s.kafka.bootstrap_servers, s.kafka.dlq_topic) == (
+        ("conversations",),
+        "127.0.0.1:9092",
+        "relevancy-monitor.dlq",
+    )
+    assert (s.judge.method, s.judge.model, s.shadow.sample_rate, s.sampling.rate) == (
+        "lexical",
+        "claude-haiku-5-5",
+        0.05,
+        0.5,
+    )
+    monkeypatch.setenv("MONITOR_BOOTSTRAP_SERVERS", "b:1")
+    with pytest.raises(ConfigError, match="unknown setting MONITOR_BOOTSTRAP_SERVERS"):
+        load_settings()
+
+
+def test_a_flag_that_is_no_setting_is_a_type_error() -> None:
+    """`load_settings` takes setting names only: a slice's own attribute name (`bootstrap_servers`) is refused."""
+    with pytest.raises(TypeError, match="bootstrap_servers"):
+        load_settings(bootstrap_servers="b:1")
 
 
 def test_redaction_off_is_no_redaction_slice_and_no_redactor() -> None:
@@ -210,7 +286,7 @@ def test_redaction_off_is_no_redaction_slice_and_no_redactor() -> None:
 def test_auto_migrate_defaults_per_url_unless_set(url: str, setting: bool | None, expected: bool) -> None:
     """MONITOR_AUTO_MIGRATE unset means true for the embedded store and false for a server; set, it wins."""
     s = load_settings(clickhouse_url=url, auto_migrate=setting)
-    assert s.auto_migrate is setting and s.auto_migrates is expected and s.store.auto_migrates is expected
+    assert s.store.auto_migrate is setting and s.store.auto_migrates is expected
 
 
 def test_the_clickhouse_password_is_redacted() -> None:
@@ -222,7 +298,7 @@ def test_the_clickhouse_password_is_redacted() -> None:
 def test_resume_mark_is_derived_from_the_cap_when_unset() -> None:
     """Without MONITOR_RESUME_IN_FLIGHT consumption resumes at half the in-flight cap, and the field stays unset."""
     s = load_settings(max_in_flight=100)
-    assert s.resume_in_flight is None and s.flow.resume_at == 50
+    assert s.flow.resume_in_flight is None and s.flow.resume_at == 50
 
 
 def test_alert_settings_come_from_alerts_variables(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -105,7 +105,9 @@ def mtls_broker(pki: Pki) -> Iterator[TlsBroker]:
 
 
 def _kafka(bootstrap: str, **kw: Any) -> KafkaSettings:
-    return KafkaSettings(bootstrap_servers=bootstrap, security_protocol="SSL", **{"connect_timeout_s": 10.0, **kw})
+    return KafkaSettings(
+        kafka_bootstrap_servers=bootstrap, kafka_security_protocol="SSL", **{"kafka_connect_timeout_s": 10.0, **kw}
+    )
 
 
 async def _round_trip(kafka: KafkaSettings) -> None:
@@ -124,7 +126,7 @@ async def test_a_client_trusting_the_test_ca_connects_over_tls(tls_broker: TlsBr
     s = load_settings(
         kafka_bootstrap_servers=tls_broker.bootstrap, kafka_security_protocol="SSL", kafka_ssl_cafile=str(pki.ca_file)
     )
-    kafka = _kafka(tls_broker.bootstrap, ssl_cafile=s.kafka.ssl_cafile, dlq_topic=f"dlq-{uuid.uuid4().hex[:8]}")
+    kafka = _kafka(tls_broker.bootstrap, kafka_ssl_cafile=s.kafka.ssl_cafile, dlq_topic=f"dlq-{uuid.uuid4().hex[:8]}")
     await _round_trip(kafka)
 
 
@@ -133,7 +135,7 @@ async def test_a_client_not_trusting_the_broker_fails_with_one_line(
     tls_broker: TlsBroker, pki: Pki, cafile: str
 ) -> None:
     """Without the broker's CA (system CAs, or another CA) start-up fails with one KafkaUnavailable line saying TLS failed."""
-    kafka = _kafka(tls_broker.bootstrap, ssl_cafile=None if cafile == "none" else pki.other_ca_file)
+    kafka = _kafka(tls_broker.bootstrap, kafka_ssl_cafile=None if cafile == "none" else pki.other_ca_file)
     with pytest.raises(KafkaUnavailable) as info:
         await ensure_dlq_topic(kafka)
     msg = str(info.value)
@@ -146,20 +148,25 @@ async def test_hostname_checking_follows_its_setting(tmp_path: Path) -> None:
     pki = Pki(tmp_path, "localhost")
     with TlsBroker(pki.server_context()) as broker:
         with pytest.raises(KafkaUnavailable) as info:
-            await ensure_dlq_topic(_kafka(broker.bootstrap, ssl_cafile=pki.ca_file))
+            await ensure_dlq_topic(_kafka(broker.bootstrap, kafka_ssl_cafile=pki.ca_file))
         assert "TLS handshake failed" in str(info.value) and "\n" not in str(info.value)
         await _round_trip(
-            _kafka(broker.bootstrap, ssl_cafile=pki.ca_file, ssl_check_hostname=False, dlq_topic="dlq-host")
+            _kafka(broker.bootstrap, kafka_ssl_cafile=pki.ca_file, kafka_ssl_check_hostname=False, dlq_topic="dlq-host")
         )
 
 
 async def test_mutual_tls_sends_the_client_certificate(mtls_broker: TlsBroker, pki: Pki) -> None:
     """A broker requiring client certificates accepts MONITOR_KAFKA_SSL_CERTFILE/KEYFILE and refuses a client without."""
     await _round_trip(
-        _kafka(mtls_broker.bootstrap, ssl_cafile=pki.ca_file, ssl_certfile=pki.client_cert, ssl_keyfile=pki.client_key)
+        _kafka(
+            mtls_broker.bootstrap,
+            kafka_ssl_cafile=pki.ca_file,
+            kafka_ssl_certfile=pki.client_cert,
+            kafka_ssl_keyfile=pki.client_key,
+        )
     )
     with pytest.raises(KafkaUnavailable) as info:
-        await ensure_dlq_topic(_kafka(mtls_broker.bootstrap, ssl_cafile=pki.ca_file, connect_timeout_s=5.0))
+        await ensure_dlq_topic(_kafka(mtls_broker.bootstrap, kafka_ssl_cafile=pki.ca_file, kafka_connect_timeout_s=5.0))
     assert "\n" not in str(info.value)
 
 
@@ -168,10 +175,10 @@ def test_the_tls_context_carries_the_settings(pki: Pki) -> None:
     kw = client_kwargs(
         _kafka(
             "b:9093",
-            ssl_cafile=pki.ca_file,
-            ssl_certfile=pki.client_cert,
-            ssl_keyfile=pki.client_key,
-            ssl_check_hostname=False,
+            kafka_ssl_cafile=pki.ca_file,
+            kafka_ssl_certfile=pki.client_cert,
+            kafka_ssl_keyfile=pki.client_key,
+            kafka_ssl_check_hostname=False,
         )
     )
     ctx = kw["ssl_context"]
@@ -183,9 +190,9 @@ def test_the_tls_context_carries_the_settings(pki: Pki) -> None:
 @pytest.mark.parametrize(
     ("files", "variable"),
     [
-        ({"ssl_cafile": "garbage"}, "MONITOR_KAFKA_SSL_CAFILE"),
-        ({"ssl_certfile": "garbage"}, "MONITOR_KAFKA_SSL_CERTFILE"),
-        ({"ssl_certfile": "cert", "ssl_keyfile": "garbage"}, "MONITOR_KAFKA_SSL_KEYFILE"),
+        ({"kafka_ssl_cafile": "garbage"}, "MONITOR_KAFKA_SSL_CAFILE"),
+        ({"kafka_ssl_certfile": "garbage"}, "MONITOR_KAFKA_SSL_CERTFILE"),
+        ({"kafka_ssl_certfile": "cert", "kafka_ssl_keyfile": "garbage"}, "MONITOR_KAFKA_SSL_KEYFILE"),
     ],
 )
 def test_an_unusable_tls_file_is_one_line_naming_its_variable(
@@ -214,10 +221,13 @@ def test_an_unreadable_tls_file_names_its_variable(tmp_path: Path, monkeypatch: 
 @pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
 def test_sasl_without_credentials_is_one_line_naming_the_variables(mechanism: str) -> None:
     """A SASL mechanism without a username or password is a ConfigError naming both variables; with them it is passed on."""
-    partial: list[dict[str, Any]] = [{"sasl_username": "u"}, {"sasl_password": "p"}, {}]
+    partial: list[dict[str, Any]] = [{"kafka_sasl_username": "u"}, {"kafka_sasl_password": "p"}, {}]
     for missing in partial:
         kafka = KafkaSettings(
-            bootstrap_servers="b:9093", security_protocol="SASL_SSL", sasl_mechanism=mechanism, **missing
+            kafka_bootstrap_servers="b:9093",
+            kafka_security_protocol="SASL_SSL",
+            kafka_sasl_mechanism=mechanism,
+            **missing,
         )
         with pytest.raises(ConfigError) as info:
             client_kwargs(kafka)
@@ -230,7 +240,11 @@ def test_sasl_without_credentials_is_one_line_naming_the_variables(mechanism: st
         ), msg
     kw = client_kwargs(
         KafkaSettings(
-            "b:9093", security_protocol="SASL_PLAINTEXT", sasl_mechanism=mechanism, sasl_username="u", sasl_password="p"
+            kafka_bootstrap_servers="b:9093",
+            kafka_security_protocol="SASL_PLAINTEXT",
+            kafka_sasl_mechanism=mechanism,
+            kafka_sasl_username="u",
+            kafka_sasl_password="p",
         )
     )
     assert (kw["sasl_mechanism"], kw["sasl_plain_username"], kw["sasl_plain_password"]) == (mechanism, "u", "p")
@@ -240,10 +254,15 @@ def test_sasl_without_credentials_is_one_line_naming_the_variables(mechanism: st
     ("kafka", "variable"),
     [
         (
-            KafkaSettings("b:9092", sasl_mechanism="PLAIN", sasl_username="u", sasl_password="p"),
+            KafkaSettings(
+                kafka_bootstrap_servers="b:9092",
+                kafka_sasl_mechanism="PLAIN",
+                kafka_sasl_username="u",
+                kafka_sasl_password="p",
+            ),
             "MONITOR_KAFKA_SASL_MECHANISM",
         ),
-        (KafkaSettings("b:9092", ssl_cafile=Path(__file__)), "MONITOR_KAFKA_SSL_CAFILE"),
+        (KafkaSettings(kafka_bootstrap_servers="b:9092", kafka_ssl_cafile=Path(__file__)), "MONITOR_KAFKA_SSL_CAFILE"),
     ],
 )
 def test_security_settings_the_protocol_would_ignore_are_refused(kafka: KafkaSettings, variable: str) -> None:
@@ -389,8 +408,8 @@ async def test_the_dead_letter_topic_is_created_with_the_configured_partitions(b
         kafka_bootstrap_servers=broker.bootstrap, dlq_topic=f"dlq-{uuid.uuid4().hex[:8]}", dlq_partitions=5
     )
     assert s.kafka.dlq_partitions == 5 and s.kafka.dlq_replication_factor is None
-    assert await ensure_topics(s.kafka, {s.dlq_topic: 1}) == [s.dlq_topic]
-    assert await _partitions_and_replicas(broker.bootstrap, s.dlq_topic) == (5, 1)  # one broker here
+    assert await ensure_topics(s.kafka, {s.kafka.dlq_topic: 1}) == [s.kafka.dlq_topic]
+    assert await _partitions_and_replicas(broker.bootstrap, s.kafka.dlq_topic) == (5, 1)  # one broker here
     assert await ensure_dlq_topic(s.kafka) == []
 
 
@@ -400,9 +419,9 @@ async def test_dlq_create_false_creates_nothing(broker: LocalBroker, monkeypatch
         kafka_bootstrap_servers=broker.bootstrap, dlq_topic=f"dlq-{uuid.uuid4().hex[:8]}", dlq_create=False
     )
     assert await ensure_dlq_topic(s.kafka) == []
-    assert await _partitions_and_replicas(broker.bootstrap, s.dlq_topic) is None
+    assert await _partitions_and_replicas(broker.bootstrap, s.kafka.dlq_topic) is None
     monkeypatch.setattr(AIOKafkaAdminClient, "__init__", lambda *a, **k: pytest.fail("an admin client was made"))
-    assert await ensure_topics(s.kafka, {s.dlq_topic: 1}) == []
+    assert await ensure_topics(s.kafka, {s.kafka.dlq_topic: 1}) == []
 
 
 async def test_a_broker_refusing_to_create_the_dlq_is_one_line(

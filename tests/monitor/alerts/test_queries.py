@@ -108,7 +108,7 @@ from monitor.store.migrations import Migrations
 from monitor.config import load_settings
 from tests.monitor.alerts.test_queries import populated_rows
 s = load_settings()
-store = ClickHouseStore(s.clickhouse_url, s.clickhouse_database, s.clickhouse_table)
+store = ClickHouseStore(s.store.url, s.store.database, s.store.table)
 Migrations(store).ensure()
 store.insert_rows(populated_rows(datetime.now(UTC)), uuid.uuid4().hex)
 store.close()

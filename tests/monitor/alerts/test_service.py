@@ -11,8 +11,8 @@ import httpx2
 from monitor.alerts.notifiers import AlertmanagerNotifier, SlackNotifier, WebhookNotifier
 from monitor.alerts.rules import RuleSet
 from monitor.alerts.service import AlertService, ServiceSettings, build_notifiers
+from monitor.alerts.settings import AlertSettings
 from monitor.alerts.state import StateStore
-from monitor.config import AlertSettings
 from monitor.judges.settings import JudgeSettings
 from monitor.judging.flow import FlowSettings
 from monitor.store.connection import ClickHouseStore
@@ -60,7 +60,7 @@ def test_a_round_of_the_service_delivers_over_the_injected_transport(store: Clic
         return httpx2.Response(200, json={})
 
     alert = AlertSettings(webhook_url="http://hook.mock/a", alertmanager_url="http://am.mock", canary_interval="off")
-    store_slice = StoreSettings(url=store.url, database=store.database)
+    store_slice = StoreSettings(clickhouse_url=store.url, clickhouse_database=store.database)
     slices = ServiceSettings(alert, store_slice, JudgeSettings(), FlowSettings())
     with AlertService.build(slices, FLOOR, once=True, lease=False, transport=httpx2.MockTransport(answer)) as service:
         report = service.run_once()

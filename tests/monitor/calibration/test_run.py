@@ -39,7 +39,7 @@ async def test_outcomes_keep_input_order_and_progress_counts_up() -> None:
 
 async def test_text_is_redacted_before_the_judge_sees_it(fake_messages_api: FakeMessagesAPI) -> None:
     """With a redactor, the request carries [EMAIL] where the labelled question had an address, as in the service."""
-    judge = RubricJudge(judge_settings(fake_messages_api, "rubric").judge_client, backoff=FAST)
+    judge = RubricJudge(judge_settings(fake_messages_api, "rubric").judge, backoff=FAST)
     asked = "When did order A17 ship to jane.doe@example.com?"
     run = await judge_pairs(
         [pair(1, TIGHT, question=asked)], judge, FlowSettings(), build_redactor(RedactionSettings())
@@ -52,7 +52,7 @@ async def test_text_is_redacted_before_the_judge_sees_it(fake_messages_api: Fake
 async def test_a_failed_call_is_a_failure_outcome_and_its_tokens_are_spent(fake_messages_api: FakeMessagesAPI) -> None:
     """An invalid reply (no retries left) leaves the pair without a score, with the reason; its tokens still count."""
     fake_messages_api.script(malformed())
-    judge = RubricJudge(judge_settings(fake_messages_api, "rubric", judge_max_retries=0).judge_client, backoff=FAST)
+    judge = RubricJudge(judge_settings(fake_messages_api, "rubric", judge_max_retries=0).judge, backoff=FAST)
     run = await judge_pairs([pair(1, TIGHT), pair(2, TIGHT)], judge, FlowSettings(judge_concurrency=1))
     [failed] = run.failed
     assert failed.pair.line == 1 and failed.judgement is None
@@ -78,7 +78,7 @@ async def test_a_judge_that_stays_down_ends_in_failures_not_a_hang(fake_messages
     """Every call answered 529: the circuit opens, its probes fail, and the pairs are given up as failures."""
     fake_messages_api.always(overloaded())
     settings = judge_settings(fake_messages_api, "rubric", judge_max_retries=0)
-    judge = RubricJudge(settings.judge_client, backoff=FAST)
+    judge = RubricJudge(settings.judge, backoff=FAST)
     flow = FlowSettings(judge_concurrency=2, breaker_threshold=2, breaker_cooldown_s=0.01, breaker_max_cooldown_s=0.05)
     run = await judge_pairs([pair(n, TIGHT) for n in range(1, 7)], judge, flow)
     assert run.scored == () and len(run.failed) == 6

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from monitor.alerts.settings import load_alert_settings
 from monitor.cli.alerts import alert_settings, register, run_alerts
-from monitor.config import load_alert_settings
 from monitor.store.connection import ClickHouseStore
 from schemas.canary import CANARY_TABLE
 from schemas.errors import ConfigError, UsageError

@@ -65,7 +65,7 @@ def test_a_judge_that_drifts_fires_its_canary_and_not_the_live_alerts(
         settings = load_settings(judge="rubric", **api.settings_overrides())
         canary = Canary(
             store,
-            CanarySettings(HOUR, golden_path(), settings.judge_client, settings.flow, settings.redaction),
+            CanarySettings(HOUR, golden_path(), settings.judge, settings.flow, settings.redaction),
             background=False,
         )
         judge_id = canary.judge.judge_id
@@ -132,7 +132,7 @@ def test_a_judge_that_drifts_fires_its_canary_and_not_the_live_alerts(
 def test_a_product_regression_fires_the_live_alerts_while_the_canaries_hold(store: ClickHouseStore) -> None:
     """A worse app fires relevancy_drop while its judge's canary rules decide on steady runs and stay quiet."""
     s = load_settings(judge="lexical")
-    canary = Canary(store, CanarySettings(HOUR, golden_path(), s.judge_client, s.flow, s.redaction), background=False)
+    canary = Canary(store, CanarySettings(HOUR, golden_path(), s.judge, s.flow, s.redaction), background=False)
     judge_id = canary.judge.judge_id
     segs = [{"app": "support"}]
     before, drop = T0, T0 + 24 * HOUR + timedelta(minutes=30)

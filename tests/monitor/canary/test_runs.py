@@ -25,7 +25,7 @@ def canary(store: ClickHouseStore, settings: Settings | None = None, *, backgrou
     """A canary on the shipped golden set with `settings`' judge (lexical by default), judging within the tick."""
     s = settings or load_settings(judge="lexical")
     cs = CanarySettings(
-        kw.pop("interval", HOUR), kw.pop("labels_file", golden_path()), s.judge_client, s.flow, s.redaction, **kw
+        kw.pop("interval", HOUR), kw.pop("labels_file", golden_path()), s.judge, s.flow, s.redaction, **kw
     )
     return Canary(store, cs, background=background)
 

@@ -37,7 +37,7 @@ def test_sql_reads_every_store_setting_from_the_environment(monkeypatch: pytest.
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     s = settings_from_args(build_parser().parse_args(["sql", "SELECT 1"])).store
-    assert (s.url, s.database, s.table, s.user, s.password, s.ca_file, s.verify) == (
+    assert (s.url, s.database, s.table, s.user, s.password and s.password.get_secret_value(), s.ca_file, s.verify) == (
         "https://ch.example:8443",
         "scores_db",
         "scores",

@@ -11,7 +11,7 @@ import pytest
 
 from monitor.cli.flags import JUDGE_SETTINGS, KAFKA_CONNECTION_SETTINGS, STORE_SETTINGS
 from monitor.cli.main import build_parser
-from monitor.config import Settings
+from monitor.config import FIELDS
 from monitor.devtools.config_reference import env_only
 
 COMMANDS = ("run", "migrate", "sql", "produce", "broker", "judge", "forget", "demo", "report", "calibrate", "compare")
@@ -70,7 +70,7 @@ def test_sql_help_is_short_and_lists_the_store_flags_only(monkeypatch: pytest.Mo
 def test_run_has_a_flag_for_every_setting_but_the_env_only_ones(monkeypatch: pytest.MonkeyPatch) -> None:
     """`run` keeps every setting as a flag, grouped by topic; secrets and the prices table stay in the environment."""
     dests = {a.dest for a in shown(subparser("run"))}
-    for name, field in Settings.model_fields.items():
+    for name, field in FIELDS.items():
         assert (name in dests) is not env_only(name, field), name
     text = help_text("run", monkeypatch)
     assert (
@@ -96,7 +96,7 @@ def test_run_has_a_flag_for_every_setting_but_the_env_only_ones(monkeypatch: pyt
 def test_commands_take_the_flags_of_the_settings_they_read(command: str, names: tuple[str, ...]) -> None:
     """Each command offers the flags of exactly the settings it reads, each named `--<setting>` as in `run`."""
     actions = shown(subparser(command))
-    settings = {a.dest: a for a in actions if a.dest in Settings.model_fields}
+    settings = {a.dest: a for a in actions if a.dest in FIELDS}
     assert set(settings) == set(names)
     for name, action in settings.items():
         assert "--" + name.replace("_", "-") in action.option_strings
@@ -109,9 +109,9 @@ def test_no_option_names_a_setting_differently(monkeypatch: pytest.MonkeyPatch) 
     for command in COMMANDS:
         for action in shown(subparser(command)):
             for option in action.option_strings:
-                if option.startswith("--") and option.removeprefix("--").replace("-", "_") in Settings.model_fields:
+                if option.startswith("--") and option.removeprefix("--").replace("-", "_") in FIELDS:
                     assert action.dest == option.removeprefix("--").replace("-", "_"), (command, option)
-            if action.dest in Settings.model_fields:
+            if action.dest in FIELDS:
                 assert "--" + action.dest.replace("_", "-") in action.option_strings, (command, action.option_strings)
     assert run_flags["--kafka-bootstrap-servers"] == "kafka_bootstrap_servers"
     for command, old in (

@@ -102,15 +102,15 @@ def test_relative_chdb_paths_are_resolved_and_shown_absolute(
     monkeypatch.chdir(tmp_path)
     want = f"chdb://{tmp_path / 'relative' / 'dir'}"
     s = load_settings(clickhouse_url=url)
-    assert s.clickhouse_url == want and s.redacted()["clickhouse_url"] == want
+    assert s.store.url == want and s.redacted()["clickhouse_url"] == want
     assert ClickHouseStore(url, "relevancy", "relevancy_scores").url == want
 
 
 def test_other_urls_keep_their_form(tmp_path: Path) -> None:
     """Absolute chdb paths keep their options; server URLs and the in-memory engine are left as given."""
-    assert load_settings(clickhouse_url=f"chdb://{tmp_path}?verbose=1").clickhouse_url == f"chdb://{tmp_path}?verbose=1"
+    assert load_settings(clickhouse_url=f"chdb://{tmp_path}?verbose=1").store.url == f"chdb://{tmp_path}?verbose=1"
     for url in ("https://u:pw@ch:8443/db", "chdb://memory", "chdb://:memory:"):
-        assert load_settings(clickhouse_url=url).clickhouse_url == url
+        assert load_settings(clickhouse_url=url).store.url == url
 
 
 def _cli(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:

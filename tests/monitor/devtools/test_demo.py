@@ -158,7 +158,7 @@ def test_the_demo_runs_the_shipped_rules_only() -> None:
 def test_the_demo_store_is_embedded_and_defaults_to_the_one_run_uses(tmp_path: Path) -> None:
     """The flag wins, then an embedded MONITOR_CLICKHOUSE_URL, then the default store of `run`; a server is refused."""
     from monitor.cli.demo import demo_directory
-    from monitor.config import DEFAULT_CLICKHOUSE_URL
+    from monitor.store.settings import DEFAULT_CLICKHOUSE_URL
     from monitor.store.urls import chdb_directory
 
     assert demo_directory(f"chdb://{tmp_path}/a", {"MONITOR_CLICKHOUSE_URL": f"chdb://{tmp_path}/b"}) == tmp_path / "a"

@@ -45,7 +45,7 @@ async def make_judge(fake_messages_api: FakeMessagesAPI) -> AsyncIterator[MakeJu
     def make(method: str = "rubric", *, judge_kwargs: dict[str, Any] | None = None, **overrides: Any) -> LLMJudge[Any]:
         settings = judge_settings(fake_messages_api, method, **overrides)
         cls = RubricJudge if method == "rubric" else StatementsJudge
-        judge = cls(settings.judge_client, **{"backoff": FAST, **(judge_kwargs or {})})
+        judge = cls(settings.judge, **{"backoff": FAST, **(judge_kwargs or {})})
         made.append(judge)
         return judge
 

@@ -115,7 +115,7 @@ def test_a_judge_built_for_the_default_model_is_cacheable_and_does_not_warn(
 ) -> None:
     """Built for the default model, a judge records a cacheable prefix check and logs no warning."""
     with capture_logs() as logs:
-        judge = cls(judge_settings(fake_messages_api, cls.method).judge_client)
+        judge = cls(judge_settings(fake_messages_api, cls.method).judge)
     assert judge.prefix_check.cacheable and judge.prefix_check.model == DEFAULT_MODEL
     assert [e for e in logs if e["event"] == "judge_prompt_below_cache_minimum"] == []
 
@@ -127,7 +127,7 @@ def test_a_judge_whose_prompt_is_too_short_warns_once_at_construction(fake_messa
         system_prompt = RUBRIC_INSTRUCTIONS
 
     with capture_logs() as logs:
-        judge = Short(judge_settings(fake_messages_api, "rubric", judge_model="claude-sonnet-4-5").judge_client)
+        judge = Short(judge_settings(fake_messages_api, "rubric", judge_model="claude-sonnet-4-5").judge)
     warnings = [e for e in logs if e["event"] == "judge_prompt_below_cache_minimum"]
     assert len(warnings) == 1
     w = warnings[0]

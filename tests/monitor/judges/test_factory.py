@@ -19,7 +19,7 @@ async def test_build_judge_returns_a_working_llm_judge(
     fake_messages_api: FakeMessagesAPI, method: str, cls: type
 ) -> None:
     """build_judge returns the rubric or statements judge, not heuristic, scoring with one API request."""
-    judge = build_judge(judge_settings(fake_messages_api, method).judge_client)
+    judge = build_judge(judge_settings(fake_messages_api, method).judge)
     try:
         assert isinstance(judge, cls)
         assert judge.info.method == method and judge.info.heuristic is False
@@ -31,7 +31,7 @@ async def test_build_judge_returns_a_working_llm_judge(
 
 def test_build_judge_lexical_needs_no_key() -> None:
     """build_judge returns the lexical judge without any API key."""
-    assert isinstance(build_judge(load_settings(judge="lexical").judge_client), LexicalJudge)
+    assert isinstance(build_judge(load_settings(judge="lexical").judge), LexicalJudge)
 
 
 @pytest.mark.parametrize("method", ["rubric", "statements"])
@@ -40,5 +40,5 @@ def test_llm_judge_without_api_key_is_a_one_line_config_error(monkeypatch: pytes
     for var in ("MONITOR_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY"):
         monkeypatch.delenv(var, raising=False)
     with pytest.raises(ConfigError) as exc:
-        build_judge(load_settings(judge=method).judge_client)
+        build_judge(load_settings(judge=method).judge)
     assert "MONITOR_ANTHROPIC_API_KEY" in str(exc.value) and "\n" not in str(exc.value)

@@ -173,7 +173,7 @@ async def test_unreachable_api_gives_up_with_unavailable(fake_messages_api: Fake
     settings = judge_settings(
         fake_messages_api, "rubric", anthropic_base_url=f"http://127.0.0.1:{port}", judge_max_retries=2
     )
-    judge = RubricJudge(settings.judge_client, backoff=Backoff(base_s=0.01))
+    judge = RubricJudge(settings.judge, backoff=Backoff(base_s=0.01))
     try:
         with pytest.raises(JudgeUnavailable, match="connection"):
             await judge.judge(QUESTION, TIGHT)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import replace
 from typing import Any
 
 import httpx2
@@ -85,7 +84,7 @@ async def test_an_injected_http_client_carries_the_judge_requests() -> None:
             return httpx2.Response(529, json=busy)
         return httpx2.Response(200, json=_message(json.dumps({"reasoning": "Answers it.", "score": 3})))
 
-    settings = JudgeSettings(method="rubric", api_key="sk-ant-mock", base_url="http://judge.mock")
+    settings = JudgeSettings(judge="rubric", anthropic_api_key="sk-ant-mock", anthropic_base_url="http://judge.mock")
     http_client = httpx2.AsyncClient(transport=httpx2.MockTransport(answer))
     judge = RubricJudge(settings, backoff=FAST, http_client=http_client)
     try:
@@ -104,7 +103,7 @@ async def test_a_judge_on_a_ready_client_sends_through_it_and_leaves_it_open(
     fake_messages_api: FakeMessagesAPI,
 ) -> None:
     """A judge given a MessagesClient counts its calls there, and closing the judge leaves the client to its owner."""
-    settings = judge_settings(fake_messages_api, "rubric").judge_client
+    settings = judge_settings(fake_messages_api, "rubric").judge
     client = MessagesClient(settings, backoff=FAST)
     try:
         first = RubricJudge(settings, client=client)
@@ -119,9 +118,9 @@ async def test_a_judge_on_a_ready_client_sends_through_it_and_leaves_it_open(
 
 def test_a_ready_client_comes_alone_and_for_the_judges_own_settings() -> None:
     """A ready client with options too, or built for other settings (another model), is refused."""
-    settings = JudgeSettings(method="rubric", api_key="sk-ant-mock")
+    settings = JudgeSettings(judge="rubric", anthropic_api_key="sk-ant-mock")
     client = MessagesClient(settings)
     with pytest.raises(TypeError, match="not both"):
         RubricJudge(settings, client=client, backoff=FAST)
     with pytest.raises(ValueError, match="other judge settings"):
-        RubricJudge(replace(settings, model="claude-opus-5-5"), client=client)
+        RubricJudge(settings.model_copy(update={"model": "claude-opus-5-5"}), client=client)

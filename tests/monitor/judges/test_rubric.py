@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from monitor.config import DEFAULT_PRICES
+from monitor.judges.pricing import DEFAULT_PRICES
 from monitor.judges.rubric import SYSTEM_PROMPT, RubricJudge
 from schemas.errors import JudgeReplyInvalid
 from tests.fake_messages_api import API_KEY, FakeMessagesAPI, Reply, malformed, out_of_range_score
@@ -200,7 +200,7 @@ def test_judge_id_changes_with_model_prompt_and_parameters(fake_messages_api: Fa
     """The judge id changes with model, max tokens, input limit and prompt, but not retries or timeout."""
 
     def jid(cls: type[RubricJudge] = RubricJudge, **overrides: object) -> str:
-        return cls(judge_settings(fake_messages_api, "rubric", **overrides).judge_client).info.judge_id
+        return cls(judge_settings(fake_messages_api, "rubric", **overrides).judge).info.judge_id
 
     class OtherPrompt(RubricJudge):
         system_prompt = SYSTEM_PROMPT + "\nBe brief."
@@ -218,5 +218,5 @@ def test_judge_id_changes_with_model_prompt_and_parameters(fake_messages_api: Fa
 
 def test_info_names_method_and_model(fake_messages_api: FakeMessagesAPI) -> None:
     """The judge info names the rubric method and the configured model, and is not heuristic."""
-    info = RubricJudge(judge_settings(fake_messages_api, "rubric", judge_model="claude-opus-5-5").judge_client).info
+    info = RubricJudge(judge_settings(fake_messages_api, "rubric", judge_model="claude-opus-5-5").judge).info
     assert (info.method, info.model, info.heuristic) == ("rubric", "claude-opus-5-5", False)

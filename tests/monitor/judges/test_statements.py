@@ -158,12 +158,12 @@ def test_judge_id_covers_the_strict_threshold_and_differs_from_rubric(fake_messa
     """The judge id starts with statements- and changes with the strict threshold and the model."""
 
     def jid(**overrides: object) -> str:
-        return StatementsJudge(judge_settings(fake_messages_api, "statements", **overrides).judge_client).info.judge_id
+        return StatementsJudge(judge_settings(fake_messages_api, "statements", **overrides).judge).info.judge_id
 
     base = jid()
     assert base.startswith("statements-") and base == jid()
     assert jid(statements_strict_threshold=0.5) != base
     assert jid(statements_strict_threshold=0.5) != jid(statements_strict_threshold=0.6)
     assert jid(judge_model="claude-sonnet-5-5") != base
-    info = StatementsJudge(judge_settings(fake_messages_api, "statements").judge_client).info
+    info = StatementsJudge(judge_settings(fake_messages_api, "statements").judge).info
     assert (info.method, info.heuristic) == ("statements", False)

@@ -159,7 +159,7 @@ def test_the_worked_examples_give_the_judge_a_new_id(
     class InstructionsOnly(cls):  # type: ignore[valid-type,misc]
         system_prompt = instructions
 
-    settings = judge_settings(fake_messages_api, cls.method).judge_client
+    settings = judge_settings(fake_messages_api, cls.method).judge
     new, again, old = cls(settings).info.judge_id, cls(settings).info.judge_id, InstructionsOnly(settings).info.judge_id
     assert new == again and new != old
     assert new.startswith(f"{cls.method}-") and old.startswith(f"{cls.method}-")

@@ -45,7 +45,7 @@ async def committed(broker: LocalBroker, settings: Settings, n: int) -> None:
     """Wait until the group has committed `n` offsets in total."""
 
     async def done() -> bool:
-        c = await committed_offsets(broker.bootstrap, settings.kafka_group_id, settings.kafka_topics[0])
+        c = await committed_offsets(broker.bootstrap, settings.kafka.group_id, settings.kafka.topics[0])
         return sum(v or 0 for v in c.values()) == n
 
     await wait_for(done, 60, f"{n} offsets committed")
@@ -56,7 +56,7 @@ async def test_budget_lowers_the_rate_before_the_cap_and_stops_at_it(
 ) -> None:
     """The budget lowers the recorded sampling rate before the cap and stops judging at it; traffic counts agree."""
     settings = make_settings(budget_requests_per_hour=40, budget_soft_limit=0.5, cache_max_entries=0)
-    await produce_values(broker.bootstrap, settings.kafka_topics[0], events(300, "b"))
+    await produce_values(broker.bootstrap, settings.kafka.topics[0], events(300, "b"))
     run = RunningPipeline(settings, async_store)
     p = run.pipeline
     p.cost.budget = SpendBudget(
@@ -90,13 +90,13 @@ async def test_budget_sync_counts_other_replicas_spend(
     """A second process in the same hour counts the first one's spend and judges only what is left."""
     # a first run spends 30 of 40 requests; a second process starting in the same hour must know
     settings = make_settings(budget_requests_per_hour=40, cache_max_entries=0)
-    await produce_values(broker.bootstrap, settings.kafka_topics[0], events(30, "x"))
+    await produce_values(broker.bootstrap, settings.kafka.topics[0], events(30, "x"))
     async with fixed_clock(RunningPipeline(settings, async_store)):
         await committed(broker, settings, 30)
     again = make_settings(
-        budget_requests_per_hour=40, cache_max_entries=0, kafka_group_id=settings.kafka_group_id + "-b"
+        budget_requests_per_hour=40, cache_max_entries=0, kafka_group_id=settings.kafka.group_id + "-b"
     )
-    await produce_values(broker.bootstrap, settings.kafka_topics[0], events(100, "y"))
+    await produce_values(broker.bootstrap, settings.kafka.topics[0], events(100, "y"))
     async with fixed_clock(RunningPipeline(again, async_store)) as second:
         await committed(broker, again, 130)
     # the second process (a new group: it replays x and reads y) knew the first one's 30 requests: 10 were left
@@ -122,12 +122,12 @@ async def test_identical_pairs_reuse_the_verdict(
     """Repeated pairs reuse the first verdict as cached rows without tokens or cost; a new pair calls again."""
     settings = make_settings(judge="statements", **fake_messages_api.settings_overrides())
     async with RunningPipeline(settings, async_store) as run:
-        await produce_values(broker.bootstrap, settings.kafka_topics[0], events(1, "first"))
+        await produce_values(broker.bootstrap, settings.kafka.topics[0], events(1, "first"))
         await committed(broker, settings, 1)
-        await produce_values(broker.bootstrap, settings.kafka_topics[0], events(20, "dup"))
+        await produce_values(broker.bootstrap, settings.kafka.topics[0], events(20, "dup"))
         await committed(broker, settings, 21)
         await produce_values(
-            broker.bootstrap, settings.kafka_topics[0], events(1, "other", response="Order A17 is lost.")
+            broker.bootstrap, settings.kafka.topics[0], events(1, "other", response="Order A17 is lost.")
         )
         await committed(broker, settings, 22)
     assert len(fake_messages_api.message_requests) == 2  # one per distinct pair
@@ -160,7 +160,7 @@ async def test_lag_lowers_the_sampling_rate_and_rows_record_it(
         kafka_max_poll_records=10,
         cache_max_entries=0,
     )
-    await produce_values(broker.bootstrap, settings.kafka_topics[0], events(1500, "f"))
+    await produce_values(broker.bootstrap, settings.kafka.topics[0], events(1500, "f"))
     async with RunningPipeline(settings, async_store, judge=ScriptedJudge(delay_s=0.02)) as run:
         await committed(broker, settings, 1500)
     t = async_store.store.qualified_table
@@ -182,7 +182,7 @@ async def test_identical_pairs_arriving_together_are_judged_once(
     fake_messages_api.always(Reply(delay_s=0.5))  # slow enough that every duplicate arrives while the first is judged
     await produce_values(
         broker.bootstrap,
-        settings.kafka_topics[0],
+        settings.kafka.topics[0],
         [*events(30, "burst"), *events(5, "other", response="Order A17 is lost.")],
     )
     async with RunningPipeline(settings, async_store) as run:
@@ -209,7 +209,7 @@ async def test_a_failed_leader_lets_waiting_duplicates_judge_for_themselves(
         judge="rubric", judge_max_retries=0, judge_event_attempts=1, **fake_messages_api.settings_overrides()
     )
     fake_messages_api.script(Reply("{not json", delay_s=0.5))  # the first call fails slowly; later calls succeed
-    await produce_values(broker.bootstrap, settings.kafka_topics[0], events(4, "f"))
+    await produce_values(broker.bootstrap, settings.kafka.topics[0], events(4, "f"))
     async with RunningPipeline(settings, async_store):
         await committed(broker, settings, 4)
     rows = (

@@ -48,7 +48,7 @@ def test_a_burst_of_rate_limits_in_one_window_halves_the_limit_once() -> None:
 async def test_concurrency_halves_once_under_a_429_burst_and_recovers(fake_messages_api: FakeMessagesAPI) -> None:
     """With 16 calls in flight all meeting a 429, the limit falls to 8 (not the floor), then climbs back to 16."""
     settings = judge_settings(fake_messages_api, "rubric", judge_max_retries=2)
-    judge = RubricJudge(settings.judge_client, backoff=FAST)
+    judge = RubricJudge(settings.judge, backoff=FAST)
     spent: list[Usage] = []
     guard = GuardedJudge(
         judge, FlowSettings(judge_concurrency=16, breaker_threshold=1000), Metrics(), on_spent=spent.append

@@ -255,8 +255,13 @@ def test_the_shadow_client_is_the_primary_client_with_its_own_method_and_model()
         judge_max_tokens=333,
         anthropic_api_key="k",
     )
-    client = s.shadow_judge_client
-    assert client is not None and (client.method, client.model, client.max_tokens, client.api_key) == (
+    client = s.shadow_judge
+    assert client is not None and (
+        client.method,
+        client.model,
+        client.max_tokens,
+        client.api_key and client.api_key.get_secret_value(),
+    ) == (
         "statements",
         "claude-haiku-5-5",
         333,
@@ -264,7 +269,7 @@ def test_the_shadow_client_is_the_primary_client_with_its_own_method_and_model()
     )
     other = load_settings(
         judge="statements", shadow_judge="statements", shadow_judge_model="claude-sonnet-5-5"
-    ).shadow_judge_client
+    ).shadow_judge
     assert other is not None and other.model == "claude-sonnet-5-5"
     off = load_settings()
-    assert off.shadow_judge_client is None and off.shadow.method is None and off.shadow.sample_rate == 0.05
+    assert off.shadow_judge is None and off.shadow.method is None and off.shadow.sample_rate == 0.05

@@ -81,4 +81,6 @@ def test_national_phone_formats_follow_the_configured_regions() -> None:
     """A national number is recognised only for a configured region; a +country number always is."""
     indian = "call 98765 43210 or +91 98765 43210"
     assert build_redactor(RedactionSettings()).redact(indian).text == "call 98765 43210 or [PHONE]"
-    assert build_redactor(RedactionSettings(phone_regions=("IN",))).redact(indian).text == "call [PHONE] or [PHONE]"
+    assert (
+        build_redactor(RedactionSettings(redact_phone_regions=("IN",))).redact(indian).text == "call [PHONE] or [PHONE]"
+    )

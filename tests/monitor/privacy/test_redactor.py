@@ -34,7 +34,7 @@ def test_counts_are_per_kind_and_the_name_carries_the_version() -> None:
 
 def test_allowed_values_are_kept_case_insensitively() -> None:
     """A value on the allow-list survives, in any case; other items of its kind do not."""
-    redactor = build_redactor(RedactionSettings(allow=("support@example.com",)))
+    redactor = build_redactor(RedactionSettings(redact_allow=("support@example.com",)))
     result = redactor.redact("Write to Support@Example.com, not me@home.org")
     assert result.text == "Write to Support@Example.com, not [EMAIL]" and result.counts == {"EMAIL": 1}
     assert redactor.name != RECOGNIZERS_VERSION  # a different configuration is visible on the rows
@@ -43,7 +43,7 @@ def test_allowed_values_are_kept_case_insensitively() -> None:
 def test_custom_patterns_get_their_own_placeholder_and_group() -> None:
     """A user pattern replaces its match (or its `item` group) with [KIND] and is counted under KIND."""
     redactor = build_redactor(
-        RedactionSettings(patterns={"ORDER_REF": r"ORD-\d{6}", "MEMBER": r"member (?P<item>M\d{5})"})
+        RedactionSettings(redact_patterns={"ORDER_REF": r"ORD-\d{6}", "MEMBER": r"member (?P<item>M\d{5})"})
     )
     result = redactor.redact("ORD-123456 for member M12345")
     assert result.text == "[ORDER_REF] for member [MEMBER]" and result.counts == {"ORDER_REF": 1, "MEMBER": 1}

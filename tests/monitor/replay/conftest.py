@@ -66,7 +66,7 @@ async def replay(
     settings: Settings, store: AsyncStore, since: datetime, until: datetime, **options: Any
 ) -> ReplayOutcome:
     """Run one replay of [since, until) with the configured judge; returns its outcome."""
-    judge = build_judge(settings.judge_client)
+    judge = build_judge(settings.judge)
     try:
         run = Replay(settings, ReplayOptions(span=TimeRange(since, until), **options), judge, store, RecordedView())
         return await run.run()

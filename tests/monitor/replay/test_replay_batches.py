@@ -37,7 +37,7 @@ async def test_a_batch_replay_scores_every_event_at_half_price(
     fake_messages_api.batch_processing(0.1)
     settings = make_settings(judge="rubric", **fake_messages_api.settings_overrides())
     at = minutes_ago(20)
-    await produce_values(broker.bootstrap, settings.kafka_topics[0], events(12, "b", at), timestamp_ms=ms(at))
+    await produce_values(broker.bootstrap, settings.kafka.topics[0], events(12, "b", at), timestamp_ms=ms(at))
     since, until = at - timedelta(minutes=1), at + timedelta(minutes=1)
 
     outcome = await replay(
@@ -55,7 +55,7 @@ async def test_a_batch_replay_scores_every_event_at_half_price(
             f"SELECT cost_usd, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens FROM {async_store.store.qualified_table} FINAL"
         )
     ).rows
-    price = DEFAULT_PRICES[settings.judge_model]
+    price = DEFAULT_PRICES[settings.judge.model]
     assert all(cost == pytest.approx(price.cost(*tokens) / 2) for cost, *tokens in rows)
     assert all(cost > 0 for cost, *_ in rows)
 
@@ -69,10 +69,10 @@ async def test_a_transient_failure_in_a_batch_goes_into_a_later_batch(
     """A request that expired in its batch is sent again in the next one and ends in an ok row."""
     fake_messages_api.batch_processing(0.05)
     settings = make_settings(judge="rubric", **fake_messages_api.settings_overrides())
-    judge_id = build_judge(settings.judge_client).info.judge_id
+    judge_id = build_judge(settings.judge).info.judge_id
     fake_messages_api.batch_outcome(custom_id_for(judge_id, "t2"), expired())
     at = minutes_ago(20)
-    await produce_values(broker.bootstrap, settings.kafka_topics[0], events(4, "t", at), timestamp_ms=ms(at))
+    await produce_values(broker.bootstrap, settings.kafka.topics[0], events(4, "t", at), timestamp_ms=ms(at))
 
     outcome = await replay(
         settings,
@@ -100,9 +100,9 @@ async def test_an_interrupted_batch_replay_is_collected_by_the_next_run_without_
     fake_messages_api.batch_processing(None)  # ends only when the test says so
     settings = make_settings(judge="rubric", **fake_messages_api.settings_overrides())
     at = minutes_ago(20)
-    await produce_values(broker.bootstrap, settings.kafka_topics[0], events(6, "k", at), timestamp_ms=ms(at))
+    await produce_values(broker.bootstrap, settings.kafka.topics[0], events(6, "k", at), timestamp_ms=ms(at))
     since, until = at - timedelta(minutes=1), at + timedelta(minutes=1)
-    judge = build_judge(settings.judge_client)
+    judge = build_judge(settings.judge)
 
     class StopOnceSent(RecordedView):
         def progress(self, snapshot: Snapshot) -> None:

@@ -26,12 +26,12 @@ async def test_a_range_replay_scores_exactly_its_events_and_leaves_the_live_grou
     """Of two batches produced at different times, a replay of the second's range scores exactly its events (rows
     marked with the run), the live group's committed offsets stay as they were, and no traffic is counted."""
     settings = make_settings(judge="lexical")
-    topic = settings.kafka_topics[0]
+    topic = settings.kafka.topics[0]
     first, second = minutes_ago(20), minutes_ago(10)
     await produce_values(broker.bootstrap, topic, events(12, "a", first), timestamp_ms=ms(first))
     async with RunningPipeline(settings, async_store):
         await wait_for(lambda: _committed(broker, settings, 12), 60, "the live group to commit the first batch")
-    before = await committed_offsets(broker.bootstrap, settings.kafka_group_id, topic)
+    before = await committed_offsets(broker.bootstrap, settings.kafka.group_id, topic)
     traffic_before = (
         await async_store.query(f"SELECT sum(consumed) FROM {async_store.store.database}.traffic_counts")
     ).rows[0][0]
@@ -47,7 +47,7 @@ async def test_a_range_replay_scores_exactly_its_events_and_leaves_the_live_grou
     assert [r[0] for r in replayed] == [f"b{i}" for i in range(9)]
     assert {r[2] for r in replayed} == {outcome.run_id}
     assert await count_rows(async_store, "replay_run = '' AND startsWith(event_id, 'a')") == 12
-    assert await committed_offsets(broker.bootstrap, settings.kafka_group_id, topic) == before
+    assert await committed_offsets(broker.bootstrap, settings.kafka.group_id, topic) == before
     traffic_after = (
         await async_store.query(f"SELECT sum(consumed) FROM {async_store.store.database}.traffic_counts")
     ).rows[0][0]
@@ -55,7 +55,7 @@ async def test_a_range_replay_scores_exactly_its_events_and_leaves_the_live_grou
 
 
 async def _committed(broker: LocalBroker, settings: Settings, n: int) -> bool:
-    c = await committed_offsets(broker.bootstrap, settings.kafka_group_id, settings.kafka_topics[0])
+    c = await committed_offsets(broker.bootstrap, settings.kafka.group_id, settings.kafka.topics[0])
     return sum(v or 0 for v in c.values()) == n
 
 
@@ -64,7 +64,7 @@ async def test_a_replay_never_replaces_a_live_score(
 ) -> None:
     """Events the live consumer scored with the same judge are skipped: their live rows stay exactly as they were."""
     settings = make_settings(judge="lexical")
-    topic = settings.kafka_topics[0]
+    topic = settings.kafka.topics[0]
     at = minutes_ago(15)
     await produce_values(broker.bootstrap, topic, events(6, "live", at), timestamp_ms=ms(at))
     async with RunningPipeline(settings, async_store):
@@ -88,7 +88,7 @@ async def test_the_same_judge_twice_collapses_and_another_judge_writes_beside(
     assert isinstance(fake_messages_api, FakeMessagesAPI)
     settings = make_settings(judge="lexical")
     at = minutes_ago(30)
-    await produce_values(broker.bootstrap, settings.kafka_topics[0], events(8, "e", at), timestamp_ms=ms(at))
+    await produce_values(broker.bootstrap, settings.kafka.topics[0], events(8, "e", at), timestamp_ms=ms(at))
     since, until = at - timedelta(minutes=1), at + timedelta(minutes=1)
 
     first = await replay(settings, async_store, since, until)
@@ -115,7 +115,7 @@ async def test_resume_skips_what_an_earlier_replay_scored(
     """With resume, events an earlier replay of this judge scored are skipped, not judged again."""
     settings = make_settings(judge="lexical")
     at = minutes_ago(25)
-    await produce_values(broker.bootstrap, settings.kafka_topics[0], events(5, "r", at), timestamp_ms=ms(at))
+    await produce_values(broker.bootstrap, settings.kafka.topics[0], events(5, "r", at), timestamp_ms=ms(at))
     since, until = at - timedelta(minutes=1), at + timedelta(minutes=1)
     await replay(settings, async_store, since, until)
 
@@ -132,7 +132,7 @@ async def test_malformed_records_are_counted_by_reason_and_not_dead_lettered_aga
     settings = make_settings(judge="lexical")
     at = minutes_ago(12)
     values = [*events(3, "ok", at), b"{not json", b'{"event_id": "x"}', b""]
-    await produce_values(broker.bootstrap, settings.kafka_topics[0], values, timestamp_ms=ms(at))
+    await produce_values(broker.bootstrap, settings.kafka.topics[0], values, timestamp_ms=ms(at))
 
     outcome = await replay(settings, async_store, at - timedelta(minutes=1), at + timedelta(minutes=1))
 
@@ -141,7 +141,7 @@ async def test_malformed_records_are_counted_by_reason_and_not_dead_lettered_aga
     assert dict(tally.malformed) == {"invalid_json": 1, "invalid_event": 1, "empty_value": 1}
     assert outcome.tally.scored == 3
     topics = await _topics(broker)
-    assert settings.dlq_topic not in topics
+    assert settings.kafka.dlq_topic not in topics
 
 
 async def _topics(broker: LocalBroker) -> set[str]:
@@ -161,7 +161,7 @@ async def test_a_range_past_the_end_reads_nothing(
     """A range after the newest record reads no record (tansu's timestamp -1 answer is not taken as offset 0)."""
     settings = make_settings(judge="lexical")
     at = minutes_ago(40)
-    await produce_values(broker.bootstrap, settings.kafka_topics[0], events(4, "old", at), timestamp_ms=ms(at))
+    await produce_values(broker.bootstrap, settings.kafka.topics[0], events(4, "old", at), timestamp_ms=ms(at))
 
     outcome = await replay(settings, async_store, minutes_ago(5), minutes_ago(1))
 
@@ -182,7 +182,7 @@ async def test_replayed_text_is_redacted_as_live_text_is(
         question="Where is my order? Mail me at jane.doe@example.com",
         response="Order A17 ships today, Jane: see jane.doe@example.com",
     )
-    await produce_values(broker.bootstrap, settings.kafka_topics[0], values, timestamp_ms=ms(at))
+    await produce_values(broker.bootstrap, settings.kafka.topics[0], values, timestamp_ms=ms(at))
 
     await replay(settings, async_store, at - timedelta(minutes=1), at + timedelta(minutes=1))
 
@@ -203,7 +203,7 @@ async def test_a_live_error_row_is_not_replaced_by_a_replay(
     assert isinstance(fake_messages_api, FakeMessagesAPI)
     settings = make_settings(judge="rubric", **fake_messages_api.settings_overrides())
     at = minutes_ago(16)
-    await produce_values(broker.bootstrap, settings.kafka_topics[0], events(3, "err", at), timestamp_ms=ms(at))
+    await produce_values(broker.bootstrap, settings.kafka.topics[0], events(3, "err", at), timestamp_ms=ms(at))
     fake_messages_api.always(bad_request())
     async with RunningPipeline(settings, async_store):
         await wait_for(lambda: _committed(broker, settings, 3), 60, "the live group to commit the error rows")
@@ -226,7 +226,7 @@ async def test_two_batches_seconds_apart_replay_only_the_second(
     from datetime import UTC, datetime
 
     settings = make_settings(judge="lexical")
-    topic = settings.kafka_topics[0]
+    topic = settings.kafka.topics[0]
     await produce_values(broker.bootstrap, topic, events(7, "first", minutes_ago(0)))
     await asyncio.sleep(1.0)
     between = datetime.now(UTC)

@@ -49,7 +49,7 @@ async def test_max_usd_stops_before_the_cap_and_resume_finishes_the_rest(
     fake_messages_api.always(TENTH_OF_A_DOLLAR)
     settings = make_settings(judge="rubric", judge_concurrency=1, **fake_messages_api.settings_overrides())
     at = minutes_ago(20)
-    await produce_values(broker.bootstrap, settings.kafka_topics[0], events(8, "m", at), timestamp_ms=ms(at))
+    await produce_values(broker.bootstrap, settings.kafka.topics[0], events(8, "m", at), timestamp_ms=ms(at))
     since, until = at - timedelta(minutes=1), at + timedelta(minutes=1)
 
     capped = await replay(settings, async_store, since, until, yes=True, max_usd=0.55)
@@ -76,7 +76,7 @@ async def test_an_estimate_above_the_threshold_needs_yes(
     """Above MONITOR_REPLAY_CONFIRM_USD the replay stops after the estimate without a call or a row; --yes goes ahead."""
     settings = make_settings(judge="rubric", replay_confirm_usd=0.0, **fake_messages_api.settings_overrides())
     at = minutes_ago(20)
-    await produce_values(broker.bootstrap, settings.kafka_topics[0], events(4, "y", at), timestamp_ms=ms(at))
+    await produce_values(broker.bootstrap, settings.kafka.topics[0], events(4, "y", at), timestamp_ms=ms(at))
     since, until = at - timedelta(minutes=1), at + timedelta(minutes=1)
 
     with pytest.raises(ReplayRefused, match=r"above MONITOR_REPLAY_CONFIRM_USD \(\$0.00\): run again with --yes"):
@@ -98,7 +98,7 @@ async def test_a_dry_run_estimates_and_judges_nothing(
     """A dry run prints the count and a positive estimate for an LLM judge, and sends no request."""
     settings = make_settings(judge="statements", **fake_messages_api.settings_overrides())
     at = minutes_ago(20)
-    await produce_values(broker.bootstrap, settings.kafka_topics[0], events(10, "d", at), timestamp_ms=ms(at))
+    await produce_values(broker.bootstrap, settings.kafka.topics[0], events(10, "d", at), timestamp_ms=ms(at))
 
     # A fresh client, as the command opens: a dry run's session is read-only (the engine's readonly = 1).
     reader = AsyncStore(ClickHouseStore(async_store.store.url, async_store.store.database, async_store.store.table))
@@ -125,9 +125,9 @@ async def test_an_interrupted_replay_keeps_its_rows_and_resumes(
     fake_messages_api.always(Reply(delay_s=0.2))
     settings = make_settings(judge="rubric", judge_concurrency=2, **fake_messages_api.settings_overrides())
     at = minutes_ago(20)
-    await produce_values(broker.bootstrap, settings.kafka_topics[0], events(20, "i", at), timestamp_ms=ms(at))
+    await produce_values(broker.bootstrap, settings.kafka.topics[0], events(20, "i", at), timestamp_ms=ms(at))
     since, until = at - timedelta(minutes=1), at + timedelta(minutes=1)
-    judge = build_judge(settings.judge_client)
+    judge = build_judge(settings.judge)
 
     class StopWhenScoring(RecordedView):
         def progress(self, snapshot: Snapshot) -> None:
@@ -160,7 +160,7 @@ async def test_erased_conversations_are_never_scored_again(
     """Events of a conversation `forget` erased (and an erased event id) are skipped as erased."""
     settings = make_settings(judge="lexical")
     at = minutes_ago(20)
-    await produce_values(broker.bootstrap, settings.kafka_topics[0], events(6, "x", at), timestamp_ms=ms(at))
+    await produce_values(broker.bootstrap, settings.kafka.topics[0], events(6, "x", at), timestamp_ms=ms(at))
     record_erased(async_store.store, ["xc1"], ["x4"], datetime.now(UTC))
 
     outcome = await replay(settings, async_store, at - timedelta(minutes=1), at + timedelta(minutes=1))
@@ -177,8 +177,8 @@ async def test_events_older_than_the_retention_are_left_out(
     expired (the TTL would delete their rows at once) while the newer ones are scored."""
     settings = make_settings(judge="lexical", retention_days=1)
     old, recent = datetime.now(UTC) - timedelta(days=2), minutes_ago(30)
-    await produce_values(broker.bootstrap, settings.kafka_topics[0], events(3, "old", old), timestamp_ms=ms(recent))
-    await produce_values(broker.bootstrap, settings.kafka_topics[0], events(2, "new", recent), timestamp_ms=ms(recent))
+    await produce_values(broker.bootstrap, settings.kafka.topics[0], events(3, "old", old), timestamp_ms=ms(recent))
+    await produce_values(broker.bootstrap, settings.kafka.topics[0], events(2, "new", recent), timestamp_ms=ms(recent))
 
     with pytest.raises(ReplayRefused, match="MONITOR_RETENTION_DAYS"):
         await replay(settings, async_store, old - timedelta(hours=1), old + timedelta(hours=1))

@@ -18,7 +18,7 @@ from tests.monitor.replay.conftest import QUESTION, events, minutes_ago, ms, rep
 
 async def _live(broker: LocalBroker, settings: Settings, store: AsyncStore, n: int, prefix: str) -> None:
     at = minutes_ago(30)
-    await produce_values(broker.bootstrap, settings.kafka_topics[0], events(n, prefix, at), timestamp_ms=ms(at))
+    await produce_values(broker.bootstrap, settings.kafka.topics[0], events(n, prefix, at), timestamp_ms=ms(at))
     async with RunningPipeline(settings, store):
         await wait_for(lambda: _rows_at_least(store, n), 60, f"{n} live rows")
 

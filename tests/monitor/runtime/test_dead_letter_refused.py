@@ -40,27 +40,27 @@ async def test_a_refusing_dead_letter_topic_is_loud_and_visible_then_recovers(
 ) -> None:
     """While the DLQ refuses: one error log with the topic, failures counted, not ready, commits held; then all flows."""
     settings = make_settings(lag_check_s=0.2)
-    topic = settings.kafka_topics[0]
+    topic = settings.kafka.topics[0]
     await produce_values(broker.bootstrap, topic, [b"not json", *FLAT, b"[1, 2]"], key=lambda i: b"same-partition")
     with capture_logs() as logs:
         async with RunningPipeline(settings, async_store) as run:
-            run.pipeline.dlq = RefusingPublisher(run.pipeline.producer, settings.dlq_topic)
+            run.pipeline.dlq = RefusingPublisher(run.pipeline.producer, settings.kafka.dlq_topic)
             await wait_for(lambda: _is(RefusingPublisher.attempts >= 3), 30, "a few refused publishes")
             assert run.pipeline.health.up["dead_letter_topic"] is False and not run.pipeline.health.ready
             assert run.counter("relevancy_monitor_dlq_publish_failures") >= 3
-            committed = await committed_offsets(broker.bootstrap, settings.kafka_group_id, topic)
+            committed = await committed_offsets(broker.bootstrap, settings.kafka.group_id, topic)
             assert not any(committed.values())  # the refused record at offset 0 holds its partition's commits
             RefusingPublisher.refusing = False
             started = time.monotonic()
 
             async def all_committed() -> bool:
-                c = await committed_offsets(broker.bootstrap, settings.kafka_group_id, topic)
+                c = await committed_offsets(broker.bootstrap, settings.kafka.group_id, topic)
                 return sum(v or 0 for v in c.values()) == len(FLAT) + 2
 
             await wait_for(all_committed, 30, "every record committed once the topic accepts")
             assert run.pipeline.health.up["dead_letter_topic"] is True and time.monotonic() - started < 30
     refused = [e for e in logs if e["event"] == "dead_letter_topic_refused"]
-    assert len(refused) == 1 and refused[0]["topic"] == settings.dlq_topic and refused[0]["log_level"] == "error"
+    assert len(refused) == 1 and refused[0]["topic"] == settings.kafka.dlq_topic and refused[0]["log_level"] == "error"
     assert any(e["event"] == "dead_letter_topic_writable" for e in logs)
 
 

@@ -94,11 +94,11 @@ async def test_edge_inputs_end_as_rows_or_dead_letters_and_offsets_reach_the_end
     assert set(values) == set(ROWS) | set(DEAD)
     names = list(values)
     total = await produce_values(
-        broker.bootstrap, settings.kafka_topics[0], values.values(), key=lambda i: names[i].encode()
+        broker.bootstrap, settings.kafka.topics[0], values.values(), key=lambda i: names[i].encode()
     )
 
     async def drained() -> bool:
-        committed = await committed_offsets(broker.bootstrap, settings.kafka_group_id, settings.kafka_topics[0])
+        committed = await committed_offsets(broker.bootstrap, settings.kafka.group_id, settings.kafka.topics[0])
         return sum(v or 0 for v in committed.values()) == total
 
     async with RunningPipeline(settings, async_store):
@@ -133,7 +133,7 @@ async def test_edge_inputs_end_as_rows_or_dead_letters_and_offsets_reach_the_end
     n_statements, stored = got["many"][5:7]
     assert n_statements > MAX_STORED_STATEMENTS and stored == MAX_STORED_STATEMENTS  # truthful count, capped arrays
 
-    dead = {r.key.decode(): r for r in await read_all(broker.bootstrap, settings.dlq_topic, len(DEAD))}
+    dead = {r.key.decode(): r for r in await read_all(broker.bootstrap, settings.kafka.dlq_topic, len(DEAD))}
     assert sorted(dead) == sorted(DEAD)
     for name, (reason, detail_part) in DEAD.items():
         headers = dict(dead[name].headers)

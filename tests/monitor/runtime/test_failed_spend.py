@@ -29,13 +29,13 @@ async def test_invalid_replies_cost_shows_on_error_rows_and_counts_against_the_b
     settings = make_settings(
         judge="rubric", judge_max_retries=1, budget_usd_per_day=100.0, **fake_messages_api.settings_overrides()
     )
-    topic = settings.kafka_topics[0]
+    topic = settings.kafka.topics[0]
     await produce_values(broker.bootstrap, topic, FLAT)
     async with RunningPipeline(settings, async_store) as run:
 
         async def all_committed() -> bool:
             return sum(
-                v or 0 for v in (await committed_offsets(broker.bootstrap, settings.kafka_group_id, topic)).values()
+                v or 0 for v in (await committed_offsets(broker.bootstrap, settings.kafka.group_id, topic)).values()
             ) == len(FLAT)
 
         await wait_for(all_committed, 60, "every event committed")
@@ -45,7 +45,7 @@ async def test_invalid_replies_cost_shows_on_error_rows_and_counts_against_the_b
     rows = (await async_store.query(sql)).rows
     assert len(rows) == len(FLAT) and {r[0] for r in rows} == {"error"}
     assert {(r[1], r[2]) for r in rows} == {(200, 80)}  # two attempts of 100 in / 40 out each
-    price = settings.judge_client.price
+    price = settings.judge.price
     assert price is not None
     costs = [price.cost(r[1], r[2], r[3], r[4]) for r in rows]
     assert [r[5] for r in rows] == pytest.approx(costs) and min(costs) > 0

@@ -28,7 +28,7 @@ async def test_failing_inserts_turn_readiness_off_and_the_stop_tells_the_truth(
     most the grace period and its lines agree (the events in flight, counted once); after `migrate` the next start
     writes a row for every event."""
     settings = make_settings(shutdown_grace_s=GRACE_S, lag_check_s=0.2, max_in_flight=8, kafka_max_poll_records=5)
-    topic = settings.kafka_topics[0]
+    topic = settings.kafka.topics[0]
     store = async_store.store
     with structlog.testing.capture_logs() as logs:
         async with RunningPipeline(settings, async_store) as run:

@@ -169,7 +169,7 @@ async def test_rebalance_two_members_one_stopped_mid_stream(
     """A member leaving mid-stream hands its partitions over without losing or duplicating an event."""
     settings = make_settings()
     values = list(generate_events(900, seed=12, malformed_share=0.0))
-    producing = asyncio.create_task(produce(broker.bootstrap, settings.kafka_topics[0], values, rate=100))
+    producing = asyncio.create_task(produce(broker.bootstrap, settings.kafka.topics[0], values, rate=100))
     first = RunningPipeline(settings, async_store)
     await first.__aenter__()
     await wait_for(lambda: _rows_over(async_store, 50), 60, "the first member to write rows")
@@ -183,7 +183,7 @@ async def test_rebalance_two_members_one_stopped_mid_stream(
     await first.shutdown()  # leaves the group mid-stream: its partitions move to the second member
     await producing
     await wait_for(
-        lambda: all_committed(broker.bootstrap, settings.kafka_group_id, settings.kafka_topics[0], len(values)),
+        lambda: all_committed(broker.bootstrap, settings.kafka.group_id, settings.kafka.topics[0], len(values)),
         90,
         "every offset committed",
     )
@@ -219,7 +219,7 @@ async def test_judge_outage_then_recovery_no_loss_no_error_rows_bounded_memory(
         **fake_messages_api.settings_overrides(),
     )
     n = 300
-    await produce_values(broker.bootstrap, settings.kafka_topics[0], generate_events(n, seed=21, malformed_share=0.0))
+    await produce_values(broker.bootstrap, settings.kafka.topics[0], generate_events(n, seed=21, malformed_share=0.0))
     peak = 0
     async with RunningPipeline(settings, async_store) as run:
 
@@ -267,7 +267,7 @@ async def test_rate_limited_provider_converges_without_loss(
     )
     fake_messages_api.rate_limit(per_second=8, retry_after=1)
     n = 120
-    await produce_values(broker.bootstrap, settings.kafka_topics[0], generate_events(n, seed=22, malformed_share=0.0))
+    await produce_values(broker.bootstrap, settings.kafka.topics[0], generate_events(n, seed=22, malformed_share=0.0))
     lowest = 16
     async with RunningPipeline(settings, async_store) as run:
 
@@ -313,14 +313,14 @@ async def test_poison_mix_is_dead_lettered_while_good_events_are_scored(
     good = list(generate_events(200, seed=23, malformed_share=0.0))
     values = good + poison * 5
     rng.shuffle(values)
-    total = await produce_values(broker.bootstrap, settings.kafka_topics[0], values, key=lambda i: b"k")
+    total = await produce_values(broker.bootstrap, settings.kafka.topics[0], values, key=lambda i: b"k")
     async with RunningPipeline(settings, async_store) as run:
         await wait_for(
-            lambda: all_committed(broker.bootstrap, settings.kafka_group_id, settings.kafka_topics[0], total),
+            lambda: all_committed(broker.bootstrap, settings.kafka.group_id, settings.kafka.topics[0], total),
             60,
             "every offset committed",
         )
     assert await count_rows(async_store) == 200
     assert run.counter("relevancy_monitor_events_dead_lettered") == len(poison) * 5
-    dead = await read_all(broker.bootstrap, settings.dlq_topic, len(poison) * 5)
+    dead = await read_all(broker.bootstrap, settings.kafka.dlq_topic, len(poison) * 5)
     assert len(dead) == len(poison) * 5 and all(dict(r.headers).get("x-dlq-reason") for r in dead)

@@ -58,7 +58,7 @@ async def test_a_request_id_in_app_does_not_explode_the_pipelines_series(
         ).encode()
         for i in range(200)
     ]
-    await produce_values(broker.bootstrap, settings.kafka_topics[0], values)
+    await produce_values(broker.bootstrap, settings.kafka.topics[0], values)
     async with RunningPipeline(settings, async_store, metrics=Metrics(max_apps=5)) as run:
         await wait_for(lambda: _judged(run), 60, "200 events judged")
     apps = {dict(labels)["app"] for labels in _series(run.metrics, "relevancy_monitor_events_judged")}

@@ -28,7 +28,7 @@ async def drained(run: RunningPipeline, bootstrap: str, settings: Settings, tota
     """Wait until every produced record is committed by the group."""
 
     async def done() -> bool:
-        committed = await committed_offsets(bootstrap, settings.kafka_group_id, settings.kafka_topics[0])
+        committed = await committed_offsets(bootstrap, settings.kafka.group_id, settings.kafka.topics[0])
         return sum(v or 0 for v in committed.values()) == total
 
     await wait_for(done, 60, f"{total} offsets committed")
@@ -42,7 +42,7 @@ async def test_end_to_end_rows_dead_letters_and_offsets(
     generated = list(generate_events(150, seed=1, malformed_share=0.0))
     oversized = json.dumps({"user_message": "q", "response": "x" * 200_000}).encode()
     values: list[bytes | None] = [*FLAT, *CHAT, *MALFORMED, None, oversized, *generated]
-    total = await produce_values(broker.bootstrap, settings.kafka_topics[0], values, key=lambda i: f"k{i}".encode())
+    total = await produce_values(broker.bootstrap, settings.kafka.topics[0], values, key=lambda i: f"k{i}".encode())
     good = len(FLAT) + len(CHAT) + len(generated)
     bad = len(MALFORMED) + 2
 
@@ -63,7 +63,7 @@ async def test_end_to_end_rows_dead_letters_and_offsets(
     assert padded[2] == 3 and padded[3][2] == "Order A17 shipped on 3 March." and padded[4] == ["no", "no", "yes"]
     assert padded[5:11] == ("lexical", "heuristic", "ok", "support-bot", "assistant-large", "v13")
     assert padded[11] == {"locale": "en-GB", "channel": "app"}
-    assert padded[12:15] == (settings.kafka_topics[0], 1.0, "When did order A17 ship?")
+    assert padded[12:15] == (settings.kafka.topics[0], 1.0, "When did order A17 ship?")
     tight = (
         await async_store.query(f"SELECT score FROM {t} FINAL WHERE event_id = '9f1c2a70-0001-4c1e-9a53-000000000001'")
     ).rows[0][0]
@@ -80,7 +80,7 @@ async def test_end_to_end_rows_dead_letters_and_offsets(
     ).rows[0]
     assert positions == (good, good)
 
-    dead = await read_all(broker.bootstrap, settings.dlq_topic, bad)
+    dead = await read_all(broker.bootstrap, settings.kafka.dlq_topic, bad)
     assert len(dead) == bad
     reasons = sorted(dict(r.headers)[H_REASON].decode() for r in dead)
     assert reasons == sorted(
@@ -96,7 +96,7 @@ async def test_end_to_end_rows_dead_letters_and_offsets(
     )
     by_value = {r.value: r for r in dead}
     for value in MALFORMED:
-        assert dict(by_value[value].headers)[H_TOPIC].decode() == settings.kafka_topics[0]  # original bytes kept
+        assert dict(by_value[value].headers)[H_TOPIC].decode() == settings.kafka.topics[0]  # original bytes kept
     assert all(int(dict(r.headers)[H_OFFSET]) >= 0 for r in dead)
     assert run.counter("relevancy_monitor_events_consumed") == total
     assert run.counter("relevancy_monitor_events_dead_lettered") == bad
@@ -113,20 +113,20 @@ async def test_restart_and_full_redelivery_do_not_duplicate(
     """A restart consumes only new events, and a replay by a new group leaves one row per event under FINAL."""
     settings = make_settings()
     first = list(generate_events(80, seed=2, malformed_share=0.0))
-    await produce_values(broker.bootstrap, settings.kafka_topics[0], first)
+    await produce_values(broker.bootstrap, settings.kafka.topics[0], first)
     async with RunningPipeline(settings, async_store) as run:
         await drained(run, broker.bootstrap, settings, 80)
 
     # same group, more events: only the new ones are consumed
     more = list(generate_events(20, seed=3, malformed_share=0.0))
-    await produce_values(broker.bootstrap, settings.kafka_topics[0], more)
+    await produce_values(broker.bootstrap, settings.kafka.topics[0], more)
     async with RunningPipeline(settings, async_store) as run:
         await drained(run, broker.bootstrap, settings, 100)
     assert run.counter("relevancy_monitor_events_consumed") == 20
     assert await count_rows(async_store) == 100
 
     # a new group re-reads everything (a replay): FINAL still has one row per event
-    replay = make_settings(kafka_group_id=settings.kafka_group_id + "-replay")
+    replay = make_settings(kafka_group_id=settings.kafka.group_id + "-replay")
     async with RunningPipeline(replay, async_store) as run:
         await drained(run, broker.bootstrap, replay, 100)
     assert await count_rows(async_store, final=False) == 200
@@ -150,7 +150,7 @@ async def test_sampling_judges_whole_conversations_and_commits_the_rest(
         ).encode()
         for i in range(300)
     ]
-    await produce_values(broker.bootstrap, settings.kafka_topics[0], events)
+    await produce_values(broker.bootstrap, settings.kafka.topics[0], events)
     async with RunningPipeline(settings, async_store) as run:
         await drained(run, broker.bootstrap, settings, 300)
     expected = {f"c{c}" for c in range(60) if sample_point(f"c{c}") < 0.3}
@@ -216,7 +216,7 @@ async def test_judge_failures_become_error_rows_never_scores(
         ).encode()
         for i, q in enumerate(questions)
     ]
-    await produce_values(broker.bootstrap, settings.kafka_topics[0], values)
+    await produce_values(broker.bootstrap, settings.kafka.topics[0], values)
     async with RunningPipeline(settings, async_store, judge=ScriptedJudge()) as run:
         await drained(run, broker.bootstrap, settings, 4)
     got = {
@@ -242,7 +242,7 @@ async def test_in_flight_is_bounded_and_concurrency_respected(
     settings = make_settings(max_in_flight=30, resume_in_flight=10, kafka_max_poll_records=10, judge_concurrency=3)
     judge = ScriptedJudge(delay_s=0.01)
     n = 400
-    await produce_values(broker.bootstrap, settings.kafka_topics[0], generate_events(n, seed=4, malformed_share=0.0))
+    await produce_values(broker.bootstrap, settings.kafka.topics[0], generate_events(n, seed=4, malformed_share=0.0))
     peak = 0
     async with RunningPipeline(settings, async_store, judge=judge) as run:
 

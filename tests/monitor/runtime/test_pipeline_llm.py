@@ -28,7 +28,7 @@ async def run_until_committed(settings: Settings, store: AsyncStore, bootstrap: 
     async with RunningPipeline(settings, store) as run:
 
         async def done() -> bool:
-            c = await committed_offsets(bootstrap, settings.kafka_group_id, settings.kafka_topics[0])
+            c = await committed_offsets(bootstrap, settings.kafka.group_id, settings.kafka.topics[0])
             return sum(v or 0 for v in c.values()) == n
 
         await wait_for(done, 60, f"{n} offsets committed")
@@ -43,7 +43,7 @@ async def test_statements_judge_rows(
 ) -> None:
     """Statements rows hold share, verdicts, judge id, tokens and cost; an empty response makes no call."""
     settings = make_settings(judge="statements", **fake_messages_api.settings_overrides())
-    await produce_values(broker.bootstrap, settings.kafka_topics[0], [*FLAT, EMPTY])
+    await produce_values(broker.bootstrap, settings.kafka.topics[0], [*FLAT, EMPTY])
     run = await run_until_committed(settings, async_store, broker.bootstrap, len(FLAT) + 1)
     rows = {
         r[0]: r[1:]
@@ -73,7 +73,7 @@ async def test_rubric_judge_rows(
 ) -> None:
     """Rubric rows are ok with a raw score of 0..4, a score of raw/4 and reasoning."""
     settings = make_settings(judge="rubric", **fake_messages_api.settings_overrides())
-    await produce_values(broker.bootstrap, settings.kafka_topics[0], FLAT)
+    await produce_values(broker.bootstrap, settings.kafka.topics[0], FLAT)
     await run_until_committed(settings, async_store, broker.bootstrap, len(FLAT))
     rows = (
         await async_store.query(
@@ -94,7 +94,7 @@ async def test_persistent_invalid_replies_and_refusals_become_error_rows(
     """Persistently invalid replies and 400 errors become error rows with their reason, after the retries."""
     settings = make_settings(judge="rubric", judge_max_retries=1, **fake_messages_api.settings_overrides())
     fake_messages_api.always(malformed())
-    await produce_values(broker.bootstrap, settings.kafka_topics[0], FLAT[:2])
+    await produce_values(broker.bootstrap, settings.kafka.topics[0], FLAT[:2])
     await run_until_committed(settings, async_store, broker.bootstrap, 2)
     rows = (await async_store.query(f"SELECT status, score, error FROM {async_store.store.qualified_table} FINAL")).rows
     assert [(r[0], r[1]) for r in rows] == [("error", None)] * 2
@@ -104,7 +104,7 @@ async def test_persistent_invalid_replies_and_refusals_become_error_rows(
     fake_messages_api.always(bad_request("model not found"))
     settings2 = make_settings(
         judge="rubric",
-        kafka_group_id=settings.kafka_group_id + "-2",
+        kafka_group_id=settings.kafka.group_id + "-2",
         clickhouse_table="bad_requests",
         **fake_messages_api.settings_overrides(),
     )

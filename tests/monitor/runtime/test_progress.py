@@ -32,7 +32,7 @@ async def test_progress_lines_report_consumed_judged_written_dead_lettered_lag_r
 ) -> None:
     """While running, a `progress` line at info carries every counter, the lag, the sampling factor and the circuit."""
     settings = make_settings(progress_log_s=0.5, lag_check_s=0.2)
-    await produce_values(broker.bootstrap, settings.kafka_topics[0], [*FLAT, b"not json"])
+    await produce_values(broker.bootstrap, settings.kafka.topics[0], [*FLAT, b"not json"])
     with capture_logs() as logs:
         async with RunningPipeline(settings, async_store) as run:
 

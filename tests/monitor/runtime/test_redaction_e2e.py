@@ -85,11 +85,11 @@ async def test_planted_items_reach_neither_the_judge_nor_the_store(
     """No planted item is in any request body the judge received or in any stored column; each row counts its items."""
     values, expected = _events()
     settings = make_settings(judge="statements", **fake_messages_api.settings_overrides())
-    topic = settings.kafka_topics[0]
+    topic = settings.kafka.topics[0]
     await produce_values(broker.bootstrap, topic, values)
     async with RunningPipeline(settings, async_store) as run:
         await wait_for(
-            lambda: all_committed(broker.bootstrap, settings.kafka_group_id, topic, len(values)),
+            lambda: all_committed(broker.bootstrap, settings.kafka.group_id, topic, len(values)),
             60,
             "every event committed",
         )

@@ -55,7 +55,7 @@ async def committed(broker: LocalBroker, settings: Settings, n: int) -> None:
     """Wait until the group has committed `n` offsets in total."""
 
     async def done() -> bool:
-        c = await committed_offsets(broker.bootstrap, settings.kafka_group_id, settings.kafka_topics[0])
+        c = await committed_offsets(broker.bootstrap, settings.kafka.group_id, settings.kafka.topics[0])
         return sum(v or 0 for v in c.values()) == n
 
     await wait_for(done, 60, f"{n} offsets committed")
@@ -73,7 +73,7 @@ async def test_shadow_rows_sit_beside_the_primary_rows_for_a_deterministic_sub_s
     settings = make_settings(
         sample_rate=1.0, shadow_judge="statements", shadow_sample_rate=rate, **fake_messages_api.settings_overrides()
     )
-    await produce_values(broker.bootstrap, settings.kafka_topics[0], events(n, "s"))
+    await produce_values(broker.bootstrap, settings.kafka.topics[0], events(n, "s"))
     async with RunningPipeline(settings, async_store) as run:
         await committed(broker, settings, n)
     p = run.pipeline
@@ -117,7 +117,7 @@ async def test_shadow_off_by_default_writes_nothing_extra(
 ) -> None:
     """Without MONITOR_SHADOW_JUDGE every judged event has one row, of one judge, and no shadow counter moves."""
     settings = make_settings()
-    await produce_values(broker.bootstrap, settings.kafka_topics[0], events(30, "d"))
+    await produce_values(broker.bootstrap, settings.kafka.topics[0], events(30, "d"))
     async with RunningPipeline(settings, async_store) as run:
         await committed(broker, settings, 30)
     assert run.pipeline.shadow is None
@@ -149,7 +149,7 @@ async def test_one_budget_for_both_judges_stops_both_at_the_cap(
         shadow_sample_rate=1.0,
         **fake_messages_api.settings_overrides(),
     )
-    await produce_values(broker.bootstrap, settings.kafka_topics[0], events(300, "b"))
+    await produce_values(broker.bootstrap, settings.kafka.topics[0], events(300, "b"))
     run = RunningPipeline(settings, async_store)
     p = run.pipeline
     p.cost.budget = SpendBudget(
@@ -191,7 +191,7 @@ async def test_a_failing_shadow_gives_error_rows_and_leaves_the_primary_rows_cir
         **fake_messages_api.settings_overrides(),
     )
     fake_messages_api.always(overloaded())
-    await produce_values(broker.bootstrap, settings.kafka_topics[0], events(n, "f"))
+    await produce_values(broker.bootstrap, settings.kafka.topics[0], events(n, "f"))
     async with RunningPipeline(settings, async_store) as run:
         await committed(broker, settings, n)
     p = run.pipeline
@@ -230,7 +230,7 @@ async def test_a_shadow_still_judging_at_shutdown_holds_its_offset_and_both_rows
         **fake_messages_api.settings_overrides(),
     )
     fake_messages_api.always(Reply(delay_s=30))  # the shadow's calls outlast the grace period
-    await produce_values(broker.bootstrap, settings.kafka_topics[0], events(n, "r"))
+    await produce_values(broker.bootstrap, settings.kafka.topics[0], events(n, "r"))
     expected = shadowed(n, "r", rate)
     t = async_store.store.qualified_table
     async with RunningPipeline(settings, async_store) as first:
@@ -249,7 +249,7 @@ async def test_a_shadow_still_judging_at_shutdown_holds_its_offset_and_both_rows
         mine = [r for r in positions if r[1] == partition]
         held = [r[2] for r in mine if r[0] in expected]
         want[partition] = min(held) if held else max(r[2] for r in mine) + 1
-    got = await committed_offsets(broker.bootstrap, settings.kafka_group_id, settings.kafka_topics[0])
+    got = await committed_offsets(broker.bootstrap, settings.kafka.group_id, settings.kafka.topics[0])
     assert {p: got[p] for p in want} == want  # nothing committed past a record still owing its shadow row
 
     fake_messages_api.always(Reply())

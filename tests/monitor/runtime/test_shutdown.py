@@ -31,7 +31,7 @@ async def test_stopping_under_a_backlog_waits_for_one_judge_call_not_the_grace_p
         shutdown_grace_s=30.0,
         **fake_messages_api.settings_overrides(),
     )
-    topic = settings.kafka_topics[0]
+    topic = settings.kafka.topics[0]
     await produce_values(broker.bootstrap, topic, list(generate_events(1500, seed=3, malformed_share=0.0)))
     async with RunningPipeline(settings, async_store) as run:
         await wait_for(
@@ -42,7 +42,7 @@ async def test_stopping_under_a_backlog_waits_for_one_judge_call_not_the_grace_p
         took = time.monotonic() - started
     print(f"stopped in {took:.2f}s with a {JUDGE_S:g}s judge and a backlog of 1,500")
     assert took < JUDGE_S + 2.0, f"took {took:.1f}s"
-    committed = await committed_offsets(broker.bootstrap, settings.kafka_group_id, topic)
+    committed = await committed_offsets(broker.bootstrap, settings.kafka.group_id, topic)
     table = async_store.store.qualified_table
     for partition, offset in committed.items():
         below = (
