@@ -25,7 +25,7 @@ from monitor.judging.budget import BudgetSettings
 from monitor.judging.flow import FlowSettings
 from monitor.judging.shadow import ShadowSettings
 from monitor.privacy.settings import RedactionSettings
-from monitor.runtime.settings import ProcessSettings
+from monitor.process_settings import ProcessSettings
 from monitor.store.settings import StoreSettings
 from monitor.store.urls import redact_url
 from schemas.errors import ConfigError

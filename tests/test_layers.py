@@ -72,6 +72,8 @@ def test_the_tree_keeps_every_import_contract() -> None:
             "from monitor.alerts.durations import parse_duration",
             "the configuration composes the slices of the components",
         ),
+        ("monitor/alerts/metric_specs.py", "from monitor.alerts import observations", "no circles of imports"),
+        ("monitor/judging/budget.py", "import monitor.config", "no circles of imports"),
     ],
 )
 def test_a_forbidden_import_breaks_its_contract(tmp_path: Path, module: str, line: str, contract: str) -> None:

@@ -26,7 +26,7 @@ from monitor.devtools.config_reference import (
     setting_docs,
     splice,
 )
-from monitor.runtime.settings import ProcessSettings
+from monitor.process_settings import ProcessSettings
 from schemas.errors import UsageError
 from schemas.settings import setting_name
 
