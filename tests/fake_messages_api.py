@@ -385,6 +385,7 @@ class FakeMessagesAPI:
         self._requests: list[RecordedRequest] = []
         self._queue: deque[Step] = deque()
         self._outage: tuple[float, Fault] | None = None
+        self._outage_from_first: tuple[float, Fault] | None = None  # an outage that starts at the next request
         self._rate: tuple[float, float | None] | None = None
         self._accepted: deque[float] = deque()
         self._cached_prefixes: set[str] = set()
@@ -476,6 +477,11 @@ class FakeMessagesAPI:
         with self._lock:
             self._outage = (time.monotonic() + seconds, fault or overloaded())
 
+    def fail_from_next_request_for(self, seconds: float, fault: Fault | None = None) -> None:
+        """Like `fail_for`, but the `seconds` start at the next request, so a slow client still meets the outage."""
+        with self._lock:
+            self._outage_from_first = (seconds, fault or overloaded())
+
     def rate_limit(self, per_second: float | None, retry_after: float | None = None) -> None:
         """Accept at most `per_second` requests in any 1 s window, else 429 + retry-after; None lifts it.
 
@@ -511,7 +517,7 @@ class FakeMessagesAPI:
         with self._lock:
             self._cache_min_tokens, self._chars_per_token = self._cache_config
             self._queue.clear()
-            self._outage = None
+            self._outage = self._outage_from_first = None
             self._rate = None
             self._accepted.clear()
             self._requests.clear()
@@ -611,6 +617,9 @@ class FakeMessagesAPI:
             self._requests.append(req)
             self._arrived.notify_all()
             now = req.at
+            if self._outage_from_first is not None:
+                seconds, fault = self._outage_from_first
+                self._outage, self._outage_from_first = (now + seconds, fault), None
             if self._outage is not None:
                 until, fault = self._outage
                 if now < until:

@@ -6,6 +6,7 @@ import asyncio
 import itertools
 import socket
 import time
+from dataclasses import dataclass, field
 
 import pytest
 
@@ -104,24 +105,40 @@ async def test_persistent_529_gives_up_with_unavailable(
     assert judge.stats["gave_up.overloaded"] == 1
 
 
+@dataclass(frozen=True, slots=True)
+class RecordedBackoff(Backoff):
+    """A `Backoff` that keeps each wait it hands out, so the test reads the waits chosen, not a loaded clock."""
+
+    waits: list[float] = field(default_factory=list)
+
+    def delay(self, retry: int, retry_after_s: float | None = None) -> float:
+        """See `Backoff.delay`; the wait is also recorded."""
+        wait = Backoff.delay(self, retry, retry_after_s)
+        self.waits.append(wait)
+        return wait
+
+
 async def test_backoff_grows_exponentially_and_is_capped(
     fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge
 ) -> None:
-    """Waits between retries double from the backoff's base_s up to its max_s, with equal jitter."""
+    """Waits between retries double from the backoff's base_s up to its max_s, with equal jitter, and are slept."""
     fake_messages_api.always(overloaded())
-    judge = make_judge("rubric", judge_max_retries=4, judge_kwargs={"backoff": Backoff(base_s=0.08, max_s=0.32)})
+    backoff = RecordedBackoff(base_s=0.08, max_s=0.32)
+    judge = make_judge("rubric", judge_max_retries=4, judge_kwargs={"backoff": backoff})
     with pytest.raises(JudgeUnavailable):
         await judge.judge(QUESTION, TIGHT)
-    g = gaps(fake_messages_api)
+    assert len(backoff.waits) == 4
     # Equal jitter: each wait is between half and all of min(cap, base * 2^n).
-    for n, gap in enumerate(g):
+    for n, wait in enumerate(backoff.waits):
         step = min(0.32, 0.08 * 2**n)
-        assert step / 2 <= gap < step + 0.15, (n, gap)
+        assert step / 2 <= wait <= step, (n, wait)
+    # Each wait was slept before the next request (a loaded machine can only make the gaps longer).
+    assert all(gap >= wait for gap, wait in zip(gaps(fake_messages_api), backoff.waits, strict=True))
 
 
 async def test_outage_for_a_while_is_ridden_out(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge) -> None:
     """An outage shorter than the retry budget is ridden out: 529s, then a 200."""
-    fake_messages_api.fail_for(0.4)
+    fake_messages_api.fail_from_next_request_for(0.4)
     judge = make_judge("rubric", judge_max_retries=6, judge_kwargs={"backoff": Backoff(base_s=0.1, max_s=0.2)})
     j = await judge.judge(QUESTION, TIGHT)
     assert j.score == 1.0
