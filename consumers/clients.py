@@ -50,12 +50,14 @@ class KafkaSettings(BaseSettings):
     auto_offset_reset: Literal["earliest", "latest"] = Field(
         "earliest",
         validation_alias="kafka_auto_offset_reset",
-        description="where a group without committed offsets starts: the oldest retained record, or only records produced from now on",
+        description="where a group without committed offsets starts: the oldest retained record, or only records "
+        "produced from now on",
     )
     security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = Field(
         "PLAINTEXT",
         validation_alias="kafka_security_protocol",
-        description="how every Kafka client connects: SSL is TLS; SASL_* authenticate with user and password (over TLS for SASL_SSL)",
+        description="how every Kafka client connects: SSL is TLS; SASL_* authenticate with user and password (over TLS "
+        "for SASL_SSL)",
     )
     sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = Field(
         None,
@@ -98,7 +100,8 @@ class KafkaSettings(BaseSettings):
         10_000,
         ge=1000,
         validation_alias="kafka_session_timeout_ms",
-        description="consumer group session timeout: heartbeats every third of it; on a rebalance, revoked partitions get half of it to finish",
+        description="consumer group session timeout: heartbeats every third of it; on a rebalance, revoked partitions "
+        "get half of it to finish",
     )
     max_poll_records: int = Field(
         500, ge=1, validation_alias="kafka_max_poll_records", description="most records taken from Kafka in one fetch"
@@ -114,7 +117,8 @@ class KafkaSettings(BaseSettings):
     )
     dlq_create: bool = Field(
         True,
-        description="create the dead-letter topic at start if it is missing (false where the app may not create topics)",
+        description="create the dead-letter topic at start if it is missing (false where the app may not create "
+        "topics)",
     )
     dlq_partitions: int = Field(3, ge=1, description="partitions of the dead-letter topic when it is created")
     dlq_replication_factor: int | None = Field(
@@ -207,11 +211,13 @@ def check_security(kafka: KafkaSettings) -> None:
     for attr, variable in _TLS_FILES:
         if getattr(kafka, attr) is not None and not tls:
             raise ConfigError(
-                f"invalid setting {variable}: needs MONITOR_KAFKA_SECURITY_PROTOCOL=SSL or SASL_SSL (it is {kafka.security_protocol})"
+                f"invalid setting {variable}: needs MONITOR_KAFKA_SECURITY_PROTOCOL=SSL or SASL_SSL (it is "
+                f"{kafka.security_protocol})"
             )
     if kafka.sasl_mechanism and not sasl:
         raise ConfigError(
-            f"invalid setting MONITOR_KAFKA_SASL_MECHANISM: needs MONITOR_KAFKA_SECURITY_PROTOCOL=SASL_SSL or SASL_PLAINTEXT "
+            f"invalid setting MONITOR_KAFKA_SASL_MECHANISM: needs MONITOR_KAFKA_SECURITY_PROTOCOL=SASL_SSL or "
+            "SASL_PLAINTEXT "
             f"(it is {kafka.security_protocol})"
         )
     if sasl:
@@ -358,7 +364,8 @@ async def ensure_topics(kafka: KafkaSettings, topics: dict[str, int]) -> list[st
                 detail = f": {message[0]}" if message and message[0] else ""
                 hint = " (or create it and set MONITOR_DLQ_CREATE=false)" if topic == kafka.dlq_topic else ""
                 raise KafkaUnavailable(
-                    f"Kafka refused to create topic {topic} with {wanted[topic]} partitions x {replication} replicas: {error.__name__}{detail}{hint}"
+                    f"Kafka refused to create topic {topic} with {wanted[topic]} partitions x {replication} replicas: "
+                    f"{error.__name__}{detail}{hint}"
                 )
         return created
     finally:

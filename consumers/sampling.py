@@ -34,7 +34,8 @@ SEGMENT_FIELDS: tuple[SegmentField, ...] = ("app", "model", "prompt_version")
 
 
 class Sampleable(Protocol):
-    """What a decision reads of an event: a `ConversationEvent`, or the pipeline's `DecodedEvent` before one is built."""
+    """What a decision reads of an event: a `ConversationEvent`, or the pipeline's `DecodedEvent` before one is
+    built."""
 
     @property
     def event_id(self) -> str:

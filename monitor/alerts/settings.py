@@ -53,14 +53,17 @@ class AlertSettings(BaseSettings):
     metrics_port: int = Field(0, ge=0, le=65535, description="Prometheus /metrics port of the evaluator (0 disables)")
     canary_interval: timedelta = Field(
         timedelta(hours=1),
-        description="how often `alerts run` re-scores the canary's labelled pairs with the live judge (the MONITOR_JUDGE* settings and "
-        "API key, as `run`), to tell a judge that drifted from a product that got worse; each run judges every pair (an LLM judge: one "
+        description="how often `alerts run` re-scores the canary's labelled pairs with the live judge (the "
+        "MONITOR_JUDGE* settings and "
+        "API key, as `run`), to tell a judge that drifted from a product that got worse; each run judges every pair "
+        "(an LLM judge: one "
         "call each, see docs/alerting.md for the cost); 0 or off: no canary",
         json_schema_extra={"shown_type": "duration (`30m`, `1h`), or `0` / `off`"},
     )
     canary_file: Path | None = Field(
         None,
-        description="labelled pairs the canary re-scores: JSON lines with question, answer (or response), label 0–4 and optional id and "
+        description="labelled pairs the canary re-scores: JSON lines with question, answer (or response), label 0–4 "
+        "and optional id and "
         "category, as `relevancy-monitor calibrate --labels`",
         json_schema_extra={"shown_default": "the shipped golden set (107 pairs)"},
     )

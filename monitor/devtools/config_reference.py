@@ -189,7 +189,8 @@ def _value(value: Any) -> str:
 
 
 def default_text(field: FieldInfo) -> str | None:
-    """The default as a user would type it (markdown), `unset` or `empty`; None for a secret, whose default is never shown."""
+    """The default as a user would type it (markdown), `unset` or `empty`; None for a secret, whose default is never
+    shown."""
     if is_secret(field):
         return None
     shown = _extra(field, "shown_default")
@@ -309,7 +310,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if ns.check:
         if wanted != text:
             sys.stderr.write(
-                f"{path}: the configuration reference is out of date: run python -m monitor.devtools.config_reference --write {path}\n"
+                f"{path}: the configuration reference is out of date: run python -m monitor.devtools.config_reference "
+                f"--write {path}\n"
             )
             return 1
         return 0

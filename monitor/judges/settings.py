@@ -22,7 +22,8 @@ class JudgeSettings(BaseSettings):
     method: JudgeMethod = Field(
         "lexical",
         validation_alias="judge",
-        description="judge method: rubric and statements are LLM judges (they need an API key), lexical an offline heuristic",
+        description="judge method: rubric and statements are LLM judges (they need an API key), lexical an offline "
+        "heuristic",
     )
     model: str = Field(
         "claude-haiku-5-5",
@@ -71,7 +72,8 @@ class JudgeSettings(BaseSettings):
     prices: Annotated[dict[str, ModelPrice], NoDecode, BeforeValidator(parse_json)] = Field(
         default_factory=lambda: dict(DEFAULT_PRICES),
         validation_alias="judge_prices",
-        description='USD per million tokens per model, as JSON {"model": {"input": …, "output": …, "cache_read": …, "cache_write": …}}, '
+        description='USD per million tokens per model, as JSON {"model": {"input": …, "output": …, "cache_read": …, '
+        '"cache_write": …}}, '
         "merged over the defaults",
         json_schema_extra={"shown_default": "list prices of the Claude Haiku, Sonnet and Opus 4.5 and 5.5 models"},
     )

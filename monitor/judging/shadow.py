@@ -34,15 +34,18 @@ class ShadowSettings(BaseSettings):
     method: Literal["lexical", "rubric", "statements"] | None = Field(
         None,
         validation_alias="shadow_judge",
-        description="a second judge for a sub-sample of the judged events, to compare with `relevancy-monitor compare` (unset: none); its rows "
-        "sit beside the primary's under its own judge_id with sample_rule `shadow:…`, within the same budget, rate limits, concurrency and circuit",
+        description="a second judge for a sub-sample of the judged events, to compare with `relevancy-monitor compare` "
+        "(unset: none); its rows "
+        "sit beside the primary's under its own judge_id with sample_rule `shadow:…`, within the same budget, rate "
+        "limits, concurrency and circuit",
     )
     sample_rate: float = Field(
         0.05,
         ge=0.0,
         le=1.0,
         validation_alias="shadow_sample_rate",
-        description="share of the events the primary judges that the shadow judge judges too (a salted hash of MONITOR_SAMPLE_KEY: the same "
+        description="share of the events the primary judges that the shadow judge judges too (a salted hash of "
+        "MONITOR_SAMPLE_KEY: the same "
         "events on every replica and replay)",
     )
 

@@ -38,7 +38,8 @@ class RedactionSettings(BaseSettings):
     phone_regions: CommaSeparated = Field(
         DEFAULT_PHONE_REGIONS,
         validation_alias="redact_phone_regions",
-        description="regions (ISO 3166 codes) whose national phone formats are recognised, comma-separated; +country numbers always are",
+        description="regions (ISO 3166 codes) whose national phone formats are recognised, comma-separated; +country "
+        "numbers always are",
     )
 
     @field_validator("allow", mode="before")

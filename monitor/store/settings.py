@@ -68,18 +68,21 @@ class StoreSettings(BaseSettings):
     )
     auto_migrate: bool | None = Field(
         None,
-        description="`run` applies pending schema migrations itself; otherwise it stops on a schema that is behind, asking for `migrate`",
+        description="`run` applies pending schema migrations itself; otherwise it stops on a schema that is behind, "
+        "asking for `migrate`",
         json_schema_extra={"shown_default": "`true` for chdb:, `false` for servers"},
     )
     store_text: Literal["redacted", "none", "full"] = Field(
         "redacted",
-        description="text kept in each row: redacted (as the judge saw it), none (scores, verdicts, ids) or full (as received)",
+        description="text kept in each row: redacted (as the judge saw it), none (scores, verdicts, ids) or full (as "
+        "received)",
     )
     retention_days: int | None = Field(
         None,
         ge=0,
         le=36500,
-        description="days rows are kept in the scores, traffic, rollup and canary tables, by event or run time (0: forever; unset: TTLs kept)",
+        description="days rows are kept in the scores, traffic, rollup and canary tables, by event or run time (0: "
+        "forever; unset: TTLs kept)",
     )
     text_retention_days: int = Field(
         0,
@@ -101,7 +104,8 @@ class StoreSettings(BaseSettings):
         # The old boolean meant "verbatim or nothing"; guessing which policy it maps to could store personal data.
         if isinstance(value, bool) or (isinstance(value, str) and value.strip().lower() in _BOOLEAN_WORDS):
             raise ValueError(
-                "is now redacted, none or full (true/false are no longer accepted: full was the old true, none the old false)"
+                "is now redacted, none or full (true/false are no longer accepted: full was the old true, none the old "
+                "false)"
             )
         return value.strip().lower() if isinstance(value, str) else value
 

@@ -141,7 +141,8 @@ SCORE_RULES = (
 
 
 def default_rules(*names: str, ignore_for: bool = False) -> RuleSet:
-    """The shipped default rules named (all when none are), with `for` set to 0 if `ignore_for` (like `check --ignore-for`)."""
+    """The shipped default rules named (all when none are), with `for` set to 0 if `ignore_for` (like `check
+    --ignore-for`)."""
     rules = [r for r in load_rules().rules if not names or r.name in names]
     assert not names or len(rules) == len(names), names
     if ignore_for:

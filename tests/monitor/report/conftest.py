@@ -202,7 +202,8 @@ def _day_of_rows() -> tuple[list[ScoredRow], int]:
                     judge_id=STATEMENTS_JUDGE,
                     score=0.0,
                     question=f"Where is my parcel? {HOSTILE}",
-                    response="Thanks for getting in touch! We also sell gift cards: see https://shop.example/gift & more.",
+                    response="Thanks for getting in touch! We also sell gift cards: see https://shop.example/gift & "
+                    "more.",
                     statements=(
                         ("Thanks for getting in touch!", "no", "a greeting"),
                         ("We also sell gift cards.", "no", f"an upsell {HOSTILE}"),
@@ -274,7 +275,8 @@ def _alert_states() -> list[AlertState]:
 
 
 def fill(store: ClickHouseStore) -> Filled:
-    """Write the day's rows (one batch twice, as a redelivery would, under another dedup token), traffic and alert state."""
+    """Write the day's rows (one batch twice, as a redelivery would, under another dedup token), traffic and alert
+    state."""
     rows, limited = _day_of_rows()
     for i in range(0, len(rows), 200):
         store.insert_rows(rows[i : i + 200], uuid.uuid4().hex)
