@@ -87,7 +87,8 @@ class Phase:
 
 @dataclass
 class Stream:
-    """One app's traffic: its rate (judged events a minute, before the diurnal swing), phases, and the planted change."""
+    """One app's traffic: its rate (judged events a minute, before the diurnal swing), phases, and the planted
+    change."""
 
     app: str
     rate: float
@@ -103,7 +104,8 @@ class Stream:
 
 @dataclass
 class Minutes:
-    """Per-minute sums of every (app, model, prompt_version) segment of a run, in SCORE_SUMS order, plus the raw scores."""
+    """Per-minute sums of every (app, model, prompt_version) segment of a run, in SCORE_SUMS order, plus the raw
+    scores."""
 
     sums: dict[tuple[str, str, str], dict[int, NDArray[np.float64]]] = field(default_factory=dict)
     scores: dict[tuple[str, str, str], dict[int, list[float]]] = field(default_factory=dict)
@@ -454,11 +456,23 @@ def summary(quiet: dict[str, Any], planted: list[dict[str, Any]]) -> dict[str, A
 def report_lines(result: dict[str, Any]) -> Iterator[str]:
     """The tables, as they go into BENCHMARKS.md."""
     q, s = result["quiet"], result["summary"]
-    yield f"alert quality ({result['rules']}), {result['quiet_streams']} quiet streams over {result['days']:g} days, step {result['step']}"
-    yield f"  false pages: {q['false_pages']} in {q['segment_days']:g} segment-days = {q['per_100_segment_days']:.2f} per 100 "
-    yield f"    (95 % {q['interval_95'][0]:.2f}-{q['interval_95'][1]:.2f}; limit {q['limit_per_100_segment_days']:.2f}); by rule {q['by_rule']}"
+    yield (
+        f"alert quality ({result['rules']}), {result['quiet_streams']} quiet streams over {result['days']:g} days, "
+        f"step {result['step']}"
+    )
+    yield (
+        f"  false pages: {q['false_pages']} in {q['segment_days']:g} segment-days = {q['per_100_segment_days']:.2f} "
+        "per 100 "
+    )
+    yield (
+        f"    (95 % {q['interval_95'][0]:.2f}-{q['interval_95'][1]:.2f}; limit "
+        f"{q['limit_per_100_segment_days']:.2f}); by rule {q['by_rule']}"
+    )
     yield f"    by stream kind {q['by_shape']}; false tickets {q['false_tickets']} {q['false_tickets_by_rule']}"
-    yield "  planted:  shape                       rate/min  paged  delay min  oracle min  ratio  bound min  ratio   after"
+    yield (
+        "  planted:  shape                       rate/min  paged  delay min  oracle min  ratio  bound min  ratio   "
+        "after"
+    )
     for r in result["planted"]:
         after = (
             f"resolved {r['resolved_after_rollback_min']:.0f} min after the rollback"
@@ -471,13 +485,16 @@ def report_lines(result: dict[str, Any]) -> Iterator[str]:
         ratio = f"{r['ratio']:5.1f}" if r["ratio"] is not None else "    -"
         to_bound = f"{r['ratio_to_bound']:5.1f}" if r["ratio_to_bound"] is not None else "    -"
         yield (
-            f"            {r['shape']:<27} {r['rate']:>8g}  {'yes' if r['paged'] else 'NO':>5}  {delay}  {r['oracle_min']:10.1f}  {ratio}"
+            f"            {r['shape']:<27} {r['rate']:>8g}  {'yes' if r['paged'] else 'NO':>5}  {delay}  "
+            f"{r['oracle_min']:10.1f}  {ratio}"
             f"  {r['bound_min']:9.1f}  {to_bound}   {after}"
         )
     to_oracle, to_bound = s["median_ratio_to_oracle"] or math.nan, s["median_ratio_to_bound"] or math.nan
     yield (
-        f"  summary: {s['regressions_paged']} paged; median delay {s['median_delay_min']:.0f} min, {to_oracle:.1f} x the oracle"
-        f" (limit {s['ratio_limit']}; the bound itself is {s['median_bound_over_oracle']:.1f} x it), {to_bound:.1f} x the bound;"
+        f"  summary: {s['regressions_paged']} paged; median delay {s['median_delay_min']:.0f} min, {to_oracle:.1f} x "
+        "the oracle"
+        f" (limit {s['ratio_limit']}; the bound itself is {s['median_bound_over_oracle']:.1f} x it), {to_bound:.1f} x "
+        "the bound;"
         f" false pages per 300 segment-days {s['false_pages_per_300_segment_days']:.2f} (limit 1)"
     )
 

@@ -154,13 +154,17 @@ def measure(store: ClickHouseStore, days: float, rate: int, step: timedelta, sam
 def report_lines(r: dict[str, Any]) -> list[str]:
     """The figures as a table for people."""
     return [
-        f"history: {r['rows']:,} rows over {r['days']:g} days (~{r['rate_per_minute']}/min), filled in {r['fill_s']:.1f} s",
-        f"backtest: {r['rules']} default rules, {r['steps']} steps of {r['step_s'] / 60:g} min, {r['episodes']} episodes fired",
+        f"history: {r['rows']:,} rows over {r['days']:g} days (~{r['rate_per_minute']}/min), filled in "
+        f"{r['fill_s']:.1f} s",
+        f"backtest: {r['rules']} default rules, {r['steps']} steps of {r['step_s'] / 60:g} min, {r['episodes']} "
+        "episodes fired",
         "",
         f"{'measured in this run':<44}{'seconds':>10}{'backtest ÷ it':>16}",
         f"{'plain FINAL scan of the rows':<44}{r['scan_s']:>10.2f}{_ratio(r['ratio_to_scan']):>16}",
-        f"{'one check (every rule once) × steps':<44}{r['check_x_steps_s']:>10.1f}{_ratio(r['ratio_to_check_x_steps']):>16}",
-        f"{'per-step backtest, {} steps scaled'.format(r['per_step_sample_steps']):<44}{r['per_step_estimate_s']:>10.1f}"
+        f"{'one check (every rule once) × steps':<44}{r['check_x_steps_s']:>10.1f}"
+        f"{_ratio(r['ratio_to_check_x_steps']):>16}",
+        f"{'per-step backtest, {} steps scaled'.format(r['per_step_sample_steps']):<44}"
+        f"{r['per_step_estimate_s']:>10.1f}"
         f"{_ratio(r['ratio_to_per_step_estimate']):>16}",
         f"{'backtest (history read once per rule)':<44}{r['backtest_s']:>10.2f}{'1':>16}",
     ]

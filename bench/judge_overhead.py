@@ -215,8 +215,10 @@ def report_lines(r: dict[str, Any]) -> list[str]:
     """The figures as a table for people."""
     m = r["median"]
     return [
-        f"{r['rounds']} interleaved rounds of {r['requests_per_round']} requests per path, concurrency {r['concurrency']},"
-        f" fake Messages API in its own process answering after {r['latency_s'] * 1000:.0f} ms (ideal {r['ideal_requests_per_s']:.0f} req/s)",
+        f"{r['rounds']} interleaved rounds of {r['requests_per_round']} requests per path, concurrency "
+        f"{r['concurrency']},"
+        f" fake Messages API in its own process answering after {r['latency_s'] * 1000:.0f} ms (ideal "
+        f"{r['ideal_requests_per_s']:.0f} req/s)",
         "",
         f"{'path':<48}{'req/s':>8}{'CPU ms/req':>12}{'of it GC':>10}{'without GC':>12}",
         *(
@@ -227,11 +229,14 @@ def report_lines(r: dict[str, Any]) -> list[str]:
                 ("judge", "judge path (GuardedJudge over StatementsJudge)"),
             )
         ),
-        f"(medians over the rounds; full collections per round: SDK {', '.join(str(int(x['full_collections'])) for x in r['runs']['sdk'])},"
+        "(medians over the rounds; full collections per round: SDK "
+        f"{', '.join(str(int(x['full_collections'])) for x in r['runs']['sdk'])},"
         f" judge {', '.join(str(int(x['full_collections'])) for x in r['runs']['judge'])})",
         "",
-        f"rate ratio judge ÷ SDK : {r['rate_ratio']:.3f}  (target ≥ {r['rate_target']}; rounds {', '.join(f'{x:.3f}' for x in r['rate_ratios'])})",
-        f"CPU ratio judge ÷ SDK  : {r['cpu_ratio']:.3f}  (limit ≤ {r['cpu_limit']}; rounds {', '.join(f'{x:.3f}' for x in r['cpu_ratios'])})",
+        f"rate ratio judge ÷ SDK : {r['rate_ratio']:.3f}  (target ≥ {r['rate_target']}; rounds "
+        f"{', '.join(f'{x:.3f}' for x in r['rate_ratios'])})",
+        f"CPU ratio judge ÷ SDK  : {r['cpu_ratio']:.3f}  (limit ≤ {r['cpu_limit']}; rounds "
+        f"{', '.join(f'{x:.3f}' for x in r['cpu_ratios'])})",
         f"  the same without GC  : {r['cpu_ratio_excluding_gc']:.3f}",
     ]
 

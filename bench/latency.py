@@ -268,14 +268,16 @@ async def measure(
 def report_lines(r: dict[str, Any]) -> list[str]:
     """The figures as a table for people."""
     lines = [
-        f"{r['rate_per_s']:g} events/s for {r['seconds']:g} s (first {r['warmup_s']:g} s left out), {r['judge']} judge, default settings"
+        f"{r['rate_per_s']:g} events/s for {r['seconds']:g} s (first {r['warmup_s']:g} s left out), {r['judge']} "
+        "judge, default settings"
         " but the batch bound; a row's time is when its insert returned (readable from then on)",
         "",
         f"{'batch rows / seconds':<22}{'stage':<20}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}",
     ]
     floor = r["bare_consumer"]["produce_to_fetched"]
     lines.append(
-        f"{'(bare aiokafka)':<22}{'produce → fetched':<20}{floor['p50_ms']:>9.0f}{floor['p99_ms']:>9.0f}{floor['max_ms']:>9.0f}"
+        f"{'(bare aiokafka)':<22}{'produce → fetched':<20}{floor['p50_ms']:>9.0f}{floor['p99_ms']:>9.0f}"
+        f"{floor['max_ms']:>9.0f}"
     )
     for run in r["runs"]:
         label = f"{run['batch_max_rows']} / {run['batch_max_seconds']:g}"
@@ -288,7 +290,8 @@ def report_lines(r: dict[str, Any]) -> list[str]:
             lines.append(f"{label:<22}{stage:<20}{q['p50_ms']:>9.0f}{q['p99_ms']:>9.0f}{q['max_ms']:>9.0f}")
             label = ""
         lines.append(
-            f"{'':<22}rows {run['rows_measured']:,} measured of {run['produced']:,} produced ({run['rows_seen']:,} written);"
+            f"{'':<22}rows {run['rows_measured']:,} measured of {run['produced']:,} produced ({run['rows_seen']:,} "
+            "written);"
             f" {run['batches']} batches of {run['mean_batch_rows']:.0f} rows on average,"
             f" insert p50 {run['insert']['p50_ms']:.0f} ms, p99 {run['insert']['p99_ms']:.0f} ms;"
             f" readable when the insert returned: {run['visible_when_insert_returns']}"
@@ -296,7 +299,8 @@ def report_lines(r: dict[str, Any]) -> list[str]:
         hop = run["scored_vs_kafka_hop"]
         if hop["p50"] is not None and hop["p99"] is not None:
             lines.append(
-                f"{'':<22}produce → scored ÷ the bare consumer's produce → fetched: p50 {hop['p50']:.2f}, p99 {hop['p99']:.2f}"
+                f"{'':<22}produce → scored ÷ the bare consumer's produce → fetched: p50 {hop['p50']:.2f}, p99 "
+                f"{hop['p99']:.2f}"
             )
     return lines
 

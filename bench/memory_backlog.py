@@ -355,33 +355,43 @@ def report_lines(r: dict[str, Any]) -> list[str]:
         return "n/a" if x is None else f"{x:.1f}"
 
     lines = [
-        f"backlog {r['events']:,} events (produced in {r['produce_s']:.0f} s); monitor for {r['minutes']:g} min: {s['judge']} judge at"
-        f" {s['judge_latency_s']:g} s per call, {s['judge_concurrency']} at once, max_in_flight {s['max_in_flight']} (resume at"
-        f" {s['resume_in_flight']}), batches {s['batch_max_rows']} rows / {s['batch_max_seconds']:g} s, sample rate {s['sample_rate']:g}",
+        f"backlog {r['events']:,} events (produced in {r['produce_s']:.0f} s); monitor for {r['minutes']:g} min: "
+        f"{s['judge']} judge at"
+        f" {s['judge_latency_s']:g} s per call, {s['judge_concurrency']} at once, max_in_flight {s['max_in_flight']} "
+        "(resume at"
+        f" {s['resume_in_flight']}), batches {s['batch_max_rows']} rows / {s['batch_max_seconds']:g} s, sample rate "
+        f"{s['sample_rate']:g}",
         f"consumed {r['consumed']:,.0f}, judged {r['judged']:,.0f}, peak in flight {r['peak_in_flight']:,.0f}",
         "",
         f"{'RSS after imports':<46}{r['rss_after_imports_mb']:>9.1f} MB",
         f"{'RSS after opening chDB + schema':<46}{r['rss_store_open_mb']:>9.1f} MB",
         f"{'  embedded engine fixed cost (the difference)':<46}{r['engine_fixed_mb']:>9.1f} MB",
         f"{'peak RSS':<46}{r['peak_rss_mb']:>9.1f} MB",
-        f"{'monitor own peak (peak - engine fixed cost)':<46}{r['own_peak_mb']:>9.1f} MB   {r['own_ratio_to_limit']:.2f} of the"
+        f"{'monitor own peak (peak - engine fixed cost)':<46}{r['own_peak_mb']:>9.1f} MB   "
+        f"{r['own_ratio_to_limit']:.2f} of the"
         f" {r['own_limit_mb']:g} MB limit",
-        f"{'growth over the second half':<46}{r['growth_second_half_mb_per_min']:>9.2f} MB/min {r['growth_ratio_to_limit']:.2f} of the"
-        f" {r['growth_limit_mb_per_min']:g} MB/min limit ({r['second_half_rss_mb']['first']:.1f} → {r['second_half_rss_mb']['last']:.1f} MB)",
+        f"{'growth over the second half':<46}{r['growth_second_half_mb_per_min']:>9.2f} MB/min "
+        f"{r['growth_ratio_to_limit']:.2f} of the"
+        f" {r['growth_limit_mb_per_min']:g} MB/min limit ({r['second_half_rss_mb']['first']:.1f} → "
+        f"{r['second_half_rss_mb']['last']:.1f} MB)",
         "",
         f"{'RSS by mapping (MB)':<28}{'chDB library':>14}{'other files':>13}{'anonymous':>11}",
-        f"{'  after opening the store':<28}{b0['chdb_library']:>14.1f}{b0['other_files']:>13.1f}{b0['anonymous']:>11.1f}",
+        f"{'  after opening the store':<28}{b0['chdb_library']:>14.1f}{b0['other_files']:>13.1f}"
+        f"{b0['anonymous']:>11.1f}",
         f"{'  at the end':<28}{b1['chdb_library']:>14.1f}{b1['other_files']:>13.1f}{b1['anonymous']:>11.1f}",
-        f"chDB tracked heap (MemoryTracking): {heap(r['engine_heap_start_mb'])} MB after opening, {heap(r['engine_heap_end_mb'])} MB at the end",
+        f"chDB tracked heap (MemoryTracking): {heap(r['engine_heap_start_mb'])} MB after opening, "
+        f"{heap(r['engine_heap_end_mb'])} MB at the end",
         f"{'monitor own peak less the engine growth':<46}{r['own_peak_less_engine_growth_mb']:>9.1f} MB   (engine grew"
         f" {r['engine_growth_at_that_point_mb']:.1f} MB by then: library pages + its heap)",
-        f"{'growth over the second half, engine apart':<46}{r['growth_second_half_less_engine_mb_per_min']:>9.2f} MB/min (the engine's:"
+        f"{'growth over the second half, engine apart':<46}{r['growth_second_half_less_engine_mb_per_min']:>9.2f} "
+        "MB/min (the engine's:"
         f" {r['engine_growth_second_half_mb_per_min']:.2f} MB/min)",
     ]
     m = r.get("malloc_end_mb")
     if m is not None:
         lines.append(
-            f"glibc malloc at the end: {m['malloc_in_use']:.1f} MB in use, {m['malloc_free_kept']:.1f} MB free but kept;"
+            f"glibc malloc at the end: {m['malloc_in_use']:.1f} MB in use, {m['malloc_free_kept']:.1f} MB free but "
+            "kept;"
             f" malloc_trim(0) returned {r['malloc_trim_returned_mb']:.1f} MB of RSS"
         )
     names = ", ".join(f"{k} {v}" for k, v in list(r["thread_names_end"].items())[:6])
@@ -389,7 +399,8 @@ def report_lines(r: dict[str, Any]) -> list[str]:
     if r["traced"]:
         lines += [
             "",
-            f"tracemalloc (its own cost inflates RSS in this run): {r['tracemalloc_traced_mb']:.1f} MB traced at the end; top:",
+            f"tracemalloc (its own cost inflates RSS in this run): {r['tracemalloc_traced_mb']:.1f} MB traced at the "
+            "end; top:",
         ]
         lines += [f"  {a['mb']:8.2f} MB {a['blocks']:>8} blocks  {a['where']}" for a in r["tracemalloc_top"]]
         lines += ["growth over the second half:"]

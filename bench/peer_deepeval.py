@@ -34,10 +34,10 @@ by catching a connect to 192.0.2.1 (TEST-NET-1). The benchmark fails (IsolationE
 non-loopback attempt. The hook sees Python's socket module, not sockets a C extension opens by itself (DeepEval
 imports grpc), so where strace can trace, each child is then run again on a few cases under
 `strace -f --seccomp-bpf -e trace=connect,sendto,sendmsg,sendmmsg`: the kernel's list of peers must hold no
-non-loopback address, and it must count at least the loopback connects the hook counted. That pass is apart from the measured
-one because strace slows DeepEval (a new connection per request) by about a third. The DeepEval child also reports
-which telemetry backend it chose, whether it counts as logged in to Confident AI, and whether grpc or posthog were
-imported.
+non-loopback address, and it must count at least the loopback connects the hook counted. That pass is apart from the
+measured one because strace slows DeepEval (a new connection per request) by about a third. The DeepEval child also
+reports which telemetry backend it chose, whether it counts as logged in to Confident AI, and whether grpc or posthog
+were imported.
 
 Prints a table and writes JSON (`--json PATH`). Run: `python -m bench.peer_deepeval [--events 300] [--concurrency 16]
 [--latency-ms 200] [--source traffic|golden] [--tiny] [--json PATH]` or `make bench-peer`.
@@ -91,8 +91,12 @@ SELF_TEST_ADDRESS = ("192.0.2.1", 9)  # TEST-NET-1: never routed; the hook refus
 # brain tells its three prompts apart. An opening, not a substring, so judged text cannot pass for a prompt.
 DEEPEVAL_PROMPTS = {
     "statements": "Given the text, breakdown and generate a list of statements presented.",
-    "verdicts": "For the provided list of statements, determine whether each statement is relevant to address the input.",
-    "reason": "Given the answer relevancy score, the list of reasons of irrelevant statements made in the actual output",
+    "verdicts": (
+        "For the provided list of statements, determine whether each statement is relevant to address the input."
+    ),
+    "reason": (
+        "Given the answer relevancy score, the list of reasons of irrelevant statements made in the actual output"
+    ),
 }
 
 
@@ -130,7 +134,10 @@ def _default_verdicts(question: str, response: str) -> tuple[list[str], list[dic
     from tests.fake_messages_api import RecordedRequest, default_brain
 
     code = "peer0bench"
-    user = f"<user_question_{code}>\n{question}\n</user_question_{code}>\n<assistant_response_{code}>\n{response}\n</assistant_response_{code}>"
+    user = (
+        f"<user_question_{code}>\n{question}\n</user_question_{code}>\n"
+        f"<assistant_response_{code}>\n{response}\n</assistant_response_{code}>"
+    )
     body = {
         "messages": [{"role": "user", "content": user}],
         "output_config": {
@@ -244,7 +251,8 @@ def peer_python(create: bool = True) -> Path:
     if not create:
         raise PeerUnavailable(f"{PEER_VENV.name}/ is missing or out of date (run `make bench-peer`)")
     print(
-        f"creating the bench venv {PEER_VENV.name}/ from {PEER_REQUIREMENTS.relative_to(REPO)} (once; DeepEval never enters .venv)"
+        f"creating the bench venv {PEER_VENV.name}/ from {PEER_REQUIREMENTS.relative_to(REPO)} (once; DeepEval never "
+        "enters .venv)"
     )
     base = getattr(sys, "_base_executable", sys.executable)  # the venv's own python would do too; the base is plainer
     steps = [
@@ -589,7 +597,8 @@ WIDTH = 32
 def report_lines(r: dict[str, Any]) -> list[str]:
     """The figures as a table for people."""
     lines = [
-        f"{r['events']} cases ({r['source']}), concurrency {r['concurrency']}, {r['latency_ms']:g} ms per request at a local fake Messages API,",
+        f"{r['events']} cases ({r['source']}), concurrency {r['concurrency']}, {r['latency_ms']:g} ms per request at a "
+        "local fake Messages API,",
         f"model {r['model']} on both sides; tokens as the fake billed them ({r['chars_per_token']:g} chars/token, "
         f"{r['cache_min_tokens']:,}-token cache minimum); {r['cpus']} CPUs",
         "",
@@ -615,7 +624,8 @@ def report_lines(r: dict[str, Any]) -> list[str]:
         )
     if "deepeval" in r["sides"]:
         lines.append(
-            "* not DeepEval as shipped: its AnthropicModel builds a new SDK client (TLS context, pool, connection) per call"
+            "* not DeepEval as shipped: its AnthropicModel builds a new SDK client (TLS context, pool, connection) per "
+            "call"
         )
     lines.append("")
     for side, rep in r["sides"].items():
@@ -641,14 +651,16 @@ def report_lines(r: dict[str, Any]) -> list[str]:
         else:
             seen = f"strace {r['kernel_check']}"
         lines.append(
-            f"{side}: non-loopback connections: {len(audit['non_loopback'])} (audit hook, the measured run; self-test caught: "
+            f"{side}: non-loopback connections: {len(audit['non_loopback'])} (audit hook, the measured run; self-test "
+            "caught: "
             f"{'yes' if audit['self_test_caught'] else 'NO'}; loopback connects {audit['loopback_connects']}); {seen}; "
             f"non-loopback name lookups: {len(audit['lookups'])}"
         )
         if side == "deepeval":
             modules = ", ".join(audit["network_modules"]) or "none of grpc, posthog"
             lines.append(
-                f"deepeval: telemetry backend {audit.get('telemetry_backend')}, Confident AI login {'yes' if audit.get('confident') else 'no'}, "
+                f"deepeval: telemetry backend {audit.get('telemetry_backend')}, Confident AI login "
+                f"{'yes' if audit.get('confident') else 'no'}, "
                 f"update check {'on' if audit.get('update_check') else 'off'}; imported: {modules}"
             )
     return lines
@@ -667,7 +679,8 @@ def check_isolation(r: dict[str, Any]) -> None:
             if traced["kernel"]["loopback_connects"] < traced["hook"]["loopback_connects"]:
                 # the kernel must see at least every connect the hook saw; fewer means strace's output was misread
                 found.append(
-                    f"strace saw {traced['kernel']['loopback_connects']} connects, the hook {traced['hook']['loopback_connects']}"
+                    f"strace saw {traced['kernel']['loopback_connects']} connects, the hook "
+                    f"{traced['hook']['loopback_connects']}"
                 )
         if found or not all(a["self_test_caught"] for a in checks):
             bad.append(
@@ -721,7 +734,8 @@ def _is_loopback(host: Any) -> bool:
 
 def install_socket_audit() -> dict[str, Any]:
     """Record and refuse every non-loopback socket connect/send and name lookup of this process from now on
-    (`sys.addaudithook`; hooks cannot be removed), and prove it with a connect to TEST-NET-1. Returns the live record."""
+    (`sys.addaudithook`; hooks cannot be removed), and prove it with a connect to TEST-NET-1. Returns the live
+    record."""
     audit: dict[str, Any] = {
         "non_loopback": [],
         "lookups": [],
@@ -977,7 +991,8 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def cli(argv: Sequence[str] | None = None) -> int:
-    """The command line: 0 when both sides ran and isolation held; 1 when DeepEval was skipped; 2 on isolation failure."""
+    """The command line: 0 when both sides ran and isolation held; 1 when DeepEval was skipped; 2 on isolation
+    failure."""
     a = _parse(argv)
     if a.worker:
         worker(a.worker, a.spec, a.out)

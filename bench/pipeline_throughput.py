@@ -233,7 +233,8 @@ def report_lines(result: dict[str, Any]) -> list[str]:
         f = result[scenario]
         if not f["events_per_s"]:
             lines.append(
-                f"{LABELS[scenario]:<55} {'-':>10} {'-':>8} {'-':>11} {'-':>10}  no window: the backlog finished in one step (too small)"
+                f"{LABELS[scenario]:<55} {'-':>10} {'-':>8} {'-':>11} {'-':>10}  no window: the backlog finished in "
+                "one step (too small)"
             )
             continue
         rounds = ", ".join(f"{r:.3f}" for r in f["ratios_per_round"])

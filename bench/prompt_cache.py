@@ -146,10 +146,12 @@ def report_lines(r: dict[str, Any]) -> list[str]:
     """The figures as a table for people."""
     known = "from the table" if r["model_in_table"] else "not in the table: the largest known minimum"
     lines = [
-        f"{r['events']} judged events per row; model {r['model']}, minimum cacheable prefix {r['min_cacheable_tokens']:,} tokens ({known});",
+        f"{r['events']} judged events per row; model {r['model']}, minimum cacheable prefix "
+        f"{r['min_cacheable_tokens']:,} tokens ({known});",
         f"fake Messages API emulating that minimum, {r['chars_per_token']:g} characters per token",
         "",
-        f"{'judge':<12}{'prompt':<8}{'prefix tok':>11}{'cached':>8}{'prompt tok/ev':>15}{'from cache/ev':>15}{'cache share':>13}{'$ / 1,000 ev':>14}",
+        f"{'judge':<12}{'prompt':<8}{'prefix tok':>11}{'cached':>8}{'prompt tok/ev':>15}{'from cache/ev':>15}"
+        f"{'cache share':>13}{'$ / 1,000 ev':>14}",
     ]
     for row in r["rows"]:
         cost = row["cost_per_1000_steady_usd"]

@@ -17,7 +17,8 @@ RECALL_TARGET, PER_KIND_TARGET, BENIGN_TARGET = 0.98, 0.95, 0.98
 
 
 async def score_shift() -> tuple[float, float, dict[str, tuple[float, float]]]:
-    """(mean absolute shift, largest shift, {label: (mean before, mean after)}) of lexical scores on the relevancy set."""
+    """(mean absolute shift, largest shift, {label: (mean before, mean after)}) of lexical scores on the relevancy
+    set."""
     judge, redactor = LexicalJudge(), build_redactor(RedactionSettings())
     shifts: list[float] = []
     by_label: dict[str, list[tuple[float, float]]] = {}
@@ -38,8 +39,10 @@ def main() -> None:
     e = evaluate(build_redactor(RedactionSettings()), labelled_texts(0), timing_runs=5)
     print(format_evaluation("built-in redactor (validated recognizers)", e))
     worst = min(e.per_kind, key=lambda k: k.typed_share)
-    print(f"  targets: recall {e.recall:.3f} >= {RECALL_TARGET}, worst kind {worst.kind} {worst.typed_share:.3f} >= {PER_KIND_TARGET},"
-          f" look-alikes {e.benign_share:.3f} >= {BENIGN_TARGET}")  # fmt: skip
+    print(
+        f"  targets: recall {e.recall:.3f} >= {RECALL_TARGET}, worst kind {worst.kind} {worst.typed_share:.3f} "
+        f">= {PER_KIND_TARGET}, look-alikes {e.benign_share:.3f} >= {BENIGN_TARGET}"
+    )
     for kind, fmt, value in e.missed[:20]:
         print(f"  missed {kind:<16} {fmt:<24} {value[:60]!r}")
     for value in e.harmed[:20]:

@@ -137,7 +137,8 @@ def _event_time(
         source = "timestamp" if timestamp is not None else "record timestamp"
         raise DecodeError(
             "invalid_event",
-            f"{source} {event_time.isoformat()} is {ahead:.0f} s ahead of the monitor's clock (limit {max_future_skew_s:.0f} s): a bad clock",
+            f"{source} {event_time.isoformat()} is {ahead:.0f} s ahead of the monitor's clock (limit "
+            f"{max_future_skew_s:.0f} s): a bad clock",
         )
     return event_time, epoch_s
 

@@ -88,7 +88,8 @@ class OffsetTracker:
         return sum(len(s.pending) for s in self._parts.values())
 
     def low_water(self) -> dict[TopicPartition, int]:
-        """Per tracked partition, the lowest offset not yet finished (one past the highest tracked when none is pending)."""
+        """Per tracked partition, the lowest offset not yet finished (one past the highest tracked when none is
+        pending)."""
         return {
             tp: s.pending[0] if s.pending else s.next_offset
             for tp, s in self._parts.items()

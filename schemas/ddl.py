@@ -92,7 +92,8 @@ def on_cluster(statement: str, cluster: str) -> str:
     out, found = _CREATE.subn(rf"\1 ON CLUSTER {cluster}", statement, count=1)
     if not found:
         raise ValueError(
-            f"cannot place ON CLUSTER in a statement that is not a CREATE ... IF NOT EXISTS, ALTER TABLE or DELETE FROM: {statement[:80]!r}"
+            f"cannot place ON CLUSTER in a statement that is not a CREATE ... IF NOT EXISTS, ALTER TABLE or DELETE "
+            f"FROM: {statement[:80]!r}"
         )
 
     def replicated(m: re.Match[str]) -> str:
@@ -141,7 +142,8 @@ def migrations_table_ddl(database: str, cluster: str | None = None) -> list[str]
     _check_identifier("database", database)
     statements = [
         f"CREATE DATABASE IF NOT EXISTS {database}",
-        f"CREATE TABLE IF NOT EXISTS {database}.{MIGRATIONS_TABLE}\n(\n    scores_table  String,\n    version       String,\n"
+        f"CREATE TABLE IF NOT EXISTS {database}.{MIGRATIONS_TABLE}\n(\n    scores_table  String,\n    version       "
+        "String,\n"
         "    name          String,\n    checksum      String,\n    applied_at    DateTime64(3, 'UTC')\n)\n"
         "ENGINE = ReplacingMergeTree(applied_at)\nORDER BY (scores_table, version)",
     ]

@@ -36,7 +36,10 @@ def identifier_problem(text: str) -> str | None:
         return None
     char = found.group()
     what = "NUL" if char == "\x00" else "a lone surrogate"
-    return f"contains U+{ord(char):04X} ({what}) at index {found.start()}; ids and labels must be valid Unicode without NUL"
+    return (
+        f"contains U+{ord(char):04X} ({what}) at index {found.start()}; ids and labels must be valid Unicode without "
+        "NUL"
+    )
 
 
 # Free text: judged and stored, so a lone surrogate becomes a visible U+FFFD instead of failing the insert.

@@ -64,7 +64,9 @@ class SchemaDifference:
 _REPAIRS: dict[Kind, str] = {
     "table": "re-created empty: the rows it held are gone",
     "view": "re-created",
-    "materialized view": "re-created: it fills its table from rows inserted from now on, not from those stored meanwhile",
+    "materialized view": (
+        "re-created: it fills its table from rows inserted from now on, not from those stored meanwhile"
+    ),
 }
 _COLUMN_REPAIR = "re-added: rows already stored read its default"
 
@@ -91,7 +93,8 @@ def add_column(difference: SchemaDifference, cluster: str | None = None) -> str 
 
 
 def snapshot_document(found: Schema, table: str) -> dict[str, object]:
-    """The JSON document of `found` (a fresh store's schema) as the snapshot file holds it, `table` written `{table}`."""
+    """The JSON document of `found` (a fresh store's schema) as the snapshot file holds it, `table` written
+    `{table}`."""
     objects = {
         (SCORES_TABLE if name == table else name): {"kind": obj.kind, "columns": [list(c) for c in obj.columns]}
         for name, obj in sorted(found.items())

@@ -40,7 +40,8 @@ def copy_tree(dest: Path) -> Path:
 
 
 def test_the_tree_keeps_every_import_contract() -> None:
-    """schemas → consumers → monitor, and the runtime, judges, alerts and dev tools keep out of what they must not import."""
+    """schemas → consumers → monitor, and the runtime, judges, alerts and dev tools keep out of what they must not
+    import."""
     done = lint_imports(ROOT)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "0 broken" in done.stdout

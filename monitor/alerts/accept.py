@@ -63,7 +63,10 @@ def accepted(rule: Rule, state: AlertState, level: float, by: str, now: datetime
     ref = Reference(level, old.slack, old.threshold, old.resolve_at)  # the level as measured: no margin
     frozen = Frozen(ref, now + rule.baseline.trailing, by, now)
     shown = level if rule.metric == "mean_score" else 1.0 - level
-    note = f"accepted by {by} at {now:%Y-%m-%d %H:%M}: the new level ({shown:.3g}) is the reference until {frozen.until:%Y-%m-%d}"
+    note = (
+        f"accepted by {by} at {now:%Y-%m-%d %H:%M}: the new level ({shown:.3g}) is the reference until "
+        f"{frozen.until:%Y-%m-%d}"
+    )
     return dataclasses.replace(state, state="resolved", resolved_at=now, frozen=frozen, note=note, last_eval_at=now)
 
 

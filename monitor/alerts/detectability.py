@@ -36,11 +36,20 @@ class Detectability:
             return (
                 f"cannot be watched: {rate}, but the {self.change} the rule is tuned to would leave the scores' range"
             )
-        need = f"judge at least {self.min_per_minute:.2g}/min (min_per_segment: {{min_per_minute: {self.min_per_minute:.2g}}})"
+        need = (
+            f"judge at least {self.min_per_minute:.2g}/min (min_per_segment: {{min_per_minute: "
+            f"{self.min_per_minute:.2g}}})"
+        )
         if not self.protected:
-            return f"too thin to protect: {rate}; a {PROTECTED_DROP:g} {self.change} would take over {PROTECTED_WITHIN_MIN:.0f} min to page; {need}"
+            return (
+                f"too thin to protect: {rate}; a {PROTECTED_DROP:g} {self.change} would take over "
+                f"{PROTECTED_WITHIN_MIN:.0f} min to page; {need}"
+            )
         if math.isinf(self.drop_in_15_min):
-            return f"{rate}, detects a {PROTECTED_DROP:g} {self.change} within {PROTECTED_WITHIN_MIN:.0f} min, none within 15 min"
+            return (
+                f"{rate}, detects a {PROTECTED_DROP:g} {self.change} within {PROTECTED_WITHIN_MIN:.0f} min, none "
+                "within 15 min"
+            )
         return f"{rate}, detects a {self.drop_in_15_min:.2f} {self.change} in ~{HORIZON_MIN:.0f} min"
 
 

@@ -193,7 +193,10 @@ def _fresh(rule: Rule, ref: Reference, stat: float, rate: float) -> Verdict:
     assert rule.detector is not None
     fire = stat >= ref.threshold
     change = "drop" if rule.metric == "mean_score" else "rise of the low-score share"
-    why = f"CUSUM {stat:.1f} >= {ref.threshold:.1f}: a {change} of {rule.detector.shift:g} or more, at {rate * 60:.2g} judged/min"
+    why = (
+        f"CUSUM {stat:.1f} >= {ref.threshold:.1f}: a {change} of {rule.detector.shift:g} or more, at {rate * 60:.2g} "
+        "judged/min"
+    )
     if not fire:
         why = ""
     return Verdict(fire, fire, True, why)

@@ -107,7 +107,8 @@ def _shadow(name: MetricName, direction: Direction) -> MetricSpec:
         judge_keyed=True,
         examples_filter=None,
         examples_order="abs(shadow_score - primary_score) DESC, event_time DESC",  # the largest disagreements first
-        retired_note="no event scored ok by both this shadow judge and its primary in the window or the baseline any more",
+        retired_note="no event scored ok by both this shadow judge and its primary in the window or the baseline any "
+        "more",
         table="shadow",
         extra_keys=("primary_judge_id",),
         unit="shared events",

@@ -285,7 +285,8 @@ def read_canary_kappa(rule: Rule, data: SegmentData, tail: TailCounts | None, te
 
 
 def read_canary_mean_shift(rule: Rule, data: SegmentData, tail: TailCounts | None, testing: bool) -> Reading:
-    """Mean of score − label/4 over the canary's judged pairs: below 0 the judge scores the set lower than the labels."""
+    """Mean of score − label/4 over the canary's judged pairs: below 0 the judge scores the set lower than the
+    labels."""
     cur, base = data.current, data.baseline
     return Reading(_per_run(cur.canary.shift, cur.ok), _per_run(base.canary.shift, base.ok), cur.ok, base.ok)
 

@@ -130,7 +130,10 @@ def describe_shortfall(s: Shortfall, rule: Rule, windows: Windows | None = None,
             )
         return f"baseline: {s.have} of {s.need} {unit} needed {baseline_words(rule)}"
     if g is Gap.SILENT_FEW_BASELINE:
-        return f"silent, but the baseline has only {s.have} of the {s.need} events needed to expect any ({baseline_words(rule)})"
+        return (
+            f"silent, but the baseline has only {s.have} of the {s.need} events needed to expect any "
+            f"({baseline_words(rule)})"
+        )
     if g is Gap.NO_TRAFFIC_COUNTS:
         return "no traffic counts for this segment (the monitor writes them to the traffic table as it consumes)"
     if g is Gap.NO_BASELINE:
@@ -153,17 +156,24 @@ def describe_empty(e: EmptyRule, now: datetime) -> str:
     canary = rule.spec.table == "canary"
     if e.gap is Gap.STORE_EMPTY:
         if canary:
-            return "no canary run in the store yet (`alerts run` writes one every ALERTS_CANARY_INTERVAL; off when it is 0)"
+            return (
+                "no canary run in the store yet (`alerts run` writes one every ALERTS_CANARY_INTERVAL; off when it is "
+                "0)"
+            )
         return "no judged rows in the store yet"
     if e.gap is Gap.TRAFFIC_EMPTY:
-        return f"traffic table empty: no consumed events counted yet (needed by {rule.metric} rules with source {rule.source})"
+        return (
+            f"traffic table empty: no consumed events counted yet (needed by {rule.metric} rules with source "
+            f"{rule.source})"
+        )
     if e.gap is Gap.NO_ROLLOUT and rule.rollout is not None:
         parts = []
         if e.single_version:
             parts.append(f"{_count(e.single_version, 'segment')} with a single {rule.rollout.of}")
         if e.started_together:
             parts.append(
-                f"{e.started_together} whose {rule.rollout.of}s started within {format_duration(rule.rollout.min_gap)} of each other"
+                f"{e.started_together} whose {rule.rollout.of}s started within {format_duration(rule.rollout.min_gap)} "
+                "of each other"
             )
         return "no rollout in the window: " + (", ".join(parts) or "no versions")
     if canary:
@@ -183,7 +193,8 @@ def describe_empty(e: EmptyRule, now: datetime) -> str:
 
 
 def _hidden_by_offset(e: EmptyRule, now: datetime) -> str:
-    """Where the newest row is against the window: after its end (the offset or the unfinished minute hid it), or before."""
+    """Where the newest row is against the window: after its end (the offset or the unfinished minute hid it), or
+    before."""
     if e.newest is None or e.newest.at is None:
         return ""
     end = e.windows.current[1]

@@ -62,8 +62,8 @@ def replay_filter(rule: Rule) -> str:
 
 
 def _rows_of(rule: Rule) -> str:
-    """The extra row filter of a rule's score queries: live rows (see `replay_filter`), and the primary's rows only for a
-    traffic metric."""
+    """The extra row filter of a rule's score queries: live rows (see `replay_filter`), and the primary's rows only for
+    a traffic metric."""
     return replay_filter(rule) + (f" AND NOT {SHADOW_ROW}" if rule.spec.primary_only else "")
 
 
@@ -318,7 +318,8 @@ def fetch_tail_counts(
 # Each run's pairs and figures first (a run's figures are on each of its rows), then the runs summed per window.
 # The run's time and judge get aliases of their own: an alias named like its column would replace the column.
 _CANARY_RUN_SQL = (
-    "SELECT {keys}, run_id, any(judge) AS run_judge, any(run_at) AS at, count() AS n_rows, countIf(status = 'ok') AS n_ok,\n"
+    "SELECT {keys}, run_id, any(judge) AS run_judge, any(run_at) AS at, count() AS n_rows, countIf(status = 'ok') AS "
+    "n_ok,\n"
     "         countIf(status = 'error') AS n_errors, any(run_spearman) AS rho, any(run_kappa) AS kappa,\n"
     "         sumIf(score - label_unit, status = 'ok') AS shift\n"
     "  FROM {table} FINAL\n"
@@ -386,7 +387,10 @@ def fetch_canary(store: ClickHouseStore, rule: Rule, windows: Windows) -> dict[S
 
 def _bucketed(select: list[str], source: str, keys: list[str]) -> str:
     """`select` over the subquery `source`, grouped by grid bucket and segment keys, ordered by segment then bucket."""
-    return f"SELECT {', '.join(select)}\nFROM (\n  {source}\n)\nGROUP BY {', '.join(['bucket', *keys])}\nORDER BY {', '.join([*keys, 'bucket'])}"
+    return (
+        f"SELECT {', '.join(select)}\nFROM (\n  {source}\n)\nGROUP BY {', '.join(['bucket', *keys])}\nORDER BY "
+        f"{', '.join([*keys, 'bucket'])}"
+    )
 
 
 def _grid_params(grid: Grid, start: datetime, end: datetime) -> dict[str, Any]:
@@ -422,8 +426,10 @@ def fetch_canary_history(store: ClickHouseStore, rule: Rule, grid: Grid, start: 
 # and event (any other judge_id without the prefix), both ok. Both rows carry the event's time, so `{where}` (a time
 # range on event_time) filters both sides before the join. Every column name is distinct, so no alias shadows one.
 _SHADOW_PAIRS = (
-    "SELECT app, model, prompt_version, judge_id, primary_judge_id, judge, event_time, event_id, question, shadow_score, primary_score\n"
-    "  FROM (SELECT app, event_id, model, prompt_version, judge_id, judge, event_time, question, score AS shadow_score\n"
+    "SELECT app, model, prompt_version, judge_id, primary_judge_id, judge, event_time, event_id, question, "
+    "shadow_score, primary_score\n"
+    "  FROM (SELECT app, event_id, model, prompt_version, judge_id, judge, event_time, question, score AS "
+    "shadow_score\n"
     "        FROM {table} FINAL WHERE status = 'ok' AND {shadow} AND {where}) AS s\n"
     "  INNER JOIN (SELECT app AS p_app, event_id AS p_event_id, judge_id AS primary_judge_id, score AS primary_score\n"
     "        FROM {table} FINAL WHERE status = 'ok' AND NOT {shadow} AND {where}) AS p\n"
@@ -565,7 +571,8 @@ def history_sql(
 
 
 def fetch_score_history(store: ClickHouseStore, rule: Rule, grid: Grid, start: datetime, end: datetime) -> History:
-    """The scores of `rule`'s segments over [start, end) per bucket of `grid` (which must start at or before `start`)."""
+    """The scores of `rule`'s segments over [start, end) per bucket of `grid` (which must start at or before
+    `start`)."""
     values = values_for(rule)
     sql, params = history_sql(rule, store.database, store.table, grid, start, end, values)
     return build_history(grid, start, end, rule.key_fields, SCORE_SUMS, _run(store, sql, params), values)
@@ -577,7 +584,8 @@ def fetch_traffic_history(
     """The traffic counts of `rule`'s segments over [start, end) per bucket of `grid`."""
     keys = [k for k in rule.key_fields if k != "judge_id"]
     sql = (
-        f"SELECT intDiv(toInt64(toUnixTimestamp(minute)) * 1000 - {{origin:Int64}}, {{size:Int64}}) AS bucket, {''.join(k + ', ' for k in keys)}"
+        f"SELECT intDiv(toInt64(toUnixTimestamp(minute)) * 1000 - {{origin:Int64}}, {{size:Int64}}) AS bucket, "
+        f"{''.join(k + ', ' for k in keys)}"
         "sum(sampled), sum(consumed), count(), toInt64(toUnixTimestamp(min(minute))) * 1000\n"
         f"FROM {_ident(store.database)}.{_ident(traffic_table)}\n"
         f"WHERE minute >= {{start:{_TS}}} AND minute < {{end:{_TS}}}\n"
@@ -592,7 +600,10 @@ def fetch_newest(store: ClickHouseStore, table: str, column: str, before: dateti
     """The latest `column` of `table` at or before `before` (None when the table has no such row); `where` is a fixed
     extra filter (` AND ...`, as `replay_filter` gives), never user text."""
     c = _ident(column)
-    sql = f"SELECT max({c}) FROM {_ident(store.database)}.{_ident(table)} WHERE {c} <= {{before:{_TS}}}{where} HAVING count() > 0"
+    sql = (
+        f"SELECT max({c}) FROM {_ident(store.database)}.{_ident(table)} WHERE {c} <= {{before:{_TS}}}{where} HAVING "
+        "count() > 0"
+    )
     rows = _run(store, sql, {"before": before})
     return utc(rows[0][0]) if rows else None
 
@@ -622,7 +633,8 @@ def examples_sql(rule: Rule, segment: SegmentKey, windows: Windows, database: st
         # The window's shared events of the pair, the largest disagreements first (the time filters both sides).
         return (
             "SELECT event_time, app, judge_id, primary_judge_id, round(shadow_score, 3) AS shadow_score,\n"
-            "       round(primary_score, 3) AS primary_score, round(shadow_score - primary_score, 3) AS difference, question, event_id\n"
+            "       round(primary_score, 3) AS primary_score, round(shadow_score - primary_score, 3) AS difference, "
+            "question, event_id\n"
             f"FROM (\n  {_shadow_pairs(database, table, when + replay_filter(rule))}\n)\n"
             f"WHERE {' AND '.join(same_segment) or '1'}\n"
             f"ORDER BY {rule.spec.examples_order}\n"
@@ -639,11 +651,13 @@ def examples_sql(rule: Rule, segment: SegmentKey, windows: Windows, database: st
         )
     if not rule.include_replays:
         conds.append(LIVE_ROW)  # the rows the rule read: a replayed row is not a recent example
-    # The statements with their verdicts explain a surprising score in one look (which claims the judge found off-topic).
+    # The statements with their verdicts explain a surprising score in one look (which claims the judge found
+    # off-topic).
     return (
         "SELECT event_time, app, model, prompt_version, judge_id, status, round(score, 3) AS score, error,\n"
         "       dateDiff('millisecond', event_time, scored_at) / 1000.0 AS lag_s, cost_usd,\n"
-        "       question, response, reasoning, n_statements, arrayZip(statements, verdicts) AS statement_verdicts, event_id\n"
+        "       question, response, reasoning, n_statements, arrayZip(statements, verdicts) AS statement_verdicts, "
+        "event_id\n"
         f"FROM {_ident(database)}.{_ident(table)} FINAL\n"
         f"WHERE {' AND '.join(conds)}\n"
         f"ORDER BY {rule.spec.examples_order}\n"

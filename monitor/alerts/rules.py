@@ -170,7 +170,8 @@ class Rule(_Strict):
             raise ValueError("window must be at least 1m")
         if self.spec.table == "canary" and self.segment_by:
             raise ValueError(
-                f"a {self.metric} rule is per judge and labelled set: segment_by must be [] (canary runs have no app, model or prompt_version)"
+                f"a {self.metric} rule is per judge and labelled set: segment_by must be [] (canary runs have no app, "
+                "model or prompt_version)"
             )
         if self.spec.silence:
             if self.baseline is None:
@@ -230,7 +231,8 @@ class Rule(_Strict):
             raise ValueError(f"a {self.metric} rule needs rollout: {{of: prompt_version}} or {{of: model}}")
         if self.baseline is not None:
             raise ValueError(
-                f"a {self.metric} rule takes no baseline: it compares with the version before the newest, in the same window"
+                f"a {self.metric} rule takes no baseline: it compares with the version before the newest, in the same "
+                "window"
             )
         if self.rollout.of in self.segment_by:
             raise ValueError(f"segment_by must not list {self.rollout.of}: the rule compares its values")

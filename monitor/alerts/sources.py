@@ -90,7 +90,8 @@ class StoreData:
         return buckets_at(history, rule, current, bounds) if bounds is not None else {}
 
     def newest(self, rule: Rule, before: datetime) -> Newest | None:
-        """See `RuleData.newest`; read once per table, time column and replay filter (rules without segments share it)."""
+        """See `RuleData.newest`; read once per table, time column and replay filter (rules without segments share
+        it)."""
         rows = ""
         if rule.source == "traffic":
             table, column = self.traffic_table, "minute"

@@ -193,7 +193,8 @@ class Lease:
         rows = self.store.query(
             "SELECT replica, argMax(joined_at, heartbeat_at) AS joined, max(heartbeat_at) AS beat,"
             f" argMax(released, heartbeat_at) AS gone FROM {self.table} "
-            "GROUP BY replica HAVING beat >= {cutoff:DateTime64(3, 'UTC')} AND gone = 0 ORDER BY joined, replica LIMIT 1",
+            "GROUP BY replica HAVING beat >= {cutoff:DateTime64(3, 'UTC')} AND gone = 0 ORDER BY joined, replica LIMIT "
+            "1",
             {"cutoff": now - self.ttl},
         ).rows
         return bool(rows) and rows[0][0] == self.replica

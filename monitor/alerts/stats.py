@@ -68,7 +68,8 @@ def two_proportion_z_test(x1: float, n1: float, x2: float, n2: float, alternativ
 
 
 def one_proportion_score_test(x: float, n: float, p0: float, alternative: Alternative) -> float:
-    """One-sided score test of x/n vs p0: rejects exactly when the Wilson interval excludes p0 (x, n may be effective)."""
+    """One-sided score test of x/n vs p0: rejects exactly when the Wilson interval excludes p0 (x, n may be
+    effective)."""
     if n <= 0:
         return 1.0
     x = min(max(x, 0), n)

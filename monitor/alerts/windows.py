@@ -147,10 +147,10 @@ def finite(value: Any) -> float | None:
 
 def window_stats(v: Mapping[str, Any], seconds: float) -> WindowStats:
     """A window's stats from its named sums (`rows`, `ok`, `errors`, `weight`, `weight_sq`, `w_score`, `w_score_sq`,
-    `w_low`, the `w_bin_NN`, `cost`, `events`, and `p10`, `lag_p90` when read; for canary metrics `runs`, `rho`, `rho_runs`,
-    `kappa`, `kappa_runs`, `shift` instead of the score sums; for shadow metrics `shadow_diff` and `shadow_rho`); the
-    one conversion of the per-step queries and of the backtest's history, so both build the same stats from the same
-    sums. A sum not given is 0."""
+    `w_low`, the `w_bin_NN`, `cost`, `events`, and `p10`, `lag_p90` when read; for canary metrics `runs`, `rho`,
+    `rho_runs`, `kappa`, `kappa_runs`, `shift` instead of the score sums; for shadow metrics `shadow_diff` and
+    `shadow_rho`); the one conversion of the per-step queries and of the backtest's history, so both build the same
+    stats from the same sums. A sum not given is 0."""
     rows = int(v["rows"])
     ok = int(v["ok"])
 

@@ -76,7 +76,8 @@ def parse_labels(data: bytes, scale: Scale, source: str) -> list[LabelledPair]:
         if pair.id is not None:
             if pair.id in lines_of_ids:
                 raise LabelsError(
-                    f"{source} line {number}: id {pair.id!r} is also on line {lines_of_ids[pair.id]}; ids must be unique"
+                    f"{source} line {number}: id {pair.id!r} is also on line {lines_of_ids[pair.id]}; ids must be "
+                    "unique"
                 )
             lines_of_ids[pair.id] = number
         pairs.append(pair)
@@ -112,7 +113,8 @@ def parse_line(text: str, number: int, scale: Scale, source: str) -> LabelledPai
     if unknown:
         # Refused rather than ignored: a misspelt "categroy" would otherwise vanish from the per-category table.
         raise bad(
-            f"unknown field {', '.join(map(repr, unknown))} (fields: question, answer or response, label, id, category, rationale)"
+            f"unknown field {', '.join(map(repr, unknown))} (fields: question, answer or response, label, id, "
+            "category, rationale)"
         )
     question = _text(obj, "question", bad)
     if not question.strip():

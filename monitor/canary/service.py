@@ -163,7 +163,8 @@ class Canary:
     def _stored_last_run(self) -> datetime | None:
         table = f"{self.store.database}.{CANARY_TABLE}"
         rows = self.store.query(
-            f"SELECT max(run_at) FROM {table} WHERE judge_id = {{j:String}} AND labels = {{l:String}} HAVING count() > 0",
+            f"SELECT max(run_at) FROM {table} WHERE judge_id = {{j:String}} AND labels = {{l:String}} HAVING count() > "
+            "0",
             {"j": self.judge.judge_id, "l": self.labelled.name},
         ).rows
         if not rows:

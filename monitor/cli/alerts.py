@@ -197,7 +197,8 @@ def cmd_backtest(ns: argparse.Namespace) -> int:
 def run_backtest_cmd(
     ns: argparse.Namespace, out: IO[str] | None = None, progress_console: Console | None = None
 ) -> int:
-    """Run the backtest named by `ns`, showing progress on stderr (or `progress_console`), and print the report to `out`."""
+    """Run the backtest named by `ns`, showing progress on stderr (or `progress_console`), and print the report to
+    `out`."""
     from rich.console import Console
 
     from monitor.alerts.backtest import run_backtest

@@ -22,7 +22,8 @@ def add_alert_parsers(subparsers: Any, actions: Mapping[str, Callable[[argparse.
     run = sub.add_parser(
         "run",
         help="evaluate the rules every --interval, keep state in ClickHouse, notify",
-        description="Evaluate every rule each --interval, keep each segment's state in alert_state, and notify the webhook, Slack and "
+        description="Evaluate every rule each --interval, keep each segment's state in alert_state, and notify the "
+        "webhook, Slack and "
         "Alertmanager targets configured. Logs one line per round; with --once, prints what it evaluated and sent.",
     )
     _common(run)
@@ -75,7 +76,8 @@ def add_alert_parsers(subparsers: Any, actions: Mapping[str, Callable[[argparse.
     run.add_argument(
         "--no-lease",
         action="store_true",
-        help="evaluate without taking the lease in alert_leases: only when exactly one evaluator runs (default: take the lease)",
+        help="evaluate without taking the lease in alert_leases: only when exactly one evaluator runs (default: take "
+        "the lease)",
     )
     run.add_argument(
         "--metrics-port",
@@ -89,7 +91,8 @@ def add_alert_parsers(subparsers: Any, actions: Mapping[str, Callable[[argparse.
         metavar="DURATION",
         help=_alert_help(
             "canary_interval",
-            "how often the leader re-scores the canary's labelled pairs with the live judge (MONITOR_JUDGE*); 0 or off: never",
+            "how often the leader re-scores the canary's labelled pairs with the live judge (MONITOR_JUDGE*); 0 or "
+            "off: never",
         ),
     )
     run.add_argument(
@@ -101,7 +104,8 @@ def add_alert_parsers(subparsers: Any, actions: Mapping[str, Callable[[argparse.
     run.add_argument(
         "--once",
         action="store_true",
-        help="run one round, print what was evaluated and sent, and exit, for cron; a canary run due is judged within the round "
+        help="run one round, print what was evaluated and sent, and exit, for cron; a canary run due is judged within "
+        "the round "
         "(default: rounds until SIGTERM, canary runs in the background)",
     )
     run.set_defaults(func=actions["run"])
@@ -109,8 +113,10 @@ def add_alert_parsers(subparsers: Any, actions: Mapping[str, Callable[[argparse.
     check = sub.add_parser(
         "check",
         help="evaluate once and print every rule and segment (writes and notifies nothing)",
-        description="Evaluate every rule once and print each rule and segment: state, value against baseline, sample sizes, p-value, and "
-        "why a segment or a whole rule could not be decided. Reads the stored alert state; writes and notifies nothing.",
+        description="Evaluate every rule once and print each rule and segment: state, value against baseline, sample "
+        "sizes, p-value, and "
+        "why a segment or a whole rule could not be decided. Reads the stored alert state; writes and notifies "
+        "nothing.",
     )
     _common(check)
     check.add_argument(
@@ -139,10 +145,14 @@ def add_alert_parsers(subparsers: Any, actions: Mapping[str, Callable[[argparse.
 
     acc = sub.add_parser(
         "accept",
-        help="accept a detector segment's new level: resolve its episode and make the level since it started the reference",
-        description="Resolve the open episode of a detector rule (relevancy_drop, low_score_share_rise) on one segment and take the "
-        "level since the episode started as the segment's reference until the change has left the baseline. Records who and when. "
-        "A level alert never resolves by taking the regression into its baseline: this is how a deliberate change is accepted.",
+        help="accept a detector segment's new level: resolve its episode and make the level since it started the "
+        "reference",
+        description="Resolve the open episode of a detector rule (relevancy_drop, low_score_share_rise) on one segment "
+        "and take the "
+        "level since the episode started as the segment's reference until the change has left the baseline. Records "
+        "who and when. "
+        "A level alert never resolves by taking the regression into its baseline: this is how a deliberate change is "
+        "accepted.",
     )
     _common(acc)
     acc.add_argument("rule", metavar="RULE", help="the detector rule's name (required)")
@@ -159,7 +169,8 @@ def add_alert_parsers(subparsers: Any, actions: Mapping[str, Callable[[argparse.
     bt = sub.add_parser(
         "backtest",
         help="replay the rules over stored history; never touches the live alert state",
-        description="Evaluate the rules at every --step from --since to --until with state kept in memory, and print per rule the episodes "
+        description="Evaluate the rules at every --step from --since to --until with state kept in memory, and print "
+        "per rule the episodes "
         "that fired, the pending ones that cleared, and the delay to firing. Progress goes to stderr.",
     )
     _common(bt)
@@ -186,7 +197,8 @@ def add_alert_parsers(subparsers: Any, actions: Mapping[str, Callable[[argparse.
     bt.add_argument(
         "--per-step",
         action="store_true",
-        help="query every rule at every step instead of reading each rule's history once: slow, to cross-check (default: off)",
+        help="query every rule at every step instead of reading each rule's history once: slow, to cross-check "
+        "(default: off)",
     )
     bt.set_defaults(func=actions["backtest"])
 

@@ -47,11 +47,16 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "calibrate",
         help="score a labelled set with the configured judge and report how well it agrees with the labels",
-        description="Judge each labelled pair with the configured judge (as `judge` does, under the service's flow limits) "
-        "and report agreement with the labels: Spearman rho and Kendall tau-b with bootstrap 95% intervals, quadratic-weighted "
-        "Cohen's kappa on the 0-4 buckets, mean absolute error, a low/mid/high confusion table, per-category figures, the "
-        "largest disagreements with the judge's reasons, failures and cost. The labels file has one JSON object per line: "
-        '{"question": ..., "answer": ... (or "response"), "label": 0-4, "id": ..., "category": ...} ("id", "category" and '
+        description="Judge each labelled pair with the configured judge (as `judge` does, under the service's flow "
+        "limits) "
+        "and report agreement with the labels: Spearman rho and Kendall tau-b with bootstrap 95% intervals, "
+        "quadratic-weighted "
+        "Cohen's kappa on the 0-4 buckets, mean absolute error, a low/mid/high confusion table, per-category figures, "
+        "the "
+        "largest disagreements with the judge's reasons, failures and cost. The labels file has one JSON object per "
+        "line: "
+        '{"question": ..., "answer": ... (or "response"), "label": 0-4, "id": ..., "category": ...} ("id", "category" '
+        "and "
         '"rationale" optional); blank lines are skipped, any other bad line stops with exit 2 naming it. '
         "Exit code 1 if any pair could not be judged (it is left out of the statistics, and listed).",
     )
@@ -131,7 +136,8 @@ def run_calibrate(
         print_report(run, result, str(path), ns.label_scale, report_console(out))
     if run.failed:
         err.write(
-            f"{PROG}: {len(run.failed)} of {len(pairs)} pairs could not be judged; they are left out of the statistics\n"
+            f"{PROG}: {len(run.failed)} of {len(pairs)} pairs could not be judged; they are left out of the "
+            "statistics\n"
         )
         return 1
     return 0
@@ -181,7 +187,8 @@ class _ProgressDisplay:
             TimeRemainingColumn(),
             console=Console(file=self._err),
             transient=True,
-            redirect_stdout=False,  # stdout is the report's (the JSON document's); only stderr's log lines go above the bar
+            # stdout is the report's (the JSON document's); only stderr's log lines go above the bar
+            redirect_stdout=False,
         )
         self._task = self._bar.add_task("judging", total=self._total)
         self._bar.start()

@@ -39,8 +39,10 @@ def register(sub: Any) -> None:
     p = sub.add_parser(
         "run",
         help=about,
-        description=f"{about[0].upper()}{about[1:]}. Each flag is also the environment variable its help names (flags win).",
-        usage="%(prog)s [flags]",  # the flags are listed by topic below; a usage line of every one would fill the screen
+        description=f"{about[0].upper()}{about[1:]}. Each flag is also the environment variable its help names (flags "
+        "win).",
+        # The flags are listed by topic below; a usage line of every one would fill the screen.
+        usage="%(prog)s [flags]",
     )
     add_settings_flags(p)
     p.set_defaults(func=cmd_run)
@@ -53,7 +55,8 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--check",
         action="store_true",
-        help="change nothing: list the pending migrations and how the store differs from this release's schema; exit 1 if anything does",
+        help="change nothing: list the pending migrations and how the store differs from this release's schema; exit 1 "
+        "if anything does",
     )
     add_store_flags(p, *CLUSTER_SETTINGS, *RETENTION_SETTINGS)
     p.set_defaults(func=cmd_migrate)
@@ -70,7 +73,8 @@ def register(sub: Any) -> None:
         "--format",
         choices=["table", "csv", "json"],
         default="table",
-        help="table: for people, long values cut to fit the terminal; csv, or json (one object per line): full values (default: table)",
+        help="table: for people, long values cut to fit the terminal; csv, or json (one object per line): full values "
+        "(default: table)",
     )
     add_store_flags(p)
     p.set_defaults(func=cmd_sql)
@@ -88,7 +92,8 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--kafka-topic",
         metavar="TOPIC",
-        help="topic to produce to, created if missing [default: the first of MONITOR_KAFKA_TOPICS, which defaults to conversations]",
+        help="topic to produce to, created if missing [default: the first of MONITOR_KAFKA_TOPICS, which defaults to "
+        "conversations]",
     )
     p.add_argument("--partitions", type=int, default=3, help="partitions of the topic if it is created (default: 3)")
     p.add_argument("--rate", type=float, default=0.0, help="events per second, 0 for as fast as possible (default: 0)")
@@ -203,7 +208,8 @@ def cmd_migrate(ns: argparse.Namespace) -> int:
         print(f"{'cannot fix' if difference.blocking else 'left as it is'}: {difference}", file=sys.stderr)
     if any(d.blocking for d in schema.unfixed):
         print(
-            f"{len(schema.unfixed)} difference(s) left as they are: migrate adds what is missing and changes nothing else",
+            f"{len(schema.unfixed)} difference(s) left as they are: migrate adds what is missing and changes nothing "
+            "else",
             file=sys.stderr,
         )
         return 1
@@ -237,7 +243,8 @@ def _check_migrations(schema: Migrations) -> int:
         print(f"differs: {difference} ({fix})", file=sys.stderr)
     if pending or differences:
         print(
-            f"schema of {store.qualified_table} at {store.url} is not current: {len(pending)} pending, {len(differences)} difference(s)",
+            f"schema of {store.qualified_table} at {store.url} is not current: {len(pending)} pending, "
+            f"{len(differences)} difference(s)",
             file=sys.stderr,
         )
         return 1
@@ -301,7 +308,8 @@ def _read_file(path: str) -> bytes:
 
 
 def cmd_broker(ns: argparse.Namespace) -> int:
-    """`broker`: a local tansu broker in the foreground until SIGTERM, SIGINT (Ctrl-C) or SIGHUP; tansu stops with it."""
+    """`broker`: a local tansu broker in the foreground until SIGTERM, SIGINT (Ctrl-C) or SIGHUP; tansu stops with
+    it."""
     from monitor.devtools.localbroker import LocalBroker
 
     # Python's default SIGTERM/SIGHUP end the process without unwinding, which left tansu running (and holding

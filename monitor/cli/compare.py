@@ -31,16 +31,20 @@ def register(subparsers: Any) -> None:
 
     p = subparsers.add_parser(
         "compare",
-        help="compare two judges on the events both scored: rank correlation, mean difference, confusion, largest disagreements",
-        description="Compare two judges (a primary and its shadow judge, say) on the events in the range that both scored ok: Spearman ρ, "
-        "the mean difference b − a with a 95% interval, the mean absolute difference, a low/high table (score below 0.5 or not) and the "
+        help="compare two judges on the events both scored: rank correlation, mean difference, confusion, largest "
+        "disagreements",
+        description="Compare two judges (a primary and its shadow judge, say) on the events in the range that both "
+        "scored ok: Spearman ρ, "
+        "the mean difference b − a with a 95% interval, the mean absolute difference, a low/high table (score below "
+        "0.5 or not) and the "
         "10 events they disagree on most. Reads only: creates nothing in the store.",
     )
     p.add_argument(
         "--judge-a",
         default=None,
         metavar="ID",
-        help="judge_id of the reference judge (default: when exactly two judges have rows in the range, the one with more rows)",
+        help="judge_id of the reference judge (default: when exactly two judges have rows in the range, the one with "
+        "more rows)",
     )
     p.add_argument(
         "--judge-b",
@@ -52,7 +56,8 @@ def register(subparsers: Any) -> None:
         "--since",
         default=DEFAULT_SINCE,
         metavar="TIME",
-        help=f"start of the event-time range: ISO 8601 (UTC without offset) or relative as --since=-24h (default: {DEFAULT_SINCE})",
+        help=f"start of the event-time range: ISO 8601 (UTC without offset) or relative as --since=-24h (default: "
+        f"{DEFAULT_SINCE})",
     )
     p.add_argument(
         "--until",

@@ -36,9 +36,12 @@ def register(sub: Any) -> None:
     """Add `demo` to the CLI's subparsers."""
     p = sub.add_parser(
         "demo",
-        help="a local broker, the monitor and the alert evaluator on generated traffic, until a planted regression alerts",
-        description="Six hours of history, then live traffic in which one app's new prompt version pads its answers: the "
-        "demo ends with the alert that fired, the worst examples, an HTML report and three commands to try. It uses the "
+        help="a local broker, the monitor and the alert evaluator on generated traffic, until a planted regression "
+        "alerts",
+        description="Six hours of history, then live traffic in which one app's new prompt version pads its answers: "
+        "the "
+        "demo ends with the alert that fired, the worst examples, an HTML report and three commands to try. It uses "
+        "the "
         "statements LLM judge when ANTHROPIC_API_KEY is set (with less traffic), the lexical heuristic otherwise.",
     )
     p.add_argument(
@@ -59,7 +62,8 @@ def register(sub: Any) -> None:
         "--clickhouse-url",
         default=None,
         metavar="URL",
-        help="the embedded store (chdb:///dir), replaced if an earlier demo wrote it [env MONITOR_CLICKHOUSE_URL if chdb:; "
+        help="the embedded store (chdb:///dir), replaced if an earlier demo wrote it [env MONITOR_CLICKHOUSE_URL if "
+        "chdb:; "
         "default: the store `run` and `sql` use, chdb://<cwd>/.relevancy-monitor/chdb]",
     )
     p.add_argument(

@@ -21,7 +21,10 @@ if TYPE_CHECKING:
 
 def register(sub: Any) -> None:
     """Add `forget` to the CLI's subparsers."""
-    about = "erase the rows of conversations or events from every scores table (data-subject requests) and report what was deleted"
+    about = (
+        "erase the rows of conversations or events from every scores table (data-subject requests) and report what "
+        "was deleted"
+    )
     p = sub.add_parser("forget", help=about, description=f"{about[0].upper()}{about[1:]}.")
     needed = "repeatable; at least one --conversation-id or --event-id is required"
     p.add_argument(
@@ -76,7 +79,8 @@ def cmd_forget(ns: argparse.Namespace) -> int:
             print(line)
     if not report.dry_run and report.rows_remaining:
         raise StoreError(
-            f"{report.rows_remaining} row(s) still match after the delete (rows arriving meanwhile, or a delete still running): run forget again"
+            f"{report.rows_remaining} row(s) still match after the delete (rows arriving meanwhile, or a delete still "
+            "running): run forget again"
         )
     return 0
 
@@ -98,7 +102,8 @@ def report_lines(report: ErasureReport) -> list[str]:
         lines.append(f"{name}: 0 rows {verb} (aggregates only: no ids or text)")
     if report.dry_run:
         lines.append(
-            f"{report.database}.{ERASED_TABLE}: {len(report.conversation_ids) + len(report.event_ids)} id hash(es) would be recorded"
+            f"{report.database}.{ERASED_TABLE}: {len(report.conversation_ids) + len(report.event_ids)} id hash(es) "
+            "would be recorded"
         )
     else:
         lines.append(
@@ -107,6 +112,7 @@ def report_lines(report: ErasureReport) -> list[str]:
     total = report.rows_matched if report.dry_run else report.rows_deleted
     mode = "dry run, nothing deleted" if report.dry_run else f"{report.at.isoformat()}"
     lines.append(
-        f"total: {total} row(s) {verb} from {len(report.tables)} scores table(s) of {report.database} ({mode}; {report.elapsed_s:.2f} s)"
+        f"total: {total} row(s) {verb} from {len(report.tables)} scores table(s) of {report.database} ({mode}; "
+        f"{report.elapsed_s:.2f} s)"
     )
     return lines

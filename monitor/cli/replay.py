@@ -68,13 +68,19 @@ def register(subparsers: Any) -> None:
         # The settings' flags are listed by topic below; a usage line of every one would fill the screen.
         usage="%(prog)s --since TIME [--until TIME]\n         [--from-store [--where SQL]] [--resume] [--max-usd USD]\n"
         "         [--yes] [--dry-run] [--batch-api] [flags]",
-        help="score history with the configured judge: a time range of the topics, or text already stored; cost shown first",
-        description="Score the events of a time range through the same decode, sample, judge and sink path as live traffic, "
+        help="score history with the configured judge: a time range of the topics, or text already stored; cost shown "
+        "first",
+        description="Score the events of a time range through the same decode, sample, judge and sink path as live "
+        "traffic, "
         "beside the live rows, each marked with the run's id (column replay_run). Kafka is read by explicit partition "
-        "assignment in no consumer group, so the live group's offsets never move; nothing is added to traffic_counts, and alert "
-        "rules leave replayed rows out unless a rule sets include_replays. The range is read once to count and estimate "
-        "the cost, which is printed before anything is judged; above MONITOR_REPLAY_CONFIRM_USD it needs --yes. Events this "
-        "judge already scored live are skipped; --resume skips those of earlier replays too. Exit codes: 0 done, 2 refused or "
+        "assignment in no consumer group, so the live group's offsets never move; nothing is added to traffic_counts, "
+        "and alert "
+        "rules leave replayed rows out unless a rule sets include_replays. The range is read once to count and "
+        "estimate "
+        "the cost, which is printed before anything is judged; above MONITOR_REPLAY_CONFIRM_USD it needs --yes. Events "
+        "this "
+        "judge already scored live are skipped; --resume skips those of earlier replays too. Exit codes: 0 done, 2 "
+        "refused or "
         "bad input, 3 stopped at --max-usd, 130 interrupted (both say how to resume).",
     )
     p.add_argument(
@@ -92,7 +98,8 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--from-store",
         action="store_true",
-        help="re-score the question and response text already in the store (by event time) instead of reading the topics: "
+        help="re-score the question and response text already in the store (by event time) instead of reading the "
+        "topics: "
         "for history the topics no longer hold (needs MONITOR_STORE_TEXT to have kept the text)",
     )
     p.add_argument(
@@ -120,7 +127,8 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--batch-api",
         action="store_true",
-        help="send the calls through Anthropic's Message Batches API: half the price, results within 24 hours (LLM judges only)",
+        help="send the calls through Anthropic's Message Batches API: half the price, results within 24 hours (LLM "
+        "judges only)",
     )
     p.add_argument(
         "--batch-size", type=positive_int, default=1000, metavar="N", help="requests per Message Batch (default: 1000)"

@@ -23,7 +23,8 @@ def register(subparsers: Any) -> None:
     """Add the `report` command to the CLI's subparsers."""
     p = subparsers.add_parser(
         "report",
-        help="write a self-contained HTML report of a time range: relevancy, alerts, coverage, judge health, cost, worst answers",
+        help="write a self-contained HTML report of a time range: relevancy, alerts, coverage, judge health, cost, "
+        "worst answers",
         description=(
             "Read the stored scores, traffic counts and alert state for --since..--until and write one HTML file with "
             "inline charts (nothing is fetched when it is opened). Reads only: creates nothing in the store."
@@ -39,7 +40,8 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--clickhouse-database",
         default=None,
-        help="database of the scores, traffic counts and alert state [env MONITOR_CLICKHOUSE_DATABASE; default: relevancy]",
+        help="database of the scores, traffic counts and alert state [env MONITOR_CLICKHOUSE_DATABASE; default: "
+        "relevancy]",
     )
     p.add_argument(
         "--clickhouse-table",
@@ -55,7 +57,8 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--include-replays",
         action="store_true",
-        help="also read the rows `relevancy-monitor replay` wrote (default: the live consumer's rows only; the page says how many it left out)",
+        help="also read the rows `relevancy-monitor replay` wrote (default: the live consumer's rows only; the page "
+        "says how many it left out)",
     )
     p.add_argument(
         "--out", default=DEFAULT_OUT, help=f"the HTML file to write (default: {DEFAULT_OUT} in the working directory)"

@@ -32,7 +32,8 @@ class JudgeRows:
 def judges_in_range(store: ClickHouseStore, since: datetime, until: datetime) -> list[JudgeRows]:
     """Every judge_id with rows in [since, until), most rows first."""
     result = store.query(
-        f"SELECT judge_id, any(judge), any(judge_model), count(), countIf(status = 'ok') FROM {store.qualified_table} FINAL "
+        f"SELECT judge_id, any(judge), any(judge_model), count(), countIf(status = 'ok') FROM {store.qualified_table} "
+        "FINAL "
         f"WHERE {_RANGE} GROUP BY judge_id ORDER BY count() DESC, judge_id",
         {"since": since, "until": until},
     )
@@ -45,7 +46,10 @@ def shared_scores(
     """The events in the range both judges scored ok (same app and event_id), scores only, by app and event id."""
 
     def side(param: str) -> str:
-        return f"SELECT app, event_id, score FROM {store.qualified_table} FINAL WHERE judge_id = {{{param}:String}} AND status = 'ok' AND {_RANGE}"
+        return (
+            f"SELECT app, event_id, score FROM {store.qualified_table} FINAL WHERE judge_id = {{{param}:String}} AND "
+            f"status = 'ok' AND {_RANGE}"
+        )
 
     result = store.query(
         f"SELECT a.app, a.event_id, a.score, b.score FROM ({side('a')}) AS a "
@@ -58,11 +62,13 @@ def shared_scores(
 def with_detail(
     store: ClickHouseStore, events: Sequence[SharedEvent], judge_a: str, judge_b: str, since: datetime, until: datetime
 ) -> list[SharedEvent]:
-    """`events` with their question snippet (judge a's text, else judge b's: a row may keep none) and both verdict lists."""
+    """`events` with their question snippet (judge a's text, else judge b's: a row may keep none) and both verdict
+    lists."""
     if not events:
         return []
     result = store.query(
-        f"SELECT judge_id, app, event_id, leftUTF8(question, {QUESTION_CHARS}), verdicts FROM {store.qualified_table} FINAL "
+        f"SELECT judge_id, app, event_id, leftUTF8(question, {QUESTION_CHARS}), verdicts FROM {store.qualified_table} "
+        "FINAL "
         f"WHERE judge_id IN ({{a:String}}, {{b:String}}) AND event_id IN {{ids:Array(String)}} AND {_RANGE}",
         {"a": judge_a, "b": judge_b, "ids": sorted({e.event_id for e in events}), "since": since, "until": until},
     )

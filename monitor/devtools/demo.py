@@ -115,7 +115,8 @@ def prepare_store(data_dir: Path) -> None:
     )
     if written > marker.stat().st_mtime + 60:  # chDB touches a few files as it shuts down, after the marker
         raise UsageError(
-            f"{data_dir} was written to after the last demo (by `relevancy-monitor run`?): give the demo another --data-dir"
+            f"{data_dir} was written to after the last demo (by `relevancy-monitor run`?): give the demo another "
+            "--data-dir"
         )
     shutil.rmtree(data_dir)
 
@@ -223,7 +224,8 @@ FROM {table} FINAL WHERE status = 'ok' GROUP BY app, prompt_version ORDER BY app
 """
 _WORST_SQL = """
 SELECT score, question, statements, verdicts FROM {table} FINAL
-WHERE status = 'ok' AND app = {app:String} AND prompt_version = {version:String} AND event_time >= {since:DateTime64(3, 'UTC')}
+WHERE status = 'ok' AND app = {app:String} AND prompt_version = {version:String}
+  AND event_time >= {since:DateTime64(3, 'UTC')}
 ORDER BY n_statements > 1 DESC, score ASC, event_time DESC LIMIT 50
 """
 

@@ -43,7 +43,8 @@ class History:
 
 async def judge_history(settings: Settings, values: Sequence[bytes], rng: random.Random) -> History:
     """Decode, redact and judge `values` (in time order) with the configured judge, through the service's guards; a
-    malformed value is counted as consumed and dead-lettered at the time of the event before it, as the service would."""
+    malformed value is counted as consumed and dead-lettered at the time of the event before it, as the service
+    would."""
     judge = build_judge(settings.judge)
     redactor = build_redactor(settings.redaction)
     guard = GuardedJudge(judge, settings.flow, JudgingMetrics(), on_spent=lambda usage: None, patient=False)

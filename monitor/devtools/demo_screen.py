@@ -65,7 +65,8 @@ def final_lines(outcome: DemoOutcome, store_flag: str = "") -> Iterator[Renderab
         ("done", "bold"), f": {outcome.produced_history} events of history, {outcome.produced_live} live"
     )
     yield Text(
-        f"judged {outcome.judged}, dead-lettered {outcome.dead_lettered} (malformed on purpose); judge {JUDGE_TEXT[plan.judge]}"
+        f"judged {outcome.judged}, dead-lettered {outcome.dead_lettered} (malformed on purpose); judge "
+        f"{JUDGE_TEXT[plan.judge]}"
     )
     yield Text("")
     if not outcome.fired:
@@ -174,7 +175,10 @@ def _against(result: SegmentResult) -> str:
         return f"the same segment{span}"
     if source.kind == "parent":
         theirs = ", ".join(source.baseline_values)
-        return f"the app's {'/'.join(source.fields)} {theirs}{span}; {'/'.join(source.segment_values)} has no history of its own yet"
+        return (
+            f"the app's {'/'.join(source.fields)} {theirs}{span}; {'/'.join(source.segment_values)} has no history of "
+            "its own yet"
+        )
     return source.describe()
 
 
@@ -192,7 +196,10 @@ def _p(p: float | None) -> str:
 def next_commands(outcome: DemoOutcome, cli: str, store_flag: str = "") -> list[str]:
     """Three commands to try next, against the demo's store (`store_flag` when it is not the default) and with its
     worst example."""
-    sql = "SELECT app, prompt_version, count() AS n, round(avg(score), 3) AS mean FROM {table} FINAL GROUP BY ALL ORDER BY ALL"
+    sql = (
+        "SELECT app, prompt_version, count() AS n, round(avg(score), 3) AS mean FROM {table} FINAL GROUP BY ALL ORDER "
+        "BY ALL"
+    )
     commands = [f"{cli} sql{store_flag} {shlex.quote(sql)}", f"{cli} alerts check{store_flag}"]
     worst = next((ex for examples in outcome.examples.values() for ex in examples), None)
     if worst is not None:

@@ -89,23 +89,30 @@ def _b64url(data: bytes) -> str:
 # EMAIL
 
 _FIRST = (
-    "jane", "maria", "wei", "priya", "ahmed", "sofia", "lukas", "chloe", "kenji", "fatima", "oliver", "ana", "mehmet", "emma",
-    "rajesh", "lucia", "tom", "aisha", "noah", "ingrid", "pablo", "yuki", "olga", "samuel", "leila", "marco", "hannah", "diego",
+    "jane", "maria", "wei", "priya", "ahmed", "sofia", "lukas", "chloe", "kenji", "fatima", "oliver", "ana", "mehmet",
+    "emma",
+    "rajesh", "lucia", "tom", "aisha", "noah", "ingrid", "pablo", "yuki", "olga", "samuel", "leila", "marco",
+    "hannah", "diego",
 )  # fmt: skip
 _LAST = (
-    "smith", "garcia", "chen", "patel", "khan", "rossi", "mueller", "dubois", "tanaka", "nguyen", "kowalski", "silva", "obrien",
-    "jensen", "novak", "haddad", "okafor", "schmidt", "martin", "lopez", "fischer", "moreau", "sato", "kim", "bianchi", "murphy",
+    "smith", "garcia", "chen", "patel", "khan", "rossi", "mueller", "dubois", "tanaka", "nguyen", "kowalski", "silva",
+    "obrien",
+    "jensen", "novak", "haddad", "okafor", "schmidt", "martin", "lopez", "fischer", "moreau", "sato", "kim",
+    "bianchi", "murphy",
 )  # fmt: skip
 _PROVIDERS = (
-    "gmail.com", "outlook.com", "yahoo.com", "hotmail.com", "icloud.com", "proton.me", "gmx.de", "web.de", "orange.fr", "live.com",
+    "gmail.com", "outlook.com", "yahoo.com", "hotmail.com", "icloud.com", "proton.me", "gmx.de", "web.de",
+    "orange.fr", "live.com",
     "libero.it", "aol.com",
 )  # fmt: skip
 _ORG_SUBDOMAINS = (
     "mail.northwind-traders.com", "eng.tidewater-shipping.com", "students.uni-freiburg.de", "it.nordwind-reisen.de",
-    "corp.mapleridge-insurance.ca", "dept.cs.univ-lyon2.fr", "ops.eu.bluepeak-logistics.com", "hr.intranet.oakfield-group.org",
+    "corp.mapleridge-insurance.ca", "dept.cs.univ-lyon2.fr", "ops.eu.bluepeak-logistics.com",
+    "hr.intranet.oakfield-group.org",
 )  # fmt: skip
 _NEW_TLD_DOMAINS = (
-    "brightpixel.io", "hendersonlaw.co.uk", "whitby.museum", "tanaka.dev", "lumen.app", "alpinetrails.travel", "quartzlabs.tech",
+    "brightpixel.io", "hendersonlaw.co.uk", "whitby.museum", "tanaka.dev", "lumen.app", "alpinetrails.travel",
+    "quartzlabs.tech",
     "kitecloud.io", "oakwood-dental.co.uk", "natural-history.museum", "fernandstone.studio",
 )  # fmt: skip
 _PLUS_TAGS = ("orders", "travel", "github", "billing", "aws", "newsletter", "receipts", "support", "2fa", "stripe")
@@ -151,7 +158,8 @@ def _email_upper(rng: random.Random) -> str:
 
 def _email_new_tld(rng: random.Random) -> str:
     first, last = rng.choice(_FIRST), rng.choice(_LAST)
-    return f"{rng.choice((first, f'{first}.{last}', f'{first[0]}{last}', 'bookings', 'hello'))}@{rng.choice(_NEW_TLD_DOMAINS)}"
+    local = rng.choice((first, f"{first}.{last}", f"{first[0]}{last}", "bookings", "hello"))
+    return f"{local}@{rng.choice(_NEW_TLD_DOMAINS)}"
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -456,7 +464,10 @@ def _codice_fiscale(rng: random.Random) -> str:
 def _nir(style: str) -> _Gen:
     def gen(rng: random.Random) -> str:
         dept = rng.choice([d for d in range(1, 96) if d != 20])  # 20 became 2A/2B (Corsica)
-        head = f"{rng.randint(1, 2)}{rng.randint(0, 99):02d}{rng.randint(1, 12):02d}{dept:02d}{rng.randint(1, 990):03d}{rng.randint(1, 999):03d}"
+        head = (
+            f"{rng.randint(1, 2)}{rng.randint(0, 99):02d}{rng.randint(1, 12):02d}{dept:02d}{rng.randint(1, 990):03d}"
+            f"{rng.randint(1, 999):03d}"
+        )
         number = head + fr_nir.calc_check_digits(head)
         return fr_nir.format(number) if style == "spaced" else number
 
@@ -1833,19 +1844,23 @@ _SCENARIOS: tuple[tuple[str, str], ...] = (
     ),
     (
         "I pushed {secret} to a public GitHub repo by accident. What should I do?",
-        "Revoke the key in the provider's console now, create a new one, and remove it from the history with git filter-repo.",
+        "Revoke the key in the provider's console now, create a new one, and remove it from the history with git "
+        "filter-repo.",
     ),
     (
         "psql fails with 'password authentication failed' for {pg_url}. Why?",
-        "The password in the URL probably has special characters: percent-encode them, or pass the password in PGPASSWORD instead.",
+        "The password in the URL probably has special characters: percent-encode them, or pass the password in "
+        "PGPASSWORD instead.",
     ),
     (
         "My app can't connect using {url}; the error is 'authentication failed'.",
-        "The server rejects the user or password in the URL: check both, and percent-encode any special characters in the password.",
+        "The server rejects the user or password in the URL: check both, and percent-encode any special characters in "
+        "the password.",
     ),
     (
         "I can't SSH into {ip} since the last update: connection refused.",
-        "Connection refused means nothing listens on port 22 at {ip}: check that sshd is running and the firewall allows port 22.",
+        "Connection refused means nothing listens on port 22 at {ip}: check that sshd is running and the firewall "
+        "allows port 22.",
     ),
     (
         "How do I read the expiry of this JWT: {jwt}?",
@@ -1853,19 +1868,23 @@ _SCENARIOS: tuple[tuple[str, str], ...] = (
     ),
     (
         "Why does my validator reject {iban}?",
-        "Your validator probably runs the mod-97 check before stripping spaces; remove whitespace and upper-case the IBAN first.",
+        "Your validator probably runs the mod-97 check before stripping spaces; remove whitespace and upper-case the "
+        "IBAN first.",
     ),
     (
         "My request sends {bearer} and still gets 401 from the API.",
-        "A 401 with a token means it has expired or was issued for another audience; request a fresh token and check its scope.",
+        "A 401 with a token means it has expired or was issued for another audience; request a fresh token and check "
+        "its scope.",
     ),
     (
         "Why does my regex reject {email}?",
-        "Your pattern does not allow '+' or dots in the local part; use a library validator instead of a hand-written regex.",
+        "Your pattern does not allow '+' or dots in the local part; use a library validator instead of a hand-written "
+        "regex.",
     ),
     (
         'phonenumbers.parse("{phone_nat}") raises NumberParseException. Why?',
-        "A number without a leading + needs a region: call phonenumbers.parse(number, region) with the country it belongs to.",
+        "A number without a leading + needs a region: call phonenumbers.parse(number, region) with the country it "
+        "belongs to.",
     ),
     (
         "The ferry check-in form rejects {nid}. What should I enter?",
@@ -1893,7 +1912,8 @@ _SCENARIOS: tuple[tuple[str, str], ...] = (
     ),
     (
         "I lost my wallet in Lisbon with my card {card} and my ID ({nid}) in it. What should I do first?",
-        "Block card {card} in your banking app right away, then report the lost ID to the police so you can get a replacement.",
+        "Block card {card} in your banking app right away, then report the lost ID to the police so you can get a "
+        "replacement.",
     ),
     (
         "Our logs show {ip} sending thousands of requests a minute to /login. How do I block it in nginx?",
@@ -1901,7 +1921,8 @@ _SCENARIOS: tuple[tuple[str, str], ...] = (
     ),
     (
         "boto3 says InvalidClientTokenId for access key {aws_key}. Why?",
-        "That access key id is wrong or deactivated: check it in IAM, and make sure an old AWS_ACCESS_KEY_ID variable is not overriding it.",
+        "That access key id is wrong or deactivated: check it in IAM, and make sure an old AWS_ACCESS_KEY_ID variable "
+        "is not overriding it.",
     ),
     (
         "Is it safe to send {ssn} to my landlord by email?",
@@ -1909,7 +1930,8 @@ _SCENARIOS: tuple[tuple[str, str], ...] = (
     ),
     (
         "Why was my transfer from {iban} returned?",
-        "Transfers from {iban} are returned when the account holder's name doesn't match; check the name on the payout form.",
+        "Transfers from {iban} are returned when the account holder's name doesn't match; check the name on the payout "
+        "form.",
     ),
     (
         "My IP {ip} got blocked after too many login attempts. How long does that last?",

@@ -35,7 +35,8 @@ def compile_patterns(patterns: Mapping[str, str]) -> list[CustomPattern]:
     for kind, expression in patterns.items():
         if not KIND_NAME.match(kind):
             raise ConfigError(
-                f"redaction pattern name {kind!r} must be upper case letters, digits and _ (it becomes the placeholder [{kind}])"
+                f"redaction pattern name {kind!r} must be upper case letters, digits and _ (it becomes the placeholder "
+                f"[{kind}])"
             )
         try:
             compiled = re.compile(expression)
@@ -45,7 +46,8 @@ def compile_patterns(patterns: Mapping[str, str]) -> list[CustomPattern]:
             raise ConfigError(f"redaction pattern {kind} matches empty text")
         if any(compiled.search(p) for p in placeholders):
             raise ConfigError(
-                f"redaction pattern {kind} matches a placeholder such as [{kind}]: narrow it so that redacted text is left alone"
+                f"redaction pattern {kind} matches a placeholder such as [{kind}]: narrow it so that redacted text is "
+                "left alone"
             )
         out.append(CustomPattern(kind, compiled))
     return out

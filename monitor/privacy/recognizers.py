@@ -192,7 +192,8 @@ def _stdnum(module: object) -> Callable[[str], bool]:
 # The UK National Insurance number: two prefix letters (D, F, I, Q, U, V never; O never second; some pairs never
 # issued; QQ is HMRC's specimen, often pasted), six digits, a suffix A-D. No check digit: its shape is the test.
 _NINO = re.compile(
-    r"(?<![A-Za-z0-9])(?:QQ|(?!(?:BG|GB|KN|NK|NT|TN|ZZ))[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z]) ?\d{2} ?\d{2} ?\d{2} ?[A-D](?![A-Za-z0-9])"
+    r"(?<![A-Za-z0-9])(?:QQ|(?!(?:BG|GB|KN|NK|NT|TN|ZZ))[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z]) ?\d{2} ?\d{2} ?\d{2} ?[A-"
+    r"D](?![A-Za-z0-9])"
 )
 _OMOCODE = "0-9LMNPQRSTUV"  # codice fiscale digits may be replaced by these letters (omocodia)
 
@@ -240,7 +241,8 @@ NATIONAL_IDS_NAMED: tuple[ValidatedPattern, ...] = (
     ValidatedPattern(
         NATIONAL_ID,
         re.compile(
-            r"(?i:\b(?:BSN(?:[- ]?(?:nummer|number|nr\.?))?|burgerservicenummer)\b)\W{0,4}(?:is\W{1,3})?(?P<item>\d{4}\.?\d{2}\.?\d{3}|\d{9})(?!\d)"
+            r"(?i:\b(?:BSN(?:[- ]?(?:nummer|number|nr\.?))?|burgerservicenummer)\b)\W{0,4}(?:is\W{1,3})?(?P<item>\d{4"
+            r"}\.?\d{2}\.?\d{3}|\d{9})(?!\d)"
         ),
         lambda c: bool(nl_bsn.is_valid(_digits(c))),
         ("bsn", "burgerservicenummer"),
@@ -257,7 +259,8 @@ NATIONAL_IDS_NAMED: tuple[ValidatedPattern, ...] = (
     ValidatedPattern(
         NATIONAL_ID,
         re.compile(
-            r"(?i:\b(?:SIN(?:[- ]?(?:number|no\.?|nr\.?))?|social\s+insurance(?:\s+number)?)\b)\W{0,4}(?:is\W{1,3})?(?P<item>\d{9})(?!\d)"
+            r"(?i:\b(?:SIN(?:[- ]?(?:number|no\.?|nr\.?))?|social\s+insurance(?:\s+number)?)\b)\W{0,4}(?:is\W{1,3})?(?"
+            r"P<item>\d{9})(?!\d)"
         ),
         lambda c: bool(ca_sin.is_valid(c)),
         ("sin", "insurance"),
@@ -311,7 +314,8 @@ IPV6_ADDRESSES = ValidatedPattern(IP, _IPV6, _is_ipv6)
 _SECRET_PATTERNS: tuple[tuple[tuple[str, ...], str], ...] = (
     (
         ("-----begin",),
-        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]{0,10000}?-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----",
+        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]{0,10000}?-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?---"
+        r"--",
     ),
     (("sk-ant-",), r"\bsk-ant-[a-z]{3,8}\d{2}-[A-Za-z0-9_\-]{20,}"),  # Anthropic
     (("sk-",), r"\bsk-(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{20,}"),  # OpenAI project and service keys

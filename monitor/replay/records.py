@@ -82,7 +82,8 @@ async def unwritten_batches(store: AsyncStore, judge_id: str, scores_table: str)
     """Batches of `judge_id` for `scores_table` sent by any run whose rows were never written, oldest first."""
     sql = (
         f"SELECT {', '.join(BATCH_COLUMNS)} FROM {store.store.database}.{BATCHES_TABLE} FINAL"
-        " WHERE judge_id = {judge_id:String} AND scores_table = {table:String} AND state = 'submitted' ORDER BY submitted_at"
+        " WHERE judge_id = {judge_id:String} AND scores_table = {table:String} AND state = 'submitted' ORDER BY "
+        "submitted_at"
     )
     rows = (await store.query(sql, {"judge_id": judge_id, "table": scores_table})).rows
     return [BatchRecord(*row) for row in rows]

@@ -155,7 +155,8 @@ def check_range(span: TimeRange, floor: datetime | None) -> None:
     """Refuse a range that ends before the retention floor: every row it wrote would be deleted by the TTL at once."""
     if floor is not None and span.until <= floor:
         raise ReplayRefused(
-            f"the range ends before {floor:%Y-%m-%dT%H:%M:%SZ}, the oldest event time MONITOR_RETENTION_DAYS keeps: its rows "
+            f"the range ends before {floor:%Y-%m-%dT%H:%M:%SZ}, the oldest event time MONITOR_RETENTION_DAYS keeps: "
+            "its rows "
             "would be deleted by the table's TTL as soon as they were written"
         )
 
@@ -171,7 +172,8 @@ def check_confirmation(counted: Counted, options: ReplayOptions, threshold: floa
         else (f"${usd:,.4f}" if usd < 1 else f"${usd:,.2f}")
     )
     raise ReplayRefused(
-        f"the estimated cost is {shown}, above MONITOR_REPLAY_CONFIRM_USD (${threshold:,.2f}): run again with --yes to go ahead, "
+        f"the estimated cost is {shown}, above MONITOR_REPLAY_CONFIRM_USD (${threshold:,.2f}): run again with --yes to "
+        "go ahead, "
         "or with --max-usd to cap the spend"
     )
 
@@ -221,11 +223,13 @@ class Replay:
         check_range(self.options.span, floor)
         if self.options.batch_api and not isinstance(self.judge, LLMJudge):
             raise ReplayRefused(
-                f"--batch-api sends LLM calls, and the {self.judge.info.method} judge makes none (MONITOR_JUDGE=rubric or statements)"
+                f"--batch-api sends LLM calls, and the {self.judge.info.method} judge makes none (MONITOR_JUDGE=rubric "
+                "or statements)"
             )
         if self.options.max_usd is not None and self.cost.calls_api and self.cost.price is None:
             raise ReplayRefused(
-                f"--max-usd needs the judge model's price, and {self.cost.model} has none: add it to MONITOR_JUDGE_PRICES"
+                f"--max-usd needs the judge model's price, and {self.cost.model} has none: add it to "
+                "MONITOR_JUDGE_PRICES"
             )
         # A dry run only reads: its session is read-only, and it creates nothing (a missing store is one line).
         await (self.store.open_for_reads() if self.options.dry_run else self.store.open())
@@ -295,8 +299,10 @@ class Replay:
             stored = await history.counts()
             if stored.events and not stored.with_text:
                 raise ReplayRefused(
-                    f"none of the {stored.events} stored events in the range has its text (MONITOR_STORE_TEXT=none when they were "
-                    "scored, or emptied by MONITOR_TEXT_RETENTION_DAYS): replay them from the topics instead (without --from-store)"
+                    f"none of the {stored.events} stored events in the range has its text (MONITOR_STORE_TEXT=none "
+                    "when they were "
+                    "scored, or emptied by MONITOR_TEXT_RETENTION_DAYS): replay them from the topics instead (without "
+                    "--from-store)"
                 )
             tally.skip(Skip.NO_TEXT, stored.events - stored.with_text)
         question_chars = response_chars = events = calls = 0

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from monitor.store.async_store import AsyncStore
 
 _LOOKUP = (
-    "SELECT DISTINCT event_id FROM {table} WHERE judge_id = {{judge_id:String}} AND event_id IN {{event_ids:Array(String)}}"
+    "SELECT DISTINCT event_id FROM {table} WHERE judge_id = {{judge_id:String}} AND event_id IN "
+    "{{event_ids:Array(String)}}"
     " AND (replay_run = ''{replays})"
 )
 

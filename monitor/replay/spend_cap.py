@@ -25,7 +25,8 @@ class SpendCap:
         return max(estimate, mean)
 
     def try_reserve(self, estimate: float) -> float | None:
-        """Reserve one call expected to cost `estimate`; returns the amount reserved, or None: it could cross the cap."""
+        """Reserve one call expected to cost `estimate`; returns the amount reserved, or None: it could cross the
+        cap."""
         amount = self._expected(estimate)
         if self.max_usd is not None and self.spent + self.reserved + amount > self.max_usd:
             self.reached = True

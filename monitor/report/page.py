@@ -15,9 +15,10 @@ from monitor.report.model import CanaryPoint, Example, Firing, ReportData
 from monitor.report.totals import SegmentTotals, overall_mean, ratio
 
 _CSS = """
-body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; margin: 24px 32px; color: #1d1d1f;
-       max-width: 1280px; line-height: 1.4; }
-h1 { font-size: 26px; margin: 0 0 4px; } h2 { font-size: 20px; margin: 32px 0 8px; border-bottom: 1px solid #ddd; padding-bottom: 4px; }
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; margin: 24px 32px;
+  color: #1d1d1f; max-width: 1280px; line-height: 1.4; }
+h1 { font-size: 26px; margin: 0 0 4px; }
+h2 { font-size: 20px; margin: 32px 0 8px; border-bottom: 1px solid #ddd; padding-bottom: 4px; }
 h3 { font-size: 15px; margin: 18px 0 4px; }
 .meta { color: #555; margin: 2px 0; font-size: 13px; } .note { color: #555; font-size: 13px; margin: 4px 0 8px; }
 .empty { background: #fff6e0; border: 1px solid #e8c66a; padding: 14px 18px; font-size: 17px; margin: 18px 0; }
@@ -30,7 +31,8 @@ th { color: #444; font-weight: 600; } td.n { text-align: right; font-variant-num
 code { font-size: 12px; background: #f4f4f4; padding: 0 3px; border-radius: 3px; }
 .chart svg { width: 100%; height: auto; }
 .text { max-width: 380px; max-height: 180px; overflow: auto; white-space: pre-wrap; word-break: break-word; }
-.v { display: inline-block; min-width: 28px; text-align: center; border-radius: 3px; font-size: 11px; margin-right: 4px; color: #fff; }
+.v { display: inline-block; min-width: 28px; text-align: center; border-radius: 3px; font-size: 11px;
+  margin-right: 4px; color: #fff; }
 .v-yes { background: #2e7d32; } .v-no { background: #c62828; } .v-idk { background: #757575; }
 ol.statements { margin: 0; padding-left: 18px; max-width: 420px; } .reason { color: #8a1c1c; font-size: 12px; }
 .firing { color: #c62828; font-weight: 600; }
@@ -128,8 +130,10 @@ def _header(data: ReportData) -> str:
     )
     return (
         "<header><h1>Relevancy report</h1>"
-        f'<p class="meta">{esc(when(data.since))} – {esc(when(data.until))} · buckets of {esc(describe_width(data.bucket_s))}</p>'
-        f'<p class="meta">store <code>{esc(data.store)}</code> · table <code>{esc(data.table)}</code> · generated {esc(when(data.generated_at))}</p>'
+        f'<p class="meta">{esc(when(data.since))} – {esc(when(data.until))} · buckets of '
+        f"{esc(describe_width(data.bucket_s))}</p>"
+        f'<p class="meta">store <code>{esc(data.store)}</code> · table <code>{esc(data.table)}</code> · generated '
+        f"{esc(when(data.generated_at))}</p>"
         f'<p class="meta">{esc(weighting)}</p>'
         f'<p class="meta" id="replays">{esc(replay_note(data))}</p></header>'
     )
@@ -228,7 +232,8 @@ def _chart(charts: dict[str, ChartView], key: str) -> str:
 def _relevancy(data: ReportData, totals: Sequence[SegmentTotals], charts: dict[str, ChartView]) -> str:
     out = [
         '<section id="relevancy"><h2>Relevancy over time</h2>',
-        '<p class="note">Per app: one line per prompt version and judge (<code>judge_id</code>). Red bands are alert firings'
+        '<p class="note">Per app: one line per prompt version and judge (<code>judge_id</code>). Red bands are alert '
+        "firings"
         f" that concern the app (from the alert state).{esc(_alert_status_note(data))}"
         f"{esc(_canary_panel_note(data))}</p>",
     ]
@@ -241,7 +246,8 @@ def _relevancy(data: ReportData, totals: Sequence[SegmentTotals], charts: dict[s
     if len(apps) > MAX_APP_CHARTS:
         rest = ", ".join(apps[MAX_APP_CHARTS:])
         out.append(
-            f'<p class="note">{len(apps) - MAX_APP_CHARTS} quieter apps have no chart (the summary lists them): {esc(rest)}.</p>'
+            f'<p class="note">{len(apps) - MAX_APP_CHARTS} quieter apps have no chart (the summary lists them): '
+            f"{esc(rest)}.</p>"
         )
     out.append("</section>")
     return "".join(out)
@@ -251,15 +257,19 @@ def _canary_panel_note(data: ReportData) -> str:
     if not data.canaries:
         return ""
     return (
-        " The bottom panel is the judge's mean shift on the canary's labelled set (see Judge canaries): live scores falling"
+        " The bottom panel is the judge's mean shift on the canary's labelled set (see Judge canaries): live scores "
+        "falling"
         " while it holds is the product; falling with it is the judge."
     )
 
 
 _CANARY_READING = (
-    "The alert evaluator re-scores a fixed labelled set with the live judge (ALERTS_CANARY_INTERVAL). The set never changes, "
-    "so these lines move only when the judge does: live relevancy falling while they hold is the product (or its traffic); "
-    "the mean shift falling with it is the judge scoring lower (a provider model update, a prompt edit); ρ falling is the "
+    "The alert evaluator re-scores a fixed labelled set with the live judge (ALERTS_CANARY_INTERVAL). The set never "
+    "changes, "
+    "so these lines move only when the judge does: live relevancy falling while they hold is the product (or its "
+    "traffic); "
+    "the mean shift falling with it is the judge scoring lower (a provider model update, a prompt edit); ρ falling is "
+    "the "
     "judge ranking answers differently; the mean shift rising is a lenient judge, which can hide a real regression."
 )
 
@@ -267,11 +277,15 @@ _CANARY_READING = (
 def _canaries(data: ReportData, charts: dict[str, ChartView]) -> str:
     head = '<section id="canaries"><h2>Judge canaries</h2>'
     if data.canary_status == "missing":
-        why = "No canary table in this database (its schema predates migration 035): run <code>relevancy-monitor migrate</code>."
+        why = (
+            "No canary table in this database (its schema predates migration 035): run <code>relevancy-monitor "
+            "migrate</code>."
+        )
         return f'{head}<p class="note">{why}</p></section>'
     if not data.canaries:
         return (
-            f'{head}<p class="note">No canary run in this range: <code>relevancy-monitor alerts run</code> re-scores the labelled set '
+            f'{head}<p class="note">No canary run in this range: <code>relevancy-monitor alerts run</code> re-scores '
+            "the labelled set "
             "every ALERTS_CANARY_INTERVAL (default 1h; off when it is 0).</p></section>"
         )
     groups: dict[tuple[str, str], list[CanaryPoint]] = {}
@@ -318,7 +332,10 @@ def _canaries(data: ReportData, charts: dict[str, ChartView]) -> str:
         rows,
         numeric=range(3, 11),
     )
-    note = f'<p class="note">{esc(_CANARY_READING)} ρ, κ and the mean shift of the latest run; the range over the runs in the report\'s range.</p>'
+    note = (
+        f'<p class="note">{esc(_CANARY_READING)} ρ, κ and the mean shift of the latest run; the range over the runs '
+        "in the report's range.</p>"
+    )
     return f"{head}{note}{_chart(charts, 'canary')}{table}</section>"
 
 
@@ -384,7 +401,8 @@ def _coverage(data: ReportData, charts: dict[str, ChartView]) -> str:
         note = f"Judged events only: {why}, so the share of traffic judged is unknown."
     else:
         note = (
-            "Consumed and sampled events come from the traffic counts (per minute of event time); judged events are distinct "
+            "Consumed and sampled events come from the traffic counts (per minute of event time); judged events are "
+            "distinct "
             "event ids in the scores table. Coverage is judged / consumed."
         )
     per: dict[tuple[str, str], list[int]] = {}
@@ -446,11 +464,15 @@ def _health(data: ReportData, charts: dict[str, ChartView]) -> str:
     )
     note = (
         "Error rows have no score. A 429 shows here only when the provider kept refusing past the retries "
-        "(<code>error</code> names <code>rate_limited</code>); most rate limiting makes events wait instead, which shows as lag "
+        "(<code>error</code> names <code>rate_limited</code>); most rate limiting makes events wait instead, which "
+        "shows as lag "
         "and in the metric <code>relevancy_monitor_judge_rate_limited_total</code>."
     )
     chart = _chart(charts, "judge-health")
-    return f'<section id="judge-health"><h2>Judge health</h2><p class="note">{note}</p>{chart}{judges}<h3>Errors by reason</h3>{reasons}</section>'
+    return (
+        f'<section id="judge-health"><h2>Judge health</h2><p class="note">{note}</p>{chart}{judges}<h3>Errors by '
+        f"reason</h3>{reasons}</section>"
+    )
 
 
 def _seconds(v: float | None) -> str:
@@ -462,7 +484,10 @@ def _cost(data: ReportData, charts: dict[str, ChartView]) -> str:
     unpriced = sum(c.rows - c.priced - c.cached for c in data.costs if c.judge_model)
     note = "Per UTC day of event time. Cached verdicts cost nothing."
     if unpriced > 0:
-        note += f" {count(unpriced)} uncached rows of model judges carry no cost (cost_usd is NULL: no known price): the totals leave them out."
+        note += (
+            f" {count(unpriced)} uncached rows of model judges carry no cost (cost_usd is NULL: no known price): the "
+            "totals leave them out."
+        )
     table = _table(
         ["day", "judge_id", "judge model", "rows", "cached", "priced", "cost"],
         (
@@ -479,7 +504,10 @@ def _cost(data: ReportData, charts: dict[str, ChartView]) -> str:
         ),
         numeric=range(3, 7),
     )
-    return f'<section id="cost"><h2>Judge cost per day</h2><p class="note">{esc(note)}</p>{_chart(charts, "cost")}{table}</section>'
+    return (
+        '<section id="cost"><h2>Judge cost per day</h2><p '
+        f'class="note">{esc(note)}</p>{_chart(charts, "cost")}{table}</section>'
+    )
 
 
 def _statements(e: Example) -> str:
@@ -536,7 +564,10 @@ def _examples(examples: Sequence[Example]) -> str:
         ),
         numeric=(0,),
     )
-    note = f"The {len(examples)} lowest ok scores in the range, lowest first (texts as stored: redacted upstream, cut after 1,200 characters)."
+    note = (
+        f"The {len(examples)} lowest ok scores in the range, lowest first (texts as stored: redacted upstream, cut "
+        "after 1,200 characters)."
+    )
     return f'{head}<p class="note">{esc(note)}</p>{table}</section>'
 
 
@@ -549,7 +580,10 @@ def _method(data: ReportData) -> str:
     )
     return (
         '<footer><h2>How this was computed</h2><p class="note">'
-        f"Rows read with <code>FINAL</code> from {esc(data.table)} where event_time is in [{esc(when(data.since))}, {esc(when(data.until))}){which}; "
-        f"means and low-score shares (score &lt; 0.5) over ok rows, {esc(weight)}; scoring lag is scored_at − event_time; "
-        "each series stays within one judge_id, so a judge change starts a new line rather than looking like a regression.</p></footer>"
+        f"Rows read with <code>FINAL</code> from {esc(data.table)} where event_time is in [{esc(when(data.since))}, "
+        f"{esc(when(data.until))}){which}; "
+        f"means and low-score shares (score &lt; 0.5) over ok rows, {esc(weight)}; scoring lag is scored_at − "
+        "event_time; "
+        "each series stays within one judge_id, so a judge change starts a new line rather than looking like a "
+        "regression.</p></footer>"
     )

@@ -151,9 +151,11 @@ def _segment_buckets(
     store: ClickHouseStore, scores: str, where: str, weight: str, params: dict[str, Any]
 ) -> list[SegmentBucket]:
     sql = (
-        f"SELECT {_BUCKET.format(column='event_time')} AS t, app, prompt_version, judge_id, any(judge), any(judge_model),\n"
+        f"SELECT {_BUCKET.format(column='event_time')} AS t, app, prompt_version, judge_id, any(judge), "
+        "any(judge_model),\n"
         "       count(), countIf(status = 'ok'), countIf(status = 'error'),\n"
-        "       sumIf(w, status = 'ok'), sumIf(w * score, status = 'ok'), sumIf(w, status = 'ok' AND score < {low:Float64})\n"
+        "       sumIf(w, status = 'ok'), sumIf(w * score, status = 'ok'), sumIf(w, status = 'ok' AND score < "
+        "{low:Float64})\n"
         "FROM (SELECT event_time, app, prompt_version, judge_id, judge, judge_model, status, score, "
         f"{weight} AS w FROM {scores} FINAL WHERE {where})\n"
         "GROUP BY t, app, prompt_version, judge_id ORDER BY t, app, prompt_version, judge_id"
@@ -180,7 +182,8 @@ def _health(store: ClickHouseStore, scores: str, where: str, params: dict[str, A
     sql = (
         "SELECT t, judge_id, any(judge), count(), countIf(status = 'error'), countIf(status = 'error' AND limited),\n"
         "       quantileExact(0.5)(lag_s), quantileExact(0.9)(lag_s), max(lag_s)\n"
-        f"FROM (SELECT {_BUCKET.format(column='event_time')} AS t, judge_id, judge, status, {_RATE_LIMITED} AS limited,\n"
+        f"FROM (SELECT {_BUCKET.format(column='event_time')} AS t, judge_id, judge, status, {_RATE_LIMITED} AS "
+        "limited,\n"
         f"             {_LAG_S} AS lag_s FROM {scores} FINAL WHERE {where})\n"
         "GROUP BY t, judge_id ORDER BY t, judge_id"
     )
@@ -194,8 +197,10 @@ def _health(store: ClickHouseStore, scores: str, where: str, params: dict[str, A
 
 def _judges(store: ClickHouseStore, scores: str, where: str, params: dict[str, Any]) -> list[JudgeTotals]:
     sql = (
-        "SELECT judge_id, any(judge), any(judge_model), count(), countIf(status = 'error'), countIf(status = 'error' AND limited),\n"
-        "       quantileExact(0.5)(lag_s), quantileExact(0.9)(lag_s), max(lag_s), sum(ifNull(cost_usd, 0)), countIf(cost_usd IS NOT NULL)\n"
+        "SELECT judge_id, any(judge), any(judge_model), count(), countIf(status = 'error'), countIf(status = 'error' "
+        "AND limited),\n"
+        "       quantileExact(0.5)(lag_s), quantileExact(0.9)(lag_s), max(lag_s), sum(ifNull(cost_usd, 0)), "
+        "countIf(cost_usd IS NOT NULL)\n"
         f"FROM (SELECT judge_id, judge, judge_model, status, cost_usd, {_RATE_LIMITED} AS limited, {_LAG_S} AS lag_s\n"
         f"      FROM {scores} FINAL WHERE {where})\n"
         "GROUP BY judge_id ORDER BY count() DESC, judge_id"
@@ -223,7 +228,8 @@ def _error_reasons(store: ClickHouseStore, scores: str, where: str, params: dict
     sql = (
         "SELECT judge_id, multiIf(limited, 'rate limited (429)', head = 'unavailable', concat(head, ': ', kind),\n"
         "                         head = '', '(no reason given)', head) AS reason, count() AS n\n"
-        "FROM (SELECT judge_id, error, trimBoth(splitByChar(':', error)[1]) AS head, trimBoth(splitByChar(':', error)[2]) AS kind,\n"
+        "FROM (SELECT judge_id, error, trimBoth(splitByChar(':', error)[1]) AS head, trimBoth(splitByChar(':', "
+        "error)[2]) AS kind,\n"
         f"             {_RATE_LIMITED} AS limited FROM {scores} FINAL WHERE {where} AND status = 'error')\n"
         "GROUP BY judge_id, reason ORDER BY n DESC, judge_id, reason LIMIT 100"
     )
@@ -232,7 +238,8 @@ def _error_reasons(store: ClickHouseStore, scores: str, where: str, params: dict
 
 def _costs(store: ClickHouseStore, scores: str, where: str, params: dict[str, Any]) -> list[CostDay]:
     sql = (
-        "SELECT toDate(event_time) AS day, judge_id, any(judge), any(judge_model), count(), countIf(cost_usd IS NOT NULL),\n"
+        "SELECT toDate(event_time) AS day, judge_id, any(judge), any(judge_model), count(), countIf(cost_usd IS NOT "
+        "NULL),\n"
         "       countIf(cached), sum(ifNull(cost_usd, 0))\n"
         f"FROM {scores} FINAL WHERE {where}\n"
         "GROUP BY day, judge_id ORDER BY day, judge_id"
@@ -250,13 +257,15 @@ def _traffic(
     store: ClickHouseStore, scores: str, where: str, traffic: str, params: dict[str, Any]
 ) -> list[TrafficBucket]:
     counted = (
-        f"SELECT {_BUCKET.format(column='minute')} AS t, app, prompt_version, sum(consumed), sum(sampled) FROM {traffic}\n"
+        f"SELECT {_BUCKET.format(column='minute')} AS t, app, prompt_version, sum(consumed), sum(sampled) FROM "
+        f"{traffic}\n"
         f"WHERE minute >= {{since:{_TS}}} AND minute < {{until:{_TS}}} GROUP BY t, app, prompt_version"
     )
     # Events, not rows: with two judges an event has two rows but was consumed once. Only events of the minutes the
     # traffic counts cover: a range starting mid-minute would otherwise count judged events of a minute it leaves out.
     judged = (
-        f"SELECT {_BUCKET.format(column='event_time')} AS t, app, prompt_version, uniqExact(event_id) FROM {scores} FINAL\n"
+        f"SELECT {_BUCKET.format(column='event_time')} AS t, app, prompt_version, uniqExact(event_id) FROM {scores} "
+        "FINAL\n"
         f"WHERE {where} AND {_WHOLE_MINUTES} GROUP BY t, app, prompt_version"
     )
     merged: dict[tuple[datetime, str, str], list[int]] = {}

@@ -113,7 +113,8 @@ def write_report(
     include_replays: bool = False,
 ) -> ReportSummary:
     """Write the report of [since, until) (naive times are UTC) from a store to `path`, of the live consumer's rows
-    unless `include_replays`; raises `UsageError` for an empty range or an unwritable path, `StoreError` for the store."""
+    unless `include_replays`; raises `UsageError` for an empty range or an unwritable path, `StoreError` for the
+    store."""
     since, until = utc(since), utc(until)
     if since >= until:
         raise UsageError(

@@ -62,7 +62,8 @@ def build_shadow(
         return None
     if shadow_judge.info.judge_id == primary.judge.info.judge_id:
         raise ConfigError(
-            f"invalid setting MONITOR_SHADOW_JUDGE: is the primary judge itself (judge_id {primary.judge.info.judge_id})"
+            f"invalid setting MONITOR_SHADOW_JUDGE: is the primary judge itself (judge_id "
+            f"{primary.judge.info.judge_id})"
         )
     metrics.watch_judge(shadow_judge, shadow=True)
     method = shadow_judge.info.method

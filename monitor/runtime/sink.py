@@ -99,7 +99,8 @@ class ClickHouseSink(Generic[T]):
         return len(self._rows) >= self.max_rows or time.monotonic() - (self._oldest or 0) >= self.max_seconds
 
     async def flush(self) -> int:
-        """Write what is buffered, retrying until durable; returns rows written. Raises `SinkClosed` if closed meanwhile."""
+        """Write what is buffered, retrying until durable; returns rows written. Raises `SinkClosed` if closed
+        meanwhile."""
         async with self._lock:
             if not self._rows:
                 return 0
@@ -170,7 +171,8 @@ class ClickHouseSink(Generic[T]):
         return written
 
     async def flush_all(self) -> None:
-        """Flush until the buffer is empty and no flush is under way (a batch being written by `run` is not yet durable)."""
+        """Flush until the buffer is empty and no flush is under way (a batch being written by `run` is not yet
+        durable)."""
         while self._rows or self._lock.locked():
             await self.flush()
 

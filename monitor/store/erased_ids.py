@@ -93,7 +93,8 @@ def record_erased(
         return 0
     if not _exists(store):
         raise StoreError(
-            f"{store.database}.{ERASED_TABLE} not found (a schema before migration 039): run `relevancy-monitor migrate` first, "
+            f"{store.database}.{ERASED_TABLE} not found (a schema before migration 039): run `relevancy-monitor "
+            "migrate` first, "
             "so that a replay never scores the erased ids again; nothing was deleted"
         )
     # A plain insert, with a cluster too: the DDL made the table Replicated, so the shard's replicas get it.

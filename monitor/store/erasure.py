@@ -164,7 +164,8 @@ def forget(
 ) -> ErasureReport:
     """Record the hashes of `conversation_ids` and `event_ids`, then erase their rows from every scores table of an
     open store (see the module's docstring), or only count them (`dry_run`); returns the report. Ids that match nothing
-    are no error (0 rows). Raises ValueError when no id, or a blank one, is given; `StoreError` when ClickHouse fails."""
+    are no error (0 rows). Raises ValueError when no id, or a blank one, is given; `StoreError` when ClickHouse
+    fails."""
     conversations = tuple(dict.fromkeys(conversation_ids))
     events = tuple(dict.fromkeys(event_ids))
     if not conversations and not events:

@@ -29,7 +29,10 @@ from schemas.schema_check import schema_differences as differences_between
 
 _TABLES = "SELECT name, engine FROM system.tables WHERE database = {database:String}"
 _COLUMNS = "SELECT table, name, type FROM system.columns WHERE database = {database:String} ORDER BY table, position"
-_TABLE_QUERIES = "SELECT name, create_table_query FROM system.tables WHERE database = {database:String} AND has({tables:Array(String)}, name)"
+_TABLE_QUERIES = (
+    "SELECT name, create_table_query FROM system.tables WHERE database = {database:String} AND "
+    "has({tables:Array(String)}, name)"
+)
 
 # One schema lock per store in this process: the service, the demo's history and the alert state may open the same
 # embedded engine from several threads, and none of them may write while another is half-way through a migration.

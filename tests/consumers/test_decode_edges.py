@@ -291,7 +291,8 @@ def test_the_default_reference_is_the_wall_clock() -> None:
     ids=["top-level", "metadata", "chat-message"],
 )
 def test_a_duplicate_key_anywhere_is_invalid_json_naming_it(value: bytes, key: str) -> None:
-    """A key repeated in one object is ambiguous (json keeps the last, other parsers the first): invalid_json naming the key."""
+    """A key repeated in one object is ambiguous (json keeps the last, other parsers the first): invalid_json naming
+    the key."""
     err = refused(value)
     assert err.reason == "invalid_json" and err.detail == f'duplicate key "{key}" in an object'
 

@@ -295,7 +295,8 @@ def test_common_events_take_the_fast_path() -> None:
     ],
 )
 def test_the_fast_path_declines_what_it_cannot_vouch_for(value: bytes) -> None:
-    """Repeated keys, unknown fields, numeric timestamps and quotes written as \\u0022 are left to the reference path."""
+    """Repeated keys, unknown fields, numeric timestamps and quotes written as \\u0022 are left to the reference
+    path."""
     assert _fast(value) is None
 
 

@@ -232,7 +232,8 @@ def test_bad_sampling_files_are_one_line_errors(tmp_path: Path, text: str, messa
 
 
 def test_the_shadow_sample_is_stable_independent_of_the_primary_draw_and_at_its_rate() -> None:
-    """The shadow point differs from the sampling point (its own salt), is the same in a subprocess, and hits its rate."""
+    """The shadow point differs from the sampling point (its own salt), is the same in a subprocess, and hits its
+    rate."""
     keys = [f"conv-{i}" for i in range(20_000)]
     assert all(shadow_point(k) != sample_point(k) for k in keys[:100])
     code = f"from consumers.sampling import shadow_point; print([shadow_point(k) for k in {keys[:5]!r}])"

@@ -50,7 +50,8 @@ async def _read(broker: LocalBroker, topic: str, span: TimeRange) -> tuple[list[
 
 
 async def test_the_reader_takes_exactly_the_records_of_the_range(broker: LocalBroker, topic: str) -> None:
-    """Records before, inside and after the range on three partitions: only those inside are read, every partition ends."""
+    """Records before, inside and after the range on three partitions: only those inside are read, every partition
+    ends."""
     for minute, tag in ((0, b"before"), (10, b"inside"), (20, b"after")):
         stamp = int((T0 + timedelta(minutes=minute)).timestamp() * 1000)
         await produce_values(

@@ -292,7 +292,8 @@ def problems_parse(stack: Stack) -> list[str]:
             continue
         if not isinstance(doc, dict) or doc.get("apiVersion") != 1 or not ({"datasources", "providers"} & doc.keys()):
             out.append(
-                f"{path.relative_to(stack.root)}: not a Grafana provisioning file (apiVersion 1, datasources or providers)"
+                f"{path.relative_to(stack.root)}: not a Grafana provisioning file (apiVersion 1, datasources or "
+                "providers)"
             )
     if not list((stack.compose_dir / "grafana").rglob("*.y*ml")):
         out.append("no provisioning files under compose/grafana")
@@ -427,7 +428,8 @@ def problems_datasource(stack: Stack) -> list[str]:
         m = re.fullmatch(r"\$\{?(\w+)\}?", uid)
         if m and m.group(1) in inputs:
             out.append(
-                f"{uid} is an import input (__inputs): file provisioning does not replace it, use the datasource variable"
+                f"{uid} is an import input (__inputs): file provisioning does not replace it, use the datasource "
+                "variable"
             )
         elif m:
             var = variables.get(m.group(1))
@@ -466,7 +468,8 @@ def problems_datasource(stack: Stack) -> list[str]:
             out.append(f"data source host {data.get('host')!r} is not a service of the stack")
         if (data.get("protocol"), data.get("port")) not in {("http", 8123), ("native", 9000)}:
             out.append(
-                f"data source protocol/port {data.get('protocol')}/{data.get('port')} is not ClickHouse's plain http/8123 or native/9000"
+                f"data source protocol/port {data.get('protocol')}/{data.get('port')} is not ClickHouse's plain "
+                "http/8123 or native/9000"
             )
         database = variables.get("database", {}).get("query")
         if database and data.get("defaultDatabase") not in (None, database):
@@ -594,7 +597,8 @@ def problems_connections(stack: Stack) -> list[str]:
             out.append(f"the monitor's broker {broker} is not a service of the stack")
         elif f"//{host}:{port}" not in advertised:
             out.append(
-                f"the broker service {host} does not advertise {host}:{port} (KAFKA_ADVERTISED_LISTENERS={advertised!r})"
+                f"the broker service {host} does not advertise {host}:{port} "
+                f"(KAFKA_ADVERTISED_LISTENERS={advertised!r})"
             )
     for name, svc in stack.services.items():
         cmd = command(svc)
@@ -603,7 +607,8 @@ def problems_connections(stack: Stack) -> list[str]:
                 out.append(f"{name} creates topic {flag_value(cmd, '--topic')!r}, the monitor consumes {topics}")
             if flag_value(cmd, "--bootstrap-server") != brokers:
                 out.append(
-                    f"{name} creates the topic at {flag_value(cmd, '--bootstrap-server')!r}, the monitor reads {brokers!r}"
+                    f"{name} creates the topic at {flag_value(cmd, '--bootstrap-server')!r}, the monitor reads "
+                    f"{brokers!r}"
                 )
     if "produce" in role:
         # `produce` takes the flags, else MONITOR_KAFKA_BOOTSTRAP_SERVERS and the first of MONITOR_KAFKA_TOPICS.
@@ -715,22 +720,26 @@ def test_compose_file_matches_the_compose_spec_schema(stack: Stack) -> None:
 
 
 def test_images_and_grafana_plugin_are_pinned(stack: Stack) -> None:
-    """Every pulled image has an exact x.y.z tag, built images an explicit tag, and the ClickHouse plugin an exact version."""
+    """Every pulled image has an exact x.y.z tag, built images an explicit tag, and the ClickHouse plugin an exact
+    version."""
     assert problems_pins(stack) == []
 
 
 def test_bind_mounts_exist_in_the_repository(stack: Stack) -> None:
-    """Every bind-mounted path exists inside the repository, named volumes are declared, the build context has its Dockerfile."""
+    """Every bind-mounted path exists inside the repository, named volumes are declared, the build context has its
+    Dockerfile."""
     assert problems_mounts(stack) == []
 
 
 def test_dashboard_provider_reads_the_mounted_dashboard(stack: Stack) -> None:
-    """The provider's path holds dashboards/relevancy.json as mounted from the repository (not a copy), also the home dashboard."""
+    """The provider's path holds dashboards/relevancy.json as mounted from the repository (not a copy), also the home
+    dashboard."""
     assert problems_dashboard_provider(stack) == []
 
 
 def test_datasource_matches_the_dashboard(stack: Stack) -> None:
-    """The provisioned data source has the type the dashboard's datasource variable lists, is its default, and reaches ClickHouse."""
+    """The provisioned data source has the type the dashboard's datasource variable lists, is its default, and reaches
+    ClickHouse."""
     assert problems_datasource(stack) == []
 
 
@@ -745,22 +754,26 @@ def test_setting_values_load(stack: Stack) -> None:
 
 
 def test_commands_parse_with_the_real_cli(stack: Stack) -> None:
-    """Each built service's command parses with monitor.cli.main.build_parser(), and migrate, run, alerts run and produce all run."""
+    """Each built service's command parses with monitor.cli.main.build_parser(), and migrate, run, alerts run and
+    produce all run."""
     assert problems_cli(stack) == []
 
 
 def test_services_connect_to_each_other(stack: Stack) -> None:
-    """The monitor's ClickHouse and Kafka addresses are services of the stack, traffic goes where the monitor reads, credentials agree."""
+    """The monitor's ClickHouse and Kafka addresses are services of the stack, traffic goes where the monitor reads,
+    credentials agree."""
     assert problems_connections(stack) == []
 
 
 def test_start_order(stack: Stack) -> None:
-    """migrate completes before run and alerts run, ClickHouse and Kafka are healthy first, and every condition can be met."""
+    """migrate completes before run and alerts run, ClickHouse and Kafka are healthy first, and every condition can be
+    met."""
     assert problems_order(stack) == []
 
 
 def test_settings_names_are_derived_from_the_models() -> None:
-    """The allowed names come from the pydantic models, as monitor.config forms them (a known name in, a made-up one out)."""
+    """The allowed names come from the pydantic models, as monitor.config forms them (a known name in, a made-up one
+    out)."""
     assert {"MONITOR_KAFKA_BOOTSTRAP_SERVERS", "MONITOR_CLICKHOUSE_URL", "MONITOR_JUDGE"} <= MONITOR_NAMES
     assert {"ALERTS_INTERVAL", "ALERTS_METRICS_PORT"} <= ALERTS_NAMES
     assert "ANTHROPIC_API_KEY" in MONITOR_ALIASES
@@ -855,8 +868,10 @@ BREAKAGES = {
     "run-before-migrate": Breakage(
         "order",
         "compose/compose.yaml",
-        "      migrate:\n        condition: service_completed_successfully\n      clickhouse:\n        condition: service_healthy\n      kafka:",
-        "      migrate:\n        condition: service_started\n      clickhouse:\n        condition: service_healthy\n      kafka:",
+        "      migrate:\n        condition: service_completed_successfully\n      clickhouse:\n        condition: "
+        "service_healthy\n      kafka:",
+        "      migrate:\n        condition: service_started\n      clickhouse:\n        condition: service_healthy\n   "
+        "   kafka:",
     ),
     "no-healthcheck": Breakage(
         "order",

@@ -54,7 +54,8 @@ def test_the_canary_is_on_by_default_with_the_consumers_judge() -> None:
 
 @pytest.mark.parametrize("off", ["off", "0", False])
 def test_off_gives_the_evaluator_no_judge(off: object) -> None:
-    """Interval off ("off", "0" or YAML's bare off) sets ALERTS_CANARY_INTERVAL=off and passes no judge setting or key."""
+    """Interval off ("off", "0" or YAML's bare off) sets ALERTS_CANARY_INTERVAL=off and passes no judge setting or
+    key."""
     docs = render({"alertEvaluator": {"canary": {"interval": off}}})
     env = settings_of(docs, "alert-evaluator")
     assert env["ALERTS_CANARY_INTERVAL"] == "off" and not set(JUDGE_SETTINGS) & set(env)
@@ -66,7 +67,8 @@ def test_off_gives_the_evaluator_no_judge(off: object) -> None:
 
 
 def test_a_labels_config_map_is_mounted_and_named_by_alerts_canary_file() -> None:
-    """`canary.labels.configMap` is mounted read-only and named by ALERTS_CANARY_FILE; a lexical judge needs no API key."""
+    """`canary.labels.configMap` is mounted read-only and named by ALERTS_CANARY_FILE; a lexical judge needs no API
+    key."""
     docs = render(
         {
             "judge": {"method": "lexical"},
@@ -86,6 +88,7 @@ def test_a_labels_config_map_is_mounted_and_named_by_alerts_canary_file() -> Non
     "values", [{"interval": "hourly"}, {"interval": "1h", "labels": {"configMap": "Not_A_Name"}}, {"enabled": True}]
 )
 def test_bad_canary_values_fail_the_schema(values: dict[str, Any]) -> None:
-    """An interval that is not a duration, a ConfigMap name that is not a DNS name, or an unknown key fails the render."""
+    """An interval that is not a duration, a ConfigMap name that is not a DNS name, or an unknown key fails the
+    render."""
     with pytest.raises(helm_python.HelmValuesError):
         render({"alertEvaluator": {"canary": values}})

@@ -142,7 +142,8 @@ def real_settings() -> set[str]:
 
 
 def test_ci_values_files_exist() -> None:
-    """The chart ships the chart-testing values files: defaults, every feature on, and a ClickHouse server with secrets."""
+    """The chart ships the chart-testing values files: defaults, every feature on, and a ClickHouse server with
+    secrets."""
     assert {p.name for p in CI_VALUES} >= {
         "default-values.yaml",
         "all-features-values.yaml",
@@ -151,7 +152,8 @@ def test_ci_values_files_exist() -> None:
 
 
 def test_renders_core_objects(docs: list[dict[str, Any]]) -> None:
-    """Every values file renders the two Deployments, the settings and sampling ConfigMaps, ServiceAccount, Service, PDB and migrate Job."""
+    """Every values file renders the two Deployments, the settings and sampling ConfigMaps, ServiceAccount, Service,
+    PDB and migrate Job."""
     kinds = {d["kind"] for d in docs}
     assert {"Deployment", "ConfigMap", "ServiceAccount", "Service", "PodDisruptionBudget", "Job"} <= kinds
     one(docs, "Deployment", "-consumer")
@@ -169,7 +171,8 @@ def test_core_manifests_validate_against_kubernetes_schemas(docs: list[dict[str,
 
 @pytest.mark.parametrize("values_file", [None, *CI_VALUES], ids=["chart defaults", *(p.name for p in CI_VALUES)])
 def test_lint_strict_is_clean(values_file: Path | None) -> None:
-    """`helm lint --strict` for Kubernetes 1.31 reports no warning or error with the defaults and each ci values file."""
+    """`helm lint --strict` for Kubernetes 1.31 reports no warning or error with the defaults and each ci values
+    file."""
     report = helm_python.lint(
         CHART, _values(values_file) if values_file else None, strict=True, kube_version=f"v{KUBE_VERSION}"
     )
@@ -179,7 +182,8 @@ def test_lint_strict_is_clean(values_file: Path | None) -> None:
 
 
 def test_all_features_file_turns_every_option_on() -> None:
-    """ci/all-features-values.yaml renders every optional object: ScaledObject, ServiceMonitor, NetworkPolicy and the alert-rules ConfigMap."""
+    """ci/all-features-values.yaml renders every optional object: ScaledObject, ServiceMonitor, NetworkPolicy and the
+    alert-rules ConfigMap."""
     docs = list(_rendered("all-features-values.yaml"))
     assert {"ScaledObject", "ServiceMonitor", "NetworkPolicy"} <= {d["kind"] for d in docs}
     one(docs, "ConfigMap", "-alert-rules")
@@ -195,7 +199,8 @@ def test_values_schema_rejects_unknown_keys() -> None:
 
 
 def test_pods_meet_restricted_pod_security(docs: list[dict[str, Any]]) -> None:
-    """Every pod spec (Deployments and the Job) runs as 10001 non-root, no escalation, ALL dropped, RuntimeDefault seccomp, read-only root."""
+    """Every pod spec (Deployments and the Job) runs as 10001 non-root, no escalation, ALL dropped, RuntimeDefault
+    seccomp, read-only root."""
     specs = list(pod_specs(docs))
     assert {name.split("/")[0] for name, _ in specs} == POD_KINDS
     for name, spec in specs:
@@ -261,7 +266,8 @@ def test_commands_of_each_workload() -> None:
 
 
 def test_probes_use_health_endpoints_on_metrics_port(docs: list[dict[str, Any]]) -> None:
-    """Deployments have startup and liveness probes on /healthz and readiness on /readyz, all on the metrics port (9108)."""
+    """Deployments have startup and liveness probes on /healthz and readiness on /readyz, all on the metrics port
+    (9108)."""
     for d in of_kind(docs, "Deployment"):
         for c in d["spec"]["template"]["spec"]["containers"]:
             where = f"{d['metadata']['name']}/{c['name']}"
@@ -278,7 +284,8 @@ def test_probes_use_health_endpoints_on_metrics_port(docs: list[dict[str, Any]])
 
 
 def test_metrics_port_setting_matches_container_port(docs: list[dict[str, Any]]) -> None:
-    """MONITOR_METRICS_PORT (consumer) and ALERTS_METRICS_PORT (evaluator) serve on the port the probes and Service use."""
+    """MONITOR_METRICS_PORT (consumer) and ALERTS_METRICS_PORT (evaluator) serve on the port the probes and Service
+    use."""
     assert settings_of(docs, "consumer")["MONITOR_METRICS_PORT"] == "9108"
     assert settings_of(docs, "alert-evaluator")["ALERTS_METRICS_PORT"] == "9108"
     service = one(docs, "Service", "-metrics")
@@ -318,7 +325,8 @@ def test_no_secret_objects_or_values(docs: list[dict[str, Any]]) -> None:
 
 
 def test_secrets_are_referenced_by_name() -> None:
-    """With SASL and ClickHouse auth, the API key, SASL password and ClickHouse user/password come from the named Secrets."""
+    """With SASL and ClickHouse auth, the API key, SASL password and ClickHouse user/password come from the named
+    Secrets."""
     docs = list(_rendered("all-features-values.yaml"))
     consumer = one(docs, "Deployment", "-consumer")["spec"]["template"]["spec"]["containers"][0]
     refs = {e["name"]: e["valueFrom"]["secretKeyRef"] for e in consumer["env"] if "valueFrom" in e}
@@ -383,7 +391,8 @@ def test_every_env_name_is_a_real_setting(docs: list[dict[str, Any]]) -> None:
 
 
 def test_settings_values_are_accepted_by_monitor_config(docs: list[dict[str, Any]]) -> None:
-    """The literal MONITOR_*/ALERTS_* values of each container validate as Settings/AlertSettings (mounted file paths aside)."""
+    """The literal MONITOR_*/ALERTS_* values of each container validate as Settings/AlertSettings (mounted file paths
+    aside)."""
     real = real_settings()
     for container in ("consumer", "alert-evaluator", "migrate"):
         env = {
@@ -398,13 +407,15 @@ def test_settings_values_are_accepted_by_monitor_config(docs: list[dict[str, Any
 
 
 def test_kafka_tls_key_without_certificate_fails() -> None:
-    """kafka.tls.keyKey without kafka.tls.certKey fails the render, as MONITOR_KAFKA_SSL_KEYFILE needs MONITOR_KAFKA_SSL_CERTFILE."""
+    """kafka.tls.keyKey without kafka.tls.certKey fails the render, as MONITOR_KAFKA_SSL_KEYFILE needs
+    MONITOR_KAFKA_SSL_CERTFILE."""
     with pytest.raises(helm_python.HelmRenderError, match=r"kafka\.tls\.keyKey needs kafka\.tls\.certKey"):
         render({"kafka": {"tls": {"existingSecret": "kafka-tls", "keyKey": "tls.key"}}})
 
 
 def test_sampling_and_alert_rules_files_parse(docs: list[dict[str, Any]], tmp_path: Path) -> None:
-    """The mounted sampling file loads as a SamplingPolicy, the alert rules (when set) parse, and the env points at their mounts."""
+    """The mounted sampling file loads as a SamplingPolicy, the alert rules (when set) parse, and the env points at
+    their mounts."""
     sampling = one(docs, "ConfigMap", "-sampling")["data"]["sampling.yaml"]
     (tmp_path / "sampling.yaml").write_text(sampling, encoding="utf-8")
     SamplingPolicy.from_yaml(tmp_path / "sampling.yaml", 1.0, "conversation_id")
@@ -440,7 +451,8 @@ def test_alert_evaluator_replicas() -> None:
 
 
 def test_scaled_object_fields() -> None:
-    """The KEDA ScaledObject targets the consumer with a kafka trigger on its group and topic, caps at the partitions and stabilises scale-down."""
+    """The KEDA ScaledObject targets the consumer with a kafka trigger on its group and topic, caps at the partitions
+    and stabilises scale-down."""
     docs = list(_rendered("all-features-values.yaml"))
     values = _values(CHART / "ci" / "all-features-values.yaml")
     so = one(docs, "ScaledObject")
@@ -494,13 +506,15 @@ def test_max_replicas_above_partitions_fails() -> None:
 
 
 def test_optional_objects_off_by_default() -> None:
-    """The defaults render no ScaledObject, ServiceMonitor or NetworkPolicy (they need KEDA / the Prometheus Operator)."""
+    """The defaults render no ScaledObject, ServiceMonitor or NetworkPolicy (they need KEDA / the Prometheus
+    Operator)."""
     kinds = {d["kind"] for d in _rendered("chart defaults")}
     assert not {"ScaledObject", "ServiceMonitor", "NetworkPolicy", "PrometheusRule"} & kinds
 
 
 def test_prometheus_rule_pages_on_failing_store_writes() -> None:
-    """The PrometheusRule alerts on the consumer's failing-insert gauge past the configured seconds, in this namespace."""
+    """The PrometheusRule alerts on the consumer's failing-insert gauge past the configured seconds, in this
+    namespace."""
     rule = one(list(_rendered("all-features-values.yaml")), "PrometheusRule")
     assert (
         rule["apiVersion"] == "monitoring.coreos.com/v1"
@@ -552,7 +566,8 @@ def test_service_monitor_scrapes_metrics_service() -> None:
 
 
 def test_network_policy_allows_metrics_in_and_dns_out() -> None:
-    """The NetworkPolicy selects the release's pods, lets only the metrics port in, and lets DNS and the configured ports out."""
+    """The NetworkPolicy selects the release's pods, lets only the metrics port in, and lets DNS and the configured
+    ports out."""
     docs = list(_rendered("all-features-values.yaml"))
     np = one(docs, "NetworkPolicy")["spec"]
     assert np["policyTypes"] == ["Ingress", "Egress"]
@@ -562,7 +577,8 @@ def test_network_policy_allows_metrics_in_and_dns_out() -> None:
 
 
 def test_migrate_job_is_a_pre_install_and_pre_upgrade_hook(docs: list[dict[str, Any]]) -> None:
-    """The migrate Job is a pre-install,pre-upgrade hook, replaced on re-run and removed on success, and runs without the chart's objects."""
+    """The migrate Job is a pre-install,pre-upgrade hook, replaced on re-run and removed on success, and runs without
+    the chart's objects."""
     job = one(docs, "Job", "-migrate")
     annotations = job["metadata"]["annotations"]
     assert annotations["helm.sh/hook"] == "pre-install,pre-upgrade"

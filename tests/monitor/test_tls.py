@@ -122,7 +122,8 @@ async def _round_trip(kafka: KafkaSettings) -> None:
 
 
 async def test_a_client_trusting_the_test_ca_connects_over_tls(tls_broker: TlsBroker, pki: Pki) -> None:
-    """With MONITOR_KAFKA_SSL_CAFILE naming the CA of the broker's certificate, the admin client and producer connect."""
+    """With MONITOR_KAFKA_SSL_CAFILE naming the CA of the broker's certificate, the admin client and producer
+    connect."""
     s = load_settings(
         kafka_bootstrap_servers=tls_broker.bootstrap, kafka_security_protocol="SSL", kafka_ssl_cafile=str(pki.ca_file)
     )
@@ -134,7 +135,8 @@ async def test_a_client_trusting_the_test_ca_connects_over_tls(tls_broker: TlsBr
 async def test_a_client_not_trusting_the_broker_fails_with_one_line(
     tls_broker: TlsBroker, pki: Pki, cafile: str
 ) -> None:
-    """Without the broker's CA (system CAs, or another CA) start-up fails with one KafkaUnavailable line saying TLS failed."""
+    """Without the broker's CA (system CAs, or another CA) start-up fails with one KafkaUnavailable line saying TLS
+    failed."""
     kafka = _kafka(tls_broker.bootstrap, kafka_ssl_cafile=None if cafile == "none" else pki.other_ca_file)
     with pytest.raises(KafkaUnavailable) as info:
         await ensure_dlq_topic(kafka)
@@ -144,7 +146,8 @@ async def test_a_client_not_trusting_the_broker_fails_with_one_line(
 
 
 async def test_hostname_checking_follows_its_setting(tmp_path: Path) -> None:
-    """A certificate for `localhost` only, reached as 127.0.0.1: refused by default, accepted with hostname checks off."""
+    """A certificate for `localhost` only, reached as 127.0.0.1: refused by default, accepted with hostname checks
+    off."""
     pki = Pki(tmp_path, "localhost")
     with TlsBroker(pki.server_context()) as broker:
         with pytest.raises(KafkaUnavailable) as info:
@@ -156,7 +159,8 @@ async def test_hostname_checking_follows_its_setting(tmp_path: Path) -> None:
 
 
 async def test_mutual_tls_sends_the_client_certificate(mtls_broker: TlsBroker, pki: Pki) -> None:
-    """A broker requiring client certificates accepts MONITOR_KAFKA_SSL_CERTFILE/KEYFILE and refuses a client without."""
+    """A broker requiring client certificates accepts MONITOR_KAFKA_SSL_CERTFILE/KEYFILE and refuses a client
+    without."""
     await _round_trip(
         _kafka(
             mtls_broker.bootstrap,
@@ -208,7 +212,8 @@ def test_an_unusable_tls_file_is_one_line_naming_its_variable(
 
 
 def test_an_unreadable_tls_file_names_its_variable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A CA file the process may not read is refused at load, naming MONITOR_KAFKA_SSL_CAFILE (or the ClickHouse one)."""
+    """A CA file the process may not read is refused at load, naming MONITOR_KAFKA_SSL_CAFILE (or the ClickHouse
+    one)."""
     locked = tmp_path / "ca.pem"
     locked.write_text("x")
     monkeypatch.setattr(os, "access", lambda path, mode: False)
@@ -220,7 +225,8 @@ def test_an_unreadable_tls_file_names_its_variable(tmp_path: Path, monkeypatch: 
 
 @pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
 def test_sasl_without_credentials_is_one_line_naming_the_variables(mechanism: str) -> None:
-    """A SASL mechanism without a username or password is a ConfigError naming both variables; with them it is passed on."""
+    """A SASL mechanism without a username or password is a ConfigError naming both variables; with them it is passed
+    on."""
     partial: list[dict[str, Any]] = [{"kafka_sasl_username": "u"}, {"kafka_sasl_password": "p"}, {}]
     for missing in partial:
         kafka = KafkaSettings(
@@ -266,7 +272,8 @@ def test_sasl_without_credentials_is_one_line_naming_the_variables(mechanism: st
     ],
 )
 def test_security_settings_the_protocol_would_ignore_are_refused(kafka: KafkaSettings, variable: str) -> None:
-    """SASL or TLS settings with MONITOR_KAFKA_SECURITY_PROTOCOL=PLAINTEXT are refused in one line rather than ignored."""
+    """SASL or TLS settings with MONITOR_KAFKA_SECURITY_PROTOCOL=PLAINTEXT are refused in one line rather than
+    ignored."""
     with pytest.raises(ConfigError) as info:
         client_kwargs(kafka)
     assert str(info.value).startswith(f"invalid setting {variable}: ") and "MONITOR_KAFKA_SECURITY_PROTOCOL" in str(
@@ -338,8 +345,8 @@ def _open(url: str, **settings: Any) -> str:
 def test_clickhouse_https_trusts_the_configured_ca_and_sends_the_configured_credentials(
     fake_clickhouse: FakeClickHouse, pki: Pki
 ) -> None:
-    """With MONITOR_CLICKHOUSE_CA_FILE the TLS handshake succeeds (the server answers) and MONITOR_CLICKHOUSE_USER/PASSWORD
-    are sent over those in the URL; the password never appears in the error."""
+    """With MONITOR_CLICKHOUSE_CA_FILE the TLS handshake succeeds (the server answers) and
+    MONITOR_CLICKHOUSE_USER/PASSWORD are sent over those in the URL; the password never appears in the error."""
     url = fake_clickhouse.url.replace("https://", "https://urluser:urlpw@")
     msg = _open(url, clickhouse_ca_file=str(pki.ca_file), clickhouse_user="monitor", clickhouse_password="s3cret")
     assert "fake-clickhouse: Authentication failed" in msg and "s3cret" not in msg and "urlpw" not in msg, msg
@@ -357,7 +364,8 @@ def test_clickhouse_https_without_the_ca_fails_on_the_certificate(fake_clickhous
 
 
 def test_the_store_settings_reach_get_client(monkeypatch: pytest.MonkeyPatch, pki: Pki) -> None:
-    """ClickHouseStore.from_settings passes user, password, CA and verify to clickhouse_connect.get_client; none for chdb."""
+    """ClickHouseStore.from_settings passes user, password, CA and verify to clickhouse_connect.get_client; none for
+    chdb."""
     calls: list[dict[str, Any]] = []
 
     def get_client(**kw: Any) -> object:

@@ -51,7 +51,10 @@ def fresh(clickhouse_url: str, database: str) -> Iterator[ClickHouseStore]:
 
 
 def _recorded(store: ClickHouseStore) -> list[tuple[str, str, str]]:
-    sql = f"SELECT version, name, checksum FROM {store.database}.schema_migrations FINAL WHERE scores_table = {{t:String}} ORDER BY version"
+    sql = (
+        f"SELECT version, name, checksum FROM {store.database}.schema_migrations FINAL WHERE scores_table = "
+        f"{{t:String}} ORDER BY version"
+    )
     rows = store.query(sql, {"t": store.table}).rows
     return [(str(v), str(n), str(c)) for v, n, c in rows]
 
@@ -80,7 +83,8 @@ def test_cluster_ddl_is_on_cluster_with_replicated_engines() -> None:
     clustered = render_ddl("relevancy", "relevancy_scores", "prod") + migrations_table_ddl("relevancy", "prod")
     assert len(clustered) == len(plain)
     head = re.compile(
-        r"^(?:CREATE (DATABASE|TABLE|VIEW|MATERIALIZED VIEW) IF NOT EXISTS|ALTER TABLE) [A-Za-z_][A-Za-z0-9_.]* ON CLUSTER prod(\s|$)"
+        r"^(?:CREATE (DATABASE|TABLE|VIEW|MATERIALIZED VIEW) IF NOT EXISTS|ALTER TABLE) [A-Za-z_][A-Za-z0-9_.]* ON CLU"
+        r"STER prod(\s|$)"
     )
     engines = 0
     for before, after in zip(plain, clustered, strict=True):
@@ -128,7 +132,8 @@ def test_every_file_is_a_migration_with_its_own_version_and_a_checksum_over_its_
 
 
 def test_migrate_applies_each_version_once_in_order_and_records_it(fresh: ClickHouseStore) -> None:
-    """A new store gets every migration applied and recorded (version, name, checksum, applied_at); a second run applies none."""
+    """A new store gets every migration applied and recorded (version, name, checksum, applied_at); a second run
+    applies none."""
     applied = Migrations(fresh).migrate()
     want = migrations(fresh.database, fresh.table)
     assert [m.version for m in applied] == [m.version for m in want]
@@ -144,7 +149,10 @@ def test_a_new_numbered_migration_is_applied_once(fresh: ClickHouseStore, monkey
     """A file added after a store was migrated (a new index) is the one pending migration, applied once."""
     Migrations(fresh).migrate()
     base = migrations(fresh.database, fresh.table)
-    index = f"ALTER TABLE {fresh.database}.{fresh.table} ADD INDEX IF NOT EXISTS idx_model model TYPE set(100) GRANULARITY 4"
+    index = (
+        f"ALTER TABLE {fresh.database}.{fresh.table} ADD INDEX IF NOT EXISTS idx_model model TYPE set(100) "
+        "GRANULARITY 4"
+    )
     extra = Migration("900", "900_model_index.sql", "0" * 64, (index,))
     monkeypatch.setattr(store_module, "migrations", lambda database, table, cluster=None: [*base, extra])
     assert Migrations(fresh).pending() == [extra]
@@ -179,7 +187,8 @@ def test_an_applied_migration_that_changed_is_refused_in_one_line(
 
 
 def test_a_store_of_the_previous_release_upgrades_cleanly(fresh: ClickHouseStore) -> None:
-    """Tables made by the previous release (its DDL, no schema_migrations) keep their rows; migrate records every version."""
+    """Tables made by the previous release (its DDL, no schema_migrations) keep their rows; migrate records every
+    version."""
     for statement in _previous_render(fresh.database, fresh.table):
         fresh.command(statement)
     fresh.command(f"INSERT INTO {fresh.database}.traffic_counts (minute, app, consumed) VALUES (now(), 'a', 7)")
@@ -196,7 +205,8 @@ def test_a_store_of_the_previous_release_upgrades_cleanly(fresh: ClickHouseStore
 
 
 def test_a_second_scores_table_in_the_same_database_gets_its_own_schema(fresh: ClickHouseStore) -> None:
-    """Migrations are recorded per scores table: another MONITOR_CLICKHOUSE_TABLE in a migrated database is created too."""
+    """Migrations are recorded per scores table: another MONITOR_CLICKHOUSE_TABLE in a migrated database is created
+    too."""
     Migrations(fresh).migrate()
     other = ClickHouseStore(fresh.url, fresh.database, "other_scores")
     assert len(Migrations(other).pending()) == len(migrations(fresh.database, "other_scores"))
@@ -207,7 +217,8 @@ def test_a_second_scores_table_in_the_same_database_gets_its_own_schema(fresh: C
 def test_the_migrate_command_reports_what_it_applied(
     clickhouse_url: str, database: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """`relevancy-monitor migrate` applies the pending migrations and says how many; run again, that it is up to date."""
+    """`relevancy-monitor migrate` applies the pending migrations and says how many; run again, that it is up to
+    date."""
     args = ["migrate", "--clickhouse-url", clickhouse_url, "--clickhouse-database", database]
     try:
         assert main(args) == 0

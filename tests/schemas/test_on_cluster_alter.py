@@ -15,17 +15,20 @@ from schemas.errors import StoreError
 ALTERS = [
     "ALTER TABLE db.relevancy_scores MODIFY TTL toDateTime(event_time) + INTERVAL 30 DAY",
     "ALTER TABLE db.relevancy_scores REMOVE TTL",
-    "ALTER TABLE db.relevancy_scores MODIFY COLUMN question String TTL toDateTime(event_time) + INTERVAL 7 DAY, MODIFY COLUMN response REMOVE TTL",
+    "ALTER TABLE db.relevancy_scores MODIFY COLUMN question String TTL toDateTime(event_time) + INTERVAL 7 DAY, MODIFY "
+    "COLUMN response REMOVE TTL",
     "ALTER TABLE db.relevancy_scores\n    ADD COLUMN IF NOT EXISTS redactor LowCardinality(String)",
 ]
 DELETES = [
-    "DELETE FROM db.relevancy_scores WHERE conversation_id IN {conversation_ids:Array(String)} OR event_id IN {event_ids:Array(String)}",
+    "DELETE FROM db.relevancy_scores WHERE conversation_id IN {conversation_ids:Array(String)} OR event_id IN "
+    "{event_ids:Array(String)}",
     "DELETE FROM db.t WHERE 1",
 ]
 
 
 def _previous_on_cluster(statement: str, cluster: str) -> str:
-    """`on_cluster` as the previous release had it (CREATE only), to hold CREATE statements to byte-for-byte equality."""
+    """`on_cluster` as the previous release had it (CREATE only), to hold CREATE statements to byte-for-byte
+    equality."""
     out = re.sub(
         r"^(CREATE (?:DATABASE|TABLE|VIEW|MATERIALIZED VIEW) IF NOT EXISTS [A-Za-z_][A-Za-z0-9_.]*)",
         rf"\1 ON CLUSTER {cluster}",

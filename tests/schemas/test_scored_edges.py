@@ -32,7 +32,8 @@ def test_statement_arrays_are_capped_and_the_count_stays_truthful(store: ClickHo
     assert r.statements[-1] == f"word{MAX_STORED_STATEMENTS - 1}." and r.n_statements == n
     store.insert_rows([r], "tok-cap")
     got = store.query(
-        f"SELECT n_statements, length(statements), length(verdicts), length(verdict_reasons) FROM {store.qualified_table}"
+        f"SELECT n_statements, length(statements), length(verdicts), length(verdict_reasons) FROM "
+        f"{store.qualified_table}"
     ).rows
     assert got == [(n, MAX_STORED_STATEMENTS, MAX_STORED_STATEMENTS, MAX_STORED_STATEMENTS)]
 

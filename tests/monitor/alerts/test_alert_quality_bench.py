@@ -68,8 +68,8 @@ def test_in_memory_histories_equal_the_stores_for_the_same_events(store: ClickHo
 
 
 def test_a_tiny_run_pages_on_a_large_drop_and_prints_its_table(capsys: pytest.CaptureFixture[str]) -> None:
-    """Two quiet apps over two days and the planted shapes at one rate: the large drop pages, the table prints."""
-    result = aq.main(quiet_apps=2, days=2.0, rates=(10.0,), json_path=None)
+    """Two quiet apps for two days, the planted shapes at one rate for 4 h past the change: a large drop pages."""
+    result = aq.main(quiet_apps=2, days=2.0, rates=(10.0,), json_path=None, planted_hours=aq.CHANGE_H + 4)
     large = [r for r in result["planted"] if r["shape"] == "large drop (0.3)"]
     assert large and large[0]["paged"] and large[0]["delay_min"] > 0 and large[0]["oracle_min"] > 0
     assert result["quiet"]["segment_days"] == pytest.approx(2 * (2.0 - 25 / 24))

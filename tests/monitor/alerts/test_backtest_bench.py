@@ -14,7 +14,8 @@ from bench import backtest_speed
 def test_the_backtest_benchmark_runs_at_a_tiny_size(
     clickhouse_url: str, database: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """bench/backtest_speed.py fills a store through the insert path, times scan, check, per-step sample and backtest, and writes them all."""
+    """bench/backtest_speed.py fills a store through the insert path, times scan, check, per-step sample and backtest,
+    and writes them all."""
     path = tmp_path / "backtest_speed.json"
     result = backtest_speed.main(
         days=0.25, rate=4, step="30m", sample=2, json_path=path, url=clickhouse_url, database=database

@@ -38,7 +38,8 @@ def _key(pv: str, judge: str = "j1", model: str | None = None) -> SegmentKey:
 
 
 def test_a_new_version_borrows_the_apps_earlier_history_and_says_so() -> None:
-    """A version with no history of its own is judged against the app's other versions under the same judge, and the source names them."""
+    """A version with no history of its own is judged against the app's other versions under the same judge, and the
+    source names them."""
     data = {_key("v1"): _seg(1000, DAY), _key("v0"): _seg(300, DAY), _key("v2"): _seg(0, 0)}
     out = with_parent_baselines(_rule(), data)
     v2 = out[_key("v2")]
@@ -52,7 +53,8 @@ def test_a_new_version_borrows_the_apps_earlier_history_and_says_so() -> None:
 
 
 def test_a_young_version_keeps_the_earlier_history_until_it_has_been_around_as_long_as_its_baseline() -> None:
-    """A version with enough events but only a few hours old is still judged against the history from before it; once old enough, against its own."""
+    """A version with enough events but only a few hours old is still judged against the history from before it; once
+    old enough, against its own."""
     young = {_key("v1"): _seg(5000, DAY), _key("v2"): _seg(900, 3 * 3600)}
     v2 = with_parent_baselines(_rule(), young)[_key("v2")]
     assert v2.baseline_from is not None and v2.baseline_from.reason == "its own history spans 12% of the baseline"
@@ -61,7 +63,8 @@ def test_a_young_version_keeps_the_earlier_history_until_it_has_been_around_as_l
 
 
 def test_a_new_judge_never_borrows_and_segments_that_started_together_do_not_either() -> None:
-    """A new judge_id gets no baseline from the old judge, and of two versions that started together neither borrows the other's."""
+    """A new judge_id gets no baseline from the old judge, and of two versions that started together neither borrows
+    the other's."""
     data = {_key("v1", "j-old"): _seg(5000, DAY), _key("v1", "j-new"): _seg(0, 0), _key("v2", "j-new"): _seg(0, 0)}
     out = with_parent_baselines(_rule(), data)
     assert out[_key("v1", "j-new")].baseline_from is None and out[_key("v2", "j-new")].baseline_from is None
@@ -70,7 +73,8 @@ def test_a_new_judge_never_borrows_and_segments_that_started_together_do_not_eit
 
 
 def test_the_nearest_parent_first_then_other_models_then_the_whole_app() -> None:
-    """By model and version: a new version borrows its model's earlier versions, a new model the version's other models, both new the app."""
+    """By model and version: a new version borrows its model's earlier versions, a new model the version's other
+    models, both new the app."""
     rule = _rule("[app, model, prompt_version]")
     data = {
         _key("v1", model="m1"): _seg(1000, DAY),
@@ -88,7 +92,8 @@ def test_the_nearest_parent_first_then_other_models_then_the_whole_app() -> None
 
 
 def test_no_parent_with_enough_events_and_metrics_that_cannot_pool_keep_their_own() -> None:
-    """Without a parent that has min_baseline_events the segment keeps its (insufficient) own baseline; p10 and segment_by [app] never borrow."""
+    """Without a parent that has min_baseline_events the segment keeps its (insufficient) own baseline; p10 and
+    segment_by [app] never borrow."""
     thin = {_key("v1"): _seg(150, DAY), _key("v2"): _seg(0, 0)}
     assert with_parent_baselines(_rule(), thin)[_key("v2")].baseline_from is None
     data = {_key("v1"): _seg(1000, DAY), _key("v2"): _seg(0, 0)}

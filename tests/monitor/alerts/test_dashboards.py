@@ -27,7 +27,8 @@ def _expand(sql: str, store: ClickHouseStore) -> str:
 
 
 def test_every_dashboard_query_runs_and_panels_cover_the_required_views(store: ClickHouseStore) -> None:
-    """Every dashboard query returns rows on chDB, and the panels cover relevancy, low-score share, volume, errors, cost and lag."""
+    """Every dashboard query returns rows on chDB, and the panels cover relevancy, low-score share, volume, errors,
+    cost and lag."""
     now = datetime.now(UTC)
     insert(
         store,
@@ -51,7 +52,8 @@ def test_every_dashboard_query_runs_and_panels_cover_the_required_views(store: C
 
 
 def test_the_canary_series_sits_beside_the_live_relevancy() -> None:
-    """The canary's mean shift sits right of the mean relevancy on the first row, so the two stories read apart at a glance."""
+    """The canary's mean shift sits right of the mean relevancy on the first row, so the two stories read apart at a
+    glance."""
     dash = json.loads((ROOT / "dashboards" / "relevancy.json").read_text(encoding="utf-8"))
     first_row = sorted((p for p in dash["panels"] if p["gridPos"]["y"] == 0), key=lambda p: p["gridPos"]["x"])
     assert [p["title"].split(" per ")[0].split(":")[0] for p in first_row] == ["Mean relevancy", "Judge canary"]
@@ -90,7 +92,8 @@ def _exported_names() -> set[str]:
 
 
 def test_prometheus_rules_are_well_formed_and_use_exported_metrics() -> None:
-    """The Prometheus rules have unique names and known keys, and use only metrics the monitor and the evaluator export."""
+    """The Prometheus rules have unique names and known keys, and use only metrics the monitor and the evaluator
+    export."""
     doc = yaml.safe_load((ROOT / "dashboards" / "prometheus-rules.yaml").read_text(encoding="utf-8"))
     exported = _exported_names()
     rules = [r for g in doc["groups"] for r in g["rules"]]

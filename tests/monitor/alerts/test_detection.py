@@ -50,7 +50,8 @@ def _drop_in_b(seg: dict[str, str], t: datetime, rng: random.Random) -> float:
 
 
 def test_step_drop_fires_exactly_once_and_resolves_while_stable_segments_never_fire(store: ClickHouseStore) -> None:
-    """A step drop in one of four segments fires once, after the window fills and `for` passes, and resolves; the stable ones never fire."""
+    """A step drop in one of four segments fires once, after the window fills and `for` passes, and resolves; the
+    stable ones never fire."""
     insert(store, stream(T0, T0 + timedelta(hours=48), per_minute=2, segments=SEGMENTS, score=_drop_in_b))
     rules = RuleSet(rules=rules_from(DROP_RULES))
     report = run_backtest(store, rules, T0 + timedelta(hours=24), T0 + timedelta(hours=48), timedelta(minutes=5))
@@ -70,7 +71,8 @@ def test_step_drop_fires_exactly_once_and_resolves_while_stable_segments_never_f
 
 
 def test_small_segments_never_fire_and_insignificant_drops_do_not_either(store: ClickHouseStore) -> None:
-    """A segment below min_events makes no decision, and a big but insignificant drop in a small noisy segment does not fire."""
+    """A segment below min_events makes no decision, and a big but insignificant drop in a small noisy segment does not
+    fire."""
     rng = random.Random(2)
     rows = []
     for minute in range(0, 26 * 60, 5):  # one event every 5 minutes: 6 per 30-minute window
@@ -137,7 +139,8 @@ def test_a_judge_change_starts_a_new_baseline_instead_of_firing(store: ClickHous
 
     # Mixing judges in one key would have fired: the same data keyed without judge_id shows the 0.2 drop.
     mixed = store.query(
-        f"SELECT avgIf(score, event_time >= {{a:DateTime64(3, 'UTC')}}), avgIf(score, event_time < {{a:DateTime64(3, 'UTC')}}) "
+        f"SELECT avgIf(score, event_time >= {{a:DateTime64(3, 'UTC')}}), avgIf(score, event_time < "
+        f"{{a:DateTime64(3, 'UTC')}}) "
         f"FROM {store.qualified_table} FINAL WHERE app = 'b'",
         {"a": change},
     ).rows[0]
@@ -164,7 +167,8 @@ NO_DATA_RULES = """
 
 
 def test_no_data_fires_when_a_segment_goes_silent_and_when_the_stream_does(store: ClickHouseStore) -> None:
-    """Silence fires for a segment and for the whole stream, keeps firing while silent, and resolves when traffic returns."""
+    """Silence fires for a segment and for the whole stream, keeps firing while silent, and resolves when traffic
+    returns."""
     c_stops = T0 + timedelta(hours=26)
     all_stop = T0 + timedelta(hours=28)
     rows = stream(T0, all_stop, per_minute=1, segments=SEGMENTS, score=noisy(0.7))
@@ -247,7 +251,8 @@ def test_coverage_reads_the_traffic_table_and_a_missing_table_is_a_rule_error(tr
 
 
 def test_p10_tail_error_rate_lag_and_volume(store: ClickHouseStore) -> None:
-    """A collapsed tail fires p10, errors and lag fire above their thresholds, and more rows than usual is no volume drop."""
+    """A collapsed tail fires p10, errors and lag fire above their thresholds, and more rows than usual is no volume
+    drop."""
     rng = random.Random(4)
     rows = []
     for m in range(26 * 60):

@@ -220,7 +220,8 @@ def test_the_budget_is_shared_by_the_detector_rules_of_a_severity() -> None:
 
 
 def test_a_firing_rollout_resolves_once_the_new_version_scores_like_the_old_one_again() -> None:
-    """A rollout page resolves on the new version's scores since the page: regressed ones keep it, recovered ones clear it."""
+    """A rollout page resolves on the new version's scores since the page: regressed ones keep it, recovered ones clear
+    it."""
     rollout = next(r for r in load_rules().rules if r.name == "prompt_rollout_regression")
     old = SegmentData(WindowStats(86400.0), _baseline(GOOD, 2_000))
     prev = AlertState(rollout.name, SEGMENT, "firing", since=START, fired_at=START)

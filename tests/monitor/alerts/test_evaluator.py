@@ -49,7 +49,8 @@ def obs(
 
 
 def test_fire_needs_the_change_and_significance() -> None:
-    """A drop fires only when big enough and significant; between the clear and fire levels it stays bad without firing."""
+    """A drop fires only when big enough and significant; between the clear and fire levels it stays bad without
+    firing."""
     r = drop_rule()
     assert decide(r, obs(0.70)).fire  # 12.5% down, significant
     assert not decide(r, obs(0.70, p=0.2)).fire  # not significant: no fire ...
@@ -62,7 +63,8 @@ def test_fire_needs_the_change_and_significance() -> None:
 
 
 def test_absolute_threshold_and_combine() -> None:
-    """A threshold fires beyond its fire level and stays bad until past its clear level; `combine: all` needs every criterion."""
+    """A threshold fires beyond its fire level and stays bad until past its clear level; `combine: all` needs every
+    criterion."""
     r = rules_from("""
 - name: floor
   metric: error_rate
@@ -96,7 +98,8 @@ def test_absolute_threshold_and_combine() -> None:
 
 
 def test_for_duration_then_firing_then_hysteresis_then_resolved() -> None:
-    """A bad segment is pending for `for`, then fires, stays firing inside the hysteresis band, and resolves past the clear level."""
+    """A bad segment is pending for `for`, then fires, stays firing inside the hysteresis band, and resolves past the
+    clear level."""
     r = drop_rule()
     s = step(r, None, obs(0.70), decide(r, obs(0.70)), T0)
     assert s.state == "pending" and s.since == T0
@@ -121,7 +124,8 @@ def test_pending_that_recovers_never_fires() -> None:
 
 
 def test_for_zero_fires_at_once_and_missing_data_holds_the_state() -> None:
-    """With `for: 0s` a bad segment fires at once; missing data keeps the state and its last values, and never starts an alert."""
+    """With `for: 0s` a bad segment fires at once; missing data keeps the state and its last values, and never starts
+    an alert."""
     r = drop_rule(**{"for": "0s"})
     s = step(r, None, obs(0.70), decide(r, obs(0.70)), T0)
     assert s.state == "firing" and s.value == 0.70
@@ -134,7 +138,8 @@ def test_for_zero_fires_at_once_and_missing_data_holds_the_state() -> None:
 
 
 def test_notifications_due() -> None:
-    """Webhooks are told of a firing once and again after repeat_interval, Alertmanager every round, and of a resolve only after a firing."""
+    """Webhooks are told of a firing once and again after repeat_interval, Alertmanager every round, and of a resolve
+    only after a firing."""
     r = drop_rule(repeat_interval="1h")
     firing = AlertState("drop", SEG, "firing", since=T0, fired_at=T0)
     assert notification_due(firing, "slack", r, T0, False) == "firing"

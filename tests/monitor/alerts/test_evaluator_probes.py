@@ -44,7 +44,8 @@ def _until(predicate: object, timeout_s: float) -> bool:
 
 
 def test_the_evaluator_is_ready_after_a_round_and_unready_while_the_store_fails(store: ClickHouseStore) -> None:
-    """/readyz turns 200 after a round reached the store and 503 naming the store when rounds fail; /healthz stays 200."""
+    """/readyz turns 200 after a round reached the store and 503 naming the store when rounds fail; /healthz stays
+    200."""
     from monitor.alerts.rules import RuleSet
 
     runner = AlertRunner(store, RuleSet(rules=rules_from(RULES)), [])

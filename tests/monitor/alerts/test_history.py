@@ -247,7 +247,8 @@ def test_history_gives_the_observations_and_states_of_one_query_per_step(
     history_store: ClickHouseStore,
     per_step: AskedOnce,
 ) -> None:
-    """At every step, the history read once gives the same observations, states and outcomes as one query per rule and step."""
+    """At every step, the history read once gives the same observations, states and outcomes as one query per rule and
+    step."""
     store, rules, step = history_store, _rules(), timedelta(minutes=10)
     times = backtest_times(DAY2 + timedelta(minutes=30), DAY2 + timedelta(hours=4, minutes=10), step)
     history = read_history(store, rules.rules, times, step, per_step)

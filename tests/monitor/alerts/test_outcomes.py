@@ -15,7 +15,8 @@ NOW = T0 + timedelta(hours=12, minutes=30)
 
 
 def test_every_rule_is_accounted_for_when_the_offset_hides_the_only_rows(store: ClickHouseStore) -> None:
-    """With a minute and a half of rows, every rule has segments or says which window was empty and where the newest row is."""
+    """With a minute and a half of rows, every rule has segments or says which window was empty and where the newest
+    row is."""
     insert(store, [make_row(NOW - timedelta(seconds=100 - 10 * k), app=app) for k in range(10) for app in ("a", "b")])
     rules = default_rules()
     ev = evaluate_rules(store, rules, NOW, {})
@@ -43,7 +44,8 @@ def test_every_rule_is_accounted_for_when_the_offset_hides_the_only_rows(store: 
 
 
 def test_a_segment_says_which_minimum_it_missed_and_where(store: ClickHouseStore) -> None:
-    """A new app's segments name the window's count against min_events and the empty baseline, in plain words with times."""
+    """A new app's segments name the window's count against min_events and the empty baseline, in plain words with
+    times."""
     insert(store, stream(NOW - timedelta(minutes=32), NOW, per_minute=1, segments=[{"app": "a"}], score=lambda *_: 0.8))
     rules = default_rules("relevancy_drop", "relevancy_floor", "judged_volume_drop")
     ev = evaluate_rules(store, rules, NOW, {})
@@ -70,7 +72,8 @@ def test_a_segment_says_which_minimum_it_missed_and_where(store: ClickHouseStore
 
 
 def test_an_empty_store_says_so(store: ClickHouseStore) -> None:
-    """On an empty store the score rules say the store has no judged rows yet and the traffic rule that its table is empty."""
+    """On an empty store the score rules say the store has no judged rows yet and the traffic rule that its table is
+    empty."""
     ev = evaluate_rules(store, default_rules("relevancy_drop", "upstream_silent"), NOW, {})
     gaps = {e.rule.name: (e.gap, describe_empty(e, NOW)) for e in ev.empty}
     assert gaps["relevancy_drop"] == (Gap.STORE_EMPTY, "no judged rows in the store yet")
@@ -78,7 +81,8 @@ def test_an_empty_store_says_so(store: ClickHouseStore) -> None:
 
 
 def test_no_rollout_counts_single_versions_and_versions_that_started_together(store: ClickHouseStore) -> None:
-    """A rollout rule without a rollout says how many segments had one version and how many versions started together."""
+    """A rollout rule without a rollout says how many segments had one version and how many versions started
+    together."""
     rows = [make_row(NOW - timedelta(minutes=m), app="a", prompt_version="v1") for m in range(3, 60)]
     rows += [
         make_row(NOW - timedelta(minutes=m), app="b", prompt_version=v) for m in range(3, 60) for v in ("v1", "v2")
@@ -88,12 +92,14 @@ def test_no_rollout_counts_single_versions_and_versions_that_started_together(st
     [e] = ev.empty
     assert (e.gap, e.single_version, e.started_together) == (Gap.NO_ROLLOUT, 1, 1)
     assert describe_empty(e, NOW) == (
-        "no rollout in the window: 1 segment with a single prompt_version, 1 whose prompt_versions started within 1h of each other"
+        "no rollout in the window: 1 segment with a single prompt_version, 1 whose prompt_versions started within 1h "
+        "of each other"
     )
 
 
 def test_counts_of_an_evaluation(store: ClickHouseStore) -> None:
-    """`Evaluation.counts` tells rules, segments, states, segments without a decision and rules without segments apart."""
+    """`Evaluation.counts` tells rules, segments, states, segments without a decision and rules without segments
+    apart."""
     insert(store, stream(NOW - timedelta(minutes=40), NOW, per_minute=3, segments=[{"app": "a"}], score=lambda *_: 0.2))
     rules = RuleSet(
         rules=rules_from("""

@@ -99,7 +99,8 @@ def _seen(e: Evaluation) -> Seen:
 
 
 def _differences(got: Sequence[Seen], expected: Sequence[Seen]) -> list[str]:
-    """What differs between two runs of evaluations; floats to the last few bits (the same rows summed in another order)."""
+    """What differs between two runs of evaluations; floats to the last few bits (the same rows summed in another
+    order)."""
     out = []
     for i, (g, x) in enumerate(zip(got, expected, strict=True)):
         if set(g) != set(x):
@@ -139,7 +140,8 @@ def other_store(store: ClickHouseStore) -> Iterator[ClickHouseStore]:
 
 def test_replayed_rows_change_nothing_a_rule_leaving_them_out_sees(store: ClickHouseStore) -> None:
     """Replays with the live judge and with another judge change no observation, state or example of any rule
-    without include_replays, step by step and from a backtest's history (scores, versions, tails, shadow pairs, volume)."""
+    without include_replays, step by step and from a backtest's history (scores, versions, tails, shadow pairs,
+    volume)."""
     live = _history_rows()
     _fill(store, live, live)
     rules = _rules()
@@ -180,8 +182,9 @@ def _unsuffixed(seen: Seen) -> Seen:
 
 
 def test_a_backfill_with_the_live_judge_gives_baselines_from_day_one(store: ClickHouseStore) -> None:
-    """A day scored by a replay before the monitor started: a rule leaving replays out has no baseline for the first live
-    hour (and before it, no judged rows in the store); with include_replays it compares the live hour with the backfill."""
+    """A day scored by a replay before the monitor started: a rule leaving replays out has no baseline for the first
+    live hour (and before it, no judged rows in the store); with include_replays it compares the live hour with the
+    backfill."""
     start = T0 + timedelta(days=1)
     app = [{"app": "support"}]
     insert(store, stream(T0, start, per_minute=2, segments=app, score=noisy(0.8, 0.1), replay_run="backfill-1"))

@@ -28,13 +28,15 @@ def _pair(*versions: VersionStats) -> tuple[str, str] | None:
 
 
 def test_newest_is_the_version_whose_first_event_is_latest_whatever_the_names() -> None:
-    """The newest version is the one first seen last (a re-released v12 after v13, v10 after v9), compared with the one started before it."""
+    """The newest version is the one first seen last (a re-released v12 after v13, v10 after v9), compared with the one
+    started before it."""
     assert _pair(_version("v13", 48), _version("v12", 2)) == ("v12", "v13")
     assert _pair(_version("v9", 100), _version("v10", 3), _version("v8", 150)) == ("v10", "v9")
 
 
 def test_no_rollout_when_versions_started_together_or_only_one_is_live() -> None:
-    """Versions that started within min_gap (1 h) of each other are an A/B split, not a rollout; a single version is none either."""
+    """Versions that started within min_gap (1 h) of each other are an A/B split, not a rollout; a single version is
+    none either."""
     assert _pair(_version("a", 5), _version("b", 4.5)) is None
     assert _pair(_version("v1", 30)) is None
     # Started together after v1: the newest is compared with v1, not with its twin.
@@ -42,13 +44,15 @@ def test_no_rollout_when_versions_started_together_or_only_one_is_live() -> None
 
 
 def test_a_short_lived_predecessor_does_not_hide_the_version_it_replaced() -> None:
-    """The version before the newest is the latest to start among those with min_baseline_events in the window, else simply the latest."""
+    """The version before the newest is the latest to start among those with min_baseline_events in the window, else
+    simply the latest."""
     assert _pair(_version("v1", 30, ok=500), _version("v2", 5, ok=10), _version("v3", 2)) == ("v3", "v1")
     assert _pair(_version("v1", 30, ok=20), _version("v2", 5, ok=10), _version("v3", 2)) == ("v3", "v2")
 
 
 def test_pairs_are_keyed_by_the_newest_version_and_name_both() -> None:
-    """Each rollout becomes one segment keyed by its newest version, with the version before it as the named baseline."""
+    """Each rollout becomes one segment keyed by its newest version, with the version before it as the named
+    baseline."""
     scope = (("app", "a"), ("judge_id", "j1"))
     out = pair_newest(
         _rule(),
@@ -94,13 +98,15 @@ def _slack_fields(m: AlertMessage) -> list[str]:
 
 
 def test_a_rollout_notification_names_both_versions_with_their_means_sizes_and_p_value() -> None:
-    """The rollout alert's summary, Slack message, webhook and Alertmanager payloads name v2 and v1, both means and sizes, and the p-value."""
+    """The rollout alert's summary, Slack message, webhook and Alertmanager payloads name v2 and v1, both means and
+    sizes, and the p-value."""
     source = BaselineSource(
         "previous_version", ("prompt_version",), ("v2",), ("v1",), (("app", "a"), ("judge_id", "j1"))
     )
     m = _message(source)
     assert m.summary() == (
-        "[PAGE] prompt_rollout_regression: prompt_version v2 mean 0.342 (n=187) vs v1 before it mean 1 (n=111), p=1.6e-62, "
+        "[PAGE] prompt_rollout_regression: prompt_version v2 mean 0.342 (n=187) vs v1 before it mean 1 (n=111), "
+        "p=1.6e-62, "
         "for app=a prompt_version=v2 judge_id=j1"
     )
     assert (
@@ -117,7 +123,8 @@ def test_a_rollout_notification_names_both_versions_with_their_means_sizes_and_p
 
 
 def test_a_borrowed_baseline_is_named_in_every_notification_and_an_own_one_changes_nothing() -> None:
-    """With a parent's baseline the summary and payloads say whose; with the segment's own history they read as before."""
+    """With a parent's baseline the summary and payloads say whose; with the segment's own history they read as
+    before."""
     drop = default_rules("relevancy_drop").rules[0]
     source = BaselineSource(
         "parent",
@@ -129,7 +136,8 @@ def test_a_borrowed_baseline_is_named_in_every_notification_and_an_own_one_chang
     )
     m = _message(source, drop)
     assert m.summary().endswith(
-        "for app=a prompt_version=v2 judge_id=j1; prompt_version v2 against the app's baseline (v1): 0 < 200 baseline events of its own"
+        "for app=a prompt_version=v2 judge_id=j1; prompt_version v2 against the app's baseline (v1): 0 < 200 baseline "
+        "events of its own"
     )
     assert m.as_dict()["baseline_source"]["baseline_values"] == ["v1"]
     assert (
@@ -137,9 +145,9 @@ def test_a_borrowed_baseline_is_named_in_every_notification_and_an_own_one_chang
         in AlertmanagerNotifier("http://am").alert(m)["annotations"]["baseline_source"]
     )
     own = _message(None, drop)
-    assert (
-        own.summary()
-        == "[PAGE] relevancy_drop: mean_score 0.342 vs baseline 1 (n=187/111, p=1.6e-62) for app=a prompt_version=v2 judge_id=j1"
+    assert own.summary() == (
+        "[PAGE] relevancy_drop: mean_score 0.342 vs baseline 1 (n=187/111, p=1.6e-62) for app=a prompt_version=v2 "
+        "judge_id=j1"
     )
     assert (
         own.as_dict()["baseline_source"] is None

@@ -49,7 +49,8 @@ def _issue_17(store: ClickHouseStore) -> None:
 def test_the_issue_17_rollout_fires_the_drop_the_low_score_share_the_floor_and_the_rollout_rule(
     store: ClickHouseStore,
 ) -> None:
-    """Issue 17's rollout fires four default rules at once (as `alerts check --ignore-for` would), each note naming its baseline."""
+    """Issue 17's rollout fires four default rules at once (as `alerts check --ignore-for` would), each note naming its
+    baseline."""
     _issue_17(store)
     ev = evaluate_rules(store, default_rules(*SCORE_RULES, ignore_for=True), ISSUE_ROLLOUT + timedelta(minutes=27), {})
     by = _by_rule_and_version(ev.results)
@@ -77,7 +78,8 @@ def test_the_issue_17_rollout_fires_the_drop_the_low_score_share_the_floor_and_t
 
 
 def test_the_rollout_notification_names_both_versions_with_means_sizes_and_p_value(store: ClickHouseStore) -> None:
-    """Through the runner, webhook and Alertmanager get the rollout alert naming v2 and v1 with means, sizes and p, the drop its baseline."""
+    """Through the runner, webhook and Alertmanager get the rollout alert naming v2 and v1 with means, sizes and p, the
+    drop its baseline."""
     _issue_17(store)
     rules = default_rules("relevancy_drop", "prompt_rollout_regression", ignore_for=True)
     with Receiver() as receiver:
@@ -106,7 +108,8 @@ def test_the_rollout_notification_names_both_versions_with_means_sizes_and_p_val
 def test_a_prompt_version_regression_fires_within_one_window_and_keeps_firing_while_it_lasts(
     store: ClickHouseStore,
 ) -> None:
-    """A worse v2 replacing v1 fires the drop, low-share and rollout rules on v2 within one 30-minute window, still firing 3 h on; b stays quiet."""
+    """A worse v2 replacing v1 fires the drop, low-share and rollout rules on v2 within one 30-minute window, still
+    firing 3 h on; b stays quiet."""
     a_v1 = stream(T0, ROLLOUT, per_minute=4, segments=[{"app": "a", "prompt_version": "v1"}], score=noisy(0.8))
     a_v2 = stream(
         ROLLOUT,
@@ -182,10 +185,12 @@ def test_the_backtest_shows_a_canary_episode_with_its_detection_delay(store: Cli
 
 
 def _as_good_stream() -> list[ScoredRow]:
-    """Two and a half days of apps whose versions and models change often, each as good as the one before, and a long A/B split."""
+    """Two and a half days of apps whose versions and models change often, each as good as the one before, and a long
+    A/B split."""
     good = noisy(0.75, 0.2)
     rows: list[ScoredRow] = []
-    # app a: full rollouts v1 -> v2 (8 h) and v3 -> v4 (44 h), a v3 canary at 20 h made full at 26 h, a new model at 36 h.
+    # app a: full rollouts v1 -> v2 (8 h) and v3 -> v4 (44 h), a v3 canary at 20 h made full at 26 h, a new model at 36
+    # h.
     a_plan = [
         (0, 8, [("m1", "v1", 4)]),
         (8, 20, [("m1", "v2", 4)]),
@@ -244,7 +249,8 @@ def test_new_versions_and_models_as_good_as_the_old_fire_nothing_over_two_noisy_
 
 
 def test_a_new_version_as_good_as_the_old_fires_nothing_over_a_day(store: ClickHouseStore) -> None:
-    """A day of backtest at a 10-minute step over a full rollout, a canary and a new model as good as before, and an A/B split: nothing fires."""
+    """A day of backtest at a 10-minute step over a full rollout, a canary and a new model as good as before, and an
+    A/B split: nothing fires."""
     insert(store, [r for r in _as_good_stream() if r.event_time < T0 + timedelta(hours=40)])
     report = run_backtest(
         store, default_rules(*SCORE_RULES), T0 + timedelta(hours=6), T0 + timedelta(hours=30), timedelta(minutes=10)
@@ -253,7 +259,8 @@ def test_a_new_version_as_good_as_the_old_fires_nothing_over_a_day(store: ClickH
 
 
 def test_a_regression_that_ships_with_a_new_model_fires(store: ClickHouseStore) -> None:
-    """A worse model fires the model rollout rule on it and the drop rule on the version; keyed by model, the drop is against the earlier model."""
+    """A worse model fires the model rollout rule on it and the drop rule on the version; keyed by model, the drop is
+    against the earlier model."""
     rows = stream(T0, ROLLOUT, per_minute=4, segments=[{"app": "a", "model": "m1"}], score=noisy(0.8))
     rows += stream(
         ROLLOUT,
@@ -304,7 +311,8 @@ DROP_BY_MODEL = """
 
 
 def test_a_judge_change_fires_nothing(store: ClickHouseStore) -> None:
-    """A stricter new judge (beside an A/B split) fires nothing: nothing borrowed across judges, and versions starting together are no rollout."""
+    """A stricter new judge (beside an A/B split) fires nothing: nothing borrowed across judges, and versions starting
+    together are no rollout."""
     change = T0 + timedelta(hours=30)
     for judge, start, end, mean, seed in (
         ("j-old", T0, change, 0.8, 1),
@@ -384,7 +392,8 @@ def _demo_rows(start: datetime, end: datetime, *, per_minute: int, keep: set[str
 
 
 def test_the_demo_regression_fires_through_the_default_rules_on_v13_and_never_on_v12(store: ClickHouseStore) -> None:
-    """The demo's traffic scored by the lexical judge: v13 (padding half its answers) going live beside v12 fires the default rules on v13 only."""
+    """The demo's traffic scored by the lexical judge: v13 (padding half its answers) going live beside v12 fires the
+    default rules on v13 only."""
     live = T0 + timedelta(hours=6)
     rows = _demo_rows(T0, live, per_minute=12, keep={"v12"}, seed=1)  # before v13 went live
     rows += _demo_rows(live, live + timedelta(hours=1), per_minute=24, keep={"v12", "v13"}, seed=1_000_000)

@@ -20,7 +20,8 @@ def _same(got: float | None, want: float | None, tol: float = 1e-9) -> bool:
 
 
 def test_minutely_and_hourly_views_match_the_raw_rows(store: ClickHouseStore) -> None:
-    """The minutely and hourly views match aggregates of the raw rows; redelivered rows count in `rows` but not in `events`."""
+    """The minutely and hourly views match aggregates of the raw rows; redelivered rows count in `rows` but not in
+    `events`."""
     rng = random.Random(11)
     rows = []
     for minute in range(130):  # spans three hours
@@ -52,16 +53,20 @@ def test_minutely_and_hourly_views_match_the_raw_rows(store: ClickHouseStore) ->
     for view, bucket in (("relevancy_minutely", "toStartOfMinute"), ("relevancy_hourly", "toStartOfHour")):
         col = "minute" if view.endswith("minutely") else "hour"
         got = store.query(
-            f"SELECT {col}, app, prompt_version, rows, events, ok_rows, error_rows, mean_score, low_score_share, error_rate, "
+            f"SELECT {col}, app, prompt_version, rows, events, ok_rows, error_rows, mean_score, low_score_share, "
+            "error_rate, "
             f"cost_usd, cost_known_rows, weighted_mean_score, lag_mean_s, lag_max_s, median, score_min "
             f"FROM {db}.{view} ORDER BY {col}, app, prompt_version"
         ).rows
         want = store.query(
-            f"SELECT {bucket}(event_time) AS b, app, prompt_version, count(), uniqExact(event_id), countIf(status = 'ok'), "
-            f"countIf(status = 'error'), avgIf(score, status = 'ok'), countIf(status = 'ok' AND score < 0.5) / countIf(status = 'ok'), "
+            f"SELECT {bucket}(event_time) AS b, app, prompt_version, count(), uniqExact(event_id), countIf(status = "
+            "'ok'), "
+            f"countIf(status = 'error'), avgIf(score, status = 'ok'), countIf(status = 'ok' AND score < 0.5) / "
+            "countIf(status = 'ok'), "
             f"countIf(status = 'error') / count(), sum(ifNull(cost_usd, 0)), countIf(cost_usd IS NOT NULL), "
             f"sumIf(score / sample_rate, status = 'ok') / sumIf(1 / sample_rate, status = 'ok'), "
-            f"avg(dateDiff('millisecond', event_time, scored_at) / 1000), max(dateDiff('millisecond', event_time, scored_at) / 1000), "
+            f"avg(dateDiff('millisecond', event_time, scored_at) / 1000), max(dateDiff('millisecond', event_time, "
+            "scored_at) / 1000), "
             f"quantileExactIf(0.5)(score, status = 'ok'), minIf(score, status = 'ok') "
             f"FROM {t} GROUP BY b, app, prompt_version ORDER BY b, app, prompt_version"
         ).rows

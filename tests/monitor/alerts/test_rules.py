@@ -26,7 +26,8 @@ rules:
 
 
 def test_default_rules_cover_the_required_alerts() -> None:
-    """The shipped rules cover the required metrics, key score metrics by judge_id, and watch silence per segment and overall."""
+    """The shipped rules cover the required metrics, key score metrics by judge_id, and watch silence per segment and
+    overall."""
     rules = {r.name: r for r in load_rules().rules}
     metrics = {r.metric for r in rules.values()}
     assert {"mean_score", "low_score_share", "error_rate", "coverage", "scoring_lag_p90", "no_data"} <= metrics
@@ -88,7 +89,8 @@ def test_errors_are_one_line_and_name_the_field(edit: tuple[str, str], expected:
 
 
 def test_threshold_hysteresis_must_point_the_right_way() -> None:
-    """A threshold's clear level must lie on the good side of its fire level, which depends on the metric's bad direction."""
+    """A threshold's clear level must lie on the good side of its fire level, which depends on the metric's bad
+    direction."""
     text = GOOD.replace(
         "condition: {relative_change: {fire: 0.1, clear: 0.05}}", "condition: {threshold: {fire: 0.5, clear: 0.4}}"
     )
@@ -189,7 +191,8 @@ rules:
     ],
 )
 def test_rollout_rules_are_checked(edit: tuple[str, str], expected: str) -> None:
-    """A rollout rule needs `rollout`, compares a field it is not segmented by, takes no baseline; other metrics take no `rollout`."""
+    """A rollout rule needs `rollout`, compares a field it is not segmented by, takes no baseline; other metrics take
+    no `rollout`."""
     assert parse_rules(ROLLOUT).rules[0].rollout is not None
     with pytest.raises(RulesError) as e:
         parse_rules(ROLLOUT.replace(*edit), "r.yaml")
@@ -211,11 +214,13 @@ def test_include_replays_is_off_by_default_and_checked() -> None:
         ),
         (
             canary,
-            "rules[0] (c): include_replays applies to rules over the scores table only (canary runs hold no replayed rows)",
+            "rules[0] (c): include_replays applies to rules over the scores table only (canary runs hold no replayed "
+            "rows)",
         ),
         (
             traffic,
-            "rules[0] (t): include_replays applies to rules over the scores table only (the traffic counts hold no replayed rows)",
+            "rules[0] (t): include_replays applies to rules over the scores table only (the traffic counts hold no "
+            "replayed rows)",
         ),
     ]
     for text, expected in wrong:

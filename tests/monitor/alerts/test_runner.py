@@ -85,7 +85,8 @@ def _recover(store: ClickHouseStore, start: datetime, end: datetime) -> None:
 def test_payloads_of_webhook_slack_and_alertmanager_through_fire_resend_and_resolve(
     dropped: ClickHouseStore, receiver: Receiver
 ) -> None:
-    """The three notifiers get complete payloads on firing, only Alertmanager is re-sent while firing, and each is told once of the resolve."""
+    """The three notifiers get complete payloads on firing, only Alertmanager is re-sent while firing, and each is told
+    once of the resolve."""
     store = dropped
     runner = AlertRunner(store, RULES, notifiers(receiver))  # type: ignore[arg-type]
     report = runner.run_once(NOW)
@@ -214,7 +215,8 @@ def test_a_failing_notifier_is_counted_and_retried_next_round_and_never_stops_th
 
 
 def test_only_the_lease_holder_evaluates_and_a_standby_takes_over(dropped: ClickHouseStore, receiver: Receiver) -> None:
-    """Only the lease holder evaluates; a standby takes over after the TTL, or at once on release, without sending twice."""
+    """Only the lease holder evaluates; a standby takes over after the TTL, or at once on release, without sending
+    twice."""
     ttl = timedelta(minutes=3)
     one = AlertRunner(dropped, RULES, [WebhookNotifier(receiver.base + "/hook")], replica="one", lease_ttl=ttl)
     two = AlertRunner(dropped, RULES, [WebhookNotifier(receiver.base + "/hook")], replica="two", lease_ttl=ttl)
@@ -248,7 +250,8 @@ def test_state_rows_are_written_only_when_something_changes(dropped: ClickHouseS
 
 
 def test_a_round_reports_what_each_notifier_was_given(dropped: ClickHouseStore, receiver: Receiver) -> None:
-    """A round reports per notifier how many alerts it delivered and how many failed (with the error), and its counts for the log line."""
+    """A round reports per notifier how many alerts it delivered and how many failed (with the error), and its counts
+    for the log line."""
     receiver.fail["/slack"] = 3  # the first send (1 try + 2 retries) fails
     runner = AlertRunner(dropped, RULES, notifiers(receiver)[:2])  # type: ignore[arg-type]
     report = runner.run_once(NOW)

@@ -80,7 +80,8 @@ def test_score_test_agrees_with_the_wilson_interval() -> None:
 
 
 def test_poisson_rate_and_count_tests() -> None:
-    """The Poisson tests match their closed forms: silence against a steady rate is near impossible, the same rate is not."""
+    """The Poisson tests match their closed forms: silence against a steady rate is near impossible, the same rate is
+    not."""
     # Zero events in 30 min where 24 h had 2880 (2/min): P = (1 - 30/1470)^2880, vanishingly small.
     p = stats.poisson_rate_test(0, 1800, 2880, 86400, "less")
     assert p == pytest.approx((86400 / 88200) ** 2880, rel=1e-6)

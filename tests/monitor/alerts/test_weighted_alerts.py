@@ -37,7 +37,8 @@ MODELS = {"large": (0.9, 0.1), "small": (0.5, 0.15)}  # mean and sd of the score
 
 
 def _sampled_stream() -> list[ScoredRow]:
-    """What the monitor judges of a steady stream (traffic mean 0.70 throughout) sampled by POLICY and the budget factor."""
+    """What the monitor judges of a steady stream (traffic mean 0.70 throughout) sampled by POLICY and the budget
+    factor."""
     sampler, rng, rows, i = Sampler(POLICY), random.Random(7), [], 0
     t = T0
     while t < END:
@@ -72,7 +73,8 @@ def _sampled_stream() -> list[ScoredRow]:
 def _window_stats(store: ClickHouseStore, start: datetime, end: datetime) -> tuple[float, float, int, float]:
     """Unweighted mean, variance and count of the ok scores in [start, end), and the traffic-weighted mean."""
     row = store.query(
-        f"SELECT avg(score), varSamp(score), count(), sum(score / sample_rate) / sum(1 / sample_rate) FROM {store.qualified_table} FINAL "
+        f"SELECT avg(score), varSamp(score), count(), sum(score / sample_rate) / sum(1 / sample_rate) FROM "
+        f"{store.qualified_table} FINAL "
         "WHERE status = 'ok' AND event_time >= {s:DateTime64(3, 'UTC')} AND event_time < {e:DateTime64(3, 'UTC')}",
         {"s": start, "e": end},
     ).rows[0]
@@ -82,7 +84,8 @@ def _window_stats(store: ClickHouseStore, start: datetime, end: datetime) -> tup
 def test_a_sampling_rate_change_mid_window_fires_no_false_alert_where_the_unweighted_mean_would(
     store: ClickHouseStore,
 ) -> None:
-    """The budget lowers one model's sampling rate mid-window: the unweighted mean drops (the old computation fires), the weighted one holds."""
+    """The budget lowers one model's sampling rate mid-window: the unweighted mean drops (the old computation fires),
+    the weighted one holds."""
     insert(store, _sampled_stream())
     rules = default_rules(*SCORE_RULES)
     report = run_backtest(store, rules, BUDGET_FROM - timedelta(hours=1), END, timedelta(minutes=5))
@@ -93,7 +96,8 @@ def test_a_sampling_rate_change_mid_window_fires_no_false_alert_where_the_unweig
     cur_start, cur_end = now - timedelta(minutes=32), now - timedelta(minutes=2)
     plain, var, n, weighted = _window_stats(store, cur_start, cur_end)
     b_plain, b_var, b_n, b_weighted = _window_stats(store, cur_start - timedelta(hours=24), cur_start)
-    # Judged rows a minute: 5 large + 10 small before, 1 large + 10 small after: about (4.5 + 5) / 15 = 0.63, then (0.9 + 5) / 11 = 0.54.
+    # Judged rows a minute: 5 large + 10 small before, 1 large + 10 small after: about (4.5 + 5) / 15 = 0.63, then (0.9
+    # + 5) / 11 = 0.54.
     assert b_plain == pytest.approx(0.633, abs=0.01) and plain < 0.85 * b_plain
     assert b_weighted == pytest.approx(0.70, abs=0.01) and weighted == pytest.approx(
         b_weighted, abs=0.03
@@ -107,7 +111,8 @@ def test_a_sampling_rate_change_mid_window_fires_no_false_alert_where_the_unweig
 
 
 def test_weighted_moments_match_a_direct_computation_and_equal_weights_change_nothing() -> None:
-    """The weighted mean, variance and effective n from sums match a direct computation, and with equal weights they are the plain ones."""
+    """The weighted mean, variance and effective n from sums match a direct computation, and with equal weights they
+    are the plain ones."""
     rng = random.Random(2)
     xs = [rng.random() for _ in range(300)]
     ws = [rng.choice([1.0, 2.0, 10.0]) for _ in xs]

@@ -256,7 +256,8 @@ def test_two_pairs_report_without_correlations(clean_env: None, tmp_path: Path) 
 def test_llm_judges_against_the_fake_api_with_cost_and_reasons(
     api_env: FakeMessagesAPI, tmp_path: Path, method: str
 ) -> None:
-    """An LLM judge scores the set over the real client: one request per pair, cost and tokens summed, its reasons shown."""
+    """An LLM judge scores the set over the real client: one request per pair, cost and tokens summed, its reasons
+    shown."""
     code, out, _ = run("--labels", str(hand_set(tmp_path)), "--judge", method, "--json")
     assert code == 0
     doc = json.loads(out)
@@ -419,7 +420,8 @@ def test_unit_scale_labels(clean_env: None, tmp_path: Path) -> None:
 
 
 def test_progress_goes_to_stderr_as_lines_for_a_large_redirected_set(clean_env: None, tmp_path: Path) -> None:
-    """With stderr not a terminal, a large set gets one progress line per tenth on stderr; stdout stays one JSON document."""
+    """With stderr not a terminal, a large set gets one progress line per tenth on stderr; stdout stays one JSON
+    document."""
     rows = [
         {"question": QUESTION, "answer": RELEVANT if n % 2 else OFF_TOPIC[0], "label": 4 if n % 2 else n % 3}
         for n in range(LARGE_SET)

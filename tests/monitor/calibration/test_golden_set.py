@@ -1,4 +1,5 @@
-"""The shipped golden set (monitor/calibration/golden_set.jsonl): shape, coverage and label spread, read with json only."""
+"""The shipped golden set (monitor/calibration/golden_set.jsonl): shape, coverage and label spread, read with json
+only."""
 
 from __future__ import annotations
 

@@ -85,14 +85,16 @@ def test_windows_line_ends_and_a_byte_order_mark_are_read() -> None:
         ),
         (
             ({**GOOD, "label": 2.5},),
-            "set.jsonl line 1: label 2.5 is not an integer; rubric labels are 0–4 (--label-scale unit takes 0–1 with decimals)",
+            "set.jsonl line 1: label 2.5 is not an integer; rubric labels are 0–4 (--label-scale unit takes 0–1 with "
+            "decimals)",
         ),
         (({**GOOD, "label": "3"},), 'set.jsonl line 1: label must be a number, not "3"'),
         (({**GOOD, "label": True},), "set.jsonl line 1: label must be a number, not true"),
         (({**GOOD, "label": None},), "set.jsonl line 1: label must be a number, not null"),
         (
             ({**GOOD, "lable": 3},),
-            "set.jsonl line 1: unknown field 'lable' (fields: question, answer or response, label, id, category, rationale)",
+            "set.jsonl line 1: unknown field 'lable' (fields: question, answer or response, label, id, category, "
+            "rationale)",
         ),
         (({**GOOD, "id": ["x"]},), "set.jsonl line 1: id must be a string or an integer, not array"),
         (({**GOOD, "category": 3},), "set.jsonl line 1: category must be a string, not number"),

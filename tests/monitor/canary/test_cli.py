@@ -47,7 +47,8 @@ def canary_rows(store: ClickHouseStore) -> list[tuple[object, ...]]:
 
 
 def test_settings_default_to_an_hour_on_the_golden_set_and_off_is_zero_or_off(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The canary runs hourly on the shipped set by default; `0` and `off` turn it off; under a minute is refused by name."""
+    """The canary runs hourly on the shipped set by default; `0` and `off` turn it off; under a minute is refused by
+    name."""
     monkeypatch.delenv("ALERTS_CANARY_INTERVAL", raising=False)
     monkeypatch.delenv("ALERTS_CANARY_FILE", raising=False)
     default = load_alert_settings()
@@ -69,7 +70,8 @@ def test_settings_default_to_an_hour_on_the_golden_set_and_off_is_zero_or_off(mo
 def test_run_once_judges_the_golden_set_and_prints_the_figures_then_waits_an_interval(
     store: ClickHouseStore, flags: list[str]
 ) -> None:
-    """The first `run --once` writes a canary run and prints its figures; the next one only says when the next is due."""
+    """The first `run --once` writes a canary run and prints its figures; the next one only says when the next is
+    due."""
     out = io.StringIO()
     assert run_alerts(parse(*flags), out) == 0
     lines = out.getvalue().splitlines()
@@ -111,7 +113,8 @@ def test_off_runs_no_canary_and_a_labels_file_of_your_own_is_its_own_history(
 def test_a_bad_labels_file_or_a_missing_api_key_stops_before_any_round(
     store: ClickHouseStore, flags: list[str], tmp_path: Path
 ) -> None:
-    """A labels file with a bad line is a one-line error naming the line; an LLM judge without a key names the variable."""
+    """A labels file with a bad line is a one-line error naming the line; an LLM judge without a key names the
+    variable."""
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"question": "q", "answer": "a", "label": 9}\n', encoding="utf-8")
     with pytest.raises(UsageError, match=r"bad.jsonl line 1: label 9 is out of range 0–4"):

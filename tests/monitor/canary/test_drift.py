@@ -35,7 +35,8 @@ CANARY_RULES = (
 
 
 def drifting_brain(shift: list[int]) -> Callable[[RecordedRequest], str | dict[str, Any]]:
-    """The default brain, its rubric scores moved by `shift[0]` points (0..4): a provider's model update behind the same name."""
+    """The default brain, its rubric scores moved by `shift[0]` points (0..4): a provider's model update behind the
+    same name."""
 
     def brain(request: RecordedRequest) -> str | dict[str, Any]:
         reply = default_brain(request)
@@ -59,7 +60,8 @@ def live_rules(ev: Evaluation) -> dict[str, list[Any]]:
 def test_a_judge_that_drifts_fires_its_canary_and_not_the_live_alerts(
     store: ClickHouseStore, points: int, fires: str
 ) -> None:
-    """A rubric judge moved a point fires that canary rule (webhook, state, check, backtest); the live rules decide and stay quiet."""
+    """A rubric judge moved a point fires that canary rule (webhook, state, check, backtest); the live rules decide and
+    stay quiet."""
     shift = [0]
     with FakeMessagesAPI(drifting_brain(shift)) as api:
         settings = load_settings(judge="rubric", **api.settings_overrides())

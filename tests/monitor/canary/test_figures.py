@@ -21,7 +21,8 @@ def test_a_judge_that_matches_the_labels_agrees_perfectly() -> None:
 
 
 def test_a_uniform_shift_keeps_the_ranks_and_moves_the_mean_shift_and_kappa() -> None:
-    """Every score a rubric point lower: ρ barely moves, κ falls and the mean shift is about −0.25 (why both are watched)."""
+    """Every score a rubric point lower: ρ barely moves, κ falls and the mean shift is about −0.25 (why both are
+    watched)."""
     f = run_figures([(x, max(0.0, x - 0.25)) for x in LABELS], len(LABELS))
     assert f.spearman is not None and f.spearman > 0.95
     assert f.kappa is not None and f.kappa < 0.9

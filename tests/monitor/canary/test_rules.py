@@ -40,7 +40,8 @@ def test_canary_rules_are_per_judge_and_labelled_set_and_take_no_segment_by() ->
 
 
 def test_no_decision_says_what_the_canary_lacks(store: ClickHouseStore) -> None:
-    """No run, a mostly failed run, or no history yet: each canary rule says which, in words that fit the check table."""
+    """No run, a mostly failed run, or no history yet: each canary rule says which, in words that fit the check
+    table."""
     rules = default_rules("canary_agreement_floor", "canary_scores_lower", "canary_errors")
     [empty, *_] = evaluate_rules(store, rules, NOW, {}).empty
     assert empty.gap is Gap.STORE_EMPTY and describe_empty(empty, NOW).startswith("no canary run in the store yet")
@@ -66,7 +67,8 @@ def test_no_decision_says_what_the_canary_lacks(store: ClickHouseStore) -> None:
 
 
 def test_the_examples_query_lists_the_pairs_that_disagree_most_or_failed(store: ClickHouseStore) -> None:
-    """A canary alert's examples_sql runs and lists the window's pairs, largest disagreement first (failed ones for errors)."""
+    """A canary alert's examples_sql runs and lists the window's pairs, largest disagreement first (failed ones for
+    errors)."""
     run = canary_run(NOW - timedelta(minutes=30), shift=-0.3, errors=5)
     insert_canary(store, [run])
     segment = (("judge_id", "j1"), ("labels", run.labels))

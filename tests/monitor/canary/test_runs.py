@@ -36,7 +36,8 @@ def stored(store: ClickHouseStore, what: str = "count()", where: str = "1") -> l
 
 
 def test_a_run_writes_one_row_per_pair_with_the_lexical_judges_figures(store: ClickHouseStore) -> None:
-    """A lexical run writes 107 rows, one per pair, each with ρ 0.430, κ 0.423, mean shift −0.072, no errors, no cost."""
+    """A lexical run writes 107 rows, one per pair, each with ρ 0.430, κ 0.423, mean shift −0.072, no errors, no
+    cost."""
     c = canary(store)
     tick = c.tick(T0)
     assert tick.written is not None and tick.started and not tick.failed and tick.next_due == T0 + HOUR
@@ -73,7 +74,8 @@ def test_writing_a_run_again_leaves_one_row_per_run_and_pair(store: ClickHouseSt
 
 
 def test_the_schedule_runs_at_the_interval_and_not_more_often(store: ClickHouseStore) -> None:
-    """Ticked every 10 minutes for 5 hours, a 1h canary runs 6 times an hour apart; a restart waits for the stored run."""
+    """Ticked every 10 minutes for 5 hours, a 1h canary runs 6 times an hour apart; a restart waits for the stored
+    run."""
     c = canary(store)
     started = [t for k in range(31) if c.tick(t := T0 + timedelta(minutes=10 * k)).started]
     assert started == [T0 + HOUR * h for h in range(6)]
@@ -91,7 +93,8 @@ def test_the_schedule_runs_at_the_interval_and_not_more_often(store: ClickHouseS
 
 
 def test_a_changed_labelled_set_starts_its_own_history(store: ClickHouseStore, tmp_path: Path) -> None:
-    """Another labels file (here: the golden set less one pair) is another `labels` name, due at once beside the first."""
+    """Another labels file (here: the golden set less one pair) is another `labels` name, due at once beside the
+    first."""
     canary(store).tick(T0)
     lines = golden_path().read_text(encoding="utf-8").splitlines()[1:]
     smaller = tmp_path / "golden_set.jsonl"
@@ -118,7 +121,8 @@ def test_in_the_background_a_run_is_written_at_a_later_round_and_never_twice_at_
 
 
 def test_errors_are_counted_per_pair_and_in_the_run(store: ClickHouseStore, fake_messages_api: FakeMessagesAPI) -> None:
-    """30 requests refused (400) are 30 error rows with the reason, in the run's error rate; spend is on the rows and the run."""
+    """30 requests refused (400) are 30 error rows with the reason, in the run's error rate; spend is on the rows and
+    the run."""
     fake_messages_api.script(*[bad_request("refused by the test")] * 30)
     settings = load_settings(judge="rubric", **fake_messages_api.settings_overrides())
     tick = canary(store, settings).tick(T0)
@@ -137,7 +141,8 @@ def test_errors_are_counted_per_pair_and_in_the_run(store: ClickHouseStore, fake
 def test_pairs_still_unscored_at_the_deadline_are_errors(
     store: ClickHouseStore, fake_messages_api: FakeMessagesAPI
 ) -> None:
-    """With the provider down, every pair that needed a call is an error row at the run's deadline (mostly `deadline: ...`)."""
+    """With the provider down, every pair that needed a call is an error row at the run's deadline (mostly `deadline:
+    ...`)."""
     fake_messages_api.fail_for(60, overloaded())
     # Every pair gets a slot at once, so the six that need no call are scored however loaded the machine is; the
     # others fail, open the circuit and wait for it until the deadline.

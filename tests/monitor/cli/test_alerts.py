@@ -70,7 +70,8 @@ def populated(store: ClickHouseStore, tmp_path: Path) -> tuple[ClickHouseStore, 
 def test_check_prints_every_segment_and_fails_on_firing_only_when_asked(
     populated: tuple[ClickHouseStore, list[str]],
 ) -> None:
-    """`alerts check` prints every segment, writes no state, and exits 1 only with --fail-on-firing and something firing."""
+    """`alerts check` prints every segment, writes no state, and exits 1 only with --fail-on-firing and something
+    firing."""
     store, flags = populated
     at = (DROP_AT + timedelta(minutes=40)).isoformat()
     out = io.StringIO()
@@ -95,7 +96,8 @@ def test_check_prints_every_segment_and_fails_on_firing_only_when_asked(
 
 
 def test_backtest_reports_the_fire_time_and_touches_no_state(populated: tuple[ClickHouseStore, list[str]]) -> None:
-    """`alerts backtest` reports when the drop would have fired and after what delay, as JSON and as a table, and writes no state."""
+    """`alerts backtest` reports when the drop would have fired and after what delay, as JSON and as a table, and
+    writes no state."""
     store, flags = populated
     out = io.StringIO()
     ns = parse(
@@ -180,7 +182,8 @@ def test_run_once_notifies_and_keeps_state(
 
 
 def test_the_round_summary_names_each_notifier_and_its_failures() -> None:
-    """The `run --once` summary lists each notifier with what it sent and failed, and says when this replica does not lead."""
+    """The `run --once` summary lists each notifier with what it sent and failed, and says when this replica does not
+    lead."""
     now = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
     report = RoundReport(
         True,
@@ -192,9 +195,9 @@ def test_the_round_summary_names_each_notifier_and_its_failures() -> None:
     )
     lines = round_summary(report, "r1", ["webhook", "alertmanager"])
     assert lines[0] == "alerts run at 2026-11-30T12:00:00+00:00 (replica r1)"
-    assert (
-        lines[-1]
-        == "notifications: webhook 2 sent; alertmanager 0 sent, 1 failed (POST http://am:9093/... failed: HTTP 503); state rows saved: 3"
+    assert lines[-1] == (
+        "notifications: webhook 2 sent; alertmanager 0 sent, 1 failed (POST http://am:9093/... failed: HTTP 503); "
+        "state rows saved: 3"
     )
     assert round_summary(RoundReport(False), "r2", ["webhook"])[1].startswith("not the leader")
 
@@ -219,7 +222,8 @@ def fresh(store: ClickHouseStore) -> tuple[ClickHouseStore, list[str]]:
 def test_check_lists_every_rule_and_says_why_nothing_was_decided(
     fresh: tuple[ClickHouseStore, list[str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """On minutes-old data `check --json` has an object for every rule: its segments, or one saying which window was empty and why."""
+    """On minutes-old data `check --json` has an object for every rule: its segments, or one saying which window was
+    empty and why."""
     monkeypatch.delenv("ALERTS_RULES", raising=False)
     _, flags = fresh
     out = io.StringIO()
@@ -251,7 +255,8 @@ def test_check_lists_every_rule_and_says_why_nothing_was_decided(
 def test_the_check_table_fits_80_columns_or_points_at_json(
     fresh: tuple[ClickHouseStore, list[str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The check table wraps to 80 columns with every rule and its reason, and a console too narrow for it gets one line naming --json."""
+    """The check table wraps to 80 columns with every rule and its reason, and a console too narrow for it gets one
+    line naming --json."""
     monkeypatch.delenv("ALERTS_RULES", raising=False)
     monkeypatch.delenv("COLUMNS", raising=False)
     _, flags = fresh
@@ -269,7 +274,8 @@ def test_the_check_table_fits_80_columns_or_points_at_json(
 
 
 def test_backtest_shows_progress_on_stderr_and_keeps_stdout_clean(populated: tuple[ClickHouseStore, list[str]]) -> None:
-    """The backtest's progress goes to its own console (stderr), its JSON on stdout stays one clean object, and its tables fit 80 columns."""
+    """The backtest's progress goes to its own console (stderr), its JSON on stdout stays one clean object, and its
+    tables fit 80 columns."""
     _, flags = populated
     span = ["--since", (T0 + timedelta(hours=24)).isoformat(), "--until", (DROP_AT + timedelta(hours=2)).isoformat()]
     err, out = io.StringIO(), io.StringIO()
@@ -284,7 +290,8 @@ def test_backtest_shows_progress_on_stderr_and_keeps_stdout_clean(populated: tup
 
 
 def test_every_flag_of_every_action_has_a_description_and_a_default() -> None:
-    """`--help` of run, check, accept and backtest describes every flag and gives its default (or says it is required)."""
+    """`--help` of run, check, accept and backtest describes every flag and gives its default (or says it is
+    required)."""
     parser = argparse.ArgumentParser(prog="relevancy-monitor")
     register(parser.add_subparsers(dest="command", required=True))
     alerts = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices["alerts"]
@@ -335,7 +342,8 @@ sys.exit(cli.main(sys.argv[1:]))
 
 
 def test_subprocess_check_on_a_fresh_store_and_a_bad_rules_file(tmp_path: Path) -> None:
-    """Through the real entry point, check on an empty store decides nothing, and an invalid rules file exits 2 with one line."""
+    """Through the real entry point, check on an empty store decides nothing, and an invalid rules file exits 2 with
+    one line."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MONITOR_", "ALERTS_"))}
     env["MONITOR_CLICKHOUSE_URL"] = f"chdb://{tmp_path / 'chdb'}"
 
@@ -367,7 +375,8 @@ def test_subprocess_check_on_a_fresh_store_and_a_bad_rules_file(tmp_path: Path) 
 
 
 def test_run_logs_one_structured_line_per_round(tmp_path: Path) -> None:
-    """`alerts run` logs one JSON line per round with the counts of rules, segments and states and what each notifier was given."""
+    """`alerts run` logs one JSON line per round with the counts of rules, segments and states and what each notifier
+    was given."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MONITOR_", "ALERTS_"))}
     env.update(
         MONITOR_CLICKHOUSE_URL=f"chdb://{tmp_path / 'chdb'}",

@@ -112,7 +112,8 @@ def test_a_second_broker_on_a_taken_port_is_a_one_line_error(port: int) -> None:
         done = subprocess.run([CLI, "broker", "--port", str(port)], capture_output=True, text=True, timeout=60)
         assert done.returncode == 1
         assert done.stderr == (
-            f"relevancy-monitor: error: port {port} on 127.0.0.1 is already in use (another broker?): stop it or pick another --port\n"
+            f"relevancy-monitor: error: port {port} on 127.0.0.1 is already in use (another broker?): stop it or pick "
+            "another --port\n"
         )
         assert tansu_pids(port) != [] and first.poll() is None  # the first broker is untouched
         first.send_signal(signal.SIGTERM)

@@ -141,8 +141,8 @@ def test_compare_reports_hand_checkable_agreement_between_two_judges(
 
 
 def test_a_replay_with_a_new_judge_is_compared_with_the_live_judge(store: ClickHouseStore) -> None:
-    """Judge b's rows written by `relevancy-monitor replay` (replay_run set) are compared with judge a's live rows of the
-    same events, exactly as two live judges are: same shared events, ρ and verdicts."""
+    """Judge b's rows written by `relevancy-monitor replay` (replay_run set) are compared with judge a's live rows of
+    the same events, exactly as two live judges are: same shared events, ρ and verdicts."""
     rows = [
         r
         for i, (e, a, b) in enumerate(SHARED)
@@ -243,7 +243,8 @@ def test_bad_input_is_one_line_and_exit_2(
 def test_a_missing_table_is_one_line_and_creates_nothing(
     store: ClickHouseStore, wired_main: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """On a database without the scores table, `compare` exits 1 with one line saying to migrate, like the other read paths."""
+    """On a database without the scores table, `compare` exits 1 with one line saying to migrate, like the other read
+    paths."""
     assert (
         cli_main.main(["compare", "--clickhouse-url", store.url, "--clickhouse-database", f"{store.database}_missing"])
         == 1
@@ -253,7 +254,8 @@ def test_a_missing_table_is_one_line_and_creates_nothing(
 
 
 def test_agreement_is_undefined_rather_than_made_up_on_degenerate_input() -> None:
-    """No shared events, one event, or a judge giving one score throughout: the statistics say why they are undefined."""
+    """No shared events, one event, or a judge giving one score throughout: the statistics say why they are
+    undefined."""
     empty = compare([])
     assert (empty.n, empty.spearman.value, empty.mean_difference.value, empty.mae.value, empty.disagreements) == (
         0,

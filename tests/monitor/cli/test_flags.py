@@ -107,7 +107,8 @@ def test_former_spellings_still_work_and_name_the_new_flag(
     err = capsys.readouterr().err.splitlines()
     assert (seen["bootstrap"], seen["topic"]) == ("old:9092", "old-topic")
     assert err[:2] == [
-        "relevancy-monitor: --bootstrap-servers is now --kafka-bootstrap-servers (the old spelling still works, for now)",
+        "relevancy-monitor: --bootstrap-servers is now --kafka-bootstrap-servers (the old spelling still works, for "
+        "now)",
         "relevancy-monitor: --topic is now --kafka-topic (the old spelling still works, for now)",
     ]
     ns = build_parser().parse_args(["judge", "--model", "m-1", "--json", "-q", "q", "-a", "a"])

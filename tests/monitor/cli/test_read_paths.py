@@ -98,7 +98,8 @@ def test_a_missing_table_is_a_one_line_error_saying_to_migrate(
 def test_relative_chdb_paths_are_resolved_and_shown_absolute(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, url: str
 ) -> None:
-    """A relative `chdb:` path resolves against the working directory, in the settings, the start-up log and the store."""
+    """A relative `chdb:` path resolves against the working directory, in the settings, the start-up log and the
+    store."""
     monkeypatch.chdir(tmp_path)
     want = f"chdb://{tmp_path / 'relative' / 'dir'}"
     s = load_settings(clickhouse_url=url)
@@ -142,7 +143,8 @@ def _cli(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
 def test_a_read_path_on_a_missing_store_is_one_line_and_creates_nothing(
     tmp_path: Path, args: tuple[str, ...], where: str
 ) -> None:
-    """A read path on a store that does not exist exits 1 with one line naming its absolute path, and leaves no directory."""
+    """A read path on a store that does not exist exits 1 with one line naming its absolute path, and leaves no
+    directory."""
     done = _cli(*args, cwd=tmp_path)
     assert done.returncode == 1, done.stderr
     assert (

@@ -10,7 +10,8 @@ from tests.harness import cli, monitor_env
 
 
 async def test_a_silent_broker_is_one_line_within_the_connect_timeout(tmp_path: Path) -> None:
-    """A port that accepts TCP but never answers Kafka: exit 1 after MONITOR_KAFKA_CONNECT_TIMEOUT_S, one line, no Unclosed client."""
+    """A port that accepts TCP but never answers Kafka: exit 1 after MONITOR_KAFKA_CONNECT_TIMEOUT_S, one line, no
+    Unclosed client."""
     with socket.socket() as silent:
         silent.bind(("127.0.0.1", 0))
         silent.listen(16)  # the kernel completes handshakes; nobody ever reads or answers

@@ -70,7 +70,8 @@ async def test_with_an_api_key_the_demo_judges_with_the_llm(tmp_path: Path, fake
 
 
 def test_the_judge_follows_the_api_key(tmp_path: Path) -> None:
-    """With ANTHROPIC_API_KEY the demo uses the statements LLM judge and at most 4 events/s; without, the lexical one."""
+    """With ANTHROPIC_API_KEY the demo uses the statements LLM judge and at most 4 events/s; without, the lexical
+    one."""
     offline = plan_demo(60, 40, tmp_path, tmp_path / "r.html", {})
     online = plan_demo(60, 40, tmp_path, tmp_path / "r.html", {"ANTHROPIC_API_KEY": "sk-test"})
     assert (

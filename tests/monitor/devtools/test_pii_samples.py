@@ -277,8 +277,14 @@ _CHECKS = {
 _CONTEXT = {
     "ssn-compact": r"(?:SSN|[Ss]ocial [Ss]ecurity (?:number|no\.))(?::| #| is)? ?",
     "bsn": r"(?:BSN|BSN-nummer|burgerservicenummer):? ",
-    "steuer-id-spaced": r"(?:Steuer-ID|Steuer-IdNr\.|steuerliche Identifikationsnummer|Steuerliche Identifikationsnummer|IdNr):? ",
-    "steuer-id-compact": r"(?:Steuer-ID|Steuer-IdNr\.|steuerliche Identifikationsnummer|Steuerliche Identifikationsnummer|IdNr):? ",
+    "steuer-id-spaced": (
+        r"(?:Steuer-ID|Steuer-IdNr\.|steuerliche Identifikationsnummer|Steuerliche Identifikationsnummer|"
+        r"IdNr):? "
+    ),
+    "steuer-id-compact": (
+        r"(?:Steuer-ID|Steuer-IdNr\.|steuerliche Identifikationsnummer|Steuerliche Identifikationsnummer|"
+        r"IdNr):? "
+    ),
     "aadhaar-compact": r"Aadhaar(?: number| no\.)?:? ",
     "nir-compact": r"(?:NIR|[Nn]uméro de sécurité sociale|French social security number):? ",
     "aws-secret": r"(?i:aws_secret_access_key) ?= ?",
@@ -344,13 +350,16 @@ def test_every_format_of_every_kind_appears(corpus: list[LabelledText]) -> None:
         "plus", "subdomain", "dotted", "upper", "new-tld",
         "e164", "intl-spaced", "idd-00", "us-paren", "us-dashed", "us-dotted", "uk-national",
         "visa-16-spaced", "mc-16-compact", "mc2-16-dashed", "amex-15-spaced", "discover-16-spaced",
-        "iban-de-spaced", "iban-gb-compact", "iban-fr-spaced", "iban-es-compact", "iban-nl-lower", "iban-it-spaced", "iban-be-compact",
+        "iban-de-spaced", "iban-gb-compact", "iban-fr-spaced", "iban-es-compact", "iban-nl-lower", "iban-it-spaced",
+        "iban-be-compact",
         "iban-ch-spaced",
         "ssn-dashed", "ssn-spaced", "ssn-compact",
-        "nino-spaced", "nino-compact", "dni", "nie", "codice-fiscale", "nir-spaced", "sin-dashed", "aadhaar-spaced", "bsn",
+        "nino-spaced", "nino-compact", "dni", "nie", "codice-fiscale", "nir-spaced", "sin-dashed", "aadhaar-spaced",
+        "bsn",
         "steuer-id-spaced", "steuer-id-compact",
         "ipv4-public", "ipv4-private", "ipv6-full", "ipv6-compressed", "ipv6-link-local", "ipv4-port",
-        "anthropic", "openai-proj", "openai-legacy", "aws-key-id", "aws-secret", "github-classic", "github-fine", "slack-bot",
+        "anthropic", "openai-proj", "openai-legacy", "aws-key-id", "aws-secret", "github-classic", "github-fine",
+        "slack-bot",
         "stripe-secret", "stripe-restricted", "google-api-key", "jwt", "bearer-opaque", "pem-rsa",
         "postgres", "mysql", "redis", "https", "amqp", "mongodb-srv",
     }  # fmt: skip

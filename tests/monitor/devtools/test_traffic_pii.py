@@ -47,7 +47,8 @@ def _decode(value: bytes, offset: int):
 
 @pytest.mark.parametrize(("seed", "malformed_share"), sorted(BEFORE_PII))
 def test_without_pii_the_stream_is_byte_identical_to_before(seed: int, malformed_share: float) -> None:
-    """pii_share=0 (the default, or given explicitly) yields exactly the bytes the generator yielded before it existed."""
+    """pii_share=0 (the default, or given explicitly) yields exactly the bytes the generator yielded before it
+    existed."""
     default = list(generate_events(500, seed=seed, malformed_share=malformed_share, now=NOW))
     explicit = list(generate_events(500, seed=seed, malformed_share=malformed_share, now=NOW, pii_share=0.0))
     assert _digest(default) == BEFORE_PII[(seed, malformed_share)]
@@ -64,7 +65,8 @@ def test_generate_events_is_the_labelled_stream_without_labels() -> None:
 
 
 def test_every_valid_event_carries_valid_planted_data_in_its_judged_text() -> None:
-    """With pii_share=1 each valid event decodes, and one or two valid planted values sit in its question or response."""
+    """With pii_share=1 each valid event decodes, and one or two valid planted values sit in its question or
+    response."""
     kinds: Counter[str] = Counter()
     valid = 0
     for offset, (value, planted) in enumerate(

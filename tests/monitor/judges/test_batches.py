@@ -124,7 +124,8 @@ async def test_statements_submit_status_results(fake_messages_api: FakeMessagesA
 async def test_batch_request_params_equal_the_normal_request_body(
     fake_messages_api: FakeMessagesAPI, make_batch: MakeBatch, method: str
 ) -> None:
-    """Each batched request's params are the one-call path's body: model, max_tokens, cached system block, schema, user text."""
+    """Each batched request's params are the one-call path's body: model, max_tokens, cached system block, schema, user
+    text."""
     batch = make_batch(method, judge_model="claude-sonnet-5-5", judge_max_tokens=333, judge_max_input_chars=500)
     long_response = TIGHT + " x" * 400  # truncated the same way on both paths
     await batch.judge.judge(QUESTION, long_response)
@@ -162,7 +163,8 @@ def test_info_is_the_wrapped_judges(make_batch: MakeBatch, method: str) -> None:
 async def test_errored_entries_are_failures_with_the_api_error_type(
     fake_messages_api: FakeMessagesAPI, make_batch: MakeBatch, fault: Fault, transient: bool, rate_limited_: bool
 ) -> None:
-    """An errored entry is a JudgeFailure named by the API's error type, transient for the provider's own errors, unbilled."""
+    """An errored entry is a JudgeFailure named by the API's error type, transient for the provider's own errors,
+    unbilled."""
     fake_messages_api.script_batch(fault)
     got = failure((await judged(fake_messages_api, make_batch(), items((QUESTION, TIGHT))))["i0"])
     assert (got.reason, got.transient, got.rate_limited) == (fault.error_type, transient, rate_limited_)
@@ -225,7 +227,8 @@ async def test_scripted_expired_and_canceled_entries(fake_messages_api: FakeMess
 async def test_invalid_replies_are_invalid_reply_failures_that_were_paid_for(
     fake_messages_api: FakeMessagesAPI, make_batch: MakeBatch, method: str, bad: Reply
 ) -> None:
-    """A succeeded entry whose reply is invalid, cut off or refused is a non-transient invalid_reply failure, billed at the batch price."""
+    """A succeeded entry whose reply is invalid, cut off or refused is a non-transient invalid_reply failure, billed at
+    the batch price."""
     fake_messages_api.script_batch(Reply(bad.text, stop_reason=bad.stop_reason, usage=USAGE))
     got = failure((await judged(fake_messages_api, make_batch(method), items((QUESTION, TIGHT))))["i0"])
     assert (got.reason, got.transient) == ("invalid_reply", False)

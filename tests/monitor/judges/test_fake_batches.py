@@ -71,7 +71,8 @@ def results(client: anthropic.Anthropic, batch_id: str) -> dict[str, Any]:
 def test_create_answers_an_in_progress_batch_with_the_api_fields(
     fake_messages_api: FakeMessagesAPI, client: anthropic.Anthropic
 ) -> None:
-    """Create answers a message_batch in progress: all requests processing, no end, no results URL, expiry after 24 h."""
+    """Create answers a message_batch in progress: all requests processing, no end, no results URL, expiry after 24
+    h."""
     batch = client.messages.batches.create(requests=requests("a", "b", "c"))
     assert batch.id.startswith("msgbatch_") and batch.type == "message_batch"
     assert batch.processing_status == "in_progress"
@@ -139,7 +140,8 @@ def test_without_processing_time_a_batch_stays_in_progress_until_ended(
 
 
 def test_a_succeeded_result_is_what_post_messages_answers_for_the_same_params(client: anthropic.Anthropic) -> None:
-    """A batch's succeeded message has the content and usage POST /v1/messages gives the same params on a fresh server."""
+    """A batch's succeeded message has the content and usage POST /v1/messages gives the same params on a fresh
+    server."""
     body = params("When did order A17 ship?", system="Judge. " * 50)
     with FakeMessagesAPI() as batched, FakeMessagesAPI() as direct:
         batched.batch_processing(0)
@@ -186,7 +188,8 @@ def test_results_are_jsonl_sorted_by_custom_id_not_request_order(
 def test_scripted_outcomes_become_succeeded_errored_expired_and_canceled_entries(
     fake_messages_api: FakeMessagesAPI, client: anthropic.Anthropic
 ) -> None:
-    """Scripted steps give a succeeded reply (malformed or not), an errored entry with the error type, expired and canceled."""
+    """Scripted steps give a succeeded reply (malformed or not), an errored entry with the error type, expired and
+    canceled."""
     fake_messages_api.batch_processing(0)
     fake_messages_api.script_batch(
         Reply("hello", stop_reason="max_tokens"), bad_request("prompt is too long"), malformed(), expired(), canceled()
@@ -253,7 +256,8 @@ def test_expire_batch_expires_every_unscripted_request(
 def test_cancel_answers_canceling_then_the_batch_ends_with_unprocessed_requests_canceled(
     fake_messages_api: FakeMessagesAPI, client: anthropic.Anthropic
 ) -> None:
-    """Cancel answers `canceling` with cancel_initiated_at; the next read finds it ended, unscripted requests canceled."""
+    """Cancel answers `canceling` with cancel_initiated_at; the next read finds it ended, unscripted requests
+    canceled."""
     fake_messages_api.batch_processing(None)
     fake_messages_api.script_batch(Reply("processed before the cancel"))
     batch = client.messages.batches.create(requests=requests("a", "b", "c"))
@@ -326,7 +330,8 @@ def test_an_unknown_batch_is_404(fake_messages_api: FakeMessagesAPI, method: str
 def test_batch_call_faults_fail_the_http_calls_themselves(
     fake_messages_api: FakeMessagesAPI, client: anthropic.Anthropic
 ) -> None:
-    """Scripted faults fail create, retrieve and results calls in turn (a failed create makes no batch), then they succeed."""
+    """Scripted faults fail create, retrieve and results calls in turn (a failed create makes no batch), then they
+    succeed."""
     fake_messages_api.batch_processing(0)
     fake_messages_api.fail_batch_call("create", overloaded(), Drop())
     fake_messages_api.fail_batch_call("retrieve", server_error())
@@ -354,7 +359,8 @@ def test_batch_call_faults_fail_the_http_calls_themselves(
 def test_message_controls_leave_batch_calls_alone_and_reset_clears_batches(
     fake_messages_api: FakeMessagesAPI, client: anthropic.Anthropic
 ) -> None:
-    """An outage of POST /v1/messages does not fail batch calls, message_requests excludes them and reset forgets batches."""
+    """An outage of POST /v1/messages does not fail batch calls, message_requests excludes them and reset forgets
+    batches."""
     fake_messages_api.fail_for(60)
     batch = client.messages.batches.create(requests=requests("a"))
     assert client.messages.batches.retrieve(batch.id).id == batch.id

@@ -1,4 +1,5 @@
-"""The fake Messages API's own controls that the judge tests do not already pin down (later fault tests rely on them)."""
+"""The fake Messages API's own controls that the judge tests do not already pin down (later fault tests rely on
+them)."""
 
 from __future__ import annotations
 
@@ -76,7 +77,8 @@ def test_wait_for_requests(fake_messages_api: FakeMessagesAPI) -> None:
 
 
 def post_system(api: FakeMessagesAPI, system_text: str, user: str = "hi", marked: bool = True) -> dict[str, int]:
-    """POST a request whose system block is `system_text` (marked for caching unless not `marked`); returns its usage."""
+    """POST a request whose system block is `system_text` (marked for caching unless not `marked`); returns its
+    usage."""
     block: dict[str, object] = {"type": "text", "text": system_text}
     if marked:
         block["cache_control"] = {"type": "ephemeral"}

@@ -12,7 +12,8 @@ from bench import judge_overhead
 
 
 def test_the_judge_overhead_benchmark_runs_at_a_tiny_size(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """bench/judge_overhead.py runs both paths for two interleaved rounds each and writes every round's figures as printed."""
+    """bench/judge_overhead.py runs both paths for two interleaved rounds each and writes every round's figures as
+    printed."""
     path = tmp_path / "judge_overhead.json"
     result = judge_overhead.main(rounds=2, requests=32, json_path=path)
     assert json.loads(path.read_text(encoding="utf-8")) == result

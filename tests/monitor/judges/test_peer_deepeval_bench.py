@@ -71,7 +71,8 @@ def test_the_brain_answers_deepevals_three_prompts_as_the_default_brain_judges()
     assert off["verdict"] == "no" and off["reason"] and on == {"verdict": "yes"}
     reason = _request(
         peer_deepeval.DEEPEVAL_PROMPTS["reason"] + " ...\n\nAnswer Relevancy Score:\n0.50\n\n"
-        "Reasons why the score can't be higher based on irrelevant statements in the actual output:\n['x']\n\nInput:\nq\n\nJSON:\n"
+        "Reasons why the score can't be higher based on irrelevant statements in the actual "
+        "output:\n['x']\n\nInput:\nq\n\nJSON:\n"
     )
     assert peer_deepeval.peer_brain(reason) == {
         "reason": "The score is 0.50 because the statements that do not address the input lower it."
@@ -87,10 +88,13 @@ def test_the_strace_reading_finds_every_peer_with_or_without_thread_padding() ->
     local sockets and sends without an address ignored; the PID column may be padded once there are threads."""
     trace = "\n".join(
         [
-            '895   connect(6, {sa_family=AF_INET, sin_port=htons(45717), sin_addr=inet_addr("127.0.0.1")}, 16) = -1 EINPROGRESS',
+            '895   connect(6, {sa_family=AF_INET, sin_port=htons(45717), sin_addr=inet_addr("127.0.0.1")}, 16) = -1 '
+            "EINPROGRESS",
             '12 connect(3, {sa_family=AF_INET, sin_port=htons(53), sin_addr=inet_addr("10.255.255.53")}, 16) = 0',
-            '12 connect(3, {sa_family=AF_INET6, sin6_port=htons(443), sin6_flowinfo=htonl(0), inet_pton(AF_INET6, "2a00::1", &sin6_addr)}, 28) = 0',
-            '12 connect(3, {sa_family=AF_INET6, sin6_port=htons(80), inet_pton(AF_INET6, "::ffff:127.0.0.1", &sin6_addr)}, 28) = 0',
+            "12 connect(3, {sa_family=AF_INET6, sin6_port=htons(443), sin6_flowinfo=htonl(0), inet_pton(AF_INET6, "
+            '"2a00::1", &sin6_addr)}, 28) = 0',
+            '12 connect(3, {sa_family=AF_INET6, sin6_port=htons(80), inet_pton(AF_INET6, "::ffff:127.0.0.1", '
+            "&sin6_addr)}, 28) = 0",
             '12 connect(3, {sa_family=AF_UNIX, sun_path="/var/run/nscd/socket"}, 110) = -1 ENOENT',
             '12 sendto(7, ""..., 1712, 0, NULL, 0) = 1712',
         ]

@@ -12,7 +12,8 @@ from bench import prompt_cache
 
 
 def test_the_prompt_cache_benchmark_runs_at_a_tiny_size(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """bench/prompt_cache.py judges a few events per judge and prompt, finds only the new prompts cached, and writes it all."""
+    """bench/prompt_cache.py judges a few events per judge and prompt, finds only the new prompts cached, and writes it
+    all."""
     path = tmp_path / "prompt_cache.json"
     result = prompt_cache.main(events=6, json_path=path)
     assert json.loads(path.read_text(encoding="utf-8")) == result

@@ -77,7 +77,8 @@ def test_the_examples_never_repeat_a_golden_set_pair() -> None:
 
 
 def test_golden_pairs_reads_question_and_answer_or_response(tmp_path: Path) -> None:
-    """The golden-set reader takes `answer` or `response`, normalises text, skips blank lines and fails on other rows."""
+    """The golden-set reader takes `answer` or `response`, normalises text, skips blank lines and fails on other
+    rows."""
     path = tmp_path / "golden.jsonl"
     path.write_text(
         '{"question": "Q  one?", "answer": "A."}\n\n{"question": "Q2?", "response": "B", "label": 3}\n',
@@ -91,7 +92,8 @@ def test_golden_pairs_reads_question_and_answer_or_response(tmp_path: Path) -> N
 
 
 def test_the_examples_cover_every_category_and_the_whole_scale() -> None:
-    """The examples cover the twelve calibration categories, every score 0–4 and every verdict, with no repeated pair."""
+    """The examples cover the twelve calibration categories, every score 0–4 and every verdict, with no repeated
+    pair."""
     categories = [ex.category.casefold().replace('"', "") for ex in EXAMPLES]
     assert [c for c in REQUIRED_CATEGORIES if not any(cat.startswith(c) for cat in categories)] == []
     assert {ex.score for ex in EXAMPLES} == {0, 1, 2, 3, 4}
@@ -109,7 +111,8 @@ def test_the_two_expected_replies_of_each_example_agree() -> None:
 def test_each_expected_reply_in_the_prompt_is_a_valid_reply_matching_its_example(
     cls: type[RubricJudge] | type[StatementsJudge], instructions: str, reply_model: type[BaseModel]
 ) -> None:
-    """Every "Reply:" line of the prompt validates as the judge's reply model and carries its example's score or verdicts."""
+    """Every "Reply:" line of the prompt validates as the judge's reply model and carries its example's score or
+    verdicts."""
     section = examples_text(cls.system_prompt, instructions)
     replies = [
         parse_reply(reply_model, line.removeprefix("Reply: "))

@@ -134,7 +134,8 @@ async def test_identical_pairs_reuse_the_verdict(
     t = async_store.store.qualified_table
     dup = (
         await async_store.query(
-            f"SELECT count(), min(cached), sum(input_tokens), sum(ifNull(cost_usd, 0)), uniqExact(score) FROM {t} FINAL WHERE event_id LIKE 'dup%'"
+            f"SELECT count(), min(cached), sum(input_tokens), sum(ifNull(cost_usd, 0)), uniqExact(score) FROM {t} "
+            "FINAL WHERE event_id LIKE 'dup%'"
         )
     ).rows[0]
     assert dup[0] == 20 and dup[1] is True and dup[2] == 0 and dup[3] == 0 and dup[4] == 1

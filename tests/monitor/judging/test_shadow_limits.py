@@ -129,7 +129,8 @@ async def test_the_shadow_takes_its_rate_tokens_from_the_primary_bucket_after_wa
 
 
 async def test_the_shadow_waits_for_a_closed_circuit_and_never_takes_the_probe() -> None:
-    """While the primary's circuit is open the shadow calls nothing, and it leaves the half-open probe to the primary."""
+    """While the primary's circuit is open the shadow calls nothing, and it leaves the half-open probe to the
+    primary."""
     calls: list[str] = []
     now = [0.0]
     limits = JudgeLimits(
@@ -175,7 +176,8 @@ async def test_an_unwanted_shadow_event_is_not_judged() -> None:
 
 
 async def test_the_priority_lock_serves_normal_waiters_first_and_survives_cancellation() -> None:
-    """Normal waiters are handed the lock before low ones, and a cancelled waiter (even one just handed it) passes it on."""
+    """Normal waiters are handed the lock before low ones, and a cancelled waiter (even one just handed it) passes it
+    on."""
     lock = PriorityLock()
     order: list[str] = []
 
@@ -240,14 +242,16 @@ def test_rows_owed_settle_a_shadowed_record_on_its_second_row() -> None:
     ],
 )
 def test_a_shadow_that_is_the_primary_judge_is_refused_in_one_line(overrides: dict[str, str], message: str) -> None:
-    """A shadow with the primary's method and model (its rows would replace the primary's) or a model without a shadow is one line."""
+    """A shadow with the primary's method and model (its rows would replace the primary's) or a model without a shadow
+    is one line."""
     with pytest.raises(ConfigError) as info:
         load_settings(**overrides)
     assert message in str(info.value) and "\n" not in str(info.value)
 
 
 def test_the_shadow_client_is_the_primary_client_with_its_own_method_and_model() -> None:
-    """The shadow judge gets the primary's client settings, its own method, and the primary's model unless it names one."""
+    """The shadow judge gets the primary's client settings, its own method, and the primary's model unless it names
+    one."""
     s = load_settings(
         judge="rubric",
         judge_model="claude-haiku-5-5",

@@ -18,7 +18,8 @@ def test_gates_name_every_condition_met_case_insensitively() -> None:
 
 
 def test_prose_without_any_condition_runs_no_recognizer(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A text that opens no gate never reaches a pattern or validator (they would raise here); one that does is scanned."""
+    """A text that opens no gate never reaches a pattern or validator (they would raise here); one that does is
+    scanned."""
     builtin = BuiltinRecognizers(("US",))
 
     def refuse(*args: object) -> None:

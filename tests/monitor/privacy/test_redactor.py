@@ -19,8 +19,10 @@ REDACTOR = build_redactor(RedactionSettings())
 
 # Characters the recognizers care about, so that generated text often looks like a number, an address or a key.
 _PIECES = st.sampled_from(
-    ["0", "1", "4", "5", "9", " ", "-", ".", ":", "/", "@", "+", "(", ")", "[", "]", "_", "=", "\n", "sk-", "ant", "api03",
-     "AKIA", "eyJ", "Bearer ", "://", "x", "DE", "GB", "89", "example.com", "[CARD]", "[EMAIL]", "[PHONE]", "::", "ff", "é", "\x00"]
+    ["0", "1", "4", "5", "9", " ", "-", ".", ":", "/", "@", "+", "(", ")", "[", "]", "_", "=", "\n", "sk-", "ant",
+    "api03",
+     "AKIA", "eyJ", "Bearer ", "://", "x", "DE", "GB", "89", "example.com", "[CARD]", "[EMAIL]", "[PHONE]", "::",
+     "ff", "é", "\x00"]
 )  # fmt: skip
 LOOKALIKE_TEXT = st.lists(_PIECES, max_size=60).map("".join)
 

@@ -22,7 +22,8 @@ def test_a_heuristic_judge_costs_nothing() -> None:
 
 
 def test_the_cached_prompt_is_written_once_and_read_after() -> None:
-    """With a cacheable system prompt, the estimate counts it once as input tokens and prices one write, the rest reads."""
+    """With a cacheable system prompt, the estimate counts it once as input tokens and prices one write, the rest
+    reads."""
     model = CostModel.for_judge(INFO, PRICE, SYSTEM_PROMPT, 20_000)
     assert model.prefix_cached
     one, many = estimate(model, 1, 40, 200), estimate(model, 101, 40 * 101, 200 * 101)

@@ -52,7 +52,8 @@ async def test_a_batch_replay_scores_every_event_at_half_price(
     assert len(states) == 3 and set(states.values()) == {"written"}
     rows = (
         await async_store.query(
-            f"SELECT cost_usd, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens FROM {async_store.store.qualified_table} FINAL"
+            f"SELECT cost_usd, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens FROM "
+            f"{async_store.store.qualified_table} FINAL"
         )
     ).rows
     price = DEFAULT_PRICES[settings.judge.model]

@@ -15,7 +15,8 @@ from tests.monitor.replay.conftest import events, minutes_ago, ms, replay
 
 async def _rows(store: AsyncStore, where: str = "1") -> list[tuple[object, ...]]:
     result = await store.query(
-        f"SELECT event_id, judge_id, replay_run, version FROM {store.store.qualified_table} FINAL WHERE {where} ORDER BY event_id"
+        f"SELECT event_id, judge_id, replay_run, version FROM {store.store.qualified_table} FINAL WHERE {where} ORDER "
+        "BY event_id"
     )
     return result.rows
 
@@ -128,7 +129,8 @@ async def test_resume_skips_what_an_earlier_replay_scored(
 async def test_malformed_records_are_counted_by_reason_and_not_dead_lettered_again(
     broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore
 ) -> None:
-    """Records that are not events are counted by decode reason; the replay publishes nothing to the dead-letter topic."""
+    """Records that are not events are counted by decode reason; the replay publishes nothing to the dead-letter
+    topic."""
     settings = make_settings(judge="lexical")
     at = minutes_ago(12)
     values = [*events(3, "ok", at), b"{not json", b'{"event_id": "x"}', b""]

@@ -73,7 +73,8 @@ async def test_an_estimate_above_the_threshold_needs_yes(
     async_store: AsyncStore,
     fake_messages_api: FakeMessagesAPI,
 ) -> None:
-    """Above MONITOR_REPLAY_CONFIRM_USD the replay stops after the estimate without a call or a row; --yes goes ahead."""
+    """Above MONITOR_REPLAY_CONFIRM_USD the replay stops after the estimate without a call or a row; --yes goes
+    ahead."""
     settings = make_settings(judge="rubric", replay_confirm_usd=0.0, **fake_messages_api.settings_overrides())
     at = minutes_ago(20)
     await produce_values(broker.bootstrap, settings.kafka.topics[0], events(4, "y", at), timestamp_ms=ms(at))

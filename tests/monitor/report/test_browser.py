@@ -44,7 +44,8 @@ def headless(profile: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_chromium_renders_a_readable_report(filled: Filled, tmp_path: Path) -> None:
-    """Chromium's screenshot of the report is not blank and its DOM names every app, version and judge, loading nothing."""
+    """Chromium's screenshot of the report is not blank and its DOM names every app, version and judge, loading
+    nothing."""
     page = tmp_path / "report.html"
     write_report(filled.store, T0, T1, page)
     shot = tmp_path / "report.png"

@@ -46,7 +46,8 @@ def _fall(line: Line) -> float:
 
 
 def test_a_product_regression_and_a_judge_drift_look_different(store: ClickHouseStore) -> None:
-    """Under each app's live lines, its judge's canary: flat for a product regression, falling with it for a judge drift."""
+    """Under each app's live lines, its judge's canary: flat for a product regression, falling with it for a judge
+    drift."""
     _store_with_both_stories(store)
     charts: dict[str, Chart] = {c.key: c for c in charts_of(fetch_report_data(store, T0, T1, 900))[0]}
     shop, help_ = charts["relevancy-shop"], charts["relevancy-help"]

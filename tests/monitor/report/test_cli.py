@@ -65,7 +65,8 @@ def test_writes_the_file_and_prints_its_path_as_one_line(
 def test_defaults_to_the_last_day_in_the_working_directory(
     filled: Filled, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Without --since, --until and --out it reports the last 24 hours to relevancy-report.html in the working directory."""
+    """Without --since, --until and --out it reports the last 24 hours to relevancy-report.html in the working
+    directory."""
     monkeypatch.chdir(tmp_path)
     assert run(*_store_flags(filled)) == 0
     assert capsys.readouterr().err == f"{tmp_path / 'relevancy-report.html'}\n"

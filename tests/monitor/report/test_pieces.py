@@ -66,7 +66,8 @@ def _firing(segment: tuple[tuple[str, str], ...], hours: float, resolved: float 
 
 
 def test_a_firing_concerns_the_segments_it_keys_on() -> None:
-    """App, prompt version and judge keys must match a segment; a key the report has no series for (model) is ignored."""
+    """App, prompt version and judge keys must match a segment; a key the report has no series for (model) is
+    ignored."""
     seg = Segment("support", "v2", "statements-1")
     assert firing_applies(_firing((), 1, None), [seg])
     assert firing_applies(_firing((("app", "support"), ("model", "m9")), 1, None), [seg])

@@ -74,7 +74,8 @@ def test_each_app_has_a_relevancy_chart_with_its_judges(page: tuple[str, ReportS
     section = _section(html, "relevancy")
     for app, judge in (("support", STATEMENTS_JUDGE), ("search", LEXICAL_JUDGE)):
         chart = re.search(
-            rf'<h3>app {app}</h3><p class="note">judges: <code>{judge}</code></p><div class="chart" id="chart-relevancy-{app}"><svg',
+            rf'<h3>app {app}</h3><p class="note">judges: <code>{judge}</code></p><div class="chart" id="chart-relevanc'
+            rf'y-{app}"><svg',
             section,
         )
         assert chart, app
@@ -83,7 +84,8 @@ def test_each_app_has_a_relevancy_chart_with_its_judges(page: tuple[str, ReportS
 def test_firings_are_marked_on_the_charts_of_the_segments_they_concern(
     filled: Filled, page: tuple[str, ReportSummary]
 ) -> None:
-    """A firing marks only the charts of segments it keys on, one without such a segment is only listed, an old one is left out."""
+    """A firing marks only the charts of segments it keys on, one without such a segment is only listed, an old one is
+    left out."""
     _, summary = page
     assert summary.firings_marked == 2
     data = fetch_report_data(filled.store, T0, T1, 900)
@@ -169,12 +171,12 @@ def test_coverage_sets_judged_events_against_the_traffic_counts(page: tuple[str,
     """Coverage per app and prompt version is judged events over consumed ones from the traffic counts."""
     section = _section(page[0], "coverage")
     assert (
-        '<tr><td>support</td><td>v1</td><td class="n">158</td><td class="n">79</td><td class="n">79</td><td class="n">50.0 %</td></tr>'
-        in section
+        '<tr><td>support</td><td>v1</td><td class="n">158</td><td class="n">79</td><td class="n">79</td><td '
+        'class="n">50.0 %</td></tr>' in section
     )
     assert (
-        '<tr><td>search</td><td>v7</td><td class="n">144</td><td class="n">144</td><td class="n">144</td><td class="n">100.0 %</td></tr>'
-        in section
+        '<tr><td>search</td><td>v7</td><td class="n">144</td><td class="n">144</td><td class="n">144</td><td '
+        'class="n">100.0 %</td></tr>' in section
     )
     assert "(not decoded: dead-lettered)" in section and 'id="chart-coverage"' in section
 
@@ -210,7 +212,8 @@ def test_cost_is_summed_per_day_and_judge(page: tuple[str, ReportSummary]) -> No
 
 
 def test_worst_examples_show_statements_and_verdicts_with_text_escaped(page: tuple[str, ReportSummary]) -> None:
-    """The worst rows come lowest first with each statement's verdict and reason, and a script in a conversation stays text."""
+    """The worst rows come lowest first with each statement's verdict and reason, and a script in a conversation stays
+    text."""
     html, _ = page
     section = _section(html, "worst")
     scores = [float(s) for s in re.findall(r'<tr><td class="n">([0-9.]+)</td>', section)]
@@ -236,10 +239,13 @@ def test_the_page_references_no_outside_resource(page: tuple[str, ReportSummary]
 
 
 def test_the_reference_check_finds_what_would_load() -> None:
-    """The check above is not vacuous: it finds a script, a stylesheet link, a CSS url(), a CSS import and an SVG image."""
+    """The check above is not vacuous: it finds a script, a stylesheet link, a CSS url(), a CSS import and an SVG
+    image."""
     html = (
-        '<script src="https://cdn.example/x.js"></script><link rel="stylesheet" href="s.css"><p style="background: url(//h/x.png)">'
-        '<style>@import "https://fonts.example/f.css";</style><svg><image xlink:href="https://h/i.png"/><use xlink:href="#g1"/></svg>'
+        '<script src="https://cdn.example/x.js"></script><link rel="stylesheet" href="s.css"><p style="background: '
+        'url(//h/x.png)">'
+        '<style>@import "https://fonts.example/f.css";</style><svg><image xlink:href="https://h/i.png"/><use '
+        'xlink:href="#g1"/></svg>'
     )
     found = outside_references(html)
     for needle in ("cdn.example/x.js", "href=s.css", "url(//h/x.png)", "@import", "h/i.png"):
@@ -254,8 +260,8 @@ def test_an_empty_range_gives_a_clear_report(filled: Filled, tmp_path: Path) -> 
     html = (tmp_path / "e.html").read_text(encoding="utf-8")
     assert summary.judged_rows == 0 and summary.segments == () and summary.firings_marked == 0
     assert (
-        f"No judged events between 2026-10-23 00:00:00 UTC and 2026-10-24 00:00:00 UTC in {filled.store.database}.relevancy_scores."
-        in html
+        f"No judged events between 2026-10-23 00:00:00 UTC and 2026-10-24 00:00:00 UTC in "
+        f"{filled.store.database}.relevancy_scores." in html
     )
     assert "<svg" not in html
 
@@ -317,16 +323,16 @@ def test_replayed_rows_are_left_out_and_counted_unless_included(store: ClickHous
     html = (tmp_path / "live.html").read_text(encoding="utf-8")
     assert (live.judged_rows, live.replayed_rows) == (filled.rows, 13)
     assert (
-        '<p class="meta" id="replays">Replayed rows: 13 from 2 replay runs in this range, left out (--include-replays includes them).</p>'
-        in html
+        '<p class="meta" id="replays">Replayed rows: 13 from 2 replay runs in this range, left out (--include-replays '
+        "includes them).</p>" in html
     )
     assert "REPLAYED" not in html and REPLAY_JUDGE not in html and "written by the live consumer" in html
     both = write_report(store, T0, T1, tmp_path / "both.html", include_replays=True)
     html = (tmp_path / "both.html").read_text(encoding="utf-8")
     assert (both.judged_rows, both.replayed_rows) == (filled.rows + 13, 13)
     assert (
-        '<p class="meta" id="replays">Replayed rows: 13 from 2 replay runs in this range, included (--include-replays).</p>'
-        in html
+        '<p class="meta" id="replays">Replayed rows: 13 from 2 replay runs in this range, included '
+        "(--include-replays).</p>" in html
     )
     assert "REPLAYED by a new judge" in _section(html, "worst") and "REPLAYED by the live judge" in _section(
         html, "worst"

@@ -57,7 +57,8 @@ async def _committed(pb: ProxiedBroker, topic: str) -> int:
 
 
 async def test_a_lost_broker_is_reported_once_shown_in_readiness_and_nothing_is_lost(tmp_path: Path) -> None:
-    """Cut for 10 s: a few log lines (not hundreds), /readyz 503 naming kafka; after restore every event is scored once."""
+    """Cut for 10 s: a few log lines (not hundreds), /readyz 503 naming kafka; after restore every event is scored
+    once."""
     topic, port = f"loss-{uuid.uuid4().hex[:6]}", free_port()
     with ProxiedBroker() as pb:
         await create_topic(pb.bootstrap, topic)
@@ -98,7 +99,8 @@ async def test_a_lost_broker_is_reported_once_shown_in_readiness_and_nothing_is_
 
 
 async def test_a_stop_while_the_broker_is_away_exits_cleanly(tmp_path: Path) -> None:
-    """SIGINT with the broker gone: the monitor writes what it has, exits 0 in bounded time, no traceback or Unclosed client."""
+    """SIGINT with the broker gone: the monitor writes what it has, exits 0 in bounded time, no traceback or Unclosed
+    client."""
     topic, port = f"away-{uuid.uuid4().hex[:6]}", free_port()
     with ProxiedBroker() as pb:
         await create_topic(pb.bootstrap, topic)
@@ -140,7 +142,8 @@ async def test_readiness_transitions_against_a_broker_lost_mid_run(tmp_path: Pat
         await wait_for(lambda: _is(_readiness(port)[0] == 200), 60, "/readyz 200 after the broker returns")
         ready_again_s = time.monotonic() - back
         print(
-            f"ready after start {ready_s:.1f}s; unready {unready_s:.1f}s after the cut; ready {ready_again_s:.1f}s after restore"
+            f"ready after start {ready_s:.1f}s; unready {unready_s:.1f}s after the cut; ready {ready_again_s:.1f}s "
+            "after restore"
         )
         code = await monitor.terminate()
     assert code == 0 and unready_s < 30

@@ -38,7 +38,8 @@ class RefusingPublisher(DeadLetterPublisher):
 async def test_a_refusing_dead_letter_topic_is_loud_and_visible_then_recovers(
     broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore
 ) -> None:
-    """While the DLQ refuses: one error log with the topic, failures counted, not ready, commits held; then all flows."""
+    """While the DLQ refuses: one error log with the topic, failures counted, not ready, commits held; then all
+    flows."""
     settings = make_settings(lag_check_s=0.2)
     topic = settings.kafka.topics[0]
     await produce_values(broker.bootstrap, topic, [b"not json", *FLAT, b"[1, 2]"], key=lambda i: b"same-partition")

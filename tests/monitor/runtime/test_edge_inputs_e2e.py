@@ -110,7 +110,8 @@ async def test_edge_inputs_end_as_rows_or_dead_letters_and_offsets_reach_the_end
         for r in (
             await async_store.query(
                 f"SELECT event_id, status, score, question, response, metadata, n_statements, length(statements), "
-                f"isValidUTF8(question) AND isValidUTF8(response) AND arrayAll(s -> isValidUTF8(s), statements) FROM {t} FINAL"
+                f"isValidUTF8(question) AND isValidUTF8(response) AND arrayAll(s -> isValidUTF8(s), statements) FROM "
+                f"{t} FINAL"
             )
         ).rows
     }

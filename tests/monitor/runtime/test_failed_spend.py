@@ -22,7 +22,8 @@ async def test_invalid_replies_cost_shows_on_error_rows_and_counts_against_the_b
     async_store: AsyncStore,
     fake_messages_api: FakeMessagesAPI,
 ) -> None:
-    """A judge that keeps replying with invalid JSON still spends tokens: the error rows carry them and the budget counts them."""
+    """A judge that keeps replying with invalid JSON still spends tokens: the error rows carry them and the budget
+    counts them."""
     fake_messages_api.always(
         Reply(text="this is not the JSON you asked for", usage={"input_tokens": 100, "output_tokens": 40})
     )
@@ -41,7 +42,10 @@ async def test_invalid_replies_cost_shows_on_error_rows_and_counts_against_the_b
         await wait_for(all_committed, 60, "every event committed")
         budget_usd = run.pipeline.cost.budget.day.mine.usd
     table = async_store.store.qualified_table
-    sql = f"SELECT status, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd FROM {table} FINAL"
+    sql = (
+        f"SELECT status, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd FROM {table} "
+        "FINAL"
+    )
     rows = (await async_store.query(sql)).rows
     assert len(rows) == len(FLAT) and {r[0] for r in rows} == {"error"}
     assert {(r[1], r[2]) for r in rows} == {(200, 80)}  # two attempts of 100 in / 40 out each

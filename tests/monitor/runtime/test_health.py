@@ -47,7 +47,8 @@ def test_readyz_is_503_with_the_reason_while_a_dependency_is_down_and_metrics_st
 
 
 async def test_a_failing_store_shows_in_readiness_until_a_write_succeeds(async_store: AsyncStore) -> None:
-    """Insert failures past the threshold mark the store down (with the error) and the first durable write marks it up."""
+    """Insert failures past the threshold mark the store down (with the error) and the first durable write marks it
+    up."""
     health = Health(joined=True, store_answered=True, unready_after_s=0.0)
     seen: list[bool] = []
     store = FaultyStore(async_store, fail_before=2)
@@ -90,7 +91,8 @@ def test_readiness_turns_on_inserts_failing_longer_than_the_threshold_and_recove
 
 
 def test_not_ready_until_joined_and_the_store_answered_and_the_judge_circuit_never_gates() -> None:
-    """A fresh monitor is not ready (saying why) until both milestones; an open judge circuit is reported, not gating."""
+    """A fresh monitor is not ready (saying why) until both milestones; an open judge circuit is reported, not
+    gating."""
     health = Health()
     assert not health.ready and health.starting() == ["joining the consumer group", "opening the store"]
     health.store_answered = True

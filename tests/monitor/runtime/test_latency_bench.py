@@ -16,7 +16,8 @@ from bench import latency
 def test_the_latency_benchmark_runs_at_a_tiny_size(
     clickhouse_url: str, database: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """bench/latency.py produces at a steady rate, finds every row readable when its insert returned, and writes it as printed."""
+    """bench/latency.py produces at a steady rate, finds every row readable when its insert returned, and writes it as
+    printed."""
     path = tmp_path / "latency.json"
     result = latency.main(
         rate=50.0, seconds=4.0, json_path=path, batch_settings=(None,), url=clickhouse_url, database=database

@@ -14,7 +14,8 @@ from bench import memory_backlog
 
 @pytest.mark.slow
 def test_the_memory_benchmark_runs_at_a_tiny_size(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """bench/memory_backlog.py fills a backlog, samples the monitor's RSS while the judge holds it back, and writes it as printed."""
+    """bench/memory_backlog.py fills a backlog, samples the monitor's RSS while the judge holds it back, and writes it
+    as printed."""
     path = tmp_path / "memory_backlog.json"
     result = memory_backlog.main(events=3000, minutes=0.25, json_path=path, interval_s=0.5)
     assert json.loads(path.read_text(encoding="utf-8")) == result

@@ -12,7 +12,8 @@ P0, P1 = TopicPartition("t", 0), TopicPartition("t", 1)
 
 
 async def test_drain_waits_for_quick_tasks_and_cancels_the_rest_at_the_deadline() -> None:
-    """Draining a partition lets its quick tasks finish, cancels its slow ones at the deadline and leaves others alone."""
+    """Draining a partition lets its quick tasks finish, cancels its slow ones at the deadline and leaves others
+    alone."""
     tasks = PartitionTasks()
     quick = tasks.spawn(P0, asyncio.sleep(0.01))
     slow = tasks.spawn(P0, asyncio.sleep(3600))

@@ -55,8 +55,10 @@ async def test_end_to_end_rows_dead_letters_and_offsets(
     t = async_store.store.qualified_table
     padded = (
         await async_store.query(
-            f"SELECT score, raw_score, n_statements, statements, verdicts, judge, judge_model, status, app, model, prompt_version, "
-            f"metadata, kafka_topic, sample_rate, question FROM {t} FINAL WHERE event_id = '9f1c2a70-0002-4c1e-9a53-000000000002'"
+            f"SELECT score, raw_score, n_statements, statements, verdicts, judge, judge_model, status, app, model, "
+            "prompt_version, "
+            f"metadata, kafka_topic, sample_rate, question FROM {t} FINAL WHERE event_id = "
+            "'9f1c2a70-0002-4c1e-9a53-000000000002'"
         )
     ).rows[0]
     assert abs(padded[0] - 1 / 3) < 1e-9 and abs(padded[1] - 1 / 3) < 1e-9
@@ -156,7 +158,8 @@ async def test_sampling_judges_whole_conversations_and_commits_the_rest(
     expected = {f"c{c}" for c in range(60) if sample_point(f"c{c}") < 0.3}
     got = (
         await async_store.query(
-            f"SELECT conversation_id, count(), any(sample_rate), any(sample_rule) FROM {async_store.store.qualified_table} FINAL "
+            f"SELECT conversation_id, count(), any(sample_rate), any(sample_rule) FROM "
+            f"{async_store.store.qualified_table} FINAL "
             "GROUP BY conversation_id"
         )
     ).rows

@@ -49,7 +49,8 @@ async def test_statements_judge_rows(
         r[0]: r[1:]
         for r in (
             await async_store.query(
-                f"SELECT event_id, status, score, raw_score, n_statements, verdicts, judge, judge_model, judge_id, input_tokens, output_tokens, "
+                f"SELECT event_id, status, score, raw_score, n_statements, verdicts, judge, judge_model, judge_id, "
+                "input_tokens, output_tokens, "
                 f"cache_read_tokens + cache_write_tokens, cost_usd FROM {async_store.store.qualified_table} FINAL"
             )
         ).rows

@@ -16,7 +16,8 @@ from monitor.devtools.localbroker import LocalBroker
 async def test_the_throughput_benchmark_runs_at_a_tiny_size(
     broker: LocalBroker, clickhouse_url: str, database: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """bench/pipeline_throughput.py runs each scenario once on the tiny backlog, prints its table and writes the same figures."""
+    """bench/pipeline_throughput.py runs each scenario once on the tiny backlog, prints its table and writes the same
+    figures."""
     path = tmp_path / "pipeline_throughput.json"
     n = pipeline_throughput.TINY_EVENTS
     result = await pipeline_throughput.main(

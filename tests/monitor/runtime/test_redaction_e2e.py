@@ -102,7 +102,8 @@ async def test_planted_items_reach_neither_the_judge_nor_the_store(
     table = async_store.store.qualified_table
     rows = (
         await async_store.query(
-            f"SELECT event_id, status, question, response, reasoning, statements, verdict_reasons, mapValues(metadata), error,"
+            f"SELECT event_id, status, question, response, reasoning, statements, verdict_reasons, "
+            "mapValues(metadata), error,"
             f" redactions, redactor FROM {table} FINAL"
         )
     ).rows
@@ -121,14 +122,16 @@ async def test_planted_items_reach_neither_the_judge_nor_the_store(
 async def test_a_known_api_key_never_appears_in_any_log_line_of_a_full_run(
     broker: LocalBroker, topic: str, tmp_path: Path, fake_messages_api: FakeMessagesAPI
 ) -> None:
-    """`run` at debug level, with the key in the settings, in events, in metadata and in a malformed record, logs neither
-    the configured key nor a pasted one."""
+    """`run` at debug level, with the key in the settings, in events, in metadata and in a malformed record, logs
+    neither the configured key nor a pasted one."""
     configured_key = "sk-ant-api03-CONFIGUREDkeyXq7Lm2Nv8Rt4Yw1Pz6Hs3Jd9Fg5Kc0B"
     pasted_key = "sk-ant-api03-PASTEDkeyQ8wE4rT6yU2iO9pA1sD7fG3hJ5kL0zXcVbNm"
     values = [
-        json.dumps({"event_id": "k1", "conversation_id": "c1", "timestamp": "2026-11-30T10:00:00Z", "user_message": f"is {pasted_key} valid?",
-                    "response": f"Revoke {pasted_key} now.", "metadata": {"note": pasted_key}}).encode(),
-        json.dumps({"event_id": "k2", "messages": [{"role": "user", "content": pasted_key}]}).encode(),  # no assistant turn: dead letter
+        json.dumps({"event_id": "k1", "conversation_id": "c1", "timestamp": "2026-11-30T10:00:00Z",
+                    "user_message": f"is {pasted_key} valid?", "response": f"Revoke {pasted_key} now.",
+                    "metadata": {"note": pasted_key}}).encode(),
+        # no assistant turn: dead letter
+        json.dumps({"event_id": "k2", "messages": [{"role": "user", "content": pasted_key}]}).encode(),
         f'{{"event_id": "k3", "user_message": "{pasted_key}", "response": 42}}'.encode(),  # malformed
         f"not json at all {pasted_key}".encode(),
     ]  # fmt: skip

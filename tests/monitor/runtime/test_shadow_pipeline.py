@@ -82,7 +82,10 @@ async def test_shadow_rows_sit_beside_the_primary_rows_for_a_deterministic_sub_s
     expected = shadowed(n, "s", rate)
     assert 5 < len(expected) < 30  # a sub-sample, neither nothing nor everything
     t = async_store.store.qualified_table
-    cols = "event_id, conversation_id, event_time, app, model, prompt_version, metadata, kafka_topic, kafka_partition, kafka_offset, question"
+    cols = (
+        "event_id, conversation_id, event_time, app, model, prompt_version, metadata, kafka_topic, kafka_partition, "
+        "kafka_offset, question"
+    )
     primary = {
         r[0]: r
         for r in (
@@ -93,7 +96,8 @@ async def test_shadow_rows_sit_beside_the_primary_rows_for_a_deterministic_sub_s
         r[0]: r
         for r in (
             await async_store.query(
-                f"SELECT {cols}, judge, sample_rule, sample_rate, status, cost_usd FROM {t} FINAL WHERE judge_id = {{j:String}}",
+                f"SELECT {cols}, judge, sample_rule, sample_rate, status, cost_usd FROM {t} FINAL WHERE judge_id = "
+                f"{{j:String}}",
                 {"j": shadow_id},
             )
         ).rows
@@ -200,7 +204,8 @@ async def test_a_failing_shadow_gives_error_rows_and_leaves_the_primary_rows_cir
     t = async_store.store.qualified_table
     rows = (
         await async_store.query(
-            f"SELECT judge, status, count(), countIf(error LIKE 'unavailable%') FROM {t} FINAL GROUP BY ALL ORDER BY ALL"
+            f"SELECT judge, status, count(), countIf(error LIKE 'unavailable%') FROM {t} FINAL GROUP BY ALL ORDER BY "
+            "ALL"
         )
     ).rows
     assert rows == [("lexical", "ok", n, 0), ("rubric", "error", len(expected), len(expected))]

@@ -22,7 +22,8 @@ async def test_stopping_under_a_backlog_waits_for_one_judge_call_not_the_grace_p
     async_store: AsyncStore,
     fake_messages_api: FakeMessagesAPI,
 ) -> None:
-    """With 1,500 events queued behind a 2 s judge, a stop exits in about one call plus a flush, committing only rows written."""
+    """With 1,500 events queued behind a 2 s judge, a stop exits in about one call plus a flush, committing only rows
+    written."""
     fake_messages_api.always(slow(JUDGE_S))
     settings = make_settings(
         judge="rubric",
@@ -47,7 +48,8 @@ async def test_stopping_under_a_backlog_waits_for_one_judge_call_not_the_grace_p
     for partition, offset in committed.items():
         below = (
             await async_store.query(
-                f"SELECT uniqExact(kafka_offset) FROM {table} WHERE kafka_partition = {partition} AND kafka_offset < {offset or 0}"
+                f"SELECT uniqExact(kafka_offset) FROM {table} WHERE kafka_partition = {partition} AND kafka_offset < "
+                f"{offset or 0}"
             )
         ).rows[0][0]
         assert below == (offset or 0), f"partition {partition}: committed {offset} but only {below} rows below it"

@@ -70,7 +70,8 @@ def test_a_store_without_the_table_has_erased_nothing(store: ClickHouseStore) ->
 
 
 def test_with_a_cluster_every_shard_is_read(store: ClickHouseStore) -> None:
-    """With a cluster the load reads `cluster('prod', db.erased_ids)` (every shard); chDB's refusal names the cluster."""
+    """With a cluster the load reads `cluster('prod', db.erased_ids)` (every shard); chDB's refusal names the
+    cluster."""
     clustered = ClickHouseStore(store.url, store.database, store.table, cluster="prod")
     with pytest.raises(StoreError, match="prod"):
         load_erased_ids(clustered)

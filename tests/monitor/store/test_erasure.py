@@ -1,6 +1,7 @@
 """Erasure for data-subject requests (privacy issue): `forget` deletes every row of the conversations and events
 asked from every scores table of the database, leaves the others, reports the counts, counts only on a dry run, and
-matches ids literally whatever they contain; before deleting, it records the ids' hashes (never the ids) in erased_ids."""
+matches ids literally whatever they contain; before deleting, it records the ids' hashes (never the ids) in
+erased_ids."""
 
 from __future__ import annotations
 
@@ -99,7 +100,8 @@ def test_a_dry_run_counts_and_deletes_nothing(people: ClickHouseStore) -> None:
 
 
 def test_ids_that_match_nothing_are_no_error_and_issue_no_delete(people: ClickHouseStore) -> None:
-    """Unknown ids report 0 rows, delete nothing and leave no mutation (no DELETE is sent for a table without matches)."""
+    """Unknown ids report 0 rows, delete nothing and leave no mutation (no DELETE is sent for a table without
+    matches)."""
     report = forget(people, ["carol"], ["zz"])
     assert (report.rows_matched, report.rows_deleted, report.tables[0].conversation_ids_found) == (0, 0, ())
     assert len(_left(people)) == 10
@@ -200,14 +202,16 @@ def _erased(store: ClickHouseStore) -> list[tuple[str, str, datetime]]:
 
 
 def test_forget_records_the_hashes_of_every_id_asked_and_never_the_ids(people: ClickHouseStore) -> None:
-    """Every id asked, matched or not, is recorded as its SHA-256 with the erasure's time and counted; no raw id is stored."""
+    """Every id asked, matched or not, is recorded as its SHA-256 with the erasure's time and counted; no raw id is
+    stored."""
     report = forget(people, ["alice", "zoë"], ["b1", "never-scored"], clock=lambda: AT)
     assert report.ids_recorded == 4 and report.as_json()["ids_recorded"] == 4
     expected = [("conversation", hashlib.sha256(i.encode()).hexdigest(), AT) for i in ("alice", "zoë")]
     expected += [("event", hashlib.sha256(i.encode()).hexdigest(), AT) for i in ("b1", "never-scored")]
     assert _erased(people) == sorted(expected)
     every_cell = people.query(
-        f"SELECT arrayStringConcat([kind, toString(id_sha256), toString(erased_at)], '|') FROM {people.database}.{ERASED_TABLE}"
+        f"SELECT arrayStringConcat([kind, toString(id_sha256), toString(erased_at)], '|') FROM "
+        f"{people.database}.{ERASED_TABLE}"
     )
     for raw in ("alice", "zoë", "never-scored"):  # not "b1": two hex digits, found in some hash by chance
         assert not any(raw in str(cell) for (cell,) in every_cell.rows), raw
@@ -234,7 +238,8 @@ def test_the_hashes_are_recorded_before_the_delete(people: ClickHouseStore, monk
 
 
 def test_a_store_without_erased_ids_is_refused_before_any_delete(people: ClickHouseStore) -> None:
-    """Without erased_ids (before migration 039) forget refuses, naming `migrate`, and deletes nothing; a dry run counts."""
+    """Without erased_ids (before migration 039) forget refuses, naming `migrate`, and deletes nothing; a dry run
+    counts."""
     people.command(f"DROP TABLE {people.database}.{ERASED_TABLE}")
     with pytest.raises(StoreError, match=r"erased_ids not found .*relevancy-monitor migrate.*nothing was deleted"):
         forget(people, ["alice"])

@@ -1,6 +1,6 @@
 """Retention as TTLs (privacy issue): the plan is pure and only holds what differs (re-running is a no-op); `migrate`
-applies MONITOR_RETENTION_DAYS to the scores, traffic, rollup and canary tables and MONITOR_TEXT_RETENTION_DAYS to the text
-columns, and chDB then deletes old rows and empties old text; a store that does not migrate itself only warns."""
+applies MONITOR_RETENTION_DAYS to the scores, traffic, rollup and canary tables and MONITOR_TEXT_RETENTION_DAYS to the
+text columns, and chDB then deletes old rows and empties old text; a store that does not migrate itself only warns."""
 
 from __future__ import annotations
 
@@ -24,21 +24,27 @@ from tests.monitor.alerts.conftest import canary_run, insert, insert_canary, ins
 
 
 def _scores(ttl: str | None = None, text_ttl: str | None = None, table: str = "relevancy_scores") -> str:
-    """A scores table's create_table_query as system.tables renders it, with a table TTL and a TTL on its text columns."""
+    """A scores table's create_table_query as system.tables renders it, with a table TTL and a TTL on its text
+    columns."""
     t = f" TTL {text_ttl}" if text_ttl else ""
     return (
         f"CREATE TABLE db.{table} (`event_id` String, `conversation_id` String, `event_time` DateTime64(3, 'UTC'), "
-        f"`status` Enum8('ok' = 1, 'error' = 2), `score` Nullable(Float64), `reasoning` String{t}, `statements` Array(String){t}, "
-        f"`verdicts` Array(LowCardinality(String)), `verdict_reasons` Array(String){t}, `question` String{t}, `response` String{t}, "
+        f"`status` Enum8('ok' = 1, 'error' = 2), `score` Nullable(Float64), `reasoning` String{t}, `statements` "
+        f"Array(String){t}, "
+        f"`verdicts` Array(LowCardinality(String)), `verdict_reasons` Array(String){t}, `question` String{t}, "
+        f"`response` String{t}, "
         "`redactions` Map(LowCardinality(String), UInt32), `version` UInt64) ENGINE = ReplacingMergeTree(version) "
-        f"PARTITION BY toYYYYMM(event_time) ORDER BY (event_id){f' TTL {ttl}' if ttl else ''} SETTINGS non_replicated_deduplication_window = 1000"
+        f"PARTITION BY toYYYYMM(event_time) ORDER BY (event_id){f' TTL {ttl}' if ttl else ''} SETTINGS "
+        "non_replicated_deduplication_window = 1000"
     )
 
 
 def _aggregate(table: str, column: str, ttl: str | None = None) -> str:
     return (
-        f"CREATE TABLE db.{table} (`{column}` DateTime('UTC'), `app` LowCardinality(String), `n_rows` SimpleAggregateFunction(sum, UInt64)) "
-        f"ENGINE = AggregatingMergeTree PARTITION BY toYYYYMM({column}) ORDER BY ({column}, app){f' TTL {ttl}' if ttl else ''} "
+        f"CREATE TABLE db.{table} (`{column}` DateTime('UTC'), `app` LowCardinality(String), `n_rows` "
+        "SimpleAggregateFunction(sum, UInt64)) "
+        f"ENGINE = AggregatingMergeTree PARTITION BY toYYYYMM({column}) ORDER BY ({column}, "
+        f"app){f' TTL {ttl}' if ttl else ''} "
         "SETTINGS index_granularity = 8192"
     )
 
@@ -60,7 +66,8 @@ def _current(days: int = 0, text_days: int = 0) -> dict[str, str]:
 
 def _canary(ttl: str | None = None) -> str:
     return (
-        "CREATE TABLE db.canary_runs (`run_id` String, `run_at` DateTime64(3, 'UTC'), `judge_id` LowCardinality(String), "
+        "CREATE TABLE db.canary_runs (`run_id` String, `run_at` DateTime64(3, 'UTC'), `judge_id` "
+        "LowCardinality(String), "
         "`written_at` DateTime64(3, 'UTC')) ENGINE = ReplacingMergeTree(written_at) PARTITION BY toYYYYMM(run_at) "
         f"ORDER BY (judge_id, run_id){f' TTL {ttl}' if ttl else ''} SETTINGS index_granularity = 8192"
     )
@@ -70,10 +77,12 @@ def test_parse_reads_table_and_column_ttls_types_and_quoted_text() -> None:
     """The table TTL ends at SETTINGS; each column has its type (brackets and quotes included) and its TTL, which
     ends before COMMENT/CODEC; quotes and brackets inside comments, names and strings do not confuse the reading."""
     query = (
-        "CREATE TABLE db.t (`t` DateTime64(3, 'UTC'), `q` String DEFAULT 'a, (b' COMMENT 'it\\'s TTL x' CODEC(ZSTD(3)) TTL toDateTime(t) + "
+        "CREATE TABLE db.t (`t` DateTime64(3, 'UTC'), `q` String DEFAULT 'a, (b' COMMENT 'it\\'s TTL x' CODEC(ZSTD(3)) "
+        "TTL toDateTime(t) + "
         "toIntervalDay(3), `odd, name` Enum8('a,b' = 1), "
         "`a` Array(String) TTL toDateTime(t) + toIntervalDay(4) COMMENT 'TTL', "
-        "INDEX i q TYPE bloom_filter GRANULARITY 1) ENGINE = ReplicatedMergeTree('/clickhouse/{shard}/TTL', '{replica}') ORDER BY t "
+        "INDEX i q TYPE bloom_filter GRANULARITY 1) ENGINE = ReplicatedMergeTree('/clickhouse/{shard}/TTL', "
+        "'{replica}') ORDER BY t "
         "TTL toDateTime(t) + toIntervalDay(30) SETTINGS index_granularity = 8192"
     )
     parsed = parse_table(query)
@@ -111,7 +120,8 @@ def test_hand_set_ttls_in_other_spellings_are_read_as_the_same_ttl() -> None:
 
 
 def test_the_wanted_ttls_follow_the_settings() -> None:
-    """Rows by event time or run time (as a DateTime) or the minute/hour column; text TTL only when shorter than the rows'."""
+    """Rows by event time or run time (as a DateTime) or the minute/hour column; text TTL only when shorter than the
+    rows'."""
     scores, traffic, minute, hour, canary = wanted_ttls("relevancy_scores", 30, 7)
     assert scores.ttl == "toDateTime(event_time) + INTERVAL 30 DAY"
     assert dict(scores.columns) == {c: "toDateTime(event_time) + INTERVAL 7 DAY" for c in TEXT_COLUMNS}
@@ -145,7 +155,8 @@ def test_setting_a_retention_alters_each_table_once_with_the_table_ttl_last() ->
     plan = plan_retention("db", "relevancy_scores", 30, 7, _current())
     text = "toDateTime(event_time) + INTERVAL 7 DAY"
     assert plan.statements == (
-        f"ALTER TABLE db.relevancy_scores MODIFY COLUMN question String TTL {text}, MODIFY COLUMN response String TTL {text}, "
+        f"ALTER TABLE db.relevancy_scores MODIFY COLUMN question String TTL {text}, MODIFY COLUMN response String TTL "
+        f"{text}, "
         f"MODIFY COLUMN reasoning String TTL {text}, MODIFY COLUMN statements Array(String) TTL {text}, "
         f"MODIFY COLUMN verdict_reasons Array(String) TTL {text}, MODIFY TTL toDateTime(event_time) + INTERVAL 30 DAY",
         "ALTER TABLE db.traffic_counts MODIFY TTL minute + INTERVAL 30 DAY",
@@ -386,7 +397,8 @@ def test_a_zero_retention_removes_the_ttls_and_keeps_old_rows(clickhouse_url: st
 
 
 def test_a_migrate_without_a_retention_setting_leaves_the_ttls_alone(clickhouse_url: str, kept: Migrations) -> None:
-    """MONITOR_RETENTION_DAYS unset (a `migrate` run without the deployment's settings) changes no TTL and checks none."""
+    """MONITOR_RETENTION_DAYS unset (a `migrate` run without the deployment's settings) changes no TTL and checks
+    none."""
     kept.migrate()
     before = _create_queries(kept.store)
     unset = Migrations(ClickHouseStore(clickhouse_url, kept.store.database, kept.store.table))
@@ -447,9 +459,9 @@ def test_the_migrate_command_prints_the_retention_changes(
     try:
         assert main(["migrate", *flags]) == 0
         err = capsys.readouterr().err.splitlines()
-        assert (
-            err[1]
-            == "retention set to rows 30 days, text 7 days (10 TTL change(s); rows already stored follow in the background):"
+        assert err[1] == (
+            "retention set to rows 30 days, text 7 days (10 TTL change(s); rows already stored follow in the "
+            "background):"
         ), err
         assert f"  {database}.relevancy_scores: TTL none -> toDateTime(event_time) + INTERVAL 30 DAY" in err
         assert (

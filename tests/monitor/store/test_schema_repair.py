@@ -21,7 +21,8 @@ from tests.monitor.runtime.test_sink import rows
 
 
 def test_the_snapshot_is_what_the_migrations_create(store: ClickHouseStore) -> None:
-    """The committed expected_schema.json equals a fresh store's schema (else: python -m monitor.devtools.schema_snapshot)."""
+    """The committed expected_schema.json equals a fresh store's schema (else: python -m
+    monitor.devtools.schema_snapshot)."""
     committed = (Path(__file__).parents[3] / "schemas" / "sql" / SNAPSHOT_FILE).read_text(encoding="utf-8")
     document = snapshot_document(Migrations(store).found(), store.table)
     document["generated_by"] = "python -m monitor.devtools.schema_snapshot"
@@ -107,7 +108,8 @@ def test_a_type_it_cannot_fix_fails_migrate_and_changes_nothing(
     assert _migrate(store) == 1
     assert "cannot fix: " in capsys.readouterr().err
     assert store.query(
-        f"SELECT type FROM system.columns WHERE database = '{store.database}' AND table = 'alert_state' AND name = 'segment'"
+        f"SELECT type FROM system.columns WHERE database = '{store.database}' AND table = 'alert_state' AND name = "
+        "'segment'"
     ).rows == [("Nullable(String)",)]
 
 
@@ -164,7 +166,10 @@ async def test_run_refuses_a_store_missing_a_table_before_any_kafka_client(tmp_p
         MONITOR_CLICKHOUSE_URL=url, MONITOR_KAFKA_BOOTSTRAP_SERVERS="127.0.0.1:1", MONITOR_METRICS_PORT="0"
     )
     assert (await cli("migrate", env=env))[0] == 0
-    drop = f"import clickhouse_connect; clickhouse_connect.get_client(dsn={url!r}).command('DROP TABLE relevancy.relevancy_scores')"
+    drop = (
+        f"import clickhouse_connect; clickhouse_connect.get_client(dsn={url!r}).command('DROP TABLE "
+        "relevancy.relevancy_scores')"
+    )
     dropped = await asyncio.create_subprocess_exec(sys.executable, "-c", drop)
     assert await asyncio.wait_for(dropped.wait(), 120) == 0
     code, _out, err = await cli("run", env=env)

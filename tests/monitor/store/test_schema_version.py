@@ -59,7 +59,8 @@ def _run_args(store: ClickHouseStore, *extra: str) -> list[str]:
 def test_run_on_a_store_behind_without_auto_migrate_stops_with_one_line(
     behind: ClickHouseStore, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """MONITOR_AUTO_MIGRATE=false and a store behind: `run` exits 1 before Kafka with one line saying to run `migrate`."""
+    """MONITOR_AUTO_MIGRATE=false and a store behind: `run` exits 1 before Kafka with one line saying to run
+    `migrate`."""
     assert main(_run_args(behind, "--auto-migrate", "false")) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("relevancy-monitor: error: the schema of"), err
@@ -70,7 +71,8 @@ def test_run_on_a_store_behind_without_auto_migrate_stops_with_one_line(
 
 
 def test_auto_migrate_at_start_brings_a_store_behind_up_to_date(behind: ClickHouseStore) -> None:
-    """MONITOR_AUTO_MIGRATE=true: the start-up step applies and records the pending migrations, then the check passes."""
+    """MONITOR_AUTO_MIGRATE=true: the start-up step applies and records the pending migrations, then the check
+    passes."""
     s = load_settings(clickhouse_url=behind.url, clickhouse_database=behind.database, auto_migrate=True)
     _prepare_schema(s.store)
     assert Migrations(behind).pending() == []
@@ -82,7 +84,8 @@ def test_auto_migrate_at_start_brings_a_store_behind_up_to_date(behind: ClickHou
 async def test_the_service_store_migrates_the_embedded_store_by_default_and_checks_otherwise(
     behind: ClickHouseStore,
 ) -> None:
-    """AsyncStore.open (the pipeline's way in) migrates a chdb: store by default, and only checks with auto_migrate false."""
+    """AsyncStore.open (the pipeline's way in) migrates a chdb: store by default, and only checks with auto_migrate
+    false."""
     refusing = AsyncStore(
         refused := ClickHouseStore(behind.url, behind.database, behind.table), Migrations(refused, auto_migrate=False)
     )
@@ -101,7 +104,8 @@ async def test_the_service_store_migrates_the_embedded_store_by_default_and_chec
 def test_run_on_a_server_checks_unless_told_to_migrate(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], extra: tuple[str, ...], step: str
 ) -> None:
-    """For an http(s) server `run` only checks the version by default (the operator migrates); MONITOR_AUTO_MIGRATE=true migrates."""
+    """For an http(s) server `run` only checks the version by default (the operator migrates);
+    MONITOR_AUTO_MIGRATE=true migrates."""
     called: list[str] = []
 
     def refuse(self: Migrations) -> Any:
