@@ -190,7 +190,7 @@ def main(
         try:
             result = measure(store, days, rate, parse_duration(step), sample)
         finally:
-            store.command(f"DROP DATABASE IF EXISTS {database}")
+            store.command(f"DROP DATABASE IF EXISTS {database} SYNC")
             store.close()
     emit(report_lines(result), result, json_path)
     return result

@@ -57,7 +57,9 @@ def store(clickhouse_url: str, database: str) -> Iterator[ClickHouseStore]:
     s = ClickHouseStore(clickhouse_url, database, "relevancy_scores")
     Migrations(s).ensure()
     yield s
-    s.command(f"DROP DATABASE IF EXISTS {database}")
+    # SYNC: an Atomic database keeps a dropped table for 8 minutes, and each one left slows every later DDL of the
+    # worker's engine (a schema set-up costs 0.3 CPU-s on a fresh engine, 0.95 after 30 drops without SYNC).
+    s.command(f"DROP DATABASE IF EXISTS {database} SYNC")
 
 
 @pytest.fixture

@@ -47,7 +47,7 @@ def fresh(clickhouse_url: str, database: str) -> Iterator[ClickHouseStore]:
     """A store on a database nothing has created yet; dropped afterwards."""
     s = ClickHouseStore(clickhouse_url, database, "relevancy_scores")
     yield s
-    s.command(f"DROP DATABASE IF EXISTS {database}")
+    s.command(f"DROP DATABASE IF EXISTS {database} SYNC")
 
 
 def _recorded(store: ClickHouseStore) -> list[tuple[str, str, str]]:
@@ -230,7 +230,8 @@ def test_the_migrate_command_reports_what_it_applied(
         assert main(args) == 0
         assert "already up to date" in capsys.readouterr().err
     finally:
-        ClickHouseStore(clickhouse_url, database, "relevancy_scores").command(f"DROP DATABASE IF EXISTS {database}")
+        cleanup = ClickHouseStore(clickhouse_url, database, "relevancy_scores")
+        cleanup.command(f"DROP DATABASE IF EXISTS {database} SYNC")
 
 
 def test_asking_a_missing_embedded_store_for_its_migrations_creates_nothing(tmp_path: Path) -> None:

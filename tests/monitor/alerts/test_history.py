@@ -159,7 +159,7 @@ def history_store(chdb_dir: Path) -> Iterator[ClickHouseStore]:
     Migrations(store).ensure()
     _fill_history(store)
     yield store
-    store.command(f"DROP DATABASE IF EXISTS {store.database}")
+    store.command(f"DROP DATABASE IF EXISTS {store.database} SYNC")
 
 
 class AskedOnce:
@@ -277,7 +277,8 @@ def test_the_fast_backtest_finds_the_episodes_of_the_per_step_backtest(
     """`run_backtest` reading histories reports the same episodes, cleared pendings and errors as querying every step
     (the rounds of `run_backtest(per_step=True)`, on the module's shared per-step answers)."""
     store, rules = history_store, _rules()
-    since, until, step = DAY2 + timedelta(minutes=30), DAY2 + timedelta(hours=4, minutes=10), timedelta(minutes=5)
+    # The same 10-minute steps as the test above, so the per-step side is answered from the module's shared answers.
+    since, until, step = DAY2 + timedelta(minutes=30), DAY2 + timedelta(hours=4, minutes=10), timedelta(minutes=10)
     slow = backtest_on(per_step, rules, since, until, step)
     fast = run_backtest(store, rules, since, until, step)
 

@@ -25,7 +25,8 @@ from schemas.scored import ScoredRow
 from tests.monitor.alerts.conftest import T0, default_rules, insert, insert_traffic, make_row, noisy, rules_from, stream
 from tests.monitor.alerts.test_history import DAY2, EXTRA_RULES, _history_rows
 
-STEP = timedelta(minutes=30)
+# Hourly rounds over the stretch of the history that holds its regression (four steps).
+STEP = timedelta(hours=1)
 TIMES = backtest_times(DAY2 + timedelta(minutes=30), DAY2 + timedelta(hours=4, minutes=10), STEP)
 SUFFIX = "_with_replays"
 
@@ -135,7 +136,7 @@ def other_store(store: ClickHouseStore) -> Iterator[ClickHouseStore]:
     other = ClickHouseStore(store.url, f"{store.database}_live", store.table)
     Migrations(other).ensure()
     yield other
-    other.command(f"DROP DATABASE IF EXISTS {other.database}")
+    other.command(f"DROP DATABASE IF EXISTS {other.database} SYNC")
 
 
 def test_replayed_rows_change_nothing_a_rule_leaving_them_out_sees(store: ClickHouseStore) -> None:

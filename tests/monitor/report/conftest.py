@@ -292,7 +292,7 @@ def filled(chdb_dir: Path) -> Iterator[Filled]:
     store = ClickHouseStore(f"chdb://{chdb_dir}", f"r_{uuid.uuid4().hex[:12]}", "relevancy_scores")
     Migrations(store).ensure()
     yield fill(store)
-    store.command(f"DROP DATABASE IF EXISTS {store.database}")
+    store.command(f"DROP DATABASE IF EXISTS {store.database} SYNC")
     store.close()
 
 

@@ -90,4 +90,4 @@ def test_the_erased_ids_get_no_retention_ttl(clickhouse_url: str, database: str)
         assert "TTL" in ddl["relevancy_scores"] and "TTL" not in ddl[ERASED_TABLE]
         assert ERASED_TABLE not in retention_tables("relevancy_scores")
     finally:
-        s.command(f"DROP DATABASE IF EXISTS {database}")
+        s.command(f"DROP DATABASE IF EXISTS {database} SYNC")

@@ -253,7 +253,7 @@ def kept(clickhouse_url: str, database: str) -> Iterator[Migrations]:
         ClickHouseStore(clickhouse_url, database, "relevancy_scores"), retention_days=30, text_retention_days=7
     )
     yield s
-    s.store.command(f"DROP DATABASE IF EXISTS {database}")
+    s.store.command(f"DROP DATABASE IF EXISTS {database} SYNC")
 
 
 def _create_queries(store: ClickHouseStore) -> dict[str, str]:
@@ -472,4 +472,5 @@ def test_the_migrate_command_prints_the_retention_changes(
         assert main(["migrate", *flags]) == 0
         assert capsys.readouterr().err.splitlines()[1:] == ["retention unchanged: rows 30 days, text 7 days"]
     finally:
-        ClickHouseStore(clickhouse_url, database, "relevancy_scores").command(f"DROP DATABASE IF EXISTS {database}")
+        cleanup = ClickHouseStore(clickhouse_url, database, "relevancy_scores")
+        cleanup.command(f"DROP DATABASE IF EXISTS {database} SYNC")

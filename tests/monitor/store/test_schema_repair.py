@@ -146,7 +146,7 @@ def test_two_writers_started_at_once_on_a_fresh_store_both_find_it_whole(clickho
     finally:
         cleanup = ClickHouseStore(clickhouse_url, database, "relevancy_scores")
         cleanup.open()
-        cleanup.command(f"DROP DATABASE IF EXISTS {database}")
+        cleanup.command(f"DROP DATABASE IF EXISTS {database} SYNC")
 
 
 def test_no_row_is_written_before_the_schema_is_checked(clickhouse_url: str, database: str) -> None:

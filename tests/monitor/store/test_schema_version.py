@@ -38,7 +38,7 @@ def behind(clickhouse_url: str, database: str) -> Iterator[ClickHouseStore]:
     for statement in render_ddl(database, "relevancy_scores"):
         s.command(statement)
     yield s
-    s.command(f"DROP DATABASE IF EXISTS {database}")
+    s.command(f"DROP DATABASE IF EXISTS {database} SYNC")
 
 
 def _run_args(store: ClickHouseStore, *extra: str) -> list[str]:
