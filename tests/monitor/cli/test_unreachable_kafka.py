@@ -23,10 +23,12 @@ async def test_a_silent_broker_is_one_line_within_the_connect_timeout(tmp_path: 
             MONITOR_METRICS_PORT="0",
         )
         started = time.monotonic()
-        code, _, err = await cli("run", env=env, limit_s=60)
+        code, _, err = await cli("run", env=env, limit_s=120)
         took = time.monotonic() - started
     last = err.strip().splitlines()[-1]
     assert code == 1, err
     assert last.startswith(f"relevancy-monitor: error: no answer from Kafka at 127.0.0.1:{port} within 2s"), err
     assert "Traceback" not in err and "Unclosed" not in err and sum("error" in ln for ln in err.splitlines()) == 1
-    assert took < 15, f"took {took:.1f}s"
+    # Well under the default timeout of 60 s, so the 2 s setting is what ended it; the rest is the process's start-up,
+    # which took up to 23 s on a loaded 2-core machine.
+    assert took < 45, f"took {took:.1f}s"
