@@ -13,11 +13,7 @@ import sys
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
 
-from monitor.calibration.agreement import Bootstrap
 from monitor.calibration.labels import SCALES, golden_path, read_labels
-from monitor.calibration.report import compare, document
-from monitor.calibration.run import Progress
-from monitor.cli.calibration_tables import print_report, report_console
 from monitor.cli.flags import JUDGE_ENV_ONLY, JUDGE_SETTINGS, add_setting_flags, positive_int, settings_from_args
 from monitor.config import Settings
 from schemas.errors import LabelsError, UsageError
@@ -25,6 +21,11 @@ from schemas.errors import LabelsError, UsageError
 if TYPE_CHECKING:
     from rich.progress import Progress as Bar
     from rich.progress import TaskID
+
+    from monitor.calibration.run import Progress
+
+# The statistics (numpy) and the report's tables are imported by the command itself: building the parser for any
+# other command stays cheap (every `relevancy-monitor ...` builds the whole parser).
 
 PROG = "relevancy-monitor calibrate"
 # The flow limits the service judges under, read here too so a large set meets the provider as `run` would.
@@ -113,7 +114,10 @@ def run_calibrate(
 ) -> int:
     """Judge the set `ns` names and print the report to `out`, progress and a failure summary to `err`; raises
     `LabelsError`, `UsageError` or `ConfigError` (exit 2) before any judging for bad input."""
+    from monitor.calibration.agreement import Bootstrap
+    from monitor.calibration.report import compare, document
     from monitor.calibration.run import judge_pairs
+    from monitor.cli.calibration_tables import print_report, report_console
     from monitor.judges.factory import build_judge
     from monitor.privacy.redactor import build_redactor
 

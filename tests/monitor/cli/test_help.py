@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
+import subprocess
+import sys
 from contextlib import redirect_stdout
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +18,7 @@ from monitor.cli.main import build_parser
 from monitor.config import FIELDS
 from monitor.devtools.config_reference import env_only
 
+REPO = Path(__file__).resolve().parents[3]
 COMMANDS = ("run", "migrate", "sql", "produce", "broker", "judge", "forget", "demo", "report", "calibrate", "compare")
 
 
@@ -121,3 +126,14 @@ def test_no_option_names_a_setting_differently(monkeypatch: pytest.MonkeyPatch) 
         ("judge", "--json"),
     ):
         assert old not in help_text(command, monkeypatch), (command, old)  # former spellings are hidden
+
+
+def test_building_the_parser_imports_no_statistics_or_llm_client() -> None:
+    """Every command builds the whole parser, so it stays cheap: numpy, scipy and anthropic load in the commands."""
+    probe = (
+        "import sys; from monitor.cli.main import build_parser; build_parser(); "
+        "print(sorted(m for m in ('numpy', 'scipy', 'anthropic', 'matplotlib') if m in sys.modules))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=60, check=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
