@@ -42,6 +42,10 @@ lint: install   ## ruff (lint and format), strict mypy, the import layers, and d
 # long ones first (tests/conftest.py). PYTEST_WORKERS=0 runs the suite in one process.
 PYTEST_WORKERS ?= 4
 PARALLEL := -n $(PYTEST_WORKERS) --dist loadgroup
+# Bytecode on for the suite, even where the environment turns it off (PYTHONDONTWRITEBYTECODE=1, as in many CI
+# images): otherwise each worker re-does pytest's assertion rewriting of every test module (4 CPU-s a worker) and
+# each of the suite's ~60 subprocesses compiles the package again. Caches land in the gitignored __pycache__/.
+test test-fast: export PYTHONDONTWRITEBYTECODE :=
 
 test: lint browser   ## lint, then the whole suite, slow fault tests included (what CI runs)
 	$(PY) -m pytest -q -ra $(PARALLEL)

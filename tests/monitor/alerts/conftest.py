@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import copy
 import random
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -16,7 +18,7 @@ from monitor.canary.figures import run_figures
 from monitor.canary.run import CanaryRun, JudgedPair
 from monitor.canary.table import canary_rows
 from monitor.judges.base import JudgeFailure, JudgeInfo, Judgement
-from monitor.store.connection import ClickHouseStore
+from monitor.store.connection import ClickHouseStore, QueryResult
 from schemas.canary import CANARY_TABLE, COLUMNS
 from schemas.scored import ScoredRow
 
@@ -71,6 +73,32 @@ def make_row(
         latency_ms=100,
         replay_run=replay_run,
     )
+
+
+class AnsweredOnce(ClickHouseStore):
+    """A store that is only read: each distinct query (its SQL and parameters) runs once, and repeats get a copy of
+    the first answer. chDB spends about 30 CPU-ms on a rule's query whatever the data, so tests that evaluate the
+    same windows again (a per-step backtest beside the fast one) read each once. Writes are refused."""
+
+    def __init__(self, store: ClickHouseStore) -> None:
+        super().__init__(store.url, store.database, store.table)
+        self.schema_ready = store.schema_ready
+        self.use_database()
+        self.answers: dict[tuple[str, str], QueryResult] = {}
+        self.asked = 0
+
+    def query(self, sql: str, parameters: dict[str, Any] | None = None) -> QueryResult:
+        """The store's answer to `sql` with `parameters`, run the first time it is asked (errors are never kept)."""
+        self.asked += 1
+        key = (sql, repr(sorted((parameters or {}).items())))
+        if key not in self.answers:
+            self.answers[key] = super().query(sql, parameters)
+        answer = self.answers[key]
+        return QueryResult(answer.columns, copy.deepcopy(answer.rows))
+
+    def writable(self) -> None:
+        """Refuse every write: answers kept from before a write would be stale."""
+        raise AssertionError("AnsweredOnce serves reads only")
 
 
 def insert(store: ClickHouseStore, rows: Iterable[ScoredRow], batch: int = 5000) -> int:

@@ -5,7 +5,6 @@ progress."""
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import math
 import random
@@ -21,7 +20,7 @@ import pytest
 from monitor.alerts.backtest import Progress, backtest_on, backtest_times, read_history, run_backtest
 from monitor.alerts.engine import Evaluation, evaluate_rules
 from monitor.alerts.history import SCORE_SUMS, Grid, buckets_at, build_history, grid_for
-from monitor.alerts.rules import Rule, RuleSet
+from monitor.alerts.rules import RuleSet
 from monitor.alerts.sequential import Reference, cusum
 from monitor.alerts.sources import StoreData
 from monitor.alerts.windows import Windows, windows_for
@@ -30,6 +29,7 @@ from monitor.store.migrations import Migrations
 from schemas.scored import ScoredRow
 from tests.monitor.alerts.conftest import (
     T0,
+    AnsweredOnce,
     canary_run,
     default_rules,
     insert,
@@ -162,50 +162,11 @@ def history_store(chdb_dir: Path) -> Iterator[ClickHouseStore]:
     store.command(f"DROP DATABASE IF EXISTS {store.database} SYNC")
 
 
-class AskedOnce:
-    """`StoreData` that asks the store each distinct question (method, rule, windows, arguments) once and answers
-    repeats with a copy of the first answer: the store is only read, so the answer cannot change. The per-step
-    evaluations of one test serve the next (10-minute steps are every other 5-minute step)."""
-
-    def __init__(self, data: StoreData) -> None:
-        self.data = data
-        self.answers: dict[tuple[object, ...], Any] = {}
-
-    def _ask(self, method: str, rule: Rule, *args: Any) -> Any:
-        key = (method, repr(rule), *args)
-        if key not in self.answers:  # a QueryError is raised each time, never kept
-            self.answers[key] = getattr(self.data, method)(rule, *args)
-        return copy.deepcopy(self.answers[key])
-
-    def scores(self, rule: Rule, windows: Windows) -> Any:
-        """See `RuleData.scores`."""
-        return self._ask("scores", rule, windows)
-
-    def versions(self, rule: Rule, windows: Windows) -> Any:
-        """See `RuleData.versions`."""
-        return self._ask("versions", rule, windows)
-
-    def traffic(self, rule: Rule, windows: Windows) -> Any:
-        """See `RuleData.traffic`."""
-        return self._ask("traffic", rule, windows)
-
-    def tail_counts(self, rule: Rule, windows: Windows, segment: Any, cutoff: float, threshold: float) -> Any:
-        """See `RuleData.tail_counts`."""
-        return self._ask("tail_counts", rule, windows, segment, cutoff, threshold)
-
-    def newest(self, rule: Rule, before: datetime) -> Any:
-        """See `RuleData.newest`."""
-        return self._ask("newest", rule, before)
-
-    def buckets(self, rule: Rule, windows: Windows) -> Any:
-        """See `RuleData.buckets`."""
-        return self._ask("buckets", rule, windows)
-
-
 @pytest.fixture(scope="module")
-def per_step(history_store: ClickHouseStore) -> AskedOnce:
-    """One query per rule and step on the history store, shared by the module's tests."""
-    return AskedOnce(StoreData(history_store))
+def per_step(history_store: ClickHouseStore) -> StoreData:
+    """One query per rule and step on the history store, each distinct one run once for the module's tests (the
+    10-minute steps of one test are answered for the next, and rules asking the same question share its answer)."""
+    return StoreData(AnsweredOnce(history_store))
 
 
 def _rules() -> RuleSet:
@@ -245,7 +206,7 @@ def _differences(slow: Evaluation, fast: Evaluation) -> list[str]:
 @pytest.mark.xdist_group("history_store")
 def test_history_gives_the_observations_and_states_of_one_query_per_step(
     history_store: ClickHouseStore,
-    per_step: AskedOnce,
+    per_step: StoreData,
 ) -> None:
     """At every step, the history read once gives the same observations, states and outcomes as one query per rule and
     step."""
@@ -272,7 +233,7 @@ def test_history_gives_the_observations_and_states_of_one_query_per_step(
 @pytest.mark.xdist_group("history_store")
 def test_the_fast_backtest_finds_the_episodes_of_the_per_step_backtest(
     history_store: ClickHouseStore,
-    per_step: AskedOnce,
+    per_step: StoreData,
 ) -> None:
     """`run_backtest` reading histories reports the same episodes, cleared pendings and errors as querying every step
     (the rounds of `run_backtest(per_step=True)`, on the module's shared per-step answers)."""
