@@ -1,0 +1,262 @@
+"""One Collector Kafka record (a whole `ExportTraceServiceRequest` or `ExportLogsServiceRequest`, protobuf or
+OTLP/JSON) read into `Span`s and `LogRecord`s with plain attribute values; raises only `DecodeError`.
+
+Both encodings end in the same structs, so the dialect mapping never sees which one arrived. OTLP/JSON is read
+from the parsed JSON, not through protobuf's JSON mapping: that mapping reads the hex trace and span ids of
+OTLP/JSON as base64 and silently yields other ids (the OTLP specification, "JSON Protobuf Encoding")."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+import msgspec
+from google.protobuf.message import DecodeError as ProtobufDecodeError
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+
+from schemas.errors import DecodeError
+
+Encoding = Literal["otlp_proto", "otlp_json"]
+Attributes = dict[str, Any]  # str, bool, int, float, bytes (hex), list and dict values, as the AnyValue held them
+_MAX_DEPTH = 32  # an AnyValue nests arrays and maps; real attributes nest two or three levels
+
+
+class SpanEvent(msgspec.Struct, frozen=True):
+    """An event recorded on a span (the legacy GenAI content events live here)."""
+
+    name: str
+    time_unix_nano: int
+    attributes: Attributes
+
+
+class Span(msgspec.Struct, frozen=True):
+    """One span with its resource's and scope's context; ids are lower-case hex."""
+
+    trace_id: str
+    span_id: str
+    name: str
+    kind: int
+    start_time_unix_nano: int
+    end_time_unix_nano: int
+    attributes: Attributes
+    events: tuple[SpanEvent, ...]
+    resource: Attributes
+    scope: str
+
+
+class LogRecord(msgspec.Struct, frozen=True):
+    """One log record (GenAI content may arrive as `gen_ai.client.inference.operation.details` events)."""
+
+    trace_id: str
+    span_id: str
+    event_name: str
+    time_unix_nano: int
+    body: Any
+    attributes: Attributes
+    resource: Attributes
+
+
+def read_spans(value: bytes | None, encoding: Encoding) -> list[Span]:
+    """The spans of one traces record, in the order the request holds them; raises `DecodeError`."""
+    if encoding == "otlp_proto":
+        request = _parse_proto(ExportTraceServiceRequest, value)
+        return [
+            _proto_span(span, resource, scope.scope.name)
+            for rs in request.resource_spans
+            for resource in (_proto_attributes(rs.resource.attributes),)
+            for scope in rs.scope_spans
+            for span in scope.spans
+        ]
+    obj = _parse_json(value, "resourceSpans")
+    return [
+        _json_span(span, resource, str(_mapping(scope.get("scope")).get("name", "")))
+        for rs in _list(obj.get("resourceSpans"))
+        for resource in (_json_attributes(_mapping(rs.get("resource")).get("attributes")),)
+        for scope in map(_mapping, _list(rs.get("scopeSpans")))
+        for span in map(_mapping, _list(scope.get("spans")))
+    ]
+
+
+def read_logs(value: bytes | None, encoding: Encoding) -> list[LogRecord]:
+    """The log records of one logs record, in the order the request holds them; raises `DecodeError`."""
+    if encoding == "otlp_proto":
+        request = _parse_proto(ExportLogsServiceRequest, value)
+        return [
+            LogRecord(
+                log.trace_id.hex(),
+                log.span_id.hex(),
+                log.event_name,
+                log.time_unix_nano or log.observed_time_unix_nano,
+                _proto_value(log.body) if log.HasField("body") else None,
+                _proto_attributes(log.attributes),
+                resource,
+            )
+            for rl in request.resource_logs
+            for resource in (_proto_attributes(rl.resource.attributes),)
+            for scope in rl.scope_logs
+            for log in scope.log_records
+        ]
+    obj = _parse_json(value, "resourceLogs")
+    return [
+        LogRecord(
+            _hex_id(log.get("traceId")),
+            _hex_id(log.get("spanId")),
+            str(log.get("eventName", "")),
+            _int(log.get("timeUnixNano")) or _int(log.get("observedTimeUnixNano")),
+            _json_value(log["body"]) if isinstance(log.get("body"), dict) else None,
+            _json_attributes(log.get("attributes")),
+            resource,
+        )
+        for rl in _list(obj.get("resourceLogs"))
+        for resource in (_json_attributes(_mapping(rl.get("resource")).get("attributes")),)
+        for scope in map(_mapping, _list(rl.get("scopeLogs")))
+        for log in map(_mapping, _list(scope.get("logRecords")))
+    ]
+
+
+# ---- protobuf ---------------------------------------------------------------------------------------------------
+
+
+def _parse_proto(kind: type[Any], value: bytes | None) -> Any:
+    if not value:
+        raise DecodeError("empty_value", "record has no value")
+    try:
+        return kind.FromString(value)
+    except (ProtobufDecodeError, ValueError, RecursionError) as e:
+        raise DecodeError("invalid_otlp", f"not an OTLP protobuf {kind.__name__}: {e}") from e
+
+
+def _proto_span(span: Any, resource: Attributes, scope: str) -> Span:
+    return Span(
+        span.trace_id.hex(),
+        span.span_id.hex(),
+        span.name,
+        span.kind,
+        span.start_time_unix_nano,
+        span.end_time_unix_nano,
+        _proto_attributes(span.attributes),
+        tuple(SpanEvent(e.name, e.time_unix_nano, _proto_attributes(e.attributes)) for e in span.events),
+        resource,
+        scope,
+    )
+
+
+def _proto_attributes(pairs: Any) -> Attributes:
+    out: Attributes = {}
+    for kv in pairs:
+        kv_typed: KeyValue = kv
+        out[kv_typed.key] = _proto_value(kv_typed.value)
+    return out
+
+
+def _proto_value(v: AnyValue, depth: int = 0) -> Any:
+    if depth > _MAX_DEPTH:
+        raise DecodeError("invalid_otlp", f"an attribute value nests deeper than {_MAX_DEPTH} levels")
+    which = v.WhichOneof("value")
+    if which == "array_value":
+        return [_proto_value(x, depth + 1) for x in v.array_value.values]
+    if which == "kvlist_value":
+        return {kv.key: _proto_value(kv.value, depth + 1) for kv in v.kvlist_value.values}
+    if which == "bytes_value":
+        return v.bytes_value.hex()
+    return getattr(v, which) if which else None
+
+
+# ---- OTLP/JSON --------------------------------------------------------------------------------------------------
+
+
+def _parse_json(value: bytes | None, top: str) -> dict[str, Any]:
+    if not value:
+        raise DecodeError("empty_value", "record has no value")
+    try:
+        obj = json.loads(value)
+    except UnicodeDecodeError as e:
+        raise DecodeError("not_utf8", f"value is not UTF-8 ({e.reason} at byte {e.start})") from e
+    except (json.JSONDecodeError, RecursionError) as e:
+        raise DecodeError("invalid_json", f"value is not JSON: {str(e)[:200]}") from e
+    if not isinstance(obj, dict) or not isinstance(obj.get(top, []), list):
+        raise DecodeError("invalid_otlp", f"not an OTLP/JSON request: expected an object with a {top} list")
+    return obj
+
+
+def _json_span(span: dict[str, Any], resource: Attributes, scope: str) -> Span:
+    return Span(
+        _hex_id(span.get("traceId")),
+        _hex_id(span.get("spanId")),
+        str(span.get("name", "")),
+        _int(span.get("kind")),
+        _int(span.get("startTimeUnixNano")),
+        _int(span.get("endTimeUnixNano")),
+        _json_attributes(span.get("attributes")),
+        tuple(
+            SpanEvent(str(e.get("name", "")), _int(e.get("timeUnixNano")), _json_attributes(e.get("attributes")))
+            for e in map(_mapping, _list(span.get("events")))
+        ),
+        resource,
+        scope,
+    )
+
+
+def _json_attributes(pairs: Any) -> Attributes:
+    return {
+        str(kv["key"]): _json_value(_mapping(kv.get("value")))
+        for kv in map(_mapping, _list(pairs))
+        if isinstance(kv.get("key"), str)
+    }
+
+
+def _json_value(v: dict[str, Any], depth: int = 0) -> Any:
+    if depth > _MAX_DEPTH:
+        raise DecodeError("invalid_otlp", f"an attribute value nests deeper than {_MAX_DEPTH} levels")
+    if "stringValue" in v:
+        return str(v["stringValue"])
+    if "boolValue" in v:
+        return bool(v["boolValue"])
+    if "intValue" in v:
+        return _int(v["intValue"])  # int64 arrives as a decimal string
+    if "doubleValue" in v:
+        return _double(v["doubleValue"])
+    if "arrayValue" in v:
+        return [_json_value(_mapping(x), depth + 1) for x in _list(_mapping(v["arrayValue"]).get("values"))]
+    if "kvlistValue" in v:
+        values = _list(_mapping(v["kvlistValue"]).get("values"))
+        return {str(kv.get("key")): _json_value(_mapping(kv.get("value")), depth + 1) for kv in map(_mapping, values)}
+    if "bytesValue" in v:
+        return str(v["bytesValue"])  # base64, as the JSON mapping writes bytes
+    return None
+
+
+def _hex_id(value: Any) -> str:
+    """An OTLP/JSON id: hex, case-insensitive (never base64, which protobuf's own JSON mapping would assume)."""
+    text = str(value or "")
+    try:
+        bytes.fromhex(text)
+    except ValueError as e:
+        raise DecodeError("invalid_otlp", f"trace or span id {text[:40]!r} is not hex") from e
+    return text.lower()
+
+
+def _int(value: Any) -> int:
+    if value is None or value == "":
+        return 0
+    try:
+        return int(value)
+    except (TypeError, ValueError) as e:
+        raise DecodeError("invalid_otlp", f"{str(value)[:40]!r} is not an integer") from e
+
+
+def _double(value: Any) -> float:
+    try:
+        return float(value)  # "NaN", "Infinity" and "-Infinity" are the JSON mapping's special values
+    except (TypeError, ValueError) as e:
+        raise DecodeError("invalid_otlp", f"{str(value)[:40]!r} is not a number") from e
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []

@@ -1,0 +1,125 @@
+"""Spans from real instrumentation code: the Anthropic SDK's own spans, OpenLLMetry and OpenInference, each around a
+real `anthropic` client calling the suite's fake Messages API, encoded as the Collector writes them and decoded."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from typing import Any
+
+import anthropic
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+
+from consumers.otlp.records import SYSTEM_METADATA_KEY, RecordContext, decode_traces_record
+from consumers.otlp.wire import Encoding
+from tests.consumers.otlp.collector import collector_record, recorded_spans
+from tests.fake_messages_api import API_KEY, FakeMessagesAPI, Reply
+
+QUESTION, ANSWER = "When did order A17 ship?", "Order A17 shipped on 3 March."
+CONTEXT = RecordContext("otlp_spans", 0, 0, None)
+
+
+@contextmanager
+def _openllmetry(provider: TracerProvider) -> Iterator[None]:
+    from opentelemetry.instrumentation.anthropic import AnthropicInstrumentor
+
+    instrumentor = AnthropicInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    try:
+        yield
+    finally:
+        instrumentor.uninstrument()
+
+
+@contextmanager
+def _openinference(provider: TracerProvider) -> Iterator[None]:
+    from openinference.instrumentation.anthropic import AnthropicInstrumentor
+
+    instrumentor = AnthropicInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    try:
+        yield
+    finally:
+        instrumentor.uninstrument()
+
+
+def _sdk_off(_provider: TracerProvider) -> AbstractContextManager[None]:
+    return nullcontext()
+
+
+# instrumentation: (how it is switched on, the client's own OpenTelemetry option, the dialect read)
+Client = Callable[[TracerProvider], Any]
+SOURCES: dict[str, tuple[Callable[[TracerProvider], AbstractContextManager[None]], Client, str]] = {
+    "anthropic_sdk": (
+        _sdk_off,
+        lambda p: {"tracer_provider": p, "traces": {"content_mode": "content"}, "conversation_id": "conv-42"},
+        "gen_ai",
+    ),
+    "openllmetry": (_openllmetry, lambda _p: False, "gen_ai"),
+    "openinference": (_openinference, lambda _p: False, "openinference"),
+}
+
+
+def _call(api: FakeMessagesAPI, provider: TracerProvider, source: str) -> str:
+    switch, option, _ = SOURCES[source]
+    api.script(Reply(ANSWER))
+    with switch(provider):
+        client = anthropic.Anthropic(base_url=api.base_url, api_key=API_KEY, open_telemetry=option(provider))
+        reply = client.messages.create(
+            model="claude-test",
+            max_tokens=64,
+            system="Be brief.",
+            messages=[{"role": "user", "content": QUESTION}],
+        )
+    return reply.id
+
+
+@pytest.mark.parametrize("encoding", ["otlp_proto", "otlp_json"])
+@pytest.mark.parametrize("source", SOURCES)
+def test_a_real_instrumentation_s_span_is_scored_with_its_labels(
+    source: str, encoding: Encoding, fake_messages_api: FakeMessagesAPI
+) -> None:
+    """The instrumented call becomes one event: question, answer, app, model, response id and conversation."""
+    with recorded_spans("support-bot") as (provider, exporter):
+        response_id = _call(fake_messages_api, provider, source)
+        spans = exporter.get_finished_spans()
+    out = decode_traces_record(collector_record(spans, encoding), encoding, CONTEXT)
+    [event] = out.events
+    assert (event.question, event.response) == (QUESTION, ANSWER)
+    assert (event.app, event.model) == ("support-bot", "claude-test")
+    assert event.metadata.get(SYSTEM_METADATA_KEY) == "Be brief."
+    assert out.dialects == {SOURCES[source][2]: 1}
+    if source == "anthropic_sdk":
+        assert (event.event_id, event.conversation_id) == (response_id, "conv-42")
+    elif source == "openllmetry":
+        assert event.event_id == response_id  # OpenInference records no response id: trace and span ids stand in
+    else:
+        assert event.event_id.startswith("otel:")
+
+
+def test_without_content_capture_the_sdk_s_span_counts_as_no_content(fake_messages_api: FakeMessagesAPI) -> None:
+    """The SDK's default span holds no text: it is counted as `no_content`, not scored and not dead-lettered."""
+    with recorded_spans() as (provider, exporter):
+        fake_messages_api.script(Reply(ANSWER))
+        client = anthropic.Anthropic(
+            base_url=fake_messages_api.base_url, api_key=API_KEY, open_telemetry={"tracer_provider": provider}
+        )
+        client.messages.create(model="claude-test", max_tokens=64, messages=[{"role": "user", "content": QUESTION}])
+        spans = exporter.get_finished_spans()
+    out = decode_traces_record(collector_record(spans, "otlp_proto"), "otlp_proto", CONTEXT)
+    assert out.events == [] and out.skipped == {"no_content": 1}
+
+
+def test_two_instrumentations_of_one_call_give_one_event(fake_messages_api: FakeMessagesAPI) -> None:
+    """The SDK's own span and OpenLLMetry's span of the same call share the response id: the record holds one event."""
+    with recorded_spans() as (provider, exporter):
+        fake_messages_api.script(Reply(ANSWER))
+        with _openllmetry(provider):
+            option = {"tracer_provider": provider, "traces": {"content_mode": "content"}}
+            client = anthropic.Anthropic(base_url=fake_messages_api.base_url, api_key=API_KEY, open_telemetry=option)
+            client.messages.create(model="claude-test", max_tokens=64, messages=[{"role": "user", "content": QUESTION}])
+        spans = exporter.get_finished_spans()
+    assert len(spans) == 2
+    out = decode_traces_record(collector_record(spans, "otlp_proto"), "otlp_proto", CONTEXT)
+    assert len(out.events) == 1 and out.skipped == {"duplicate": 1}
