@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 from pathlib import Path
-from typing import Annotated, Any, Literal, Protocol
+from typing import Annotated, Any, Literal, NamedTuple, Protocol
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
@@ -19,8 +19,36 @@ from aiokafka.helpers import create_ssl_context
 from pydantic import AfterValidator, Field, SecretStr, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings
 
+from consumers.otlp.dialects import DEFAULT_PROMPT_VERSION_ATTRIBUTES
 from schemas.errors import ConfigError, KafkaUnavailable
 from schemas.settings import MONITOR_SLICE, CommaSeparated, ReadableFile, host_ports
+
+OtlpEncoding = Literal["otlp_proto", "otlp_json"]
+FORMATS = ("events", "otlp_proto", "otlp_json")
+
+
+class TopicFormat(NamedTuple):
+    """What one topic's records hold, and the OTLP encoding (None for the monitor's own events)."""
+
+    holds: Literal["events", "spans", "logs"]
+    encoding: OtlpEncoding | None
+
+
+def parse_input_formats(text: str) -> dict[str, str]:
+    """{topic: format} from `format` (every topic, under the key "") or `topic=format,...`; raises `ValueError`."""
+    out: dict[str, str] = {}
+    for item in (part.strip() for part in text.split(",")):
+        topic, _, fmt = item.rpartition("=")
+        if fmt not in FORMATS:
+            raise ValueError(f"unknown format {fmt!r} (expected one of {', '.join(FORMATS)})")
+        out[topic.strip()] = fmt
+    return out
+
+
+def input_formats(text: str) -> str:
+    """The setting, checked: every format known."""
+    parse_input_formats(text)
+    return text
 
 
 class KafkaSettings(BaseSettings):
@@ -134,6 +162,34 @@ class KafkaSettings(BaseSettings):
     max_future_skew_s: float | None = Field(
         3600.0, gt=0, description="event times further ahead of the monitor's clock are dead-lettered"
     )
+    input_format: Annotated[str, AfterValidator(input_formats)] = Field(
+        "events",
+        description="what the topics carry: `events` (the monitor's JSON), `otlp_proto` or `otlp_json` (an "
+        "OpenTelemetry Collector's Kafka exporter); one for every topic, or per topic as topic=format pairs",
+        json_schema_extra={"shown_type": "format | topic=format[,topic=format…]"},
+    )
+    otlp_logs_topics: CommaSeparated = Field(
+        ("otlp_logs",),
+        description="OTLP topics that carry log records (the Collector's `otlp_logs`); other OTLP topics carry spans",
+    )
+
+    otlp_app_attribute: str | None = Field(
+        None,
+        description="the span or resource attribute that names the app on OTLP topics, in place of `service.name`",
+    )
+    otlp_prompt_version_attributes: CommaSeparated = Field(
+        DEFAULT_PROMPT_VERSION_ATTRIBUTES,
+        description="the span or resource attributes that hold the prompt version on OTLP topics, first found wins",
+    )
+
+    def format_of(self, topic: str) -> TopicFormat:
+        """What `topic`'s records hold (events, OTLP spans or OTLP logs) and, for OTLP, their encoding."""
+        formats = parse_input_formats(self.input_format)
+        found = formats.get(topic, formats.get("", "events"))
+        if found == "events":
+            return TopicFormat("events", None)
+        encoding: OtlpEncoding = "otlp_json" if found == "otlp_json" else "otlp_proto"
+        return TopicFormat("logs" if topic in self.otlp_logs_topics else "spans", encoding)
 
     @field_validator("ssl_keyfile")
     @classmethod

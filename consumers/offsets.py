@@ -1,4 +1,7 @@
-"""Offset bookkeeping: events finish out of order; commit only the contiguous low-water mark per partition."""
+"""Offset bookkeeping: events finish out of order; commit only the contiguous low-water mark per partition.
+
+A record may hold several events (an OpenTelemetry export request holds a batch of spans): each gets its own
+ticket, numbered by `part`, and the record's offset stays pending until the last of them is done."""
 
 from __future__ import annotations
 
@@ -17,12 +20,13 @@ class Ticket:
     tp: TopicPartition
     offset: int
     epoch: int
+    part: int = 0  # the event's place in its record (0 for a record of one event)
 
 
 @dataclass(slots=True)
 class _PartitionState:
     epoch: int
-    pending: SortedSet = field(default_factory=SortedSet)
+    pending: SortedSet = field(default_factory=SortedSet)  # (offset, part) of each event not done
     next_offset: int | None = None  # one past the highest offset tracked
     committed: int | None = None
 
@@ -46,16 +50,16 @@ class OffsetTracker:
         for tp in tps:
             self._parts.pop(tp, None)
 
-    def track(self, tp: TopicPartition, offset: int) -> Ticket:
-        """Record that `offset` was fetched and is now in flight."""
+    def track(self, tp: TopicPartition, offset: int, part: int = 0) -> Ticket:
+        """Record that event `part` of the record at `offset` was fetched and is now in flight."""
         state = self._parts.get(tp)
         if state is None:  # fetched before the assignment callback ran (should not happen); track anyway
             self.assign([tp])
             state = self._parts[tp]
-        state.pending.add(offset)
+        state.pending.add((offset, part))
         if state.next_offset is None or offset >= state.next_offset:
             state.next_offset = offset + 1
-        return Ticket(tp, offset, state.epoch)
+        return Ticket(tp, offset, state.epoch, part)
 
     def advance(self, tp: TopicPartition, next_offset: int) -> None:
         """Record that every offset below `next_offset` was fetched, and those not tracked are finished already
@@ -72,7 +76,7 @@ class OffsetTracker:
         state = self._parts.get(ticket.tp)
         if state is None or state.epoch != ticket.epoch:
             return False
-        state.pending.discard(ticket.offset)
+        state.pending.discard((ticket.offset, ticket.part))
         return True
 
     def is_current(self, ticket: Ticket) -> bool:
@@ -81,7 +85,7 @@ class OffsetTracker:
         return state is not None and state.epoch == ticket.epoch
 
     def in_flight(self, tp: TopicPartition | None = None) -> int:
-        """Records fetched and not done, for one partition or all."""
+        """Events fetched and not done, for one partition or all."""
         if tp is not None:
             state = self._parts.get(tp)
             return len(state.pending) if state else 0
@@ -91,7 +95,7 @@ class OffsetTracker:
         """Per tracked partition, the lowest offset not yet finished (one past the highest tracked when none is
         pending)."""
         return {
-            tp: s.pending[0] if s.pending else s.next_offset
+            tp: s.pending[0][0] if s.pending else s.next_offset
             for tp, s in self._parts.items()
             if s.next_offset is not None
         }
@@ -103,7 +107,7 @@ class OffsetTracker:
             state = self._parts.get(tp)
             if state is None or state.next_offset is None:
                 continue
-            low = state.pending[0] if state.pending else state.next_offset
+            low = state.pending[0][0] if state.pending else state.next_offset
             if state.committed is None or low > state.committed:
                 out[tp] = low
         return out

@@ -21,9 +21,10 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from consumers.otlp.wire import Attributes, LogRecord, Span
+if TYPE_CHECKING:  # the settings read this module's defaults; the protobuf modules load only with the reader
+    from consumers.otlp.wire import Attributes, LogRecord, Span
 
 LLM_OPERATIONS = frozenset({"chat", "generate_content", "text_completion"})
 DEFAULT_PROMPT_VERSION_ATTRIBUTES = ("gen_ai.prompt.version", "llm.prompt_template.version", "gen_ai.agent.version")

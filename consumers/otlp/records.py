@@ -67,6 +67,16 @@ def decode_logs_record(value: bytes | None, encoding: Encoding, context: RecordC
     return _events((_map_log(log, context.options) for log in read_logs(value, encoding)), context)
 
 
+def decode_otlp_record(value: bytes | None, logs: bool, encoding: Encoding, context: RecordContext) -> RecordEvents:
+    """The events of one record of an OTLP topic (of log records if `logs`, else of spans). A value larger than
+    `context.max_bytes` is refused whole as `oversized` (the Collector's own default cap is 1,000,000 bytes)."""
+    if value is not None and len(value) > context.max_bytes:
+        raise DecodeError("oversized", f"value is {len(value)} bytes, limit {context.max_bytes}")
+    if logs:
+        return decode_logs_record(value, encoding, context)
+    return decode_traces_record(value, encoding, context)
+
+
 def _map_log(log: LogRecord, options: MappingOptions) -> GenAICall | Skipped:
     name = log.event_name or str(log.attributes.get("event.name") or "")
     if name != DETAILS_EVENT:

@@ -171,9 +171,11 @@ def _parse_json(value: bytes | None, top: str) -> dict[str, Any]:
     if not value:
         raise DecodeError("empty_value", "record has no value")
     try:
-        obj = json.loads(value)
+        text = value.decode("utf-8")  # OTLP/JSON is UTF-8; json.loads on bytes would guess UTF-16 from a NUL
     except UnicodeDecodeError as e:
         raise DecodeError("not_utf8", f"value is not UTF-8 ({e.reason} at byte {e.start})") from e
+    try:
+        obj = json.loads(text)
     except (json.JSONDecodeError, RecursionError) as e:
         raise DecodeError("invalid_json", f"value is not JSON: {str(e)[:200]}") from e
     if not isinstance(obj, dict) or not isinstance(obj.get(top, []), list):

@@ -55,6 +55,12 @@ class Metrics(JudgingMetrics):
         self.dlq_publish_failures = Counter(
             PREFIX + "dlq_publish_failures", "Dead-letter publish attempts that failed", registry=r
         )
+        self.otlp_skipped = Counter(
+            PREFIX + "otlp_spans_skipped",
+            "OpenTelemetry spans and log records not scored, by kind (agent, tool, no_content, duplicate, ...)",
+            ["topic", "kind"],
+            registry=r,
+        )
         self.not_sampled = Counter(
             PREFIX + "events_not_sampled", "Decoded events not selected for judging", ["app"], registry=r
         )

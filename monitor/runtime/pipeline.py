@@ -21,7 +21,6 @@ from aiokafka import TopicPartition
 from aiokafka.structs import ConsumerRecord
 
 from consumers.clients import start_client
-from consumers.decode import decode_fields
 from consumers.offsets import Ticket
 from consumers.source import KafkaSource
 from monitor.runtime.backpressure import Backpressure
@@ -32,6 +31,7 @@ from monitor.runtime.kafka_close import CLOSE_FLOOR_S, close_clients
 from monitor.runtime.partition_tasks import Deadline, PartitionTasks
 from monitor.runtime.pausing import Pausing
 from monitor.runtime.probes import Probes
+from monitor.runtime.record_events import RecordDecoder
 from monitor.runtime.scorer import Scorer
 from schemas.errors import DecodeError, SinkClosed
 
@@ -71,6 +71,7 @@ class Pipeline:
         self._background: list[asyncio.Task[None]] = []
         self._dead_letters: set[asyncio.Task[Any]] = set()
         self._closing: set[TopicPartition] = set()  # being finished: no new judge call starts for them
+        self.decoder = RecordDecoder(parts.kafka, parts.metrics)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Consume until `stop` is set; then drain within the grace period, flush, commit and close."""
@@ -177,8 +178,9 @@ class Pipeline:
         return self.tracker.is_current(ticket) and ticket.tp not in self._closing
 
     def handle_batch(self, tp: TopicPartition, records: list[ConsumerRecord[Any, Any]]) -> None:
-        """Handle the records of one partition from one fetch, in order: each gets a dead letter, nothing (not
-        sampled), or a verdict; what is the same for every event is counted once per batch."""
+        """Handle the records of one partition from one fetch, in order: each gets a dead letter, or each of its
+        events (one, or an OTLP record's many) nothing (not sampled) or a verdict; what is the same for every event
+        is counted once per batch."""
         # No await in here, so nothing can observe the batch half done; the offsets of events not sampled are
         # passed at the end (the tracker moves past them instead of tracking and finishing each).
         if not records:
@@ -188,25 +190,24 @@ class Pipeline:
         factor, reason = self.cost.current()
         for record in records:
             try:
-                event = decode_fields(
-                    record.value, topic=tp.topic, partition=tp.partition, offset=record.offset,
-                    record_timestamp_ms=record.timestamp, max_bytes=self.kafka.max_event_bytes,
-                    max_future_skew_s=self.kafka.max_future_skew_s,
-                )  # fmt: skip
+                events = self.decoder.events(tp, record)
             except DecodeError as e:
                 counts.dead_lettered(
                     record.timestamp / 1000 if record.timestamp and record.timestamp > 0 else time.time()
                 )
                 self._dead_letter(record, e, self.tracker.track(tp, record.offset))
                 continue
-            if per_event_factor:
-                factor, reason = self.cost.current()
-            decision = self.sampler.decide(event, factor=factor, reason=reason, now=time.time())
-            counts.decided(event, decision.sampled)
-            if decision.sampled:
-                ticket = self.tracker.track(tp, record.offset)
-                self.metrics.child(self.metrics.sampled, self.metrics.app_label(event.app), decision.kind.value).inc()
-                self.scorer.start(event, decision, ticket)
+            for part, event in enumerate(events):
+                if per_event_factor:
+                    factor, reason = self.cost.current()
+                decision = self.sampler.decide(event, factor=factor, reason=reason, now=time.time())
+                counts.decided(event, decision.sampled)
+                if decision.sampled:
+                    ticket = self.tracker.track(tp, record.offset, part)
+                    self.metrics.child(
+                        self.metrics.sampled, self.metrics.app_label(event.app), decision.kind.value
+                    ).inc()
+                    self.scorer.start(event, decision, ticket)
         counts.close(self.cost.traffic)
         self.tracker.advance(tp, records[-1].offset + 1)
 

@@ -121,3 +121,40 @@ def test_advance_on_an_unassigned_partition_starts_tracking_it() -> None:
     tp = TopicPartition("t", 1)
     tracker.advance(tp, 7)
     assert tracker.committable() == {tp: 7} and tracker.low_water() == {tp: 7} and tracker.in_flight() == 0
+
+
+def test_a_record_of_several_events_stays_pending_until_its_last_event_is_done() -> None:
+    """Each event of a multi-event record has its own ticket; the record's offset is committable only when every one
+    is done, and finishing one twice does not finish another."""
+    tr = OffsetTracker()
+    tr.assign([TP])
+    first, second, third = (tr.track(TP, 7, part) for part in range(3))
+    after = tr.track(TP, 8)
+    assert tr.in_flight() == 4
+    tr.done(first)
+    tr.done(first)
+    tr.done(third)
+    assert tr.committable() == {TP: 7}
+    tr.done(after)
+    assert tr.committable() == {TP: 7}  # the second event of 7 still holds it
+    tr.done(second)
+    assert tr.committable() == {TP: 9} and tr.in_flight() == 0
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(st.lists(st.integers(min_value=1, max_value=5), min_size=1, max_size=20), st.randoms(use_true_random=False))
+def test_no_commit_passes_a_record_with_an_event_in_flight(sizes: list[int], rnd: object) -> None:
+    """Records of 1-5 events each, finished in any order: the commit never passes a record with an unfinished event."""
+    tr = OffsetTracker()
+    tr.assign([TP])
+    tickets = [tr.track(TP, offset, part) for offset, n in enumerate(sizes) for part in range(n)]
+    rnd.shuffle(tickets)  # type: ignore[attr-defined]
+    left = {t for t in tickets}
+    for t in tickets:
+        tr.done(t)
+        left.discard(t)
+        commit = tr.committable().get(TP)
+        if commit is not None:
+            tr.mark_committed({TP: commit})
+            assert all(u.offset >= commit for u in left)
+    assert tr._parts[TP].committed == len(sizes)
