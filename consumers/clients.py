@@ -172,13 +172,14 @@ class KafkaSettings(BaseSettings):
         ("otlp_logs",),
         description="OTLP topics that carry log records (the Collector's `otlp_logs`); other OTLP topics carry spans",
     )
-
     otlp_app_attribute: str | None = Field(
         None,
+        min_length=1,
         description="the span or resource attribute that names the app on OTLP topics, in place of `service.name`",
     )
     otlp_prompt_version_attributes: CommaSeparated = Field(
         DEFAULT_PROMPT_VERSION_ATTRIBUTES,
+        min_length=1,
         description="the span or resource attributes that hold the prompt version on OTLP topics, first found wins",
     )
 
@@ -196,6 +197,16 @@ class KafkaSettings(BaseSettings):
     def _key_needs_cert(cls, value: Path | None, info: ValidationInfo) -> Path | None:
         if value is not None and info.data.get("ssl_certfile") is None:
             raise ValueError("needs MONITOR_KAFKA_SSL_CERTFILE (the certificate of this key)")
+        return value
+
+    @field_validator("input_format")
+    @classmethod
+    def _formats_of_consumed_topics(cls, value: str, info: ValidationInfo) -> str:
+        # A misspelt topic would leave the real one on the default format, dead-lettering every record it holds.
+        topics = info.data.get("topics", ())
+        unknown = sorted(t for t in parse_input_formats(value) if t and t not in topics)
+        if unknown:
+            raise ValueError(f"names {', '.join(unknown)}, which MONITOR_KAFKA_TOPICS does not consume")
         return value
 
     @field_validator("dlq_topic")

@@ -56,6 +56,8 @@ class GenAICall:
 
     event_id: str
     conversation_id: str
+    trace_id: str  # of the span that recorded the call (hex), kept so a published score can point at it
+    span_id: str
     time_unix_nano: int
     app: str
     model: str
@@ -106,6 +108,8 @@ def map_span(
     return GenAICall(
         event_id=_text(a.get("gen_ai.response.id")) or f"otel:{trace}/{span.span_id}",
         conversation_id=_text(a.get("gen_ai.conversation.id")) or _text(a.get("session.id")) or trace,
+        trace_id=trace,
+        span_id=span.span_id,
         time_unix_nano=span.end_time_unix_nano or span.start_time_unix_nano,
         app=_lookup((options.app_attribute,) if options.app_attribute else (), a, span.resource)
         or _text(span.resource.get("service.name")),

@@ -20,6 +20,7 @@ from consumers.otlp.wire import Encoding, LogRecord, Span, read_logs, read_spans
 from schemas.errors import DecodeError
 
 SYSTEM_METADATA_KEY = "gen_ai.system_instructions"
+TRACE_ID_KEY, SPAN_ID_KEY = "otel.trace_id", "otel.span_id"  # the judged span, in the row's metadata
 _encode = msgspec.json.Encoder().encode
 
 
@@ -128,6 +129,8 @@ def _as_chat_event(call: GenAICall) -> bytes:
     }
     if call.time_unix_nano:
         document["timestamp"] = datetime.fromtimestamp(call.time_unix_nano / 1e9, UTC).isoformat()
+    metadata = {TRACE_ID_KEY: call.trace_id, SPAN_ID_KEY: call.span_id}
     if call.system:
-        document["metadata"] = {SYSTEM_METADATA_KEY: call.system}
+        metadata[SYSTEM_METADATA_KEY] = call.system
+    document["metadata"] = metadata
     return _encode(document)

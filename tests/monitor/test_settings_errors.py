@@ -25,6 +25,9 @@ MALFORMED: dict[str, str] = {
     "kafka_bootstrap_servers": "broker:notaport",
     "kafka_topics": " , ",
     "kafka_group_id": "",
+    "input_format": "otlp",
+    "otlp_app_attribute": "",
+    "otlp_prompt_version_attributes": " , ",
     "kafka_auto_offset_reset": "sometimes",
     "kafka_security_protocol": "TLS",
     "kafka_sasl_mechanism": "GSSAPI",
@@ -124,7 +127,14 @@ ALERTS_MALFORMED: dict[str, str] = {
 # Settings that accept any string: names and secrets have no format to check here (a wrong one is refused by the
 # server that receives it: Kafka's SASL, the Messages API, the alert lease table).
 FREE_FORM = frozenset(
-    {"kafka_sasl_username", "kafka_sasl_password", "anthropic_api_key", "metrics_apps", "clickhouse_password"}
+    {
+        "kafka_sasl_username",
+        "kafka_sasl_password",
+        "anthropic_api_key",
+        "metrics_apps",
+        "clickhouse_password",
+        "otlp_logs_topics",  # none is a choice: no OTLP topic carries log records
+    }
 )
 ALERTS_FREE_FORM = frozenset({"replica_id"})
 

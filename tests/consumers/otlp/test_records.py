@@ -11,7 +11,14 @@ import pytest
 from opentelemetry.trace import Tracer
 
 from consumers.otlp.dialects import DEFAULT_OPTIONS, MappingOptions
-from consumers.otlp.records import SYSTEM_METADATA_KEY, RecordContext, RecordEvents, decode_traces_record
+from consumers.otlp.records import (
+    SPAN_ID_KEY,
+    SYSTEM_METADATA_KEY,
+    TRACE_ID_KEY,
+    RecordContext,
+    RecordEvents,
+    decode_traces_record,
+)
 from consumers.otlp.wire import Encoding, read_spans
 from schemas.errors import DecodeError
 from tests.consumers.otlp.collector import collector_record, recorded_spans
@@ -121,7 +128,11 @@ def test_each_dialect_and_encoding_gives_the_question_answer_and_labels(dialect:
     assert (event.question, event.response) == (QUESTION, ANSWER)
     assert (event.app, event.model, event.prompt_version) == ("support-bot", model, prompt_version)
     assert event.conversation_id == (conversation or trace_id)
-    assert event.metadata.get(SYSTEM_METADATA_KEY) == "Be brief."
+    assert event.metadata == {
+        SYSTEM_METADATA_KEY: "Be brief.",
+        TRACE_ID_KEY: trace_id,
+        SPAN_ID_KEY: f"{finished.context.span_id:016x}",
+    }
     assert out.dialects == {read_as: 1} and not out.skipped
     assert event.event_time == datetime.fromtimestamp(finished.end_time / 1e9, UTC)  # type: ignore[operator]
 
