@@ -26,6 +26,7 @@ from monitor.judging.flow import FlowSettings
 from monitor.judging.shadow import ShadowSettings
 from monitor.privacy.settings import RedactionSettings
 from monitor.process_settings import ProcessSettings
+from monitor.publish.settings import PublishSettings
 from monitor.store.settings import StoreSettings
 from monitor.store.urls import redact_url
 from schemas.errors import ConfigError
@@ -54,6 +55,7 @@ class Settings(BaseModel):
     sampling: SamplingSettings = Field(default_factory=SamplingSettings)
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
     flow: FlowSettings = Field(default_factory=FlowSettings)
+    publish: PublishSettings = Field(default_factory=PublishSettings)
     process: ProcessSettings = Field(default_factory=ProcessSettings)
 
     @field_validator("redaction")

@@ -76,6 +76,7 @@ def test_the_tree_keeps_every_import_contract() -> None:
         ("monitor/alerts/metric_specs.py", "from monitor.alerts import observations", "no circles of imports"),
         ("monitor/judging/budget.py", "import monitor.config", "no circles of imports"),
         ("consumers/otlp/records.py", "from consumers import deadletter", "the OpenTelemetry reader is pure decoding"),
+        ("monitor/publish/publisher.py", "import monitor.runtime.metrics", "publishing evaluations knows nothing"),
     ],
 )
 def test_a_forbidden_import_breaks_its_contract(tmp_path: Path, module: str, line: str, contract: str) -> None:

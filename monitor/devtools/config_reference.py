@@ -39,6 +39,7 @@ END_MARKER = "<!-- config-reference:end -->"
 MONITOR_TOPICS = (
     ("Kafka", ("kafka_bootstrap_servers",)),
     ("Dead letters and input limits", ("dlq_topic",)),
+    ("OpenTelemetry in and out", ("input_format", "publish_evaluations")),
     ("ClickHouse store, text and retention", ("clickhouse_url",)),
     ("Privacy", ("redact",)),
     ("Judge", ("judge", "judge_concurrency", "judge_model", "shadow_judge_model")),

@@ -16,6 +16,7 @@ from monitor.judging.guarded_judge import GuardedJudge
 from monitor.judging.shadow import RowsOwed
 from monitor.judging.verdict_reuse import VerdictReuse
 from monitor.privacy.spans import Redactor
+from monitor.publish.publisher import EvaluationPublisher
 from monitor.runtime.health import Health
 from monitor.runtime.metrics import Metrics
 from monitor.runtime.rows import TextPolicy
@@ -45,4 +46,5 @@ class Collaborators:
     health: Health
     dlq: DeadLetterPublisher
     shadow: Shadow | None = None  # None: MONITOR_SHADOW_JUDGE unset
+    publisher: EvaluationPublisher | None = None  # None: MONITOR_PUBLISH_EVALUATIONS=off
     owed: RowsOwed = field(default_factory=RowsOwed)  # the sink's acknowledgement settles rows through the same one

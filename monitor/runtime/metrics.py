@@ -61,6 +61,15 @@ class Metrics(JudgingMetrics):
             ["topic", "kind"],
             registry=r,
         )
+        self.evaluations_published = Counter(
+            PREFIX + "evaluations_published", "Scores published as gen_ai.evaluation.result records", registry=r
+        )
+        self.evaluations_dropped = Counter(
+            PREFIX + "evaluations_dropped",
+            "Scores whose evaluation record was not published (queue_full, send_failed); the scores are stored",
+            ["reason"],
+            registry=r,
+        )
         self.not_sampled = Counter(
             PREFIX + "events_not_sampled", "Decoded events not selected for judging", ["app"], registry=r
         )

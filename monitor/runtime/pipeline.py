@@ -12,6 +12,7 @@ the collaborators from settings."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -52,7 +53,7 @@ class Pipeline:
         self.kafka, self.flow, self.store, self.producer = parts.kafka, parts.flow, parts.store, parts.producer
         self.guard, self.sampler, self.cost, self.metrics = parts.guard, parts.sampler, parts.cost, parts.metrics
         self.sink, self.tracker, self.dlq, self.health = parts.sink, parts.tracker, parts.dlq, parts.health
-        self.shadow, self.owed = parts.shadow, parts.owed
+        self.shadow, self.owed, self.publisher = parts.shadow, parts.owed, parts.publisher
         self.tasks = PartitionTasks()
         topics = parts.kafka.topics
         self.source = KafkaSource(parts.consumer, topics, on_assigned=self._on_assigned, on_revoked=self._on_revoked)
@@ -102,6 +103,8 @@ class Pipeline:
         self._spawn(self.probes.run(), "probes")
         if self.cost.budget.enabled:
             self._spawn(self.cost.sync_loop(), "budget-sync")
+        if self.publisher is not None:
+            self._spawn(self.publisher.run(), "evaluations")
         try:
             await self._consume(stop)
         finally:
@@ -136,6 +139,9 @@ class Pipeline:
         for task in self._background:
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
+        if self.publisher is not None:  # the evaluations of the last rows, within what is left of the grace
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.publisher.drain(), timeout=max(whole.remaining() - CLOSE_FLOOR_S, 0.1))
         note = "unfinished events (not judged, or their rows not written) are not committed: the next start re-reads"
         log.info("stopped", unfinished_events=left, note=note if left else "")
         await close_clients(self.source, self.producer, max(whole.remaining(), CLOSE_FLOOR_S))

@@ -7,6 +7,7 @@ import asyncio
 import signal
 
 import structlog
+from aiokafka import AIOKafkaProducer
 
 from consumers.clients import ensure_dlq_topic, make_consumer, make_producer
 from consumers.deadletter import DeadLetterPublisher
@@ -20,6 +21,8 @@ from monitor.judging.guarded_judge import GuardedJudge, ShadowGuardedJudge
 from monitor.judging.shadow import RowsOwed
 from monitor.judging.verdict_reuse import VerdictCache, VerdictReuse
 from monitor.privacy.redactor import build_redactor
+from monitor.publish.publisher import EvaluationPublisher
+from monitor.publish.settings import PublishSettings
 from monitor.runtime.collaborators import Collaborators
 from monitor.runtime.health import Health, HealthServer
 from monitor.runtime.metrics import Metrics
@@ -94,11 +97,15 @@ def build_pipeline(
     owed = RowsOwed()
     cost = CostControl(settings.budget, store, metrics)
 
+    publisher = build_publisher(settings.publish, producer, metrics)
+
     def acknowledge(tickets: list[Ticket], rows: list[ScoredRow]) -> None:
         for ticket in tickets:
             if owed.settle(ticket):  # a shadowed record is done with its second row
                 tracker.done(ticket)
         cost.written(rows)
+        if publisher is not None:  # after the rows are durable (monitor/publish/publisher.py)
+            publisher.offer(rows)
 
     flow = settings.flow
     guard = GuardedJudge(judge, flow, metrics, on_spent=cost.spent)
@@ -124,8 +131,24 @@ def build_pipeline(
             health=health,
             dlq=DeadLetterPublisher(producer, settings.kafka.dlq_topic),
             shadow=shadow,
+            publisher=publisher,
             owed=owed,
         )
+    )
+
+
+def build_publisher(
+    settings: PublishSettings, producer: AIOKafkaProducer, metrics: Metrics
+) -> EvaluationPublisher | None:
+    """The evaluation publisher on the pipeline's producer, or None when publishing is off."""
+    if settings.publish_evaluations == "off":
+        return None
+    return EvaluationPublisher(
+        producer,
+        settings,
+        service="relevancy-monitor",
+        on_published=metrics.evaluations_published.inc,
+        on_dropped=lambda reason, n: metrics.evaluations_dropped.labels(reason).inc(n),
     )
 
 

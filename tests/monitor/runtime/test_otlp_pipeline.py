@@ -12,6 +12,7 @@ import pytest
 import structlog
 from aiokafka import TopicPartition
 from aiokafka.structs import ConsumerRecord
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.sdk.trace import ReadableSpan
 
 from consumers.clients import KafkaSettings
@@ -139,3 +140,31 @@ def test_spans_without_content_are_named_once_a_minute() -> None:
         assert notice.seen("otlp_spans", 1, now=61.0)
     assert [e["spans"] for e in logs] == [{"otlp_spans": 3}, {"otlp_spans": 3}]
     assert all("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT" in e["hint"] for e in logs)
+
+
+async def test_published_evaluations_point_at_the_judged_spans(
+    broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore
+) -> None:
+    """With publishing on, each stored score goes out as a `gen_ai.evaluation.result` record that
+    opentelemetry-proto decodes, carrying the trace and span ids of the span it judged."""
+    topic = make_settings().kafka.topics[0]
+    settings = make_settings(input_format="otlp_proto", publish_evaluations="kafka", publish_topic=f"{topic}.evals")
+    spans = _batch(12)
+    await produce_values(broker.bootstrap, topic, [collector_record(spans, "otlp_proto")])
+    async with RunningPipeline(settings, async_store) as run:
+        await wait_for(lambda: _done(broker.bootstrap, settings, 1), 60, "the record committed")
+        await wait_for(lambda: _published(run, 12), 30, "12 evaluations published")
+    records = [
+        log
+        for message in await read_all(broker.bootstrap, f"{topic}.evals", 1)
+        for rl in ExportLogsServiceRequest.FromString(message.value).resource_logs
+        for sl in rl.scope_logs
+        for log in sl.log_records
+    ]
+    judged = {(f"{s.context.trace_id:032x}", f"{s.context.span_id:016x}") for s in spans if s.name == "chat claude"}
+    assert {(r.trace_id.hex(), r.span_id.hex()) for r in records} == judged
+    assert {r.event_name for r in records} == {"gen_ai.evaluation.result"}
+
+
+async def _published(run: RunningPipeline, n: int) -> bool:
+    return run.counter("relevancy_monitor_evaluations_published") >= n
