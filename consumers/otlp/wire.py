@@ -7,10 +7,12 @@ OTLP/JSON as base64 and silently yields other ids (the OTLP specification, "JSON
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any, Literal
 
 import msgspec
+from google.protobuf import json_format
 from google.protobuf.message import DecodeError as ProtobufDecodeError
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -56,6 +58,27 @@ class LogRecord(msgspec.Struct, frozen=True):
     body: Any
     attributes: Attributes
     resource: Attributes
+
+
+def to_otlp_json(request: Any) -> bytes:
+    """An OTLP export request as OTLP/JSON: protobuf's JSON mapping with enums as integers and, as OTLP/JSON wants,
+    the trace and span ids in hex rather than base64."""
+    document = json_format.MessageToDict(request, use_integers_for_enums=True)
+    return json.dumps(_hex_ids(document), separators=(",", ":")).encode()
+
+
+def _hex_ids(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {
+            k: base64.b64decode(v).hex() if k in _ID_FIELDS and isinstance(v, str) else _hex_ids(v)
+            for k, v in node.items()
+        }
+    if isinstance(node, list):
+        return [_hex_ids(v) for v in node]
+    return node
+
+
+_ID_FIELDS = frozenset({"traceId", "spanId", "parentSpanId"})
 
 
 def read_spans(value: bytes | None, encoding: Encoding) -> list[Span]:

@@ -115,6 +115,26 @@ def register(sub: Any) -> None:
         default=0.0,
         help="share of generated events carrying synthetic personal data (to see redaction), 0..1 (default: 0)",
     )
+    p.add_argument(
+        "--format",
+        choices=("events", "otlp_proto", "otlp_json"),
+        default="events",
+        help="events: the monitor's JSON, one event a record; otlp_proto or otlp_json: the events as GenAI spans, "
+        "many to a record, as an OpenTelemetry Collector's Kafka exporter writes them (default: events)",
+    )
+    p.add_argument(
+        "--dialect",
+        choices=("mixed", "gen_ai", "legacy_events", "openllmetry", "openinference"),
+        default="mixed",
+        help="with --format otlp_*: the GenAI attributes the spans carry; mixed cycles through all four "
+        "(default: mixed)",
+    )
+    p.add_argument(
+        "--spans-per-record",
+        type=int,
+        default=50,
+        help="with --format otlp_*: LLM calls per record (default: 50)",
+    )
     add_setting_flags(p, "Kafka", KAFKA_CONNECTION_SETTINGS, KAFKA_ENV_ONLY)
     # Former spellings, from before the flags were named after the settings they set.
     add_renamed_flag(p, "--bootstrap-servers", "--kafka-bootstrap-servers", "kafka_bootstrap_servers")
@@ -289,6 +309,14 @@ def cmd_produce(ns: argparse.Namespace) -> int:
             if not 0.0 <= getattr(ns, name) <= 1.0:
                 raise UsageError(f"--{name.replace('_', '-')} must be between 0 and 1, got {getattr(ns, name)}")
         values = generate_events(ns.generate, seed=ns.seed, malformed_share=ns.malformed_share, pii_share=ns.pii_share)
+    if ns.format != "events":
+        from monitor.devtools.otlp_traffic import otlp_records
+
+        if ns.spans_per_record < 1:
+            raise UsageError(f"--spans-per-record must be at least 1, got {ns.spans_per_record}")
+        values = otlp_records(
+            values, encoding=ns.format, dialect=ns.dialect, per_record=ns.spans_per_record, seed=ns.seed
+        )
     settings = settings_from_args(ns)  # brokers, TLS and SASL from the flags and MONITOR_KAFKA_*, like `run`'s clients
     kafka = settings.kafka
     topic: str = ns.kafka_topic or settings.kafka.topics[0]

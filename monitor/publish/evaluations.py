@@ -7,7 +7,6 @@ published: an error row has no score to show."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Any, Literal
 
@@ -17,11 +16,11 @@ from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, ResourceLogs, ScopeL
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 
 from consumers.otlp.records import SPAN_ID_KEY, TRACE_ID_KEY
+from consumers.otlp.wire import to_otlp_json
 from schemas.scored import ScoredRow
 
 EVENT_NAME = "gen_ai.evaluation.result"
 EVALUATION_NAME = "relevance"
-SCOPE = "relevancy-monitor"
 SEVERITY_INFO = 9  # SeverityNumber.INFO
 
 
@@ -62,53 +61,6 @@ def evaluation_request(rows: Iterable[ScoredRow], threshold: float, service: str
     )
 
 
-def evaluation_json(request: ExportLogsServiceRequest) -> bytes:
-    """The request as OTLP/JSON: ids in hex, 64-bit integers as strings (protobuf's own JSON mapping writes base64
-    ids, which OTLP/JSON readers refuse)."""
-
-    def value(v: AnyValue) -> dict[str, Any]:
-        which = v.WhichOneof("value")
-        if which == "double_value":
-            return {"doubleValue": v.double_value}
-        if which == "int_value":
-            return {"intValue": str(v.int_value)}
-        if which == "bool_value":
-            return {"boolValue": v.bool_value}
-        return {"stringValue": v.string_value}
-
-    def attributes(pairs: Iterable[KeyValue]) -> list[dict[str, Any]]:
-        return [{"key": kv.key, "value": value(kv.value)} for kv in pairs]
-
-    document = {
-        "resourceLogs": [
-            {
-                "resource": {"attributes": attributes(rl.resource.attributes)},
-                "scopeLogs": [
-                    {
-                        "scope": {"name": SCOPE},
-                        "logRecords": [
-                            {
-                                "timeUnixNano": str(r.time_unix_nano),
-                                "observedTimeUnixNano": str(r.observed_time_unix_nano),
-                                "severityNumber": r.severity_number,
-                                "severityText": r.severity_text,
-                                "eventName": r.event_name,
-                                "attributes": attributes(r.attributes),
-                                "traceId": r.trace_id.hex(),
-                                "spanId": r.span_id.hex(),
-                            }
-                            for r in sl.log_records
-                        ],
-                    }
-                    for sl in rl.scope_logs
-                ],
-            }
-            for rl in request.resource_logs
-        ]
-    }
-    return json.dumps(document, separators=(",", ":")).encode()
-
-
 def _record(row: ScoredRow, threshold: float) -> LogRecord:
     at = int(row.scored_at.timestamp() * 1e9)
     return LogRecord(
@@ -135,4 +87,4 @@ def _kv(key: str, value: object) -> KeyValue:
 
 def encode(request: ExportLogsServiceRequest, encoding: Literal["otlp_proto", "otlp_json"]) -> bytes:
     """The request's bytes in `encoding`, as a Collector's Kafka receiver reads them."""
-    return request.SerializeToString() if encoding == "otlp_proto" else evaluation_json(request)
+    return request.SerializeToString() if encoding == "otlp_proto" else to_otlp_json(request)

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 import pytest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.trace import Tracer
 
 from consumers.otlp.dialects import DEFAULT_OPTIONS, MappingOptions
@@ -19,7 +20,7 @@ from consumers.otlp.records import (
     RecordEvents,
     decode_traces_record,
 )
-from consumers.otlp.wire import Encoding, read_spans
+from consumers.otlp.wire import Encoding, read_spans, to_otlp_json
 from schemas.errors import DecodeError
 from tests.consumers.otlp.collector import collector_record, recorded_spans
 
@@ -239,3 +240,18 @@ def test_a_record_that_is_no_otlp_request_is_a_decode_error(encoding: Encoding, 
     with pytest.raises(DecodeError) as e:
         _decode(value, encoding)
     assert e.value.reason == reason
+
+
+def test_the_monitor_s_otlp_json_writer_matches_the_sdk_s_encoder() -> None:
+    """`to_otlp_json` of a protobuf request reads back as the SDK's own OTLP/JSON encoding of the same spans does."""
+    with recorded_spans() as (provider, exporter):
+        tracer = provider.get_tracer("tests")
+        _legacy_events(tracer)
+        _openinference(tracer)
+        spans = exporter.get_finished_spans()
+    request = ExportTraceServiceRequest.FromString(collector_record(spans, "otlp_proto"))
+    ours = read_spans(to_otlp_json(request), "otlp_json")
+    assert ours == read_spans(collector_record(spans, "otlp_json"), "otlp_json")
+    assert json.loads(to_otlp_json(request))["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["traceId"] == (
+        f"{spans[0].context.trace_id:032x}"
+    )

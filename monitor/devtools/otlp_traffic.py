@@ -1,0 +1,176 @@
+"""Generated traffic as an OpenTelemetry Collector's Kafka exporter writes it: the events of `traffic` as GenAI spans
+(each LLM call inside an agent span, sometimes beside a tool call), many to an `ExportTraceServiceRequest` record,
+in one dialect or a mix of all four (`consumers.otlp.dialects`). A malformed event becomes a record that is no OTLP
+at all, for the dead-letter topic."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.resource.v1.resource_pb2 import Resource
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
+
+from consumers.otlp.wire import to_otlp_json
+
+Dialect = Literal["gen_ai", "legacy_events", "openllmetry", "openinference"]
+DIALECTS: tuple[Dialect, ...] = ("gen_ai", "legacy_events", "openllmetry", "openinference")
+NOT_OTLP = b"\x00this record is not an OTLP export request"
+_CLIENT, _INTERNAL = Span.SPAN_KIND_CLIENT, Span.SPAN_KIND_INTERNAL
+
+
+def otlp_records(
+    values: Iterable[bytes],
+    *,
+    encoding: Literal["otlp_proto", "otlp_json"],
+    dialect: Dialect | Literal["mixed"] = "mixed",
+    per_record: int = 50,
+    seed: int = 7,
+) -> Iterator[bytes]:
+    """Record values holding the events of `values` (the monitor's JSON events) as spans, `per_record` LLM calls to
+    a record; `mixed` cycles through the dialects."""
+    rng = random.Random(f"{seed}/otlp")
+    batch: dict[str, list[Span]] = {}
+    calls = 0
+    for i, value in enumerate(values):
+        event = _event(value)
+        if event is None:
+            yield NOT_OTLP
+            continue
+        chosen = DIALECTS[i % len(DIALECTS)] if dialect == "mixed" else dialect
+        batch.setdefault(str(event.get("app") or "default"), []).extend(_spans(event, chosen, rng))
+        calls += 1
+        if calls == per_record:
+            yield _encode(batch, encoding)
+            batch, calls = {}, 0
+    if batch:
+        yield _encode(batch, encoding)
+
+
+def _event(value: bytes) -> dict[str, Any] | None:
+    try:
+        event = json.loads(value)
+    except ValueError:
+        return None
+    return event if isinstance(event, dict) and _pair(event) is not None else None
+
+
+def _pair(event: dict[str, Any]) -> tuple[str, str] | None:
+    if isinstance(event.get("user_message"), str) and isinstance(event.get("response"), str):
+        return event["user_message"], event["response"]
+    messages = event.get("messages")
+    if not isinstance(messages, list) or len(messages) < 2:
+        return None
+
+    def text(m: Any) -> str:
+        content = m.get("content") if isinstance(m, dict) else None
+        if isinstance(content, list):
+            return "\n".join(p.get("text", "") for p in content if isinstance(p, dict))
+        return content if isinstance(content, str) else ""
+
+    return text(messages[0]), text(messages[-1])
+
+
+def _spans(event: dict[str, Any], dialect: Dialect, rng: random.Random) -> list[Span]:
+    question, answer = _pair(event) or ("", "")
+    trace = rng.getrandbits(128).to_bytes(16, "big")
+    agent, call = rng.getrandbits(64).to_bytes(8, "big"), rng.getrandbits(64).to_bytes(8, "big")
+    end = _nanos(event.get("timestamp"))
+    start = end - 900_000_000
+    spans = [
+        Span(
+            trace_id=trace, span_id=agent, name="invoke_agent assistant", kind=_INTERNAL,
+            start_time_unix_nano=start - 100_000_000, end_time_unix_nano=end + 10_000_000,
+            attributes=_kvs({"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "assistant"}),
+        ),
+    ]  # fmt: skip
+    if rng.random() < 0.3:
+        tool = rng.getrandbits(64).to_bytes(8, "big")
+        spans.append(
+            Span(
+                trace_id=trace, span_id=tool, parent_span_id=agent, name="execute_tool order_lookup", kind=_INTERNAL,
+                start_time_unix_nano=start - 50_000_000, end_time_unix_nano=start,
+                attributes=_kvs({"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "order_lookup"}),
+            )
+        )  # fmt: skip
+    attributes, events = _dialect(event, dialect, question, answer)
+    spans.append(
+        Span(
+            trace_id=trace, span_id=call, parent_span_id=agent, name=f"chat {event.get('model') or 'model'}",
+            kind=_CLIENT, start_time_unix_nano=start, end_time_unix_nano=end, attributes=_kvs(attributes),
+            events=[Span.Event(name=n, time_unix_nano=end, attributes=_kvs(a)) for n, a in events],
+        )
+    )  # fmt: skip
+    return spans
+
+
+def _dialect(
+    event: dict[str, Any], dialect: Dialect, question: str, answer: str
+) -> tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]:
+    model, version = str(event.get("model") or ""), str(event.get("prompt_version") or "")
+    response_id, conversation = str(event.get("event_id") or ""), str(event.get("conversation_id") or "")
+    if dialect == "gen_ai":
+        return {
+            "gen_ai.operation.name": "chat", "gen_ai.provider.name": "anthropic", "gen_ai.request.model": model,
+            "gen_ai.response.model": model, "gen_ai.response.id": response_id, "gen_ai.conversation.id": conversation,
+            "gen_ai.prompt.version": version,
+            "gen_ai.input.messages": json.dumps([{"role": "user", "parts": [{"type": "text", "content": question}]}]),
+            "gen_ai.output.messages": json.dumps(
+                [{"role": "assistant", "parts": [{"type": "text", "content": answer}], "finish_reason": "stop"}]
+            ),
+        }, []  # fmt: skip
+    if dialect == "legacy_events":
+        message = json.dumps({"role": "assistant", "content": answer})
+        return (
+            {"gen_ai.operation.name": "chat", "gen_ai.request.model": model, "gen_ai.prompt.version": version},
+            [("gen_ai.user.message", {"content": question}), ("gen_ai.choice", {"index": 0, "message": message})],
+        )
+    if dialect == "openllmetry":
+        return {
+            "llm.request.type": "chat", "gen_ai.system": "Anthropic", "gen_ai.request.model": model,
+            "gen_ai.response.id": response_id, "gen_ai.prompt.0.role": "user", "gen_ai.prompt.0.content": question,
+            "gen_ai.completion.0.role": "assistant", "gen_ai.completion.0.content": answer,
+            "gen_ai.prompt.version": version,
+        }, []  # fmt: skip
+    return {
+        "openinference.span.kind": "LLM", "llm.model_name": model, "session.id": conversation,
+        "llm.prompt_template.version": version, "llm.input_messages.0.message.role": "user",
+        "llm.input_messages.0.message.content": question, "llm.output_messages.0.message.role": "assistant",
+        "llm.output_messages.0.message.content": answer,
+    }, []  # fmt: skip
+
+
+def _nanos(timestamp: Any) -> int:
+    try:
+        at = datetime.fromisoformat(str(timestamp).replace("Z", "+00:00"))
+    except ValueError:
+        at = datetime.now(UTC)
+    return int(at.timestamp() * 1e9)
+
+
+def _kvs(attributes: dict[str, Any]) -> list[KeyValue]:
+    out = []
+    for key, value in attributes.items():
+        if value in ("", None):
+            continue
+        any_value = AnyValue(int_value=value) if isinstance(value, int) else AnyValue(string_value=str(value))
+        out.append(KeyValue(key=key, value=any_value))
+    return out
+
+
+def _encode(batch: dict[str, list[Span]], encoding: Literal["otlp_proto", "otlp_json"]) -> bytes:
+    request = ExportTraceServiceRequest(
+        resource_spans=[
+            ResourceSpans(
+                resource=Resource(attributes=_kvs({"service.name": app})),
+                scope_spans=[ScopeSpans(spans=spans)],
+            )
+            for app, spans in batch.items()
+        ]
+    )
+    return request.SerializeToString() if encoding == "otlp_proto" else to_otlp_json(request)
