@@ -74,19 +74,33 @@ class Skipped:
     kind: str
 
 
+# The kinds a skipped span is counted under (a metric label, so a fixed set): the GenAI operations and OpenInference
+# span kinds that are not an LLM call; any other value of those attributes counts as `other_genai`.
+SKIPPED_KINDS = frozenset(
+    {
+        "embeddings", "execute_tool", "create_agent", "invoke_agent", "invoke_workflow", "retrieval",
+        "chain", "tool", "agent", "retriever", "reranker", "embedding", "guardrail", "evaluator", "prompt",
+    }
+)  # fmt: skip
+
+
 def span_kind(attributes: Attributes) -> str:
-    """The span's GenAI kind: `llm` for a scorable call, else the operation it names, or `other` for a non-GenAI
-    span."""
+    """The span's GenAI kind: `llm` for a scorable call, else one of `SKIPPED_KINDS`, `other_genai`, or `other` for
+    a span that is no GenAI span."""
     operation = attributes.get("gen_ai.operation.name")
     if isinstance(operation, str) and operation:
-        return "llm" if operation in LLM_OPERATIONS else operation
+        return "llm" if operation in LLM_OPERATIONS else _skipped(operation)
     openinference = attributes.get("openinference.span.kind")
     if isinstance(openinference, str) and openinference:
-        return "llm" if openinference.upper() == "LLM" else openinference.lower()
+        return "llm" if openinference.upper() == "LLM" else _skipped(openinference.lower())
     request_type = attributes.get("llm.request.type")
     if isinstance(request_type, str) and request_type:
-        return "llm" if request_type in _OPENLLMETRY_TYPES else request_type
+        return "llm" if request_type in _OPENLLMETRY_TYPES else _skipped(request_type)
     return "other"
+
+
+def _skipped(kind: str) -> str:
+    return kind if kind in SKIPPED_KINDS else "other_genai"
 
 
 DEFAULT_OPTIONS = MappingOptions()
