@@ -155,7 +155,8 @@ class Pipeline:
           1. drain: start no new judge call for them; cancel the events still waiting for one (a slot, the rate
              limit, the circuit) and let the calls already sent and the dead letters finish until the deadline;
           2. flush: write every buffered row (acknowledging their tickets), for what is left of the deadline;
-          3. commit: write the per-segment traffic counts, then commit the low-water mark of each partition;
+          3. commit: write the per-segment traffic counts, then commit the low-water mark of each partition (within
+             what is left of the deadline);
           4. forget: drop their offsets, tasks and lag gauges (a later owner starts afresh)."""
         tps = set(partitions)
         self._closing |= tps
@@ -166,7 +167,12 @@ class Pipeline:
             # Not counted here: their events are the unfinished ones, counted once when the phase ends.
             reason = self.health.write_problem or "the deadline passed while writing"
             log.warning("flush_incomplete", phase=phase, reason=reason)
-        await self.commit(tps)
+        try:
+            # Bounded: with the coordinator gone, aiokafka's commit waits out its own retries (the process would not
+            # stop); uncommitted offsets only mean their events are read again.
+            await asyncio.wait_for(self.commit(tps), timeout=max(deadline.remaining(), CLOSE_FLOOR_S))
+        except TimeoutError:
+            log.warning("commit_incomplete", phase=phase, note="the offsets stay uncommitted: their events are re-read")
         left = sum(self.tracker.in_flight(tp) for tp in tps)
         self.tracker.revoke(tps)
         self.owed.forget(tps)

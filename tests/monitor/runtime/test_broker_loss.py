@@ -113,7 +113,12 @@ async def test_a_stop_while_the_broker_is_away_exits_cleanly(tmp_path: Path) -> 
         assert monitor.proc is not None
         started = time.monotonic()
         monitor.proc.send_signal(signal.SIGINT)
-        code = await asyncio.wait_for(monitor.proc.wait(), 60)
+        try:
+            code = await asyncio.wait_for(monitor.proc.wait(), 60)
+        except TimeoutError:
+            raise AssertionError(
+                "no exit 60 s after SIGINT; its last lines:\n" + "".join(monitor.lines[-25:])
+            ) from None
         took = time.monotonic() - started
     text = "".join(monitor.lines)
     assert code == 0, text[-2000:]

@@ -347,3 +347,33 @@ async def test_a_probe_cancelled_mid_call_does_not_wedge_the_circuit(
     assert not p.guard.breaker.is_open and len(p.sink) == 1
     await p.source.consumer.stop()
     await p.producer.stop()
+
+
+async def test_finishing_partitions_is_bounded_when_the_commit_never_answers(
+    make_settings: Callable[..., Settings], async_store: AsyncStore
+) -> None:
+    """With the group coordinator gone a commit can wait out aiokafka's retries: `finish` gives it what is left of
+    its deadline and returns, leaving the offsets uncommitted (their events are redelivered)."""
+    from aiokafka import TopicPartition
+
+    from monitor.runtime.partition_tasks import Deadline
+
+    run = RunningPipeline(make_settings(), async_store)
+    p = run.pipeline
+    tp = TopicPartition("t", 0)
+    p.tracker.assign([tp])
+    p.tracker.done(p.tracker.track(tp, 0))
+    hung = asyncio.Event()
+
+    async def never(offsets: dict[TopicPartition, int]) -> dict[TopicPartition, int]:
+        hung.set()
+        await asyncio.sleep(3600)
+        return offsets
+
+    p.source.commit = never  # type: ignore[method-assign]
+    try:
+        left = await asyncio.wait_for(p.finish({tp}, Deadline(0.5), phase="shutdown"), 10)
+    finally:
+        await p.source.consumer.stop()
+        await p.producer.stop()
+    assert hung.is_set() and left == 0
