@@ -60,6 +60,21 @@ class LogRecord(msgspec.Struct, frozen=True):
     resource: Attributes
 
 
+def key_values(attributes: dict[str, Any]) -> list[KeyValue]:
+    """Attributes as OTLP key-values (bool, float, int, else the value as a string); None values are left out."""
+    return [KeyValue(key=key, value=_any_value(value)) for key, value in attributes.items() if value is not None]
+
+
+def _any_value(value: Any) -> AnyValue:
+    if isinstance(value, bool):
+        return AnyValue(bool_value=value)
+    if isinstance(value, float):
+        return AnyValue(double_value=value)
+    if isinstance(value, int):
+        return AnyValue(int_value=value)
+    return AnyValue(string_value=str(value))
+
+
 def to_otlp_json(request: Any) -> bytes:
     """An OTLP export request as OTLP/JSON: protobuf's JSON mapping with enums as integers and, as OTLP/JSON wants,
     the trace and span ids in hex rather than base64."""

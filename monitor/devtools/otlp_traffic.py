@@ -12,11 +12,11 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 
-from consumers.otlp.wire import to_otlp_json
+from consumers.otlp.wire import key_values, to_otlp_json
 
 Dialect = Literal["gen_ai", "legacy_events", "openllmetry", "openinference"]
 DIALECTS: tuple[Dialect, ...] = ("gen_ai", "legacy_events", "openllmetry", "openinference")
@@ -154,13 +154,7 @@ def _nanos(timestamp: Any) -> int:
 
 
 def _kvs(attributes: dict[str, Any]) -> list[KeyValue]:
-    out = []
-    for key, value in attributes.items():
-        if value in ("", None):
-            continue
-        any_value = AnyValue(int_value=value) if isinstance(value, int) else AnyValue(string_value=str(value))
-        out.append(KeyValue(key=key, value=any_value))
-    return out
+    return key_values({k: v for k, v in attributes.items() if v != ""})  # an unknown label is left out, not empty
 
 
 def _encode(batch: dict[str, list[Span]], encoding: Literal["otlp_proto", "otlp_json"]) -> bytes:

@@ -11,12 +11,11 @@ from collections.abc import Iterable
 from typing import Any, Literal
 
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, ResourceLogs, ScopeLogs
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 
 from consumers.otlp.records import SPAN_ID_KEY, TRACE_ID_KEY
-from consumers.otlp.wire import to_otlp_json
+from consumers.otlp.wire import key_values, to_otlp_json
 from schemas.scored import ScoredRow
 
 EVENT_NAME = "gen_ai.evaluation.result"
@@ -55,7 +54,7 @@ def evaluation_request(rows: Iterable[ScoredRow], threshold: float, service: str
     records = [_record(row, threshold) for row in rows if publishable(row)]
     if not records:
         return None
-    resource = Resource(attributes=[_kv("service.name", service)])
+    resource = Resource(attributes=key_values({"service.name": service}))
     return ExportLogsServiceRequest(
         resource_logs=[ResourceLogs(resource=resource, scope_logs=[ScopeLogs(log_records=records)])]
     )
@@ -69,20 +68,10 @@ def _record(row: ScoredRow, threshold: float) -> LogRecord:
         severity_number=SEVERITY_INFO,  # type: ignore[arg-type]
         severity_text="INFO",
         event_name=EVENT_NAME,
-        attributes=[_kv(k, v) for k, v in evaluation_attributes(row, threshold).items()],
+        attributes=key_values(evaluation_attributes(row, threshold)),
         trace_id=bytes.fromhex(row.metadata[TRACE_ID_KEY]),
         span_id=bytes.fromhex(row.metadata.get(SPAN_ID_KEY, "")),
     )
-
-
-def _kv(key: str, value: object) -> KeyValue:
-    if isinstance(value, bool):
-        return KeyValue(key=key, value=AnyValue(bool_value=value))
-    if isinstance(value, float):
-        return KeyValue(key=key, value=AnyValue(double_value=value))
-    if isinstance(value, int):
-        return KeyValue(key=key, value=AnyValue(int_value=value))
-    return KeyValue(key=key, value=AnyValue(string_value=str(value)))
 
 
 def encode(request: ExportLogsServiceRequest, encoding: Literal["otlp_proto", "otlp_json"]) -> bytes:

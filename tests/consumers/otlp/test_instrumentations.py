@@ -21,27 +21,24 @@ CONTEXT = RecordContext("otlp_spans", 0, 0, None)
 
 
 @contextmanager
-def _openllmetry(provider: TracerProvider) -> Iterator[None]:
+def _instrumented(instrumentor: Any, provider: TracerProvider) -> Iterator[None]:
+    instrumentor.instrument(tracer_provider=provider)
+    try:
+        yield
+    finally:
+        instrumentor.uninstrument()
+
+
+def _openllmetry(provider: TracerProvider) -> AbstractContextManager[None]:
     from opentelemetry.instrumentation.anthropic import AnthropicInstrumentor
 
-    instrumentor = AnthropicInstrumentor()
-    instrumentor.instrument(tracer_provider=provider)
-    try:
-        yield
-    finally:
-        instrumentor.uninstrument()
+    return _instrumented(AnthropicInstrumentor(), provider)
 
 
-@contextmanager
-def _openinference(provider: TracerProvider) -> Iterator[None]:
+def _openinference(provider: TracerProvider) -> AbstractContextManager[None]:
     from openinference.instrumentation.anthropic import AnthropicInstrumentor
 
-    instrumentor = AnthropicInstrumentor()
-    instrumentor.instrument(tracer_provider=provider)
-    try:
-        yield
-    finally:
-        instrumentor.uninstrument()
+    return _instrumented(AnthropicInstrumentor(), provider)
 
 
 def _sdk_off(_provider: TracerProvider) -> AbstractContextManager[None]:
