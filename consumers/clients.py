@@ -183,6 +183,17 @@ class KafkaSettings(BaseSettings):
         description="the span or resource attributes that hold the prompt version on OTLP topics, first found wins",
     )
 
+    otlp_join_wait_s: float = Field(
+        30.0,
+        gt=0,
+        le=600,
+        description="how long a span without content and the one-message GenAI log records of its call wait for each "
+        "other (when both a spans and a logs topic are read); their offsets are not committed meanwhile",
+    )
+    otlp_join_max_waiting: int = Field(
+        10_000, ge=1, description="calls waiting for that join at most; beyond it the oldest is let go first"
+    )
+
     def format_of(self, topic: str) -> TopicFormat:
         """What `topic`'s records hold (events, OTLP spans or OTLP logs) and, for OTLP, their encoding."""
         formats = parse_input_formats(self.input_format)
@@ -191,6 +202,11 @@ class KafkaSettings(BaseSettings):
             return TopicFormat("events", None)
         encoding: OtlpEncoding = "otlp_json" if found == "otlp_json" else "otlp_proto"
         return TopicFormat("logs" if topic in self.otlp_logs_topics else "spans", encoding)
+
+    def joins_logs(self) -> bool:
+        """Whether the topics read include both OTLP spans and OTLP log records (so the two are joined)."""
+        holds = {self.format_of(topic).holds for topic in self.topics}
+        return {"spans", "logs"} <= holds
 
     @field_validator("ssl_keyfile")
     @classmethod

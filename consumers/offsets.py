@@ -1,7 +1,9 @@
 """Offset bookkeeping: events finish out of order; commit only the contiguous low-water mark per partition.
 
 A record may hold several events (an OpenTelemetry export request holds a batch of spans): each gets its own
-ticket, numbered by `part`, and the record's offset stays pending until the last of them is done."""
+ticket, numbered by `part`, and the record's offset stays pending until the last of them is done. An event made of
+several records (a span and the log records joined to it) holds their tickets as riders of its own: they are done
+when it is."""
 
 from __future__ import annotations
 
@@ -38,6 +40,7 @@ class OffsetTracker:
     def __init__(self) -> None:
         self._parts: dict[TopicPartition, _PartitionState] = {}
         self._epochs = 0
+        self._riders: dict[Ticket, tuple[Ticket, ...]] = {}
 
     def assign(self, tps: Iterable[TopicPartition]) -> None:
         """Start tracking newly assigned partitions from scratch."""
@@ -47,8 +50,13 @@ class OffsetTracker:
 
     def revoke(self, tps: Iterable[TopicPartition]) -> None:
         """Forget partitions; tickets issued for them are ignored from now on."""
-        for tp in tps:
+        gone = set(tps)
+        for tp in gone:
             self._parts.pop(tp, None)
+        for primary in [t for t in self._riders if t.tp in gone]:
+            # The event is the next owner's now; its riders' records, owned here, must not block their partitions.
+            for rider in self._riders.pop(primary):
+                self._finish(rider)
 
     def track(self, tp: TopicPartition, offset: int, part: int = 0) -> Ticket:
         """Record that event `part` of the record at `offset` was fetched and is now in flight."""
@@ -71,8 +79,19 @@ class OffsetTracker:
         if state.next_offset is None or next_offset > state.next_offset:
             state.next_offset = next_offset
 
+    def bind(self, primary: Ticket, riders: Iterable[Ticket]) -> None:
+        """Tickets of other records whose event is `primary`'s: `done(primary)` finishes them too."""
+        self._riders[primary] = (*self._riders.get(primary, ()), *riders)
+
     def done(self, ticket: Ticket) -> bool:
-        """Mark a record finished (written, dead-lettered or not sampled). False if its partition moved on."""
+        """Mark a record finished (written, dead-lettered or not sampled), with its riders. False if its partition
+        moved on."""
+        if self._riders:  # only joined events have riders: the common case skips hashing the ticket
+            for rider in self._riders.pop(ticket, ()):
+                self._finish(rider)
+        return self._finish(ticket)
+
+    def _finish(self, ticket: Ticket) -> bool:
         state = self._parts.get(ticket.tp)
         if state is None or state.epoch != ticket.epoch:
             return False

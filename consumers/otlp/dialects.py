@@ -29,6 +29,10 @@ if TYPE_CHECKING:  # the settings read this module's defaults; the protobuf modu
 LLM_OPERATIONS = frozenset({"chat", "generate_content", "text_completion"})
 DEFAULT_PROMPT_VERSION_ATTRIBUTES = ("gen_ai.prompt.version", "llm.prompt_template.version", "gen_ai.agent.version")
 DETAILS_EVENT = "gen_ai.client.inference.operation.details"
+# Legacy GenAI events that hold one message each: as log records they wait to be joined to their span.
+MESSAGE_EVENTS = frozenset(
+    {"gen_ai.system.message", "gen_ai.user.message", "gen_ai.assistant.message", "gen_ai.tool.message", "gen_ai.choice"}
+)
 _OPENLLMETRY_TYPES = {"chat": "chat", "completion": "text_completion"}
 _INDEXED = re.compile(r"^(?P<prefix>.+?)\.(?P<i>\d+)\.(?P<rest>.+)$")
 
@@ -65,6 +69,18 @@ class GenAICall:
     system: str
     messages: tuple[Message, ...]  # the input turns, then the first output turn
     dialect: str
+
+
+@dataclass(frozen=True)
+class NoContent:
+    """An LLM call recorded without its text (content capture is off): what it can still be counted under."""
+
+    trace_id: str
+    span_id: str
+    time_unix_nano: int
+    app: str
+    model: str
+    prompt_version: str
 
 
 @dataclass(frozen=True)
@@ -108,21 +124,38 @@ DEFAULT_OPTIONS = MappingOptions()
 
 def map_span(
     span: Span, logs: Iterable[LogRecord] = (), options: MappingOptions = DEFAULT_OPTIONS
-) -> GenAICall | Skipped:
+) -> GenAICall | NoContent | Skipped:
     """The call a span records, with content from its attributes, its events or the log records joined to it."""
     a = span.attributes
     kind = span_kind(a)
     if kind != "llm":
         return Skipped(kind)
+    header = _header(span, options)
     found = _content(span, list(logs))
     if found is None:
-        return Skipped("no_content")
+        return header
     dialect, system, messages = found
     trace = span.trace_id
     return GenAICall(
         event_id=_text(a.get("gen_ai.response.id")) or f"otel:{trace}/{span.span_id}",
         conversation_id=_text(a.get("gen_ai.conversation.id")) or _text(a.get("session.id")) or trace,
         trace_id=trace,
+        span_id=span.span_id,
+        time_unix_nano=header.time_unix_nano,
+        app=header.app,
+        model=header.model,
+        prompt_version=header.prompt_version,
+        system=system,
+        messages=messages,
+        dialect=dialect,
+    )
+
+
+def _header(span: Span, options: MappingOptions) -> NoContent:
+    """What a span says about its call besides the content."""
+    a = span.attributes
+    return NoContent(
+        trace_id=span.trace_id,
         span_id=span.span_id,
         time_unix_nano=span.end_time_unix_nano or span.start_time_unix_nano,
         app=_lookup((options.app_attribute,) if options.app_attribute else (), a, span.resource)
@@ -131,9 +164,6 @@ def map_span(
         or _text(a.get("gen_ai.request.model"))
         or _text(a.get("llm.model_name")),
         prompt_version=_lookup(options.prompt_version_attributes, a, span.resource),
-        system=system,
-        messages=messages,
-        dialect=dialect,
     )
 
 

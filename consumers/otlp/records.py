@@ -1,21 +1,34 @@
-"""One Collector traces record into the events it holds: each LLM span with content becomes one of the monitor's
-chat events and decodes through `consumers.decode`, so an OpenTelemetry event passes the very checks a JSON event
-passes. The rest is counted by kind, never dead-lettered: agent, tool and other spans; spans without content; a span
-that fails those checks (its siblings are still scored); and a second span of one call (the same response id, from
-a second instrumentation). Across records, the store's idempotent inserts keep one row per event id. Only a record
-that is no OTLP request at all raises."""
+"""One Collector record into the events it holds: each LLM span with content becomes one of the monitor's chat
+events and decodes through `consumers.decode`, so an OpenTelemetry event passes the very checks a JSON event passes.
+The rest is counted by kind, never dead-lettered: agent, tool and other spans; spans without content; a span that
+fails those checks (its siblings are still scored); and a second span of one call (the same response id, from a
+second instrumentation). Across records, the store's idempotent inserts keep one row per event id. Only a record
+that is no OTLP request at all raises.
+
+With `hold` (the monitor reads both spans and log records), a span without content and the one-message GenAI log
+records are handed back to wait for each other (`consumers.otlp.join`) instead of being counted."""
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import msgspec
 
 from consumers.decode import DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_FUTURE_SKEW_S, DecodedEvent, decode_fields
-from consumers.otlp.dialects import DEFAULT_OPTIONS, DETAILS_EVENT, GenAICall, MappingOptions, Skipped, map_span
+from consumers.otlp.dialects import (
+    DEFAULT_OPTIONS,
+    DETAILS_EVENT,
+    MESSAGE_EVENTS,
+    GenAICall,
+    MappingOptions,
+    NoContent,
+    Skipped,
+    map_span,
+)
+from consumers.otlp.join import SpanKey
 from consumers.otlp.wire import Encoding, LogRecord, Span, read_logs, read_spans
 from schemas.errors import DecodeError
 
@@ -32,6 +45,11 @@ class RecordEvents:
     events: list[DecodedEvent] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)
     dialects: Counter[str] = field(default_factory=Counter)
+    no_content: list[NoContent] = field(default_factory=list)  # the calls counted as `no_content`
+    # With `hold`: spans without content, message log records by span, and the calls scored (their keys settled)
+    waiting_spans: list[Span] = field(default_factory=list)
+    waiting_logs: dict[SpanKey, list[LogRecord]] = field(default_factory=dict)
+    scored: list[SpanKey] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -49,72 +67,110 @@ class RecordContext:
 
 
 def decode_traces_record(
-    value: bytes | None,
-    encoding: Encoding,
-    context: RecordContext,
-    logs_for: Callable[[Span], Iterable[LogRecord]] = lambda _span: (),
+    value: bytes | None, encoding: Encoding, context: RecordContext, *, hold: bool = False
 ) -> RecordEvents:
-    """The events of one `ExportTraceServiceRequest` record, with content from the spans or from the log records
-    `logs_for` joins to them; raises `DecodeError` only when the record is no OTLP traces request in `encoding`."""
+    """The events of one `ExportTraceServiceRequest` record; raises `DecodeError` only when the record is no OTLP
+    traces request in `encoding`."""
+    out = RecordEvents()
     spans = read_spans(value, encoding)
-    return _events((map_span(span, logs_for(span), context.options) for span in spans), context)
+    if not hold:
+        _add(out, (map_span(span, (), context.options) for span in spans), context)
+        return out
+    calls: list[GenAICall | Skipped] = []
+    for span in spans:
+        mapped = map_span(span, (), context.options)
+        if isinstance(mapped, NoContent):
+            out.waiting_spans.append(span)
+        else:
+            calls.append(mapped)
+    _add(out, calls, context)
+    out.scored = _keys(out.events)
+    return out
 
 
-def decode_logs_record(value: bytes | None, encoding: Encoding, context: RecordContext) -> RecordEvents:
+def decode_logs_record(
+    value: bytes | None, encoding: Encoding, context: RecordContext, *, hold: bool = False
+) -> RecordEvents:
     """The events of one `ExportLogsServiceRequest` record: each `gen_ai.client.inference.operation.details` log
-    record holds a whole call (its attributes are the span's, with the content). Other GenAI events hold one message
-    each and are counted as `unjoined_event`; other log records as `other`. Raises `DecodeError` only when the
-    record is no OTLP logs request in `encoding`."""
-    return _events((_map_log(log, context.options) for log in read_logs(value, encoding)), context)
+    record holds a whole call (its attributes are the span's, with the content). A one-message GenAI event waits for
+    its span with `hold`, else it counts as `unjoined_event`; other log records count as `other`. Raises
+    `DecodeError` only when the record is no OTLP logs request in `encoding`."""
+    out = RecordEvents()
+    details: list[GenAICall | NoContent | Skipped] = []
+    for log in read_logs(value, encoding):
+        name = log.event_name or str(log.attributes.get("event.name") or "")
+        if name == DETAILS_EVENT:
+            time = log.time_unix_nano
+            span = Span(log.trace_id, log.span_id, name, 0, time, time, log.attributes, (), log.resource, "")
+            details.append(map_span(span, (), context.options))
+        elif hold and name in MESSAGE_EVENTS and log.trace_id and log.span_id:
+            out.waiting_logs.setdefault((log.trace_id, log.span_id), []).append(log)
+        else:
+            out.skipped["unjoined_event" if name.startswith("gen_ai.") else "other"] += 1
+    _add(out, details, context)
+    if hold:
+        out.scored = _keys(out.events)
+    return out
 
 
-def decode_otlp_record(value: bytes | None, logs: bool, encoding: Encoding, context: RecordContext) -> RecordEvents:
+def decode_otlp_record(
+    value: bytes | None, logs: bool, encoding: Encoding, context: RecordContext, *, hold: bool = False
+) -> RecordEvents:
     """The events of one record of an OTLP topic (of log records if `logs`, else of spans). A value larger than
     `context.max_bytes` is refused whole as `oversized` (the Collector's own default cap is 1,000,000 bytes)."""
     if value is not None and len(value) > context.max_bytes:
         raise DecodeError("oversized", f"value is {len(value)} bytes, limit {context.max_bytes}")
     if logs:
-        return decode_logs_record(value, encoding, context)
-    return decode_traces_record(value, encoding, context)
+        return decode_logs_record(value, encoding, context, hold=hold)
+    return decode_traces_record(value, encoding, context, hold=hold)
 
 
-def _map_log(log: LogRecord, options: MappingOptions) -> GenAICall | Skipped:
-    name = log.event_name or str(log.attributes.get("event.name") or "")
-    if name != DETAILS_EVENT:
-        return Skipped("unjoined_event" if name.startswith("gen_ai.") else "other")
-    time = log.time_unix_nano
-    span = Span(log.trace_id, log.span_id, name, 0, time, time, log.attributes, (), log.resource, "")
-    return map_span(span, (), options)
+def _keys(events: list[DecodedEvent]) -> list[SpanKey]:
+    return [(e.metadata[TRACE_ID_KEY], e.metadata[SPAN_ID_KEY]) for e in events]
 
 
-def _events(calls: Iterable[GenAICall | Skipped], context: RecordContext) -> RecordEvents:
+def joined_call(span: Span, logs: Iterable[LogRecord], context: RecordContext) -> RecordEvents:
+    """The event of a span and the log records joined to it (or its `no_content`), decoded as its own record's."""
     out = RecordEvents()
+    _add(out, (map_span(span, logs, context.options),), context)
+    return out
+
+
+def _add(out: RecordEvents, calls: Iterable[GenAICall | NoContent | Skipped], context: RecordContext) -> None:
     seen: set[str] = set()
     for mapped in calls:
         if isinstance(mapped, Skipped):
             out.skipped[mapped.kind] += 1
+            continue
+        if isinstance(mapped, NoContent):
+            out.skipped["no_content"] += 1
+            out.no_content.append(mapped)
             continue
         if mapped.event_id in seen:  # two instrumentations of one call (the SDK's own span and a wrapper's)
             out.skipped["duplicate"] += 1
             continue
         seen.add(mapped.event_id)
         try:
-            event = decode_fields(
-                _as_chat_event(mapped),
-                topic=context.topic,
-                partition=context.partition,
-                offset=context.offset,
-                record_timestamp_ms=context.record_timestamp_ms,
-                max_bytes=context.max_bytes,
-                max_future_skew_s=context.max_future_skew_s,
-                now=context.now,
-            )
+            event = call_event(mapped, context)
         except DecodeError as e:
             out.skipped[f"invalid_span:{e.reason}"] += 1
             continue
         out.events.append(event)
         out.dialects[mapped.dialect] += 1
-    return out
+
+
+def call_event(call: GenAICall, context: RecordContext) -> DecodedEvent:
+    """The call through the monitor's own decoding, as an event of the record `context` names."""
+    return decode_fields(
+        _as_chat_event(call),
+        topic=context.topic,
+        partition=context.partition,
+        offset=context.offset,
+        record_timestamp_ms=context.record_timestamp_ms,
+        max_bytes=context.max_bytes,
+        max_future_skew_s=context.max_future_skew_s,
+        now=context.now,
+    )
 
 
 def _as_chat_event(call: GenAICall) -> bytes:

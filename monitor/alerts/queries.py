@@ -596,6 +596,16 @@ def fetch_traffic_history(
     return build_history(grid, start, end, keys, TRAFFIC_SUMS, rows, None)
 
 
+def fetch_no_content(store: ClickHouseStore, traffic_table: str, start: datetime, end: datetime) -> dict[str, int]:
+    """Per app, the OpenTelemetry calls counted without content in [start, end), most first (none: empty)."""
+    sql = (
+        f"SELECT app, sum(no_content) AS n FROM {_ident(store.database)}.{_ident(traffic_table)}\n"
+        f"WHERE minute >= {{start:{_TS}}} AND minute < {{end:{_TS}}}\n"
+        "GROUP BY app HAVING n > 0 ORDER BY n DESC, app"
+    )
+    return {str(app): int(n) for app, n in _run(store, sql, {"start": start, "end": end})}
+
+
 def fetch_newest(store: ClickHouseStore, table: str, column: str, before: datetime, where: str = "") -> datetime | None:
     """The latest `column` of `table` at or before `before` (None when the table has no such row); `where` is a fixed
     extra filter (` AND ...`, as `replay_filter` gives), never user text."""

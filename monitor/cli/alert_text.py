@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import IO, TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -39,3 +40,15 @@ def console_for(out: IO[str]) -> Console:
     from rich.console import Console
 
     return Console(file=out)
+
+
+NO_CONTENT_WINDOW = timedelta(hours=1)
+
+
+def describe_no_content(per_app: dict[str, int]) -> str:
+    """The line for OpenTelemetry calls that came without text: traffic that no score stands for."""
+    apps = ", ".join(f"{app} {n:,}" for app, n in per_app.items())
+    return (
+        f"{plural(sum(per_app.values()), 'OpenTelemetry LLM call')} in the last hour came without their text and "
+        f"were not scored ({apps}): turn on the instrumentation's content capture (README, From OpenTelemetry)"
+    )

@@ -122,10 +122,11 @@ def run_check(ns: argparse.Namespace, out: IO[str] | None = None) -> int:
     """Evaluate once against the configured store and print every rule and segment to `out`."""
     from monitor.alerts.detectability import describe_expected, expected_by_rule, expected_per_week
     from monitor.alerts.engine import evaluate_rules
+    from monitor.alerts.queries import fetch_no_content
     from monitor.alerts.service import open_store
     from monitor.alerts.state import STATE_TABLE, StateStore
     from monitor.cli.alert_check_table import check_rows, print_check
-    from monitor.cli.alert_text import console_for
+    from monitor.cli.alert_text import NO_CONTENT_WINDOW, console_for, describe_no_content
 
     out = out or sys.stdout
     settings, alert, rules = _load(ns)
@@ -136,6 +137,7 @@ def run_check(ns: argparse.Namespace, out: IO[str] | None = None) -> int:
     try:
         previous = {} if ns.no_state else StateStore(store).load()
         evaluation = evaluate_rules(store, rules, now, previous, alert.traffic_table)
+        no_content = fetch_no_content(store, alert.traffic_table, now - NO_CONTENT_WINDOW, now)
     finally:
         store.close()
     rows = check_rows(evaluation, [r.name for r in rules.rules], expected_by_rule(evaluation, rules))
@@ -146,6 +148,8 @@ def run_check(ns: argparse.Namespace, out: IO[str] | None = None) -> int:
         expected = expected_per_week(evaluation, rules)
         console = console_for(out)
         print_check(rows, now, console)
+        if no_content:
+            console.print(describe_no_content(no_content), style="yellow")
         console.print(describe_expected(expected), style="dim")
     firing = any(r["state"] == "firing" for r in rows)
     return 1 if (ns.fail_on_firing and firing) else 0

@@ -73,6 +73,14 @@ def register(sub: Any) -> None:
         default=Path(".relevancy-monitor/demo-report.html"),
         help="the HTML report (default: %(default)s)",
     )
+    p.add_argument(
+        "--format",
+        choices=("events", "otlp_proto", "otlp_json"),
+        default="events",
+        help="the live traffic as the monitor's JSON events, or as an OpenTelemetry Collector's records of GenAI "
+        "spans (otlp_proto, otlp_json; 10 calls to a record, in the four dialects), read with MONITOR_INPUT_FORMAT "
+        "(default: events)",
+    )
     p.set_defaults(func=cmd_demo)
 
 
@@ -84,7 +92,9 @@ def cmd_demo(ns: argparse.Namespace) -> int:
     from monitor.devtools.demo_screen import final_lines, next_commands
 
     console = Console(stderr=True)
-    plan = plan_demo(ns.duration, ns.rate, demo_directory(ns.clickhouse_url, os.environ), ns.report, os.environ)
+    plan = plan_demo(
+        ns.duration, ns.rate, demo_directory(ns.clickhouse_url, os.environ), ns.report, os.environ, ns.format
+    )
     console.print(
         f"[bold]relevancy-monitor demo[/]: {plan.history_events} events of history over {plan.history_hours:g} h, then "
         f"{plan.rate:g} events/s until the alert fires (at most {plan.duration_s:g} s); store chdb://{plan.data_dir}",
@@ -115,7 +125,8 @@ def _run_with_panel(plan: DemoPlan, console: Console, run: Any) -> Any:
         if p.phase != last["phase"] or time.monotonic() - last["at"] >= 5:
             last.update(at=time.monotonic(), phase=p.phase)
             counts = (
-                f"consumed {p.consumed}, judged {p.judged}, in flight {p.in_flight}, dead-lettered {p.dead_lettered}"
+                f"consumed {p.consumed}{plan.consumed_unit}, judged {p.judged}, in flight {p.in_flight}, "
+                f"dead-lettered {p.dead_lettered}"
             )
             text = f"{p.phase}: {counts}" if p.counting else p.phase
             console.print(text, soft_wrap=True)

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from monitor.alerts.engine import AlertRunner, Evaluation, SegmentResult
 from monitor.alerts.rules import load_rules
@@ -35,6 +35,7 @@ from monitor.config import Settings, load_settings
 from monitor.devtools.demo_history import judge_history, write_history
 from monitor.devtools.demo_traffic import history, regressed_segment, story_event
 from monitor.devtools.localbroker import LocalBroker
+from monitor.devtools.otlp_traffic import otlp_records
 from monitor.devtools.traffic import produce
 from monitor.runtime.logs import configure_logging
 from monitor.runtime.metrics import Metrics
@@ -48,6 +49,7 @@ T = TypeVar("T")
 
 MARKER_FILE = "relevancy-monitor-demo.json"
 TOPIC = "conversations"
+OTLP_CALLS_PER_RECORD = 10  # a small batch, so that a record's calls are seconds apart at most at the demo's rates
 EVALUATE_EVERY_S = 3.0
 AFTER_FIRING_S = 5.0
 PLANTED_RULE = "relevancy_drop"  # the shipped rule the demo waits for: its detector pages on the planted drop
@@ -66,6 +68,17 @@ class DemoPlan:
     report_path: Path
     judge: str  # "lexical", or "statements" when an Anthropic API key is set
     seed: int = field(default_factory=lambda: int(time.time()))
+    input_format: str = "events"  # or otlp_proto / otlp_json: the live traffic as a Collector's records of spans
+
+    @property
+    def calls_per_record(self) -> int:
+        """LLM calls in one Kafka record of live traffic (an OTLP record holds a batch of spans)."""
+        return 1 if self.input_format == "events" else OTLP_CALLS_PER_RECORD
+
+    @property
+    def consumed_unit(self) -> str:
+        """What the consumed count counts, after the number."""
+        return "" if self.calls_per_record == 1 else f" records ({self.calls_per_record} calls each)"
 
     @property
     def regress_after_s(self) -> float:
@@ -73,7 +86,14 @@ class DemoPlan:
         return min(15.0, self.duration_s / 3)
 
 
-def plan_demo(duration_s: float, rate: float, data_dir: Path, report_path: Path, env: Mapping[str, str]) -> DemoPlan:
+def plan_demo(
+    duration_s: float,
+    rate: float,
+    data_dir: Path,
+    report_path: Path,
+    env: Mapping[str, str],
+    input_format: str = "events",
+) -> DemoPlan:
     """The plan for these flags: an LLM judge (and less traffic, to keep the bill to cents) when `env` has an
     Anthropic API key, the lexical heuristic otherwise. Raises `UsageError` on a bad duration or rate."""
     if not duration_s >= 30:
@@ -85,8 +105,9 @@ def plan_demo(duration_s: float, rate: float, data_dir: Path, report_path: Path,
     llm = bool((env.get("ANTHROPIC_API_KEY") or env.get("MONITOR_ANTHROPIC_API_KEY") or "").strip())
     rate = min(rate, 4.0) if llm else rate
     events = 300 if llm else max(600, int(rate * 60))
+    judge = "statements" if llm else "lexical"
     return DemoPlan(
-        duration_s, rate, 6.0, events, data_dir.absolute(), report_path.absolute(), "statements" if llm else "lexical"
+        duration_s, rate, 6.0, events, data_dir.absolute(), report_path.absolute(), judge, input_format=input_format
     )
 
 
@@ -189,6 +210,7 @@ def demo_settings(plan: DemoPlan, bootstrap: str) -> Settings:
     return load_settings(
         kafka_bootstrap_servers=bootstrap,
         kafka_topics=[TOPIC],
+        input_format=plan.input_format,
         kafka_group_id="relevancy-monitor-demo",
         clickhouse_url=f"chdb://{plan.data_dir}",
         judge=plan.judge,
@@ -245,6 +267,7 @@ class _Demo:
         self.runner: AlertRunner | None = None
         self.evaluation: Evaluation | None = None
         self.live_start = datetime.now(UTC)
+        self.live_events = 0
         # One thread for every call of this client: the chDB client is not for concurrent use.
         self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="demo-store")
 
@@ -256,8 +279,9 @@ class _Demo:
         service = asyncio.create_task(run_service(self.settings, stop=stop, metrics=self.metrics))
         try:
             produced_history = await self._history(service)
-            produced_live = await self._live(service)
-            await self._drain(service, produced_live)
+            records = await self._live(service)
+            produced_live = self.live_events
+            await self._drain(service, records)
             self.progress.phase = "last alert round"
             self.show(self.progress)
             await self._evaluate()
@@ -323,7 +347,7 @@ class _Demo:
 
     async def _live(self, service: asyncio.Task[None]) -> int:
         """Live traffic until the planted alert has fired and `AFTER_FIRING_S` more, or `duration_s`; returns the
-        events sent."""
+        records sent (`live_events` counts the events in them)."""
         self.progress.phase, self.progress.counting = "live traffic", True
         self.live_start = datetime.now(UTC)
         started = time.monotonic()
@@ -332,12 +356,18 @@ class _Demo:
         def values() -> Iterator[bytes]:
             while time.monotonic() < ends_at:
                 self.progress.regressed = time.monotonic() - started >= self.plan.regress_after_s
+                self.live_events += 1
                 yield story_event(self.rng, datetime.now(UTC), regressed=self.progress.regressed)
 
+        plan, records = self.plan, values()
+        if plan.input_format != "events":
+            encoding: Literal["otlp_proto", "otlp_json"] = (
+                "otlp_json" if plan.input_format == "otlp_json" else "otlp_proto"
+            )
+            records = otlp_records(records, encoding=encoding, per_record=plan.calls_per_record, seed=plan.seed)
         bootstrap = self.settings.kafka.bootstrap_servers
-        producer = asyncio.create_task(
-            produce(bootstrap, TOPIC, values(), rate=self.plan.rate, kafka=self.settings.kafka)
-        )
+        rate = plan.rate / plan.calls_per_record
+        producer = asyncio.create_task(produce(bootstrap, TOPIC, records, rate=rate, kafka=self.settings.kafka))
         next_round, next_query = time.monotonic() + EVALUATE_EVERY_S, 0.0
         while not producer.done():
             now = time.monotonic()

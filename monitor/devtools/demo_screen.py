@@ -34,7 +34,8 @@ def live_view(progress: DemoProgress, plan: DemoPlan) -> RenderableType:
     head = Text.assemble(
         (f"{p.phase}", "bold"),
         f" {p.live_elapsed_s:.0f}s (until the alert fires, at most {plan.duration_s:.0f}s)" if p.counting else "",
-        f"\nconsumed {p.consumed}  judged {p.judged}  in flight {p.in_flight}  dead-lettered {p.dead_lettered}"
+        f"\nconsumed {p.consumed}{plan.consumed_unit}  judged {p.judged}  in flight {p.in_flight}  "
+        f"dead-lettered {p.dead_lettered}"
         if p.counting
         else "",
     )
@@ -62,7 +63,9 @@ def final_lines(outcome: DemoOutcome, store_flag: str = "") -> Iterator[Renderab
     where the report and the store are. `next_commands` follow it."""
     plan = outcome.plan
     yield Text.assemble(
-        ("done", "bold"), f": {outcome.produced_history} events of history, {outcome.produced_live} live"
+        ("done", "bold"),
+        f": {outcome.produced_history} events of history, {outcome.produced_live} live"
+        + ("" if plan.input_format == "events" else f" (as {plan.input_format} spans)"),
     )
     yield Text(
         f"judged {outcome.judged}, dead-lettered {outcome.dead_lettered} (malformed on purpose); judge "

@@ -57,12 +57,16 @@ def _event(value: bytes) -> dict[str, Any] | None:
         event = json.loads(value)
     except ValueError:
         return None
-    return event if isinstance(event, dict) and _pair(event) is not None else None
+    return event if isinstance(event, dict) and _turns(event) is not None else None
 
 
-def _pair(event: dict[str, Any]) -> tuple[str, str] | None:
+Turn = tuple[str, str]  # role, text
+
+
+def _turns(event: dict[str, Any]) -> tuple[list[Turn], str] | None:
+    """The event's input turns (every message before the last) and its answer (the last message)."""
     if isinstance(event.get("user_message"), str) and isinstance(event.get("response"), str):
-        return event["user_message"], event["response"]
+        return [("user", event["user_message"])], event["response"]
     messages = event.get("messages")
     if not isinstance(messages, list) or len(messages) < 2:
         return None
@@ -73,11 +77,12 @@ def _pair(event: dict[str, Any]) -> tuple[str, str] | None:
             return "\n".join(p.get("text", "") for p in content if isinstance(p, dict))
         return content if isinstance(content, str) else ""
 
-    return text(messages[0]), text(messages[-1])
+    inputs = [(str(m.get("role") or "user") if isinstance(m, dict) else "user", text(m)) for m in messages[:-1]]
+    return inputs, text(messages[-1])
 
 
 def _spans(event: dict[str, Any], dialect: Dialect, rng: random.Random) -> list[Span]:
-    question, answer = _pair(event) or ("", "")
+    turns, answer = _turns(event) or ([("user", "")], "")
     trace = rng.getrandbits(128).to_bytes(16, "big")
     agent, call = rng.getrandbits(64).to_bytes(8, "big"), rng.getrandbits(64).to_bytes(8, "big")
     end = _nanos(event.get("timestamp"))
@@ -98,7 +103,7 @@ def _spans(event: dict[str, Any], dialect: Dialect, rng: random.Random) -> list[
                 attributes=_kvs({"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "order_lookup"}),
             )
         )  # fmt: skip
-    attributes, events = _dialect(event, dialect, question, answer)
+    attributes, events = _dialect(event, dialect, turns, answer)
     spans.append(
         Span(
             trace_id=trace, span_id=call, parent_span_id=agent, name=f"chat {event.get('model') or 'model'}",
@@ -110,16 +115,16 @@ def _spans(event: dict[str, Any], dialect: Dialect, rng: random.Random) -> list[
 
 
 def _dialect(
-    event: dict[str, Any], dialect: Dialect, question: str, answer: str
+    event: dict[str, Any], dialect: Dialect, turns: list[Turn], answer: str
 ) -> tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]:
     model, version = str(event.get("model") or ""), str(event.get("prompt_version") or "")
     response_id, conversation = str(event.get("event_id") or ""), str(event.get("conversation_id") or "")
     if dialect == "gen_ai":
+        inputs = [{"role": role, "parts": [{"type": "text", "content": text}]} for role, text in turns]
         return {
             "gen_ai.operation.name": "chat", "gen_ai.provider.name": "anthropic", "gen_ai.request.model": model,
             "gen_ai.response.model": model, "gen_ai.response.id": response_id, "gen_ai.conversation.id": conversation,
-            "gen_ai.prompt.version": version,
-            "gen_ai.input.messages": json.dumps([{"role": "user", "parts": [{"type": "text", "content": question}]}]),
+            "gen_ai.prompt.version": version, "gen_ai.input.messages": json.dumps(inputs),
             "gen_ai.output.messages": json.dumps(
                 [{"role": "assistant", "parts": [{"type": "text", "content": answer}], "finish_reason": "stop"}]
             ),
@@ -128,19 +133,25 @@ def _dialect(
         message = json.dumps({"role": "assistant", "content": answer})
         return (
             {"gen_ai.operation.name": "chat", "gen_ai.request.model": model, "gen_ai.prompt.version": version},
-            [("gen_ai.user.message", {"content": question}), ("gen_ai.choice", {"index": 0, "message": message})],
+            [(f"gen_ai.{role}.message", {"content": text}) for role, text in turns]
+            + [("gen_ai.choice", {"index": 0, "message": message})],
         )
     if dialect == "openllmetry":
+        prompts: dict[str, Any] = {}
+        for i, (role, text) in enumerate(turns):
+            prompts |= {f"gen_ai.prompt.{i}.role": role, f"gen_ai.prompt.{i}.content": text}
         return {
             "llm.request.type": "chat", "gen_ai.system": "Anthropic", "gen_ai.request.model": model,
-            "gen_ai.response.id": response_id, "gen_ai.prompt.0.role": "user", "gen_ai.prompt.0.content": question,
+            "gen_ai.response.id": response_id, **prompts,
             "gen_ai.completion.0.role": "assistant", "gen_ai.completion.0.content": answer,
             "gen_ai.prompt.version": version,
         }, []  # fmt: skip
+    messages: dict[str, Any] = {}
+    for i, (role, text) in enumerate(turns):
+        messages |= {f"llm.input_messages.{i}.message.role": role, f"llm.input_messages.{i}.message.content": text}
     return {
         "openinference.span.kind": "LLM", "llm.model_name": model, "session.id": conversation,
-        "llm.prompt_template.version": version, "llm.input_messages.0.message.role": "user",
-        "llm.input_messages.0.message.content": question, "llm.output_messages.0.message.role": "assistant",
+        "llm.prompt_template.version": version, **messages, "llm.output_messages.0.message.role": "assistant",
         "llm.output_messages.0.message.content": answer,
     }, []  # fmt: skip
 

@@ -1,4 +1,4 @@
-"""Per-segment traffic counts (consumed, sampled, not sampled, dead-lettered) per minute: a small aggregate
+"""Per-segment traffic counts (consumed, sampled, not sampled, dead-lettered, no content) per minute: a small aggregate
 beside the scores, so volume per segment is queryable without a row per event.
 
 Counts are approximate across crashes (a crash loses the unflushed minute; a redelivery counts again)."""
@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import UTC, datetime
 
-COLUMNS = ("minute", "app", "model", "prompt_version", "consumed", "sampled", "not_sampled", "dead_lettered")
-_FIELDS = ("consumed", "sampled", "not_sampled", "dead_lettered")
+_FIELDS = ("consumed", "sampled", "not_sampled", "dead_lettered", "no_content")
+COLUMNS = ("minute", "app", "model", "prompt_version", *_FIELDS)
 FIELD_INDEX = {f: i for i, f in enumerate(_FIELDS)}
 
 Segment = tuple[datetime, str, str, str]
@@ -35,11 +35,11 @@ class TrafficCounter:
         self._counts: dict[Segment, list[int]] = {}  # per segment, the counts in `_FIELDS` order
 
     def add(self, epoch_s: float, app: str, model: str, prompt_version: str, field: str) -> None:
-        """Count one event under `field` (consumed, sampled, not_sampled or dead_lettered)."""
+        """Count one event under `field` (consumed, sampled, not_sampled, dead_lettered or no_content)."""
         key = (minute_of(epoch_s), app, model, prompt_version)
         counts = self._counts.get(key)
         if counts is None:
-            counts = self._counts[key] = [0, 0, 0, 0]
+            counts = self._counts[key] = [0] * len(_FIELDS)
         counts[FIELD_INDEX[field]] += 1
 
     def add_batch(self, counts: Mapping[MinuteSegment, list[int]]) -> None:
@@ -63,6 +63,6 @@ class TrafficCounter:
         """Put back rows whose insert failed, so they are written with the next batch."""
         for row in rows:
             seg = (row[0], row[1], row[2], row[3])
-            c = self._counts.setdefault(seg, [0, 0, 0, 0])  # type: ignore[arg-type]
+            c = self._counts.setdefault(seg, [0] * len(_FIELDS))  # type: ignore[arg-type]
             for i, v in enumerate(row[4:]):
                 c[i] += int(v)  # type: ignore[call-overload]

@@ -2,7 +2,8 @@
 ever holding up scoring.
 
 Order, per score: (1) its row is written to ClickHouse; (2) the sink acknowledges it and its offset becomes
-committable; (3) `offer` queues it; (4) `run` sends one export request per batch to the topic. So a score is
+committable; (3) `offer` queues it; (4) `run` sends one export request per batch to the destination (a Kafka
+topic, or a Collector's OTLP/HTTP endpoint). So a score is
 published only once stored, and publishing is at most once: a crash between (2) and (4), a full queue (the oldest
 are dropped) or a send that fails loses that evaluation record, counted, never the score or its row."""
 
@@ -11,10 +12,10 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Callable, Iterable
-from typing import Protocol
 
 import structlog
 
+from monitor.publish.destinations import Destination
 from monitor.publish.evaluations import encode, evaluation_request, publishable
 from monitor.publish.settings import PublishSettings
 from schemas.scored import ScoredRow
@@ -24,27 +25,19 @@ log = structlog.get_logger("monitor.publish.publisher")
 BATCH_ROWS = 500  # one export request holds at most this many records (about 150 KB, well under a 1 MB record)
 
 
-class Producer(Protocol):
-    """What the publisher needs of a Kafka producer (aiokafka's)."""
-
-    async def send_and_wait(self, topic: str, value: bytes) -> object:
-        """Send one record and wait for the broker's acknowledgement."""
-        ...
-
-
 class EvaluationPublisher:
     """`offer` durable rows (never blocks); `run` publishes them until cancelled; `drain` sends what is queued."""
 
     def __init__(
         self,
-        producer: Producer,
+        destination: Destination,
         settings: PublishSettings,
         *,
         service: str,
         on_published: Callable[[int], None],
         on_dropped: Callable[[str, int], None],
     ) -> None:
-        self.producer = producer
+        self.destination = destination
         self.settings = settings
         self.service = service
         self._on_published = on_published
@@ -80,11 +73,13 @@ class EvaluationPublisher:
             if request is None:
                 continue
             try:
-                await self.producer.send_and_wait(
-                    self.settings.publish_topic, encode(request, self.settings.publish_encoding)
-                )
-            except Exception as e:  # any Kafka failure: the scores are stored; only their records are lost
+                await self.destination.send(encode(request, self.settings.publish_encoding))
+            except Exception as e:  # any Kafka or HTTP failure: the scores are stored; only their records are lost
                 log.warning("evaluations_not_published", rows=len(batch), error=type(e).__name__)
                 self._on_dropped("send_failed", len(batch))
                 continue
             self._on_published(len(batch))
+
+    async def aclose(self) -> None:
+        """Close the destination (after the last `drain`)."""
+        await self.destination.aclose()

@@ -99,8 +99,8 @@ class CostDay:
 
 @dataclass(frozen=True, slots=True)
 class TrafficBucket:
-    """Events consumed and chosen for judging (traffic table) and events judged (scores table) per app and
-    prompt version in one time bucket. The app is empty for records that could not be decoded."""
+    """Events consumed and chosen for judging (traffic table), events judged (scores table) and calls without
+    content per app and prompt version in one time bucket. The app is empty for records that could not be decoded."""
 
     t: datetime
     app: str
@@ -108,6 +108,7 @@ class TrafficBucket:
     consumed: int
     sampled: int
     judged: int
+    no_content: int = 0  # OpenTelemetry calls that arrived without their text: not scorable, not in `consumed`
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ h2 { font-size: 20px; margin: 32px 0 8px; border-bottom: 1px solid #ddd; padding
 h3 { font-size: 15px; margin: 18px 0 4px; }
 .meta { color: #555; margin: 2px 0; font-size: 13px; } .note { color: #555; font-size: 13px; margin: 4px 0 8px; }
 .empty { background: #fff6e0; border: 1px solid #e8c66a; padding: 14px 18px; font-size: 17px; margin: 18px 0; }
+.warn { background: #fff6e0; border-left: 4px solid #e8c66a; padding: 8px 12px; margin: 12px 0; }
 .kpis { display: flex; flex-wrap: wrap; gap: 12px; margin: 12px 0; }
 .kpi { border: 1px solid #ddd; border-radius: 6px; padding: 8px 14px; min-width: 120px; }
 .kpi b { display: block; font-size: 20px; } .kpi span { color: #555; font-size: 12px; }
@@ -160,7 +161,23 @@ def _empty(data: ReportData) -> str:
         else ""
     )
     message = f"No judged events between {when(data.since)} and {when(data.until)} in {data.table}.{extra}"
-    return f'<section id="summary"><p class="empty">{esc(message)}</p></section>'
+    return f'<section id="summary"><p class="empty">{esc(message)}</p>{_no_content(data)}</section>'
+
+
+def _no_content(data: ReportData) -> str:
+    """The OpenTelemetry calls that came without text: traffic that no score can stand for."""
+    per_app: dict[str, int] = {}
+    for b in data.traffic:
+        if b.no_content:
+            per_app[b.app] = per_app.get(b.app, 0) + b.no_content
+    if not per_app:
+        return ""
+    apps = ", ".join(f"{app} {count(n)}" for app, n in sorted(per_app.items(), key=lambda kv: -kv[1]))
+    return (
+        f'<p class="warn" id="no-content">{count(sum(per_app.values()))} OpenTelemetry LLM calls arrived without '
+        f"their text and were not scored ({esc(apps)}): their instrumentation captures no message content. The "
+        "README's \u201cFrom OpenTelemetry\u201d section names the switch that turns it on.</p>"
+    )
 
 
 def _kpi(value: str, label: str) -> str:
@@ -214,7 +231,7 @@ def _summary(data: ReportData, totals: Sequence[SegmentTotals]) -> str:
         ),
         numeric=range(5, 10),
     )
-    return f'<section id="summary"><h2>Summary</h2><div class="kpis">{kpis}</div>{table}</section>'
+    return f'<section id="summary"><h2>Summary</h2><div class="kpis">{kpis}</div>{_no_content(data)}{table}</section>'
 
 
 def _chart(charts: dict[str, ChartView], key: str) -> str:

@@ -92,7 +92,7 @@ def fetch_report_data(
     traffic_status: TableStatus = "missing"
     if traffic_table in tables:
         traffic = tuple(_traffic(store, scores, where, f"{db}.{traffic_table}", params))
-        traffic_status = "present" if any(b.consumed for b in traffic) else "empty"
+        traffic_status = "present" if any(b.consumed or b.no_content for b in traffic) else "empty"
     firings: tuple[Firing, ...] = ()
     alert_status: TableStatus = "missing"
     if STATE_TABLE in tables:
@@ -257,8 +257,8 @@ def _traffic(
     store: ClickHouseStore, scores: str, where: str, traffic: str, params: dict[str, Any]
 ) -> list[TrafficBucket]:
     counted = (
-        f"SELECT {_BUCKET.format(column='minute')} AS t, app, prompt_version, sum(consumed), sum(sampled) FROM "
-        f"{traffic}\n"
+        f"SELECT {_BUCKET.format(column='minute')} AS t, app, prompt_version, sum(consumed), sum(sampled), "
+        f"sum(no_content) FROM {traffic}\n"
         f"WHERE minute >= {{since:{_TS}}} AND minute < {{until:{_TS}}} GROUP BY t, app, prompt_version"
     )
     # Events, not rows: with two judges an event has two rows but was consumed once. Only events of the minutes the
@@ -269,11 +269,12 @@ def _traffic(
         f"WHERE {where} AND {_WHOLE_MINUTES} GROUP BY t, app, prompt_version"
     )
     merged: dict[tuple[datetime, str, str], list[int]] = {}
-    for t, app, pv, consumed, sampled in store.query(counted, params).rows:
-        merged.setdefault((utc(t), str(app), str(pv)), [0, 0, 0])[:2] = [int(consumed), int(sampled)]
+    for t, app, pv, consumed, sampled, no_content in store.query(counted, params).rows:
+        merged.setdefault((utc(t), str(app), str(pv)), [0, 0, 0, 0])[:2] = [int(consumed), int(sampled)]
+        merged[(utc(t), str(app), str(pv))][3] = int(no_content)
     for t, app, pv, n in store.query(judged, params).rows:
-        merged.setdefault((utc(t), str(app), str(pv)), [0, 0, 0])[2] = int(n)
-    return [TrafficBucket(t, app, pv, c, s, j) for (t, app, pv), (c, s, j) in sorted(merged.items())]
+        merged.setdefault((utc(t), str(app), str(pv)), [0, 0, 0, 0])[2] = int(n)
+    return [TrafficBucket(t, app, pv, c, s, j, nc) for (t, app, pv), (c, s, j, nc) in sorted(merged.items())]
 
 
 def _worst(store: ClickHouseStore, scores: str, where: str, params: dict[str, Any]) -> list[Example]:

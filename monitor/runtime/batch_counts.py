@@ -50,6 +50,6 @@ class BatchCounts:
     def _count(self, segment: MinuteSegment, field: int) -> None:
         found = self._traffic.get(segment)
         if found is None:
-            found = self._traffic[segment] = [0, 0, 0, 0]
+            found = self._traffic[segment] = [0, 0, 0, 0, 0]  # in traffic_counts._FIELDS order
         found[0] += 1
         found[field] += 1

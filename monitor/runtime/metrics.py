@@ -61,6 +61,22 @@ class Metrics(JudgingMetrics):
             ["topic", "kind"],
             registry=r,
         )
+        self.otlp_joined = Counter(
+            PREFIX + "otlp_calls_joined",
+            "Spans without content released from the join with their log records: complete, waited (the wait ended), "
+            "evicted (over the cap)",
+            ["why"],
+            registry=r,
+        )
+        self.otlp_unjoined = Counter(
+            PREFIX + "otlp_log_records_unjoined",
+            "One-message GenAI log records that met no span: waited, evicted, or late (their call was already scored)",
+            ["why"],
+            registry=r,
+        )
+        self.otlp_join_waiting = Gauge(
+            PREFIX + "otlp_join_waiting", "Calls waiting for their span or their log records", registry=r
+        )
         self.evaluations_published = Counter(
             PREFIX + "evaluations_published", "Scores published as gen_ai.evaluation.result records", registry=r
         )

@@ -22,7 +22,9 @@ from aiokafka import TopicPartition
 from aiokafka.structs import ConsumerRecord
 
 from consumers.clients import start_client
+from consumers.decode import DecodedEvent
 from consumers.offsets import Ticket
+from consumers.sampling import SampleDecision
 from consumers.source import KafkaSource
 from monitor.runtime.backpressure import Backpressure
 from monitor.runtime.batch_counts import BatchCounts
@@ -34,6 +36,7 @@ from monitor.runtime.pausing import Pausing
 from monitor.runtime.probes import Probes
 from monitor.runtime.record_events import RecordDecoder
 from monitor.runtime.scorer import Scorer
+from monitor.runtime.span_join import SpanJoin
 from schemas.errors import DecodeError, SinkClosed
 
 log = structlog.get_logger("monitor.runtime.pipeline")
@@ -72,7 +75,8 @@ class Pipeline:
         self._background: list[asyncio.Task[None]] = []
         self._dead_letters: set[asyncio.Task[Any]] = set()
         self._closing: set[TopicPartition] = set()  # being finished: no new judge call starts for them
-        self.decoder = RecordDecoder(parts.kafka, parts.metrics)
+        self.join = SpanJoin.of(parts.kafka, parts.tracker, parts.metrics, parts.cost.traffic)
+        self.decoder = RecordDecoder(parts.kafka, parts.metrics, parts.cost.traffic, self.join)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Consume until `stop` is set; then drain within the grace period, flush, commit and close."""
@@ -119,6 +123,9 @@ class Pipeline:
             batch = await self.source.getmany(timeout_ms=_POLL_MS, max_records=self.kafka.max_poll_records)
             for tp, records in batch.items():
                 self.handle_batch(tp, records)
+            if self.join is not None:
+                self.join.due()
+                self._start_joined()
             self.pausing.update(self.tracker.in_flight(), self.guard.breaker.is_open)
             now = time.monotonic()
             if now - last_commit >= self.flow.commit_interval_s:
@@ -142,6 +149,7 @@ class Pipeline:
         if self.publisher is not None:  # the evaluations of the last rows, within what is left of the grace
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.publisher.drain(), timeout=max(whole.remaining() - CLOSE_FLOOR_S, 0.1))
+            await self.publisher.aclose()
         note = "unfinished events (not judged, or their rows not written) are not committed: the next start re-reads"
         log.info("stopped", unfinished_events=left, note=note if left else "")
         await close_clients(self.source, self.producer, max(whole.remaining(), CLOSE_FLOOR_S))
@@ -174,6 +182,8 @@ class Pipeline:
         except TimeoutError:
             log.warning("commit_incomplete", phase=phase, note="the offsets stay uncommitted: their events are re-read")
         left = sum(self.tracker.in_flight(tp) for tp in tps)
+        if self.join is not None:
+            self.join.forget(tps)
         self.tracker.revoke(tps)
         self.owed.forget(tps)
         self.tasks.forget(tps)
@@ -215,13 +225,35 @@ class Pipeline:
                 decision = self.sampler.decide(event, factor=factor, reason=reason, now=time.time())
                 counts.decided(event, decision.sampled)
                 if decision.sampled:
-                    ticket = self.tracker.track(tp, record.offset, part)
-                    self.metrics.child(
-                        self.metrics.sampled, self.metrics.app_label(event.app), decision.kind.value
-                    ).inc()
-                    self.scorer.start(event, decision, ticket)
+                    self._start(event, decision, self.tracker.track(tp, record.offset, part))
         counts.close(self.cost.traffic)
         self.tracker.advance(tp, records[-1].offset + 1)
+        if self.join is not None:
+            self._start_joined()
+
+    def _start_joined(self) -> None:
+        """Sample the events the join made; their tickets (and their riders) were tracked when held."""
+        assert self.join is not None
+        ready, self.join.ready = self.join.ready, []
+        by_topic: dict[str, BatchCounts] = {}
+        for event, ticket in ready:
+            topic = ticket.tp.topic
+            counts = by_topic.get(topic)
+            if counts is None:  # zero records: their records were counted as consumed when fetched
+                counts = by_topic[topic] = BatchCounts(self.metrics, topic, 0)
+            factor, reason = self.cost.current()
+            decision = self.sampler.decide(event, factor=factor, reason=reason, now=time.time())
+            counts.decided(event, decision.sampled)
+            if decision.sampled:
+                self._start(event, decision, ticket)
+            else:
+                self.tracker.done(ticket)
+        for counts in by_topic.values():
+            counts.close(self.cost.traffic)
+
+    def _start(self, event: DecodedEvent, decision: SampleDecision, ticket: Ticket) -> None:
+        self.metrics.child(self.metrics.sampled, self.metrics.app_label(event.app), decision.kind.value).inc()
+        self.scorer.start(event, decision, ticket)
 
     def _dead_letter(self, record: ConsumerRecord[Any, Any], err: DecodeError, ticket: Ticket) -> None:
         async def publish() -> None:

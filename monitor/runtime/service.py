@@ -21,6 +21,7 @@ from monitor.judging.guarded_judge import GuardedJudge, ShadowGuardedJudge
 from monitor.judging.shadow import RowsOwed
 from monitor.judging.verdict_reuse import VerdictCache, VerdictReuse
 from monitor.privacy.redactor import build_redactor
+from monitor.publish.destinations import destination_for
 from monitor.publish.publisher import EvaluationPublisher
 from monitor.publish.settings import PublishSettings
 from monitor.runtime.collaborators import Collaborators
@@ -144,7 +145,7 @@ def build_publisher(
     if settings.publish_evaluations == "off":
         return None
     return EvaluationPublisher(
-        producer,
+        destination_for(settings, producer),
         settings,
         service="relevancy-monitor",
         on_published=metrics.evaluations_published.inc,

@@ -158,3 +158,30 @@ def test_no_commit_passes_a_record_with_an_event_in_flight(sizes: list[int], rnd
             tr.mark_committed({TP: commit})
             assert all(u.offset >= commit for u in left)
     assert tr._parts[TP].committed == len(sizes)
+
+
+def test_riders_are_done_with_their_event() -> None:
+    """A span's event holds the tickets of the log records joined to it: their offsets commit only when it is done."""
+    tracker = OffsetTracker()
+    spans, logs = TopicPartition("otlp_spans", 0), TopicPartition("otlp_logs", 0)
+    tracker.assign([spans, logs])
+    primary = tracker.track(spans, 4, part=2)
+    rider = tracker.track(logs, 9, part=0)
+    tracker.advance(spans, 5)
+    tracker.advance(logs, 10)
+    tracker.bind(primary, [rider])
+    assert tracker.committable() == {spans: 4, logs: 9}
+    assert tracker.done(primary)
+    assert tracker.committable() == {spans: 5, logs: 10}
+
+
+def test_revoking_an_events_partition_releases_its_riders() -> None:
+    """When the span's partition moves to another consumer, the log records held here no longer block theirs."""
+    tracker = OffsetTracker()
+    spans, logs = TopicPartition("otlp_spans", 0), TopicPartition("otlp_logs", 0)
+    tracker.assign([spans, logs])
+    primary, rider = tracker.track(spans, 4), tracker.track(logs, 9)
+    tracker.advance(logs, 10)
+    tracker.bind(primary, [rider])
+    tracker.revoke([spans])
+    assert tracker.committable() == {logs: 10}

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import HttpUrl
 from pydantic_settings import BaseSettings
 
 from consumers.clients import KafkaSettings
@@ -64,7 +65,10 @@ SLICE_OF: dict[str, str] = {
     "otlp_logs_topics": "kafka.otlp_logs_topics",
     "otlp_app_attribute": "kafka.otlp_app_attribute",
     "otlp_prompt_version_attributes": "kafka.otlp_prompt_version_attributes",
+    "otlp_join_wait_s": "kafka.otlp_join_wait_s",
+    "otlp_join_max_waiting": "kafka.otlp_join_max_waiting",
     "publish_evaluations": "publish.publish_evaluations",
+    "publish_endpoint": "publish.publish_endpoint",
     "publish_topic": "publish.publish_topic",
     "publish_encoding": "publish.publish_encoding",
     "publish_relevant_at": "publish.publish_relevant_at",
@@ -181,7 +185,10 @@ GIVEN: dict[str, Any] = {
     "otlp_logs_topics": ("t1",),
     "otlp_app_attribute": "deployment.name",
     "otlp_prompt_version_attributes": ("my.prompt",),
+    "otlp_join_wait_s": 12.5,
+    "otlp_join_max_waiting": 77,
     "publish_evaluations": "kafka",
+    "publish_endpoint": HttpUrl("https://collector.example:4318/v1/logs"),
     "publish_topic": "evals",
     "publish_encoding": "otlp_json",
     "publish_relevant_at": 0.7,

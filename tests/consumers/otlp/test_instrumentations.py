@@ -11,9 +11,16 @@ import anthropic
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
-from consumers.otlp.records import SYSTEM_METADATA_KEY, RecordContext, decode_traces_record
+from consumers.otlp.join import LogJoin, Lonely, Met
+from consumers.otlp.records import (
+    SYSTEM_METADATA_KEY,
+    RecordContext,
+    decode_logs_record,
+    decode_traces_record,
+    joined_call,
+)
 from consumers.otlp.wire import Encoding
-from tests.consumers.otlp.collector import collector_record, recorded_spans
+from tests.consumers.otlp.collector import collector_logs_record, collector_record, recorded_logs, recorded_spans
 from tests.fake_messages_api import API_KEY, FakeMessagesAPI, Reply
 
 QUESTION, ANSWER = "When did order A17 ship?", "Order A17 shipped on 3 March."
@@ -120,3 +127,44 @@ def test_two_instrumentations_of_one_call_give_one_event(fake_messages_api: Fake
     assert len(spans) == 2
     out = decode_traces_record(collector_record(spans, "otlp_proto"), "otlp_proto", CONTEXT)
     assert len(out.events) == 1 and out.skipped == {"duplicate": 1}
+
+
+def openllmetry_event_records(api: FakeMessagesAPI, encoding: Encoding, parent: str) -> tuple[bytes, bytes]:
+    """OpenLLMetry in event mode (`use_attributes=False`) around one call inside a `parent` span: (its traces
+    record, its logs record)."""
+    from opentelemetry.instrumentation.anthropic import AnthropicInstrumentor
+
+    api.script(Reply(ANSWER))
+    with recorded_spans() as (tracer_provider, spans), recorded_logs() as (logger_provider, logs):
+        instrumentor = AnthropicInstrumentor(use_attributes=False)
+        instrumentor.instrument(tracer_provider=tracer_provider, logger_provider=logger_provider)
+        try:
+            client = anthropic.Anthropic(base_url=api.base_url, api_key=API_KEY)
+            with tracer_provider.get_tracer("app").start_as_current_span(parent):
+                client.messages.create(
+                    model="claude-test", max_tokens=64, messages=[{"role": "user", "content": QUESTION}]
+                )
+        finally:
+            instrumentor.uninstrument()
+        return (
+            collector_record(spans.get_finished_spans(), encoding),
+            collector_logs_record(logs.get_finished_logs(), encoding),
+        )
+
+
+def test_openllmetry_s_event_mode_messages_name_the_caller_s_span_and_never_join(
+    fake_messages_api: FakeMessagesAPI,
+) -> None:
+    """OpenLLMetry in event mode writes its message log records outside its own span (they carry the caller's span
+    id): they wait, never meet the call's span, and both sides come out counted, the span as `no_content`."""
+    traces, logs = openllmetry_event_records(fake_messages_api, "otlp_proto", parent="handle request")
+    spans_side = decode_traces_record(traces, "otlp_proto", CONTEXT, hold=True)
+    logs_side = decode_logs_record(logs, "otlp_proto", CONTEXT, hold=True)
+    [span] = spans_side.waiting_spans
+    [(key, messages)] = logs_side.waiting_logs.items()
+    assert key[0] == span.trace_id and key[1] != span.span_id
+    join: LogJoin[str] = LogJoin(wait_s=30, capacity=10)
+    assert join.add_span(span, "span", now=0) == [] and join.add_logs(key, messages, "logs", now=0) == []
+    met, lonely = join.due(now=30)
+    assert isinstance(met, Met) and met.logs == () and lonely == Lonely(key, 2, ("logs",), "waited")
+    assert joined_call(met.span, met.logs, CONTEXT).skipped == {"no_content": 1}

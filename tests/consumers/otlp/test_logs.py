@@ -9,8 +9,9 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.util.genai.handler import TelemetryHandler
 from opentelemetry.util.genai.types import InputMessage, OutputMessage, TextPart
 
-from consumers.otlp.records import RecordContext, decode_logs_record, decode_traces_record
-from consumers.otlp.wire import Encoding, LogRecord, Span, read_logs
+from consumers.otlp.join import LogJoin, Lonely, Met
+from consumers.otlp.records import RecordContext, decode_logs_record, decode_traces_record, joined_call
+from consumers.otlp.wire import Encoding
 from tests.consumers.otlp.collector import collector_logs_record, collector_record, recorded_logs, recorded_spans
 
 QUESTION, ANSWER = "When did order A17 ship?", "Order A17 shipped on 3 March."
@@ -44,6 +45,13 @@ def test_the_details_log_record_is_scored_and_its_span_counts_as_no_content(
     assert (event.app, event.model, event.conversation_id) == ("support-bot", "claude-test", "conv-7")
     traced = decode_traces_record(collector_record(finished_spans, encoding), encoding, CONTEXT)
     assert traced.events == [] and traced.skipped == {"no_content": 1}
+    # Joined with a logs topic: the span waits, and the details record's call settles it (no `no_content`)
+    held = decode_traces_record(collector_record(finished_spans, encoding), encoding, CONTEXT, hold=True)
+    [span] = held.waiting_spans
+    join: LogJoin[str] = LogJoin(wait_s=30, capacity=10)
+    assert join.add_span(span, "span", now=0) == []
+    [key] = decode_logs_record(collector_logs_record(emitted, encoding), encoding, CONTEXT, hold=True).scored
+    assert join.settle(key) == [Lonely(key, 0, ("span",), "late")]
 
 
 def test_other_log_records_are_counted_not_scored() -> None:
@@ -71,13 +79,16 @@ def test_legacy_event_log_records_joined_to_their_span_give_its_content(encoding
             )
         logs_record = collector_logs_record(logs.get_finished_logs(), encoding)
         spans_record = collector_record(spans.get_finished_spans(), encoding)
-    joined = read_logs(logs_record, encoding)
-
-    def logs_for(s: Span) -> list[LogRecord]:
-        return [log for log in joined if (log.trace_id, log.span_id) == (s.trace_id, s.span_id)]
-
-    assert decode_traces_record(spans_record, encoding, CONTEXT).skipped == {"no_content": 1}  # not joined
-    out = decode_traces_record(spans_record, encoding, CONTEXT, logs_for)
+    assert decode_traces_record(spans_record, encoding, CONTEXT).skipped == {"no_content": 1}  # not held: counted
+    logs_side = decode_logs_record(logs_record, encoding, CONTEXT, hold=True)
+    spans_side = decode_traces_record(spans_record, encoding, CONTEXT, hold=True)
+    assert spans_side.skipped == {} and logs_side.skipped == {}
+    join: LogJoin[str] = LogJoin(wait_s=30, capacity=10)
+    [(key, waiting_logs)] = logs_side.waiting_logs.items()
+    assert join.add_logs(key, waiting_logs, "logs@7", now=0) == []
+    [met] = join.add_span(spans_side.waiting_spans[0], "spans@3", now=1)
+    assert isinstance(met, Met) and met.why == "complete" and met.tokens == ("spans@3", "logs@7")
+    out = joined_call(met.span, met.logs, CONTEXT)
     [event] = out.events
     assert (event.question, event.response, event.model) == (QUESTION, ANSWER, "claude-test")
     assert out.dialects == {"gen_ai_events": 1}

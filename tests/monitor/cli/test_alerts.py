@@ -474,3 +474,22 @@ def test_a_detector_page_is_accepted_from_the_command_line(store: ClickHouseStor
 
     with pytest.raises(UsageError, match="no open episode to accept"):
         run_accept(parse("alerts", "accept", *flags, "relevancy_drop", "app=a"), io.StringIO())
+
+
+def test_check_names_the_calls_that_came_without_content(populated: tuple[ClickHouseStore, list[str]]) -> None:
+    """Calls counted as `no_content` in the last hour are named per app under the table, so a segment with no scores
+    is not read as one with no traffic."""
+    from monitor.judging.traffic_counts import COLUMNS, TrafficCounter
+
+    store, flags = populated
+    at = DROP_AT + timedelta(minutes=40)
+    counter = TrafficCounter()
+    for minutes in (5, 30, 90):  # the last is more than an hour before `at`
+        counter.add((at - timedelta(minutes=minutes)).timestamp(), "voice-bot", "claude", "", "no_content")
+    store.insert_table("traffic_counts", COLUMNS, counter.drain())
+    out = io.StringIO()
+    run_check(parse("alerts", "check", *flags, "--at", at.isoformat()), out)
+    text = " ".join(out.getvalue().split())
+    assert (
+        "2 OpenTelemetry LLM calls in the last hour came without their text and were not scored (voice-bot 2)" in text
+    )

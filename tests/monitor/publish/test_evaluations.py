@@ -4,7 +4,9 @@ the judged span's ids, and that publishing drops (and counts) rather than holdin
 from __future__ import annotations
 
 import asyncio
+import threading
 from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -13,6 +15,7 @@ from opentelemetry.proto_json.collector.logs.v1.logs_service import ExportLogsSe
 
 from consumers.otlp.records import SPAN_ID_KEY, TRACE_ID_KEY
 from consumers.otlp.wire import read_logs
+from monitor.publish.destinations import KafkaDestination, OtlpHttpDestination
 from monitor.publish.evaluations import EVENT_NAME, encode, evaluation_request
 from monitor.publish.publisher import EvaluationPublisher
 from monitor.publish.settings import PublishSettings
@@ -68,7 +71,7 @@ def test_both_encodings_decode_with_opentelemetry_s_readers_and_keep_hex_ids(enc
 
 
 class _Producer:
-    """A stand-in for the Kafka producer (the publisher's own Protocol): records what it is asked to send."""
+    """A stand-in for the Kafka producer (the Kafka destination's own Protocol): records what it is asked to send."""
 
     def __init__(self, fail: bool = False) -> None:
         self.sent: list[tuple[str, bytes]] = []
@@ -89,7 +92,11 @@ async def test_a_full_queue_drops_the_oldest_and_a_failed_send_is_counted_never_
     producer = _Producer()
     settings = PublishSettings(publish_evaluations="kafka", publish_queue_max=3)
     publisher = EvaluationPublisher(
-        producer, settings, service="m", on_published=published.append, on_dropped=lambda r, n: dropped.append((r, n))
+        KafkaDestination(producer, settings.publish_topic),
+        settings,
+        service="m",
+        on_published=published.append,
+        on_dropped=lambda r, n: dropped.append((r, n)),
     )
     publisher.offer([_row(event_id=f"msg_{i}") for i in range(5)])
     assert dropped == [("queue_full", 2)]
@@ -102,3 +109,53 @@ async def test_a_full_queue_drops_the_oldest_and_a_failed_send_is_counted_never_
     publisher.offer([_row()])
     await asyncio.wait_for(publisher.drain(), 5)
     assert dropped[-1] == ("send_failed", 1)
+
+
+class _Collector(ThreadingHTTPServer):
+    """A local OTLP/HTTP logs endpoint: keeps each request's content type and body, answers `status`."""
+
+    def __init__(self) -> None:
+        self.received: list[tuple[str, bytes]] = []
+        self.status = 200
+        collector = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                collector.received.append((self.path + " " + self.headers["Content-Type"], body))
+                self.send_response(collector.status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *_args: object) -> None:
+                pass
+
+        super().__init__(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+
+async def test_otlp_http_posts_export_requests_a_collector_decodes_and_counts_a_refusal() -> None:
+    """With `otlp_http` each batch is one protobuf POST to the logs endpoint that `opentelemetry-proto` decodes, with
+    the judged span's ids; a 503 is counted as `send_failed`, never raised."""
+    collector = _Collector()
+    try:
+        endpoint = f"http://127.0.0.1:{collector.server_port}/v1/logs"
+        settings = PublishSettings(publish_evaluations="otlp_http", publish_endpoint=endpoint)
+        dropped: list[tuple[str, int]] = []
+        publisher = EvaluationPublisher(
+            OtlpHttpDestination(endpoint, settings.publish_encoding), settings, service="m",
+            on_published=lambda _n: None, on_dropped=lambda r, n: dropped.append((r, n)),
+        )  # fmt: skip
+        publisher.offer([_row(event_id="msg_a"), _row(event_id="msg_b")])
+        await publisher.drain()
+        [(where, body)] = collector.received
+        assert where == "/v1/logs application/x-protobuf"
+        records = ExportLogsServiceRequest.FromString(body).resource_logs[0].scope_logs[0].log_records
+        assert [(r.trace_id.hex(), r.span_id.hex(), r.event_name) for r in records] == [(TRACE, SPAN, EVENT_NAME)] * 2
+        collector.status = 503
+        publisher.offer([_row()])
+        await publisher.drain()
+        assert dropped == [("send_failed", 1)]
+        await publisher.aclose()
+    finally:
+        collector.shutdown()

@@ -390,3 +390,22 @@ def test_coverage_counts_the_same_minutes_on_both_sides_of_a_range_starting_mid_
     traffic = fetch_report_data(store, start + timedelta(seconds=15), start + timedelta(minutes=5), 60).traffic
     consumed, judged = sum(b.consumed for b in traffic), sum(b.judged for b in traffic)
     assert (consumed, judged) == (18, 18)  # minutes 11, 12 and 13, six events each
+
+
+def test_calls_without_content_are_named_beside_the_scores_and_on_an_empty_page(
+    store: ClickHouseStore, tmp_path: Path
+) -> None:
+    """OpenTelemetry calls counted as `no_content` are told per app, so "no scores" never reads as "no traffic":
+    on a page with scores and on one without."""
+    from monitor.judging.traffic_counts import COLUMNS, TrafficCounter
+
+    counter = TrafficCounter()
+    for i in range(7):
+        counter.add((T0 + timedelta(minutes=5 + i)).timestamp(), "support-bot", "claude", "", "no_content")
+    store.insert_table("traffic_counts", COLUMNS, counter.drain())
+    write_report(store, T0, T1, tmp_path / "empty.html")
+    empty = _section((tmp_path / "empty.html").read_text(encoding="utf-8"), "summary")
+    assert "7 OpenTelemetry LLM calls arrived without their text and were not scored (support-bot 7)" in empty
+    fill(store)
+    write_report(store, T0, T1, tmp_path / "full.html")
+    assert 'id="no-content"' in _section((tmp_path / "full.html").read_text(encoding="utf-8"), "summary")

@@ -145,7 +145,7 @@ def test_batch_traffic_counts_add_up_like_single_adds() -> None:
         seg = (rng.choice("ab"), rng.choice("mn"), "")
         f = rng.randrange(4)
         single.add(at, *seg, fields[f])
-        batch.setdefault((minute_number(at), *seg), [0, 0, 0, 0])[f] += 1
+        batch.setdefault((minute_number(at), *seg), [0, 0, 0, 0, 0])[f] += 1
     batched.add_batch(batch)
     assert batched.drain() == single.drain()
 

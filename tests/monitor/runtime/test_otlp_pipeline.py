@@ -20,12 +20,21 @@ from consumers.deadletter import H_REASON
 from consumers.otlp.wire import Encoding
 from monitor.config import Settings
 from monitor.devtools.localbroker import LocalBroker
+from monitor.judging.traffic_counts import TrafficCounter
 from monitor.runtime.metrics import Metrics
 from monitor.runtime.no_content import NoContentNotice
 from monitor.runtime.record_events import RecordDecoder
 from monitor.store.async_store import AsyncStore
-from tests.consumers.otlp.collector import collector_record, recorded_spans
-from tests.harness import RunningPipeline, committed_offsets, count_rows, produce_values, read_all, wait_for
+from tests.consumers.otlp.collector import collector_logs_record, collector_record, recorded_logs, recorded_spans
+from tests.harness import (
+    RunningPipeline,
+    committed_offsets,
+    count_rows,
+    create_topic,
+    produce_values,
+    read_all,
+    wait_for,
+)
 from tests.monitor.runtime.test_pipeline import ScriptedJudge
 
 TP = TopicPartition("otlp_spans", 0)
@@ -127,7 +136,9 @@ def test_the_decoder_reads_the_app_and_prompt_version_attributes_from_the_settin
         otlp_app_attribute="gen_ai.request.model",
         otlp_prompt_version_attributes="gen_ai.conversation.id",
     )
-    events = RecordDecoder(kafka, Metrics()).events(TP, _record(collector_record(_batch(2), "otlp_proto")))
+    events = RecordDecoder(kafka, Metrics(), TrafficCounter()).events(
+        TP, _record(collector_record(_batch(2), "otlp_proto"))
+    )
     assert [(e.app, e.prompt_version) for e in events] == [("claude-test", "conv-0"), ("claude-test", "conv-1")]
 
 
@@ -168,3 +179,76 @@ async def test_published_evaluations_point_at_the_judged_spans(
 
 async def _published(run: RunningPipeline, n: int) -> bool:
     return run.counter("relevancy_monitor_evaluations_published") >= n
+
+
+def _joinable_records(encoding: Encoding) -> tuple[bytes, bytes]:
+    """(a traces record, a logs record) as a legacy-event instrumentation writes them: three chat spans without
+    text; the messages of the first as log records inside its span, and a message whose span never comes."""
+    with (
+        recorded_spans("support-bot") as (tracer_provider, spans),
+        recorded_logs("support-bot") as (logger_provider, logs),
+    ):
+        tracer, logger = tracer_provider.get_tracer("app"), logger_provider.get_logger("app")
+        for i in range(3):
+            with tracer.start_as_current_span("chat claude") as span:
+                span.set_attributes({"gen_ai.operation.name": "chat", "gen_ai.request.model": "claude-test"})
+                if i == 0:
+                    logger.emit(event_name="gen_ai.user.message", body={"content": "When did order A17 ship?"})
+                    message = {"role": "assistant", "content": "Order A17 shipped on 3 March."}
+                    logger.emit(event_name="gen_ai.choice", body={"index": 0, "message": message})
+        with tracer.start_as_current_span("lost"):
+            logger.emit(event_name="gen_ai.user.message", body={"content": "Where is my refund?"})
+        return (
+            collector_record(spans.get_finished_spans(), encoding),
+            collector_logs_record(logs.get_finished_logs(), encoding),
+        )
+
+
+async def _committed_on(bootstrap: str, settings: Settings, topic: str) -> int:
+    return sum(v or 0 for v in (await committed_offsets(bootstrap, settings.kafka.group_id, topic)).values())
+
+
+async def test_log_records_join_their_span_across_topics_and_commit_only_with_its_row(
+    broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore, topic: str
+) -> None:
+    """The messages on the logs topic meet their span on the traces topic; stopped before the row is written,
+    neither record is committed; started again, the call is stored once, the spans that met no messages count as
+    `no_content` in the traffic counts, the lonely message as unjoined, and both topics are committed."""
+    spans_topic, logs_topic = f"{topic}.spans", f"{topic}.logs"
+    settings = make_settings(
+        kafka_topics=[spans_topic, logs_topic], input_format="otlp_proto", otlp_logs_topics=logs_topic,
+        otlp_join_wait_s=1.0, shutdown_grace_s=0.5,
+    )  # fmt: skip
+    traces, logs = _joinable_records("otlp_proto")
+    for name in (spans_topic, logs_topic):
+        await create_topic(broker.bootstrap, name, partitions=3)
+    await produce_values(broker.bootstrap, logs_topic, [logs])
+    await produce_values(broker.bootstrap, spans_topic, [traces])
+    async with RunningPipeline(settings, async_store, judge=ScriptedJudge(delay_s=60)) as first:
+
+        async def waited() -> bool:  # the call met its messages, and everything else in both records is done
+            joined = first.counter("relevancy_monitor_otlp_calls_joined", why="complete") == 1
+            return joined and first.counter("relevancy_monitor_otlp_log_records_unjoined", why="waited") == 1
+
+        await wait_for(waited, 60, "the call joined, the lonely message let go")
+    assert await count_rows(async_store, final=False) == 0
+    assert await _committed_on(broker.bootstrap, settings, logs_topic) == 0  # held by the span's unwritten row
+    async with RunningPipeline(settings, async_store, judge=ScriptedJudge()) as second:
+
+        async def committed() -> bool:
+            on = [await _committed_on(broker.bootstrap, settings, t) for t in (logs_topic, spans_topic)]
+            return on == [1, 1]
+
+        await wait_for(committed, 60, "both records committed")
+    t = async_store.store.qualified_table
+    [(question, response, model)] = (await async_store.query(f"SELECT question, response, model FROM {t} FINAL")).rows
+    assert (question, response, model) == ("When did order A17 ship?", "Order A17 shipped on 3 March.", "claude-test")
+    assert second.counter("relevancy_monitor_otlp_calls_joined", why="waited") == 2
+    assert second.counter("relevancy_monitor_otlp_log_records_unjoined", why="waited") == 1
+    db = async_store.store.database
+    [(no_content, consumed)] = (
+        await async_store.query(
+            f"SELECT sum(no_content), sum(consumed) FROM {db}.traffic_counts WHERE app = 'support-bot'"
+        )
+    ).rows
+    assert (no_content, consumed) >= (2, 1)
