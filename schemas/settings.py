@@ -73,10 +73,15 @@ def readable_file(value: Path | None) -> Path | None:
 
 
 def host_ports(value: str) -> str:
-    """Refuse anything but host:port[,host:port…] (a host without a port is let through)."""
+    """Refuse anything but host:port[,host:port…]: a host without its port is refused too (a client's silent default
+    port is a guess about the cluster)."""
     for server in value.split(","):
         host, colon, port = server.strip().rpartition(":")
-        if not server.strip() or (colon and (not host or not port.isdigit() or not 0 < int(port) < 65536)):
+        if not colon and server.strip():
+            raise ValueError(
+                f"expected host:port[,host:port], {server.strip()!r} has no port (e.g. {server.strip()}:9092)"
+            )
+        if not server.strip() or not host or not port.isdigit() or not 0 < int(port) < 65536:
             raise ValueError(f"expected host:port[,host:port], {server.strip()!r} is not host:port")
     return value
 

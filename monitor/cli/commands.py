@@ -301,6 +301,10 @@ def cmd_produce(ns: argparse.Namespace) -> int:
     """`produce`: a JSONL file's lines as-is, or generated traffic, to a topic."""
     from monitor.devtools.traffic import generate_events, produce
 
+    if not ns.rate >= 0:  # also NaN
+        raise UsageError(
+            f"--rate must be 0 (as fast as possible) or a positive number of events per second, got {ns.rate:g}"
+        )
     if ns.file:
         lines = _read_file(ns.file).splitlines()
         values: Iterable[bytes] = [ln for ln in lines if ln.strip()]

@@ -76,10 +76,11 @@ def final_lines(outcome: DemoOutcome, store_flag: str = "") -> Iterator[Renderab
         yield Text("No alert fired. Run longer (--duration 90) or faster (--rate 80).", style="bold yellow")
     for result in outcome.fired:
         yield from _alert(result, outcome.examples.get(result.rule.name, []))
-    stable = [f"{a.name} {a.version}" for a in APPS if a is not REGRESSED]
-    yield Text(f"Stable apps ({', '.join(stable)}): no alert.", style="green")
-    pending = [r for r in (outcome.evaluation.results if outcome.evaluation else []) if r.state.state == "pending"]
-    for r in pending:
+    results = outcome.evaluation.results if outcome.evaluation else []
+    decided = [(dict(r.state.segment).get("app", ""), r.rule.name, r.state.state) for r in results]
+    for line, style in app_decisions([a.name for a in APPS], decided):
+        yield Text(line, style=style)
+    for r in (r for r in results if r.state.state == "pending"):
         yield Text(f"pending: {r.rule.name} for {_segment(r)} (must hold {_duration(r)} before it pages)", style="dim")
     yield Text("")
     if outcome.report_path is not None:
@@ -88,6 +89,28 @@ def final_lines(outcome: DemoOutcome, store_flag: str = "") -> Iterator[Renderab
         yield Text(f"Report not written: {outcome.report_error}", style="red")
     yield Text(f"Store: {outcome.url}" + ("" if store_flag else " (the default store of `run` and `sql`)"))
     yield Text("\nNext, try:")
+
+
+def app_decisions(apps: Iterable[str], decided: Iterable[tuple[str, str, str]]) -> Iterator[tuple[str, str]]:
+    """Per app, what the last round decided (from (app, rule, state) of every rule and segment), with its style:
+    the rules firing, pending, all inactive, or none that could decide."""
+    by_app: dict[str, dict[str, set[str]]] = {}
+    for app, rule, state in decided:
+        by_app.setdefault(app, {}).setdefault(state, set()).add(rule)
+    for app in apps:
+        states = by_app.get(app, {})
+        if states.get("firing"):
+            yield f"{app}: firing {', '.join(sorted(states['firing']))}.", "bold red"
+        elif states.get("pending"):
+            yield f"{app}: no alert yet, pending {', '.join(sorted(states['pending']))}.", "yellow"
+        elif states:
+            rules = set().union(*states.values())
+            yield (
+                f"{app}: no alert ({len(rules)} rule{'' if len(rules) == 1 else 's'} evaluated, none firing).",
+                "green",
+            )
+        else:
+            yield f"{app}: no rule could decide (too few events, or no evaluation ran).", "dim"
 
 
 def _duration(result: SegmentResult) -> str:

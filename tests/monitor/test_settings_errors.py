@@ -237,9 +237,16 @@ def test_cross_field_and_alias_errors_name_the_variable(
     assert msg.startswith(f"invalid setting {var}: ") and also in msg, msg
 
 
+def test_a_broker_without_its_port_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`localhost` alone is refused with the form it needs, not left to the client's default port."""
+    monkeypatch.setenv("MONITOR_KAFKA_BOOTSTRAP_SERVERS", "kafka-1:9092,localhost")
+    msg = _one_line_error(load_settings)
+    assert "MONITOR_KAFKA_BOOTSTRAP_SERVERS" in msg and "'localhost' has no port (e.g. localhost:9092)" in msg, msg
+
+
 def test_well_formed_values_pass_the_format_checks(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The URL and host:port checks accept the usual forms: several brokers, a host without a port, https URLs."""
-    monkeypatch.setenv("MONITOR_KAFKA_BOOTSTRAP_SERVERS", "kafka-1:9092, kafka-2:9093,localhost")
+    """The URL and host:port checks accept the usual forms: several brokers, an IPv6 address, https URLs."""
+    monkeypatch.setenv("MONITOR_KAFKA_BOOTSTRAP_SERVERS", "kafka-1:9092, kafka-2:9093,[::1]:9094")
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "https://api.example.com")
     monkeypatch.setenv("MONITOR_CLICKHOUSE_URL", "https://user:pw@ch.example:8443")
     s = load_settings()

@@ -113,7 +113,7 @@ async def test_produce_generates_personal_data_on_request_and_refuses_a_bad_shar
     broker: LocalBroker, topic: str
 ) -> None:
     """`produce --generate N --pii-share 1` sends events whose text the redactor finds items in; a share outside
-    0..1 is a usage error in one line (exit 2)."""
+    0..1 or a negative rate is a usage error in one line (exit 2)."""
     from monitor.privacy.redactor import build_redactor
     from monitor.privacy.settings import RedactionSettings
     from tests.harness import read_all
@@ -123,6 +123,10 @@ async def test_produce_generates_personal_data_on_request_and_refuses_a_bad_shar
         "produce", "--generate", "5", "--pii-share", "1.5", "--kafka-bootstrap-servers", broker.bootstrap, env=env
     )
     assert (code, len(err.strip().splitlines())) == (2, 1) and "--pii-share" in err, err
+    code, _, err = await cli(
+        "produce", "--generate", "5", "--rate", "-1", "--kafka-bootstrap-servers", broker.bootstrap, env=env
+    )
+    assert (code, len(err.strip().splitlines())) == (2, 1) and "--rate must be 0" in err, err
     args = (
         "--generate",
         "30",

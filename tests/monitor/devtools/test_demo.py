@@ -169,3 +169,25 @@ def test_the_demo_store_is_embedded_and_defaults_to_the_one_run_uses(tmp_path: P
     )
     with pytest.raises(UsageError, match="embedded"):
         demo_directory("https://ch.example:8443", {})
+
+
+def test_the_final_screen_says_what_the_rules_decided_for_each_app() -> None:
+    """Each app gets what the last round decided for it (firing, pending, inactive, nothing), never a blanket "no
+    alert" for the apps meant to stay stable (the OTLP demo once paged on one while saying it had no alert)."""
+    from monitor.devtools.demo_screen import app_decisions
+
+    decided = [
+        ("support-bot", "relevancy_drop", "firing"),
+        ("support-bot", "no_data", "inactive"),
+        ("coding-assistant", "relevancy_drop", "firing"),
+        ("coding-assistant", "low_score_share_rise", "pending"),
+        ("travel-agent", "relevancy_drop", "inactive"),
+        ("travel-agent", "no_data", "inactive"),
+    ]
+    lines = [line for line, _style in app_decisions(["support-bot", "coding-assistant", "travel-agent", "x"], decided)]
+    assert lines == [
+        "support-bot: firing relevancy_drop.",
+        "coding-assistant: firing relevancy_drop.",
+        "travel-agent: no alert (2 rules evaluated, none firing).",
+        "x: no rule could decide (too few events, or no evaluation ran).",
+    ]
