@@ -9,7 +9,8 @@ its message is the single line an operator should see, and the command line prin
     │   └── ReplayRefused       a replay stopped before judging (cost above the threshold, range past the retention,
     ...) ├── ConfigError             a setting is missing or invalid; names the environment variable (exit 2)
     │   ├── SamplingConfigError the sampling rules file
-    │   └── RulesError          the alert rules file
+    │   ├── RulesError          the alert rules file
+    │   └── PortInUse           a port the process must listen on is held by another process
     ├── DecodeError             a Kafka record that cannot be judged: dead-lettered with `reason`, never fatal
     ├── KafkaUnavailable        the brokers cannot be reached
     ├── LocalBrokerError        the local tansu broker is missing or did not start
@@ -71,6 +72,10 @@ class SamplingConfigError(ConfigError):
 
 class RulesError(ConfigError):
     """The alert rules file cannot be read or is invalid; the message names the field."""
+
+
+class PortInUse(ConfigError):
+    """A listening port is taken; the message names the port, its setting and how to choose another."""
 
 
 class DecodeError(MonitorError):

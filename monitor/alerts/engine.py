@@ -458,7 +458,11 @@ class AlertRunner:
         health = Health(joined=True)  # the evaluator is in no consumer group
         if metrics_port:
             HealthServer(
-                self.metrics.registry, health, metrics_port, max_silence_s=3 * interval.total_seconds() + 60
+                self.metrics.registry,
+                health,
+                metrics_port,
+                max_silence_s=3 * interval.total_seconds() + 60,
+                setting="ALERTS_METRICS_PORT",
             ).start()
         log.info(
             "alert evaluator started",

@@ -12,6 +12,7 @@ report it beside the metrics (`/metrics`, `/healthz`, `/readyz`).
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import threading
 import time
@@ -21,6 +22,8 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Gauge
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+
+from schemas.errors import PortInUse
 
 COMPONENTS = ("kafka", "dead_letter_topic", "store")
 
@@ -139,10 +142,25 @@ class HealthServer:
     thread."""
 
     def __init__(
-        self, registry: CollectorRegistry, health: Health, port: int, host: str = "0.0.0.0", max_silence_s: float = 30.0
+        self,
+        registry: CollectorRegistry,
+        health: Health,
+        port: int,
+        host: str = "0.0.0.0",
+        max_silence_s: float = 30.0,
+        setting: str = "MONITOR_METRICS_PORT",
     ) -> None:
+        """Bind `port` (named by `setting` in the one-line `PortInUse` when another process holds it)."""
         handler = _handler(registry, health, max_silence_s)
-        self._server = ThreadingHTTPServer((host, port), handler)
+        try:
+            self._server = ThreadingHTTPServer((host, port), handler)
+        except OSError as e:
+            if e.errno != errno.EADDRINUSE:
+                raise
+            raise PortInUse(
+                f"port {port} is in use by another process ({setting}): stop it, or set {setting} to a free port "
+                "(0 turns the server off)"
+            ) from None
         self.port = int(self._server.server_address[1])
         self._thread = threading.Thread(target=self._server.serve_forever, name="health-http", daemon=True)
 

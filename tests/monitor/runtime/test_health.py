@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import urllib.error
 import urllib.request
+from pathlib import Path
 
+import pytest
 from prometheus_client import CollectorRegistry
 
 from monitor.runtime.health import Health, HealthGauges, HealthServer
 from monitor.runtime.metrics import Metrics
 from monitor.runtime.sink import ClickHouseSink
 from monitor.store.async_store import AsyncStore
+from schemas.errors import PortInUse
+from tests.harness import cli, monitor_env
 from tests.monitor.runtime.test_sink import FAST, FaultyStore, rows
 
 
@@ -124,3 +129,31 @@ async def test_the_heartbeat_keeps_liveness_up_while_the_loop_runs() -> None:
     await asyncio.sleep(0.05)
     task.cancel()
     assert health.alive(1.0)
+
+
+async def test_a_metrics_port_in_use_stops_run_in_one_line(tmp_path: Path) -> None:
+    """`run` with MONITOR_METRICS_PORT held by another process exits 2 with one error line naming the port and the
+    setting (it was a 25-line OSError traceback)."""
+    with socket.socket() as held:
+        held.bind(("0.0.0.0", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        env = monitor_env(
+            MONITOR_METRICS_PORT=str(port),
+            MONITOR_CLICKHOUSE_URL=f"chdb://{tmp_path}/store",
+            MONITOR_KAFKA_BOOTSTRAP_SERVERS="127.0.0.1:9",
+            MONITOR_JUDGE="lexical",
+        )
+        code, _, err = await cli("run", env=env)
+    lines = [line for line in err.strip().splitlines() if not line.startswith("{")]  # not the JSON log lines
+    assert (code, len(lines)) == (2, 1), err
+    assert f"port {port} is in use by another process (MONITOR_METRICS_PORT)" in lines[0]
+
+
+def test_the_port_in_use_error_names_the_alert_evaluator_s_own_setting() -> None:
+    """The evaluator's health server names ALERTS_METRICS_PORT."""
+    with socket.socket() as held:
+        held.bind(("0.0.0.0", 0))
+        held.listen()
+        with pytest.raises(PortInUse, match="ALERTS_METRICS_PORT"):
+            HealthServer(CollectorRegistry(), Health(), held.getsockname()[1], setting="ALERTS_METRICS_PORT")
