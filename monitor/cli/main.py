@@ -17,6 +17,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="relevancy-monitor", description="Answer-relevancy monitoring for LLM assistants."
     )
+    parser.add_argument("--version", action="version", version=f"relevancy-monitor {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands.register(sub)
     judge.register(sub)
@@ -28,6 +29,16 @@ def build_parser() -> argparse.ArgumentParser:
     report.register(sub)
     replay.register(sub)
     return parser
+
+
+def _version() -> str:
+    """The installed distribution's version (a source tree that is not installed says so)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("relevancy-monitor")
+    except PackageNotFoundError:
+        return "(not installed)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

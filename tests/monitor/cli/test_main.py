@@ -7,6 +7,8 @@ import json
 import signal
 from pathlib import Path
 
+import pytest
+
 from monitor.devtools.localbroker import LocalBroker
 from tests.conftest import EXAMPLES
 from tests.harness import CLI, cli, committed_offsets, monitor_env, wait_for
@@ -161,3 +163,15 @@ async def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     out, err = await asyncio.wait_for(proc.communicate(), 60)
     assert len(out.decode().splitlines()) == 1
     assert "Traceback" not in err.decode() and "BrokenPipe" not in err.decode(), err.decode()
+
+
+def test_version_prints_the_installed_version(capsys: pytest.CaptureFixture[str]) -> None:
+    """`relevancy-monitor --version` prints the distribution's version and exits 0."""
+    from importlib.metadata import version
+
+    from monitor.cli.main import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"relevancy-monitor {version('relevancy-monitor')}"
