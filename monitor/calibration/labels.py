@@ -6,6 +6,7 @@ shortened set would look more certain than it is."""
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 from collections.abc import Callable
@@ -38,6 +39,7 @@ class LabelledPair:
     label_unit: float  # on the judges' 0..1 scale
     id: str | None = None
     category: str | None = None
+    ignored: tuple[str, ...] = ()  # fields the line carries beyond the known ones (notes, annotator ids, ...)
 
     @property
     def key(self) -> str:
@@ -110,12 +112,12 @@ def parse_line(text: str, number: int, scale: Scale, source: str) -> LabelledPai
     if not isinstance(obj, dict):
         raise bad(f"not a JSON object (a {_json_type(obj)})")
     unknown = sorted(set(obj) - _KNOWN)
-    if unknown:
-        # Refused rather than ignored: a misspelt "categroy" would otherwise vanish from the per-category table.
-        raise bad(
-            f"unknown field {', '.join(map(repr, unknown))} (fields: question, answer or response, label, id, "
-            "category, rationale)"
-        )
+    for name in unknown:
+        # Label exports carry notes, annotator ids and times, which are ignored; a misspelt "categroy" would vanish
+        # from the per-category table instead, so a near miss of a known field is refused.
+        near = difflib.get_close_matches(name, sorted(_KNOWN), n=1, cutoff=0.8)
+        if near:
+            raise bad(f"unknown field {name!r}: did you mean {near[0]!r}?")
     question = _text(obj, "question", bad)
     if not question.strip():
         raise bad("question is empty")
@@ -138,7 +140,13 @@ def parse_line(text: str, number: int, scale: Scale, source: str) -> LabelledPai
         label_unit=to_unit(label, scale),
         id=_id(obj.get("id"), bad),
         category=_category(obj.get("category"), bad),
+        ignored=tuple(unknown),
     )
+
+
+def ignored_fields(pairs: list[LabelledPair]) -> list[str]:
+    """Every field some line carries that the labels do not use, sorted (to list once)."""
+    return sorted({name for pair in pairs for name in pair.ignored})
 
 
 def check_label(value: Any, scale: Scale) -> float | str:

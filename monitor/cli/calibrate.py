@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
 
-from monitor.calibration.labels import SCALES, golden_path, read_labels
+from monitor.calibration.labels import SCALES, golden_path, ignored_fields, read_labels
 from monitor.cli.flags import JUDGE_ENV_ONLY, JUDGE_SETTINGS, add_setting_flags, positive_int, settings_from_args
 from monitor.config import Settings
 from schemas.errors import LabelsError, UsageError
@@ -127,6 +127,8 @@ def run_calibrate(
     if ns.golden and not path.is_file():
         raise LabelsError(f"the golden set is not installed (no {path})")
     pairs = read_labels(path, ns.label_scale)
+    if ignored := ignored_fields(pairs):
+        err.write(f"{path}: fields not used, ignored: {', '.join(ignored)}\n")
     settings = settings or settings_from_args(ns)
     redactor = build_redactor(settings.redaction)  # before the judge: a bad pattern leaks no client
     judge = build_judge(settings.judge)

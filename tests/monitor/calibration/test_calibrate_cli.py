@@ -252,6 +252,19 @@ def test_two_pairs_report_without_correlations(clean_env: None, tmp_path: Path) 
     assert s["mae"]["value"] == pytest.approx(0.125)  # gaps 0 and .25
 
 
+def test_a_label_export_with_extra_fields_is_judged_and_its_extra_fields_listed_once(
+    clean_env: None, tmp_path: Path
+) -> None:
+    """Lines carrying notes and annotator ids are judged; the fields read past are named once on stderr."""
+    rows = [
+        {"question": QUESTION, "answer": RELEVANT, "label": 4, "notes": "clear", "annotator": "a-1"},
+        {"question": QUESTION, "answer": OFF_TOPIC[0], "label": 1, "notes": "off topic"},
+    ]
+    code, out, err = run("--labels", str(write_labels(tmp_path / "export.jsonl", rows)), "--judge", "lexical", "--json")
+    assert code == 0 and json.loads(out)["statistics"]["n"] == 2
+    assert err.count("fields not used, ignored: annotator, notes") == 1, err
+
+
 @pytest.mark.parametrize("method", ["rubric", "statements"])
 def test_llm_judges_against_the_fake_api_with_cost_and_reasons(
     api_env: FakeMessagesAPI, tmp_path: Path, method: str

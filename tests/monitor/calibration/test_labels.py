@@ -91,10 +91,10 @@ def test_windows_line_ends_and_a_byte_order_mark_are_read() -> None:
         (({**GOOD, "label": "3"},), 'set.jsonl line 1: label must be a number, not "3"'),
         (({**GOOD, "label": True},), "set.jsonl line 1: label must be a number, not true"),
         (({**GOOD, "label": None},), "set.jsonl line 1: label must be a number, not null"),
+        (({**GOOD, "lable": 3},), "set.jsonl line 1: unknown field 'lable': did you mean 'label'?"),
         (
-            ({**GOOD, "lable": 3},),
-            "set.jsonl line 1: unknown field 'lable' (fields: question, answer or response, label, id, category, "
-            "rationale)",
+            ({"question": "Q?", "anwser": "A.", "label": 1},),
+            "set.jsonl line 1: unknown field 'anwser': did you mean 'answer'?",
         ),
         (({**GOOD, "id": ["x"]},), "set.jsonl line 1: id must be a string or an integer, not array"),
         (({**GOOD, "category": 3},), "set.jsonl line 1: category must be a string, not number"),
@@ -104,6 +104,16 @@ def test_windows_line_ends_and_a_byte_order_mark_are_read() -> None:
 def test_a_bad_line_is_one_error_naming_the_line_and_the_problem(lines: tuple[object, ...], expected: str) -> None:
     """Each kind of bad line stops the read with one line: the file, the line number and what is wrong."""
     assert error_of(jsonl(*lines)) == expected
+
+
+def test_fields_beyond_the_known_ones_are_ignored_and_listed() -> None:
+    """A label export's notes, annotator ids and timestamps are read past and listed once, not refused."""
+    from monitor.calibration.labels import ignored_fields, parse_labels
+
+    extra = {"notes": "checked twice", "annotator": "a-7", "relevant_statements": [1], "labelled_at": "2026-11-30"}
+    pairs = parse_labels(jsonl({**GOOD, **extra}, {**GOOD, "notes": "ok"}), "rubric", "set.jsonl")
+    assert [p.label for p in pairs] == [GOOD["label"]] * 2
+    assert ignored_fields(pairs) == ["annotator", "labelled_at", "notes", "relevant_statements"]
 
 
 def test_labels_outside_the_unit_scale_and_non_finite_labels_are_refused() -> None:
