@@ -353,6 +353,18 @@ def test_secret_in_extra_settings_is_refused() -> None:
         render({"extraSettings": {"MONITOR_KAFKA_SASL_PASSWORD": "hunter2"}})
 
 
+def test_retention_days_are_rendered_only_when_set() -> None:
+    """By default the chart leaves the TTLs alone, as the command line does; an explicit 0 (keep forever) is set."""
+    for retention, wanted in ((None, None), (0, "0")):
+        docs = render({"privacy": {"retentionDays": retention}})
+        for kind, suffix in (("Job", "-migrate"), ("Deployment", "-consumer")):
+            env = {
+                e["name"]: e.get("value")
+                for e in one(docs, kind, suffix)["spec"]["template"]["spec"]["containers"][0]["env"]
+            }
+            assert env.get("MONITOR_RETENTION_DAYS") == wanted, (kind, retention)
+
+
 def test_privacy_values_reach_the_consumer_and_the_migrate_job() -> None:
     """privacy.* become MONITOR_REDACT and MONITOR_STORE_TEXT (settings) and the retention days on both the consumer
     and the migrate job (which applies the TTLs); a chart-owned setting in extraSettings fails the render."""

@@ -104,8 +104,10 @@ seccompProfile:
   value: {{ $ch.database | quote }}
 - name: MONITOR_CLICKHOUSE_TABLE
   value: {{ $ch.table | quote }}
+{{- if not (kindIs "invalid" .Values.privacy.retentionDays) }}
 - name: MONITOR_RETENTION_DAYS
   value: {{ .Values.privacy.retentionDays | toString | quote }}
+{{- end }}
 - name: MONITOR_TEXT_RETENTION_DAYS
   value: {{ .Values.privacy.textRetentionDays | toString | quote }}
 {{- with $ch.auth.existingSecret }}
