@@ -1,5 +1,6 @@
 """The Helm chart in helm/relevancy-monitor: rendered offline with helm-python-sdk, core manifests validated against
-the Kubernetes 1.31 schemas with kubernetes-validate, and the chart's promises checked on every ci/*-values.yaml.
+the schemas of every Kubernetes version in support (1.33 and later) with kubernetes-validate, and the chart's
+promises checked on every ci/*-values.yaml.
 
 KEDA's ScaledObject and the Prometheus Operator's ServiceMonitor are CRDs that kubernetes-validate has no schema
 for, so their fields are checked here by hand."""
@@ -25,7 +26,7 @@ from schemas.settings import variables
 
 CHART = Path(__file__).resolve().parents[2] / "helm" / "relevancy-monitor"
 CI_VALUES = sorted((CHART / "ci").glob("*-values.yaml"))
-KUBE_VERSION = "1.31.0"
+KUBE_VERSIONS = ("1.33.0", "1.34.0", "1.35.0", "1.36.0", "1.37.0")  # in support in December 2026
 RELEASE, NAMESPACE = "rm", "monitoring"
 CRDS = {"ScaledObject", "ServiceMonitor", "PrometheusRule"}
 POD_KINDS = {"Deployment", "Job"}
@@ -163,22 +164,31 @@ def test_renders_core_objects(docs: list[dict[str, Any]]) -> None:
 
 
 def test_core_manifests_validate_against_kubernetes_schemas(docs: list[dict[str, Any]]) -> None:
-    """Every non-CRD object passes kubernetes-validate in strict mode (no unknown fields) for Kubernetes 1.31."""
-    for d in docs:
-        if d["kind"] not in CRDS:
-            kubernetes_validate.validate(d, KUBE_VERSION, strict=True)
+    """Every non-CRD object passes kubernetes-validate in strict mode (no unknown fields) for every Kubernetes version
+    in support."""
+    for version in KUBE_VERSIONS:
+        for d in docs:
+            if d["kind"] not in CRDS:
+                kubernetes_validate.validate(d, version, strict=True)
 
 
+@pytest.mark.parametrize("kube", [KUBE_VERSIONS[0], KUBE_VERSIONS[-1]])
 @pytest.mark.parametrize("values_file", [None, *CI_VALUES], ids=["chart defaults", *(p.name for p in CI_VALUES)])
-def test_lint_strict_is_clean(values_file: Path | None) -> None:
-    """`helm lint --strict` for Kubernetes 1.31 reports no warning or error with the defaults and each ci values
-    file."""
+def test_lint_strict_is_clean(values_file: Path | None, kube: str) -> None:
+    """`helm lint --strict` for the oldest and the newest Kubernetes in support reports no warning or error with the
+    defaults and each ci values file."""
     report = helm_python.lint(
-        CHART, _values(values_file) if values_file else None, strict=True, kube_version=f"v{KUBE_VERSION}"
+        CHART, _values(values_file) if values_file else None, strict=True, kube_version=f"v{kube}"
     )
     problems = [m for m in report["messages"] if m["severity"] >= 2]
     assert not report["errors"], report["errors"]
     assert not problems, problems
+
+
+def test_the_chart_claims_the_kubernetes_versions_it_is_tested_on() -> None:
+    """The chart's kubeVersion starts at the oldest version validated here (helm refuses an older cluster)."""
+    claimed = yaml.safe_load((CHART / "Chart.yaml").read_text(encoding="utf-8"))["kubeVersion"]
+    assert claimed == f">={KUBE_VERSIONS[0]}-0"
 
 
 def test_all_features_file_turns_every_option_on() -> None:
