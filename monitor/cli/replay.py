@@ -198,7 +198,7 @@ async def _replay(ns: argparse.Namespace, options: ReplayOptions) -> int:
     # MONITOR_LOG_LEVEL asks for them.
     level = settings.process.log_level if "MONITOR_LOG_LEVEL" in os.environ else "warning"
     configure_logging(settings.process.log_format, level)
-    judge = build_judge(settings.judge)
+    judge = build_judge(settings.judge, estimate_only=options.dry_run)  # pricing a backfill needs no key
     store = AsyncStore.from_settings(settings.store)
     view.header(header_lines(settings, options, judge.info))
     replay = Replay(settings, options, judge, store, view)

@@ -2,20 +2,28 @@
 
 from __future__ import annotations
 
+from pydantic import SecretStr
+
 from monitor.judges.base import Judge
 from monitor.judges.lexical import LexicalJudge
 from monitor.judges.settings import JudgeSettings
 from schemas.errors import ConfigError
 
+ESTIMATE_ONLY_KEY = "no-key:estimate-only"  # an invalid key: were a dry run ever to send a request, it is refused
 
-def build_judge(settings: JudgeSettings) -> Judge:
-    """The configured judge; raises `ConfigError` (one line) when it cannot be built."""
+
+def build_judge(settings: JudgeSettings, *, estimate_only: bool = False) -> Judge:
+    """The configured judge; raises `ConfigError` (one line) when it cannot be built. With `estimate_only` (a dry run
+    that prices calls and makes none) an LLM judge needs no key: a placeholder stands in, which no request carries."""
     if settings.method == "lexical":
         return LexicalJudge(settings.max_input_chars)
     if settings.api_key is None:  # the only key check: commands that build no judge (sql, alerts) need no key
-        raise ConfigError(
-            f"the {settings.method} judge calls the Anthropic API: set MONITOR_ANTHROPIC_API_KEY (or ANTHROPIC_API_KEY)"
-        )
+        if not estimate_only:
+            raise ConfigError(
+                f"the {settings.method} judge calls the Anthropic API: set MONITOR_ANTHROPIC_API_KEY (or "
+                "ANTHROPIC_API_KEY)"
+            )
+        settings = settings.model_copy(update={"api_key": SecretStr(ESTIMATE_ONLY_KEY)})
     if settings.method == "rubric":
         from monitor.judges.rubric import RubricJudge
 

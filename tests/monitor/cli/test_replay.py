@@ -57,6 +57,12 @@ async def test_replay_shows_the_estimate_refuses_without_yes_and_stops_at_the_ca
     assert "estimate  $0.00" in out
     assert "dry run: nothing judged" in out
     assert fake_messages_api.message_requests == []
+    # Pricing a backfill needs no key: the same estimate without one
+    keyless = {k: v for k, v in env.items() if k not in ("MONITOR_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY")}
+    code, keyless_out, err = await cli("replay", since, until, "--dry-run", env=keyless)
+    assert code == 0, err
+    assert "estimate  $0.00" in keyless_out and "to score  6 events: 6 judge calls" in keyless_out
+    assert fake_messages_api.message_requests == []
 
     code, out, err = await cli("replay", since, until, "--replay-confirm-usd", "0", env=env)
     assert code == 2
