@@ -3,20 +3,55 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 from schemas.errors import MonitorError
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line: the problem, a did-you-mean for a misspelt option (looked up in
+    every subcommand), and where the options are listed; not the whole usage."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print one line and exit 2."""
+        hint = _hint(self, message)
+        self.exit(2, f"{self.prog}: error: {message}{hint} (--help lists the options)\n")
+
+
+def _hint(parser: argparse.ArgumentParser, message: str) -> str:
+    if message.startswith("argument ") and message.endswith("expected one argument"):
+        flag = message.removeprefix("argument ").split(":")[0].split("/")[-1]
+        return f"; a value that starts with '-' is written {flag}=VALUE"
+    if message.startswith("unrecognized arguments: "):
+        known = sorted(_option_strings(parser))
+        for word in message.removeprefix("unrecognized arguments: ").split():
+            near = (
+                difflib.get_close_matches(word.split("=")[0], known, n=1, cutoff=0.8) if word.startswith("--") else []
+            )
+            if near:
+                return f"; did you mean {near[0]}?"
+    return ""
+
+
+def _option_strings(parser: argparse.ArgumentParser) -> set[str]:
+    """Every long option of `parser` and of its subcommands, however deep."""
+    found = {o for a in parser._actions for o in a.option_strings if o.startswith("--")}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                found |= _option_strings(child)
+    return found
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand (nothing is read from the environment here)."""
     from monitor.cli import alerts, calibrate, commands, compare, demo, forget, judge, replay, report
 
-    parser = argparse.ArgumentParser(
-        prog="relevancy-monitor", description="Answer-relevancy monitoring for LLM assistants."
-    )
+    parser = OneLineParser(prog="relevancy-monitor", description="Answer-relevancy monitoring for LLM assistants.")
     parser.add_argument("--version", action="version", version=f"relevancy-monitor {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands.register(sub)

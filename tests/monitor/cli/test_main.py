@@ -175,3 +175,26 @@ def test_version_prints_the_installed_version(capsys: pytest.CaptureFixture[str]
         main(["--version"])
     assert exit_info.value.code == 0
     assert capsys.readouterr().out.strip() == f"relevancy-monitor {version('relevancy-monitor')}"
+
+
+@pytest.mark.parametrize(
+    ("argv", "wanted"),
+    [
+        (
+            ["run", "--judge-concurency", "3"],
+            "unrecognized arguments: --judge-concurency 3; did you mean --judge-concurrency?",
+        ),
+        (["alerts", "run", "--interval", "-1m"], "a value that starts with '-' is written --interval=VALUE"),
+    ],
+)
+def test_a_bad_argument_is_one_line_with_a_hint(
+    argv: list[str], wanted: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A misspelt option gets a did-you-mean from every subcommand's options, and a value starting with '-' the form
+    it needs, each in one line with exit 2, not a page of usage (`alerts run --interval -1m` printed 17 lines)."""
+    from monitor.cli.main import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert exit_info.value.code == 2 and len(lines) == 1 and wanted in lines[0], lines
