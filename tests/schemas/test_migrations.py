@@ -1,21 +1,32 @@
 """Schema migrations (issue 11): each versioned DDL file is applied once, in order, and recorded with its checksum in
-`{database}.schema_migrations`; an applied file that changed is refused; a store of the previous release (tables, no
-record) upgrades cleanly; with a cluster the DDL is ON CLUSTER with Replicated engines, without one it is unchanged."""
+`{database}.schema_migrations`; an applied file that changed is refused; a store made by the first release (its
+frozen files in tests/schemas/first_release, with or without its records) upgrades to exactly a fresh install and
+keeps its rows; with a cluster the DDL is ON CLUSTER with Replicated engines, without one it is unchanged."""
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
+import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from importlib import resources
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import pytest
 
 import monitor.store.migrations as store_module
+from monitor.alerts.queries import fetch_no_content
+from monitor.alerts.state import StateStore
 from monitor.cli.main import main
+from monitor.report.model import Replays
+from monitor.report.queries import fetch_report_data
 from monitor.store.connection import ClickHouseStore
 from monitor.store.migrations import Migrations
 from schemas.ddl import (
+    MIGRATIONS_TABLE,
     PER_GRAIN_SUFFIX,
     ROLLUP_GRAINS,
     Migration,
@@ -26,6 +37,7 @@ from schemas.ddl import (
     render_ddl,
 )
 from schemas.errors import StoreError
+from schemas.scored import SCORED_COLUMNS
 
 
 def _previous_render(database: str, table: str) -> list[str]:
@@ -186,24 +198,6 @@ def test_an_applied_migration_that_changed_is_refused_in_one_line(
         ), msg
 
 
-def test_a_store_of_the_previous_release_upgrades_cleanly(fresh: ClickHouseStore) -> None:
-    """Tables made by the previous release (its DDL, no schema_migrations) keep their rows; migrate records every
-    version."""
-    for statement in _previous_render(fresh.database, fresh.table):
-        fresh.command(statement)
-    fresh.command(f"INSERT INTO {fresh.database}.traffic_counts (minute, app, consumed) VALUES (now(), 'a', 7)")
-    assert "schema_migrations" not in _tables(fresh)
-    assert [m.version for m in Migrations(fresh).pending()] == [
-        m.version for m in migrations(fresh.database, fresh.table)
-    ]
-    with pytest.raises(StoreError, match="relevancy-monitor migrate"):
-        Migrations(fresh).check()
-    applied = Migrations(fresh).migrate()
-    assert len(applied) == len(migrations(fresh.database, fresh.table)) and len(_recorded(fresh)) == len(applied)
-    assert fresh.query(f"SELECT sum(consumed) FROM {fresh.database}.traffic_counts").rows == [(7,)]
-    Migrations(fresh).check()  # current now
-
-
 def test_a_second_scores_table_in_the_same_database_gets_its_own_schema(fresh: ClickHouseStore) -> None:
     """Migrations are recorded per scores table: another MONITOR_CLICKHOUSE_TABLE in a migrated database is created
     too."""
@@ -238,3 +232,356 @@ def test_asking_a_missing_embedded_store_for_its_migrations_creates_nothing(tmp_
     """A missing embedded directory has no migration applied, and asking does not create it (chDB would)."""
     s = ClickHouseStore(f"chdb://{tmp_path / 'none'}", "relevancy", "relevancy_scores")
     assert Migrations(s).applied() == {} and not (tmp_path / "none").exists()
+
+
+# ---- upgrading a store of the first release -------------------------------------------------------------------
+# tests/schemas/first_release holds schemas/sql of FIRST_RELEASE (byte-for-byte, see its README). A store is made
+# from those files the way that release made it, given rows in each of its tables, upgraded by today's `migrate`
+# command and compared with a fresh install of today's schema.
+
+FIRST_RELEASE = "ec1479ea58442242ae9035f8a0a3e218de09568a"
+FIRST_RELEASE_DIR = Path(__file__).resolve().parent / "first_release"
+# `git ls-tree ec1479e schemas/sql/`: the git blob id of each file, so an edit of a fixture cannot pass unnoticed.
+FIRST_RELEASE_BLOBS = {
+    "000_database.sql": "80afcac146de75c020f4b50dec6d78db312d1960",
+    "001_relevancy_scores.sql": "3df1a053c51dc8357897edd8d610197bdaf0338c",
+    "002_traffic_counts.sql": "9917129ebe80a3ecc638773ed3b1347e14716475",
+    "010_rollup_table.per_grain.sql": "f5a4b5e3c45417e05595ecd45618ba59ef94a14e",
+    "011_rollup_mv.per_grain.sql": "e9c7a0e58704ac5650399c515161f6b18bc7a72c",
+    "012_rollup_view.per_grain.sql": "a59d8b4026eba693e78a3fc40deb9ea582242f8e",
+    "016_alert_state.sql": "9e54e5dbf6df3d16eb5115d9137b95fe40d60b18",
+    "017_alert_leases.sql": "2cb570729e60f2dd6fe7b267bb9c6b8bad5ba854",
+}
+
+
+class _FirstReleaseGrain(NamedTuple):
+    """`schemas.ddl.RollupGrain` of the first release: what its `{grain.…}` placeholders name."""
+
+    rollup: str
+    mv: str
+    view: str
+    column: str
+    bucket: str
+
+
+_FIRST_RELEASE_GRAINS = (
+    _FirstReleaseGrain(
+        "relevancy_rollup_1m", "relevancy_rollup_1m_mv", "relevancy_minutely", "minute", "toStartOfMinute"
+    ),
+    _FirstReleaseGrain("relevancy_rollup_1h", "relevancy_rollup_1h_mv", "relevancy_hourly", "hour", "toStartOfHour"),
+)
+# `migrations_table_ddl` of the first release (ec1479e:schemas/ddl.py), which its `migrate` ran before the files.
+_FIRST_RELEASE_MIGRATIONS_TABLE = (
+    "CREATE DATABASE IF NOT EXISTS {database}",
+    "CREATE TABLE IF NOT EXISTS {database}.schema_migrations\n(\n    scores_table  String,\n    version       String,\n"
+    "    name          String,\n    checksum      String,\n    applied_at    DateTime64(3, 'UTC')\n)\n"
+    "ENGINE = ReplacingMergeTree(applied_at)\nORDER BY (scores_table, version)",
+)
+
+
+def _first_release_migrations(database: str, table: str) -> list[Migration]:
+    """The frozen files as the first release's `schemas.ddl.migrations` rendered them (no cluster)."""
+    out = []
+    for path in sorted(FIRST_RELEASE_DIR.glob("*.sql")):
+        text = path.read_text(encoding="utf-8")
+        body = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("--")).strip()
+        if path.name.endswith(".per_grain.sql"):
+            statements = [body.format(database=database, table=table, grain=g) for g in _FIRST_RELEASE_GRAINS]
+        else:
+            statements = [body.format(database=database, table=table)]
+        version = path.name.split("_", 1)[0]
+        out.append(Migration(version, path.name, hashlib.sha256(body.encode()).hexdigest(), tuple(statements)))
+    return out
+
+
+def _install_first_release(store: ClickHouseStore, *, recorded: bool) -> None:
+    """The first release's `migrate` (`recorded`: records in schema_migrations) or, without, the release before it,
+    which ran the same files with nothing recorded (`ensure_schema` of 1a8769d)."""
+    if recorded:
+        for statement in _FIRST_RELEASE_MIGRATIONS_TABLE:
+            store.command(statement.format(database=store.database))
+    for m in _first_release_migrations(store.database, store.table):
+        for statement in m.statements:
+            store.command(statement)
+        if recorded:
+            row = (store.table, m.version, m.name, m.checksum, datetime.now(UTC))
+            store.insert_unchecked(
+                MIGRATIONS_TABLE, ("scores_table", "version", "name", "checksum", "applied_at"), [row]
+            )
+
+
+T0 = datetime(2026, 11, 30, 9, 0, 1, 250000, tzinfo=UTC)
+_BASE_SCORE: dict[str, Any] = {
+    "conversation_id": "conv-1001",
+    "event_time": T0,
+    "app": "support-bot",
+    "model": "assistant-large",
+    "prompt_version": "v12",
+    "metadata": {"locale": "en-GB", "channel": "web"},
+    "judge": "rubric",
+    "judge_model": "claude-x",
+    "judge_id": "rubric:claude-x:1",
+    "kafka_topic": "conversations",
+    "kafka_partition": 2,
+    "sample_rule": "default",
+    "cached": False,
+    "scored_at": T0 + timedelta(seconds=3),
+}
+# One row of each kind the first release wrote to the scores table: a scored one and an error row.
+_OLD_SCORES: list[dict[str, Any]] = [
+    {
+        **_BASE_SCORE,
+        "event_id": "ev-ok",
+        "status": "ok",
+        "error": "",
+        "score": 0.25,
+        "raw_score": 1.0,
+        "reasoning": "one of four statements answers the question",
+        "statements": ["Order A17 shipped.", "We sell shoes.", "Shoes are nice.", "Thanks!"],
+        "verdicts": ["yes", "no", "no", "idk"],
+        "verdict_reasons": ["answers", "off topic", "off topic", "filler"],
+        "n_statements": 4,
+        "question": "When did order A17 ship?",
+        "response": "Order A17 shipped on 3 March. We sell shoes.",
+        "sample_rate": 0.5,
+        "latency_ms": 840,
+        "input_tokens": 512,
+        "output_tokens": 64,
+        "cache_read_tokens": 128,
+        "cache_write_tokens": 0,
+        "cost_usd": 0.0021,
+        "kafka_offset": 41,
+        "version": 2,
+    },
+    {
+        **_BASE_SCORE,
+        "event_id": "ev-err",
+        "status": "error",
+        "error": "unavailable: rate_limited: HTTP 429",
+        "score": None,
+        "raw_score": None,
+        "reasoning": "",
+        "statements": [],
+        "verdicts": [],
+        "verdict_reasons": [],
+        "n_statements": 0,
+        "question": "Where is my refund?",
+        "response": "It is on its way.",
+        "sample_rate": 1.0,
+        "latency_ms": 30000,
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "cache_read_tokens": 0,
+        "cache_write_tokens": 0,
+        "cost_usd": None,
+        "kafka_offset": 42,
+        "version": 1,
+    },
+]
+_OLD_TRAFFIC = {
+    "minute": T0.replace(second=0, microsecond=0),
+    "app": "support-bot",
+    "model": "assistant-large",
+    "prompt_version": "v12",
+    "consumed": 7,
+    "sampled": 2,
+    "not_sampled": 5,
+    "dead_lettered": 1,
+}
+_OLD_ALERT = {
+    "rule": "relevancy_drop",
+    "segment_key": "app=support-bot",
+    "segment": '[["app", "support-bot"]]',
+    "state": "firing",
+    "since": T0,
+    "fired_at": T0 + timedelta(minutes=5),
+    "resolved_at": None,
+    "last_eval_at": T0 + timedelta(minutes=6),
+    "last_notified_at": T0 + timedelta(minutes=5),
+    "notified": {"slack": "firing"},
+    "value": 0.25,
+    "baseline": 0.8,
+    "n_current": 40,
+    "n_baseline": 900,
+    "p_value": 0.001,
+    "severity": "page",
+    "note": "mean 0.25 against 0.80",
+    "updated_at": T0 + timedelta(minutes=6),
+    "writer": "host:1:abc123",
+}
+_OLD_LEASE = {"replica": "host:1:abc123", "joined_at": T0, "heartbeat_at": T0 + timedelta(minutes=6), "released": 0}
+
+
+def _insert(store: ClickHouseStore, table: str, rows: list[dict[str, Any]]) -> None:
+    store.insert_unchecked(table, tuple(rows[0]), [tuple(r.values()) for r in rows])
+
+
+def _write_first_release_rows(store: ClickHouseStore) -> None:
+    """A row in each table the first release wrote (the rollups get theirs through its materialised views)."""
+    _insert(store, store.table, _OLD_SCORES)
+    _insert(store, "traffic_counts", [_OLD_TRAFFIC])
+    _insert(store, "alert_state", [_OLD_ALERT])
+    _insert(store, "alert_leases", [_OLD_LEASE])
+
+
+_SCHEMA_TABLES = (
+    "SELECT name, engine, engine_full, partition_key, sorting_key, primary_key, sampling_key, create_table_query "
+    "FROM system.tables WHERE database = {d:String} ORDER BY name"
+)
+_SCHEMA_COLUMNS = (
+    "SELECT table, name, type, default_kind, default_expression, compression_codec, comment, is_in_partition_key, "
+    "is_in_sorting_key, is_in_primary_key FROM system.columns WHERE database = {d:String} ORDER BY table, position"
+)
+_SCHEMA_INDICES = (
+    "SELECT table, name, type_full, expr, granularity FROM system.data_skipping_indices WHERE database = {d:String} "
+    "ORDER BY table, name"
+)
+
+
+def _table_ttl(create: str) -> str:
+    """The table's TTL clause in a `create_table_query` ('' for none; column TTLs stay in the query itself)."""
+    if " ORDER BY " not in create:
+        return ""
+    found = re.search(r" TTL (.+?)(?: SETTINGS |$)", create.split(" ORDER BY ", 1)[1])
+    return found.group(1) if found else ""
+
+
+def _schema(store: ClickHouseStore) -> dict[str, Any]:
+    """Every table and view of the store's database as system.tables and system.columns show it, the database named
+    `{db}`: engine, keys and TTL per object; name, type, default, codec, comment and key membership per column in
+    order; each object's full CREATE; skipping indices; and the migrations recorded."""
+    db = {"d": store.database}
+
+    def neutral(value: Any) -> Any:
+        return value.replace(f"{store.database}.", "{db}.") if isinstance(value, str) else value
+
+    tables, creates = {}, {}
+    for name, *rest in store.query(_SCHEMA_TABLES, db).rows:
+        engine, engine_full, partition, sorting, primary, sampling, create = (neutral(v) for v in rest)
+        tables[name] = {
+            "engine": engine,
+            "engine_full": engine_full,
+            "partition_by": partition,
+            "order_by": sorting,
+            "primary_key": primary,
+            "sample_by": sampling,
+            "ttl": _table_ttl(create),
+        }
+        creates[name] = create
+    columns: dict[str, list[tuple[Any, ...]]] = {}
+    for table, *rest in store.query(_SCHEMA_COLUMNS, db).rows:
+        columns.setdefault(str(table), []).append(tuple(neutral(v) for v in rest))
+    indices = [tuple(neutral(v) for v in row) for row in store.query(_SCHEMA_INDICES, db).rows]
+    return {
+        "tables": tables,
+        "columns": columns,
+        "creates": creates,
+        "indices": indices,
+        "migrations": _recorded(store),
+    }
+
+
+def _migrate(url: str, database: str, capsys: pytest.CaptureFixture[str]) -> str:
+    """Today's `relevancy-monitor migrate` on `database`; asserts it succeeded and returns what it printed."""
+    capsys.readouterr()
+    code = main(["migrate", "--clickhouse-url", url, "--clickhouse-database", database])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    return err
+
+
+@pytest.fixture
+def fresh_install(
+    clickhouse_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Iterator[ClickHouseStore]:
+    """A store installed from nothing by today's `migrate` command; dropped afterwards."""
+    for name in list(os.environ):
+        if name.startswith(("MONITOR_", "ALERTS_")):
+            monkeypatch.delenv(name)  # the deployment's settings (retention, cluster) would change what is created
+    database = f"t_{uuid.uuid4().hex[:12]}"
+    try:
+        _migrate(clickhouse_url, database, capsys)
+        yield ClickHouseStore(clickhouse_url, database, "relevancy_scores")
+    finally:
+        ClickHouseStore(clickhouse_url, database, "relevancy_scores").command(
+            f"DROP DATABASE IF EXISTS {database} SYNC"
+        )
+
+
+def _utc(value: Any) -> Any:
+    """A datetime read back from the store, made aware in UTC (other values as they are)."""
+    if isinstance(value, datetime) and value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value
+
+
+def _git_blob_id(data: bytes) -> str:
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def test_the_first_release_fixtures_are_its_files_byte_for_byte() -> None:
+    """tests/schemas/first_release holds exactly the first release's schemas/sql files, with their git blob ids."""
+    found = {p.name: _git_blob_id(p.read_bytes()) for p in FIRST_RELEASE_DIR.glob("*.sql")}
+    assert found == FIRST_RELEASE_BLOBS
+    assert FIRST_RELEASE in (FIRST_RELEASE_DIR / "README.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("recorded", [True, False], ids=["first_release", "before_records"])
+def test_a_first_release_store_upgrades_to_exactly_a_fresh_install(
+    fresh: ClickHouseStore, fresh_install: ClickHouseStore, recorded: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A first-release store, upgraded by `migrate`, equals a fresh install and still reads its rows today."""
+    _install_first_release(fresh, recorded=recorded)
+    _write_first_release_rows(fresh)
+    today = migrations(fresh.database, fresh.table)
+    first = {m.version for m in _first_release_migrations(fresh.database, fresh.table)} if recorded else set()
+    new = [m.name for m in today if m.version not in first]
+    assert [m.name for m in Migrations(fresh).pending()] == new and new
+    with pytest.raises(StoreError, match="relevancy-monitor migrate"):
+        Migrations(fresh).check()
+
+    err = _migrate(fresh.url, fresh.database, capsys)
+    assert f"{len(new)} migration(s) applied: {', '.join(new)})" in err, err
+    assert "repaired:" not in err and "cannot fix" not in err and "left as it is" not in err, err  # by migrations only
+    store = ClickHouseStore(fresh.url, fresh.database, fresh.table)
+    Migrations(store).check()  # current, and nothing differs from this release's schema
+
+    upgraded, installed = _schema(store), _schema(fresh_install)
+    assert sorted(upgraded["tables"]) == sorted(installed["tables"])  # tables, views and materialised views
+    for table, want in installed["columns"].items():
+        assert upgraded["columns"][table] == want, table
+    for name, want in installed["tables"].items():
+        assert upgraded["tables"][name] == want, name
+    for name, want in installed["creates"].items():
+        assert upgraded["creates"][name] == want, name
+    assert upgraded == installed  # and the same skipping indices and migration records
+
+    # The rows of the first release, read by today's code: every column as written, today's columns at their defaults.
+    scores = store.query(f"SELECT {', '.join(SCORED_COLUMNS)} FROM {store.qualified_table} FINAL ORDER BY event_id")
+    read = [dict(zip(scores.columns, row, strict=True)) for row in scores.rows]
+    assert [r["event_id"] for r in read] == ["ev-err", "ev-ok"]
+    for row, old in zip(read, sorted(_OLD_SCORES, key=lambda r: r["event_id"]), strict=True):
+        assert {k: _utc(row[k]) for k in old} == old
+        assert (row["redactions"], row["redactor"], row["replay_run"]) == ({}, "", "")
+    hourly = store.query(
+        f"SELECT hour, rows, ok_rows, error_rows, mean_score FROM {store.database}.relevancy_hourly"
+    ).rows
+    assert [(_utc(h), *rest) for h, *rest in hourly] == [(T0.replace(minute=0, second=0, microsecond=0), 2, 1, 1, 0.25)]
+    assert fetch_no_content(store, "traffic_counts", T0 - timedelta(hours=1), T0 + timedelta(hours=1)) == {}
+    [state] = StateStore(store).load().values()
+    assert (state.rule, state.state, state.segment, state.notified, state.frozen) == (
+        "relevancy_drop",
+        "firing",
+        (("app", "support-bot"),),
+        {"slack": "firing"},
+        None,
+    )
+    report = fetch_report_data(store, T0 - timedelta(hours=1), T0 + timedelta(hours=1), 3600, now=T0)
+    [judge] = report.judges
+    assert (judge.judge_id, judge.rows, judge.errors, judge.rate_limited) == ("rubric:claude-x:1", 2, 1, 1)
+    [traffic] = report.traffic
+    assert (traffic.app, traffic.consumed, traffic.sampled, traffic.no_content) == ("support-bot", 7, 2, 0)
+    assert [(f.rule, f.state, f.value) for f in report.firings] == [("relevancy_drop", "firing", 0.25)]
+    assert report.replays == Replays(0, 0)
+    lease = store.query(f"SELECT replica, released FROM {store.database}.alert_leases FINAL").rows
+    assert lease == [("host:1:abc123", 0)]

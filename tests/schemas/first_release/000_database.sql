@@ -1,0 +1,2 @@
+-- relevancy-monitor schema, step 000: the database.
+CREATE DATABASE IF NOT EXISTS {database}
