@@ -90,15 +90,23 @@ class Settings(BaseModel):
             update={"method": self.shadow.method, "model": self.shadow.model or self.judge.model}
         )
 
-    def redacted(self) -> dict[str, Any]:
-        """Settings for a start-up log line, by setting name, with secrets and URL passwords hidden."""
-        dumps = {name: part.model_dump(mode="json") for name in SLICES if (part := getattr(self, name)) is not None}
+    def redacted(self, changed_only: bool = False) -> dict[str, Any]:
+        """Settings by setting name, with secrets and URL passwords hidden; `changed_only`: those that differ from
+        their defaults (the start-up log line: the defaults are in the configuration reference)."""
+        parts = {name: part for name in SLICES if (part := getattr(self, name)) is not None}
+        dumps = {name: part.model_dump(mode="json") for name, part in parts.items()}
+        defaults = {name: type(part).model_construct().model_dump(mode="json") for name, part in parts.items()}
         out: dict[str, Any] = {"redact": False}  # overwritten by the redaction slice, when there is one
         for name, s in SETTINGS.items():
-            if s.slice in dumps:
-                out[name] = ("***" if dumps[s.slice][s.attr] else None) if s.secret else dumps[s.slice][s.attr]
+            if s.slice not in dumps or (changed_only and dumps[s.slice][s.attr] == defaults[s.slice][s.attr]):
+                continue
+            value = dumps[s.slice][s.attr]
+            out[name] = ("***" if value else None) if s.secret else value
         out.pop("judge_prices", None)
-        out["clickhouse_url"] = redact_url(self.store.url)
+        if "clickhouse_url" in out:
+            out["clickhouse_url"] = redact_url(self.store.url)
+        if changed_only and self.redaction is not None:
+            out.pop("redact")
         return out
 
 

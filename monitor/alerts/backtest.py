@@ -43,6 +43,8 @@ from monitor.alerts.windows import SegmentData, SegmentKey, TailCounts, TrafficC
 from monitor.store.connection import ClickHouseStore
 from schemas.errors import BacktestError, QueryError
 
+MAX_STEPS = 20_000  # rule evaluations per rule a backtest will do: beyond, a larger --step
+
 
 @dataclass
 class Episode:
@@ -132,6 +134,16 @@ class Progress:
 ProgressFn = Callable[[Progress], None]
 
 
+def check_span(since: datetime, until: datetime, step: timedelta, max_steps: int = MAX_STEPS) -> None:
+    """Refuse a span or step a backtest cannot evaluate, with `BacktestError` (before any store or screen is opened)."""
+    if step.total_seconds() < 60:
+        raise BacktestError("--step must be at least 1m")
+    if until <= since:
+        raise BacktestError("--until must be after --since")
+    if (until - since) / step > max_steps:
+        raise BacktestError(f"{int((until - since) / step)} steps: more than {max_steps}; use a larger --step")
+
+
 def run_backtest(
     store: ClickHouseStore,
     rules: RuleSet,
@@ -139,7 +151,7 @@ def run_backtest(
     until: datetime,
     step: timedelta,
     traffic_table: str = DEFAULT_TRAFFIC_TABLE,
-    max_steps: int = 20_000,
+    max_steps: int = MAX_STEPS,
     *,
     progress: ProgressFn | None = None,
     per_step: bool = False,
@@ -147,12 +159,7 @@ def run_backtest(
     """Evaluate every rule at since, since+step, ... < until with in-memory state; `progress` is told of each
     history read and each step; `per_step` queries every rule at every step instead of reading histories."""
     since, until = utc(since), utc(until)
-    if step.total_seconds() < 60:
-        raise BacktestError("--step must be at least 1m")
-    if until <= since:
-        raise BacktestError("--until must be after --since")
-    if (until - since) / step > max_steps:
-        raise BacktestError(f"{int((until - since) / step)} steps: more than {max_steps}; use a larger --step")
+    check_span(since, until, step, max_steps)
     times = backtest_times(since, until, step)
     fallback = StoreData(store, traffic_table)
     data: RuleData = (

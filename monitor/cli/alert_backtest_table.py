@@ -41,11 +41,14 @@ class BacktestProgress:
         self.evaluating = self.bar.add_task("evaluating", total=None, at="", start=False)
 
     def __enter__(self) -> BacktestProgress:
-        self.bar.start()
+        # Only on a terminal, where it is erased when done; elsewhere its stop would leave a blank line in the output.
+        if self.bar.console.is_terminal:
+            self.bar.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.bar.stop()
+        if self.bar.live.is_started:
+            self.bar.stop()
 
     def update(self, p: Progress) -> None:
         """Show where the backtest is (the `progress` callback of `run_backtest`)."""

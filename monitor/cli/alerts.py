@@ -205,7 +205,7 @@ def run_backtest_cmd(
     `out`."""
     from rich.console import Console
 
-    from monitor.alerts.backtest import run_backtest
+    from monitor.alerts.backtest import check_span, run_backtest
     from monitor.alerts.detectability import describe_expected, expected_per_week
     from monitor.alerts.service import open_store
     from monitor.cli.alert_backtest_table import BacktestProgress, episode_row, print_backtest
@@ -216,6 +216,7 @@ def run_backtest_cmd(
     now = datetime.now(UTC)
     since, until = parse_time("--since", ns.since, now), parse_time("--until", ns.until, now)
     step = duration_flag("--step", ns.step)
+    check_span(since, until, step)  # before the progress display, whose stop would print a blank line first
     if ns.rule:
         unknown = sorted(set(ns.rule) - {r.name for r in rules.rules})
         if unknown:

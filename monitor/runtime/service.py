@@ -167,14 +167,15 @@ async def run_service(settings: Settings, stop: asyncio.Event | None = None, met
         install_signal_handlers(stop)
     judge = build_judge(settings.judge)
     shadow_judge = build_shadow_judge(settings)  # before Kafka: a missing key is reported even with no broker
-    log.info("starting", settings=settings.redacted())
+    sampler = build_sampler(settings)  # before Kafka: a bad rules file is reported even with no broker
+    # After every check of the settings alone, so a bad one is the only line printed; the defaults are documented.
+    log.info("starting", settings=settings.redacted(changed_only=True))
     if judge.info.heuristic:
         log.warning(
             "heuristic_judge",
             judge=judge.info.method,
             note="word-overlap heuristic, not an LLM judge: for demos and dry runs",
         )
-    sampler = build_sampler(settings)  # before Kafka: a bad rules file is reported even with no broker
     metrics = metrics or Metrics(max_apps=settings.process.metrics_max_apps, apps=tuple(settings.process.metrics_apps))
     health = Health(unready_after_s=settings.process.store_unready_after_s)
     heartbeat = asyncio.create_task(

@@ -13,7 +13,10 @@ Two ways in, and nothing else writes:
 
 from __future__ import annotations
 
+import logging
 import os
+import socket
+import ssl
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,8 +50,15 @@ class QueryResult:
     rows: list[tuple[Any, ...]]
 
 
+# The driver's warnings ("Unexpected Http Driver Exception", urllib3's "Retrying ...") precede an exception that the
+# store turns into its own one-line error or `store_*` event: alone, they say less, twice.
+_DRIVER_LOGGERS = ("clickhouse_connect", "urllib3")
+
+
 def open_client(url: str, **options: Any) -> Client:
     """A clickhouse-connect client for `url`; raises `StoreError` with a readable reason."""
+    for name in _DRIVER_LOGGERS:
+        logging.getLogger(name).setLevel(logging.ERROR)
     try:
         return clickhouse_connect.get_client(dsn=url, **options)
     except ImportError as e:  # clickhouse-connect imports chDB only for a chdb:// URL; the core install leaves it out
@@ -82,11 +92,38 @@ def _open_refusal(url: str, e: Exception) -> str:
 
 
 def _first_line(e: BaseException) -> str:
+    reason = _network_reason(e)
+    if reason is not None:
+        return reason
     return str(e).splitlines()[0][:300] if str(e) else type(e).__name__
 
 
+def _network_reason(e: BaseException) -> str | None:
+    """In words, the socket error under the driver's wrappers (clickhouse-connect wraps urllib3, which wraps the
+    OSError): their messages are a long pool repr with a query id, not a reason."""
+    stack: list[BaseException | None] = [e]
+    seen: set[int] = set()
+    while stack:
+        x = stack.pop()
+        if x is None or id(x) in seen:
+            continue
+        seen.add(id(x))
+        if isinstance(x, ssl.SSLCertVerificationError):
+            return f"TLS certificate verify failed: {x.verify_message} (check MONITOR_CLICKHOUSE_CA_FILE)"
+        if isinstance(x, ConnectionRefusedError):
+            return "connection refused (check MONITOR_CLICKHOUSE_URL)"
+        if isinstance(x, socket.gaierror):
+            return "host name not resolved (check MONITOR_CLICKHOUSE_URL)"
+        if isinstance(x, TimeoutError):
+            return "no answer (timed out; check MONITOR_CLICKHOUSE_URL)"
+        reason = getattr(x, "reason", None)
+        stack += [x.__cause__, x.__context__, reason if isinstance(reason, BaseException) else None]
+    return None
+
+
 def _store_error(e: ClickHouseError) -> StoreError:
-    return StoreError(str(e).strip().splitlines()[0][:500])
+    reason = _network_reason(e)
+    return StoreError(f"ClickHouse unreachable: {reason}" if reason else str(e).strip().splitlines()[0][:500])
 
 
 class ClickHouseStore:
