@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import IO, TYPE_CHECKING, Any
 
 from monitor.alerts.settings import AlertSettings, load_alert_settings
-from monitor.cli.time_flags import duration_flag, parse_time
+from monitor.cli.time_flags import duration_flag, parse_time, span_from_args
 from monitor.config import Settings, load_settings
 from schemas.errors import UsageError
 
@@ -214,7 +214,7 @@ def run_backtest_cmd(
     out = out or sys.stdout
     settings, alert, rules = _load(ns)
     now = datetime.now(UTC)
-    since, until = parse_time("--since", ns.since, now), parse_time("--until", ns.until, now)
+    since, until = span_from_args(ns, now)
     step = duration_flag("--step", ns.step)
     check_span(since, until, step)  # before the progress display, whose stop would print a blank line first
     if ns.rule:

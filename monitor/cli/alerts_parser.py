@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from monitor.alerts.settings import AlertSettings
+from monitor.cli.time_flags import add_span_flags
 
 
 def add_alert_parsers(subparsers: Any, actions: Mapping[str, Callable[[argparse.Namespace], int]]) -> None:
@@ -174,15 +175,7 @@ def add_alert_parsers(subparsers: Any, actions: Mapping[str, Callable[[argparse.
         "that fired, the pending ones that cleared, and the delay to firing. Progress goes to stderr.",
     )
     _common(bt)
-    bt.add_argument(
-        "--since",
-        required=True,
-        metavar="TIME",
-        help="start: ISO 8601 (UTC without offset) or relative as --since=-7d (required)",
-    )
-    bt.add_argument(
-        "--until", default="now", metavar="TIME", help="end: ISO 8601, relative (--until=-1d), or now (default: now)"
-    )
+    add_span_flags(bt, None)
     bt.add_argument(
         "--step", default="5m", metavar="DURATION", help="time between evaluations, at least 1m (default: 5m)"
     )

@@ -68,7 +68,7 @@ def register(sub: Any) -> None:
         nargs="?",
         help="SQL; {table} expands to the scores table, unqualified names resolve in the database (or give --file)",
     )
-    p.add_argument("--file", help="read the query from this file instead (default: the query argument)")
+    p.add_argument("--file", metavar="FILE", help="read the query from this file instead (default: the query argument)")
     p.add_argument(
         "--format",
         choices=["table", "csv", "json"],
@@ -84,6 +84,7 @@ def register(sub: Any) -> None:
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument(
         "--file",
+        metavar="FILE",
         help="one record value per line, sent as-is, malformed lines included (this or --generate is required)",
     )
     src.add_argument(
@@ -96,11 +97,18 @@ def register(sub: Any) -> None:
         "conversations]",
     )
     p.add_argument("--partitions", type=int, default=3, help="partitions of the topic if it is created (default: 3)")
-    p.add_argument("--rate", type=float, default=0.0, help="events per second, 0 for as fast as possible (default: 0)")
+    p.add_argument(
+        "--rate",
+        type=float,
+        default=0.0,
+        metavar="PER_SECOND",
+        help="events per second, 0 for as fast as possible (default: 0)",
+    )
     p.add_argument(
         "--seed",
         type=int,
         default=7,
+        metavar="N",
         help="seed of the generated events: the same seed gives the same events (default: 7)",
     )
     p.add_argument(

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TextIO
 
-from monitor.cli.time_flags import parse_time
+from monitor.cli.time_flags import add_span_flags, span_from_args
 from monitor.config import load_settings
 from schemas.errors import UsageError
 
@@ -52,19 +52,7 @@ def register(subparsers: Any) -> None:
         metavar="ID",
         help="judge_id of the judge compared with it (default: the other of the two)",
     )
-    p.add_argument(
-        "--since",
-        default=DEFAULT_SINCE,
-        metavar="TIME",
-        help=f"start of the event-time range: ISO 8601 (UTC without offset) or relative as --since=-24h (default: "
-        f"{DEFAULT_SINCE})",
-    )
-    p.add_argument(
-        "--until",
-        default="now",
-        metavar="TIME",
-        help="end of the range: ISO 8601, relative (--until=-1d), or now (default: now)",
-    )
+    add_span_flags(p, DEFAULT_SINCE)
     p.add_argument(
         "--json", action="store_true", help="print one JSON document (default: text for people, fitted to the terminal)"
     )
@@ -117,9 +105,7 @@ def run_compare(ns: argparse.Namespace, out: TextIO | None = None, width: int | 
 
     out = out or sys.stdout
     now = datetime.now(UTC)
-    since, until = parse_time("--since", ns.since, now), parse_time("--until", ns.until, now)
-    if since >= until:
-        raise UsageError(f"--since ({since.isoformat()}) must be before --until ({until.isoformat()})")
+    since, until = span_from_args(ns, now)
     if ns.judge_a is not None and ns.judge_a == ns.judge_b:
         raise UsageError(f"--judge-a and --judge-b are both {ns.judge_a}: name two judges")
     settings = load_settings(

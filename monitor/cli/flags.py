@@ -74,6 +74,8 @@ def _metavar(name: str, annotation: Any) -> str:
     unit = next((m for suffix, m in _UNIT_METAVARS.items() if name.endswith(suffix)), None)
     if unit and kind in (int, float):
         return unit
+    if name.endswith("_port"):
+        return "PORT"
     simple = {int: "N", float: "NUMBER", bool: "BOOL", Path: "FILE"}
     if kind in simple:
         return simple[kind]

@@ -86,7 +86,10 @@ def register(subparsers: Any) -> None:
     p.add_argument("--question", "-q", help="the user's question (required with --answer, unless --file is given)")
     p.add_argument("--answer", "-a", help="the assistant's answer (required with --question, unless --file is given)")
     p.add_argument(
-        "--file", "-f", help="JSONL file of pairs, '-' reads stdin (required unless --question and --answer are given)"
+        "--file",
+        "-f",
+        metavar="FILE",
+        help="JSONL file of pairs, '-' reads stdin (required unless --question and --answer are given)",
     )
     p.add_argument("--verbose", "-v", action="store_true", help="also show each statement with its verdict and reason")
     p.add_argument(

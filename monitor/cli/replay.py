@@ -27,6 +27,7 @@ from monitor.cli.flags import (
     settings_from_args,
 )
 from monitor.cli.replay_screen import ReplayScreen, header_lines, rfc3339
+from monitor.cli.time_flags import add_span_flags
 from schemas.errors import UsageError
 
 if TYPE_CHECKING:
@@ -83,18 +84,7 @@ def register(subparsers: Any) -> None:
         "refused or "
         "bad input, 3 stopped at --max-usd, 130 interrupted (both say how to resume).",
     )
-    p.add_argument(
-        "--since",
-        required=True,
-        metavar="TIME",
-        help="start of the range: RFC 3339 (2026-11-30T00:00:00Z) or relative (--since=-24h)",
-    )
-    p.add_argument(
-        "--until",
-        default="now",
-        metavar="TIME",
-        help="end of the range, excluded: RFC 3339, relative (--until=-1h) or now (default: now)",
-    )
+    add_span_flags(p, None)
     p.add_argument(
         "--from-store",
         action="store_true",
@@ -158,15 +148,11 @@ def register(subparsers: Any) -> None:
 def cmd_replay(ns: argparse.Namespace) -> int:
     """`replay`: check, count, estimate, confirm, score; the exit code says how it ended."""
     from consumers.time_range import TimeRange
-    from monitor.cli.time_flags import parse_time
+    from monitor.cli.time_flags import span_from_args
     from monitor.replay.run import ReplayOptions
 
     now = datetime.now(UTC)
-    since, until = parse_time("--since", ns.since, now), parse_time("--until", ns.until, now)
-    try:
-        span = TimeRange(since, until)
-    except ValueError as e:
-        raise UsageError(str(e)) from None
+    span = TimeRange(*span_from_args(ns, now))
     if ns.where and not ns.from_store:
         raise UsageError("--where filters stored rows: it needs --from-store")
     if ns.batch_size > 100_000:

@@ -11,9 +11,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from monitor.cli.time_flags import parse_time
-from monitor.config import load_settings
-from monitor.store.settings import DEFAULT_CLICKHOUSE_URL
+from monitor.cli.flags import add_store_flags, settings_from_args
+from monitor.cli.time_flags import add_span_flags, span_from_args
 from schemas.errors import UsageError
 
 DEFAULT_OUT = "relevancy-report.html"
@@ -30,30 +29,7 @@ def register(subparsers: Any) -> None:
             "inline charts (nothing is fetched when it is opened). Reads only: creates nothing in the store."
         ),
     )
-    # Where the store is; credentials and TLS come from MONITOR_CLICKHOUSE_USER, _PASSWORD, _CA_FILE and _VERIFY.
-    p.add_argument(
-        "--clickhouse-url",
-        default=None,
-        help="the store: chdb:///abs/dir or chdb:rel/dir (embedded) or http(s)://user:pass@host:8123 "
-        f"[env MONITOR_CLICKHOUSE_URL; default: {DEFAULT_CLICKHOUSE_URL}]",
-    )
-    p.add_argument(
-        "--clickhouse-database",
-        default=None,
-        help="database of the scores, traffic counts and alert state [env MONITOR_CLICKHOUSE_DATABASE; default: "
-        "relevancy]",
-    )
-    p.add_argument(
-        "--clickhouse-table",
-        default=None,
-        help="the scores table [env MONITOR_CLICKHOUSE_TABLE; default: relevancy_scores]",
-    )
-    p.add_argument(
-        "--since",
-        default="-24h",
-        help="start: ISO 8601 (UTC without an offset), or relative as --since=-7d (default: -24h)",
-    )
-    p.add_argument("--until", default="now", help="end: ISO 8601, or relative as --until=-1d, or now (default: now)")
+    add_span_flags(p, "-24h")
     p.add_argument(
         "--include-replays",
         action="store_true",
@@ -61,8 +37,12 @@ def register(subparsers: Any) -> None:
         "says how many it left out)",
     )
     p.add_argument(
-        "--out", default=DEFAULT_OUT, help=f"the HTML file to write (default: {DEFAULT_OUT} in the working directory)"
+        "--out",
+        default=DEFAULT_OUT,
+        metavar="FILE",
+        help=f"the HTML file to write (default: {DEFAULT_OUT} in the working directory)",
     )
+    add_store_flags(p)
     p.set_defaults(func=cmd_report)
 
 
@@ -72,17 +52,11 @@ def cmd_report(ns: argparse.Namespace) -> int:
     from monitor.store.connection import ClickHouseStore
 
     now = datetime.now(UTC)
-    since, until = parse_time("--since", ns.since, now), parse_time("--until", ns.until, now)
-    if since >= until:
-        raise UsageError(f"--since ({since.isoformat()}) must be before --until ({until.isoformat()})")
+    since, until = span_from_args(ns, now)
     out = Path(ns.out).expanduser().absolute()
     if not out.parent.is_dir():
         raise UsageError(f"--out: directory {out.parent} does not exist")
-    settings = load_settings(
-        clickhouse_url=ns.clickhouse_url,
-        clickhouse_database=ns.clickhouse_database,
-        clickhouse_table=ns.clickhouse_table,
-    )
+    settings = settings_from_args(ns)
     store = ClickHouseStore.from_settings(settings.store)
     try:
         store.open_for_reads()

@@ -1,7 +1,9 @@
-"""Time and duration flags of the commands that read history (`alerts`, `replay`, `report`, `compare`)."""
+"""Time and duration flags of the commands that read history (`alerts backtest`, `replay`, `report`, `compare`):
+one wording, one parser, one refusal of an empty range for all of them."""
 
 from __future__ import annotations
 
+import argparse
 from datetime import UTC, datetime, timedelta
 
 from monitor.alerts.durations import parse_duration
@@ -32,6 +34,35 @@ def parse_time(flag: str, value: str, now: datetime) -> datetime:
     try:
         dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
-        forms = "ISO 8601 (2026-11-29T09:00:00Z) nor relative (-2h, -7d)"
+        forms = "ISO 8601 (2026-11-29T09:00:00Z) nor relative (-2h, -7d) nor now"
         raise UsageError(f"{flag}: {value!r} is neither {forms}") from None
     return dt.replace(tzinfo=UTC) if dt.tzinfo is None else dt.astimezone(UTC)
+
+
+TIME_FORMS = "ISO 8601, UTC when it has no offset (2026-11-30T09:00:00Z), or relative ({flag}=-24h)"
+
+
+def add_span_flags(parser: argparse.ArgumentParser, since_default: str | None) -> None:
+    """Add --since (required when `since_default` is None) and --until (default now) with the shared wording."""
+    since_tail = "required" if since_default is None else f"default: {since_default}"
+    parser.add_argument(
+        "--since",
+        required=since_default is None,
+        default=since_default,
+        metavar="TIME",
+        help=f"start of the range: {TIME_FORMS.format(flag='--since')} ({since_tail})",
+    )
+    parser.add_argument(
+        "--until",
+        default="now",
+        metavar="TIME",
+        help=f"end of the range, excluded: {TIME_FORMS.format(flag='--until')}, or now (default: now)",
+    )
+
+
+def span_from_args(ns: argparse.Namespace, now: datetime) -> tuple[datetime, datetime]:
+    """(since, until) of --since and --until; raises `UsageError` when either is unreadable or the range is empty."""
+    since, until = parse_time("--since", ns.since, now), parse_time("--until", ns.until, now)
+    if until <= since:
+        raise UsageError(f"--until ({until.isoformat()}) must be after --since ({since.isoformat()})")
+    return since, until

@@ -222,7 +222,7 @@ def wired_main(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         (["--since", "yesterday"], "--since: 'yesterday' is neither ISO 8601"),
         (
             ["--since", "2026-11-03", "--until", "2026-11-02"],
-            "--since (2026-11-03T00:00:00+00:00) must be before --until",
+            "--until (2026-11-02T00:00:00+00:00) must be after --since (2026-11-03T00:00:00+00:00)",
         ),
         (["--judge-a", A, "--judge-b", A], f"--judge-a and --judge-b are both {A}: name two judges"),
         (

@@ -110,7 +110,7 @@ def test_relative_times_are_accepted(filled: Filled, tmp_path: Path) -> None:
     [
         (["--since", "yesterday"], "--since: 'yesterday' is neither ISO 8601"),
         (["--until", "2026-13-40"], "--until: '2026-13-40' is neither ISO 8601"),
-        (["--since=-1h", "--until=-2h"], "must be before --until"),
+        (["--since=-1h", "--until=-2h"], "must be after --since"),
         (["--out", "/nonexistent-dir/r.html"], "--out: directory /nonexistent-dir does not exist"),
     ],
 )
