@@ -100,11 +100,15 @@ def _us_per_text(redactor: Redactor, texts: Sequence[LabelledText], runs: int) -
 
 
 def format_evaluation(name: str, e: Evaluation) -> str:
-    """A plain-text table of `e` (kind, planted, removed, typed recall), then look-alikes kept and µs per text."""
-    lines = [f"{name}", f"  {'kind':<16}{'planted':>8}{'removed':>10}{'typed':>8}"]
+    """A plain-text table of `e` (kind, planted, removed, typed recall as a share and as typed/planted), then
+    look-alikes kept and µs per text."""
+    lines = [f"{name}", f"  {'kind':<16}{'planted':>8}{'removed':>10}{'typed':>8}{'typed/planted':>16}"]
     for k in e.per_kind:
-        lines.append(f"  {k.kind:<16}{k.planted:>8}{k.removed_share:>10.3f}{k.typed_share:>8.3f}")
-    lines.append(f"  {'all':<16}{sum(k.planted for k in e.per_kind):>8}{'':>10}{e.recall:>8.3f}")
+        counts = f"{k.typed}/{k.planted}"
+        lines.append(f"  {k.kind:<16}{k.planted:>8}{k.removed_share:>10.3f}{k.typed_share:>8.3f}{counts:>16}")
+    planted = sum(k.planted for k in e.per_kind)
+    counts = f"{sum(k.typed for k in e.per_kind)}/{planted}"
+    lines.append(f"  {'all':<16}{planted:>8}{'':>10}{e.recall:>8.3f}{counts:>16}")
     lines.append(
         f"  look-alikes kept {e.benign_kept}/{e.benign} = {e.benign_share:.3f};  {e.us_per_text:.1f} µs per text"
     )

@@ -1,11 +1,18 @@
 """The built-in recognizers: a cheap pattern finds candidates, a validator keeps only real items.
 
 Validators, not bare patterns, so that order numbers, dates, prices, versions, ports and status codes survive:
-cards need a known issuer prefix and the Luhn check, IBANs the country's length and format and mod 97 (python-stdnum),
-phone numbers the numbering plan of their country (phonenumbers, Google's libphonenumber), SSNs the issued ranges,
-national ids their check digit (python-stdnum), IP addresses the address grammar (ipaddress). Digit-only ids whose
-check digit passes one random number in ten (Dutch BSN, German tax id, unseparated SSN or SIN) count only right
-after their name. Names and street addresses are not recognised: that needs a trained model (see the README)."""
+cards need the Luhn check and a length their network uses, IBANs the country's length and format and mod 97
+(python-stdnum), phone numbers written with + a full length their country uses and others the numbering plan of
+their country (phonenumbers, Google's libphonenumber), SSNs the issued ranges, national ids their check digit
+(python-stdnum), IP addresses the address grammar (ipaddress). Digit-only ids whose check digit passes one random
+number in ten (Dutch BSN, German tax id, unseparated SSN or SIN) count only right after their name. Names and street
+addresses are not recognised: that needs a trained model (see the README).
+
+Redaction fails closed: an item that passes its kind's own check (mod 97, Luhn and its network's length, a check
+digit, a + number's length) is redacted even when a national or secondary rule would reject it (a national check
+digit inside an IBAN, a bank or issuer registry, a numbering-plan range, a birth date inside a tax code). Those rules
+decide whether a bank would accept the number, not whether it is somebody's, and a library's registries go stale:
+python-stdnum's list of Belgian banks lacks the usual example BE68 5390 0754 7034."""
 
 from __future__ import annotations
 
@@ -17,13 +24,12 @@ from dataclasses import dataclass, field
 
 import phonenumbers
 from stdnum import iban as stdnum_iban
-from stdnum import luhn, numdb
+from stdnum import luhn, numdb, verhoeff
 from stdnum.ca import sin as ca_sin
-from stdnum.de import idnr as de_idnr
 from stdnum.es import dni as es_dni
 from stdnum.es import nie as es_nie
 from stdnum.fr import nir as fr_nir
-from stdnum.in_ import aadhaar as in_aadhaar
+from stdnum.iso7064 import mod_11_10
 from stdnum.it import codicefiscale as it_codicefiscale
 from stdnum.nl import bsn as nl_bsn
 from stdnum.us import ssn as us_ssn
@@ -80,34 +86,40 @@ class ValidatedPattern:
 
 # ---- cards -----------------------------------------------------------------------------------------------------
 
-# Issuer prefixes (IIN ranges) of the card networks: a Luhn-valid number without one is an order or tracking number.
-_CARD_PREFIX = re.compile(
-    r"^(?:4|5[1-5]|2(?:2[2-9][1-9]|2[3-9]\d|[3-6]\d\d|7[01]\d|720)|3[47]|3(?:0[0-5]|[68])|6(?:011|4[4-9]|5)|35(?:2[89]|[3-8])|62|5[06-9]|6[0-9])"
-)
-
-
-# Lengths per network where they are fixed: a 15-digit number starting 27 is no Mastercard (a French NIR may be).
+# The lengths of the card numbers of each network, by their leading digits (the first match applies). No issuer
+# sub-range is checked (Mastercard's 2221-2720, JCB's 3528-3589, a national scheme's BIN): a Luhn-valid number of a
+# length its network uses is a card, whoever issued it. Lengths still tell networks apart: a 15-digit number starting
+# 27 is no Mastercard (a French NIR may be), a 17-digit one starting 4 no Visa; one starting 0 or 7 is no network's.
 _CARD_LENGTHS: tuple[tuple[re.Pattern[str], frozenset[int]], ...] = (
     (re.compile(r"^3[47]"), frozenset({15})),  # American Express
-    (re.compile(r"^(?:5[1-5]|2[2-7])"), frozenset({16})),  # Mastercard
+    (re.compile(r"^5[1-5]"), frozenset({16})),  # Mastercard
     (re.compile(r"^4"), frozenset({13, 16, 19})),  # Visa
+    (re.compile(r"^2"), frozenset(range(16, 20))),  # Mastercard 2-series (16), Mir 2200-2204 (16 to 19)
+    (re.compile(r"^1"), frozenset({15})),  # UATP
+    (re.compile(r"^8"), frozenset(range(16, 20))),  # UnionPay 81, RuPay 81 and 82, Uzcard 8600
+    (re.compile(r"^9"), frozenset({16})),  # national schemes: Troy 9792, Humo 9860
+    (re.compile(r"^[356]"), frozenset(range(13, 20))),  # Diners, JCB, Maestro (12 to 19), Discover, UnionPay, RuPay
 )
+
+# A French NIR after its first digit (1 or 2): year, month, department (2A and 2B are Corsica), commune, order, key.
+_NIR_REST = r" ?\d{2} ?\d{2} ?(?:\d{2}|2[AaBb]) ?\d{3} ?\d{3} ?\d{2}"
+_NIR_SHAPE = re.compile("[12]" + _NIR_REST)
 
 
 def _is_card(candidate: str) -> bool:
     number = _digits(candidate)
-    if not 13 <= len(number) <= 19 or not _CARD_PREFIX.match(number):
+    lengths = next((lengths for prefix, lengths in _CARD_LENGTHS if prefix.match(number)), frozenset())
+    if len(number) not in lengths:
         return False
-    for prefix, lengths in _CARD_LENGTHS:
-        if prefix.match(number):
-            if len(number) not in lengths:
-                return False
-            break
     groups = re.split(r"[ \-]", candidate)
     # Written in groups: each of 3 to 6 digits (4-4-4-4, Amex 4-6-5), never "1 2 3 ..." or a date-like 2-2-4.
     if len(groups) > 1 and not all(3 <= len(g) <= 6 for g in groups):
         return False
-    return bool(luhn.is_valid(number))
+    if not luhn.is_valid(number):
+        return False
+    # 15 digits starting 1: a UATP card or a man's French NIR. One with the NIR's key and shape is left to the NIR
+    # recognizer (after this one in priority, and finding every such text), so that it counts as the id it is.
+    return not (number[0] == "1" and _NIR_SHAPE.fullmatch(candidate) and fr_nir.is_valid(number))
 
 
 # Not glued to letters either: "BE25001068140051" is a (bad) IBAN, not a card after "BE".
@@ -152,7 +164,10 @@ def _iban_spans(text: str) -> Iterator[Span]:
         end = _end_after(raw, length)
         if end is None or (end < len(raw) and raw[end] != " "):
             continue
-        if stdnum_iban.is_valid(raw[:end].upper()):
+        # ISO 13616 only (the registry's length and format, mod 97): python-stdnum's national checks (the Spanish
+        # "DC" digits, the Belgian key and bank list, the Norwegian and Montenegrin keys) would keep a mistyped or
+        # unlisted account in the text, and the bank's opinion of an account does not make it less personal.
+        if stdnum_iban.is_valid(raw[:end].upper(), check_country=False):
             yield Span(m.start(), m.start() + end, IBAN)
 
 
@@ -197,6 +212,21 @@ _NINO = re.compile(
 )
 _OMOCODE = "0-9LMNPQRSTUV"  # codice fiscale digits may be replaced by these letters (omocodia)
 
+
+def _is_steuer_id(candidate: str) -> bool:
+    """The German tax id's check digit (ISO 7064 mod 11,10) on 11 digits not starting 0. Not python-stdnum's rule on
+    how often a digit may repeat: a number after the id's name with the right check digit is the id."""
+    number = _digits(candidate)
+    return len(number) == 11 and number[0] != "0" and bool(mod_11_10.is_valid(number))
+
+
+def _is_aadhaar(candidate: str) -> bool:
+    """Twelve digits, the first 2 to 9, with the Verhoeff check digit. Not python-stdnum's ban on palindromes, a
+    plausibility rule on top of the check digit."""
+    number = _digits(candidate)
+    return len(number) == 12 and number[0] in "23456789" and bool(verhoeff.is_valid(number))
+
+
 NATIONAL_IDS_NUMERIC: tuple[ValidatedPattern, ...] = (
     ValidatedPattern(NATIONAL_ID, _NINO, lambda _: True),
     ValidatedPattern(NATIONAL_ID, re.compile(r"\d(?<![A-Za-z0-9]\d)\d{7}-?[A-Za-z](?![A-Za-z0-9])"), _stdnum(es_dni)),
@@ -205,7 +235,7 @@ NATIONAL_IDS_NUMERIC: tuple[ValidatedPattern, ...] = (
     ),
     ValidatedPattern(
         NATIONAL_ID,
-        re.compile(_first_digit("[12]") + r" ?\d{2} ?\d{2} ?(?:\d{2}|2[AaBb]) ?\d{3} ?\d{3} ?\d{2}" + _NO_DIGIT_AFTER),
+        re.compile(_first_digit("[12]") + _NIR_REST + _NO_DIGIT_AFTER),
         _stdnum(fr_nir),
     ),
     ValidatedPattern(
@@ -214,7 +244,7 @@ NATIONAL_IDS_NUMERIC: tuple[ValidatedPattern, ...] = (
     ValidatedPattern(
         NATIONAL_ID,
         re.compile(_first_digit("[2-9]") + r"\d{3}([- ])\d{4}\1\d{4}" + _NO_DIGIT_AFTER),
-        _stdnum(in_aadhaar),
+        _is_aadhaar,
     ),
 )
 # Anchored on the year's two digits (a look-behind to the six letters before them), so that prose is skipped at the
@@ -222,6 +252,16 @@ NATIONAL_IDS_NUMERIC: tuple[ValidatedPattern, ...] = (
 _CODICE_FISCALE = re.compile(
     rf"\d\d(?<=\b[A-Za-z]{{6}}\d\d)[A-Za-z][{_OMOCODE}]{{2}}[A-Za-z][{_OMOCODE}]{{3}}[A-Za-z]\b"
 )
+
+
+# The letters and digits each position may hold (python-stdnum's format): the month is one of twelve letters.
+_CODICE_FISCALE_FORMAT = re.compile(r"[A-Z]{6}[0-9L-NP-V]{2}[ABCDEHLMPRST][0-9L-NP-V]{2}[A-Z][0-9L-NP-V]{3}[A-Z]")
+
+
+def _is_codice_fiscale(code: str) -> bool:
+    """The format and the check letter. Not whether the birth date it encodes exists (python-stdnum checks that
+    too), a plausibility rule on top of the check letter."""
+    return bool(_CODICE_FISCALE_FORMAT.fullmatch(code)) and it_codicefiscale.calc_check_digit(code[:-1]) == code[-1]
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,7 +272,7 @@ class CodiceFiscaleRecognizer:
         """The valid codes in `text`."""
         for m in _CODICE_FISCALE.finditer(text):
             start = m.start() - 6
-            if it_codicefiscale.is_valid(text[start : m.end()].upper()):
+            if _is_codice_fiscale(text[start : m.end()].upper()):
                 yield Span(start, m.end(), NATIONAL_ID)
 
 
@@ -253,7 +293,7 @@ NATIONAL_IDS_NAMED: tuple[ValidatedPattern, ...] = (
             r"(?i:\b(?:steuer-?id(?:entifikationsnummer)?|steuerliche\s+identifikationsnummer|IdNr)\b)\W{0,4}(?:(?:is|ist)\W{1,3})?"
             r"(?P<item>\d{2} ?\d{3} ?\d{3} ?\d{3})(?!\d)"
         ),
-        lambda c: bool(de_idnr.is_valid(_digits(c))),
+        _is_steuer_id,
         ("steuer", "idnr", "identifikationsnummer"),
     ),
     ValidatedPattern(
@@ -268,7 +308,7 @@ NATIONAL_IDS_NAMED: tuple[ValidatedPattern, ...] = (
     ValidatedPattern(
         NATIONAL_ID,
         re.compile(r"(?i:\baadhaar(?:\s+(?:number|no\.?))?)\W{0,4}(?:is\W{1,3})?(?P<item>[2-9]\d{11})(?!\d)"),
-        _stdnum(in_aadhaar),
+        _is_aadhaar,
         ("aadhaar",),
     ),
 )
@@ -384,6 +424,17 @@ def _national_prefix(region: str) -> str:
     return (metadata.national_prefix or "") if metadata is not None else ""
 
 
+def _possible_international(window: str) -> bool:
+    """Whether `window` (+ and a country code) has a full length its country uses. Not whether its range is in the
+    numbering plan as libphonenumber knows it: the + says it is a phone number, and a range the library does not
+    list (new, or missing from its data) is somebody's all the same."""
+    try:
+        number = phonenumbers.parse(window, "ZZ")
+    except phonenumbers.NumberParseException:
+        return False
+    return phonenumbers.is_possible_number_with_reason(number) == phonenumbers.ValidationResult.IS_POSSIBLE
+
+
 def _possible_lengths(region: str) -> frozenset[int]:
     """Lengths a national number of `region` can have, with its trunk prefix written or not (a cheap test before
     parsing, which costs tens of µs per region)."""
@@ -420,9 +471,14 @@ class PhoneRecognizer:
                 yield Span(m.start(), m.end(), PHONE)
 
     def _valid(self, candidate: str) -> bool:
-        """Whether `candidate` is a valid number: international in its country, national in one of `regions`."""
-        international = candidate.startswith(("+", "(+", "00"))
-        window = "+" + candidate[2:] if candidate.startswith("00") else candidate
+        """Whether `candidate` is a phone number: with +, of a full length its country uses; with 00, in its
+        country's numbering plan (00 is the usual international prefix, but zero-padded order numbers start so too,
+        and 12 of 61 in `bench.redaction_quality` have a possible length); national, in the numbering plan of one of
+        `regions`."""
+        if candidate.startswith(("+", "(+")):
+            return _possible_international(candidate)
+        international = candidate.startswith("00")
+        window = "+" + candidate[2:] if international else candidate
         digits = _digits(candidate)
         for region in ("ZZ",) if international else self.regions:
             if not international:
