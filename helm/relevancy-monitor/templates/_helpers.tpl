@@ -48,16 +48,18 @@ app.kubernetes.io/part-of: relevancy-monitor
 {{- end }}
 {{- end }}
 
-{{/* The image reference: a version tag (the appVersion by default), never latest. */}}
+{{/* The image reference: the repository you pushed the image to (no default: the chart names no registry), a version
+tag (the appVersion by default), never latest. */}}
 {{- define "relevancy-monitor.image" -}}
+{{- $repository := required "image.repository is required: the repository you pushed the image to (docker build -t <repository>:<tag> .)" .Values.image.repository }}
 {{- $tag := toString (default .Chart.AppVersion .Values.image.tag) }}
 {{- if or (eq $tag "latest") (eq $tag "") }}
 {{- fail "image.tag must be a version tag such as 0.1.0, not \"latest\"" }}
 {{- end }}
 {{- if .Values.image.digest }}
-{{- printf "%s:%s@%s" .Values.image.repository $tag .Values.image.digest }}
+{{- printf "%s:%s@%s" $repository $tag .Values.image.digest }}
 {{- else }}
-{{- printf "%s:%s" .Values.image.repository $tag }}
+{{- printf "%s:%s" $repository $tag }}
 {{- end }}
 {{- end }}
 
@@ -178,4 +180,133 @@ readinessProbe:
     path: /readyz
     port: metrics
   {{- toYaml .probes.readinessProbe | nindent 2 }}
+{{- end }}
+
+{{/* Fail the render on a name in .names that is no setting of the monitor (the chart's files/settings.txt, the list
+the code accepts), naming .where and the closest setting: the pod would otherwise fail at start on "unknown setting".
+Include with (dict "ctx" $ "where" "extraSettings" "names" (keys .Values.extraSettings)). */}}
+{{- define "relevancy-monitor.checkSettingNames" -}}
+{{- $known := list }}
+{{- range splitList "\n" (.ctx.Files.Get "files/settings.txt") }}
+{{- $line := trim . }}
+{{- if and $line (not (hasPrefix "#" $line)) }}{{ $known = append $known $line }}{{ end }}
+{{- end }}
+{{- if not $known }}
+{{- fail "files/settings.txt, the chart's list of the monitor's settings, is missing from the chart" }}
+{{- end }}
+{{- range $name := .names }}
+{{- if not (has $name $known) }}
+{{- $close := include "relevancy-monitor.closestSetting" (dict "name" $name "known" $known) }}
+{{- $hint := ternary (printf " (did you mean %s?)" $close) "" (ne $close "") }}
+{{- fail (printf "%s: %s is not a setting of relevancy-monitor %s%s; the chart's files/settings.txt lists them all" $.where $name $.ctx.Chart.AppVersion $hint) }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* The setting of .known closest to .name, for a did-you-mean: the most two-letter pieces in common after the
+MONITOR_/ALERTS_ prefix (Dice's coefficient), among the names of the same prefix; empty when none shares half. */}}
+{{- define "relevancy-monitor.closestSetting" -}}
+{{- $prefix := regexFind "^[A-Z]+_" .name }}
+{{- $word := trimPrefix $prefix .name }}
+{{- $pairs := list }}
+{{- range $i := until (int (max 0 (sub (len $word) 1))) }}{{ $pairs = append $pairs (substr $i (int (add $i 2)) $word) }}{{ end }}
+{{- $best := "" }}
+{{- $bestScore := 0 }}
+{{- range $candidate := .known }}
+{{- if hasPrefix $prefix $candidate }}
+{{- $other := trimPrefix $prefix $candidate }}
+{{- $theirs := list }}
+{{- range $i := until (int (max 0 (sub (len $other) 1))) }}{{ $theirs = append $theirs (substr $i (int (add $i 2)) $other) }}{{ end }}
+{{- $common := 0 }}
+{{- range $pairs }}{{ if has . $theirs }}{{ $common = add1 $common }}{{ end }}{{ end }}
+{{- $total := add (len $pairs) (len $theirs) }}
+{{- $score := 0 }}
+{{- if gt (int $total) 0 }}{{ $score = div (mul 200 $common) $total }}{{ end }}
+{{- if gt (int $score) (int $bestScore) }}{{ $best = $candidate }}{{ $bestScore = $score }}{{ end }}
+{{- end }}
+{{- end }}
+{{- if ge (int $bestScore) 50 }}{{ $best }}{{ end }}
+{{- end }}
+
+{{/* The settings the chart writes to the settings ConfigMap from its own values. */}}
+{{- define "relevancy-monitor.chartSettingsData" -}}
+{{- $k := .Values.kafka -}}
+MONITOR_KAFKA_BOOTSTRAP_SERVERS: {{ required "kafka.bootstrapServers is required" $k.bootstrapServers | quote }}
+MONITOR_KAFKA_TOPICS: {{ join "," $k.topics | quote }}
+MONITOR_KAFKA_GROUP_ID: {{ $k.groupId | quote }}
+MONITOR_KAFKA_AUTO_OFFSET_RESET: {{ $k.autoOffsetReset | quote }}
+MONITOR_KAFKA_SECURITY_PROTOCOL: {{ $k.securityProtocol | quote }}
+{{- with $k.sasl.mechanism }}
+MONITOR_KAFKA_SASL_MECHANISM: {{ . | quote }}
+{{- end }}
+{{- with $k.sasl.username }}
+MONITOR_KAFKA_SASL_USERNAME: {{ . | quote }}
+{{- end }}
+{{- if $k.tls.existingSecret }}
+MONITOR_KAFKA_SSL_CAFILE: {{ printf "/etc/relevancy-monitor/kafka-tls/%s" $k.tls.caKey | quote }}
+{{- with $k.tls.certKey }}
+MONITOR_KAFKA_SSL_CERTFILE: {{ printf "/etc/relevancy-monitor/kafka-tls/%s" . | quote }}
+{{- end }}
+{{- if and $k.tls.keyKey (not $k.tls.certKey) }}
+{{- fail "kafka.tls.keyKey needs kafka.tls.certKey (the certificate of that key)" }}
+{{- end }}
+{{- with $k.tls.keyKey }}
+MONITOR_KAFKA_SSL_KEYFILE: {{ printf "/etc/relevancy-monitor/kafka-tls/%s" . | quote }}
+{{- end }}
+{{- end }}
+MONITOR_DLQ_TOPIC: {{ .Values.dlq.topic | quote }}
+MONITOR_DLQ_CREATE: {{ .Values.dlq.create | toString | quote }}
+MONITOR_JUDGE: {{ .Values.judge.method | quote }}
+MONITOR_JUDGE_MODEL: {{ .Values.judge.model | quote }}
+MONITOR_JUDGE_CONCURRENCY: {{ .Values.judge.concurrency | toString | quote }}
+{{- with .Values.judge.requestsPerMinute }}
+MONITOR_JUDGE_REQUESTS_PER_MINUTE: {{ . | toString | quote }}
+{{- end }}
+MONITOR_REDACT: {{ .Values.privacy.redact | toString | quote }}
+MONITOR_STORE_TEXT: {{ .Values.privacy.storeText | quote }}
+MONITOR_SHUTDOWN_GRACE_S: {{ .Values.shutdownGraceSeconds | toString | quote }}
+MONITOR_METRICS_PORT: {{ .Values.metricsPort | toString | quote }}
+MONITOR_SAMPLING_FILE: "/etc/relevancy-monitor/sampling/sampling.yaml"
+MONITOR_AUTO_MIGRATE: {{ not .Values.migrate.enabled | toString | quote }}
+{{- end }}
+
+{{/* The data of the settings ConfigMap: the MONITOR_* settings of the consumer, which the migrate Job reads too (from
+its own hook copy, rendered from this). Fails the render on an extraSettings name that the chart sets from a value of
+its own, a secret, or no setting. */}}
+{{- define "relevancy-monitor.settingsData" -}}
+{{- $chart := include "relevancy-monitor.chartSettingsData" . }}
+{{- $chart }}
+{{- $written := $chart | fromYaml }}
+{{- $own := list "MONITOR_REDACT" "MONITOR_STORE_TEXT" "MONITOR_RETENTION_DAYS" "MONITOR_TEXT_RETENTION_DAYS" "MONITOR_JUDGE" "MONITOR_AUTO_MIGRATE" }}
+{{- /* Set by the pods' env entries (clickhouseEnv, baseEnv), which win over this ConfigMap: refused, not ignored. */}}
+{{- $own = concat $own (list "MONITOR_CLICKHOUSE_URL" "MONITOR_CLICKHOUSE_DATABASE" "MONITOR_CLICKHOUSE_TABLE" "MONITOR_CLICKHOUSE_USER" "MONITOR_CLICKHOUSE_CA_FILE" "MONITOR_LOG_FORMAT" "MONITOR_LOG_LEVEL") }}
+{{- range $name, $value := .Values.extraSettings }}
+{{- if or (has $name $own) (hasKey $written $name) }}
+{{- fail (printf "extraSettings: %s has its own value in this chart; set that instead (see values.yaml)" $name) }}
+{{- end }}
+{{- if not (hasPrefix "MONITOR_" $name) }}
+{{- fail (printf "extraSettings: %s is not a MONITOR_* setting" $name) }}
+{{- end }}
+{{- if or (contains "PASSWORD" $name) (contains "API_KEY" $name) }}
+{{- fail (printf "extraSettings: %s is a secret; reference an existing Secret instead" $name) }}
+{{- end }}
+{{- end }}
+{{- include "relevancy-monitor.checkSettingNames" (dict "ctx" . "where" "extraSettings" "names" (keys .Values.extraSettings | sortAlpha)) }}
+{{- range $name, $value := .Values.extraSettings }}
+{{ $name }}: {{ $value | toString | quote }}
+{{- end }}
+{{- end }}
+
+{{/* The data of the sampling ConfigMap (the consumer's, and the migrate Job's hook copy). */}}
+{{- define "relevancy-monitor.samplingData" -}}
+sampling.yaml: |
+  {{- toYaml .Values.sampling.rules | nindent 2 }}
+{{- end }}
+
+{{/* Annotations of a ConfigMap the migrate hook Job reads: a hook of the same events, created before the Job (a lower
+weight), replaced on the next install or upgrade and removed once the hooks succeeded. */}}
+{{- define "relevancy-monitor.migrateHookConfigMap" -}}
+helm.sh/hook: pre-install,pre-upgrade
+helm.sh/hook-weight: "-10"
+helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded
 {{- end }}
