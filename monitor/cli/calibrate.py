@@ -10,10 +10,11 @@ import argparse
 import asyncio
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
 
-from monitor.calibration.labels import SCALES, golden_path, ignored_fields, read_labels
+from monitor.calibration.labels import SCALES, LabelledPair, golden_path, ignored_fields, read_labels
 from monitor.cli.flags import JUDGE_ENV_ONLY, JUDGE_SETTINGS, add_setting_flags, positive_int, settings_from_args
 from monitor.config import Settings
 from schemas.errors import LabelsError, UsageError
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
     from rich.progress import TaskID
 
     from monitor.calibration.run import Progress
+    from monitor.judges.base import Judge
+    from monitor.judges.settings import JudgeSettings
 
 # The statistics (numpy) and the report's tables are imported by the command itself: building the parser for any
 # other command stays cheap (every `relevancy-monitor ...` builds the whole parser).
@@ -87,6 +90,11 @@ def register(subparsers: Any) -> None:
         "--top", type=positive_int, default=10, metavar="N", help="largest disagreements listed (default: 10)"
     )
     add_setting_flags(p, "judge", JUDGE_SETTINGS, JUDGE_ENV_ONLY)
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="read the set and print what judging it would cost, judge nothing (needs no API key)",
+    )
     add_setting_flags(p, "flow and privacy, as in the service", FLOW_SETTINGS)
     p.set_defaults(func=cmd_calibrate)
 
@@ -131,7 +139,10 @@ def run_calibrate(
         err.write(f"{path}: fields not used, ignored: {', '.join(ignored)}\n")
     settings = settings or settings_from_args(ns)
     redactor = build_redactor(settings.redaction)  # before the judge: a bad pattern leaks no client
-    judge = build_judge(settings.judge)
+    judge = build_judge(settings.judge, estimate_only=ns.dry_run)  # pricing the set needs no key
+    if ns.dry_run:
+        out.write(dry_run_text(pairs, judge, settings.judge, str(path)))
+        return 0
     mode = progress_mode(_is_terminal(err), len(pairs))
     with _ProgressDisplay(mode, err, len(pairs)) as progress:
         run = asyncio.run(judge_pairs(pairs, judge, settings.flow, redactor, progress))
@@ -215,3 +226,32 @@ class _ProgressDisplay:
             self._tenths = tenths
             self._err.write(f"{PROG}: judged {done} of {total} pairs\n")
             self._err.flush()
+
+
+def dry_run_text(pairs: Sequence[LabelledPair], judge: Judge, settings: JudgeSettings, source: str) -> str:
+    """What --dry-run prints: the set, the judge and the estimated calls, tokens and cost of judging it."""
+    from monitor.replay.estimate import CostModel, estimate
+
+    cost = estimate(
+        CostModel.of(judge, settings),
+        len(pairs),
+        sum(len(p.question) for p in pairs),
+        sum(len(p.answer) for p in pairs),
+    )
+    info = judge.info
+    kind = "a word-overlap heuristic, no API calls" if info.heuristic else f"model {info.model}"
+    lines = [
+        f"set       {len(pairs):,} labelled pairs from {source}",
+        f"judge     {info.method} ({info.judge_id}), {kind}",
+    ]
+    if not cost.calls:
+        lines.append(f"to judge  {len(pairs):,} pairs, no API calls: free")
+    else:
+        usd = "unknown (no price for this model: MONITOR_JUDGE_PRICES)" if cost.usd is None else f"${cost.usd:,.4f}"
+        lines += [
+            f"to judge  {len(pairs):,} pairs: {cost.calls:,} judge calls",
+            f"tokens    about {cost.input_tokens:,} input and {cost.output_tokens:,} output",
+            f"estimate  {usd}, list prices",
+        ]
+    lines.append("nothing was judged (--dry-run)")
+    return "\n".join(lines) + "\n"

@@ -11,10 +11,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from monitor.judges.base import JudgeInfo
+from monitor.judges.base import Judge, JudgeInfo
 from monitor.judges.cache_minimums import CHARS_PER_TOKEN, check_prefix
+from monitor.judges.llm import LLMJudge
 from monitor.judges.pricing import BATCH_DISCOUNT, ModelPrice
 from monitor.judges.prompts import USER_TEMPLATE
+from monitor.judges.settings import JudgeSettings
 
 # Tokens of a typical reply: the rubric's is a score and a sentence or two; the statements judge restates the
 # response (about its own length) and adds a verdict object per statement (one per `_STATEMENT_CHARS`).
@@ -62,6 +64,12 @@ class CostModel:
             max_input_chars=max_input_chars,
             batch=batch,
         )
+
+    @classmethod
+    def of(cls, judge: Judge, settings: JudgeSettings, *, batch: bool = False) -> CostModel:
+        """The cost model of a built judge with its settings (price, input cap): a replay's, a calibration's."""
+        prompt = judge.system_prompt if isinstance(judge, LLMJudge) else None
+        return cls.for_judge(judge.info, settings.price, prompt, settings.max_input_chars, batch=batch)
 
     def event_tokens(self, question_chars: int, response_chars: int) -> tuple[int, int]:
         """Uncached input and output tokens of one event's call (the prompt prefix apart)."""

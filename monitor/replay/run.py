@@ -178,13 +178,6 @@ def check_confirmation(counted: Counted, options: ReplayOptions, threshold: floa
     )
 
 
-def cost_model(judge: Judge, settings: Settings, batch: bool) -> CostModel:
-    """The cost model of the configured judge."""
-    client = settings.judge
-    prompt = judge.system_prompt if isinstance(judge, LLMJudge) else None
-    return CostModel.for_judge(judge.info, client.price, prompt, client.max_input_chars, batch=batch)
-
-
 class Replay:
     """One run of `relevancy-monitor replay` (see the module docstring for its order)."""
 
@@ -210,7 +203,7 @@ class Replay:
         )
         # From the settings, as the live pipeline's: a replay can never send or store text the live path would not.
         self.redactor: Redactor | None = build_redactor(settings.redaction)
-        self.cost = cost_model(judge, settings, options.batch_api)
+        self.cost = CostModel.of(judge, settings.judge, batch=options.batch_api)
         self.erased = ErasedIds()
         self.stop = asyncio.Event()
         self.started = clock()

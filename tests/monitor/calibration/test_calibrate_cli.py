@@ -398,6 +398,19 @@ def test_an_llm_judge_without_a_key_is_a_config_error(clean_env: None, tmp_path:
     assert caught.value.exit_code == 2
 
 
+@pytest.mark.parametrize("method", ["rubric", "statements"])
+def test_a_dry_run_prices_the_set_without_a_key(
+    fake_messages_api: FakeMessagesAPI, clean_env: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, method: str
+) -> None:
+    """--dry-run with an LLM judge and no API key prints the calls, tokens and USD of the set and sends nothing."""
+    monkeypatch.setenv("MONITOR_ANTHROPIC_BASE_URL", fake_messages_api.base_url)
+    code, out, _ = run("--labels", str(hand_set(tmp_path)), "--judge", method, "--dry-run")
+    assert code == 0 and fake_messages_api.message_requests == []
+    assert "to judge  6 pairs: 6 judge calls" in out and "nothing was judged (--dry-run)" in out, out
+    usd = float(re.search(r"estimate  \$([0-9.]+), list prices", out).group(1))  # type: ignore[union-attr]
+    assert 0 < usd < 0.01, out
+
+
 def test_golden_means_the_packaged_set_and_excludes_labels() -> None:
     """--golden resolves to golden_set.jsonl in monitor/calibration; with --labels too, argparse refuses."""
     assert labels_source(parse("--golden")) == golden_path()
