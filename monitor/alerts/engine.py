@@ -20,6 +20,7 @@ import structlog
 from monitor.alerts.baselines import with_parent_baselines
 from monitor.alerts.detection import Budget, Detection, beside, detect, rollout_recovered, rollout_stopped
 from monitor.alerts.evaluator import AlertState, NoticeKind, Verdict, decide, notification_due, step
+from monitor.alerts.judge_drift import SUSPECT, JudgeSuspect, attribute
 from monitor.alerts.notifiers import AlertMessage, Notifier
 from monitor.alerts.observations import Observation, observe
 from monitor.alerts.outcomes import EmptyRule, Gap
@@ -58,6 +59,13 @@ class SegmentResult:
     state: AlertState
     windows: Windows
     detection: Detection | None = None  # detector rules: the reference and rate behind the verdict
+    suspect: JudgeSuspect | None = None  # a live score alert whose judge's canaries are firing (`judge_drift`)
+
+    @property
+    def newly_suspect(self) -> bool:
+        """A firing alert whose judge became suspect this round: those already told of it are told again."""
+        was = self.previous is not None and self.previous.note.startswith(SUSPECT)
+        return self.suspect is not None and self.state.state == "firing" and not was
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,7 +284,8 @@ def evaluate_rules(
         results.extend(outcome.results)
         if outcome.empty is not None:
             empty.append(outcome.empty)
-    return Evaluation(now, results, errors, empty)
+    # Last, over every rule's new states: a live score alert of a judge whose canaries fire is the judge's doing.
+    return Evaluation(now, attribute(results), errors, empty)
 
 
 @dataclass(frozen=True, slots=True)
@@ -402,8 +411,11 @@ class AlertRunner:
                 if rule is None:
                     continue
                 kind = notification_due(s, notifier.name, rule, now, notifier.resend_while_firing)
+                result = results.get(key)
+                if kind is None and result is not None and result.newly_suspect:
+                    kind = "repeat"  # paged before the canaries ran: told again, now as the judge's ticket
                 if kind is not None:
-                    batch.append((key, self._message(kind, rule, s, results.get(key), now)))
+                    batch.append((key, self._message(kind, rule, s, result, now)))
             if not batch:
                 deliveries.append(Delivery(notifier.name))
                 continue
@@ -442,6 +454,7 @@ class AlertRunner:
             test=result.observation.test if result is not None else "",
             judge=result.observation.judge if result is not None else "",
             baseline_from=result.observation.baseline_from if result is not None else None,
+            suspect=result.suspect if result is not None else None,
         )
 
     def _export(self, states: Mapping[StateKey, AlertState]) -> None:

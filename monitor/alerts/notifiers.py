@@ -5,12 +5,14 @@ awaited waits). A notifier that still fails raises `NotifyError`; the caller log
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from monitor.alerts.durations import format_duration
 from monitor.alerts.evaluator import AlertState, NoticeKind
+from monitor.alerts.judge_drift import JudgeSuspect
 from monitor.alerts.poster import JsonPoster
 from monitor.alerts.rules import Rule
 from monitor.alerts.windows import BaselineSource
@@ -30,6 +32,7 @@ class AlertMessage:
     test: str = ""
     judge: str = ""
     baseline_from: BaselineSource | None = None  # None: the segment's own history
+    suspect: JudgeSuspect | None = None  # the judge's canaries fire too: its figures (`judge_drift`)
 
     @property
     def status(self) -> str:
@@ -47,7 +50,12 @@ class AlertMessage:
         return dict(self.state.segment)
 
     def summary(self) -> str:
-        """One line for people; it names the baseline whenever that is not the segment's own history."""
+        """One line for people; it names the baseline whenever that is not the segment's own history, and ends with
+        the canaries' figures when the judge is suspect."""
+        text = self._summary()
+        return f"{text}; {self.suspect.text()}" if self.suspect is not None and self.kind != "resolved" else text
+
+    def _summary(self) -> str:
         s = self.state
         seg = " ".join(f"{k}={v}" for k, v in s.segment) or "all traffic"
         head = "RESOLVED" if self.kind == "resolved" else s.severity.upper()
@@ -89,6 +97,7 @@ class AlertMessage:
             "p_value": s.p_value,
             "test": self.test,
             "baseline_source": _source_dict(self.baseline_from),
+            "suspect_judge": _suspect_dict(self.suspect),
             "note": s.note,
             "window": {
                 "start": _iso(self.window_start),
@@ -101,6 +110,16 @@ class AlertMessage:
             "summary": self.summary(),
             "examples_sql": self.examples_sql,
         }
+
+
+def _suspect_dict(suspect: JudgeSuspect | None) -> dict[str, Any] | None:
+    if suspect is None:
+        return None
+    return {
+        "judge_id": suspect.judge_id,
+        "text": suspect.text(),
+        "canaries": [dataclasses.asdict(c) for c in suspect.canaries],
+    }
 
 
 def _source_dict(src: BaselineSource | None) -> dict[str, Any] | None:
@@ -235,6 +254,7 @@ class AlertmanagerNotifier:
             "p_value": "n/a" if s.p_value is None else f"{s.p_value:.3g}",
             "test": m.test,
             "baseline_source": m.baseline_from.describe() if m.baseline_from is not None else "",
+            "suspect_judge": m.suspect.text() if m.suspect is not None else "",
             "examples_sql": m.examples_sql,
         }
         starts = s.fired_at or s.since or m.now

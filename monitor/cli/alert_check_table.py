@@ -37,6 +37,7 @@ class CheckRow(TypedDict):
     no_decision: list[dict[str, Any]]  # the same as data: [{"gap": "few_baseline_events", "have": 0, "need": 200}]
     window: dict[str, str]  # the current window evaluated, [start, end)
     note: str  # the state's note: the verdict, and which baseline was used when not the segment's own
+    suspect: str  # a live score alert whose judge's canaries fire: "canaries moved too: suspect the judge (...)"
     detects: str  # detector rules: the judged rate and the drop it pages on within 15 min, or why it is too thin
     expected_per_week: float | None  # detector and rollout rules: the false alarms a week the rule expects
 
@@ -60,7 +61,7 @@ def check_rows(
         rows.append(
             CheckRow(
                 rule=r.rule.name,
-                severity=r.rule.severity,
+                severity=s.severity or r.rule.severity,  # a suspect judge's alert is a ticket
                 metric=r.rule.metric,
                 segment=dict(s.segment),
                 judge=o.judge,
@@ -77,6 +78,7 @@ def check_rows(
                 no_decision=gaps,
                 window=_window(r.windows.current),
                 note=s.note,
+                suspect=r.suspect.text() if r.suspect is not None else "",
                 detects=(d.describe() if (d := detectability(r)) is not None else ""),
                 expected_per_week=expected.get(r.rule.name),
             )
@@ -127,6 +129,7 @@ def _rule_row(
         no_decision=gaps,
         window=window,
         note="",
+        suspect="",
         detects="",
         expected_per_week=expected,
     )
@@ -159,7 +162,9 @@ def print_check(rows: list[CheckRow], now: datetime, console: Console) -> None:
     for r in rows:
         rules.setdefault(r["rule"], []).append(r)
     for name, group in rules.items():
-        head = Text.assemble((name, "bold"), (f" ({group[0]['severity']}, {group[0]['metric']})", "dim"))
+        # The rule's severity: a row of a suspect judge shows its own drop to ticket below its segment.
+        severity = next((r["severity"] for r in group if not r["suspect"]), group[0]["severity"])
+        head = Text.assemble((name, "bold"), (f" ({severity}, {group[0]['metric']})", "dim"))
         if len(group) == 1 and group[0]["segment"] is None:
             r = group[0]
             reason = Padding(Text(r["reason"], style="dim"), (0, 0, 0, 2))
@@ -168,7 +173,10 @@ def print_check(rows: list[CheckRow], now: datetime, console: Console) -> None:
         table.add_row(head, "", "")
         for i, r in enumerate(group):
             parts = [Padding(Text(segment_text(r["segment"] or {})), (0, 0, 0, 2))]
-            why = r["reason"] or r["note"]
+            if r["suspect"]:
+                suspect = Text(f"{r['severity']}, not a page: {r['suspect']}", style="yellow")
+                parts.append(Padding(suspect, (0, 0, 0, 4)))
+            why = r["reason"] or r["note"].removeprefix(r["suspect"]).removeprefix("; ")
             if why:
                 parts.append(Padding(Text(why, style="dim"), (0, 0, 0, 4)))
             if r["detects"]:
