@@ -134,7 +134,9 @@ def simulate(streams: Sequence[Stream], hours: float, seed: int) -> Minutes:
                 key = (s.app, model, version)
                 bins = np.bincount(np.floor(scores * 20 + 0.5).astype(np.int64), minlength=SCORE_BINS)
                 sums = [n, n, 0, n, n, scores.sum(), (scores**2).sum(), (scores < 0.5).sum(), *bins, 0.0, n]
-                row = np.array(sums, dtype=np.float64)
+                # By name: a sum the simulation does not draw (the prompt-cache tokens) is 0.
+                named = dict(zip(SCORE_SUMS, sums, strict=False))
+                row = np.array([named.get(name, 0.0) for name in SCORE_SUMS], dtype=np.float64)
                 out.sums.setdefault(key, {})[minute] = row
                 out.scores.setdefault(key, {})[minute] = scores.tolist()
     return out

@@ -1,22 +1,26 @@
 """Prompt caching of the judges' static system prompt, before and after the worked examples, in the same run.
 
-For each judge (rubric, statements) and each system prompt (before: the instructions alone, the whole prompt until
-the examples were added; after: with the worked examples), N synthetic events (`monitor.devtools.traffic`, decoded
-as the consumer does) are judged by the real judge and client against a fresh fake Messages API that emulates the
-cache minimum of the judge model (the default model unless `--model`), counting tokens as the judges estimate them
-(characters / 3.5). The first event is judged alone and the rest CONCURRENCY at a time: the real API makes a cache
+For each judge (rubric, statements), each system prompt (before: the instructions alone, the whole prompt until
+the examples were added; after: with the guidance and worked examples) and each way of counting tokens (the usual
+estimate, characters / 3.5, and the conservative one the cache check uses, characters / 4.5: the API's real count
+lies somewhere about them, and a prefix must clear the minimum at either), N synthetic events
+(`monitor.devtools.traffic`, decoded as the consumer does) are judged by the real judge and client against a fresh
+fake Messages API that emulates the cache minimum of the judge model (the default model unless `--model`) counting
+tokens that way. The first event is judged alone and the rest CONCURRENCY at a time: the real API makes a cache
 entry available only once its first response has started, so concurrent first requests would each write it.
 
-Reported per judge and prompt: the prefix's estimated tokens, whether the fake cached it, prompt tokens and tokens
-read from cache per judged event, the share of prompt tokens read from cache at steady state (every event after the
-first, which writes), and the cost per 1,000 judged events at the configured prices (steady state). The fake's
-tokens are an estimate and its brain's replies are short, so compare the rows with each other, not with a bill.
+Reported per judge, prompt and count: the prefix's tokens as the fake counted them, whether the fake cached it,
+prompt tokens and tokens read from cache per judged event, the share of prompt tokens read from cache at steady
+state (every event after the first, which writes), and the cost per 1,000 judged events at the configured prices
+(steady state). The fake's tokens are an estimate and its brain's replies are short, so compare the rows with each
+other, not with a bill.
 Prints a table and writes JSON (`--json PATH`). Run: `python -m bench.prompt_cache [--events 500] [--json PATH]`."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +28,12 @@ from bench.output import emit
 from consumers.decode import decode_event
 from monitor.config import load_settings
 from monitor.devtools.traffic import generate_events
-from monitor.judges.cache_minimums import CHARS_PER_TOKEN, assumed_min_tokens, check_prefix, min_cacheable_tokens
+from monitor.judges.cache_minimums import (
+    CACHE_CHECK_CHARS_PER_TOKEN,
+    CHARS_PER_TOKEN,
+    assumed_min_tokens,
+    min_cacheable_tokens,
+)
 from monitor.judges.llm import LLMJudge
 from monitor.judges.rubric import INSTRUCTIONS as RUBRIC_INSTRUCTIONS
 from monitor.judges.rubric import RubricJudge
@@ -36,10 +45,11 @@ from tests.fake_messages_api import API_KEY, FakeMessagesAPI
 
 DEFAULT_JSON = Path(".relevancy-monitor/bench/prompt_cache.json")
 CONCURRENCY = 8
+ESTIMATES = (CHARS_PER_TOKEN, CACHE_CHECK_CHARS_PER_TOKEN)  # characters per token the fake counts with, per row
 
 
 class RubricBefore(RubricJudge):
-    """The rubric judge with its system prompt as it was before the worked examples."""
+    """The rubric judge with its system prompt as it was before the scoring guidance and the worked examples."""
 
     system_prompt = RUBRIC_INSTRUCTIONS
 
@@ -91,9 +101,9 @@ def _summary(usages: list[Usage]) -> dict[str, Any]:
 
 
 async def _run_variant(
-    cls: type[LLMJudge[Any]], judged: list[tuple[str, str]], model: str | None, min_tokens: int
+    cls: type[LLMJudge[Any]], judged: list[tuple[str, str]], model: str | None, min_tokens: int, chars_per_token: float
 ) -> dict[str, Any]:
-    with FakeMessagesAPI(cache_min_tokens=min_tokens, chars_per_token=CHARS_PER_TOKEN) as api:
+    with FakeMessagesAPI(cache_min_tokens=min_tokens, chars_per_token=chars_per_token) as api:
         overrides: dict[str, Any] = {"judge_model": model} if model else {}
         settings = load_settings(
             judge=cls.method, anthropic_base_url=api.base_url, anthropic_api_key=API_KEY, **overrides
@@ -110,8 +120,13 @@ async def _run_variant(
             usages = [first, *await asyncio.gather(*(one(q, r) for q, r in judged[1:]))]
         finally:
             await judge.aclose()
-    check = check_prefix(cls.system_prompt, settings.judge.model)
-    return {"prefix_tokens": check.prefix_tokens, "cached": usages[-1].cache_read_tokens > 0, **_summary(usages)}
+    prefix_tokens = math.ceil(len(cls.system_prompt) / chars_per_token)  # as the fake counts it
+    return {
+        "prefix_chars": len(cls.system_prompt),
+        "prefix_tokens": prefix_tokens,
+        "cached": usages[-1].cache_read_tokens > 0,
+        **_summary(usages),
+    }
 
 
 async def measure(events: int, model: str | None = None) -> dict[str, Any]:
@@ -121,22 +136,29 @@ async def measure(events: int, model: str | None = None) -> dict[str, Any]:
     model_name = model or settings.judge.model
     min_tokens = assumed_min_tokens(model_name)
     rows = []
-    for method, prompt, cls in VARIANTS:
-        row = await _run_variant(cls, judged, model, min_tokens)
-        rows.append({"judge": method, "prompt": prompt, **row})
+    for chars_per_token in ESTIMATES:
+        for method, prompt, cls in VARIANTS:
+            row = await _run_variant(cls, judged, model, min_tokens, chars_per_token)
+            rows.append({"judge": method, "prompt": prompt, "chars_per_token": chars_per_token, **row})
     ratios: dict[str, float | None] = {}
-    for method in ("rubric", "statements"):
-        before, after = (
-            next(r for r in rows if r["judge"] == method and r["prompt"] == p) for p in ("before", "after")
-        )
-        b, a = before["cost_per_1000_steady_usd"], after["cost_per_1000_steady_usd"]
-        ratios[method] = a / b if a is not None and b else None
+    for chars_per_token in ESTIMATES:
+        for method in ("rubric", "statements"):
+            before, after = (
+                next(
+                    r
+                    for r in rows
+                    if r["judge"] == method and r["prompt"] == p and r["chars_per_token"] == chars_per_token
+                )
+                for p in ("before", "after")
+            )
+            b, a = before["cost_per_1000_steady_usd"], after["cost_per_1000_steady_usd"]
+            ratios[f"{method}@{chars_per_token:g}"] = a / b if a is not None and b else None
     return {
         "events": events,
         "model": model_name,
         "min_cacheable_tokens": min_tokens,
         "model_in_table": min_cacheable_tokens(model_name) is not None,
-        "chars_per_token": CHARS_PER_TOKEN,
+        "chars_per_token": list(ESTIMATES),
         "rows": rows,
         "cost_ratio_after_to_before": ratios,
     }
@@ -148,21 +170,25 @@ def report_lines(r: dict[str, Any]) -> list[str]:
     lines = [
         f"{r['events']} judged events per row; model {r['model']}, minimum cacheable prefix "
         f"{r['min_cacheable_tokens']:,} tokens ({known});",
-        f"fake Messages API emulating that minimum, {r['chars_per_token']:g} characters per token",
+        "fake Messages API emulating that minimum, counting "
+        + " or ".join(f"{c:g}" for c in r["chars_per_token"])
+        + " characters per token (c/tok)",
         "",
-        f"{'judge':<12}{'prompt':<8}{'prefix tok':>11}{'cached':>8}{'prompt tok/ev':>15}{'from cache/ev':>15}"
-        f"{'cache share':>13}{'$ / 1,000 ev':>14}",
+        f"{'judge':<12}{'prompt':<8}{'c/tok':>6}{'prefix chars':>13}{'prefix tok':>11}{'cached':>8}"
+        f"{'prompt tok/ev':>15}{'from cache/ev':>15}{'cache share':>13}{'$ / 1,000 ev':>14}",
     ]
     for row in r["rows"]:
         cost = row["cost_per_1000_steady_usd"]
         lines.append(
-            f"{row['judge']:<12}{row['prompt']:<8}{row['prefix_tokens']:>11,}{'yes' if row['cached'] else 'no':>8}"
+            f"{row['judge']:<12}{row['prompt']:<8}{row['chars_per_token']:>6g}{row['prefix_chars']:>13,}"
+            f"{row['prefix_tokens']:>11,}{'yes' if row['cached'] else 'no':>8}"
             f"{row['prompt_tokens_per_event']:>15,.0f}{row['cache_read_tokens_per_event']:>15,.0f}"
             f"{row['cache_share_steady']:>12.1%} {'n/a' if cost is None else f'{cost:.4f}':>13}"
         )
     lines.append("")
-    for method, ratio in r["cost_ratio_after_to_before"].items():
-        lines.append(f"{method}: cost after ÷ before = {'n/a' if ratio is None else f'{ratio:.2f}'}")
+    for key, ratio in r["cost_ratio_after_to_before"].items():
+        method, _, cpt = key.partition("@")
+        lines.append(f"{method} at {cpt} c/tok: cost after ÷ before = {'n/a' if ratio is None else f'{ratio:.2f}'}")
     lines.append("(cache share and cost are at steady state: every event after the first, which writes the cache)")
     return lines
 
@@ -176,7 +202,8 @@ def main(events: int = 500, json_path: Path | None = DEFAULT_JSON, model: str | 
 
 if __name__ == "__main__":
     p = argparse.ArgumentParser(
-        description="Prompt caching of the judges' system prompt before and after the worked examples."
+        description="Prompt caching of the judges' system prompt before and after the worked examples, at 3.5 and 4.5 "
+        "characters per token."
     )
     p.add_argument("--events", type=int, default=500, help="judged events per judge and prompt (default 500)")
     p.add_argument("--model", default=None, help="judge model (default: the configured default)")

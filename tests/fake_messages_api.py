@@ -17,7 +17,10 @@ Point a subprocess (a whole monitor) at it with `api.env()` (MONITOR_ANTHROPIC_B
 Prompt caching: the system prefix up to the last `cache_control` marker is written on first sight and read
 afterwards, whatever its length. `FakeMessagesAPI(cache_min_tokens=N)` (or `api.cache_minimum(N)`) emulates the
 API's minimum: a shorter prefix is never cached and is billed as plain input. Tokens are characters / 4 unless
-`chars_per_token` says otherwise (the judges estimate with 3.5: pass that to agree with them).
+`chars_per_token` says otherwise (the judges estimate costs with 3.5 and check the cache minimum with a conservative
+4.5: pass one of them to agree with that side). `api.cache_reads(False)` makes the cache never serve: a prefix that
+reaches the minimum is written again on every request and read on none (every entry expired or was evicted before
+the next call), so `cache_read_input_tokens` is 0 on every reply; `cache_reads(True)` or `reset` ends it.
 
 Message Batches (`client.messages.batches.create / retrieve / results / cancel`): `POST /v1/messages/batches`
 validates like the API (non-empty `requests`, each `custom_id` matching ^[a-zA-Z0-9_-]{1,64}$ and unique in the
@@ -389,6 +392,7 @@ class FakeMessagesAPI:
         self._rate: tuple[float, float | None] | None = None
         self._accepted: deque[float] = deque()
         self._cached_prefixes: set[str] = set()
+        self._cache_reads = True  # False: the cache is written on every request and never read
         self._stopping = threading.Event()
         self._connections: set[socket.socket] = set()
         self._server: ThreadingHTTPServer | None = None
@@ -499,13 +503,20 @@ class FakeMessagesAPI:
                 self._chars_per_token = chars_per_token
             self._cached_prefixes.clear()
 
+    def cache_reads(self, enabled: bool) -> None:
+        """False: the prompt cache never serves (each cacheable prefix is written on every request, read on none, as
+        when every entry expires before the next call); True: back to normal. Empties the cache either way."""
+        with self._lock:
+            self._cache_reads = enabled
+            self._cached_prefixes.clear()
+
     def always(self, step: Step) -> None:
         """Answer every unscripted request with `step` (e.g. a persistently malformed reply)."""
         self.default = step
 
     def reset(self) -> None:
         """Back to brain replies: no script, outage, rate limit, batches or recorded requests; an empty cache with the
-        cache settings the server was built with; the default batch processing time."""
+        cache settings the server was built with, read again; the default batch processing time."""
         with self._batch_lock:
             self._batches.clear()
             self._batch_requests.clear()
@@ -522,6 +533,7 @@ class FakeMessagesAPI:
             self._accepted.clear()
             self._requests.clear()
             self._cached_prefixes.clear()
+            self._cache_reads = True
         self.default = Reply()
 
     # -- batch controls
@@ -753,7 +765,8 @@ class FakeMessagesAPI:
 
     def _usage(self, req: RecordedRequest, reply_text: str) -> dict[str, int]:
         # Simulates prompt caching: the system prefix up to the last cache_control marker is written on first
-        # sight and read afterwards, if it reaches the minimum (when one is set); ~4 characters per token.
+        # sight and read afterwards (written every time while `cache_reads(False)`), if it reaches the minimum
+        # (when one is set); `chars_per_token` characters per token.
         tokens = self._tokens
         blocks = req.system_blocks
         marked = [i for i, b in enumerate(blocks) if b.get("cache_control")]
@@ -763,7 +776,7 @@ class FakeMessagesAPI:
         if prefix and self._cache_min_tokens is not None and tokens(prefix) < self._cache_min_tokens:
             rest = prefix + rest  # below the minimum the API caches nothing and bills the prefix as input
         elif prefix:
-            if prefix in self._cached_prefixes:
+            if self._cache_reads and prefix in self._cached_prefixes:
                 cache_read = tokens(prefix)
             else:
                 self._cached_prefixes.add(prefix)

@@ -54,6 +54,9 @@ SCORE_SUMS = (
     *BIN_SUMS,
     "cost",
     "events",
+    "cache_read",
+    "prompt_tokens",
+    "calls",
 )
 TRAFFIC_SUMS = ("sampled", "consumed", "present")
 # A canary bucket's: its runs' pairs and summed figures (`queries._CANARY_AGGS`).

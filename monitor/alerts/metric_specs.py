@@ -17,6 +17,7 @@ MetricName = Literal[
     "coverage",
     "scoring_lag_p90",
     "cost_per_window",
+    "cache_read_share",
     "no_data",
     "rollout_mean_score",
     "canary_spearman",
@@ -153,6 +154,20 @@ SPECS: dict[str, MetricSpec] = {
             judge_keyed=True,
             examples_filter=None,
             examples_order="cost_usd DESC NULLS LAST",
+        ),
+        # The share of a judge's prompt tokens the API read from the prompt cache: sum(cache_read_tokens) over
+        # sum(input_tokens + cache_read_tokens + cache_write_tokens), the three disjoint parts of a prompt as the
+        # API bills it (input_tokens counts only what was neither read nor written). Rows with no prompt tokens (no
+        # call: a heuristic judge, a reused verdict, an empty response) add nothing; `min_events` counts calls.
+        # Unweighted, like cost: it is about what was sent, not the traffic it stands for. No test: the value is a
+        # ratio of token sums, and min_events calls guard it.
+        MetricSpec(
+            "cache_read_share",
+            "down",
+            judge_keyed=True,
+            examples_filter="input_tokens + cache_read_tokens + cache_write_tokens > 0",
+            examples_order="cache_read_tokens ASC, event_time DESC",
+            unit="judge calls",
         ),
         MetricSpec(
             "no_data",

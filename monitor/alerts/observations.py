@@ -253,6 +253,19 @@ def read_cost_per_window(rule: Rule, data: SegmentData, tail: TailCounts | None,
     return Reading(cur.cost, baseline, cur.rows, base.rows)
 
 
+def read_cache_read_share(rule: Rule, data: SegmentData, tail: TailCounts | None, testing: bool) -> Reading:
+    """Share of the prompt tokens of the window's judge calls that the API read from the prompt cache (no test);
+    n counts the calls."""
+    cur, base = data.current, data.baseline
+    return Reading(
+        _ratio(cur.cache_read, cur.prompt_tokens), _ratio(base.cache_read, base.prompt_tokens), cur.calls, base.calls
+    )
+
+
+def _ratio(part: float, whole: float) -> float | None:
+    return part / whole if whole > 0 else None
+
+
 def read_no_data(rule: Rule, data: SegmentData, tail: TailCounts | None, testing: bool) -> Reading:
     """Rows (or consumed traffic) in the window against the rate of the baseline; a Poisson rate test."""
     cur, base = data.current, data.baseline
@@ -386,6 +399,7 @@ READERS: dict[MetricName, ReadFunction] = {
     "coverage": read_coverage,
     "scoring_lag_p90": read_scoring_lag_p90,
     "cost_per_window": read_cost_per_window,
+    "cache_read_share": read_cache_read_share,
     "no_data": read_no_data,
     "rollout_mean_score": read_rollout_mean_score,
     "canary_spearman": read_canary_spearman,

@@ -118,6 +118,10 @@ _RAW_SCORE_AGGS = (
     ("lag_p90", "quantileExactIf(0.9)(lag_s, {w})"),
     ("cost", "sumIf(ifNull(cost_usd, 0), {w})"),
     ("events", "uniqExactIf(event_id, {w})"),
+    # cache_read_share: the prompt's three parts as the API reported them; a row that sent a prompt is one call.
+    ("cache_read", "sumIf(cache_read_tokens, {w})"),
+    ("prompt_tokens", "sumIf(toUInt64(input_tokens) + cache_read_tokens + cache_write_tokens, {w})"),
+    ("calls", "countIf({w} AND toUInt64(input_tokens) + cache_read_tokens + cache_write_tokens > 0)"),
 )
 _OK_SCORE = "status = 'ok' AND isFinite(score)"
 _SCORE_AGGS = tuple((name, expr.replace("{ok}", _OK_SCORE)) for name, expr in _RAW_SCORE_AGGS)

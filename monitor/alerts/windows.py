@@ -131,6 +131,9 @@ class WindowStats:
     lag_p90: float | None = None  # seconds from event_time to scored_at
     cost: float = 0.0
     events: int = 0  # distinct event ids (any judge)
+    cache_read: float = 0.0  # prompt tokens read from the prompt cache (cache_read_share)
+    prompt_tokens: float = 0.0  # all prompt tokens: input + cache read + cache write
+    calls: int = 0  # rows that sent a prompt (judge API calls)
     sampled: int | None = None  # from the traffic table (None: not read)
     consumed: int | None = None
     canary: CanarySums = CanarySums()  # canary metrics: rows, ok and errors count judged pairs
@@ -147,10 +150,10 @@ def finite(value: Any) -> float | None:
 
 def window_stats(v: Mapping[str, Any], seconds: float) -> WindowStats:
     """A window's stats from its named sums (`rows`, `ok`, `errors`, `weight`, `weight_sq`, `w_score`, `w_score_sq`,
-    `w_low`, the `w_bin_NN`, `cost`, `events`, and `p10`, `lag_p90` when read; for canary metrics `runs`, `rho`,
-    `rho_runs`, `kappa`, `kappa_runs`, `shift` instead of the score sums; for shadow metrics `shadow_diff` and
-    `shadow_rho`); the one conversion of the per-step queries and of the backtest's history, so both build the same
-    stats from the same sums. A sum not given is 0."""
+    `w_low`, the `w_bin_NN`, `cost`, `events`, `cache_read`, `prompt_tokens`, `calls`, and `p10`, `lag_p90` when
+    read; for canary metrics `runs`, `rho`, `rho_runs`, `kappa`, `kappa_runs`, `shift` instead of the score sums; for
+    shadow metrics `shadow_diff` and `shadow_rho`); the one conversion of the per-step queries and of the backtest's
+    history, so both build the same stats from the same sums. A sum not given is 0."""
     rows = int(v["rows"])
     ok = int(v["ok"])
 
@@ -173,6 +176,9 @@ def window_stats(v: Mapping[str, Any], seconds: float) -> WindowStats:
         lag_p90=finite(v.get("lag_p90")) if rows else None,
         cost=total("cost"),
         events=int(total("events")),
+        cache_read=total("cache_read"),
+        prompt_tokens=total("prompt_tokens"),
+        calls=int(total("calls")),
         canary=_canary(v, total) if "runs" in v else CanarySums(),
         shadow=ShadowSums(total("shadow_diff"), finite(v.get("shadow_rho"))) if "shadow_diff" in v else ShadowSums(),
     )

@@ -76,7 +76,7 @@ class BatchJudge:
     """`judge` over the Message Batches API. Takes over the judge: `aclose` closes its client.
 
     `stats` counts the HTTP calls (`attempts`, `error.<kind>`, `retry.<kind>`, `gave_up.<kind>`) and the outcomes
-    read (`result.ok`, `result.<reason>`)."""
+    read (`result.ok`, `result.<reason>`); the tokens of succeeded entries go to the judge's own `stats`."""
 
     def __init__(self, judge: LLMJudge[Any]) -> None:
         self.judge = judge
@@ -196,6 +196,10 @@ class BatchJudge:
         result = line.result
         if result.type == "succeeded":
             message = result.message
+            # Into the judge's token counters like a one-call reply. Not into the cold-cache watch: the Batches API
+            # caches best-effort and processes requests concurrently, so uncached entries there are no evidence
+            # that the prefix is under the minimum.
+            self._client.count_tokens(message.usage)
             usage = self._client.usage_of(message.usage, batch=True)
             try:
                 return self.judge.to_judgement(self.judge.parse(reply_text(message)), usage)

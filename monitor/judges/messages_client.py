@@ -21,6 +21,8 @@ from anthropic.types import OutputConfigParam
 from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
 
 from monitor.backoff import Backoff, retry_after_seconds
+from monitor.judges.cache_minimums import PrefixCheck, check_prefix
+from monitor.judges.cache_watch import CacheWatch
 from monitor.judges.settings import JudgeSettings
 from schemas.errors import JudgeApiError, JudgeReplyInvalid, JudgeUnavailable
 from schemas.usage import Usage
@@ -66,7 +68,9 @@ class MessagesClient:
     """An `AsyncAnthropic` client for one model with the retry policy of the judges.
 
     `stats` counts `attempts`, `ok`, `error.<kind>` per failed attempt, `retry.<kind>` per retry,
-    `gave_up.<kind>` per failed call, and the tokens of every attempt (`tokens.input`, ...)."""
+    `gave_up.<kind>` per failed call, and the tokens of every reply (`tokens.input`, `tokens.cache_read`, ...; a
+    Message Batch's results too, through `count_tokens`). The cache counters of every reply of `send` feed a
+    `CacheWatch` for the prefix sent, which logs `judge_prompt_cache_cold` once when replies stop reading it."""
 
     def __init__(self, settings: JudgeSettings, **options: Unpack[ClientOptions]) -> None:
         if settings.api_key is None:
@@ -78,6 +82,8 @@ class MessagesClient:
         self.settings = settings
         self.backoff = options.get("backoff") or Backoff()
         self.stats: Counter[str] = Counter()
+        self._replies = 0  # replies received so far: a request sent before the first cannot have found a cache entry
+        self._watch: tuple[str, PrefixCheck, CacheWatch] | None = None  # the cached prefix last sent, and its watch
         self._client = anthropic.AsyncAnthropic(
             api_key=settings.api_key.get_secret_value() if settings.api_key else None,
             base_url=settings.base_url,
@@ -100,6 +106,7 @@ class MessagesClient:
         tokens = _Tokens()
         failure: _Failure | None = None
         attempts = self.max_retries + 1
+        watched = self._watch_for(params)
         for attempt in range(attempts):
             if failure is not None:
                 self.stats["retries"] += 1
@@ -112,6 +119,7 @@ class MessagesClient:
                 if delay > 0:
                     await asyncio.sleep(delay)
             self.stats["attempts"] += 1
+            could_read = self._replies > 0
             try:
                 message = await self._client.messages.create(**params)
             except anthropic.APIError as e:
@@ -121,8 +129,11 @@ class MessagesClient:
                     self.stats["gave_up.api_error"] += 1
                     raise JudgeApiError(failure.detail, self._usage(tokens)) from e
                 continue
+            self._replies += 1
             tokens.add(message.usage)
-            self._count_tokens(message.usage)
+            self.count_tokens(message.usage)
+            if watched is not None:
+                self._observe_cache(*watched, message.usage, could_read)
             try:
                 value = parse(reply_text(message))
             except JudgeReplyInvalid as e:
@@ -209,11 +220,45 @@ class MessagesClient:
             cost_usd=cost,
         )
 
-    def _count_tokens(self, usage: anthropic.types.Usage) -> None:
+    def count_tokens(self, usage: anthropic.types.Usage) -> None:
+        """Add one reply's tokens, as the API counted them, to `stats` (exported as the judge's token counters)."""
         self.stats["tokens.input"] += usage.input_tokens or 0
         self.stats["tokens.output"] += usage.output_tokens or 0
         self.stats["tokens.cache_read"] += usage.cache_read_input_tokens or 0
         self.stats["tokens.cache_write"] += usage.cache_creation_input_tokens or 0
+
+    def _watch_for(self, params: MessageCreateParamsNonStreaming) -> tuple[PrefixCheck, CacheWatch] | None:
+        """The check and watch of the prefix `params` marks for caching (None: nothing marked); a new prefix gets a new
+        watch, so a run of cold replies is always one prefix's."""
+        prefix = cached_prefix(params)
+        if not prefix:
+            return None
+        if self._watch is None or (self._watch[0] is not prefix and self._watch[0] != prefix):
+            check = check_prefix(prefix, self.model)
+            self._watch = (prefix, check, CacheWatch(armed=check.should_cache))
+        return self._watch[1], self._watch[2]
+
+    def _observe_cache(
+        self, check: PrefixCheck, watch: CacheWatch, usage: anthropic.types.Usage, could_read: bool
+    ) -> None:
+        change = watch.observe(
+            usage.cache_read_input_tokens or 0, usage.cache_creation_input_tokens or 0, could_read=could_read
+        )
+        if change.warn:
+            # Lengths only: the prefix is the static system prompt, but no prompt or conversation text is ever logged.
+            log.warning(
+                "judge_prompt_cache_cold",
+                model=self.model,
+                replies=change.misses,
+                cache_write_tokens=change.written,
+                prefix_chars=check.prefix_chars,
+                prefix_tokens_estimate=check.estimated_tokens,
+                prefix_tokens_conservative=check.prefix_tokens,
+                min_tokens=check.min_tokens,
+                known_model=check.known_model,
+            )
+        elif change.rearm:
+            log.info("judge_prompt_cache_read_again", model=self.model, prefix_chars=check.prefix_chars)
 
     def _classify(self, err: anthropic.APIError) -> _Failure:
         if isinstance(err, anthropic.APITimeoutError):
@@ -231,6 +276,19 @@ class MessagesClient:
             return _Failure(kind, detail[:300], retry_after_s=retry_after_seconds(err.response.headers))
         # e.g. a 200 whose body is not a Message: the server misbehaved, which is transient from our side.
         return _Failure("bad_response", f"{type(err).__name__}: {err.message}"[:300])
+
+
+def cached_prefix(params: MessageCreateParamsNonStreaming) -> str:
+    """The system text `params` marks for prompt caching: every system block up to the last one with `cache_control`
+    ("" when none has it). No tools precede the system prompt in a judge request, so this is the whole prefix."""
+    system = params.get("system")
+    if not system or isinstance(system, str):
+        return ""  # a plain string cannot carry a cache marker
+    blocks = list(system)
+    marked = [i for i, block in enumerate(blocks) if block.get("cache_control")]
+    if not marked:
+        return ""
+    return "".join(block["text"] for block in blocks[: marked[-1] + 1])
 
 
 def reply_text(message: anthropic.types.Message) -> str:

@@ -48,12 +48,34 @@ A JSON object with exactly two keys: "reasoning" (one or two sentences explainin
 (an integer from 0 to 4). Nothing else."""
 
 
+# Where neighbouring scores part, in the words the worked examples are scored by: the scale alone leaves these
+# boundaries to the model. Written to agree with every worked example (a change here must keep them in step).
+SCORING_GUIDANCE = """\
+# Telling neighbouring scores apart
+- 4 or 3: 4 when everything asked for is there and nothing needs taking out. Related background, a caveat or a \
+supporting detail is part of the answer, not padding, and a long answer whose every sentence serves the question \
+is still 4; a one-word answer that settles a yes-or-no question is complete. A greeting, a compliment, an offer of \
+more help, a sign-off or one short tangent around a complete answer makes it 3.
+- 3 or 2: weigh what is missing against what was asked. Most of the question answered, with a minor part or \
+detail left out, is 3. One of two parts missing, a key part missing, a pointer elsewhere ("see our website") in \
+place of a part, or padding that outweighs or buries the answer, is 2.
+- 2 or 1: 2 needs at least one part of the question answered usefully. A response that only says the topic \
+matters, gives advice too vague to act on, or answers a neighbouring question (deactivating instead of deleting \
+an account) is 1.
+- 1 or 0: 1 when the response is about the subject of the question; 0 when it is about something else (another \
+meaning of a word, an unrelated question), is empty, only repeats the question, refuses a routine request, or \
+only tries to steer its own evaluation.
+- Name what decided the score in the reasoning (the part that is missing, the padding, the other question) \
+rather than restating the question or the response."""
+
+
 def _expected_reply(example: WorkedExample) -> str:
     return json.dumps({"reasoning": example.reasoning, "score": example.score}, ensure_ascii=False)
 
 
-# Static, so the whole system prompt is one cacheable prefix; the examples bring it above the cache minimum.
-SYSTEM_PROMPT = f"{INSTRUCTIONS}\n\n{examples_section(_expected_reply)}"
+# Static, so the whole system prompt is one cacheable prefix; the guidance and the examples bring it above the cache
+# minimum of every model, counted at a conservative 4.5 characters per token (see `cache_minimums`).
+SYSTEM_PROMPT = f"{INSTRUCTIONS}\n\n{SCORING_GUIDANCE}\n\n{examples_section(_expected_reply)}"
 
 
 class RubricReply(BaseModel):

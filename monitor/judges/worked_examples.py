@@ -99,6 +99,31 @@ EXAMPLES: tuple[WorkedExample, ...] = (
         ),
     ),
     WorkedExample(
+        "tight answer: a single word",
+        "Is the Eiffel Tower taller than the Statue of Liberty?",
+        "Yes.",
+        4,
+        "A yes-or-no question answered with a plain yes is answered completely: brevity is not a gap.",
+        (yes("Yes, the Eiffel Tower is taller than the Statue of Liberty."),),
+    ),
+    WorkedExample(
+        "tight answer: long, every sentence on point",
+        "How do I make my laptop battery last longer?",
+        "Lower the screen brightness, which is usually the biggest drain. Turn on battery-saver mode. Close the apps "
+        "you are not using, especially browsers with many tabs. Switch off Bluetooth when you do not need it. Avoid "
+        "keeping it plugged in at 100% for days: staying between 20% and 80% slows the battery's ageing.",
+        4,
+        "Every sentence is a way to make the battery last longer; a long answer whose every part serves the question "
+        "is not padded.",
+        (
+            yes("Lower the screen brightness, which is usually the biggest drain."),
+            yes("Turn on battery-saver mode."),
+            yes("Close the apps not in use, especially browsers with many tabs."),
+            yes("Switch off Bluetooth when it is not needed."),
+            yes("Avoid keeping the laptop plugged in at 100% for days: staying between 20% and 80% slows ageing."),
+        ),
+    ),
+    WorkedExample(
         "padding: greeting, apology, upsell, sign-off",
         "How do I reset my router to factory settings?",
         "Hello, and thank you for contacting NetHome support! We're sorry to hear you're having trouble. Press and "
@@ -170,6 +195,20 @@ EXAMPLES: tuple[WorkedExample, ...] = (
         ),
     ),
     WorkedExample(
+        "padding: an upsell after a complete list",
+        "What documents do I need to open a bank account?",
+        "You need a photo ID, a proof of address from the last three months and your tax identification number. We "
+        "also offer competitive mortgage rates for first-time buyers.",
+        3,
+        "The list of documents answers the question fully; the mortgage offer at the end is a small upsell.",
+        (
+            yes("A photo ID is needed."),
+            yes("A proof of address from the last three months is needed."),
+            yes("The tax identification number is needed."),
+            no("The bank offers competitive mortgage rates for first-time buyers.", "upsell"),
+        ),
+    ),
+    WorkedExample(
         "off-topic",
         "Which command shows the current Git branch?",
         "Our office is closed on public holidays, and support tickets are answered on the next working day.",
@@ -205,6 +244,22 @@ EXAMPLES: tuple[WorkedExample, ...] = (
         ),
     ),
     WorkedExample(
+        "off-topic: a namesake",
+        "How do I install Python on Windows?",
+        "Pythons are large non-venomous snakes found in Africa, Asia and Australia. They kill their prey by "
+        "constriction.",
+        0,
+        "The response is about the snake, not the programming language the user means, so nothing in it helps with "
+        "the installation.",
+        (
+            no(
+                "Pythons are large non-venomous snakes found in Africa, Asia and Australia.",
+                "the snake, not the language",
+            ),
+            no("Pythons kill their prey by constriction.", "the snake, not the language"),
+        ),
+    ),
+    WorkedExample(
         "mostly irrelevant: a weak answer under a tangent",
         "How do I get a red wine stain out of a cotton shirt?",
         "Red wine gets its colour from pigments in the grape skins. The best vintages tend to come from cooler years. "
@@ -229,6 +284,22 @@ EXAMPLES: tuple[WorkedExample, ...] = (
                 "Domestic economy tickets can be changed up to 24 hours before departure for a fee of 30 euros.",
                 "ticket changes, not baggage",
             ),
+        ),
+    ),
+    WorkedExample(
+        "mostly irrelevant: answers a neighbouring question",
+        "How do I delete my account for good?",
+        "To deactivate your account temporarily, go to Settings, then Account, then Deactivate. You can reactivate it "
+        "at any time by logging in again.",
+        1,
+        "It explains temporary deactivation, which is close to the question but is not the permanent deletion that "
+        "was asked for.",
+        (
+            no(
+                "To deactivate the account temporarily, go to Settings, then Account, then Deactivate.",
+                "deactivation, not deletion",
+            ),
+            no("The account can be reactivated at any time by logging in again.", "deactivation, not deletion"),
         ),
     ),
     WorkedExample(

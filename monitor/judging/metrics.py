@@ -58,20 +58,35 @@ class JudgingMetrics:
         )
 
     def watch_judge(self, judge: Judge, *, shadow: bool = False) -> None:
-        """Export a judge's own API counters (attempts, errors and retries by kind, tokens) at scrape time; a shadow
-        judge's under `relevancy_monitor_shadow_judge_*`, so the same method in both roles stays two series."""
+        """Export a judge's own API counters (attempts, errors and retries by kind, tokens, and for an LLM judge the
+        prompt-cache tokens by model) at scrape time; a shadow judge's under `relevancy_monitor_shadow_judge_*`, so
+        the same method in both roles stays two series."""
+        info = judge.info
         self.registry.register(
-            _JudgeStatsCollector(judge.info.method, judge.stats, PREFIX + ("shadow_" if shadow else ""))
+            _JudgeStatsCollector(
+                info.method,
+                judge.stats,
+                PREFIX + ("shadow_" if shadow else ""),
+                model=None if info.heuristic else info.model,
+            )
         )
 
 
 class _JudgeStatsCollector(Collector):
-    """Reads the judge's `stats` counters at scrape time (keys like `error.rate_limited`, `tokens.input`)."""
+    """Reads the judge's `stats` counters at scrape time (keys like `error.rate_limited`, `tokens.input`).
 
-    def __init__(self, method: str, stats: Mapping[str, int], prefix: str = PREFIX) -> None:
+    With a `model` (a judge that calls the API) it also exports the prompt-cache counters the API reported on every
+    reply, labelled by judge and model (the cache minimum is the model's): `judge_cache_read_tokens`,
+    `judge_cache_write_tokens` and all `judge_prompt_tokens` (uncached input + cache read + cache write), so that the
+    share read from the cache is read ÷ prompt in PromQL."""
+
+    def __init__(
+        self, method: str, stats: Mapping[str, int], prefix: str = PREFIX, *, model: str | None = None
+    ) -> None:
         self._method = method
         self._stats = stats
         self._prefix = prefix
+        self._model = model
 
     def collect(self) -> Iterator[CounterMetricFamily]:
         p = self._prefix
@@ -92,3 +107,29 @@ class _JudgeStatsCollector(Collector):
             if family is not None and kind:
                 family.add_metric([self._method, kind], value)
         yield from (requests, errors, retries, tokens)
+        if self._model is not None:
+            yield from self._cache_families()
+
+    def _cache_families(self) -> Iterator[CounterMetricFamily]:
+        p, labels, stats = self._prefix, [self._method, self._model or ""], self._stats
+        read, write = stats.get("tokens.cache_read", 0), stats.get("tokens.cache_write", 0)
+        for name, doc, value in (
+            (
+                "judge_cache_read_tokens",
+                "Prompt tokens the API read from the prompt cache (cache_read_input_tokens)",
+                read,
+            ),
+            (
+                "judge_cache_write_tokens",
+                "Prompt tokens the API wrote to the prompt cache (cache_creation_input_tokens)",
+                write,
+            ),
+            (
+                "judge_prompt_tokens",
+                "All prompt tokens of judge replies: uncached input + cache read + cache write",
+                stats.get("tokens.input", 0) + read + write,
+            ),
+        ):
+            family = CounterMetricFamily(p + name, doc, labels=["judge", "model"])
+            family.add_metric(labels, value)
+            yield family

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from structlog.testing import capture_logs
 
 from monitor.judges.cache_minimums import (
+    CACHE_CHECK_CHARS_PER_TOKEN,
     CHARS_PER_TOKEN,
     MIN_CACHEABLE_TOKENS,
     UNKNOWN_MODEL_MIN_TOKENS,
     assumed_min_tokens,
     base_model,
     check_prefix,
+    conservative_tokens,
     estimate_tokens,
     min_cacheable_tokens,
     warn_if_uncacheable,
@@ -77,12 +81,16 @@ def test_token_estimate_is_characters_over_three_and_a_half_rounded_up() -> None
     assert [estimate_tokens("x" * n) for n in (0, 1, 7, 8, 3500)] == [0, 1, 2, 3, 1000]
 
 
-def test_prefix_check_is_cacheable_from_exactly_the_minimum() -> None:
-    """A prefix of exactly the minimum is cacheable; one token fewer is not."""
-    at, below = "x" * 3584, "x" * 3580  # 1,024 and 1,023 estimated tokens
-    assert (estimate_tokens(at), estimate_tokens(below)) == (1024, 1023)
-    assert check_prefix(at, "claude-sonnet-4-5").cacheable
-    assert not check_prefix(below, "claude-sonnet-4-5").cacheable
+def test_prefix_check_is_cacheable_from_exactly_the_minimum_at_four_and_a_half_characters_per_token() -> None:
+    """The check counts 4.5 characters a token, rounded down: 4,608 characters reach 1,024 tokens, 4,607 do not,
+    though the usual estimate (3.5) puts both far above the minimum (`should_cache`)."""
+    assert CACHE_CHECK_CHARS_PER_TOKEN == 4.5
+    at, below = "x" * 4608, "x" * 4607
+    assert (conservative_tokens(at), conservative_tokens(below)) == (1024, 1023)
+    yes, no = check_prefix(at, "claude-sonnet-4-5"), check_prefix(below, "claude-sonnet-4-5")
+    assert yes.cacheable and not no.cacheable
+    assert (no.prefix_chars, no.prefix_tokens, no.estimated_tokens, no.min_tokens) == (4607, 1023, 1317, 1024)
+    assert no.should_cache and not check_prefix("x" * 3580, "claude-sonnet-4-5").should_cache
 
 
 @pytest.mark.parametrize(
@@ -134,30 +142,36 @@ def test_a_judge_whose_prompt_is_too_short_warns_once_at_construction(fake_messa
     w = warnings[0]
     assert w["log_level"] == "warning"
     assert (w["method"], w["model"], w["min_tokens"], w["known_model"]) == ("rubric", "claude-sonnet-4-5", 1024, True)
-    assert w["prefix_tokens"] == estimate_tokens(RUBRIC_INSTRUCTIONS) == judge.prefix_check.prefix_tokens
+    assert w["prefix_tokens"] == conservative_tokens(RUBRIC_INSTRUCTIONS) == judge.prefix_check.prefix_tokens
+    assert (w["prefix_chars"], w["prefix_tokens_estimate"]) == (
+        len(RUBRIC_INSTRUCTIONS),
+        estimate_tokens(RUBRIC_INSTRUCTIONS),
+    )
     assert not judge.prefix_check.cacheable
 
 
 def test_warn_if_uncacheable_returns_the_check_and_is_quiet_when_cacheable() -> None:
     """The helper returns the check in both cases and logs only for a prefix below the minimum."""
     with capture_logs() as logs:
-        long_enough = warn_if_uncacheable("rubric", "x" * 2000, "claude-opus-5")
+        long_enough = warn_if_uncacheable("rubric", "x" * 2400, "claude-opus-5")  # 533 tokens at 4.5
         too_short = warn_if_uncacheable("rubric", "x" * 1000, "claude-opus-5")
     assert long_enough.cacheable and not too_short.cacheable
     assert [e["prefix_tokens"] for e in logs] == [too_short.prefix_tokens]
 
 
+@pytest.mark.parametrize("chars_per_token", [CHARS_PER_TOKEN, CACHE_CHECK_CHARS_PER_TOKEN])
 @pytest.mark.parametrize("method", ["rubric", "statements"])
 async def test_with_the_default_models_minimum_the_new_prompt_is_cached_and_the_old_one_is_not(
-    fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge, method: str
+    fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge, method: str, chars_per_token: float
 ) -> None:
-    """Against a fake that caches only from the default model's minimum (3.5 characters per token), the judge writes
-    its prefix once and reads it after, while the same judge with the instructions alone is never cached."""
-    fake_messages_api.cache_minimum(assumed_min_tokens(DEFAULT_MODEL), chars_per_token=CHARS_PER_TOKEN)
+    """Against a fake that caches only from the default model's minimum, counting 3.5 or 4.5 characters per token, the
+    judge writes its prefix once and reads it after, while the same judge with the instructions alone is never
+    cached."""
+    fake_messages_api.cache_minimum(assumed_min_tokens(DEFAULT_MODEL), chars_per_token=chars_per_token)
     judge = make_judge(method)
     assert isinstance(judge, RubricJudge | StatementsJudge)
     first, second = await judge.judge(QUESTION, TIGHT), await judge.judge(QUESTION, PADDED)
-    prefix = judge.prefix_check.prefix_tokens
+    prefix = math.ceil(len(judge.system_prompt) / chars_per_token)  # as the fake counts it
     assert (first.usage.cache_write_tokens, first.usage.cache_read_tokens) == (prefix, 0)
     assert (second.usage.cache_write_tokens, second.usage.cache_read_tokens) == (0, prefix)
 
@@ -171,3 +185,30 @@ async def test_with_the_default_models_minimum_the_new_prompt_is_cached_and_the_
         await old.aclose()
     assert [(u.cache_write_tokens, u.cache_read_tokens) for u in usages] == [(0, 0), (0, 0)]
     assert all(u.input_tokens > old.prefix_check.prefix_tokens for u in usages)
+
+
+# The API's own count is unknown here: at 4.5 characters a token (fewer tokens than English prose gets), a prefix
+# that clears a minimum should clear it at the API's count too. Written out, not imported: it is what the test asks.
+CONSERVATIVE = 4.5
+MINIMUMS = sorted({**MIN_CACHEABLE_TOKENS, "an unknown model": UNKNOWN_MODEL_MIN_TOKENS}.items())
+
+
+def sent_prefix(judge: RubricJudge | StatementsJudge) -> str:
+    """The system text a request of `judge` marks for caching: every system block up to the last cache_control."""
+    system = judge.request_params(QUESTION, TIGHT)["system"]
+    assert not isinstance(system, str), "a plain string system prompt cannot be marked for caching"
+    blocks = list(system)
+    marked = [i for i, b in enumerate(blocks) if "cache_control" in b]
+    assert marked, "the system prompt is not marked for caching"
+    return "".join(b["text"] for b in blocks[: marked[-1] + 1])
+
+
+@pytest.mark.parametrize(("model", "minimum"), MINIMUMS, ids=[m for m, _ in MINIMUMS])
+@pytest.mark.parametrize("cls", [RubricJudge, StatementsJudge], ids=["rubric", "statements"])
+def test_the_sent_cached_prefix_clears_every_minimum_at_four_and_a_half_characters_per_token(
+    fake_messages_api: FakeMessagesAPI, cls: type[RubricJudge], model: str, minimum: int
+) -> None:
+    """The prefix a judge's request marks for caching holds at least minimum x 4.5 characters for every model."""
+    judge = cls(judge_settings(fake_messages_api, cls.method).judge)
+    chars = len(sent_prefix(judge))
+    assert chars / CONSERVATIVE >= minimum, f"{chars} chars = {chars / CONSERVATIVE:.0f} tokens at 4.5 < {minimum}"

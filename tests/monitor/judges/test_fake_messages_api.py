@@ -132,6 +132,20 @@ def test_cache_minimum_control_sets_chars_per_token_and_reset_restores_the_built
         assert cache_counts(post_system(api, "x" * 400)) == (100, 0)
 
 
+def test_with_cache_reads_off_every_request_writes_the_prefix_and_none_reads_it() -> None:
+    """`cache_reads(False)` writes a cacheable prefix on every request and reads it on none (still nothing below the
+    minimum); `cache_reads(True)` and `reset` restore writing once and reading after."""
+    with FakeMessagesAPI(cache_min_tokens=100) as api:
+        api.cache_reads(False)
+        assert [cache_counts(post_system(api, "x" * 400)) for _ in range(3)] == [(100, 0)] * 3
+        assert cache_counts(post_system(api, "x" * 396)) == (0, 0)  # below the minimum: neither written nor read
+        api.cache_reads(True)
+        assert [cache_counts(post_system(api, "x" * 400)) for _ in range(2)] == [(100, 0), (0, 100)]
+        api.cache_reads(False)
+        api.reset()
+        assert [cache_counts(post_system(api, "x" * 400)) for _ in range(2)] == [(100, 0), (0, 100)]
+
+
 def test_an_unmarked_system_prompt_is_never_cached_whatever_the_minimum() -> None:
     """A system block without cache_control is plain input with or without a minimum."""
     with FakeMessagesAPI(cache_min_tokens=1) as api:

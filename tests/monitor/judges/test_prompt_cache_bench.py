@@ -12,19 +12,22 @@ from bench import prompt_cache
 
 
 def test_the_prompt_cache_benchmark_runs_at_a_tiny_size(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """bench/prompt_cache.py judges a few events per judge and prompt, finds only the new prompts cached, and writes it
-    all."""
+    """bench/prompt_cache.py judges a few events per judge, prompt and token count (3.5 and 4.5 characters per token),
+    finds only the new prompts cached at both counts, and writes it all."""
     path = tmp_path / "prompt_cache.json"
     result = prompt_cache.main(events=6, json_path=path)
     assert json.loads(path.read_text(encoding="utf-8")) == result
-    assert result["min_cacheable_tokens"] == 4096 and result["chars_per_token"] == 3.5
-    rows = {(r["judge"], r["prompt"]): r for r in result["rows"]}
-    assert set(rows) == {(j, p) for j in ("rubric", "statements") for p in ("before", "after")}
-    for judge in ("rubric", "statements"):
-        before, after = rows[(judge, "before")], rows[(judge, "after")]
-        assert not before["cached"] and before["cache_share_steady"] == 0 and before["cache_write_tokens_total"] == 0
-        assert after["cached"] and after["cache_write_tokens_total"] == after["prefix_tokens"]
-        assert after["cache_share_steady"] >= 0.8
-        assert after["cost_per_1000_steady_usd"] < before["cost_per_1000_steady_usd"]
+    assert result["min_cacheable_tokens"] == 4096 and result["chars_per_token"] == [3.5, 4.5]
+    rows = {(r["judge"], r["prompt"], r["chars_per_token"]): r for r in result["rows"]}
+    judges, counts = ("rubric", "statements"), (3.5, 4.5)
+    assert set(rows) == {(j, p, c) for j in judges for p in ("before", "after") for c in counts}
+    for judge in judges:
+        for count in counts:
+            before, after = rows[(judge, "before", count)], rows[(judge, "after", count)]
+            assert not before["cached"] and before["cache_share_steady"] == 0
+            assert before["cache_write_tokens_total"] == 0
+            assert after["cached"] and after["cache_write_tokens_total"] == after["prefix_tokens"]
+            assert after["cache_share_steady"] >= 0.8
+            assert after["cost_per_1000_steady_usd"] < before["cost_per_1000_steady_usd"]
     out = capsys.readouterr().out
-    assert "cache share" in out and "rubric: cost after ÷ before" in out
+    assert "cache share" in out and "rubric at 4.5 c/tok: cost after ÷ before" in out
