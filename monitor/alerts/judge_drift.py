@@ -11,13 +11,36 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol, TypeVar
 
-if TYPE_CHECKING:
-    from monitor.alerts.engine import SegmentResult
+from monitor.alerts.evaluator import AlertState
+from monitor.alerts.observations import Observation
+from monitor.alerts.rules import Rule
 
 SUSPECT = "canaries moved too: suspect the judge"
 SUSPECT_SEVERITY = "ticket"
+
+
+class Result(Protocol):
+    """What the attribution reads of a rule and segment after an evaluation (`engine.SegmentResult`, a dataclass)."""
+
+    @property
+    def rule(self) -> Rule:
+        """The rule."""
+        ...
+
+    @property
+    def state(self) -> AlertState:
+        """The segment's new state."""
+        ...
+
+    @property
+    def observation(self) -> Observation:
+        """What the rule observed in the segment."""
+        ...
+
+
+R = TypeVar("R", bound=Result)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +72,7 @@ class JudgeSuspect:
         return f"{SUSPECT} ({'; '.join(c.text() for c in self.canaries)})"
 
 
-def suspects(results: Sequence[SegmentResult]) -> dict[str, JudgeSuspect]:
+def suspects(results: Sequence[Result]) -> dict[str, JudgeSuspect]:
     """The judges whose canary rules are firing in `results`, by judge_id."""
     figures: dict[str, list[CanaryFigure]] = {}
     for r in results:
@@ -63,7 +86,7 @@ def suspects(results: Sequence[SegmentResult]) -> dict[str, JudgeSuspect]:
     return {j: JudgeSuspect(j, tuple(sorted(f, key=lambda c: c.rule))) for j, f in figures.items()}
 
 
-def attribute(results: Sequence[SegmentResult]) -> list[SegmentResult]:
+def attribute(results: Sequence[R]) -> list[R]:
     """`results` with every active live score alert of a suspect judge marked: the suspect attached, its severity
     `SUSPECT_SEVERITY`, its note starting with the canaries' figures. The rest unchanged."""
     by_judge = suspects(results)
@@ -77,5 +100,5 @@ def attribute(results: Sequence[SegmentResult]) -> list[SegmentResult]:
             continue
         note = "; ".join(p for p in (suspect.text(), r.state.note) if p)
         state = dataclasses.replace(r.state, severity=SUSPECT_SEVERITY, note=note)
-        out.append(dataclasses.replace(r, state=state, suspect=suspect))
+        out.append(dataclasses.replace(r, state=state, suspect=suspect))  # type: ignore[type-var]
     return out
