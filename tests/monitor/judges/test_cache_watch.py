@@ -8,8 +8,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
+import structlog
 from structlog.testing import capture_logs
 
+from monitor.judges import messages_client
 from monitor.judges.cache_minimums import UNKNOWN_MODEL_MIN_TOKENS, check_prefix
 from monitor.judges.cache_watch import COLD_REPLIES, CacheChange, CacheWatch
 from monitor.judges.rubric import SYSTEM_PROMPT as RUBRIC_PROMPT
@@ -19,6 +21,13 @@ from tests.monitor.judges.conftest import PADDED, QUESTION, TIGHT, MakeJudge
 
 COLD = "judge_prompt_cache_cold"
 WARM = "judge_prompt_cache_read_again"
+
+
+@pytest.fixture(autouse=True)
+def fresh_client_logger(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new lazy logger for the client module: one an earlier in-process command cached (the service configures
+    structlog with `cache_logger_on_first_use`) would bypass `capture_logs`."""
+    monkeypatch.setattr(messages_client, "log", structlog.get_logger(messages_client.__name__))
 
 
 def misses(watch: CacheWatch, n: int, written: int = 0, *, could_read: bool = True) -> list[CacheChange]:
