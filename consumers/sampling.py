@@ -13,7 +13,6 @@ primary's effective rate times the shadow rate, so 1/sample_rate still weights i
 from __future__ import annotations
 
 import hashlib
-import math
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings
 
+from consumers.group_share import GroupShare, per_window
 from schemas.errors import SamplingConfigError
 from schemas.settings import MONITOR_SLICE
 
@@ -164,8 +164,9 @@ class Rule(BaseModel):
 class MinPerSegment(BaseModel):
     """Judge everything in a segment until this replica has judged `events_per_replica` of it in the current
     window, or, with `min_per_minute`, a judged rate: detection time is set by judged events a minute, not by a
-    percentage. Counted per process, by design: N replicas judge up to N times the minimum (a global count would
-    need a store round-trip per decision); the name says so. The budget's factor still scales these decisions."""
+    percentage. `min_per_minute` is the consumer group's figure: each replica judges its share of it (its partitions
+    over all, `consumers.group_share`), so N replicas judge the minimum once. `events_per_replica` is counted per
+    process, as its name says: N replicas judge up to N times it. The budget's factor still scales both."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -184,18 +185,19 @@ class MinPerSegment(BaseModel):
             )
         return self
 
-    @property
-    def window_seconds(self) -> float:
-        """The counting window: `window_s` (an hour by default), or a minute (longer for under one a minute)."""
+    def window_seconds(self, share: float = 1.0) -> float:
+        """The counting window: `window_s` (an hour by default), or a minute (longer for this replica's `share` of
+        `min_per_minute` under one a minute)."""
         if self.min_per_minute is not None:
-            return max(60.0, 60.0 / self.min_per_minute)
+            rate = self.min_per_minute * share
+            return max(60.0, 60.0 / rate) if rate > 0 else 60.0
         return self.window_s if self.window_s is not None else 3600.0
 
-    @property
-    def events_per_window(self) -> int:
-        """How many events of a segment are judged whatever the rate, in each window."""
+    def events_per_window(self, share: float = 1.0) -> int:
+        """How many events of a segment this replica judges whatever the rate, in each window, with `share` of the
+        group's `min_per_minute` (no share: none)."""
         if self.min_per_minute is not None:
-            return math.ceil(self.min_per_minute * self.window_seconds / 60.0 - 1e-9)
+            return per_window(self.min_per_minute * share, self.window_seconds(share)) if share > 0 else 0
         assert self.events_per_replica is not None
         return self.events_per_replica
 
@@ -287,6 +289,8 @@ class Sampler:
 
     def __init__(self, policy: SamplingPolicy) -> None:
         self.policy = policy
+        self._share = 1.0  # of the group's min_per_minute: set at each rebalance (`set_share`)
+        self._min_events = policy.min_per_segment.events_per_window() if policy.min_per_segment else 0
         self._window_start: float | None = None
         self._judged: dict[tuple[str, ...], int] = defaultdict(int)
         self._decisions: dict[tuple[bool, float, DecisionKind, str, float, str], SampleDecision] = {}
@@ -308,6 +312,14 @@ class Sampler:
             raise ValueError(f"sample rate must be within [0, 1], got {rate}")
         return cls(SamplingPolicy(default_rate=rate, key=key))
 
+    def set_share(self, share: GroupShare) -> None:
+        """Judge this replica's share of the group's per-segment minimum from now on (a rebalance moved partitions)."""
+        mps = self.policy.min_per_segment
+        self._share = share.fraction
+        if mps is not None:
+            self._min_events = mps.events_per_window(self._share)
+            self._window_start = None  # a new window: the counts of the old share no longer apply
+
     def _segment(self, event: Sampleable) -> tuple[str, ...]:
         assert self.policy.min_per_segment is not None
         return tuple(getattr(event, f) for f in self.policy.min_per_segment.segment_by)
@@ -316,7 +328,7 @@ class Sampler:
         mps = self.policy.min_per_segment
         if mps is None:
             return
-        window = mps.window_seconds
+        window = mps.window_seconds(self._share)
         if self._window_start is None or now - self._window_start >= window:
             self._window_start = now - (now % window)  # aligned windows: replicas agree on boundaries
             self._judged.clear()
@@ -344,7 +356,7 @@ class Sampler:
         mps = policy.min_per_segment
         if mps is not None:
             self._roll_window(now)
-            if self._judged[self._segment(event)] < mps.events_per_window:
+            if self._judged[self._segment(event)] < self._min_events:
                 rate, kind, name = 1.0, DecisionKind.MIN_PER_SEGMENT, ""
         factor = min(1.0, factor)
         effective = rate * factor

@@ -82,9 +82,9 @@ async def committed_offsets(bootstrap: str, group: str, topic: str, partitions: 
         await consumer.stop()
 
 
-async def all_committed(bootstrap: str, group: str, topic: str, n: int) -> bool:
-    """Whether the group has committed `n` offsets on `topic`, summed over its partitions."""
-    return sum(v or 0 for v in (await committed_offsets(bootstrap, group, topic)).values()) == n
+async def all_committed(bootstrap: str, group: str, topic: str, n: int, partitions: int = 3) -> bool:
+    """Whether the group has committed `n` offsets on `topic`, summed over its `partitions`."""
+    return sum(v or 0 for v in (await committed_offsets(bootstrap, group, topic, partitions)).values()) == n
 
 
 async def wait_for(predicate: Callable[[], Awaitable[bool]], timeout_s: float, what: str) -> None:

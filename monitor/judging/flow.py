@@ -17,6 +17,7 @@ from enum import Enum
 from pydantic import Field, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings
 
+from consumers.group_share import GroupShare
 from schemas.settings import MONITOR_SLICE
 
 Clock = Callable[[], float]
@@ -36,10 +37,16 @@ class FlowSettings(BaseSettings):
     )
     judge_concurrency_floor: int = Field(1, ge=1, description="adaptive concurrency never goes below this under 429s")
     judge_requests_per_minute: float | None = Field(
-        None, gt=0, description="client-side cap on judge requests per minute"
+        None,
+        gt=0,
+        description="client-side cap on judge requests per minute for the whole consumer group (each replica takes "
+        "the share of its partitions)",
     )
     judge_tokens_per_minute: float | None = Field(
-        None, gt=0, description="client-side cap on estimated judge input tokens per minute"
+        None,
+        gt=0,
+        description="client-side cap on estimated judge input tokens per minute for the whole consumer group (each "
+        "replica takes the share of its partitions)",
     )
     judge_event_attempts: int = Field(
         2, ge=1, le=10, description="judge calls per event on transient failure before an error row"
@@ -238,14 +245,19 @@ class PriorityLock:
         self._held = False
 
 
+_NO_SHARE_RECHECK_S = 1.0
+
+
 class RateLimiter:
     """Token buckets for requests and input tokens per minute (None: unlimited). `acquire` waits for both; waiters
-    take their turn in arrival order, every normal one before any `low` one."""
+    take their turn in arrival order, every normal one before any `low` one. The limits are the consumer group's:
+    `set_share` scales them to this replica's share at each rebalance (a share of 0 lets nothing through)."""
 
     def __init__(
         self, requests_per_minute: float | None, tokens_per_minute: float | None, clock: Clock = time.monotonic
     ) -> None:
         self._clock = clock
+        self._limits = (requests_per_minute, tokens_per_minute)
         self._buckets: list[list[float]] = []  # [capacity, level, refill_per_s, last]
         self._rpm = self._bucket(requests_per_minute)
         self._tpm = self._bucket(tokens_per_minute)
@@ -258,6 +270,23 @@ class RateLimiter:
         b = [max(1.0, per_minute / 60), max(1.0, per_minute / 60), per_minute / 60, self._clock()]
         self._buckets.append(b)
         return b
+
+    @property
+    def requests_per_minute(self) -> float | None:
+        """This replica's request limit now (its share of the group's)."""
+        return None if self._rpm is None else self._rpm[2] * 60
+
+    def set_share(self, share: GroupShare) -> None:
+        """Scale both limits to `share` of the group's: the refill rate exactly, the burst to a second's worth of it
+        (at most the level already held, so a rebalance never adds a burst)."""
+        for b, limit in ((self._rpm, self._limits[0]), (self._tpm, self._limits[1])):
+            if b is None or limit is None:
+                continue
+            self._refill(b)
+            mine = limit * share.fraction
+            b[0] = max(1.0, mine / 60) if mine > 0 else 0.0
+            b[1] = min(b[1], b[0])
+            b[2] = mine / 60
 
     def _refill(self, b: list[float]) -> None:
         now = self._clock()
@@ -272,7 +301,9 @@ class RateLimiter:
             if b is None:
                 continue
             self._refill(b)
-            if b[1] < n:
+            if b[2] <= 0:
+                wait = max(wait, _NO_SHARE_RECHECK_S)  # no share of the group's limit: look again after a while
+            elif b[1] < n:
                 wait = max(wait, (n - b[1]) / b[2])
         if wait == 0.0:
             for b, n in need:

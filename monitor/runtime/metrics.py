@@ -127,6 +127,11 @@ class Metrics(JudgingMetrics):
         self.commits = Counter(PREFIX + "commits", "Successful offset commits", registry=r)
         self.commit_failures = Counter(PREFIX + "commit_failures", "Offset commits rejected by the group", registry=r)
         self.in_flight = Gauge(PREFIX + "in_flight_events", "Events fetched and not yet finished", registry=r)
+        self.group_share = Gauge(
+            PREFIX + "group_share",
+            "This replica's share of the group's judge quota and per-segment minimum: its partitions over all",
+            registry=r,
+        )
         self.paused = Gauge(PREFIX + "consumption_paused", "1 while consumption is paused for backpressure", registry=r)
         self.lag = Gauge(
             PREFIX + "consumer_lag", "Records behind the high-watermark", ["topic", "partition"], registry=r

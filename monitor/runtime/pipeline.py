@@ -23,6 +23,7 @@ from aiokafka.structs import ConsumerRecord
 
 from consumers.clients import start_client
 from consumers.decode import DecodedEvent
+from consumers.group_share import share_of
 from consumers.offsets import Ticket
 from consumers.sampling import SampleDecision
 from consumers.source import KafkaSource
@@ -286,6 +287,17 @@ class Pipeline:
         self.tracker.assign(assigned)
         self.health.joined = True
         log.info("partitions_assigned", partitions=sorted(f"{tp.topic}/{tp.partition}" for tp in assigned))
+        self._take_share(assigned)
+
+    def _take_share(self, assigned: set[TopicPartition]) -> None:
+        """This replica's part of the group's judge quota and per-segment minimum, from the new assignment."""
+        consumer = self.source.consumer
+        partitions = {t: len(consumer.partitions_for_topic(t) or ()) for t in self.source.topics}
+        share = share_of(assigned, partitions)
+        self.guard.limits.rate.set_share(share)
+        self.sampler.set_share(share)
+        self.metrics.group_share.set(share.fraction)
+        log.info("group_share", requests_per_minute=self.guard.limits.rate.requests_per_minute, **share.log_fields())
 
     async def _on_revoked(self, revoked: set[TopicPartition]) -> None:
         """Finish the revoked partitions within half the session timeout (the rebalance waits for us)."""

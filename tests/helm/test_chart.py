@@ -491,7 +491,7 @@ def test_alert_evaluator_replicas() -> None:
 
 def test_scaled_object_fields() -> None:
     """The KEDA ScaledObject targets the consumer with a kafka trigger on its group and topic, caps at the partitions
-    and stabilises scale-down."""
+    and the judge quota, and stabilises scale-down."""
     docs = list(_rendered("all-features-values.yaml"))
     values = _values(CHART / "ci" / "all-features-values.yaml")
     so = one(docs, "ScaledObject")
@@ -517,7 +517,9 @@ def test_scaled_object_fields() -> None:
     }
     assert "replicas" not in consumer["spec"], "KEDA owns the replica count"
     assert spec["minReplicaCount"] == values["autoscaling"]["minReplicas"]
-    assert spec["maxReplicaCount"] == values["autoscaling"]["maxReplicas"] <= values["kafka"]["partitions"]
+    quota_fed = values["judge"]["requestsPerMinute"] // 60  # the default minRequestsPerMinutePerReplica
+    want = min(values["autoscaling"]["maxReplicas"], values["kafka"]["partitions"], quota_fed)
+    assert spec["maxReplicaCount"] == want
     scale_down = spec["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]["scaleDown"]
     assert scale_down["stabilizationWindowSeconds"] >= 300
     assert scale_down["policies"] == [{"type": "Pods", "value": 1, "periodSeconds": 120}]
@@ -638,3 +640,38 @@ def test_without_migrate_job_the_consumer_migrates() -> None:
     docs = render({"migrate": {"enabled": False}})
     assert not of_kind(docs, "Job")
     assert settings_of(docs, "consumer")["MONITOR_AUTO_MIGRATE"] == "true"
+
+
+@pytest.mark.parametrize(
+    ("rpm", "max_replicas", "partitions", "want", "why"),
+    [
+        ("", 8, 12, 8, "autoscaling.maxReplicas"),
+        (600, 16, 24, 10, "capped by the judge quota"),
+        (120, 8, 12, 2, "capped by the judge quota"),
+        (30, 8, 12, 1, "capped by the judge quota"),
+        (6000, 8, 6, None, ""),  # maxReplicas above the partitions still fails the render
+    ],
+)
+def test_keda_never_starts_more_replicas_than_the_quota_feeds(
+    rpm: str | int, max_replicas: int, partitions: int, want: int | None, why: str
+) -> None:
+    """maxReplicaCount is the least of maxReplicas, the partitions and requestsPerMinute / 60; NOTES says which."""
+    values = {
+        "autoscaling": {"enabled": True, "maxReplicas": max_replicas},
+        "kafka": {"partitions": partitions},
+        "judge": {"requestsPerMinute": rpm},
+    }
+    if want is None:
+        with pytest.raises(Exception, match=r"must not exceed kafka\.partitions"):
+            render(values)
+        return
+    scaled = one(render(values), "ScaledObject")
+    assert scaled["spec"]["maxReplicaCount"] == want
+    notes = _chart_notes(values)
+    assert why in notes and f"and {want} replicas" in notes, notes
+
+
+def _chart_notes(values: dict[str, Any]) -> str:
+    """The rendered NOTES.txt for `values`."""
+    manifests = _chart().render(with_required(values), name=RELEASE, namespace=NAMESPACE, is_install=True)
+    return next(text for path, text in manifests.items() if path.endswith("NOTES.txt"))

@@ -310,3 +310,33 @@ helm.sh/hook: pre-install,pre-upgrade
 helm.sh/hook-weight: "-10"
 helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded
 {{- end }}
+
+{{/*
+The ScaledObject's maxReplicaCount: the least of autoscaling.maxReplicas, kafka.partitions and what the group's judge
+quota can feed (judge.requestsPerMinute / autoscaling.minRequestsPerMinutePerReplica, at least 1).
+*/}}
+{{- define "relevancy-monitor.quotaReplicas" -}}
+{{- $as := .Values.autoscaling }}
+{{- $rpm := .Values.judge.requestsPerMinute }}
+{{- if and $rpm (ne (toString $rpm) "") }}
+{{- max 1 (div (int (float64 $rpm)) (int $as.minRequestsPerMinutePerReplica)) }}
+{{- else }}
+{{- int .Values.kafka.partitions }}
+{{- end }}
+{{- end }}
+
+{{- define "relevancy-monitor.maxReplicaCount" -}}
+{{- min (int .Values.autoscaling.maxReplicas) (int .Values.kafka.partitions) (int (include "relevancy-monitor.quotaReplicas" .)) }}
+{{- end }}
+
+{{- define "relevancy-monitor.maxReplicaReason" -}}
+{{- $as := .Values.autoscaling }}
+{{- $quota := int (include "relevancy-monitor.quotaReplicas" .) }}
+{{- if and (lt $quota (int $as.maxReplicas)) (lt $quota (int .Values.kafka.partitions)) }}
+{{- printf "capped by the judge quota (%v requests a minute / %d per replica; autoscaling.maxReplicas %d would leave replicas with too small a share)" .Values.judge.requestsPerMinute (int $as.minRequestsPerMinutePerReplica) (int $as.maxReplicas) }}
+{{- else if lt (int .Values.kafka.partitions) (int $as.maxReplicas) }}
+{{- printf "capped by the %d partitions" (int .Values.kafka.partitions) }}
+{{- else }}
+{{- printf "autoscaling.maxReplicas" }}
+{{- end }}
+{{- end }}
