@@ -23,7 +23,7 @@ from monitor.alerts.evaluator import AlertState, NoticeKind, Verdict, decide, no
 from monitor.alerts.judge_drift import SUSPECT, JudgeSuspect, attribute
 from monitor.alerts.notifiers import AlertMessage, Notifier
 from monitor.alerts.observations import Observation, observe
-from monitor.alerts.outcomes import EmptyRule, Gap
+from monitor.alerts.outcomes import EmptyFacts, EmptyRule, LateVersion, Newest, why_empty
 from monitor.alerts.prometheus import AlertMetrics
 from monitor.alerts.queries import DEFAULT_TRAFFIC_TABLE, examples_sql
 from monitor.alerts.rollouts import pair_newest, without_rollout
@@ -37,6 +37,7 @@ from monitor.alerts.windows import (
     VersionStats,
     Windows,
     WindowStats,
+    utc,
     windows_for,
 )
 from monitor.canary.model import CanaryTick
@@ -234,17 +235,44 @@ def _assess_detector(
 def _why_empty(
     data: RuleData, rule: Rule, windows: Windows, now: datetime, versions: Mapping[SegmentKey, Sequence[VersionStats]]
 ) -> EmptyRule:
-    """Why `rule` found no segment: versions but no rollout among them, an empty table, or no rows in its windows."""
+    """Why `rule` found no segment (`why_empty`), from a few cheap look-ups: the newest rows (the rule's and its
+    table's) up to now and, when they are past the window's end, up to it; a rollout rule's versions after the end."""
+    single, together = without_rollout(rule, versions) if versions else (0, 0)
+    newest = _newest(data, rule, now)
+    end = windows.current[1]
+    late: tuple[LateVersion, ...] = ()
+    by_end = None
     if versions:
-        single, together = without_rollout(rule, versions)
-        return EmptyRule(rule, windows, Gap.NO_ROLLOUT, single_version=single, started_together=together)
+        if newest is not None and newest.at is not None and newest.at >= end:
+            late = _late_versions(data, rule, windows, now)
+    elif newest is not None and any(t is not None and t >= end for t in (newest.at, newest.table_at)):
+        by_end = _newest(data, rule, end - _TICK)
+    return why_empty(rule, windows, EmptyFacts(single, together, late, newest, by_end))
+
+
+_TICK = timedelta(milliseconds=1)  # the store's time resolution: "at or before end - 1 ms" is "before end"
+
+
+def _newest(data: RuleData, rule: Rule, before: datetime) -> Newest | None:
     try:
-        newest = data.newest(rule, now)
+        return data.newest(rule, before)
     except (QueryError, StoreError):
-        newest = None  # the explanation is worth less than the round: say less rather than fail the rule
-    if newest is not None and newest.at is None:
-        return EmptyRule(rule, windows, Gap.TRAFFIC_EMPTY if rule.source == "traffic" else Gap.STORE_EMPTY, newest)
-    return EmptyRule(rule, windows, Gap.NO_ROWS, newest)
+        return None  # the explanation is worth less than the round: say less rather than fail the rule
+
+
+def _late_versions(data: RuleData, rule: Rule, windows: Windows, now: datetime) -> tuple[LateVersion, ...]:
+    """A rollout rule's versions first seen after the window's end, up to now (the rows `offset` leaves out)."""
+    end = windows.current[1]
+    try:
+        after = data.versions(rule, Windows((end, utc(now))))
+    except (QueryError, StoreError):
+        return ()
+    return tuple(
+        LateVersion(scope, v.name, v.first_seen)
+        for scope, found in sorted(after.items())
+        for v in sorted(found, key=lambda v: (v.first_seen, v.name))
+        if v.first_seen >= end
+    )
 
 
 def _tail_candidate(rule: Rule, obs: Observation, prev: AlertState | None) -> bool:

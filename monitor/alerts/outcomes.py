@@ -14,7 +14,14 @@ from monitor.alerts.durations import format_duration
 
 if TYPE_CHECKING:
     from monitor.alerts.rules import Rule
-    from monitor.alerts.windows import Windows
+    from monitor.alerts.windows import SegmentKey, Windows
+
+# The settings named in the explanations (tests tie them to `ShadowSettings` and `AlertSettings`): outcomes stay
+# pure, without the judging runtime's imports.
+SHADOW_JUDGE_VARIABLE = "MONITOR_SHADOW_JUDGE"
+SHADOW_RATE_VARIABLE = "MONITOR_SHADOW_SAMPLE_RATE"
+SHADOW_METHODS = ("lexical", "rubric", "statements")
+CANARY_INTERVAL_VARIABLE = "ALERTS_CANARY_INTERVAL"
 
 
 class Gap(StrEnum):
@@ -27,9 +34,13 @@ class Gap(StrEnum):
     NO_TRAFFIC_COUNTS = "no_traffic_counts"  # coverage: the traffic table has no counts for the segment
     NO_BASELINE = "no_baseline"  # the condition compares with a baseline that has no value
     NO_ROWS = "no_rows"  # no rows in the window or the baseline (a segment held, or a whole rule)
-    STORE_EMPTY = "store_empty"  # rule: the scores table has no row at all up to now
+    STORE_EMPTY = "store_empty"  # rule: its table (scores, canary runs) has no row at all up to now
     TRAFFIC_EMPTY = "traffic_empty"  # rule: the traffic table has no row at all up to now
     NO_ROLLOUT = "no_rollout"  # rollout rule: no segment has a newer version beside an older one
+    NO_SHADOW_JUDGE = "no_shadow_judge"  # shadow rule: judged rows, but never a shadow judge's (none configured)
+    ONLY_REPLAYS = "only_replays"  # rule leaving replays out: the scores table has replayed rows only
+    ONLY_OTHER_ROWS = "only_other_rows"  # rule: its table has rows in the window, none of them the rule's
+    NO_SHARED_EVENTS = "no_shared_events"  # shadow rule: shadow rows in the window, none shared ok with a primary
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,9 +54,20 @@ class Shortfall:
 
 @dataclass(frozen=True, slots=True)
 class Newest:
-    """The newest row at or before the evaluation time (`at` None: none at all), to explain an empty window."""
+    """The newest row at or before a time (None: none at all), to explain an empty window: of the rows the rule reads
+    (`at`: live ones, a shadow judge's for a shadow rule), and of its whole table (`table_at`)."""
 
     at: datetime | None
+    table_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class LateVersion:
+    """A rollout rule's version whose first event is after the window's end (`offset` hides it for now)."""
+
+    scope: SegmentKey  # the segment without the version
+    name: str
+    first_seen: datetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +80,54 @@ class EmptyRule:
     newest: Newest | None = None  # None: not looked up (backtests)
     single_version: int = 0  # NO_ROLLOUT: segments with one version in the window
     started_together: int = 0  # NO_ROLLOUT: segments whose versions started within `rollout.min_gap`
+    late: tuple[LateVersion, ...] = ()  # NO_ROLLOUT: versions first seen after the window's end
+
+
+@dataclass(frozen=True, slots=True)
+class EmptyFacts:
+    """What the engine read about a rule without segments: its versions without a rollout, versions after the window,
+    and the newest rows up to the evaluation time and up to the window's end (None: not looked up)."""
+
+    single_version: int = 0
+    started_together: int = 0
+    late: tuple[LateVersion, ...] = ()
+    newest: Newest | None = None
+    by_end: Newest | None = None  # looked up only when a newest row is at or after the window's end
+
+
+def _in_window(at: datetime | None, by_end: datetime | None, window: tuple[datetime, datetime]) -> bool:
+    """Whether a row is in the half-open window, from the newest row up to now and the newest up to its end."""
+    start, end = window
+    if at is None or at < start:
+        return False
+    if at < end:
+        return True
+    return by_end is not None and start <= by_end < end
+
+
+def why_empty(rule: Rule, windows: Windows, facts: EmptyFacts) -> EmptyRule:
+    """Why `rule` found no segment: versions without a rollout, an empty table, a table without the rule's rows (no
+    shadow judge, replays only), the rule's rows only outside its window, or none in its windows at all."""
+    if facts.single_version or facts.started_together:
+        return EmptyRule(
+            rule, windows, Gap.NO_ROLLOUT, facts.newest, facts.single_version, facts.started_together, facts.late
+        )
+    newest = facts.newest
+    if newest is None:
+        return EmptyRule(rule, windows, Gap.NO_ROWS)
+    shadow = rule.spec.table == "shadow"
+    if newest.table_at is None:
+        return EmptyRule(rule, windows, Gap.TRAFFIC_EMPTY if rule.source == "traffic" else Gap.STORE_EMPTY, newest)
+    if newest.at is None:
+        # The table has rows, none ever of the rule's: the only filters are the shadow judge's rows and live ones.
+        return EmptyRule(rule, windows, Gap.NO_SHADOW_JUDGE if shadow else Gap.ONLY_REPLAYS, newest)
+    by_end = facts.by_end
+    if _in_window(newest.at, by_end.at if by_end is not None else None, windows.current):
+        # Shadow rows in the window but no segment: none of them pairs with a primary's ok row.
+        return EmptyRule(rule, windows, Gap.NO_SHARED_EVENTS if shadow else Gap.NO_ROWS, newest)
+    if _in_window(newest.table_at, by_end.table_at if by_end is not None else None, windows.current):
+        return EmptyRule(rule, windows, Gap.ONLY_OTHER_ROWS, newest)
+    return EmptyRule(rule, windows, Gap.NO_ROWS, newest)
 
 
 # ---- plain words ------------------------------------------------------------------------------------------
@@ -151,14 +221,16 @@ def describe_shortfalls(
 
 
 def describe_empty(e: EmptyRule, now: datetime) -> str:
-    """Why a rule had no segment, in plain words, naming the window's times and what hid the newest rows."""
+    """Why a rule had no segment, in one sentence: the missing source (shadow judge, canary runs, live rows), the
+    rollout that is not in the window, or the window's times and what hid the newest rows."""
     rule, windows = e.rule, e.windows
-    canary = rule.spec.table == "canary"
+    canary, shadow = rule.spec.table == "canary", rule.spec.table == "shadow"
     if e.gap is Gap.STORE_EMPTY:
         if canary:
             return (
-                "no canary run in the store yet (`alerts run` writes one every ALERTS_CANARY_INTERVAL; off when it is "
-                "0)"
+                "no canary run in the store yet (`relevancy-monitor alerts run` re-scores the labelled canary pairs "
+                f"every {CANARY_INTERVAL_VARIABLE}, hourly by default, never when it is 0 or off; `alerts check` runs "
+                "none)"
             )
         return "no judged rows in the store yet"
     if e.gap is Gap.TRAFFIC_EMPTY:
@@ -166,18 +238,39 @@ def describe_empty(e: EmptyRule, now: datetime) -> str:
             f"traffic table empty: no consumed events counted yet (needed by {rule.metric} rules with source "
             f"{rule.source})"
         )
+    if e.gap is Gap.NO_SHADOW_JUDGE:
+        return (
+            "no shadow judge configured: the store has judged rows, none of them a shadow judge's (set "
+            f"{SHADOW_JUDGE_VARIABLE} to {', '.join(SHADOW_METHODS[:-1])} or {SHADOW_METHODS[-1]} for "
+            f"`relevancy-monitor run`; it judges the share {SHADOW_RATE_VARIABLE} of the events a second time)"
+        )
+    if e.gap is Gap.ONLY_REPLAYS:
+        return (
+            "no live rows in the store, only rows of `relevancy-monitor replay`, which this rule leaves out "
+            "(`include_replays: true` reads them)"
+        )
     if e.gap is Gap.NO_ROLLOUT and rule.rollout is not None:
-        parts = []
-        if e.single_version:
-            parts.append(f"{_count(e.single_version, 'segment')} with a single {rule.rollout.of}")
-        if e.started_together:
-            parts.append(
-                f"{e.started_together} whose {rule.rollout.of}s started within {format_duration(rule.rollout.min_gap)} "
-                "of each other"
+        return _no_rollout(e, rule.rollout.of, now)
+    if e.gap is Gap.ONLY_OTHER_ROWS:
+        if shadow:
+            return (
+                f"no shadow judge's rows{_between(windows, now)}, only the primary judge's ({_newest_words(e, now)}; "
+                f"{SHADOW_JUDGE_VARIABLE} turns the shadow judge on)"
             )
-        return "no rollout in the window: " + (", ".join(parts) or "no versions")
+        return (
+            f"no live rows{_between(windows, now)}, only replayed ones, which this rule leaves out "
+            f"({_newest_words(e, now, 'live row')}; `include_replays: true` reads them)"
+        )
+    newest = _newest_words(e, now)
+    if e.gap is Gap.NO_SHARED_EVENTS:
+        return (
+            f"no event that both the shadow judge and its primary scored ok{_between(windows, now)}, though the "
+            "shadow judge has rows there (one of the two failed on each, or the primary's row is missing)"
+        )
     if canary:
         what = "no canary runs"
+    elif shadow:
+        what = "no shadow judge's rows"
     elif rule.source == "traffic":
         what = "no traffic counted"
     elif rule.spec.needs_traffic:
@@ -189,19 +282,51 @@ def describe_empty(e: EmptyRule, now: datetime) -> str:
     text = what + _between(windows, now)
     if windows.baseline:
         text += f", nor {baseline_words(rule)}"
-    return text + _hidden_by_offset(e, now)
+    return text + (f" ({newest})" if newest else "")
 
 
-def _hidden_by_offset(e: EmptyRule, now: datetime) -> str:
-    """Where the newest row is against the window: after its end (the offset or the unfinished minute hid it), or
-    before."""
+def _no_rollout(e: EmptyRule, of: str, now: datetime) -> str:
+    parts = []
+    if e.single_version:
+        parts.append(f"{_count(e.single_version, 'segment')} with a single {of}")
+    if e.started_together:
+        gap = format_duration(e.rule.rollout.min_gap) if e.rule.rollout is not None else ""
+        parts.append(f"{e.started_together} whose {of}s started within {gap} of each other")
+    text = "no rollout in the window: " + (", ".join(parts) or "no versions")
+    if e.late:
+        # The neighbouring rules (offset 0) may already list the new version: say why this one does not yet. Shown
+        # per segment without the judge: a new version judged by two judges is one rollout.
+        first: dict[tuple[str, str], datetime] = {}
+        for v in e.late:
+            key = (v.name, _segment_words(v.scope))
+            first[key] = min(first.get(key, v.first_seen), v.first_seen)
+        shown = [f"{of} {name} ({where}) first seen {_when(t, now)}" for (name, where), t in first.items()]
+        more = f" and {len(shown) - 3} more" if len(shown) > 3 else ""
+        text += (
+            f"; {', '.join(shown[:3])}{more}, after the window's end ({_window_end_words(e.rule)}): compared once the "
+            "window reaches it"
+        )
+    return text
+
+
+def _segment_words(scope: SegmentKey) -> str:
+    return " ".join(f"{k}={v}" for k, v in scope if k != "judge_id") or "all traffic"
+
+
+def _window_end_words(rule: Rule) -> str:
+    offset = rule.offset
+    if offset.total_seconds() > 0:
+        return f"`offset` {format_duration(offset)} before now"
+    return "at the last whole minute"
+
+
+def _newest_words(e: EmptyRule, now: datetime, noun: str = "") -> str:
+    """Where the newest of the rule's rows is against the window: after its end (the offset or the unfinished minute
+    hid it), or before; "" when none was looked up."""
     if e.newest is None or e.newest.at is None:
         return ""
-    end = e.windows.current[1]
-    newest = f"newest {'run' if e.rule.spec.table == 'canary' else 'row'} {_when(e.newest.at, now)}"
-    if e.newest.at >= end:
-        offset = e.rule.offset
-        if offset.total_seconds() > 0:
-            return f" (the window ends `offset` {format_duration(offset)} before now; {newest})"
-        return f" (the window ends at the last whole minute; {newest})"
-    return f" ({newest})"
+    noun = noun or {"canary": "run", "shadow": "shadow row"}.get(e.rule.spec.table, "row")
+    newest = f"newest {noun} {_when(e.newest.at, now)}"
+    if e.newest.at >= e.windows.current[1]:
+        return f"the window ends {_window_end_words(e.rule)}; {newest}"
+    return newest

@@ -11,6 +11,7 @@ from monitor.alerts.history import MINUTE, Grid, buckets_at
 from monitor.alerts.outcomes import Newest
 from monitor.alerts.queries import (
     DEFAULT_TRAFFIC_TABLE,
+    SHADOW_ROW,
     fetch_newest,
     fetch_score_history,
     fetch_scores,
@@ -48,7 +49,8 @@ class RuleData(Protocol):
         ...
 
     def newest(self, rule: Rule, before: datetime) -> Newest | None:
-        """The newest row the rule reads (scores or traffic) at or before `before`; None when not looked up."""
+        """The newest row the rule reads (scores, canary runs or traffic) at or before `before`, and the newest of its
+        table; None when not looked up."""
         ...
 
     def buckets(self, rule: Rule, windows: Windows) -> dict[SegmentKey, Buckets]:
@@ -62,7 +64,7 @@ class StoreData:
     def __init__(self, store: ClickHouseStore, traffic_table: str = DEFAULT_TRAFFIC_TABLE) -> None:
         self.store = store
         self.traffic_table = traffic_table
-        self._newest: dict[tuple[str, str, str, datetime], Newest] = {}
+        self._newest: dict[tuple[str, str, str, datetime], datetime | None] = {}
 
     def scores(self, rule: Rule, windows: Windows) -> dict[SegmentKey, SegmentData]:
         """See `RuleData.scores`."""
@@ -90,17 +92,25 @@ class StoreData:
         return buckets_at(history, rule, current, bounds) if bounds is not None else {}
 
     def newest(self, rule: Rule, before: datetime) -> Newest | None:
-        """See `RuleData.newest`; read once per table, time column and replay filter (rules without segments share
-        it)."""
+        """See `RuleData.newest`: the rule's rows and its whole table, each read once per table, time column, row
+        filter and time (rules without segments share them)."""
         rows = ""
         if rule.source == "traffic":
             table, column = self.traffic_table, "minute"
         elif rule.spec.table == "canary":
             table, column = CANARY_TABLE, rule.spec.time_column
         else:
-            # The newest row the rule reads: a replay's rows do not make a rule without live rows look fed.
+            # The newest row the rule reads: a replay's rows do not make a rule without live rows look fed, nor the
+            # primary's rows a shadow rule without a shadow judge. (A traffic metric's primary-only filter is left
+            # out: a shadow row always comes with its primary's.)
             table, column, rows = self.store.table, rule.spec.time_column, replay_filter(rule)
+            if rule.spec.table == "shadow":
+                rows += f" AND {SHADOW_ROW}"
+        at = self._newest_of(table, column, before, rows)
+        return Newest(at, self._newest_of(table, column, before, "") if rows else at)
+
+    def _newest_of(self, table: str, column: str, before: datetime, rows: str) -> datetime | None:
         key = (table, column, rows, before)
         if key not in self._newest:
-            self._newest[key] = Newest(fetch_newest(self.store, table, column, before, rows))
+            self._newest[key] = fetch_newest(self.store, table, column, before, rows)
         return self._newest[key]

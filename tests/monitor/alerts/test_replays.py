@@ -184,8 +184,8 @@ def _unsuffixed(seen: Seen) -> Seen:
 
 def test_a_backfill_with_the_live_judge_gives_baselines_from_day_one(store: ClickHouseStore) -> None:
     """A day scored by a replay before the monitor started: a rule leaving replays out has no baseline for the first
-    live hour (and before it, no judged rows in the store); with include_replays it compares the live hour with the
-    backfill."""
+    live hour (and before it, no live rows in the store: only replayed ones); with include_replays it compares the live
+    hour with the backfill."""
     start = T0 + timedelta(days=1)
     app = [{"app": "support"}]
     insert(store, stream(T0, start, per_minute=2, segments=app, score=noisy(0.8, 0.1), replay_run="backfill-1"))
@@ -202,7 +202,7 @@ def test_a_backfill_with_the_live_judge_gives_baselines_from_day_one(store: Clic
     assert result(_including(drop)) == (2880, True, "firing")
     floor = default_rules("relevancy_floor").rules
     (empty,) = evaluate_rules(store, floor, start - timedelta(minutes=10), {}).empty
-    assert empty.gap is Gap.STORE_EMPTY  # the backfill is not live traffic
+    assert empty.gap is Gap.ONLY_REPLAYS  # the backfill is not live traffic, but the store is not empty either
     assert evaluate_rules(store, _including(floor), start - timedelta(minutes=10), {}).results
 
 
