@@ -116,12 +116,26 @@ def _run_with_panel(plan: DemoPlan, console: Console, run: Any) -> Any:
 
     from monitor.devtools.demo_screen import live_view
 
+    told = 0  # lines of the story already printed
+
+    def tell(p: DemoProgress, out: Console) -> None:
+        nonlocal told
+        for event in p.story[told:]:
+            out.print(event, soft_wrap=True, highlight=False, markup=False, style="bold")
+        told = len(p.story)
+
     if console.is_terminal:
         with Live(console=console, refresh_per_second=4, transient=True) as live:
-            return run(plan, lambda p: live.update(live_view(p, plan)))
+
+            def panel(p: DemoProgress) -> None:
+                tell(p, live.console)  # printed above the panel, where it stays when the panel goes
+                live.update(live_view(p, plan))
+
+            return run(plan, panel)
     last: dict[str, Any] = {"at": 0.0, "phase": ""}
 
     def line(p: DemoProgress) -> None:
+        tell(p, console)
         if p.phase != last["phase"] or time.monotonic() - last["at"] >= 5:
             last.update(at=time.monotonic(), phase=p.phase)
             counts = (

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from monitor.cli.flags import add_store_flags, settings_from_args
-from monitor.cli.time_flags import add_span_flags, span_from_args
+from monitor.cli.time_flags import add_span_flags, optional_span_from_args
 from schemas.errors import UsageError
 
 DEFAULT_OUT = "relevancy-report.html"
@@ -25,11 +25,12 @@ def register(subparsers: Any) -> None:
         help="write a self-contained HTML report of a time range: relevancy, alerts, coverage, judge health, cost, "
         "worst answers",
         description=(
-            "Read the stored scores, traffic counts and alert state for --since..--until and write one HTML file with "
-            "inline charts (nothing is fetched when it is opened). Reads only: creates nothing in the store."
+            "Read the stored scores, traffic counts and alert state for --since..--until (by default all the data, up "
+            "to 7 days) and write one HTML file with inline charts (nothing is fetched when it is opened). Reads only: "
+            "creates nothing in the store."
         ),
     )
-    add_span_flags(p, "-24h")
+    add_span_flags(p, None, since_absent="all the data in the store, up to 7 days before --until")
     p.add_argument(
         "--include-replays",
         action="store_true",
@@ -49,10 +50,11 @@ def register(subparsers: Any) -> None:
 def cmd_report(ns: argparse.Namespace) -> int:
     """`report`: query the range, write the file, print its path as one line on stderr."""
     from monitor.report import write_report
+    from monitor.report.page import when
     from monitor.store.connection import ClickHouseStore
 
     now = datetime.now(UTC)
-    since, until = span_from_args(ns, now)
+    since, until = optional_span_from_args(ns, now)
     out = Path(ns.out).expanduser().absolute()
     if not out.parent.is_dir():
         raise UsageError(f"--out: directory {out.parent} does not exist")
@@ -64,4 +66,5 @@ def cmd_report(ns: argparse.Namespace) -> int:
     finally:
         store.close()
     print(summary.path, file=sys.stderr)
+    print(f"{when(summary.since)} – {when(summary.until)}: {summary.headline}", file=sys.stderr)
     return 0

@@ -42,12 +42,19 @@ def parse_time(flag: str, value: str, now: datetime) -> datetime:
 TIME_FORMS = "ISO 8601, UTC when it has no offset (2026-11-30T09:00:00Z), or relative ({flag}=-24h)"
 
 
-def add_span_flags(parser: argparse.ArgumentParser, since_default: str | None) -> None:
-    """Add --since (required when `since_default` is None) and --until (default now) with the shared wording."""
-    since_tail = "required" if since_default is None else f"default: {since_default}"
+def add_span_flags(parser: argparse.ArgumentParser, since_default: str | None, *, since_absent: str = "") -> None:
+    """Add --since (required when `since_default` is None, unless `since_absent` says what its absence means, when
+    it is None) and --until (default now) with the shared wording."""
+    since_tail = (
+        f"default: {since_absent}"
+        if since_absent
+        else "required"
+        if since_default is None
+        else f"default: {since_default}"
+    )
     parser.add_argument(
         "--since",
-        required=since_default is None,
+        required=since_default is None and not since_absent,
         default=since_default,
         metavar="TIME",
         help=f"start of the range: {TIME_FORMS.format(flag='--since')} ({since_tail})",
@@ -58,6 +65,13 @@ def add_span_flags(parser: argparse.ArgumentParser, since_default: str | None) -
         metavar="TIME",
         help=f"end of the range, excluded: {TIME_FORMS.format(flag='--until')}, or now (default: now)",
     )
+
+
+def optional_span_from_args(ns: argparse.Namespace, now: datetime) -> tuple[datetime | None, datetime]:
+    """(since, until) where --since may be absent (None); raises `UsageError` like `span_from_args`."""
+    if ns.since is None:
+        return None, parse_time("--until", ns.until, now)
+    return span_from_args(ns, now)
 
 
 def span_from_args(ns: argparse.Namespace, now: datetime) -> tuple[datetime, datetime]:

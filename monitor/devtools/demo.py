@@ -31,9 +31,11 @@ from typing import Any, Literal, TypeVar
 
 from monitor.alerts.engine import AlertRunner, Evaluation, SegmentResult
 from monitor.alerts.rules import load_rules
+from monitor.calibration.labels import golden_path
+from monitor.canary.service import Canary, CanarySettings
 from monitor.config import Settings, load_settings
 from monitor.devtools.demo_history import judge_history, write_history
-from monitor.devtools.demo_traffic import history, regressed_segment, story_event
+from monitor.devtools.demo_traffic import REGRESSED, history, regressed_segment, story_event
 from monitor.devtools.localbroker import LocalBroker
 from monitor.devtools.otlp_traffic import otlp_records
 from monitor.devtools.traffic import produce
@@ -53,7 +55,8 @@ OTLP_CALLS_PER_RECORD = 10  # a small batch, so that a record's calls are second
 EVALUATE_EVERY_S = 3.0
 AFTER_FIRING_S = 5.0
 PLANTED_RULE = "relevancy_drop"  # the shipped rule the demo waits for: its detector pages on the planted drop
-REPORT_HISTORY = timedelta(hours=1)
+CANARY_HISTORY_EVERY = timedelta(hours=1)  # canary runs in the history, as ALERTS_CANARY_INTERVAL's default
+CANARY_LIVE_EVERY = timedelta(seconds=20)  # and during the live minute or two, so one falls on each side of the rollout
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +161,7 @@ class DemoProgress:
         default_factory=list
     )  # app, version, n/mean history, live
     firing: list[SegmentResult] = field(default_factory=list)
+    story: list[str] = field(default_factory=list)  # what happened, one timestamped line each, oldest first
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,6 +272,7 @@ class _Demo:
         self.evaluation: Evaluation | None = None
         self.live_start = datetime.now(UTC)
         self.live_events = 0
+        self._states: dict[tuple[str, tuple[tuple[str, str], ...]], str] = {}  # each rule and segment's last state
         # One thread for every call of this client: the chDB client is not for concurrent use.
         self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="demo-store")
 
@@ -305,8 +310,25 @@ class _Demo:
         past = await judge_history(self.settings, values, self.rng)
         await self._open_store(service)
         await self._call(write_history, self.store, past)
-        self.runner = AlertRunner(self.store, self.rules, [], replica="demo")
+        canary = None
+        if self.plan.judge == "lexical":  # an LLM judge's canary would re-score 107 labelled pairs a run, on the bill
+            await self._call(self._canary_history)
+            canary = await self._call(self._canary, CANARY_LIVE_EVERY)
+        self.runner = AlertRunner(self.store, self.rules, [], replica="demo", canary=canary)
         return len(values)
+
+    def _canary(self, every: timedelta) -> Canary:
+        s = self.settings
+        settings = CanarySettings(every, golden_path(), s.judge, s.flow, s.redaction)
+        return Canary(self.store, settings, background=False)
+
+    def _canary_history(self) -> None:
+        """Canary runs over the history, hourly: the judge's own record beside the live scores."""
+        canary = self._canary(CANARY_HISTORY_EVERY)
+        start = datetime.now(UTC) - timedelta(hours=self.plan.history_hours)
+        for hour in range(int(self.plan.history_hours)):
+            canary.tick(start + hour * CANARY_HISTORY_EVERY)
+        canary.close()
 
     async def _open_store(self, service: asyncio.Task[None], limit_s: float = 120.0) -> None:
         """Open the store for writes once the service has migrated it (it migrates the embedded store as it starts,
@@ -355,7 +377,10 @@ class _Demo:
 
         def values() -> Iterator[bytes]:
             while time.monotonic() < ends_at:
-                self.progress.regressed = time.monotonic() - started >= self.plan.regress_after_s
+                regressed = time.monotonic() - started >= self.plan.regress_after_s
+                if regressed and not self.progress.regressed:
+                    self.progress.story.append(rollout_line(datetime.now(UTC)))
+                self.progress.regressed = regressed
                 self.live_events += 1
                 yield story_event(self.rng, datetime.now(UTC), regressed=self.progress.regressed)
 
@@ -408,7 +433,13 @@ class _Demo:
         report = await self._call(self.runner.run_once)
         self.evaluation = report.evaluation
         if report.evaluation is not None:
-            self.progress.firing = [r for r in report.evaluation.results if r.state.state == "firing"]
+            results = report.evaluation.results
+            self.progress.firing = [r for r in results if r.state.state == "firing"]
+            for r in results:
+                key = (r.rule.name, r.state.segment)
+                if r.state.state != self._states.get(key, "inactive") and r.state.state != "inactive":
+                    self.progress.story.append(decision_line(datetime.now(UTC), r))
+                self._states[key] = r.state.state
 
     def _finish(self, produced_history: int, produced_live: int) -> DemoOutcome:
         fired = [r for r in self.evaluation.results if r.state.state == "firing"] if self.evaluation else []
@@ -449,12 +480,27 @@ class _Demo:
     def _report(self) -> tuple[Path | None, str]:
         from monitor.report import write_report
 
-        since = self.live_start - REPORT_HISTORY  # six hours of history would squeeze the live minutes to a sliver
-        try:
-            summary = write_report(self.store, since, datetime.now(UTC), self.plan.report_path)
+        try:  # the default range: all of it, the history and the live minutes (the report zooms on the change)
+            summary = write_report(self.store, None, datetime.now(UTC), self.plan.report_path)
         except MonitorError as e:  # the story is told on screen: a report that cannot be written is said, not fatal
             return None, str(e)
         return summary.path, ""
+
+
+def rollout_line(at: datetime) -> str:
+    """`14:32:05 support-bot rolls out prompt v13 (pads its answers)`."""
+    return f"{at:%H:%M:%S} {REGRESSED.name} rolls out prompt {REGRESSED.new_version} (pads its answers)"
+
+
+def decision_line(at: datetime, result: SegmentResult) -> str:
+    """`14:33:00 relevancy_drop firing for app=support-bot, prompt_version=v13: 0.484 against 0.886 (n=120)`."""
+    st = result.state
+    segment = ", ".join(f"{k}={v}" for k, v in st.segment) or "all segments"
+    figures = ""
+    if st.value is not None:
+        against = f" against {st.baseline:.3f}" if st.baseline is not None else ""
+        figures = f": {st.value:.3f}{against} (n={st.n_current})"
+    return f"{at:%H:%M:%S} {result.rule.name} ({result.rule.severity}) {st.state} for {segment}{figures}"
 
 
 def _opt(v: Any) -> float | None:

@@ -5,14 +5,32 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 # Widths that divide a UTC day evenly, so buckets align with days and hours (toStartOfInterval counts from the epoch).
-_WIDTHS_S = (60, 300, 900, 1800, 3600, 3 * 3600, 6 * 3600, 12 * 3600, 86400)
-_MAX_BUCKETS = 120  # enough points to see a shape, few enough that each point averages a useful number of rows
+_WIDTHS_S = (
+    10,
+    15,
+    30,
+    60,
+    120,
+    300,
+    600,
+    900,
+    1800,
+    3600,
+    2 * 3600,
+    3 * 3600,
+    6 * 3600,
+    12 * 3600,
+    86400,
+)
+MINUTE = 60  # the traffic counts' grain: a chart of them never has narrower buckets
+_MAX_BUCKETS = 120  # enough points to see a shape (about 100), few enough that each averages a useful number of rows
 
 
-def bucket_seconds(since: datetime, until: datetime) -> int:
-    """The narrowest width from 1 minute to 1 day that cuts [since, until) into at most about 120 buckets."""
+def bucket_seconds(since: datetime, until: datetime, narrowest: int = MINUTE) -> int:
+    """The narrowest width from `narrowest` to 1 day that cuts [since, until) into at most 120 buckets (no width is
+    more than 2.5 times the one before, so a range the widths cover gets 48 to 120)."""
     span = (until - since).total_seconds()
-    return next((w for w in _WIDTHS_S if span / w <= _MAX_BUCKETS), _WIDTHS_S[-1])
+    return next((w for w in _WIDTHS_S if w >= narrowest and span / w <= _MAX_BUCKETS), _WIDTHS_S[-1])
 
 
 def bucket_start(t: datetime, width_s: int) -> datetime:
@@ -33,7 +51,9 @@ def bucket_grid(since: datetime, until: datetime, width_s: int) -> tuple[datetim
 
 
 def describe_width(width_s: int) -> str:
-    """`15 min`, `3 h`, `1 day`."""
+    """`30 s`, `15 min`, `3 h`, `1 day`."""
+    if width_s % 60:
+        return f"{width_s} s"
     if width_s % 86400 == 0:
         days = width_s // 86400
         return f"{days} day" + ("s" if days > 1 else "")

@@ -3,13 +3,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Literal
 
+from monitor.alerts.windows import WeightedSums
+from monitor.report.bands import Estimate, mean_estimate, share_estimate
 from monitor.report.buckets import bucket_start
-from monitor.report.model import CanaryPoint, CostDay, Firing, HealthBucket, Segment, SegmentBucket, TrafficBucket
+from monitor.report.model import (
+    CanaryPoint,
+    CostDay,
+    Firing,
+    FirstSeen,
+    HealthBucket,
+    ReportData,
+    Segment,
+    SegmentBucket,
+    TrafficBucket,
+)
 from monitor.report.totals import SegmentTotals
 
 MAX_LINES = 8  # per chart: beyond that a legend stops being readable; the tables list every segment
@@ -26,6 +38,9 @@ class Line:
     color_key: str = ""
     dashed: bool = False
     joined: bool = False  # drawn across empty buckets: a series sampled less often than the grid (canary runs)
+    bands: tuple[tuple[float, float] | None, ...] = ()  # per bucket, the 95 % band around the value (or none)
+    thin: tuple[bool, ...] = ()  # per bucket, too few events to read: drawn hollow and not joined
+    muted: bool = False  # a stable series drawn in grey behind the ones that fired
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,14 +65,27 @@ class Panel:
     money: bool = False
 
 
+SpanState = Literal["pending", "firing", "resolved"]
+
+
 @dataclass(frozen=True, slots=True)
 class Span:
-    """An alert firing: from `start` to `end`, clipped to the range (`open_end`: still firing at its end)."""
+    """A stretch of one alert episode, clipped to the range: pending, firing, or firing until it resolved at `end`
+    (`open_end`: still in that state at the range's end)."""
 
     label: str
     start: datetime
     end: datetime
     open_end: bool = False
+    state: SpanState = "firing"
+
+
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """A labelled vertical line: where a prompt version or model first appears."""
+
+    label: str
+    t: datetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +101,8 @@ class Chart:
     spans: tuple[Span, ...] = ()
     omitted: tuple[str, ...] = field(default=())  # series left out of the legend to keep it readable
     day_ticks: bool = False  # label the axis with dates (a chart per day) rather than times
+    marks: tuple[Mark, ...] = ()
+    clipped: int = 0  # points above the panel's fixed top drawn at it (a share over 100 %): the page says so
 
     @property
     def empty(self) -> bool:
@@ -103,14 +133,78 @@ def firing_label(firing: Firing, leave_out: Iterable[str] = ("app",)) -> str:
     return " · ".join([firing.rule, *(v for k, v in firing.segment if k not in skip)])
 
 
-def firing_span(firing: Firing, since: datetime, until: datetime) -> Span:
-    """The part of `firing` inside [since, until)."""
-    end = firing.resolved_at if firing.resolved_at is not None else until
-    return Span(
-        firing_label(firing),
-        max(firing.fired_at, since),
-        min(end, until),
-        open_end=firing.resolved_at is None or end > until,
+def episode_spans(firing: Firing, since: datetime, until: datetime) -> tuple[Span, ...]:
+    """The parts of one episode inside [since, until): pending until it fired (or until now), then firing until it
+    resolved (state `resolved`) or until the range's end."""
+    label = firing_label(firing)
+    out = []
+    if firing.pending_since is not None and (firing.fired_at is None or firing.pending_since < firing.fired_at):
+        end = firing.fired_at or until
+        out.append(_span(label, firing.pending_since, end, since, until, "pending", firing.fired_at is None))
+    if firing.fired_at is not None:
+        end = firing.resolved_at or until
+        state: SpanState = "resolved" if firing.resolved_at is not None else "firing"
+        out.append(_span(label, firing.fired_at, end, since, until, state, firing.resolved_at is None))
+    return tuple(s for s in out if s.start <= s.end and s.start < until)
+
+
+def _span(
+    label: str, start: datetime, end: datetime, since: datetime, until: datetime, state: SpanState, still: bool
+) -> Span:
+    return Span(label, max(start, since), min(end, until), open_end=still or end > until, state=state)
+
+
+def fired_segments(segments: Iterable[Segment], firings: Iterable[Firing]) -> frozenset[Segment]:
+    """The segments that at least one episode that reached firing concerns (drawn in colour, first)."""
+    fired = [f for f in firings if f.fired]
+    return frozenset(s for s in segments if any(firing_applies(f, (s,)) for f in fired))
+
+
+def fired_apps(totals: Iterable[SegmentTotals], firings: Iterable[Firing]) -> list[str]:
+    """The apps with a segment that a fired episode concerns, to chart first."""
+    return list(dict.fromkeys(s.app for s in fired_segments((t.segment for t in totals), firings)))
+
+
+def first_seen_marks(first_seen: Iterable[FirstSeen], app: str) -> tuple[Mark, ...]:
+    """The rollouts of `app` as marks, labelled with the version (or model) and its time."""
+    return tuple(
+        Mark(f"{f.value if f.kind == 'prompt_version' else 'model ' + f.value} first seen {f.t:%H:%M:%S}", f.t)
+        for f in first_seen
+        if f.app == app
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Grid:
+    """The time axis of one chart: bucket starts `x`, each `width_s` wide, within `x_range`."""
+
+    x: tuple[datetime, ...]
+    width_s: int
+    x_range: tuple[datetime, datetime]
+
+
+def _estimates(
+    buckets: Iterable[SegmentBucket], shown: Sequence[Segment], estimate: Callable[[WeightedSums], Estimate | None]
+) -> dict[Segment, dict[datetime, Estimate]]:
+    out: dict[Segment, dict[datetime, Estimate]] = {s: {} for s in shown}
+    for b in buckets:
+        if b.segment in out:
+            e = estimate(b.sums())
+            if e is not None:
+                out[b.segment][b.t] = e
+    return out
+
+
+def _banded(label: str, grid: Sequence[datetime], points: dict[datetime, Estimate], muted: bool) -> Line:
+    """A line of estimates with their bands; thin buckets are marked, so they are drawn as the guesses they are."""
+    at = [points.get(t) for t in grid]
+    return Line(
+        label,
+        tuple(None if e is None else e.value for e in at),
+        label,
+        bands=tuple(None if e is None else (e.low, e.high) for e in at),
+        thin=tuple(e is not None and e.thin for e in at),
+        muted=muted,
     )
 
 
@@ -118,49 +212,65 @@ def relevancy_chart(
     app: str,
     totals: Sequence[SegmentTotals],
     buckets: Iterable[SegmentBucket],
-    grid: Sequence[datetime],
-    width_s: int,
-    x_range: tuple[datetime, datetime],
+    grid: Grid,
     firings: Iterable[Firing],
     weighted: bool,
     canaries: Sequence[CanaryPoint] = (),
+    first_seen: Iterable[FirstSeen] = (),
+    *,
+    key: str = "",
+    title: str = "",
+    low_share: bool = True,
 ) -> Chart:
-    """Mean score and low-score share over time, one line per prompt version and judge of `app` (the busiest
-    `MAX_LINES`), with the alert firings that concern the app; below them, when the app's judges have canary runs,
-    each judge's mean shift on the canary's labelled set, on the same time axis: live scores falling while that
-    line holds is the product, both falling together is the judge."""
+    """Mean score (with its 95 % band) and low-score share over time, one line per prompt version and judge of
+    `app` (the segments that fired first and in colour, the stable ones in grey behind them, `MAX_LINES` in all),
+    with the app's alert episodes and rollouts; below them, when the app's judges have canary runs, each judge's
+    mean shift on the canary's labelled set: live scores falling while that line holds is the product, both falling
+    together is the judge."""
+    items = list(buckets)
+    firings = list(firings)
     own = [t for t in totals if t.segment.app == app]
-    shown = [t.segment for t in own[:MAX_LINES]]
-    mean: dict[Segment, dict[datetime, float]] = {s: {} for s in shown}
-    low: dict[Segment, dict[datetime, float]] = {s: {} for s in shown}
-    for b in buckets:
-        if b.segment in mean and b.w_ok > 0:
-            mean[b.segment][b.t] = b.w_score / b.w_ok
-            low[b.segment][b.t] = 100 * b.w_low / b.w_ok
+    fired = fired_segments((t.segment for t in own), firings)
+    ordered = sorted(own, key=lambda t: t.segment not in fired)  # stable sort: the busiest first within each
+    shown = [t.segment for t in ordered[:MAX_LINES]]
+    muted = bool(fired)  # with nothing fired, every line keeps its colour
+    mean = _estimates(items, shown, mean_estimate)
     how = "weighted" if weighted else "unweighted"  # the page's header says by what
-    spans = tuple(firing_span(f, *x_range) for f in firings if firing_applies(f, (t.segment for t in own)))
+    x_range = grid.x_range
+    spans = tuple(
+        span for f in firings if firing_applies(f, (t.segment for t in own)) for span in episode_spans(f, *x_range)
+    )
     panels = [
-        Panel(f"mean score ({how})", tuple(Line(s.label, _on_grid(grid, mean[s]), s.label) for s in shown), y_max=1.0),
         Panel(
-            "score < 0.5, % of ok rows",
-            tuple(Line(s.label, _on_grid(grid, low[s]), s.label) for s in shown),
-            y_max=100.0,
-            percent=True,
-        ),
+            f"mean score ({how}), 95 % band",
+            tuple(_banded(s.label, grid.x, mean[s], muted and s not in fired) for s in shown),
+            y_max=1.0,
+        )
     ]
+    if low_share:
+        low = _estimates(items, shown, share_estimate)
+        panels.append(
+            Panel(
+                "score < 0.5, % of ok rows",
+                tuple(_banded(s.label, grid.x, low[s], muted and s not in fired) for s in shown),
+                y_max=100.0,
+                percent=True,
+            )
+        )
     judges = list(dict.fromkeys(s.judge_id for s in shown))
-    shifts = canary_lines(canaries, judges, grid, width_s, "mean_shift")
-    if shifts:
+    shifts = canary_lines(canaries, judges, grid.x, grid.width_s, "mean_shift")
+    if shifts and low_share:
         panels.append(_shift_panel("canary: judge's mean shift (score − label)", shifts))
     return Chart(
-        key=f"relevancy-{app}",
-        title=f"app {app or '(none)'}",
-        x=tuple(grid),
-        width_s=width_s,
+        key=key or f"relevancy-{app}",
+        title=title or f"app {app or '(none)'}",
+        x=grid.x,
+        width_s=grid.width_s,
         x_range=x_range,
         panels=tuple(panels),
         spans=spans,
-        omitted=tuple(t.segment.label for t in own[MAX_LINES:]),
+        omitted=tuple(t.segment.label for t in ordered[MAX_LINES:]),
+        marks=first_seen_marks(first_seen, app),
     )
 
 
@@ -270,6 +380,7 @@ def coverage_chart(
         j[b.t] = j.get(b.t, 0) + b.judged
     volume = [Line("judged", _on_grid(grid, judged), "judged")]
     panels: list[Panel] = []
+    clipped = 0  # judged counts event ids, consumed counts per minute of event time: a late minute can exceed it
     if has_traffic:
         volume = [
             Line("consumed", _on_grid(grid, consumed), "consumed"),
@@ -283,12 +394,22 @@ def coverage_chart(
         for a in apps[:MAX_LINES]:
             c, j = per_app[a]
             share = {t: 100 * j.get(t, 0) / n for t, n in c.items() if n > 0}
-            lines.append(Line(a, _on_grid(grid, share), a))
+            clipped += sum(1 for v in share.values() if v > 100.0)
+            lines.append(Line(a, _on_grid(grid, {t: min(v, 100.0) for t, v in share.items()}), a))
         panels.append(Panel("judged, % of consumed", tuple(lines), percent=True))
         omitted = tuple(apps[MAX_LINES:])
     else:
         omitted = ()
-    return Chart("coverage", "volume and coverage", tuple(grid), width_s, x_range, tuple(panels), omitted=omitted)
+    return Chart(
+        "coverage",
+        "volume and coverage",
+        tuple(grid),
+        width_s,
+        x_range,
+        tuple(panels),
+        omitted=omitted,
+        clipped=clipped,
+    )
 
 
 def health_chart(
@@ -348,3 +469,50 @@ def cost_chart(costs: Iterable[CostDay], since: datetime, until: datetime) -> Ch
 
 def _midnight(d: date) -> datetime:
     return datetime.combine(d, time(0), tzinfo=UTC)
+
+
+def attribution_chart(data: ReportData, grid: Grid) -> Chart | None:
+    """Product or judge: the lead change's app as its judge scored it live, the shadow judge on the same answers,
+    and the judge's canary mean shift, on one time axis; None without a change or without canary or shadow."""
+    change, figures = data.change, data.figures
+    if change is None or figures is None:
+        return None
+    lead = change.lead
+    app = dict(lead.segment).get("app")
+    if app is None:
+        return None
+    shadow = [p for p in data.shadow if p.app == app]
+    shifts = canary_lines(data.canaries, [figures.judge_id], grid.x, grid.width_s, "mean_shift")
+    if not shadow and not shifts:
+        return None
+    live: dict[datetime, list[float]] = {}
+    for b in data.segments:
+        if b.segment.app == app and b.segment.judge_id == figures.judge_id and b.w_ok > 0:
+            acc = live.setdefault(b.t, [0.0, 0.0])
+            acc[0] += b.w_score
+            acc[1] += b.w_ok
+    lines = [Line(f"live: {app} · {figures.judge_id}", _on_grid(grid.x, {t: s / w for t, (s, w) in live.items()}))]
+    for judge in dict.fromkeys(p.shadow_judge_id for p in shadow):
+        mine = [p for p in shadow if p.shadow_judge_id == judge]
+        lines.append(Line(f"shadow: {judge} (same answers)", _on_grid(grid.x, {p.t: p.shadow_mean for p in mine})))
+        lines.append(
+            Line(
+                f"primary on those answers ({judge})",
+                _on_grid(grid.x, {p.t: p.primary_mean for p in mine}),
+                dashed=True,
+            )
+        )
+    panels = [Panel("mean score", tuple(lines), y_max=1.0)]
+    if shifts:
+        panels.append(_shift_panel("canary: judge's mean shift", shifts))
+    spans = episode_spans(lead, *grid.x_range)
+    return Chart(
+        "attribution",
+        "product or judge",
+        grid.x,
+        grid.width_s,
+        grid.x_range,
+        tuple(panels),
+        spans=spans,
+        marks=first_seen_marks(data.first_seen, app),
+    )

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Literal
 
+from monitor.alerts.windows import WeightedSums
+
 # Whether an optional table could be read: absent from the database, present without rows in the range, or with rows.
 TableStatus = Literal["missing", "empty", "present"]
 
@@ -40,6 +42,12 @@ class SegmentBucket:
     w_ok: float
     w_score: float
     w_low: float
+    w_sq: float = 0.0  # sum of w^2 over the ok rows: the effective n (sum w)^2 / sum w^2, as the alerts count it
+    w_score_sq: float = 0.0  # sum of w * score^2 over the ok rows: the spread behind the band
+
+    def sums(self) -> WeightedSums:
+        """The bucket's ok rows as the alerts' weighted sums (the band and the effective n come from them)."""
+        return WeightedSums(self.w_ok, self.w_sq, self.w_score, self.w_score_sq, self.w_low)
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,22 +142,95 @@ class Example:
 
 @dataclass(frozen=True, slots=True)
 class Firing:
-    """The latest fired episode of one alert rule for one segment that overlaps the range (`resolved_at` None:
-    still firing). The segment is the rule's key, e.g. (("app", "support"), ("judge_id", "lexical-…"))."""
+    """The latest episode of one alert rule for one segment that overlaps the range: pending from `pending_since`,
+    firing from `fired_at` (None: it has not fired yet), resolved at `resolved_at` (None: not resolved). The
+    segment is the rule's key, e.g. (("app", "support"), ("judge_id", "lexical-…"))."""
 
     rule: str
     severity: str
     segment: tuple[tuple[str, str], ...]
     state: str
-    fired_at: datetime
+    fired_at: datetime | None
     resolved_at: datetime | None
     value: float | None
     baseline: float | None
     note: str
+    pending_since: datetime | None = None
+
+    @property
+    def started(self) -> datetime:
+        """When the episode began: pending, or fired when it fired on its first round."""
+        first = self.pending_since or self.fired_at
+        assert first is not None, "an episode is pending or has fired"
+        return first
+
+    @property
+    def fired(self) -> bool:
+        """Whether the episode reached firing (a resolved one did)."""
+        return self.fired_at is not None
 
     def get(self, key: str) -> str | None:
         """The segment's value for `key`, None when the rule does not key on it (it covers every value)."""
         return next((v for k, v in self.segment if k == key), None)
+
+
+@dataclass(frozen=True, slots=True)
+class FirstSeen:
+    """A prompt version or model of an app first seen in the range (its first row in the whole table): a rollout."""
+
+    t: datetime
+    app: str
+    kind: Literal["prompt_version", "model"]
+    value: str
+
+    @property
+    def label(self) -> str:
+        """`support-bot v13` or `support-bot model claude-x`."""
+        return f"{self.app} {self.value}" if self.kind == "prompt_version" else f"{self.app} model {self.value}"
+
+
+@dataclass(frozen=True, slots=True)
+class ShadowPoint:
+    """The shadow judge's and the primary judge's mean over the same events of one app in one time bucket."""
+
+    t: datetime
+    app: str
+    shadow_judge_id: str
+    events: int
+    primary_mean: float
+    shadow_mean: float
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """The lead episode, every rule that fired for its segment, and since when: its rollout, else its start."""
+
+    lead: Firing
+    rules: tuple[str, ...]
+    at: datetime
+    rollout: FirstSeen | None
+
+
+@dataclass(frozen=True, slots=True)
+class Figures:
+    """The lead segment's weighted mean since the change against its app's (same judge) before it."""
+
+    judge_id: str
+    current: float | None
+    n_current: int
+    baseline: float | None
+    n_baseline: int
+
+
+@dataclass(frozen=True, slots=True)
+class Zoom:
+    """The lead change's app over a shorter window in finer buckets: the chart that shows the change itself."""
+
+    app: str
+    since: datetime
+    until: datetime
+    bucket_s: int
+    segments: tuple[SegmentBucket, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,6 +281,12 @@ class ReportData:
     firings: tuple[Firing, ...]
     alert_status: TableStatus
     canaries: tuple[CanaryPoint, ...] = ()  # the runs in the range, oldest first
+    first_seen: tuple[FirstSeen, ...] = ()  # rollouts in the range, oldest first
+    shadow: tuple[ShadowPoint, ...] = ()
+    default_range: bool = False  # the range is the store's data up to `DEFAULT_DAYS`, not asked for
+    change: Change | None = None  # the episode the page leads with
+    figures: Figures | None = None  # its segment's mean since the change against before it
+    zoom: Zoom | None = None
     canary_status: TableStatus = "missing"
     replays: Replays | None = None  # None: the table predates replays (no replay_run column, migration 036)
     include_replays: bool = False  # the replayed rows are in every figure; otherwise the live consumer's rows only

@@ -9,10 +9,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from monitor.report.attribution import Attribution, attribute, canary_split, shadow_split
+from monitor.report.bands import THIN_EVENTS
 from monitor.report.buckets import describe_width
-from monitor.report.charts import MAX_APP_CHARTS
+from monitor.report.charts import MAX_APP_CHARTS, fired_apps
+from monitor.report.examples import find_command
+from monitor.report.focus import clock, headline, segment_name
 from monitor.report.model import CanaryPoint, Example, Firing, ReportData
-from monitor.report.totals import SegmentTotals, overall_mean, ratio
+from monitor.report.queries import DEFAULT_DAYS
+from monitor.report.totals import SegmentTotals, apps_in_order, overall_mean, ratio
 
 _CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; margin: 24px 32px;
@@ -37,6 +42,9 @@ code { font-size: 12px; background: #f4f4f4; padding: 0 3px; border-radius: 3px;
 .v-yes { background: #2e7d32; } .v-no { background: #c62828; } .v-idk { background: #757575; }
 ol.statements { margin: 0; padding-left: 18px; max-width: 420px; } .reason { color: #8a1c1c; font-size: 12px; }
 .firing { color: #c62828; font-weight: 600; }
+.headline { font-size: 19px; font-weight: 600; margin: 14px 0 4px; padding: 10px 14px; border-left: 5px solid #c62828;
+  background: #fdf1f1; } .headline.quiet { border-color: #2e7d32; background: #f1f8f2; }
+.verdict { font-size: 14px; margin: 6px 0 10px; } .find { font-size: 11px; word-break: break-all; }
 """
 
 
@@ -46,6 +54,7 @@ class ChartView:
 
     svg: str
     omitted: tuple[str, ...] = ()
+    clipped: int = 0  # points drawn at 100 % that were above it
 
 
 def esc(value: object) -> str:
@@ -105,6 +114,7 @@ def render_page(
         parts.append(_empty(data))
     else:
         parts += [
+            _changed(data, charts),
             _summary(data, totals),
             _relevancy(data, totals, charts),
             _canaries(data, charts),
@@ -112,7 +122,7 @@ def render_page(
             _coverage(data, charts),
             _health(data, charts),
             _cost(data, charts),
-            _examples(data.examples),
+            _examples(data),
         ]
     parts.append(_method(data))
     title = f"Relevancy report · {when(data.since)} – {when(data.until)}"
@@ -120,6 +130,19 @@ def render_page(
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{esc(title)}</title><style>{_CSS}</style></head>\n<body>\n" + "\n".join(parts) + "\n</body></html>\n"
+    )
+
+
+def _span_text(data: ReportData) -> str:
+    hours = (data.until - data.since).total_seconds() / 3600
+    length = f"{hours / 24:.1f} days" if hours >= 48 else f"{hours:.1f} h" if hours >= 1 else f"{hours * 60:.0f} min"
+    how = (
+        f"all the data in the store, up to {DEFAULT_DAYS} days (the default; --since and --until choose another)"
+        if data.default_range
+        else "as asked (--since, --until)"
+    )
+    return (
+        f"Range {when(data.since)} – {when(data.until)} ({length}): {how} · buckets of {describe_width(data.bucket_s)}"
     )
 
 
@@ -131,13 +154,69 @@ def _header(data: ReportData) -> str:
     )
     return (
         "<header><h1>Relevancy report</h1>"
-        f'<p class="meta">{esc(when(data.since))} – {esc(when(data.until))} · buckets of '
-        f"{esc(describe_width(data.bucket_s))}</p>"
+        f'<p class="meta" id="range">{esc(_span_text(data))}</p>'
         f'<p class="meta">store <code>{esc(data.store)}</code> · table <code>{esc(data.table)}</code> · generated '
-        f"{esc(when(data.generated_at))}</p>"
-        f'<p class="meta">{esc(weighting)}</p>'
+        f"{esc(when(data.generated_at))} · {esc(weighting)}</p>"
         f'<p class="meta" id="replays">{esc(replay_note(data))}</p></header>'
     )
+
+
+def headline_of(data: ReportData) -> str:
+    """The page's one-line headline: the lead change against its baseline and the rules that fired, or that
+    nothing fired."""
+    if data.judged_rows == 0:
+        return "No judged events in this range."
+    pending = [f for f in data.firings if f.fired_at is None]
+    return headline(data.change, data.figures, pending)
+
+
+def attribution_of(data: ReportData) -> Attribution:
+    """Product or judge, for the lead change (see `monitor.report.attribution`)."""
+    change, figures = data.change, data.figures
+    judge = figures.judge_id if figures is not None else ""
+    at = change.at if change is not None else data.since
+    app = dict(change.lead.segment).get("app", "") if change is not None else ""
+    canary = canary_split(data.canaries, judge, at) if judge else None
+    shadow = shadow_split(data.shadow, app, at) if app else None
+    return attribute(figures, change.at if change is not None else None, canary, shadow)
+
+
+def _changed(data: ReportData, charts: dict[str, ChartView]) -> str:
+    quiet = data.change is None
+    parts = [
+        '<section id="changed">',
+        f'<p class="headline{" quiet" if quiet else ""}" id="headline">{esc(headline_of(data))}</p>',
+    ]
+    if data.change is not None:
+        c = data.change
+        rollout = (
+            f"{c.rollout.label} first appeared at {clock(c.rollout.t)}"
+            if c.rollout is not None
+            else f"the episode began at {clock(c.at)} (no new prompt version or model of {segment_name(c.lead)} "
+            "appeared before it)"
+        )
+        figures = data.figures
+        n = (
+            f" The current figure is the weighted mean of {count(figures.n_current)} judged rows since then, "
+            f"the baseline the app's {count(figures.n_baseline)} rows before it in this range (judge "
+            f"<code>{esc(figures.judge_id)}</code>)."
+            if figures is not None
+            else ""
+        )
+        parts.append(f'<p class="note">{esc(rollout)}.{n}</p>')
+        parts.append(f'<p class="verdict" id="verdict">{esc(attribution_of(data).sentence)}</p>')
+        parts.append(_chart(charts, "zoom"))
+        if "attribution" in charts:
+            parts.append(
+                '<p class="note">Below: the live mean of that app as its judge scored it, the shadow judge on the same '
+                "answers, and the judge's canary mean shift. The shadow moving with the live score is the product; "
+                "the canary moving is the judge.</p>"
+            )
+            parts.append(_chart(charts, "attribution"))
+    else:
+        parts.append(f'<p class="verdict" id="verdict">{esc(attribution_of(data).sentence)}</p>')
+    parts.append("</section>")
+    return "".join(parts)
 
 
 def replay_note(data: ReportData) -> str:
@@ -176,7 +255,7 @@ def _no_content(data: ReportData) -> str:
     return (
         f'<p class="warn" id="no-content">{count(sum(per_app.values()))} OpenTelemetry LLM calls arrived without '
         f"their text and were not scored ({esc(apps)}): their instrumentation captures no message content. The "
-        "README's \u201cFrom OpenTelemetry\u201d section names the switch that turns it on.</p>"
+        "\u201cContent is off by default\u201d in docs/opentelemetry.md names the switch that turns it on.</p>"
     )
 
 
@@ -249,12 +328,15 @@ def _chart(charts: dict[str, ChartView], key: str) -> str:
 def _relevancy(data: ReportData, totals: Sequence[SegmentTotals], charts: dict[str, ChartView]) -> str:
     out = [
         '<section id="relevancy"><h2>Relevancy over time</h2>',
-        '<p class="note">Per app: one line per prompt version and judge (<code>judge_id</code>). Red bands are alert '
-        "firings"
-        f" that concern the app (from the alert state).{esc(_alert_status_note(data))}"
-        f"{esc(_canary_panel_note(data))}</p>",
+        '<p class="note">Per app, the apps with a fired alert first: one line per prompt version and judge '
+        "(<code>judge_id</code>), the segments that fired in colour and the stable ones in grey behind them. The "
+        "shaded band around each line is its 95 % confidence band, from the same effective number of events (each "
+        f"row weighted 1/sample_rate) the alerts use; a hollow point stands for fewer than {THIN_EVENTS:.0f} "
+        "effective events and is not joined to its neighbours. Dashed vertical lines mark a prompt version or model "
+        "first seen; orange shading is an alert pending, red firing, pale red firing until it resolved (the "
+        f"green line).{esc(_alert_status_note(data))}{esc(_canary_panel_note(data))}</p>",
     ]
-    apps = list(dict.fromkeys(t.segment.app for t in totals))
+    apps = apps_in_order(totals, fired_apps(totals, data.firings))
     for app in apps[:MAX_APP_CHARTS]:
         judges = sorted({t.segment.judge_id for t in totals if t.segment.app == app})
         out.append(f"<h3>app {esc(app or '(none)')}</h3>")
@@ -393,8 +475,8 @@ def _alerts(data: ReportData, marked: frozenset[Firing]) -> str:
                 esc(f.severity),
                 esc(_segment_text(f.segment)),
                 esc(f.state),
-                esc(when(f.fired_at)),
-                esc(when(f.resolved_at) or "still firing"),
+                esc(when(f.fired_at) or f"not yet (pending since {when(f.pending_since)})"),
+                esc(when(f.resolved_at) or ("still firing" if f.fired else "")),
                 num(f.value),
                 num(f.baseline),
                 "yes" if f in marked else "no (no such segment in range)",
@@ -428,15 +510,31 @@ def _coverage(data: ReportData, charts: dict[str, ChartView]) -> str:
         acc[0] += b.consumed
         acc[1] += b.sampled
         acc[2] += b.judged
+    over = sum(1 for c, _s, j in per.values() if c and j > c)
     table = _table(
         ["app", "prompt version", "consumed", "sampled", "judged", "coverage"],
         (
-            [esc(app or "(not decoded: dead-lettered)"), esc(pv), count(c), count(s), count(j), pct(ratio(j, c))]
+            [esc(app or "(not decoded: dead-lettered)"), esc(pv), count(c), count(s), count(j), _coverage_pct(j, c)]
             for (app, pv), (c, s, j) in sorted(per.items(), key=lambda kv: -kv[1][0])
         ),
         numeric=range(2, 6),
     )
-    return f'{head}<p class="note">{esc(note)}</p>{_chart(charts, "coverage")}{table}</section>'
+    view = charts.get("coverage")
+    clipped = (view.clipped if view is not None else 0, over)
+    foot = (
+        f'<p class="note" id="clipped">Clipped at 100 %: {count(clipped[0])} chart points and {count(clipped[1])} '
+        "table rows counted more judged events than consumed ones (a judged event counts in the minute of its event "
+        "time, which the traffic counts may not have flushed yet, or an event consumed twice after a rebalance); "
+        "coverage cannot exceed 100 %, so they are shown at 100 %.</p>"
+        if any(clipped)
+        else ""
+    )
+    return f'{head}<p class="note">{esc(note)}</p>{_chart(charts, "coverage")}{table}{foot}</section>'
+
+
+def _coverage_pct(judged: int, consumed: int) -> str:
+    share = ratio(judged, consumed)
+    return pct(None if share is None else min(share, 1.0))
 
 
 def _health(data: ReportData, charts: dict[str, ChartView]) -> str:
@@ -549,7 +647,16 @@ def _text(s: str) -> str:
     return f'<div class="text">{esc(s)}</div>' if s else ""
 
 
-def _examples(examples: Sequence[Example]) -> str:
+def _example_source(data: ReportData) -> str:
+    fired = [f for f in data.firings if f.fired and f.get("app")]  # as `focus.example_sources` chooses them
+    if fired:
+        names = ", ".join(dict.fromkeys(f"{segment_name(f)} ({f.rule})" for f in fired))
+        return f"from the segments that fired: {names}"
+    return "from the lowest-scoring segments (nothing fired in this range)"
+
+
+def _examples(data: ReportData) -> str:
+    examples = data.examples
     head = '<section id="worst"><h2>Worst-scored examples</h2>'
     if not examples:
         return f'{head}<p class="note">No ok rows in this range.</p></section>'
@@ -571,7 +678,8 @@ def _examples(examples: Sequence[Example]) -> str:
                 esc(when(e.event_time)),
                 esc(e.app),
                 esc(e.prompt_version),
-                f"<code>{esc(e.judge_id)}</code>",
+                f"<code>{esc(e.judge_id)}</code>"
+                f'<div class="find">find it: <code>{esc(find_command(e, data.store))}</code></div>',
                 _text(e.question),
                 _text(e.response),
                 _statements(e),
@@ -582,10 +690,12 @@ def _examples(examples: Sequence[Example]) -> str:
         numeric=(0,),
     )
     note = (
-        f"The {len(examples)} lowest ok scores in the range, lowest first (texts as stored: redacted upstream, cut "
-        "after 1,200 characters)."
+        f"The {len(examples)} lowest ok scores {esc(_example_source(data))}, lowest first, one per distinct answer "
+        "(the same answer to another question is the same failure), with the line of "
+        "<code>relevancy-monitor sql</code> that finds its row. Texts as stored: redacted upstream, cut after 1,200 "
+        "characters."
     )
-    return f'{head}<p class="note">{esc(note)}</p>{table}</section>'
+    return f'{head}<p class="note">{note}</p>{table}</section>'
 
 
 def _method(data: ReportData) -> str:

@@ -8,31 +8,43 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import UTC, date, datetime
+from collections.abc import Sequence
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
+from monitor.alerts.queries import SHADOW_ROW
 from monitor.alerts.state import STATE_TABLE, StateStore
 from monitor.alerts.windows import utc
+from monitor.report.buckets import bucket_seconds
+from monitor.report.focus import SegmentFilter, change_of, example_sources, focus_window, segment_filter
 from monitor.report.model import (
     LOW_SCORE_BELOW,
     CanaryPoint,
+    Change,
     CostDay,
     ErrorReason,
     Example,
+    Figures,
     Firing,
+    FirstSeen,
     HealthBucket,
     JudgeTotals,
     Replays,
     ReportData,
     Segment,
     SegmentBucket,
+    ShadowPoint,
     TableStatus,
     TrafficBucket,
+    Zoom,
 )
+from monitor.report.totals import segment_totals
 from monitor.store.connection import ClickHouseStore
 from schemas.canary import CANARY_TABLE
 
 DEFAULT_TRAFFIC_TABLE = "traffic_counts"
+DEFAULT_DAYS = 7  # the default range: all the data in the store, up to this many days back
+FIRST_SEEN_LOOKBACK = timedelta(days=30)  # a version is new in the range when no row of it is in the 30 days before
 WORST_EXAMPLES = 20
 EXAMPLE_CHARS = 1200  # per text: enough to judge a verdict by, small enough for a page of twenty
 EXAMPLE_STATEMENTS = 25
@@ -74,6 +86,7 @@ def fetch_report_data(
     store_label: str = "",
     now: datetime | None = None,
     include_replays: bool = False,
+    default_range: bool = False,
 ) -> ReportData:
     """Every query of the report over [since, until) in buckets of `bucket_s`, over the live consumer's rows unless
     `include_replays`; raises `StoreError`."""
@@ -102,6 +115,17 @@ def fetch_report_data(
     if CANARY_TABLE in tables:
         canaries = tuple(_canaries(store, f"{db}.{CANARY_TABLE}", params))
         canary_status = "present" if canaries else "empty"
+    live_only = "" if include_replays or replays is None else _LIVE
+    first_seen = tuple(_first_seen(store, scores, live_only, since, until))
+    change = change_of(firings, first_seen)
+    primary = f"{where} AND NOT {SHADOW_ROW}"
+    sources = example_sources(firings, segment_totals(segments))
+    worst_params = {**params, "limit": worst, "chars": EXAMPLE_CHARS + 1, "n": EXAMPLE_STATEMENTS}
+    examples = _worst(store, scores, f"{primary} AND {_matching(sources, worst_params)}", worst_params)
+    figures = zoom = None
+    if change is not None:
+        figures = _figures(store, scores, primary, weight, params, change)
+        zoom = _zoom(store, scores, primary, weight, params, change)
     return ReportData(
         store=store_label or store.url,
         table=scores,
@@ -117,18 +141,116 @@ def fetch_report_data(
         costs=tuple(_costs(store, scores, where, params)),
         traffic=traffic,
         traffic_status=traffic_status,
-        examples=tuple(
-            _worst(
-                store, scores, where, {**params, "limit": worst, "chars": EXAMPLE_CHARS + 1, "n": EXAMPLE_STATEMENTS}
-            )
-        ),
+        examples=tuple(examples),
         firings=firings,
         alert_status=alert_status,
         canaries=canaries,
         canary_status=canary_status,
         replays=replays,
         include_replays=include_replays,
+        first_seen=first_seen,
+        shadow=tuple(_shadow(store, scores, where, params)),
+        default_range=default_range,
+        change=change,
+        figures=figures,
+        zoom=zoom,
     )
+
+
+def data_span(
+    store: ClickHouseStore, until: datetime, *, include_replays: bool = False, days: int = DEFAULT_DAYS
+) -> datetime | None:
+    """The start of the default range: the first scored row in the `days` before `until` (None: no rows there)."""
+    db, table = _ident(store.database), _ident(store.table)
+    live = "" if include_replays or not _has_column(store, db, table, "replay_run") else _LIVE
+    sql = f"SELECT min(event_time), count() FROM {db}.{table} WHERE {_RANGE}{live}"
+    first, n = store.query(sql, {"since": until - timedelta(days=days), "until": until}).rows[0]
+    return utc(first) if int(n) else None
+
+
+def _first_seen(store: ClickHouseStore, scores: str, live: str, since: datetime, until: datetime) -> list[FirstSeen]:
+    """Prompt versions and models of an app whose first row since `FIRST_SEEN_LOOKBACK` before the range (not only
+    in it) falls in the range, after the app's own first row: a rollout, not the start of the data."""
+    # min() needs no FINAL: a duplicate row has the same event time. The lookback bounds the scan of a big table.
+    rows_of = f"event_time >= {{lookback:{_TS}}} AND event_time < {{until:{_TS}}} AND NOT {SHADOW_ROW}{live}"
+    sql = (
+        "SELECT app, kind, value, first FROM (\n"
+        f"  SELECT app, 'prompt_version' AS kind, prompt_version AS value, min(event_time) AS first FROM {scores}\n"
+        f"  WHERE prompt_version != '' AND {rows_of} GROUP BY app, prompt_version\n"
+        "  UNION ALL\n"
+        f"  SELECT app, 'model' AS kind, model AS value, min(event_time) AS first FROM {scores}\n"
+        f"  WHERE model != '' AND {rows_of} GROUP BY app, model)\n"
+        "ORDER BY first, app, kind, value"
+    )
+    params = {"lookback": since - FIRST_SEEN_LOOKBACK, "until": until}
+    rows = [(str(app), str(kind), str(value), utc(first)) for app, kind, value, first in store.query(sql, params).rows]
+    app_first: dict[str, datetime] = {}
+    for app, _kind, _value, first in rows:
+        app_first[app] = min(first, app_first.get(app, first))
+    return [
+        FirstSeen(first, app, "model" if kind == "model" else "prompt_version", value)
+        for app, kind, value, first in rows
+        if since <= first < until and first > app_first[app]
+    ]
+
+
+def _figures(
+    store: ClickHouseStore, scores: str, primary: str, weight: str, params: dict[str, Any], change: Change
+) -> Figures:
+    """The lead segment's weighted mean since the change, and its app's before it, for the judge that scored
+    most of the segment's rows since."""
+    p = {**params, "at": change.at, "app": dict(change.lead.segment).get("app", "")}
+    segment = _matching((segment_filter(change.lead),), p)
+    at = f"event_time >= {{at:{_TS}}}"
+    app = "app = {app:String}" if "app" in dict(change.lead.segment) else "1"
+    sql = (
+        "SELECT judge_id, sumIf(w * score, cur), sumIf(w, cur), countIf(cur), sumIf(w * score, base), sumIf(w, base), "
+        "countIf(base)\n"
+        f"FROM (SELECT judge_id, score, {weight} AS w, {segment} AND {at} AS cur, {app} AND NOT ({at}) AS base\n"
+        f"      FROM {scores} FINAL WHERE {primary} AND status = 'ok')\n"
+        "GROUP BY judge_id ORDER BY countIf(cur) DESC, judge_id LIMIT 1"
+    )
+    rows = store.query(sql, p).rows
+    if not rows:
+        return Figures("", None, 0, None, 0)
+    jid, cur_s, cur_w, cur_n, base_s, base_w, base_n = rows[0]
+    return Figures(str(jid), _mean(cur_s, cur_w), int(cur_n), _mean(base_s, base_w), int(base_n))
+
+
+def _mean(total: Any, weight: Any) -> float | None:
+    w = _num(weight)
+    return (_num(total) or 0.0) / w if w else None
+
+
+def _zoom(
+    store: ClickHouseStore, scores: str, primary: str, weight: str, params: dict[str, Any], change: Change
+) -> Zoom | None:
+    """The lead change's app from well before the change to the end, in buckets as fine as 10 s."""
+    app = dict(change.lead.segment).get("app")
+    if app is None:
+        return None
+    since, until = focus_window(change.at, params["since"], params["until"])
+    width = bucket_seconds(since, until, narrowest=10)
+    p = {**params, "since": since, "until": until, "bucket": width, "zoom_app": app}
+    buckets = _segment_buckets(store, scores, f"{primary} AND app = {{zoom_app:String}}", weight, p)
+    return Zoom(app, since, until, width, tuple(buckets))
+
+
+def _shadow(store: ClickHouseStore, scores: str, where: str, params: dict[str, Any]) -> list[ShadowPoint]:
+    """Per bucket and app, the shadow judge's and the primary's mean over the events both scored ok."""
+    sql = (
+        "SELECT t, app, judge_id, count(), avg(primary_score), avg(shadow_score)\n"
+        f"FROM (SELECT {_BUCKET.format(column='event_time')} AS t, app, event_id, judge_id, score AS shadow_score\n"
+        f"      FROM {scores} FINAL WHERE status = 'ok' AND {SHADOW_ROW} AND {where}) AS s\n"
+        "INNER JOIN (SELECT app AS p_app, event_id AS p_event_id, score AS primary_score\n"
+        f"      FROM {scores} FINAL WHERE status = 'ok' AND NOT {SHADOW_ROW} AND {where}) AS p\n"
+        "ON app = p_app AND event_id = p_event_id\n"
+        "GROUP BY t, app, judge_id ORDER BY t, app, judge_id"
+    )
+    return [
+        ShadowPoint(utc(t), str(app), str(jid), int(n), float(primary), float(shadow))
+        for t, app, jid, n, primary, shadow in store.query(sql, params).rows
+    ]
 
 
 def _replays(store: ClickHouseStore, scores: str, params: dict[str, Any]) -> Replays:
@@ -150,32 +272,41 @@ def _has_column(store: ClickHouseStore, db: str, table: str, column: str) -> boo
 def _segment_buckets(
     store: ClickHouseStore, scores: str, where: str, weight: str, params: dict[str, Any]
 ) -> list[SegmentBucket]:
+    ok = "status = 'ok'"
     sql = (
         f"SELECT {_BUCKET.format(column='event_time')} AS t, app, prompt_version, judge_id, any(judge), "
         "any(judge_model),\n"
-        "       count(), countIf(status = 'ok'), countIf(status = 'error'),\n"
-        "       sumIf(w, status = 'ok'), sumIf(w * score, status = 'ok'), sumIf(w, status = 'ok' AND score < "
-        "{low:Float64})\n"
+        f"       count(), countIf({ok}), countIf(status = 'error'),\n"
+        f"       sumIf(w, {ok}), sumIf(w * score, {ok}), sumIf(w, {ok} AND score < {{low:Float64}}),\n"
+        f"       sumIf(w * w, {ok}), sumIf(w * score * score, {ok})\n"
         "FROM (SELECT event_time, app, prompt_version, judge_id, judge, judge_model, status, score, "
         f"{weight} AS w FROM {scores} FINAL WHERE {where})\n"
         "GROUP BY t, app, prompt_version, judge_id ORDER BY t, app, prompt_version, judge_id"
     )
     out = []
-    for t, app, pv, jid, judge, jmodel, rows, ok, errors, w_ok, w_score, w_low in store.query(sql, params).rows:
+    for row in store.query(sql, params).rows:
+        t, app, pv, jid, judge, jmodel, rows, ok_rows, errors, *sums = row
+        w_ok, w_score, w_low, w_sq, w_score_sq = (_num(v) or 0.0 for v in sums)
         segment = Segment(str(app), str(pv), str(jid), str(judge), str(jmodel))
         out.append(
-            SegmentBucket(
-                utc(t),
-                segment,
-                int(rows),
-                int(ok),
-                int(errors),
-                _num(w_ok) or 0.0,
-                _num(w_score) or 0.0,
-                _num(w_low) or 0.0,
-            )
+            SegmentBucket(utc(t), segment, int(rows), int(ok_rows), int(errors), w_ok, w_score, w_low, w_sq, w_score_sq)
         )
     return out
+
+
+def _matching(filters: Sequence[SegmentFilter], params: dict[str, Any]) -> str:
+    """A WHERE clause true for rows of any of `filters` (each a conjunction of column = value); binds the values."""
+    if not filters:
+        return "0"
+    alternatives = []
+    for i, f in enumerate(filters):
+        terms = []
+        for j, (column, value) in enumerate(f):
+            name = f"seg_{i}_{j}"
+            params[name] = value
+            terms.append(f"{_ident(column)} = {{{name}:String}}")
+        alternatives.append("(" + " AND ".join(terms or ["1"]) + ")")
+    return "(" + " OR ".join(alternatives) + ")"
 
 
 def _health(store: ClickHouseStore, scores: str, where: str, params: dict[str, Any]) -> list[HealthBucket]:
@@ -286,7 +417,9 @@ def _worst(store: ClickHouseStore, scores: str, where: str, params: dict[str, An
         f"       {per_statement.format(col='statements')}, arraySlice(verdicts, 1, {{n:UInt32}}),\n"
         f"       {per_statement.format(col='verdict_reasons')}, n_statements\n"
         f"FROM {scores} FINAL WHERE {where} AND status = 'ok'\n"
-        "ORDER BY score ASC, event_time DESC, event_id LIMIT {limit:UInt32}"
+        # The same answer says nothing new however often it was given, to this question or another: one row per
+        # answer (so per question and answer too) leaves room for the other ways the segment fails.
+        "ORDER BY score ASC, event_time DESC, event_id LIMIT 1 BY response LIMIT {limit:UInt32}"
     )
     out = []
     for row in store.query(sql, params).rows:
@@ -346,17 +479,24 @@ def _canaries(store: ClickHouseStore, table: str, params: dict[str, Any]) -> lis
 
 
 def _firings(store: ClickHouseStore, since: datetime, until: datetime) -> tuple[TableStatus, tuple[Firing, ...]]:
-    """The latest fired episode of each rule and segment overlapping the range. The state table keeps one row per
-    rule and segment (ReplacingMergeTree, read with FINAL), so an earlier episode of the same segment is gone."""
+    """The latest episode (pending or fired) of each rule and segment overlapping the range. The state table keeps
+    one row per rule and segment (ReplacingMergeTree, read with FINAL), so an earlier episode of the segment is gone."""
     states = StateStore(store).load()
     if not states:
         return "empty", ()
     out = []
     for s in states.values():
-        if s.fired_at is None or s.fired_at >= until:
+        pending = s.since if s.state in ("pending", "firing", "resolved") else None
+        if s.fired_at is None and pending is None:
+            continue  # inactive, or resolved long ago with nothing kept of when
+        start = pending or s.fired_at
+        if start is None or start >= until:
             continue
-        resolved = s.resolved_at if s.state != "firing" else None
+        fired = s.fired_at if s.state != "pending" else None  # a pending state's fired_at is an earlier episode's
+        resolved = s.resolved_at if s.state != "firing" and fired is not None else None
         if resolved is not None and resolved < since:
             continue
-        out.append(Firing(s.rule, s.severity, s.segment, s.state, s.fired_at, resolved, s.value, s.baseline, s.note))
-    return "present", tuple(sorted(out, key=lambda f: (f.fired_at, f.rule, f.segment)))
+        out.append(
+            Firing(s.rule, s.severity, s.segment, s.state, fired, resolved, s.value, s.baseline, s.note, pending)
+        )
+    return "present", tuple(sorted(out, key=lambda f: (f.started, f.rule, f.segment)))

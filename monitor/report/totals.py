@@ -50,9 +50,12 @@ def segment_totals(buckets: Iterable[SegmentBucket]) -> list[SegmentTotals]:
     return sorted(totals, key=lambda t: (-by_app[t.segment.app], t.segment.app, -t.rows, t.segment))
 
 
-def apps_in_order(totals: Iterable[SegmentTotals]) -> list[str]:
-    """The apps of `totals`, in their order (busiest first, see `segment_totals`)."""
-    return list(dict.fromkeys(t.segment.app for t in totals))
+def apps_in_order(totals: Iterable[SegmentTotals], first: Iterable[str] = ()) -> list[str]:
+    """The apps of `totals` in their order (busiest first, see `segment_totals`), the apps in `first` (those with a
+    fired alert) ahead of the rest."""
+    apps = list(dict.fromkeys(t.segment.app for t in totals))
+    ahead = set(first)
+    return [a for a in apps if a in ahead] + [a for a in apps if a not in ahead]
 
 
 def overall_mean(totals: Iterable[SegmentTotals]) -> float | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -13,16 +13,19 @@ from monitor.report.buckets import bucket_grid, bucket_seconds
 from monitor.report.charts import (
     MAX_APP_CHARTS,
     Chart,
+    Grid,
+    attribution_chart,
     canary_chart,
     cost_chart,
     coverage_chart,
+    fired_apps,
     firing_applies,
     health_chart,
     relevancy_chart,
 )
 from monitor.report.model import Firing, ReportData, Segment, TableStatus
-from monitor.report.page import ChartView, render_page
-from monitor.report.queries import DEFAULT_TRAFFIC_TABLE, WORST_EXAMPLES, fetch_report_data
+from monitor.report.page import ChartView, headline_of, render_page
+from monitor.report.queries import DEFAULT_DAYS, DEFAULT_TRAFFIC_TABLE, WORST_EXAMPLES, data_span, fetch_report_data
 from monitor.report.svg import render_svg
 from monitor.report.totals import apps_in_order, segment_totals
 from monitor.store.connection import ClickHouseStore
@@ -42,6 +45,7 @@ class ReportSummary:
     alert_state: TableStatus  # whether the alert state table was there and had rows
     weighted: bool  # means weighted by 1/sample_rate
     replayed_rows: int  # rows of `relevancy-monitor replay` in the range (left out unless included)
+    headline: str = ""  # the page's first line: what changed, or that nothing fired
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,20 +74,38 @@ def store_label(url: str) -> str:
 def charts_of(data: ReportData) -> tuple[list[Chart], frozenset[Firing]]:
     """Every chart of the report, and the firings drawn on at least one of them (pure)."""
     totals = segment_totals(data.segments)
-    grid = bucket_grid(data.since, data.until, data.bucket_s)
-    x_range = (data.since, data.until)
-    apps = apps_in_order(totals)[:MAX_APP_CHARTS]
-    charts = [
-        relevancy_chart(
-            app, totals, data.segments, grid, data.bucket_s, x_range, data.firings, data.weighted, data.canaries
+    grid = Grid(bucket_grid(data.since, data.until, data.bucket_s), data.bucket_s, (data.since, data.until))
+    apps = apps_in_order(totals, fired_apps(totals, data.firings))[:MAX_APP_CHARTS]
+    charts: list[Chart] = []
+    if data.zoom is not None:
+        z = data.zoom
+        zoom_grid = Grid(bucket_grid(z.since, z.until, z.bucket_s), z.bucket_s, (z.since, z.until))
+        charts.append(
+            relevancy_chart(
+                z.app,
+                segment_totals(z.segments),
+                z.segments,
+                zoom_grid,
+                data.firings,
+                data.weighted,
+                first_seen=data.first_seen,
+                key="zoom",
+                title=f"app {z.app} around the change",
+                low_share=False,
+            )
         )
+    charts += [
+        relevancy_chart(app, totals, data.segments, grid, data.firings, data.weighted, data.canaries, data.first_seen)
         for app in apps
     ]
+    judge_chart = attribution_chart(data, grid)
+    if judge_chart is not None:
+        charts.append(judge_chart)
     if data.canaries:
-        charts.append(canary_chart(data.canaries, grid, data.bucket_s, x_range))
+        charts.append(canary_chart(data.canaries, grid.x, data.bucket_s, grid.x_range))
     charts += [
-        coverage_chart(data.traffic, grid, data.bucket_s, x_range, data.traffic_status == "present"),
-        health_chart(data.health, grid, data.bucket_s, x_range),
+        coverage_chart(data.traffic, grid.x, data.bucket_s, grid.x_range, data.traffic_status == "present"),
+        health_chart(data.health, grid.x, data.bucket_s, grid.x_range),
         cost_chart(data.costs, data.since, data.until),
     ]
     segments = [t.segment for t in totals if t.segment.app in apps]
@@ -97,13 +119,22 @@ def render_report(data: ReportData) -> RenderedReport:
     if data.judged_rows == 0:
         return RenderedReport(render_page(data, totals, {}, frozenset()), (), frozenset())
     charts, marked = charts_of(data)
-    views = {c.key: ChartView(render_svg(c), c.omitted) for c in charts if not c.empty}
+    views = {c.key: ChartView(render_svg(c), c.omitted, c.clipped) for c in charts if not c.empty}
     return RenderedReport(render_page(data, totals, views, marked), tuple(t.segment for t in totals), marked)
+
+
+def default_since(store: ClickHouseStore, until: datetime, *, include_replays: bool = False) -> datetime:
+    """The default range's start: the first scored row of the last 7 days before `until`, on a whole minute (an
+    hour before `until` when there is none, so an empty store still gets a report that says so)."""
+    first = data_span(store, utc(until), include_replays=include_replays, days=DEFAULT_DAYS)
+    if first is None:
+        return utc(until) - timedelta(hours=1)
+    return first.replace(second=0, microsecond=0)
 
 
 def write_report(
     store: ClickHouseStore,
-    since: datetime,
+    since: datetime | None,
     until: datetime,
     path: Path,
     *,
@@ -112,10 +143,12 @@ def write_report(
     now: datetime | None = None,
     include_replays: bool = False,
 ) -> ReportSummary:
-    """Write the report of [since, until) (naive times are UTC) from a store to `path`, of the live consumer's rows
-    unless `include_replays`; raises `UsageError` for an empty range or an unwritable path, `StoreError` for the
-    store."""
-    since, until = utc(since), utc(until)
+    """Write the report of [since, until) (naive times are UTC; `since` None: all the data up to 7 days) from a
+    store to `path`, of the live consumer's rows unless `include_replays`; raises `UsageError` for an empty range
+    or an unwritable path, `StoreError` for the store."""
+    default_range = since is None
+    until = utc(until)
+    since = default_since(store, until, include_replays=include_replays) if since is None else utc(since)
     if since >= until:
         raise UsageError(
             f"the report's range is empty: since ({since.isoformat()}) must be before until ({until.isoformat()})"
@@ -130,6 +163,7 @@ def write_report(
         store_label=store_label(store.url),
         now=now or datetime.now(UTC),
         include_replays=include_replays,
+        default_range=default_range,
     )
     report = render_report(data)
     _write_atomically(path, report.html)
@@ -143,6 +177,7 @@ def write_report(
         alert_state=data.alert_status,
         weighted=data.weighted,
         replayed_rows=data.replays.rows if data.replays is not None else 0,
+        headline=headline_of(data),
     )
 
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import random
 import re
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -54,6 +56,82 @@ async def test_the_demo_ends_with_exactly_the_planted_alert(tmp_path: Path) -> N
         segment = dict(json.loads(f["segment"]))
         assert regressed_segment().items() <= segment.items(), segment
     assert (store / MARKER_FILE).is_file()
+    _the_console_tells_the_story(screen)
+    _the_report_leads_with_the_change(report.read_text(encoding="utf-8"))
+    _the_charts_mark_the_rollout_and_colour_what_fired(json.loads(await _charts(store)))
+
+
+def _the_console_tells_the_story(screen: str) -> None:
+    """The rollout is announced with its time as it happens, then what the rules decided, in that order."""
+    rollout = re.search(r"^(\d\d:\d\d:\d\d) support-bot rolls out prompt v13 \(pads its answers\)$", screen, re.M)
+    fired = re.search(
+        r"^(\d\d:\d\d:\d\d) relevancy_drop \(page\) firing for app=support-bot.*prompt_version=v13.*: "
+        r"0\.\d+ against 0\.\d+ \(n=\d+\)$",
+        screen,
+        re.M,
+    )
+    assert rollout and fired and rollout.start() < fired.start() and rollout[1] <= fired[1], screen
+
+
+def _the_report_leads_with_the_change(html: str) -> None:
+    """The report covers the whole store (history and live), leads with the headline, the rollout and the verdict,
+    charts support-bot first, and shows v13's padded answers, each answer once, with the line that finds it."""
+    header = html.split("</header>")[0]
+    assert "all the data in the store, up to 7 days" in header and "(6.0 h)" in header, header
+    changed = html.split('id="changed">')[1].split("</section>")[0]
+    assert re.search(
+        r"support-bot v13: relevancy 0\.\d\d against 0\.\d\d since [-0-9: ]+UTC \(-\d+ %\), firing relevancy_drop",
+        changed,
+    ), changed
+    assert "support-bot v13 first appeared at" in changed and 'id="chart-zoom"' in changed
+    assert "The product changed, not the judge" in changed and "canary held" in changed, changed  # lexical canary
+    relevancy = html.split('id="relevancy">')[1]
+    assert relevancy.index("<h3>app support-bot</h3>") < relevancy.index("<h3>app coding-assistant</h3>")
+    worst = html.split('id="worst">')[1].split("</section>")[0]
+    rows = worst.split("<tr>")[2:]
+    assert len(rows) >= 10 and all("<td>support-bot</td><td>v13</td>" in r for r in rows), worst[:3000]
+    answers = [re.findall(r'<div class="text">(.*?)</div>', r, re.S)[1] for r in rows]
+    assert len(set(answers)) == len(answers)
+    padded = [r for r in rows if 'class="v v-yes"' in r and 'class="v v-no"' in r]
+    assert len(padded) >= 5 and all("find it: <code>relevancy-monitor sql" in r for r in rows)
+
+
+async def _charts(store: Path) -> str:
+    """The demo store's report charts as JSON, read in a process of their own (chDB holds one store per process)."""
+    script = (
+        "import json, sys\n"
+        "from datetime import UTC, datetime\n"
+        "from monitor.report.queries import fetch_report_data\n"
+        "from monitor.report.buckets import bucket_seconds\n"
+        "from monitor.report.write import charts_of, default_since\n"
+        "from monitor.store.connection import ClickHouseStore\n"
+        "store = ClickHouseStore(sys.argv[1], 'relevancy', 'relevancy_scores')\n"
+        "store.open_for_reads()\n"
+        "until = datetime.now(UTC)\n"
+        "since = default_since(store, until)\n"
+        "charts, _ = charts_of(fetch_report_data(store, since, until, bucket_seconds(since, until)))\n"
+        "print(json.dumps([{'key': c.key, 'marks': [m.label for m in c.marks], 'spans': [s.state for s in c.spans],\n"
+        "  'lines': [[l.label, l.muted] for l in c.panels[0].lines]} for c in charts]))\n"
+    )
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", script, f"chdb://{store}", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 120)
+    assert proc.returncode == 0, err.decode()
+    return out.decode()
+
+
+def _the_charts_mark_the_rollout_and_colour_what_fired(charts: list[dict[str, object]]) -> None:
+    """The zoom on support-bot comes first, with v13's first-seen mark and the firing shading; v13 is in colour and
+    v12 in grey behind it."""
+    zoom, first_app = charts[0], charts[1]
+    assert zoom["key"] == "zoom" and first_app["key"] == "relevancy-support-bot", charts
+    for chart in (zoom, first_app):
+        marks, spans, lines = chart["marks"], chart["spans"], dict(chart["lines"])  # type: ignore[call-overload]
+        assert any(str(m).startswith("v13 first seen ") for m in marks) and "firing" in spans, chart  # type: ignore[attr-defined]
+        (v13,) = [muted for label, muted in lines.items() if label.startswith("v13 ")]
+        (v12,) = [muted for label, muted in lines.items() if label.startswith("v12 ")]
+        assert (v13, v12) == (False, True), chart
 
 
 @pytest.mark.slow

@@ -39,10 +39,11 @@ def _store_flags(filled: Filled) -> list[str]:
     return ["--clickhouse-url", filled.store.url, "--clickhouse-database", filled.store.database]
 
 
-def test_writes_the_file_and_prints_its_path_as_one_line(
+def test_writes_the_file_and_prints_its_path_and_headline(
     filled: Filled, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """With ISO times and --out, the report is written there and its absolute path is the one line on stderr."""
+    """With ISO times and --out, the report is written there; stderr has its absolute path, then its range and
+    headline."""
     out = tmp_path / "day.html"
     assert (
         run(
@@ -57,22 +58,28 @@ def test_writes_the_file_and_prints_its_path_as_one_line(
         == 0
     )
     captured = capsys.readouterr()
-    assert captured.err == f"{out}\n" and captured.out == ""
+    assert captured.out == "" and captured.err.splitlines() == [
+        str(out),
+        "2026-11-02 00:00:00 UTC – 2026-11-03 00:00:00 UTC: "
+        "billing: firing relevancy_floor since 2026-11-02 02:00 UTC.",
+    ]
     html = out.read_text(encoding="utf-8")
     assert "2026-11-02 00:00:00 UTC – 2026-11-03 00:00:00 UTC" in html and "app support" in html
 
 
-def test_defaults_to_the_last_day_in_the_working_directory(
+def test_defaults_to_the_stores_last_week_in_the_working_directory(
     filled: Filled, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Without --since, --until and --out it reports the last 24 hours to relevancy-report.html in the working
-    directory."""
+    """Without --since, --until and --out it reports the store's last 7 days to relevancy-report.html in the working
+    directory: with the fixture's day long past, an empty last hour that says so."""
     monkeypatch.chdir(tmp_path)
     assert run(*_store_flags(filled)) == 0
-    assert capsys.readouterr().err == f"{tmp_path / 'relevancy-report.html'}\n"
-    assert "No judged events between" in (tmp_path / "relevancy-report.html").read_text(
-        encoding="utf-8"
-    )  # the fixture's day is long past
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == str(tmp_path / "relevancy-report.html") and lines[1].endswith(
+        ": No judged events in this range."
+    )
+    html = (tmp_path / "relevancy-report.html").read_text(encoding="utf-8")
+    assert "No judged events between" in html and "all the data in the store, up to 7 days" in html
 
 
 def test_include_replays_flag_reads_the_replayed_rows_too(store: ClickHouseStore, tmp_path: Path) -> None:
@@ -138,7 +145,7 @@ def test_help_describes_the_store_flags_with_their_defaults_and_variables(capsys
         "[env MONITOR_CLICKHOUSE_URL; default: chdb://",
         "[env MONITOR_CLICKHOUSE_DATABASE; default: relevancy]",
         "[env MONITOR_CLICKHOUSE_TABLE; default: relevancy_scores]",
-        "(default: -24h)",
+        "(default: all the data in the store, up to 7 days before --until)",
         "(default: now)",
         "(default: relevancy-report.html in the working directory)",
     ):

@@ -3,12 +3,13 @@ SVG that is safe to inline."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
 
 from monitor.report.buckets import bucket_grid, bucket_seconds, describe_width
-from monitor.report.charts import Chart, Line, Panel, firing_applies, firing_span
+from monitor.report.charts import Chart, Line, Panel, episode_spans, firing_applies
 from monitor.report.model import Firing, Segment
 from monitor.report.svg import render_svg
 from monitor.report.write import store_label
@@ -20,7 +21,7 @@ from tests.monitor.report.conftest import T0, outside_references
     [
         (timedelta(hours=1), 60, "1 min"),
         (timedelta(hours=24), 900, "15 min"),
-        (timedelta(days=7), 3 * 3600, "3 h"),
+        (timedelta(days=7), 2 * 3600, "2 h"),
         (timedelta(days=30), 6 * 3600, "6 h"),
         (timedelta(days=365), 86400, "1 day"),
     ],
@@ -28,6 +29,13 @@ from tests.monitor.report.conftest import T0, outside_references
 def test_bucket_width_keeps_about_a_hundred_points(span: timedelta, width: int, label: str) -> None:
     """The narrowest width from a minute to a day that cuts the range into at most 120 buckets (a day at most)."""
     assert bucket_seconds(T0, T0 + span) == width and describe_width(width) == label
+
+
+def test_a_zoomed_chart_may_have_buckets_under_a_minute() -> None:
+    """Asked for, the width goes down to 10 s (the zoom on a change of minutes); by default never under a minute."""
+    assert bucket_seconds(T0, T0 + timedelta(minutes=20), narrowest=10) == 10
+    assert bucket_seconds(T0, T0 + timedelta(minutes=31), narrowest=10) == 30
+    assert bucket_seconds(T0, T0 + timedelta(minutes=20)) == 60
 
 
 def test_bucket_grid_starts_at_the_bucket_holding_since() -> None:
@@ -78,12 +86,38 @@ def test_a_firing_concerns_the_segments_it_keys_on() -> None:
 
 
 def test_a_firing_span_is_clipped_to_the_range() -> None:
-    """A firing that began before the range starts at `since`; one still firing ends at `until`, marked open."""
+    """A firing that began before the range starts at `since` and is `resolved` at its end; one still firing ends at
+    `until`, marked open."""
     since, until = T0 + timedelta(hours=2), T0 + timedelta(hours=10)
-    early = firing_span(_firing((("app", "a"), ("prompt_version", "v2")), 1, 3), since, until)
-    assert (early.start, early.end, early.open_end, early.label) == (since, T0 + timedelta(hours=3), False, "r · v2")
-    ongoing = firing_span(_firing((), 9, None), since, until)
-    assert (ongoing.start, ongoing.end, ongoing.open_end) == (T0 + timedelta(hours=9), until, True)
+    (early,) = episode_spans(_firing((("app", "a"), ("prompt_version", "v2")), 1, 3), since, until)
+    assert (early.start, early.end, early.open_end, early.label, early.state) == (
+        since,
+        T0 + timedelta(hours=3),
+        False,
+        "r · v2",
+        "resolved",
+    )
+    (ongoing,) = episode_spans(_firing((), 9, None), since, until)
+    assert (ongoing.start, ongoing.end, ongoing.open_end, ongoing.state) == (
+        T0 + timedelta(hours=9),
+        until,
+        True,
+        "firing",
+    )
+    assert episode_spans(_firing((), 11, None), since, until) == ()  # after the range
+
+
+def test_an_episode_is_shaded_pending_then_firing() -> None:
+    """An episode pending before it fired is two spans, pending then firing; one still pending is open-ended."""
+    since, until = T0, T0 + timedelta(hours=10)
+    pending_then = replace(_firing((), 4, None), pending_since=T0 + timedelta(hours=3))
+    assert [(s.state, s.start, s.end) for s in episode_spans(pending_then, since, until)] == [
+        ("pending", T0 + timedelta(hours=3), T0 + timedelta(hours=4)),
+        ("firing", T0 + timedelta(hours=4), until),
+    ]
+    waiting = replace(_firing((), 4, None), fired_at=None, state="pending", pending_since=T0 + timedelta(hours=8))
+    (only,) = episode_spans(waiting, since, until)
+    assert (only.state, only.start, only.end, only.open_end) == ("pending", T0 + timedelta(hours=8), until, True)
 
 
 def test_chart_svg_is_inline_safe_and_takes_names_as_text() -> None:
