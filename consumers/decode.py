@@ -34,7 +34,7 @@ MAX_EVENT_TIME = datetime(2200, 1, 1, tzinfo=UTC)
 MAX_JSON_DEPTH = 100
 
 
-# The stable reason codes, documented in the README and used as metric labels.
+# The stable reason codes, documented in docs/input.md (Dead letters) and used as metric labels.
 REASONS = ("empty_value", "oversized", "not_utf8", "invalid_json", "not_object", "invalid_event", "no_judgeable_pair")
 
 

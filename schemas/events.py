@@ -108,7 +108,7 @@ class EventEnvelope(BaseModel):
     @field_validator("timestamp")
     @classmethod
     def _aware_utc(cls, value: datetime | None) -> datetime | None:
-        # A timestamp without an offset is read as UTC (documented in the README).
+        # A timestamp without an offset is read as UTC (documented in docs/input.md).
         if value is None:
             return None
         if value.tzinfo is None:

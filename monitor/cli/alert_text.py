@@ -50,5 +50,5 @@ def describe_no_content(per_app: dict[str, int]) -> str:
     apps = ", ".join(f"{app} {n:,}" for app, n in per_app.items())
     return (
         f"{plural(sum(per_app.values()), 'OpenTelemetry LLM call')} in the last hour came without their text and "
-        f"were not scored ({apps}): turn on the instrumentation's content capture (README, From OpenTelemetry)"
+        f"were not scored ({apps}): turn on the instrumentation's content capture (docs/opentelemetry.md)"
     )

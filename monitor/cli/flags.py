@@ -94,7 +94,8 @@ def setting_help(name: str) -> str:
     field = FIELDS[name]
     env = " or ".join(variables(MONITOR_PREFIX, name, field))
     text = f"{field.description or name} [env {env}; default: {default_text(field) or 'unset'}]"
-    return text.replace("`", "").replace("%", "%%")  # markdown quotes are for the README; argparse formats help with %
+    # Markdown quotes are for docs/configuration.md; argparse formats help with %.
+    return text.replace("`", "").replace("%", "%%")
 
 
 def add_setting_flag(group: argparse._ActionsContainer, name: str) -> None:

@@ -1,9 +1,12 @@
 """The configuration reference: every MONITOR_* and ALERTS_* variable with its type, default and meaning, rendered
-from the settings slices (`monitor.config.SETTINGS`) and `monitor.alerts.settings.AlertSettings` into README.md
-between two markers, and the same words for `--help`.
+from the settings slices (`monitor.config.SETTINGS`) and `monitor.alerts.settings.AlertSettings` into
+docs/configuration.md between two markers, and the same words for `--help`.
 
-    python -m monitor.devtools.config_reference --write README.md   # regenerate the reference
-    python -m monitor.devtools.config_reference --check README.md   # exit 1 if README.md and the models disagree
+    python -m monitor.devtools.config_reference --write   # regenerate the reference in docs/configuration.md
+    python -m monitor.devtools.config_reference --check   # exit 1 if docs/configuration.md and the models disagree
+
+Both take another file after the flag. `GeneratedBlock` is the marker-and-command machinery, which the metrics
+reference (`monitor.devtools.metrics_reference`) shares.
 
 A field can say how people should read it with `json_schema_extra`: `shown_type` (e.g. `host:port[,host:port…]`)
 and `shown_default` (markdown, for defaults that are not a value, e.g. `the system's CAs`)."""
@@ -14,7 +17,7 @@ import argparse
 import sys
 import types
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -32,6 +35,7 @@ from schemas.settings import MONITOR_PREFIX, variables
 
 START_MARKER = "<!-- config-reference:start -->"
 END_MARKER = "<!-- config-reference:end -->"
+DEFAULT_FILE = Path("docs/configuration.md")  # from the repository's root, where the commands are run
 
 # Each topic with the runs of settings it shows, in order, each run named by its first setting: a run goes on in its
 # slice's field order up to the next setting that starts one (every slice's first setting does), so a setting added
@@ -255,7 +259,7 @@ def render(sections: Sequence[Section] = SECTIONS) -> str:
     ]
     lines = [
         "<!-- generated from the settings slices monitor/config.py composes by "
-        "`python -m monitor.devtools.config_reference --write README.md`: "
+        f"`python -m monitor.devtools.config_reference --write {DEFAULT_FILE}`: "
         "edit the descriptions there, not here -->",
         "",
         "Each `MONITOR_<NAME>` is also the flag `--<name>` of `relevancy-monitor run` (flags win), except the secrets"
@@ -273,12 +277,64 @@ def render(sections: Sequence[Section] = SECTIONS) -> str:
     return "\n".join(lines) + "\n"
 
 
-def splice(text: str, block: str) -> str:
-    """`text` with `block` between the markers; raises `UsageError` when the markers are missing or out of order."""
-    start, end = text.find(START_MARKER), text.find(END_MARKER)
-    if start < 0 or end < start:
-        raise UsageError(f"no {START_MARKER} ... {END_MARKER} markers, in that order")
-    return f"{text[: start + len(START_MARKER)]}\n{block}{text[end:]}"
+@dataclass(frozen=True, slots=True)
+class GeneratedBlock:
+    """A block of a markdown file that code renders, between two markers, and the `--write`/`--check` command line
+    of the module that renders it (`python -m <module>`)."""
+
+    module: str
+    title: str  # what the block is, for messages: "the configuration reference"
+    start: str
+    end: str
+    default_file: Path
+    render: Callable[[], str]
+
+    def splice(self, text: str, block: str) -> str:
+        """`text` with `block` between the markers; raises `UsageError` when they are missing or out of order."""
+        start, end = text.find(self.start), text.find(self.end)
+        if start < 0 or end < start:
+            raise UsageError(f"no {self.start} ... {self.end} markers, in that order")
+        return f"{text[: start + len(self.start)]}\n{block}{text[end:]}"
+
+    def main(self, argv: Sequence[str] | None = None) -> int:
+        """Write the block into a file, or check it (exit 1 with one line when it is out of date)."""
+        default = self.default_file
+        parser = argparse.ArgumentParser(
+            prog=f"python -m {self.module}", description=f"{self.title.capitalize()} in {default}."
+        )
+        mode = parser.add_mutually_exclusive_group(required=True)
+        mode.add_argument(
+            "--write",
+            metavar="FILE",
+            type=Path,
+            nargs="?",
+            const=default,
+            help=f"regenerate {self.title} between the markers of FILE (default {default})",
+        )
+        mode.add_argument(
+            "--check",
+            metavar="FILE",
+            type=Path,
+            nargs="?",
+            const=default,
+            help=f"exit 1 if {self.title} in FILE (default {default}) differs from the code",
+        )
+        ns = parser.parse_args(argv)
+        path: Path = ns.write or ns.check
+        try:
+            text = _read(path)
+            wanted = self.splice(text, self.render())
+        except MonitorError as e:
+            sys.stderr.write(f"{self.module.rpartition('.')[2]}: error: {path}: {e}\n")
+            return e.exit_code
+        if ns.check:
+            if wanted != text:
+                sys.stderr.write(f"{path}: {self.title} is out of date: run python -m {self.module} --write {path}\n")
+                return 1
+            return 0
+        if wanted != text:
+            path.write_text(wanted, encoding="utf-8")
+        return 0
 
 
 def _read(path: Path) -> str:
@@ -288,37 +344,20 @@ def _read(path: Path) -> str:
         raise UsageError(f"cannot read {path}: {e.strerror or e}") from None
 
 
+CONFIG_REFERENCE = GeneratedBlock(
+    "monitor.devtools.config_reference", "the configuration reference", START_MARKER, END_MARKER, DEFAULT_FILE, render
+)
+
+
+def splice(text: str, block: str) -> str:
+    """`text` with `block` between the configuration reference's markers; raises `UsageError` when they are missing
+    or out of order."""
+    return CONFIG_REFERENCE.splice(text, block)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Write the reference into a README, or check it (exit 1 with one line when it is out of date)."""
-    parser = argparse.ArgumentParser(
-        prog="python -m monitor.devtools.config_reference", description="The configuration reference in a README."
-    )
-    mode = parser.add_mutually_exclusive_group(required=True)
-    mode.add_argument(
-        "--write", metavar="README", type=Path, help="regenerate the reference between the markers of this file"
-    )
-    mode.add_argument(
-        "--check", metavar="README", type=Path, help="exit 1 if the reference in this file differs from the models"
-    )
-    ns = parser.parse_args(argv)
-    path: Path = ns.write or ns.check
-    try:
-        text = _read(path)
-        wanted = splice(text, render())
-    except MonitorError as e:
-        sys.stderr.write(f"config_reference: error: {path}: {e}\n")
-        return e.exit_code
-    if ns.check:
-        if wanted != text:
-            sys.stderr.write(
-                f"{path}: the configuration reference is out of date: run python -m monitor.devtools.config_reference "
-                f"--write {path}\n"
-            )
-            return 1
-        return 0
-    if wanted != text:
-        path.write_text(wanted, encoding="utf-8")
-    return 0
+    """Write the configuration reference into docs/configuration.md (or FILE), or check it (exit 1 when stale)."""
+    return CONFIG_REFERENCE.main(argv)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ cards need the Luhn check and a length their network uses, IBANs the country's l
 their country (phonenumbers, Google's libphonenumber), SSNs the issued ranges, national ids their check digit
 (python-stdnum), IP addresses the address grammar (ipaddress). Digit-only ids whose check digit passes one random
 number in ten (Dutch BSN, German tax id, unseparated SSN or SIN) count only right after their name. Names and street
-addresses are not recognised: that needs a trained model (see the README).
+addresses are not recognised: that needs a trained model (see docs/privacy.md).
 
 Redaction fails closed: an item that passes its kind's own check (mod 97, Luhn and its network's length, a check
 digit, a + number's length) is redacted even when a national or secondary rule would reject it (a national check

@@ -79,7 +79,7 @@ def test_unpriced_model_is_allowed_and_prices_merge(monkeypatch: pytest.MonkeyPa
 
 
 def test_every_setting_has_a_description() -> None:
-    """Every MONITOR_* and ALERTS_* field says what it does: the reference in README.md and `--help` show it."""
+    """Every MONITOR_* and ALERTS_* field says what it does: docs/configuration.md and `--help` show it."""
     from monitor.alerts.settings import AlertSettings
     from monitor.config import FIELDS
 
