@@ -14,6 +14,7 @@ from bench import (
     pipeline_throughput,
     prompt_cache,
     redaction_quality,
+    scale_out,
 )
 
 
@@ -28,6 +29,7 @@ def main() -> None:
     subprocess.run([sys.executable, "-m", "bench.backtest_speed"], check=True)
     subprocess.run([sys.executable, "-m", "bench.latency"], check=True)  # chDB in this process too: one of its own
     memory_backlog.main()  # its monitor runs in a child process of its own
+    scale_out.main()  # its replicas are `relevancy-monitor run` processes, each on a chDB store of its own
     # DeepEval needs its bench venv (created on first use); without it (offline, say) one line says why, and on.
     try:
         peer_deepeval.peer_python()

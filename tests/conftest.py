@@ -116,6 +116,7 @@ def make_settings(broker: LocalBroker, clickhouse_url: str, database: str, topic
 # the many short tests instead of one of them ending the run alone. Longest first, by node id without parameters;
 # a name missing here only costs time, never a check.
 LONG_TESTS = (
+    "monitor/runtime/test_scale_out_bench.py::test_the_scale_out_benchmark_runs_at_a_tiny_size",
     "monitor/store/test_embedded_reader.py::test_sql_during_a_live_run_sees_the_rows_grow",
     "consumers/test_decode_paths.py::test_both_paths_agree_on_arbitrary_events",
     "monitor/alerts/test_alert_quality_bench.py::test_a_tiny_run_pages_on_a_large_drop_and_prints_its_table",
