@@ -243,7 +243,9 @@ def _shadow(store: ClickHouseStore, scores: str, where: str, params: dict[str, A
         f"FROM (SELECT {_BUCKET.format(column='event_time')} AS t, app, event_id, judge_id, score AS shadow_score\n"
         f"      FROM {scores} FINAL WHERE status = 'ok' AND {SHADOW_ROW} AND {where}) AS s\n"
         "INNER JOIN (SELECT app AS p_app, event_id AS p_event_id, score AS primary_score\n"
-        f"      FROM {scores} FINAL WHERE status = 'ok' AND NOT {SHADOW_ROW} AND {where}) AS p\n"
+        f"      FROM {scores} FINAL WHERE status = 'ok' AND NOT {SHADOW_ROW} AND {where}\n"
+        # Only the events a shadow scored: the join's right side is built in memory, and most events have no shadow.
+        f"        AND event_id IN (SELECT event_id FROM {scores} WHERE {SHADOW_ROW} AND {where})) AS p\n"
         "ON app = p_app AND event_id = p_event_id\n"
         "GROUP BY t, app, judge_id ORDER BY t, app, judge_id"
     )

@@ -94,3 +94,29 @@ def test_worst_examples_come_from_the_segment_that_fired_one_per_answer(store: C
         ("support", "v2", "Gift cards.", 0.0),
         ("support", "v2", "Thanks for writing! Order A17 shipped on 3 March.", 0.33),
     ]
+
+
+def test_a_shadow_judge_that_agrees_makes_it_the_product(store: ClickHouseStore, tmp_path: Path) -> None:
+    """The shadow judge's rows are paired with the primary's by event: its mean on the same answers, per bucket; it
+    falls with the live score, so the page says the product changed."""
+    _fill(store)
+    shadow_id = "rubric-5ad0e0000001"
+    primary = [
+        make_row(T0 + timedelta(hours=h), app="support", prompt_version=v, judge_id=LEXICAL_JUDGE, score=s)
+        for h, v, s in ((10, "v1", 0.9), (11, "v1", 0.9), (21, "v2", 0.3), (22, "v2", 0.3))
+    ]
+    shadow = [
+        r.model_copy(update={"judge_id": shadow_id, "judge": "rubric", "sample_rule": "shadow:base", "score": s})
+        for r, s in zip(primary, (0.8, 0.9, 0.3, 0.2), strict=True)
+    ]
+    store.insert_rows([*primary, *shadow], uuid.uuid4().hex)
+    data = fetch_report_data(store, T0, T0 + timedelta(days=1), 3600)
+    assert [(p.t.hour, p.app, p.shadow_judge_id, p.events, p.primary_mean, p.shadow_mean) for p in data.shadow] == [
+        (10, "support", shadow_id, 1, 0.9, 0.8),
+        (11, "support", shadow_id, 1, 0.9, 0.9),
+        (21, "support", shadow_id, 1, 0.3, 0.3),
+        (22, "support", shadow_id, 1, 0.3, 0.2),
+    ]
+    write_report(store, T0, T0 + timedelta(days=1), tmp_path / "r.html")
+    verdict = (tmp_path / "r.html").read_text(encoding="utf-8").split('id="verdict">')[1].split("</p>")[0]
+    assert verdict.startswith("The product changed, not the judge") and "shadow judge moved -0.60" in verdict
