@@ -89,10 +89,16 @@ def headline(change: Change | None, figures: Figures | None, pending: Sequence[F
     return f"{segment_name(lead)}: relevancy {figures.current:.2f} against {base:.2f} {since}{change_pct}, {tail}."
 
 
+def fired_on_apps(firings: Iterable[Firing]) -> list[Firing]:
+    """The episodes that fired for an app segment: a rule on a judge alone (its error rate or canary) says nothing of
+    the answers."""
+    return [f for f in firings if f.fired_at is not None and f.get("app")]
+
+
 def example_sources(firings: Iterable[Firing], totals: Sequence[SegmentTotals]) -> tuple[SegmentFilter, ...]:
     """Where the worst examples come from: the app segments that fired (a rule on a judge alone, its error rate or
     canary, says nothing of answers), else the lowest-scoring segments."""
-    fired = list(dict.fromkeys(segment_filter(f) for f in firings if f.fired_at is not None and f.get("app")))
+    fired = list(dict.fromkeys(segment_filter(f) for f in fired_on_apps(firings)))
     if fired:
         return tuple(fired)
     scored = sorted((t for t in totals if t.mean is not None), key=lambda t: (t.mean, -t.rows))

@@ -14,7 +14,7 @@ from monitor.report.bands import THIN_EVENTS
 from monitor.report.buckets import describe_width
 from monitor.report.charts import MAX_APP_CHARTS, fired_apps
 from monitor.report.examples import find_command
-from monitor.report.focus import clock, headline, segment_name
+from monitor.report.focus import clock, fired_on_apps, headline, segment_name
 from monitor.report.model import CanaryPoint, Example, Firing, ReportData
 from monitor.report.queries import DEFAULT_DAYS
 from monitor.report.totals import SegmentTotals, apps_in_order, overall_mean, ratio
@@ -648,7 +648,7 @@ def _text(s: str) -> str:
 
 
 def _example_source(data: ReportData) -> str:
-    fired = [f for f in data.firings if f.fired and f.get("app")]  # as `focus.example_sources` chooses them
+    fired = fired_on_apps(data.firings)  # as `focus.example_sources` chooses them
     if fired:
         names = ", ".join(dict.fromkeys(f"{segment_name(f)} ({f.rule})" for f in fired))
         return f"from the segments that fired: {names}"
