@@ -37,10 +37,13 @@ RUN groupadd --system --gid 10001 monitor \
     && useradd --system --uid 10001 --gid 10001 --home-dir /tmp --no-create-home --shell /usr/sbin/nologin monitor
 
 # Binary wheels only (no compiler in this image, none needed); byte-compiled here, as the root filesystem is read-only
-# at run time. The wheel comes in through a bind mount, so it leaves no layer behind.
+# at run time. The wheel comes in through a bind mount, so it leaves no layer behind. With what the bedrock and
+# vertex extras add (the Anthropic SDK's own extras, resolved against the wheel's pin), so one image judges through
+# any provider (MONITOR_JUDGE_PROVIDER).
 RUN --mount=type=bind,from=builder,source=/wheels,target=/wheels \
     python -m venv /opt/venv \
-    && /opt/venv/bin/pip install --no-cache-dir --only-binary=:all: /wheels/relevancy_monitor-*.whl
+    && /opt/venv/bin/pip install --no-cache-dir --only-binary=:all: /wheels/relevancy_monitor-*.whl \
+        'anthropic[bedrock,vertex]'
 
 # Run time: writes go to /tmp only (mount an emptyDir or tmpfs there; `report`'s matplotlib keeps its font cache
 # there too), no .pyc files, logs unbuffered.

@@ -102,7 +102,8 @@ class GcClock:
         gc.callbacks.remove(self._on_gc)
 
 
-async def _timed(run: Callable[[], Awaitable[None]], n: int, gc_clock: GcClock) -> dict[str, float]:
+async def timed(run: Callable[[], Awaitable[None]], n: int, gc_clock: GcClock) -> dict[str, float]:
+    """Rate, process CPU per request (with and without the collector's share) and wall time of `await run()`."""
     gc_s, full = gc_clock.seconds, gc_clock.full
     cpu, wall = time.process_time(), time.perf_counter()
     await run()
@@ -133,13 +134,13 @@ async def measure(
             metrics_port=0,
         )
         judge = StatementsJudge(settings.judge)
-        guard = GuardedJudge(judge, settings.flow, JudgingMetrics(), on_spent=_spend_sink())
+        guard = GuardedJudge(judge, settings.flow, JudgingMetrics(), on_spent=spend_sink())
         sdk = anthropic.AsyncAnthropic(
             api_key=API_KEY, base_url=base_url, max_retries=0, timeout=settings.judge.request_timeout_s
         )
         batch = events(requests)
         # Built once, before any clock: the SDK's baseline is the call alone (its own transform, JSON, HTTP, parse).
-        bodies = [judge.request_params(e.question, e.response) for e in batch]
+        bodies = [judge.request_body(e.question, e.response) for e in batch]
 
         async def sdk_round() -> None:
             sem = asyncio.Semaphore(concurrency)
@@ -148,10 +149,10 @@ async def measure(
                 async with sem:
                     await sdk.messages.create(**body)
 
-            await _run_all(one(b) for b in bodies)
+            await run_all_at_once(one(b) for b in bodies)
 
         async def judge_round() -> None:
-            await _run_all(guard.judge_event(e, still_wanted=_always) for e in batch)
+            await run_all_at_once(guard.judge_event(e, still_wanted=always_wanted) for e in batch)
 
         paths: dict[str, Callable[[], Awaitable[None]]] = {"sdk": sdk_round, "judge": judge_round}
         gc_clock = GcClock()
@@ -161,7 +162,7 @@ async def measure(
             runs: dict[str, list[dict[str, float]]] = {"sdk": [], "judge": []}
             for i in range(rounds):
                 for name in ("sdk", "judge") if i % 2 == 0 else ("judge", "sdk"):
-                    runs[name].append(await _timed(paths[name], requests, gc_clock))
+                    runs[name].append(await timed(paths[name], requests, gc_clock))
         finally:
             gc_clock.close()
             await sdk.close()
@@ -193,11 +194,13 @@ async def measure(
     }
 
 
-def _always() -> bool:
+def always_wanted() -> bool:
+    """`still_wanted` for an event that is never dropped while queued."""
     return True
 
 
-def _spend_sink() -> Callable[[Usage], None]:
+def spend_sink() -> Callable[[Usage], None]:
+    """An `on_spent` callback that adds up the cost, as the pipeline's does."""
     spent: list[float] = [0.0]
 
     def on_spent(usage: Usage) -> None:
@@ -206,7 +209,8 @@ def _spend_sink() -> Callable[[Usage], None]:
     return on_spent
 
 
-async def _run_all(calls: Any) -> None:
+async def run_all_at_once(calls: Any) -> None:
+    """Await every call, each in a task of its own started at once."""
     # One task per call, all at once, as the pipeline spawns one per sampled event: the limits do the queueing.
     await asyncio.gather(*(asyncio.ensure_future(c) for c in calls))
 

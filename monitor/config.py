@@ -1,6 +1,6 @@
 """Settings: every one from an env var prefixed MONITOR_ or the matching CLI flag (flags win).
 
-Each component's settings are a pydantic-settings class in its own module, its slice (`consumers.clients.
+Each component's settings are a pydantic-settings class in its own module, its slice (`consumers.settings.
 KafkaSettings`, `monitor.store.settings.StoreSettings`, ...), which declares each of its settings once: the setting's
 name is the field's alias or else its name (`schemas.settings.setting_name`), its variable MONITOR_<NAME>, its flag
 --<name>. `Settings` composes the slices and checks what spans two of them; `load_settings` routes the flags to the
@@ -18,12 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings
 
-from consumers.clients import KafkaSettings
-from consumers.sampling import SamplingSettings
+from consumers.settings import KafkaSettings, SamplingSettings
 from monitor.judges.settings import JudgeSettings
-from monitor.judging.budget import BudgetSettings
-from monitor.judging.flow import FlowSettings
-from monitor.judging.shadow import ShadowSettings
+from monitor.judging.settings import BudgetSettings, FlowSettings, ShadowSettings
 from monitor.privacy.settings import RedactionSettings
 from monitor.process_settings import ProcessSettings
 from monitor.publish.settings import PublishSettings
@@ -67,10 +64,20 @@ class Settings(BaseModel):
     @classmethod
     def _shadow_is_another_judge(cls, shadow: ShadowSettings, info: ValidationInfo) -> ShadowSettings:
         primary: JudgeSettings | None = info.data.get("judge")
-        if primary is None or shadow.method != primary.method:
+        if primary is None or shadow.method is None:
             return shadow
-        # Same method and model is the same judge_id (the other parameters are shared): its rows would replace the
-        # primary's in the table instead of sitting beside them. The lexical judge has no model to tell them apart.
+        provider = shadow.provider or primary.provider
+        if provider != primary.provider and shadow.model is None and shadow.method != "lexical":
+            raise setting_conflict(
+                "shadow_judge_provider",
+                provider,
+                f"differs from the primary's ({primary.provider}): set MONITOR_SHADOW_JUDGE_MODEL to a model it serves",
+            )
+        if shadow.method != primary.method or provider != primary.provider:
+            return shadow
+        # Same method, provider and model is the same judge_id (the other parameters are shared): its rows would
+        # replace the primary's in the table instead of sitting beside them. The lexical judge has no model to tell
+        # them apart.
         if shadow.method == "lexical" or (shadow.model or primary.model) == primary.model:
             shown = "" if shadow.method == "lexical" else f" with model {primary.model}"
             raise setting_conflict(
@@ -83,12 +90,18 @@ class Settings(BaseModel):
 
     @property
     def shadow_judge(self) -> JudgeSettings | None:
-        """What the shadow judge needs (the primary's judge settings with its own method and model), or None: off."""
+        """What the shadow judge needs (the primary's judge settings with its own method, provider, endpoint, key and
+        model), or None: off. Another provider takes nothing of the primary's endpoint or key."""
         if self.shadow.method is None:
             return None
-        return self.judge.model_copy(
-            update={"method": self.shadow.method, "model": self.shadow.model or self.judge.model}
-        )
+        update: dict[str, Any] = {"method": self.shadow.method, "model": self.shadow.model or self.judge.model}
+        if self.shadow.provider is not None and self.shadow.provider != self.judge.provider:
+            update.update(provider=self.shadow.provider, judge_base_url=None, judge_api_key=None)
+        if self.shadow.base_url is not None:
+            update["judge_base_url"] = self.shadow.base_url
+        if self.shadow.api_key is not None:
+            update["judge_api_key"] = self.shadow.api_key
+        return self.judge.model_copy(update=update)
 
     def redacted(self, changed_only: bool = False) -> dict[str, Any]:
         """Settings by setting name, with secrets and URL passwords hidden; `changed_only`: those that differ from

@@ -14,6 +14,17 @@ scripted step, then `default` (a brain reply unless changed). These controls gov
 
 Point a subprocess (a whole monitor) at it with `api.env()` (MONITOR_ANTHROPIC_BASE_URL and _API_KEY).
 
+Bedrock and Vertex: the same Messages endpoint is served on the paths the `anthropic` SDK's cloud clients post to,
+so `AsyncAnthropicBedrock(aws_access_key=..., aws_secret_key=..., aws_region=..., base_url=api.base_url)` and
+`AsyncAnthropicVertex(region=..., project_id=..., access_token=..., base_url=api.base_url)` work against it:
+`POST /model/{model_id}/invoke` (Bedrock; the SDK signs it with SigV4 through boto3, or sends `Authorization:
+Bearer` with a Bedrock API key) and `POST /projects/{p}/locations/{r}/publishers/anthropic/models/{m}:rawPredict`
+(Vertex; `Authorization: Bearer` with the access token). Both bodies carry no `model` (it is in the path) and an
+`anthropic_version`; as the platforms do, the fake answers 400 when `anthropic_version` is missing or (Bedrock) when
+the body names a `model`. Otherwise they are answered exactly as `POST /v1/messages` (same brain, controls, cache,
+error bodies and recording); each request records `platform` ("anthropic" | "bedrock" | "vertex") and the model
+from the path, and `RecordedRequest.model` is that or the body's `model`. The streaming paths are not served (404).
+
 Prompt caching: the system prefix up to the last `cache_control` marker is written on first sight and read
 afterwards, whatever its length. `FakeMessagesAPI(cache_min_tokens=N)` (or `api.cache_minimum(N)`) emulates the
 API's minimum: a shorter prefix is never cached and is billed as plain input. Tokens are characters / 4 unless
@@ -49,6 +60,7 @@ import re
 import socket
 import threading
 import time
+import urllib.parse
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -101,6 +113,7 @@ class Unprocessed:
     kind: Literal["expired", "canceled"]
 
 
+Platform = Literal["anthropic", "bedrock", "vertex"]
 BatchStep = Reply | Fault | Unprocessed  # the outcome of one request inside a batch
 BatchEndpoint = Literal["create", "retrieve", "results", "cancel"]
 BATCH_ENDPOINTS: tuple[BatchEndpoint, ...] = ("create", "retrieve", "results", "cancel")
@@ -174,6 +187,16 @@ class RecordedRequest:
     body: Any
     at: float  # time.monotonic() on arrival
     status: int = 0
+    platform: Platform = "anthropic"  # which Messages route it came by (see `messages_route`)
+    path_model: str | None = None  # the model named in a Bedrock or Vertex path
+
+    @property
+    def model(self) -> str | None:
+        """The model asked for: from the path (Bedrock, Vertex) or the body's `model`."""
+        if self.path_model is not None:
+            return self.path_model
+        model = (self.body or {}).get("model") if isinstance(self.body, dict) else None
+        return model if isinstance(model, str) else None
 
     @property
     def system_blocks(self) -> list[dict[str, Any]]:
@@ -192,14 +215,17 @@ class RecordedRequest:
 
     @property
     def user_text(self) -> str:
-        """The text of the last user message."""
-        for msg in reversed((self.body or {}).get("messages", [])):
+        """The text of every user message, joined: the judged sections are in the first, a corrective retry's note
+        (after the model's own invalid reply) in the last, and a model reads them all."""
+        texts = []
+        for msg in (self.body or {}).get("messages", []):
             if msg.get("role") == "user":
                 content = msg.get("content")
                 if isinstance(content, str):
-                    return content
-                return "".join(b.get("text", "") for b in content if b.get("type") == "text")
-        return ""
+                    texts.append(content)
+                else:
+                    texts.append("".join(b.get("text", "") for b in content if b.get("type") == "text"))
+        return "\n\n".join(texts)
 
     @property
     def schema(self) -> dict[str, Any] | None:
@@ -358,6 +384,36 @@ def batch_route(method: str, path: str) -> tuple[BatchEndpoint, str] | None:
         match = pattern.fullmatch(path)
         if match and method == route_method:
             return endpoint, match.group(1)
+    return None
+
+
+_MESSAGES_ROUTES: tuple[tuple[re.Pattern[str], Platform], ...] = (
+    (re.compile(r"/v1/messages()"), "anthropic"),
+    (re.compile(r"/model/([^/]+)/invoke"), "bedrock"),
+    (re.compile(r"/projects/[^/]+/locations/[^/]+/publishers/anthropic/models/([^/:]+):rawPredict"), "vertex"),
+)
+
+
+def messages_route(method: str, path: str) -> tuple[Platform, str | None] | None:
+    """The platform and path model (None for `/v1/messages`) of a Messages request, or None if not one."""
+    if method != "POST":
+        return None
+    path = path.split("?")[0]
+    for pattern, platform in _MESSAGES_ROUTES:
+        match = pattern.fullmatch(path)
+        if match:
+            return platform, (urllib.parse.unquote(match.group(1)) or None)
+    return None
+
+
+def _platform_error(req: RecordedRequest) -> Fault | None:
+    """The 400 a cloud platform answers to a body shaped for the other routes (None: acceptable)."""
+    if req.platform == "anthropic" or not isinstance(req.body, dict):
+        return None
+    if not req.body.get("anthropic_version"):
+        return bad_request("anthropic_version: Field required")
+    if req.platform == "bedrock" and "model" in req.body:
+        return bad_request("extraneous key [model] is not permitted")
     return None
 
 
@@ -589,8 +645,8 @@ class FakeMessagesAPI:
 
     @property
     def message_requests(self) -> list[RecordedRequest]:
-        """Requests to POST /v1/messages."""
-        return [r for r in self.requests if r.method == "POST" and r.path.split("?")[0] == "/v1/messages"]
+        """Requests to POST /v1/messages and its Bedrock and Vertex routes (see `RecordedRequest.platform`)."""
+        return [r for r in self.requests if messages_route(r.method, r.path) is not None]
 
     @property
     def batch_requests(self) -> list[BatchedRequest]:
@@ -665,7 +721,7 @@ class FakeMessagesAPI:
             "id": msg_id,
             "type": "message",
             "role": "assistant",
-            "model": (req.body or {}).get("model", "fake-model"),
+            "model": req.model or "fake-model",
             "content": [{"type": "text", "text": text}],
             "stop_reason": step.stop_reason,
             "stop_sequence": None,
@@ -884,9 +940,16 @@ def _make_handler(api: FakeMessagesAPI) -> type[BaseHTTPRequestHandler]:
                 api._append(req)
                 self._batch(req, *route)
                 return
-            if self.command != "POST" or self.path.split("?")[0] != "/v1/messages":
+            messages = messages_route(self.command, self.path)
+            if messages is None:
                 api._append(req)
                 self._send(req, 404, _error_body(Fault(404, "not_found_error", f"no route {self.path}")))
+                return
+            req.platform, req.path_model = messages
+            refusal = _platform_error(req)
+            if refusal is not None:
+                api._append(req)
+                self._send(req, refusal.status, _error_body(refusal))
                 return
             step = api._record(req)
             if not api._sleep(step.delay_s):
@@ -961,6 +1024,7 @@ __all__ = [
     "Drop",
     "FakeMessagesAPI",
     "Fault",
+    "Platform",
     "RecordedRequest",
     "Reply",
     "Step",
@@ -972,6 +1036,7 @@ __all__ = [
     "expired",
     "find_section",
     "malformed",
+    "messages_route",
     "mismatched_verdicts",
     "out_of_range_score",
     "overloaded",

@@ -111,6 +111,7 @@ def pool(stats: Sequence[WindowStats]) -> WindowStats:
         rows=sum(s.rows for s in stats),
         ok=sum(s.ok for s in stats),
         errors=sum(s.errors for s in stats),
+        invalid=sum(s.invalid for s in stats),
         weighted=WeightedSums(
             weight=sum(s.weighted.weight for s in stats),
             weight_sq=sum(s.weighted.weight_sq for s in stats),

@@ -46,6 +46,7 @@ SCORE_SUMS = (
     "rows",
     "ok",
     "errors",
+    "invalid",
     "weight",
     "weight_sq",
     "w_score",

@@ -13,6 +13,7 @@ MetricName = Literal[
     "low_score_share",
     "p10",
     "error_rate",
+    "invalid_reply_rate",
     "judged_volume",
     "coverage",
     "scoring_lag_p90",
@@ -129,6 +130,15 @@ SPECS: dict[str, MetricSpec] = {
             judge_keyed=True,
             poolable=True,
             examples_filter="status = 'error'",
+            examples_order="event_time DESC",
+        ),
+        MetricSpec(
+            "invalid_reply_rate",
+            "up",
+            _SHARE_TESTS,
+            judge_keyed=True,
+            poolable=True,
+            examples_filter="status = 'error' AND startsWith(error, 'invalid_reply')",
             examples_order="event_time DESC",
         ),
         MetricSpec(

@@ -218,6 +218,12 @@ def read_error_rate(rule: Rule, data: SegmentData, tail: TailCounts | None, test
     return _share(rule, testing, cur.errors, cur.rows, base.errors, base.rows)
 
 
+def read_invalid_reply_rate(rule: Rule, data: SegmentData, tail: TailCounts | None, testing: bool) -> Reading:
+    """Share of rows that are invalid judge replies (the server did not enforce the structured output)."""
+    cur, base = data.current, data.baseline
+    return _share(rule, testing, cur.invalid, cur.rows, base.invalid, base.rows)
+
+
 def read_scoring_lag_p90(rule: Rule, data: SegmentData, tail: TailCounts | None, testing: bool) -> Reading:
     """90th percentile of seconds from event time to scoring (no test: min_events guards it)."""
     cur, base = data.current, data.baseline
@@ -395,6 +401,7 @@ READERS: dict[MetricName, ReadFunction] = {
     "low_score_share": read_low_score_share,
     "p10": read_p10,
     "error_rate": read_error_rate,
+    "invalid_reply_rate": read_invalid_reply_rate,
     "judged_volume": read_judged_volume,
     "coverage": read_coverage,
     "scoring_lag_p90": read_scoring_lag_p90,

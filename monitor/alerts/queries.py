@@ -108,6 +108,8 @@ _RAW_SCORE_AGGS = (
     ("rows", "countIf({w})"),
     ("ok", "countIf({w} AND {ok})"),
     ("errors", "countIf({w} AND status = 'error')"),
+    # invalid_reply_rate: error rows whose reason is a reply that did not validate (the schema was not enforced).
+    ("invalid", "countIf({w} AND status = 'error' AND startsWith(error, 'invalid_reply'))"),
     ("weight", "sumIf(weight, {w} AND {ok})"),
     ("weight_sq", "sumIf(weight * weight, {w} AND {ok})"),
     ("w_score", "sumIf(weight * score, {w} AND {ok})"),

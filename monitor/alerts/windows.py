@@ -126,6 +126,7 @@ class WindowStats:
     rows: int = 0  # ok + error rows, deduplicated
     ok: int = 0
     errors: int = 0
+    invalid: int = 0  # error rows of replies that did not validate (invalid_reply_rate)
     weighted: WeightedSums = WeightedSums()  # score sums weighted by 1/sample_rate (mean_score, low_score_share)
     p10: float | None = None
     lag_p90: float | None = None  # seconds from event_time to scored_at
@@ -171,6 +172,7 @@ def window_stats(v: Mapping[str, Any], seconds: float) -> WindowStats:
         rows=rows,
         ok=ok,
         errors=int(v["errors"]),
+        invalid=int(total("invalid")),
         weighted=weighted if ok else WeightedSums(),
         p10=finite(v.get("p10")) if ok else None,
         lag_p90=finite(v.get("lag_p90")) if rows else None,

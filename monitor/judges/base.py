@@ -15,7 +15,8 @@ from schemas.usage import Usage
 
 @dataclass(frozen=True, slots=True)
 class Judgement:
-    """A judge's verdict: `score` in [0, 1], the method's own `raw_score`, and per-statement detail if any."""
+    """A judge's verdict: `score` in [0, 1], the method's own `raw_score`, per-statement detail if any, and for a
+    probability-weighted score its `confidence`."""
 
     score: float
     raw_score: float
@@ -24,6 +25,7 @@ class Judgement:
     verdicts: tuple[str, ...] = ()
     verdict_reasons: tuple[str, ...] = ()
     usage: Usage = field(default_factory=Usage)
+    confidence: float | None = None  # a probability-weighted score's certainty (1 - normalised entropy), else None
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.score <= 1.0:

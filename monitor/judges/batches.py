@@ -7,7 +7,7 @@ at `BATCH_DISCOUNT` of the list price, answered within 24 hours instead of at on
     outcomes = await batch.results(batch_id)   # custom_id -> Judgement | JudgeFailure
 
 Blank responses never go out: `without_call` gives their verdict, as `LLMJudge.judge` does. Every HTTP call is
-retried on transient errors like a judge request (`MessagesClient.call`); a batched request is never retried here:
+retried on transient errors like a judge request (`JudgeClient.call`); a batched request is never retried here:
 a failed one comes back as a `JudgeFailure` whose `transient` says whether a later batch may succeed."""
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import hashlib
 import json
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import anthropic
 import httpx2
@@ -28,11 +28,14 @@ from anthropic.types.messages.batch_create_params import Request
 
 from monitor.judges.base import JudgeFailure, JudgeInfo, Judgement
 from monitor.judges.llm import LLMJudge
-from monitor.judges.messages_client import reply_text
+from monitor.judges.providers.anthropic_messages import AnthropicMessages, classify, reply_of
+from monitor.judges.providers.base import ProviderReply
 from schemas.errors import JudgeReplyInvalid, JudgeUnavailable
 from schemas.usage import Usage
 
 log = structlog.get_logger(__name__)
+
+T = TypeVar("T")
 
 CUSTOM_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}")  # the API's pattern for a request's custom_id
 MAX_BATCH_REQUESTS = 100_000  # the API's limits on one batch
@@ -79,8 +82,16 @@ class BatchJudge:
     read (`result.ok`, `result.<reason>`); the tokens of succeeded entries go to the judge's own `stats`."""
 
     def __init__(self, judge: LLMJudge[Any]) -> None:
+        provider = judge.client.provider
+        if not isinstance(provider, AnthropicMessages) or provider.name != "anthropic":
+            # One line for `replay --batch-api`: the other providers' batch services are not wired in.
+            raise ValueError(
+                f"the {provider.name} provider has no batch API here: replay without --batch-api (Message Batches "
+                "are the anthropic provider's)"
+            )
         self.judge = judge
-        self._client = judge.messages_client
+        self._client = judge.client
+        self._batches = provider.batches
         self.stats: Counter[str] = Counter()
 
     @property
@@ -110,8 +121,13 @@ class BatchJudge:
             seen.add(item.custom_id)
             if self.without_call(item.question, item.response) is not None:
                 raise ValueError(f"custom_id {item.custom_id!r} needs no request (use without_call)")
-        requests: list[Request] = [
-            {"custom_id": i.custom_id, "params": self.judge.request_params(i.question, i.response)} for i in items
+        # The Messages body the one-call path sends in json_schema mode (the Anthropic API has it).
+        requests = [
+            cast(
+                Request,
+                {"custom_id": i.custom_id, "params": self.judge.request_body(i.question, i.response, "json_schema")},
+            )
+            for i in items
         ]
         size = sum(len(json.dumps(r).encode()) + 1 for r in requests)  # + 1 for the separating comma
         if size > MAX_BATCH_BYTES:
@@ -119,7 +135,7 @@ class BatchJudge:
                 f"batch body of about {size} bytes: the API accepts at most {MAX_BATCH_BYTES}; submit fewer items"
             )
         batch = await self._client.call(
-            lambda: self._client.batches.create(requests=requests), what="batch create", stats=self.stats
+            _sdk(lambda: self._batches.create(requests=requests)), what="batch create", stats=self.stats
         )
         log.info(
             "batch_submitted", batch_id=batch.id, judge_id=self.info.judge_id, requests=len(requests), body_bytes=size
@@ -129,7 +145,7 @@ class BatchJudge:
     async def status(self, batch_id: str) -> BatchStatus:
         """The batch's processing status and request counts; raises `JudgeUnavailable` or `JudgeApiError`."""
         batch = await self._client.call(
-            lambda: self._client.batches.retrieve(batch_id), what="batch retrieve", stats=self.stats
+            _sdk(lambda: self._batches.retrieve(batch_id)), what="batch retrieve", stats=self.stats
         )
         counts = batch.request_counts
         status = BatchStatus(
@@ -150,7 +166,7 @@ class BatchJudge:
         """The outcome of every request of an ended batch, by custom_id.
 
         Raises `JudgeUnavailable` (kind `in_progress`) before the batch ended, else as the other calls do."""
-        lines = await self._client.call(lambda: self._download(batch_id), what="batch results", stats=self.stats)
+        lines = await self._client.call(_sdk(lambda: self._download(batch_id)), what="batch results", stats=self.stats)
         outcomes = {line.custom_id: self._outcome(line) for line in lines}
         tally = Counter("ok" if isinstance(o, Judgement) else o.reason for o in outcomes.values())
         self.stats.update({f"result.{k}": v for k, v in tally.items()})
@@ -160,7 +176,7 @@ class BatchJudge:
     async def cancel(self, batch_id: str) -> None:
         """Ask the API to cancel the batch: requests not yet processed come back `canceled` once it ended."""
         batch = await self._client.call(
-            lambda: self._client.batches.cancel(batch_id), what="batch cancel", stats=self.stats
+            _sdk(lambda: self._batches.cancel(batch_id)), what="batch cancel", stats=self.stats
         )
         log.info("batch_cancel_requested", batch_id=batch_id, processing_status=batch.processing_status)
 
@@ -170,9 +186,9 @@ class BatchJudge:
 
     async def _download(self, batch_id: str) -> list[MessageBatchIndividualResponse]:
         # One attempt: the SDK reads the batch for its results_url, then streams the JSONL. Errors while streaming
-        # are turned into the SDK's own, so `MessagesClient.call` retries them like any other transient error.
+        # are turned into the SDK's own, so `JudgeClient.call` retries them like any other transient error.
         try:
-            decoder = await self._client.batches.results(batch_id)
+            decoder = await self._batches.results(batch_id)
         except anthropic.APIError:
             raise
         except anthropic.AnthropicError as e:  # no results_url yet: the batch has not ended
@@ -199,10 +215,11 @@ class BatchJudge:
             # Into the judge's token counters like a one-call reply. Not into the cold-cache watch: the Batches API
             # caches best-effort and processes requests concurrently, so uncached entries there are no evidence
             # that the prefix is under the minimum.
-            self._client.count_tokens(message.usage)
-            usage = self._client.usage_of(message.usage, batch=True)
+            reply = reply_of(message)
+            self._client.count_tokens(reply.tokens)
+            usage = self._client.usage_of(reply.tokens, batch=True)
             try:
-                return self.judge.to_judgement(self.judge.parse(reply_text(message)), usage)
+                return self.judge.to_judgement(self.judge.parse(_text(reply)), usage)
             except JudgeReplyInvalid as e:
                 # Paid for, like an invalid reply on the one-call path; not retried here (the caller may resubmit).
                 return JudgeFailure(e.reason, str(e), usage=usage)
@@ -223,3 +240,23 @@ class BatchJudge:
         return JudgeFailure(
             "canceled", "the batch was canceled before this request was processed", transient=True, usage=unspent
         )
+
+
+def _text(reply: ProviderReply) -> str:
+    if reply.cut_off:
+        raise JudgeReplyInvalid("reply cut off at max_tokens")
+    if reply.refused:
+        raise JudgeReplyInvalid("the model refused to reply")
+    return reply.text
+
+
+def _sdk(op: Callable[[], Awaitable[T]]) -> Callable[[], Awaitable[T]]:
+    """`op` with the SDK's errors turned into the seam's `CallFailed`, which `JudgeClient.call` retries or refuses."""
+
+    async def call() -> T:
+        try:
+            return await op()
+        except anthropic.APIError as e:
+            raise classify(e) from e
+
+    return call

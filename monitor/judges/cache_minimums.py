@@ -8,10 +8,11 @@ API did is read from every reply (`monitor.judges.cache_watch`)."""
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 
 import structlog
+
+from monitor.judges.pricing import canonical_model as base_model
 
 log = structlog.get_logger(__name__)
 
@@ -52,9 +53,6 @@ MIN_CACHEABLE_TOKENS: dict[str, int] = {
 # An unknown model gets the largest minimum: assuming too small a one would hide an uncached prompt.
 UNKNOWN_MODEL_MIN_TOKENS = max(MIN_CACHEABLE_TOKENS.values())
 
-# "claude-haiku-4-5-20251001", "claude-haiku-4-5@20251001", "anthropic.claude-haiku-4-5-20251001-v1:0", "-latest".
-_DECORATIONS = re.compile(r"^(?:[a-z]+\.)?(?P<base>claude-[a-z0-9-]+?)(?:[-@]\d{8})?(?:-latest)?(?:-v\d+:\d+)?$")
-
 
 def estimate_tokens(text: str) -> int:
     """Tokens in `text` by the characters-per-token approximation (rounded up)."""
@@ -64,12 +62,6 @@ def estimate_tokens(text: str) -> int:
 def conservative_tokens(text: str) -> int:
     """Tokens in `text` at `CACHE_CHECK_CHARS_PER_TOKEN` (rounded down): fewer than the API will count."""
     return math.floor(len(text) / CACHE_CHECK_CHARS_PER_TOKEN)
-
-
-def base_model(model: str) -> str:
-    """`model` without a date suffix, `-latest`, or a cloud platform's prefix and version suffix."""
-    match = _DECORATIONS.match(model.strip().lower())
-    return match.group("base") if match else model.strip().lower()
 
 
 def min_cacheable_tokens(model: str) -> int | None:

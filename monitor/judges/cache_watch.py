@@ -5,7 +5,7 @@ The API says nothing when it does not serve a prefix from the cache: below the m
 stay 0, and an entry that expires (or a prefix that changes) is written again and never read. A run of
 `COLD_REPLIES` replies in a row that read nothing, where the prefix should be cached (`PrefixCheck.should_cache`), is
 worth one warning; a reply that reads the cache again re-arms it. `CacheWatch.observe` is the decision (pure: a
-frozen `CacheChange` per reply); `MessagesClient` feeds it and logs."""
+frozen `CacheChange` per reply); `JudgeClient` feeds it and logs."""
 
 from __future__ import annotations
 

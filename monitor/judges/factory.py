@@ -13,17 +13,15 @@ ESTIMATE_ONLY_KEY = "no-key:estimate-only"  # an invalid key: were a dry run eve
 
 
 def build_judge(settings: JudgeSettings, *, estimate_only: bool = False) -> Judge:
-    """The configured judge; raises `ConfigError` (one line) when it cannot be built. With `estimate_only` (a dry run
-    that prices calls and makes none) an LLM judge needs no key: a placeholder stands in, which no request carries."""
+    """The configured judge; raises `ConfigError` (one line naming the setting) when it cannot be built, before any
+    client starts. With `estimate_only` (a dry run that prices calls and makes none) an LLM judge needs no key: a
+    placeholder stands in, which no request carries."""
     if settings.method == "lexical":
         return LexicalJudge(settings.max_input_chars)
-    if settings.api_key is None:  # the only key check: commands that build no judge (sql, alerts) need no key
-        if not estimate_only:
-            raise ConfigError(
-                f"the {settings.method} judge calls the Anthropic API: set MONITOR_ANTHROPIC_API_KEY (or "
-                "ANTHROPIC_API_KEY)"
-            )
-        settings = settings.model_copy(update={"api_key": SecretStr(ESTIMATE_ONLY_KEY)})
+    # The only provider check: commands that build no judge (sql, alerts) need no key.
+    settings.check_provider(estimate_only=estimate_only)
+    if estimate_only and settings.effective_api_key is None:
+        settings = settings.model_copy(update={"judge_api_key": SecretStr(ESTIMATE_ONLY_KEY)})
     if settings.method == "rubric":
         from monitor.judges.rubric import RubricJudge
 

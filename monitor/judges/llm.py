@@ -6,18 +6,22 @@ import json
 from collections import Counter
 from typing import Any, ClassVar, Generic, TypeVar, Unpack, cast
 
-from anthropic.types.message_create_params import MessageCreateParamsNonStreaming
 from pydantic import BaseModel
 
 from monitor.judges.base import JudgeInfo, Judgement, make_judge_id
 from monitor.judges.cache_minimums import PrefixCheck, warn_if_uncacheable
-from monitor.judges.messages_client import ClientOptions, MessagesClient
+from monitor.judges.judge_client import ClientOptions, JudgeClient
 from monitor.judges.prompts import USER_TEMPLATE, user_message
-from monitor.judges.settings import JudgeSettings
+from monitor.judges.providers.base import JudgeRequest
+from monitor.judges.settings import JudgeSettings, StructuredMode
 from monitor.judges.structured_output import output_config, parse_reply
 from schemas.usage import Usage
 
 R = TypeVar("R", bound=BaseModel)
+
+# The pair the structured-output probe judges: plainly relevant, short, and free of anything a model might refuse.
+PROBE_QUESTION = "Which kettles ship to Spain?"
+PROBE_RESPONSE = "The blue kettle and the steel kettle both ship to Spain."
 
 EMPTY_REASONING = "empty response: nothing that could address the question (scored 0 without calling the model)"
 
@@ -26,8 +30,8 @@ class LLMJudge(Generic[R]):
     """Base of the rubric and statements judges: subclasses give the method, system prompt, reply model and
     the mapping from a validated reply to a `Judgement`.
 
-    A judge sends through a ready `client` built for its `settings`, or through a `MessagesClient` it builds
-    (and closes) from `options` (`backoff`, `http_client`)."""
+    A judge sends through a ready `client` built for its `settings`, or through a `JudgeClient` it builds (and
+    closes) from `options` (`backoff`, `http_client`, `provider`)."""
 
     method: ClassVar[str]
     system_prompt: ClassVar[str]
@@ -37,18 +41,17 @@ class LLMJudge(Generic[R]):
         self,
         settings: JudgeSettings,
         *,
-        client: MessagesClient | None = None,
+        client: JudgeClient | None = None,
         **options: Unpack[ClientOptions],
     ) -> None:
         if client is not None and options:
-            raise TypeError(f"a judge takes a ready MessagesClient or options to build one, not both: {list(options)}")
+            raise TypeError(f"a judge takes a ready JudgeClient or options to build one, not both: {list(options)}")
         if client is not None and client.settings != settings:
             # The judge id names the settings' model and limits: a client for other settings would make it lie.
-            raise ValueError("the MessagesClient was built for other judge settings than the judge's")
+            raise ValueError("the JudgeClient was built for other judge settings than the judge's")
         self.settings = settings
-        self._output_config = output_config(self.reply_model)
         self._owns_client = client is None
-        self._client = client if client is not None else MessagesClient(settings, **options)
+        self._client = client if client is not None else JudgeClient(settings, **options)
         self._info = JudgeInfo(
             method=self.method,
             model=settings.model,
@@ -56,7 +59,12 @@ class LLMJudge(Generic[R]):
             heuristic=False,
         )
         # The system prompt is the whole cached prefix (no tools precede it): say so at start-up if it is too short.
-        self.prefix_check: PrefixCheck = warn_if_uncacheable(self.method, self.system_prompt, settings.model)
+        # Only where requests mark a prefix (Anthropic); OpenAI-compatible servers cache prefixes by themselves.
+        self.prefix_check: PrefixCheck | None = (
+            warn_if_uncacheable(self.method, self.system_prompt, settings.model)
+            if self._client.provider.marks_cache
+            else None
+        )
 
     @property
     def info(self) -> JudgeInfo:
@@ -65,7 +73,7 @@ class LLMJudge(Generic[R]):
 
     @property
     def stats(self) -> Counter[str]:
-        """Attempt, retry, give-up and token counters of this judge (see `MessagesClient`)."""
+        """Attempt, retry, give-up, invalid-reply and token counters of this judge (see `JudgeClient`)."""
         return self._client.stats
 
     @property
@@ -75,16 +83,18 @@ class LLMJudge(Generic[R]):
 
     def prompt_template(self) -> str:
         """Everything the model is told apart from the judged text: system prompt, user template, schema."""
-        schema = json.dumps(self._output_config, sort_keys=True)
+        schema = json.dumps(output_config(self.reply_model), sort_keys=True)
         return f"{self.system_prompt}\n\n---\n{USER_TEMPLATE}\n\n---\n{schema}"
 
     def params(self) -> dict[str, Any]:
-        """Parameters that change the judgement and so belong in the judge id."""
-        return {"max_tokens": self.settings.max_tokens, "max_input_chars": self.settings.max_input_chars}
+        """Parameters that change the judgement and so belong in the judge id (the provider among them, so two
+        providers serving one model name never share a verdict or a baseline)."""
+        base = {"max_tokens": self.settings.max_tokens, "max_input_chars": self.settings.max_input_chars}
+        return {**base, **self.settings.identity()}
 
     @property
-    def messages_client(self) -> MessagesClient:
-        """The API client (with its retry policy) this judge sends through."""
+    def client(self) -> JudgeClient:
+        """The client (with its retry policy and provider) this judge sends through."""
         return self._client
 
     def without_call(self, question: str, response: str) -> Judgement | None:
@@ -93,10 +103,16 @@ class LLMJudge(Generic[R]):
             return Judgement(score=0.0, raw_score=0.0, reasoning=EMPTY_REASONING, usage=Usage(cost_usd=0.0))
         return None
 
-    def request_params(self, question: str, response: str) -> MessageCreateParamsNonStreaming:
-        """The request body judging this pair (a fresh section code each time), as `judge` sends it."""
+    def request(self, question: str, response: str) -> JudgeRequest:
+        """The request judging this pair (a fresh section code each time)."""
         user = user_message(question, response, self.settings.max_input_chars)
-        return self._client.params(system=self.system_prompt, user=user, output_config=self._output_config)
+        return JudgeRequest(system=self.system_prompt, user=user, reply_model=self.reply_model)
+
+    def request_body(self, question: str, response: str, mode: StructuredMode | None = None) -> dict[str, Any]:
+        """The wire body judging this pair in `mode` (the client's chosen mode, else the provider's first), as the
+        provider sends it and a batch line carries it."""
+        chosen = mode or self._client.mode or self._client.provider.modes[0]
+        return self._client.provider.body(self.request(question, response), chosen)
 
     def parse(self, text: str) -> R:
         """The reply `text` validated as this judge's reply model; raises `JudgeReplyInvalid`."""
@@ -107,11 +123,12 @@ class LLMJudge(Generic[R]):
         verdict = self.without_call(question, response)
         if verdict is not None:
             return verdict
-        reply, usage = await self._client.send(self.request_params(question, response), parse=self.parse)
-        return self.to_judgement(reply, usage)
+        probe = self.request(PROBE_QUESTION, PROBE_RESPONSE) if self._client.mode is None else None
+        sent = await self._client.send(self.request(question, response), parse=self.parse, probe=probe)
+        return self.to_judgement(sent.value, sent.usage, sent.level_probabilities)
 
-    def to_judgement(self, reply: R, usage: Usage) -> Judgement:
-        """The `Judgement` for a validated reply."""
+    def to_judgement(self, reply: R, usage: Usage, levels: tuple[float, ...] | None = None) -> Judgement:
+        """The `Judgement` for a validated reply (`levels`: the rubric levels' probabilities, where given)."""
         raise NotImplementedError
 
     async def aclose(self) -> None:

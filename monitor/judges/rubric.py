@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
@@ -96,8 +97,27 @@ class RubricJudge(LLMJudge[RubricReply]):
     system_prompt = SYSTEM_PROMPT
     reply_model = RubricReply
 
-    def to_judgement(self, reply: RubricReply, usage: Usage) -> Judgement:
-        """Raw score 0..4 mapped to [0, 1]."""
+    def to_judgement(self, reply: RubricReply, usage: Usage, levels: tuple[float, ...] | None = None) -> Judgement:
+        """Raw score 0..4 mapped to [0, 1]; with `MONITOR_JUDGE_SCORE=expected` and the levels' probabilities, the
+        probability-weighted level instead (the integer level stays the raw score), with its confidence."""
+        if self.settings.score == "expected":
+            if levels is not None:
+                expected = sum(i * p for i, p in enumerate(levels))
+                return Judgement(
+                    score=min(1.0, max(0.0, expected / MAX_SCORE)),
+                    raw_score=float(reply.score),
+                    reasoning=reply.reasoning,
+                    usage=usage,
+                    confidence=confidence(levels),
+                )
+            self.stats["expected.missing"] += 1  # the server sent no log-probabilities: the level the model gave
         return Judgement(
             score=reply.score / MAX_SCORE, raw_score=float(reply.score), reasoning=reply.reasoning, usage=usage
         )
+
+
+def confidence(levels: tuple[float, ...]) -> float:
+    """One minus the normalised entropy of the levels' probabilities: 1 when one level holds all the mass, 0 when
+    all five are equally likely."""
+    entropy = -sum(p * math.log(p) for p in levels if p > 0)
+    return max(0.0, min(1.0, 1.0 - entropy / math.log(len(levels))))

@@ -103,7 +103,7 @@ class StatementsJudge(LLMJudge[StatementsReply]):
         """Base parameters plus the strict threshold."""
         return {**super().params(), "strict_threshold": self.settings.statements_strict_threshold}
 
-    def to_judgement(self, reply: StatementsReply, usage: Usage) -> Judgement:
+    def to_judgement(self, reply: StatementsReply, usage: Usage, levels: tuple[float, ...] | None = None) -> Judgement:
         """Share of statements whose verdict is not `no`; 0 below the strict threshold."""
         verdicts = [v.verdict for v in reply.verdicts]
         relevant = sum(v != "no" for v in verdicts)

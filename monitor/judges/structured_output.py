@@ -1,11 +1,16 @@
-"""Structured output: the JSON schema we ask the API for, and the validation we always redo on our side.
+"""Structured output: how each mode asks for the reply's structure, and the validation we always redo on our side.
 
-The SDK drops `minimum`/`maximum`, `maxLength` and `minItems` > 1 from the schema it sends, so the API does not
-enforce them; pydantic does, here, on every reply."""
+Whatever the mode, and whatever the server claims to enforce, every reply is validated against the judge's reply
+model here (`parse_reply`). Some servers drop parts of a schema (the Anthropic SDK strips `minimum`/`maximum`), some
+ignore it with HTTP 200 (vLLM given keys it no longer knows, Ollama's hosted service), some cut the reply at
+max_tokens: none of that can turn into a score. In `prompt` and `json_object` modes the schema is described in the
+system prompt (after the static instructions, so the cacheable prefix stays one block) and the reply is read
+tolerantly: the first JSON object in the text, inside a code fence or not."""
 
 from __future__ import annotations
 
-from typing import TypeVar
+import json
+from typing import Any, TypeVar
 
 import anthropic
 from anthropic.types import OutputConfigParam
@@ -15,10 +20,33 @@ from schemas.errors import JudgeReplyInvalid
 
 M = TypeVar("M", bound=BaseModel)
 
+CORRECTION_TEMPLATE = (
+    "Your reply was not valid: {error}. Reply again with the JSON object only, exactly in the required format."
+)
+
 
 def output_config(model: type[BaseModel]) -> OutputConfigParam:
-    """The `output_config` parameter asking for replies matching `model`, as `messages.parse` builds it."""
+    """The Messages API's `output_config` asking for replies matching `model`, as `messages.parse` builds it."""
     return {"format": {"type": "json_schema", "schema": anthropic.transform_schema(model)}}
+
+
+def reply_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """`model`'s JSON schema with no `$defs` indirection left unresolved by a strict server: pydantic's own."""
+    return model.model_json_schema()
+
+
+def schema_instructions(model: type[BaseModel]) -> str:
+    """The system prompt's closing section for modes that do not enforce a schema: the reply's JSON schema."""
+    schema = json.dumps(reply_schema(model), sort_keys=True, ensure_ascii=False)
+    return (
+        "# Reply format\nReply with a single JSON object that validates against this JSON schema, and nothing else "
+        f"(no prose, no code fence):\n{schema}"
+    )
+
+
+def correction_text(error: str) -> str:
+    """The user turn of the one corrective retry: what was wrong with the reply."""
+    return CORRECTION_TEMPLATE.format(error=error[:500])
 
 
 def parse_reply(model: type[M], text: str) -> M:
@@ -29,6 +57,31 @@ def parse_reply(model: type[M], text: str) -> M:
         return model.model_validate_json(text)
     except ValidationError as e:
         raise JudgeReplyInvalid(_describe(e)) from None
+
+
+def parse_tolerant(model: type[M], text: str) -> M:
+    """`parse_reply` of the first JSON object found in `text` (prose or a code fence around it is allowed): how a
+    reply is read where the server did not enforce the format. Still strict about the object itself."""
+    candidate = first_json_object(text)
+    if candidate is None:
+        raise JudgeReplyInvalid("no JSON object in the reply" if text.strip() else "empty reply")
+    return parse_reply(model, candidate)
+
+
+def first_json_object(text: str) -> str | None:
+    """The first balanced `{…}` in `text` that parses as a JSON object, or None."""
+    decoder = json.JSONDecoder()
+    start = text.find("{")
+    while start != -1:
+        try:
+            value, end = decoder.raw_decode(text, start)
+        except json.JSONDecodeError:
+            start = text.find("{", start + 1)
+            continue
+        if isinstance(value, dict):
+            return text[start:end]
+        start = text.find("{", end)
+    return None
 
 
 def _describe(err: ValidationError) -> str:

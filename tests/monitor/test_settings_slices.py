@@ -14,12 +14,11 @@ import pytest
 from pydantic import HttpUrl
 from pydantic_settings import BaseSettings
 
-from consumers.clients import KafkaSettings
-from consumers.sampling import SamplingSettings
+from consumers.settings import KafkaSettings, SamplingSettings
 from monitor.alerts.settings import AlertSettings, load_alert_settings
 from monitor.config import SETTINGS, Settings, load_settings
 from monitor.judges.settings import JudgeSettings
-from monitor.judging.shadow import ShadowSettings
+from monitor.judging.settings import ShadowSettings
 from monitor.store.settings import StoreSettings
 from schemas.errors import ConfigError
 
@@ -93,6 +92,17 @@ SLICE_OF: dict[str, str] = {
     "judge_model": "judge.model",
     "anthropic_api_key": "judge.api_key",
     "anthropic_base_url": "judge.base_url",
+    "judge_provider": "judge.provider",
+    "judge_base_url": "judge.judge_base_url",
+    "judge_api_key": "judge.judge_api_key",
+    "openai_api_key": "judge.openai_api_key",
+    "azure_openai_api_key": "judge.azure_openai_api_key",
+    "judge_region": "judge.region",
+    "judge_project": "judge.project",
+    "judge_structured_output": "judge.structured_output",
+    "judge_score": "judge.score",
+    "judge_server_usd_per_hour": "judge.server_usd_per_hour",
+    "judge_server_calls_per_hour": "judge.server_calls_per_hour",
     "judge_request_timeout_s": "judge.request_timeout_s",
     "judge_max_retries": "judge.max_retries",
     "judge_max_tokens": "judge.max_tokens",
@@ -101,6 +111,9 @@ SLICE_OF: dict[str, str] = {
     "judge_prices": "judge.prices",
     "shadow_judge": "shadow.method",
     "shadow_judge_model": "shadow.model",
+    "shadow_judge_provider": "shadow.provider",
+    "shadow_judge_base_url": "shadow.base_url",
+    "shadow_judge_api_key": "shadow.api_key",
     "shadow_sample_rate": "shadow.sample_rate",
     **{
         n: f"flow.{n}"
@@ -357,10 +370,14 @@ def test_a_bad_alert_setting_is_one_line_naming_the_variable(
 
 
 def test_every_alert_setting_has_a_flag_of_the_alerts_commands() -> None:
-    """Each AlertSettings field can be given on the command line of `alerts run`."""
-    from monitor.cli.alerts import _ALERT_FLAGS
+    """Each AlertSettings field can be given on the command line of `alerts run`, and reaches the settings."""
+    from monitor.cli.alerts import alert_settings
+    from monitor.cli.main import build_parser
 
-    assert set(_ALERT_FLAGS) == set(AlertSettings.model_fields)
+    ns = build_parser().parse_args(["alerts", "run", "--replica-id", "r-1", "--notify-timeout-s", "2.5"])
+    assert {name for name in AlertSettings.model_fields if hasattr(ns, name)} == set(AlertSettings.model_fields)
+    settings = alert_settings(ns)
+    assert (settings.replica_id, settings.notify_timeout_s) == ("r-1", 2.5)
 
 
 def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

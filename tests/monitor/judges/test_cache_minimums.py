@@ -195,7 +195,7 @@ MINIMUMS = sorted({**MIN_CACHEABLE_TOKENS, "an unknown model": UNKNOWN_MODEL_MIN
 
 def sent_prefix(judge: RubricJudge | StatementsJudge) -> str:
     """The system text a request of `judge` marks for caching: every system block up to the last cache_control."""
-    system = judge.request_params(QUESTION, TIGHT)["system"]
+    system = judge.request_body(QUESTION, TIGHT)["system"]
     assert not isinstance(system, str), "a plain string system prompt cannot be marked for caching"
     blocks = list(system)
     marked = [i for i, b in enumerate(blocks) if "cache_control" in b]

@@ -11,7 +11,7 @@ import pytest
 import structlog
 from structlog.testing import capture_logs
 
-from monitor.judges import messages_client
+from monitor.judges import judge_client as messages_client
 from monitor.judges.cache_minimums import UNKNOWN_MODEL_MIN_TOKENS, check_prefix
 from monitor.judges.cache_watch import COLD_REPLIES, CacheChange, CacheWatch
 from monitor.judges.rubric import SYSTEM_PROMPT as RUBRIC_PROMPT
@@ -149,7 +149,8 @@ async def test_a_working_cache_and_a_cold_start_burst_never_warn(
     assert cold_events(logs) == []
 
     fake_messages_api.cache_reads(False)
-    cold = make_judge("rubric")
+    # A fixed mode: under `auto` the first request goes alone (it chooses the mode) and the burst follows its reply.
+    cold = make_judge("rubric", judge_structured_output="json_schema")
     fake_messages_api.always(Reply(delay_s=0.3))  # no reply arrives before the whole burst is sent
     with capture_logs() as logs:
         await asyncio.gather(*(cold.judge(QUESTION, TIGHT) for _ in range(25)))

@@ -122,26 +122,28 @@ async def test_second_call_reads_the_cached_system_prefix(make_judge: MakeJudge)
     ids=["malformed", "above-4", "below-0", "fractional", "string", "blank-reasoning", "no-reasoning", "empty"],
 )
 @pytest.mark.parametrize("retries", [0, 2])
-async def test_persistently_invalid_reply_raises_after_exactly_retries_plus_one_requests(
+async def test_persistently_invalid_reply_raises_after_its_one_corrective_retry(
     fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge, bad: object, retries: int
 ) -> None:
-    """A persistently invalid rubric reply raises JudgeReplyInvalid after exactly retries + 1 requests."""
+    """A persistently invalid rubric reply raises JudgeReplyInvalid after exactly two requests (the reply and its
+    one correction), whatever the retry budget for transient errors."""
     fake_messages_api.always(Reply(bad))  # type: ignore[arg-type]
     judge = make_judge("rubric", judge_max_retries=retries)
     with pytest.raises(JudgeReplyInvalid) as exc:
         await judge.judge(QUESTION, TIGHT)
     assert exc.value.reason == "invalid_reply"
-    assert len(fake_messages_api.message_requests) == retries + 1
-    assert f"after {retries + 1} attempt" in str(exc.value)
+    assert len(fake_messages_api.message_requests) == 2
+    assert "after a corrective retry" in str(exc.value)
     assert judge.stats["gave_up.invalid_reply"] == 1
 
 
 async def test_fault_helpers_give_invalid_replies(fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge) -> None:
-    """The malformed and out-of-range helper replies are both rejected, so the third reply is used."""
+    """The malformed and out-of-range helper replies are both rejected: the second is the corrective retry's reply,
+    so the call ends invalid after two requests instead of reaching a third."""
     fake_messages_api.script(malformed(), out_of_range_score())
-    j = await make_judge("rubric", judge_max_retries=2).judge(QUESTION, TIGHT)
-    assert j.score == 1.0
-    assert len(fake_messages_api.message_requests) == 3
+    with pytest.raises(JudgeReplyInvalid, match="score"):
+        await make_judge("rubric", judge_max_retries=2).judge(QUESTION, TIGHT)
+    assert len(fake_messages_api.message_requests) == 2
 
 
 async def test_reply_cut_off_at_max_tokens_is_invalid_and_retried(

@@ -110,15 +110,16 @@ async def test_request_uses_the_statements_schema_and_cached_system_prompt(
         "not-json",
     ],
 )
-async def test_invalid_replies_raise_after_exactly_retries_plus_one_requests(
+async def test_invalid_replies_raise_after_their_one_corrective_retry(
     fake_messages_api: FakeMessagesAPI, make_judge: MakeJudge, bad: Reply
 ) -> None:
-    """Each kind of invalid statements reply raises JudgeReplyInvalid after exactly retries + 1 requests."""
+    """Each kind of invalid statements reply raises JudgeReplyInvalid after exactly two requests (the reply and its
+    correction), even with two retries left for transient errors."""
     fake_messages_api.always(bad)
     judge = make_judge("statements", judge_max_retries=2)
     with pytest.raises(JudgeReplyInvalid):
         await judge.judge(QUESTION, PADDED)
-    assert len(fake_messages_api.message_requests) == 3
+    assert len(fake_messages_api.message_requests) == 2
 
 
 async def test_mismatched_verdicts_then_good_reply_is_retried(

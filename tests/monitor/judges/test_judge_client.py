@@ -1,4 +1,4 @@
-"""The `MessagesClient` seams: the injected `Backoff` sets every wait, an injected `httpx2.AsyncClient` carries the
+"""The `JudgeClient` seams: the injected `Backoff` sets every wait, an injected `httpx2.AsyncClient` carries the
 requests, and a judge sends through a ready client or builds its own from the same options."""
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ import pytest
 
 from monitor.backoff import Backoff
 from monitor.judges.batches import BatchItem, BatchJudge
-from monitor.judges.messages_client import MessagesClient
+from monitor.judges.judge_client import JudgeClient
 from monitor.judges.rubric import RubricJudge
 from monitor.judges.settings import JudgeSettings
+from schemas.errors import JudgeReplyInvalid
 from tests.fake_messages_api import FakeMessagesAPI, Reply, overloaded, rate_limited
 from tests.monitor.judges.conftest import FAST, QUESTION, TIGHT, MakeJudge, judge_settings
 from tests.monitor.test_backoff import Recording
@@ -34,18 +35,37 @@ async def test_every_wait_of_a_judge_call_comes_from_the_injected_backoff(
     assert rng.steps == [0.01, 0.02, 0.02]
 
 
-async def test_invalid_replies_are_retried_at_once_whatever_the_backoff(
+async def test_an_invalid_reply_is_sent_back_once_at_once_whatever_the_backoff(
     fake_messages_api: FakeMessagesAPI,
     make_judge: MakeJudge,
 ) -> None:
-    """An invalid reply is retried without a wait, even with a backoff of seconds: no draw, no sleep."""
-    fake_messages_api.script(Reply("nope"), Reply("still nope"))
+    """An invalid reply is retried once, without a wait even with a backoff of seconds, carrying the reply and its
+    validation error in a corrective turn; the corrected reply is the score."""
+    fake_messages_api.script(Reply("nope"))
     rng = Recording()
     judge = make_judge("rubric", judge_kwargs={"backoff": Backoff(base_s=5.0, max_s=5.0, rng=rng)})
     started = time.monotonic()
     assert (await judge.judge(QUESTION, TIGHT)).score == 1.0
     assert time.monotonic() - started < 2.0 and rng.halves == []
-    assert fake_messages_api.statuses() == [200, 200, 200] and judge.stats["retry.invalid_reply"] == 2
+    assert fake_messages_api.statuses() == [200, 200] and judge.stats["retry.invalid_reply"] == 1
+    retry = fake_messages_api.message_requests[-1].body["messages"]
+    assert [m["role"] for m in retry] == ["user", "assistant", "user"] and retry[1]["content"] == "nope"
+    assert "not valid" in retry[2]["content"]
+
+
+async def test_a_second_invalid_reply_is_an_error_never_a_score(
+    fake_messages_api: FakeMessagesAPI,
+    make_judge: MakeJudge,
+) -> None:
+    """Two invalid replies in a row (the first, then its correction) end in `JudgeReplyInvalid` with what both cost,
+    after exactly two requests: the retry budget for transient errors is not spent on a model that cannot comply."""
+    fake_messages_api.script(Reply("nope"), Reply('{"reasoning": "x", "score": 9}'))
+    judge = make_judge("rubric", judge_structured_output="json_schema")
+    with pytest.raises(JudgeReplyInvalid, match="after a corrective retry") as exc:
+        await judge.judge(QUESTION, TIGHT)
+    assert fake_messages_api.statuses() == [200, 200]
+    assert exc.value.usage is not None and exc.value.usage.input_tokens > 0
+    assert judge.stats["gave_up.invalid_reply"] == 1 and judge.stats["invalid.json_schema"] == 2
 
 
 async def test_batch_calls_wait_the_injected_backoff_and_its_retry_after_cap(
@@ -102,15 +122,15 @@ async def test_an_injected_http_client_carries_the_judge_requests() -> None:
 async def test_a_judge_on_a_ready_client_sends_through_it_and_leaves_it_open(
     fake_messages_api: FakeMessagesAPI,
 ) -> None:
-    """A judge given a MessagesClient counts its calls there, and closing the judge leaves the client to its owner."""
+    """A judge given a JudgeClient counts its calls there, and closing the judge leaves the client to its owner."""
     settings = judge_settings(fake_messages_api, "rubric").judge
-    client = MessagesClient(settings, backoff=FAST)
+    client = JudgeClient(settings, backoff=FAST)
     try:
         first = RubricJudge(settings, client=client)
         await first.judge(QUESTION, TIGHT)
         await first.aclose()
         second = RubricJudge(settings, client=client)
-        assert second.messages_client is client and (await second.judge(QUESTION, TIGHT)).score == 1.0
+        assert second.client is client and (await second.judge(QUESTION, TIGHT)).score == 1.0
         assert client.stats["ok"] == 2 and first.info == second.info
     finally:
         await client.aclose()
@@ -119,7 +139,7 @@ async def test_a_judge_on_a_ready_client_sends_through_it_and_leaves_it_open(
 def test_a_ready_client_comes_alone_and_for_the_judges_own_settings() -> None:
     """A ready client with options too, or built for other settings (another model), is refused."""
     settings = JudgeSettings(judge="rubric", anthropic_api_key="sk-ant-mock")
-    client = MessagesClient(settings)
+    client = JudgeClient(settings)
     with pytest.raises(TypeError, match="not both"):
         RubricJudge(settings, client=client, backoff=FAST)
     with pytest.raises(ValueError, match="other judge settings"):
