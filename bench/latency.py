@@ -39,7 +39,9 @@ from typing import Any
 
 from bench.memory_backlog import unique_events
 from bench.output import emit
-from consumers.clients import KafkaSettings, make_consumer, make_producer, start_client
+from consumers.client_start import start_client
+from consumers.clients import make_consumer, make_producer
+from consumers.settings import KafkaSettings
 from monitor.config import load_settings
 from monitor.devtools.localbroker import LocalBroker
 from monitor.judges.lexical import LexicalJudge

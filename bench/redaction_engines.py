@@ -17,7 +17,7 @@ Each engine runs in its own interpreter; Presidio and datafog never go into the 
 
 Run from /work/main, `python -m` puts the project on sys.path, so the engine venvs need nothing of the project's
 (this module imports only `monitor.privacy.spans` and `kinds`, which use the standard library). Without
-`--corpus` the set is `monitor.devtools.pii_samples.labelled_texts(0)`, which needs the project's dependencies;
+`--corpus` the set is `tests.pii_corpus.labelled_texts(0)`, which needs the project's dependencies;
 `--dump-corpus` writes it as JSON so every engine sees the very same texts. `--by-format` gives a row per format.
 
 Metrics, the same for every engine, computed from `Redacted.text` alone (the redacted text is aligned with the
@@ -349,8 +349,8 @@ class Case:
 
 
 def corpus_from_samples(seed: int) -> list[Case]:
-    """`labelled_texts(seed)` from the project's dev tools, as plain cases."""
-    from monitor.devtools.pii_samples import labelled_texts  # type: ignore[import-not-found, unused-ignore]
+    """`labelled_texts(seed)` from the project's test data, as plain cases."""
+    from tests.pii_corpus import labelled_texts  # type: ignore[import-not-found, unused-ignore]
 
     return [
         Case(t.text, tuple(Plant(p.kind, p.value, p.fmt) for p in t.planted), tuple(t.benign))

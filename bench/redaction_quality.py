@@ -1,8 +1,11 @@
-"""Redaction quality on the labelled sets of `monitor.devtools.pii_samples`: recall per kind, look-alikes kept and
+"""Redaction quality on the labelled sets of `tests.pii_corpus`: recall per kind, look-alikes kept and
 µs per text of the built-in redactor, and how far redaction moves relevancy scores (lexical judge), with the
 targets of issue 12 next to each figure. Then the fail-closed set of issue 27 (`fail_closed_texts`): items valid
 under their kind's international check that a national or secondary rule rejects, which must be redacted all the
-same, beside look-alikes failing the international check, which must be kept. Run: `python -m bench.redaction_quality`.
+same, beside look-alikes failing the international check, which must be kept. Then the locale set of issue 40
+(`bench.locale_pii`): e-mail addresses, phone numbers, cards and national ids as nine European locales write them,
+with the phone regions of those locales configured, beside their order numbers, dates, prices, tracking numbers and
+versions. Run: `python -m bench.redaction_quality`.
 """
 
 from __future__ import annotations
@@ -25,15 +28,18 @@ from stdnum.it import codicefiscale as it_codicefiscale
 from stdnum.me import iban as me_iban
 from stdnum.no import kontonr as no_kontonr
 
-from monitor.devtools.pii_samples import LabelledText, Planted, labelled_texts, relevancy_cases
-from monitor.devtools.redaction_eval import evaluate, format_evaluation
+from bench.locale_pii import LOCALES, locale_regions, locale_texts
+from monitor.devtools.pii_samples import Planted
+from monitor.devtools.redaction_eval import Evaluation, LabelledText, evaluate, format_evaluation
 from monitor.judges.lexical import LexicalJudge
 from monitor.privacy.kinds import CARD, IBAN, NATIONAL_ID, PHONE
 from monitor.privacy.redactor import build_redactor
 from monitor.privacy.settings import DEFAULT_PHONE_REGIONS, RedactionSettings
 from monitor.privacy.spans import Redactor
+from tests.pii_corpus import labelled_texts, relevancy_cases
 
 RECALL_TARGET, PER_KIND_TARGET, BENIGN_TARGET = 0.98, 0.95, 0.98
+LOCALE_PER_KIND_TARGET, LOCALE_BENIGN_TARGET = 0.95, 0.95  # issue 40
 FAIL_CLOSED_PER_FORMAT = 61  # items per format of the fail-closed set (the issue's Spanish sample had 61)
 
 
@@ -419,8 +425,46 @@ def format_fail_closed(redactor: Redactor, texts: dict[str, list[LabelledText]])
     return "\n".join(lines)
 
 
+def locale_evaluation(redactor: Redactor, seed: int = 0) -> tuple[Evaluation, dict[str, Evaluation]]:
+    """The locale set of `seed` as a whole and per locale."""
+    texts = locale_texts(seed)
+    whole = evaluate(redactor, [t.text for t in texts], timing_runs=3)
+    per_locale = {loc: evaluate(redactor, [t.text for t in texts if t.locale == loc], timing_runs=0) for loc in LOCALES}
+    return whole, per_locale
+
+
+def format_locales(per_locale: dict[str, Evaluation]) -> str:
+    """One row per locale: typed recall of each kind and the share of look-alikes kept."""
+    kinds = sorted({k.kind for e in per_locale.values() for k in e.per_kind})
+    lines = ["  " + f"{'locale':<8}" + "".join(f"{k:>13}" for k in kinds) + f"{'kept':>9}"]
+    for loc, e in per_locale.items():
+        shares = {k.kind: k.typed_share for k in e.per_kind}
+        lines.append(
+            "  " + f"{loc:<8}" + "".join(f"{shares.get(k, 1.0):>13.3f}" for k in kinds) + f"{e.benign_share:>9.3f}"
+        )
+    return "\n".join(lines)
+
+
+def print_locales(seed: int = 0) -> None:
+    """The locale set: the evaluation, per locale, against the targets, and what was missed or harmed."""
+    redactor = build_redactor(RedactionSettings(redact_phone_regions=locale_regions()))
+    whole, per_locale = locale_evaluation(redactor, seed)
+    print(format_evaluation(f"locale set (issue 40), seed {seed}, phone regions {','.join(locale_regions())}", whole))
+    print(format_locales(per_locale))
+    worst = min(whole.per_kind, key=lambda k: k.typed_share)
+    print(
+        f"  targets: worst kind {worst.kind} {worst.typed_share:.3f} >= {LOCALE_PER_KIND_TARGET}, "
+        f"look-alikes {whole.benign_share:.3f} >= {LOCALE_BENIGN_TARGET}"
+    )
+    for kind, fmt, value in whole.missed[:20]:
+        print(f"  missed {kind:<12} {fmt:<26} {value[:50]!r}")
+    for value in whole.harmed[:20]:
+        print(f"  look-alike redacted: {value[:60]!r}")
+
+
 def main() -> None:
-    """Print the evaluation, the misses and the score shift, then the fail-closed set by kind and by format."""
+    """Print the evaluation, the misses and the score shift, then the fail-closed set by kind and by format, then
+    the locale set."""
     redactor = build_redactor(RedactionSettings())
     e = evaluate(redactor, labelled_texts(0), timing_runs=5)
     print(format_evaluation("built-in redactor (validated recognizers)", e))
@@ -445,6 +489,8 @@ def main() -> None:
         print(f"  missed {kind:<12} {fmt:<30} {value[:40]!r}")
     for value in closed.harmed[:20]:
         print(f"  look-alike redacted: {value[:60]!r}")
+    for seed in (0, 1):
+        print_locales(seed)
 
 
 if __name__ == "__main__":

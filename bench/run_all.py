@@ -9,6 +9,7 @@ import sys
 from bench import (
     alert_quality,
     judge_overhead,
+    judge_overhead_openai,
     memory_backlog,
     peer_deepeval,
     pipeline_throughput,
@@ -21,6 +22,7 @@ from bench import (
 def main() -> None:
     """Each benchmark prints its own ratios against a baseline measured in the same run."""
     judge_overhead.main()
+    judge_overhead_openai.main()  # the same at the OpenAI-compatible provider (issue 41)
     prompt_cache.main(500)
     asyncio.run(pipeline_throughput.main(20_000))
     redaction_quality.main()

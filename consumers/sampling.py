@@ -22,13 +22,11 @@ from typing import Literal, Protocol
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-from pydantic_settings import BaseSettings
 
 from consumers.group_share import GroupShare, per_window
+from consumers.settings import SampleKey, SamplingSettings
 from schemas.errors import SamplingConfigError
-from schemas.settings import MONITOR_SLICE
 
-SampleKey = Literal["conversation_id", "event_id"]
 SegmentField = Literal["app", "model", "prompt_version"]
 SEGMENT_FIELDS: tuple[SegmentField, ...] = ("app", "model", "prompt_version")
 
@@ -60,31 +58,6 @@ class Sampleable(Protocol):
     @property
     def metadata(self) -> Mapping[str, str]:
         """The labels rules match."""
-
-
-class SamplingSettings(BaseSettings):
-    """The sampling slice of the settings: the base rate, what the hash is over, and an optional rules file.
-    Env: MONITOR_<setting>."""
-
-    model_config = MONITOR_SLICE
-
-    rate: float = Field(
-        1.0,
-        ge=0.0,
-        le=1.0,
-        validation_alias="sample_rate",
-        description="share of conversations (or events, see MONITOR_SAMPLE_KEY) judged where no sampling rule decides",
-    )
-    key: SampleKey = Field(
-        "conversation_id",
-        validation_alias="sample_key",
-        description="what the sampling hash is over: conversation_id judges all turns of a conversation or none",
-    )
-    file: Path | None = Field(
-        None,
-        validation_alias="sampling_file",
-        description="YAML sampling rules (segment rates, always/never, minimum per segment)",
-    )
 
 
 _BLAKE2B_8 = hashlib.blake2b(digest_size=8)  # copied per key: cheaper than building one from its parameters

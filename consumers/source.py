@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
@@ -13,6 +14,8 @@ from aiokafka.structs import ConsumerRecord
 log = structlog.get_logger("consumers.source")
 
 PartitionsCallback = Callable[[set[TopicPartition]], Awaitable[None]]
+
+_COORDINATION_END_S = 1.0  # a cancelled coordination task ends at its next await; this only guards the stop
 
 
 class PauseGate:
@@ -50,6 +53,13 @@ class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
         await self._source._call("assigned", self._source.on_assigned, assigned)
 
 
+def _coordination(consumer: AIOKafkaConsumer) -> asyncio.Task[None] | None:
+    """aiokafka's group coordination task (private in aiokafka 0.14, pinned below 0.15): it runs the rebalances,
+    with our callbacks inside them, and the joins; None if this aiokafka has none."""
+    task = getattr(getattr(consumer, "_coordinator", None), "_coordination_task", None)
+    return task if isinstance(task, asyncio.Task) else None
+
+
 class KafkaSource:
     """Owns one `AIOKafkaConsumer` in a group, with manual commits of explicit offsets only."""
 
@@ -67,11 +77,20 @@ class KafkaSource:
         self.on_revoked = on_revoked
         self.paused = False
         self.commit_failures = 0
+        self._callback: asyncio.Task[None] | None = None  # the last rebalance callback (revoke or assign)
 
     async def _call(self, what: str, callback: PartitionsCallback, tps: set[TopicPartition]) -> None:
+        # In a task of its own, shielded: a stop ends aiokafka's coordination at once (`stop_rebalancing`) without
+        # cutting this work short; the stop then bounds it by its own deadline.
+        task = asyncio.create_task(self._run_callback(what, callback, set(tps)), name=f"rebalance-{what}")
+        self._callback = task
+        await asyncio.shield(task)
+
+    @staticmethod
+    async def _run_callback(what: str, callback: PartitionsCallback, tps: set[TopicPartition]) -> None:
         # aiokafka logs and swallows listener exceptions; log them ourselves with context.
         try:
-            await callback(set(tps))
+            await callback(tps)
         except Exception:
             log.exception("rebalance_callback_failed", phase=what, partitions=sorted(str(tp) for tp in tps))
             raise
@@ -84,6 +103,29 @@ class KafkaSource:
     async def stop(self) -> None:
         """Leave the group and close. Does not commit: callers commit what is done first."""
         await self.consumer.stop()
+
+    async def stop_rebalancing(self, within_s: float) -> bool:
+        """Take no further part in the group's rebalances, for a stop: end aiokafka's coordination at once (no join,
+        no callback starts, a join under way is abandoned; heartbeats and commits go on), then let a callback under
+        way finish for at most `within_s` before cancelling it. True if none was cut short.
+
+        Without this, a stop that lands in a rebalance waits for the group's join to end, and while the pipeline
+        drains it revokes, joins and is assigned partitions again, and closing waits for a join in flight."""
+        coordination = _coordination(self.consumer)
+        if coordination is not None and not coordination.done():
+            coordination.cancel()
+            await asyncio.wait({coordination}, timeout=_COORDINATION_END_S)
+        callback = self._callback
+        if callback is None or callback.done():
+            return True
+        log.info("waiting_for_rebalance_callback", within_s=round(within_s, 2))
+        done, _ = await asyncio.wait({callback}, timeout=within_s)
+        if done:
+            return True
+        callback.cancel()
+        await asyncio.gather(callback, return_exceptions=True)
+        log.warning("rebalance_callback_cut_short", note="its partitions are finished with the rest by the stop")
+        return False
 
     async def getmany(self, timeout_ms: int, max_records: int) -> dict[TopicPartition, list[ConsumerRecord[Any, Any]]]:
         """Fetch a batch; keep calling it while paused so the member stays in its group."""

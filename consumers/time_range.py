@@ -23,7 +23,9 @@ import structlog
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.structs import ConsumerRecord, OffsetAndTimestamp
 
-from consumers.clients import KafkaSettings, client_kwargs, start_client
+from consumers.client_start import start_client
+from consumers.clients import client_kwargs
+from consumers.settings import KafkaSettings
 from schemas.errors import UsageError
 
 log = structlog.get_logger("consumers.time_range")

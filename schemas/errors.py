@@ -6,8 +6,8 @@ its message is the single line an operator should see, and the command line prin
     ├── UsageError              bad command-line input (exit 2)
     │   ├── BacktestError       an invalid backtest range or step
     │   ├── LabelsError         a labelled set (calibrate, canaries) that cannot be read; names the line
-    │   └── ReplayRefused       a replay stopped before judging (cost above the threshold, range past the retention,
-    ...) ├── ConfigError             a setting is missing or invalid; names the environment variable (exit 2)
+    │   └── ReplayRefused       a replay stopped before judging (cost over the threshold, range past the retention, ...)
+    ├── ConfigError             a setting is missing or invalid; names the environment variable (exit 2)
     │   ├── SamplingConfigError the sampling rules file
     │   ├── RulesError          the alert rules file
     │   └── PortInUse           a port the process must listen on is held by another process

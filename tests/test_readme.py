@@ -14,8 +14,7 @@ import pytest
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings
 
-from consumers.clients import KafkaSettings
-from consumers.sampling import SamplingSettings
+from consumers.settings import KafkaSettings, SamplingSettings
 from monitor.config import SLICES
 from monitor.devtools.config_reference import (
     ALERTS_SECTION,

@@ -69,12 +69,14 @@ class SegmentResult:
         return self.suspect is not None and self.state.state == "firing" and not was
 
 
-@dataclass(frozen=True, slots=True)
-class RuleError:
-    """A rule whose data could not be read this round."""
+class RuleError(QueryError):
+    """A rule whose data could not be read this round: the round reports it in `Evaluation.errors` and keeps the
+    rule's states as they were. `error` is the store's one line; `str()` names the rule too."""
 
-    rule: Rule
-    error: str
+    def __init__(self, rule: Rule, error: str) -> None:
+        super().__init__(f"alert rule {rule.name}: {error}")
+        self.rule = rule
+        self.error = error
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,7 +309,9 @@ def evaluate_rules(
             outcome = assess_rule(source, rule, now, previous, budgets.budget(rule) if budgets is not None else 1.0)
         except (QueryError, StoreError) as e:
             log.warning("alert rule failed", rule=rule.name, error=str(e))
-            errors.append(RuleError(rule, str(e)))
+            failed = RuleError(rule, str(e))
+            failed.__cause__ = e
+            errors.append(failed)
             continue
         results.extend(outcome.results)
         if outcome.empty is not None:

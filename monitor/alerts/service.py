@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from monitor.alerts.settings import AlertSettings
     from monitor.canary.service import Canary
     from monitor.judges.settings import JudgeSettings
-    from monitor.judging.flow import FlowSettings
+    from monitor.judging.settings import FlowSettings
     from monitor.privacy.settings import RedactionSettings
     from monitor.store.settings import StoreSettings
 

@@ -22,19 +22,25 @@ class AlertSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="ALERTS_", extra="forbid", validate_default=True)
 
     rules: Path | None = Field(
-        None, description="rules YAML", json_schema_extra={"shown_default": "the shipped default rules"}
+        None, description="rules YAML file", json_schema_extra={"shown_default": "the shipped default rules"}
     )
     traffic_table: str = Field(
-        "traffic_counts", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="traffic table in the database"
+        "traffic_counts",
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+        description="table of consumed and sampled events per minute, in the database (coverage and upstream rules)",
     )
     interval: Annotated[timedelta, BeforeValidator(parse_duration)] = Field(
-        timedelta(minutes=1), description="time between rounds"
+        timedelta(minutes=1), description="time between rounds (30s, 1m, 5m)"
     )
     webhook_url: str | None = Field(
-        None, description="generic JSON webhook", json_schema_extra={"shown_type": "http(s)://…"}
+        None,
+        description="generic JSON webhook",
+        json_schema_extra={"shown_type": "http(s)://…", "holds_credential": True},
     )
     slack_webhook_url: str | None = Field(
-        None, description="Slack-compatible incoming webhook", json_schema_extra={"shown_type": "http(s)://…"}
+        None,
+        description="Slack-compatible incoming webhook",
+        json_schema_extra={"shown_type": "http(s)://…", "holds_credential": True},
     )
     alertmanager_url: str | None = Field(
         None,
@@ -44,13 +50,19 @@ class AlertSettings(BaseSettings):
     generator_url: str = Field(
         "", description="link sent as generatorURL (a dashboard)", json_schema_extra={"shown_type": "http(s)://…"}
     )
-    notify_timeout_s: float = Field(5.0, gt=0, description="seconds per HTTP attempt of a notification")
+    notify_timeout_s: float = Field(
+        5.0,
+        gt=0,
+        description="seconds per HTTP attempt of a notification (two retries on 429, 5xx and connection errors)",
+    )
     replica_id: str = Field(
         "",
         description="name of this replica in the lease table",
         json_schema_extra={"shown_default": "`<host>:<pid>:<random>`"},
     )
-    metrics_port: int = Field(0, ge=0, le=65535, description="Prometheus /metrics port of the evaluator (0 disables)")
+    metrics_port: int = Field(
+        0, ge=0, le=65535, description="Prometheus /metrics, /healthz and /readyz port of the evaluator (0 disables)"
+    )
     canary_interval: timedelta = Field(
         timedelta(hours=1),
         description="how often `alerts run` re-scores the canary's labelled pairs with the live judge (the "

@@ -129,9 +129,10 @@ def parse_line(text: str, number: int, scale: Scale, source: str) -> LabelledPai
     answer = _text(obj, answer_keys[0], bad)
     if "label" not in obj:
         raise bad("missing field 'label'")
-    label = check_label(obj["label"], scale)
-    if isinstance(label, str):
-        raise bad(label)
+    checked = check_label(obj["label"], scale)
+    if isinstance(checked, InvalidLabel):
+        raise bad(checked.problem)
+    label = checked.value
     return LabelledPair(
         line=number,
         question=question,
@@ -149,23 +150,37 @@ def ignored_fields(pairs: list[LabelledPair]) -> list[str]:
     return sorted({name for pair in pairs for name in pair.ignored})
 
 
-def check_label(value: Any, scale: Scale) -> float | str:
+@dataclass(frozen=True, slots=True)
+class ValidLabel:
+    """A label that is valid on its scale, as a number on that scale."""
+
+    value: float
+
+
+@dataclass(frozen=True, slots=True)
+class InvalidLabel:
+    """A label that is not valid on its scale: what is wrong with it, one line."""
+
+    problem: str
+
+
+def check_label(value: Any, scale: Scale) -> ValidLabel | InvalidLabel:
     """The label as a number if it is valid on `scale`, else what is wrong with it (pure)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
-        return f"label must be a number, not {json.dumps(value)[:40]}"
+        return InvalidLabel(f"label must be a number, not {json.dumps(value)[:40]}")
     if not math.isfinite(value):
-        return f"label {value} is not a finite number"
+        return InvalidLabel(f"label {value} is not a finite number")
     if scale == "rubric":
         if not float(value).is_integer():
-            return (
+            return InvalidLabel(
                 f"label {value} is not an integer; rubric labels are 0–4 (--label-scale unit takes 0–1 with decimals)"
             )
         if not 0 <= value <= RUBRIC_MAX:
-            return f"label {value:g} is out of range 0–4 (the rubric scale; --label-scale unit takes 0–1)"
-        return float(value)
+            return InvalidLabel(f"label {value:g} is out of range 0–4 (the rubric scale; --label-scale unit takes 0–1)")
+        return ValidLabel(float(value))
     if not 0 <= value <= 1:
-        return f"label {value:g} is out of range 0–1 (the unit scale)"
-    return float(value)
+        return InvalidLabel(f"label {value:g} is out of range 0–1 (the unit scale)")
+    return ValidLabel(float(value))
 
 
 def _text(obj: dict[str, Any], key: str, bad: _Bad) -> str:

@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from monitor.calibration.labels import LabelledPair
-from monitor.judges.base import Judge, JudgeFailure, JudgeInfo, Judgement
-from monitor.judging.flow import FlowSettings
+from monitor.judges.base import FailureReason, Judge, JudgeFailure, JudgeInfo, Judgement
 from monitor.judging.guarded_judge import GuardedJudge
 from monitor.judging.metrics import JudgingMetrics
+from monitor.judging.settings import FlowSettings
 from monitor.privacy.events import JudgedEvent, redact_event
 from monitor.privacy.spans import Redactor
 from schemas.events import ConversationEvent, KafkaPosition
@@ -100,7 +100,7 @@ def outage_outlasts_patience(opens_since_last_success: int, probes: int = FAILED
 def given_up(opens: int) -> JudgeFailure:
     """The failure of a pair left unjudged because the judge stayed down."""
     return JudgeFailure(
-        "unavailable",
+        FailureReason.UNAVAILABLE,
         f"gave up waiting: the judge's circuit opened {opens} times without a success in between",
         transient=True,
     )

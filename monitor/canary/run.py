@@ -20,16 +20,16 @@ from monitor.calibration.labels import LabelledPair, parse_labels
 from monitor.calibration.run import Spend, pair_event
 from monitor.canary.figures import run_figures
 from monitor.canary.model import RunFigures, RunSummary
-from monitor.judges.base import Judge, JudgeFailure, JudgeInfo, Judgement
-from monitor.judging.flow import FlowSettings
+from monitor.judges.base import FailureReason, Judge, JudgeFailure, JudgeInfo, Judgement
 from monitor.judging.guarded_judge import GuardedJudge
 from monitor.judging.metrics import JudgingMetrics
+from monitor.judging.settings import FlowSettings
 from monitor.privacy.events import JudgedEvent, redact_event
 from monitor.privacy.spans import Redactor
 from schemas.errors import UsageError
 from schemas.usage import Usage
 
-DEADLINE_REASON = "deadline"
+DEADLINE_REASON = FailureReason.DEADLINE
 
 
 @dataclass(frozen=True, slots=True)

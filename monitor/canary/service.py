@@ -23,7 +23,7 @@ from monitor.canary.table import canary_rows
 from monitor.judges.base import JudgeInfo
 from monitor.judges.factory import build_judge
 from monitor.judges.settings import JudgeSettings
-from monitor.judging.flow import FlowSettings
+from monitor.judging.settings import FlowSettings
 from monitor.privacy.redactor import build_redactor
 from monitor.privacy.settings import RedactionSettings
 from monitor.privacy.spans import Redactor

@@ -11,7 +11,8 @@ from monitor.cli.alert_text import number, plural, segment_text, too_narrow
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from monitor.alerts.engine import Evaluation
+    from monitor.alerts.engine import Evaluation, SegmentResult
+    from monitor.alerts.outcomes import EmptyRule
     from monitor.alerts.rules import Rule
 
 
@@ -50,52 +51,57 @@ def check_rows(
     """One row per rule and segment, per rule without segments, and per failed rule, in the rules' `order`; with
     `expected`, the false alarms a week of each detector and rollout rule on its rows."""
     expected = expected or {}
-    from monitor.alerts.detectability import detectability
-    from monitor.alerts.outcomes import describe_empty, describe_shortfalls
-
     now = evaluation.now
-    rows: list[CheckRow] = []
-    for r in evaluation.results:
-        s, o, v = r.state, r.observation, r.verdict
-        gaps = [] if v.sufficient else [{"gap": str(f.gap), "have": f.have, "need": f.need} for f in v.shortfalls]
-        rows.append(
-            CheckRow(
-                rule=r.rule.name,
-                severity=s.severity or r.rule.severity,  # a suspect judge's alert is a ticket
-                metric=r.rule.metric,
-                segment=dict(s.segment),
-                judge=o.judge,
-                state=s.state,
-                since=s.since.isoformat() if s.since else None,
-                value=o.value,
-                baseline=o.baseline,
-                n_current=o.n_current,
-                n_baseline=o.n_baseline,
-                p_value=o.p_value,
-                test=o.test,
-                sufficient=v.sufficient,
-                reason="" if v.sufficient else describe_shortfalls(v.shortfalls, r.rule, r.windows, now) or v.reason,
-                no_decision=gaps,
-                window=_window(r.windows.current),
-                note=s.note,
-                suspect=r.suspect.text() if r.suspect is not None else "",
-                detects=(d.describe() if (d := detectability(r)) is not None else ""),
-                expected_per_week=expected.get(r.rule.name),
-            )
-        )
-    for e in evaluation.empty:
-        gap: dict[str, Any] = {"gap": str(e.gap)}
-        if e.newest is not None:
-            gap["newest"] = e.newest.at.isoformat() if e.newest.at is not None else None
-        if e.single_version or e.started_together:
-            gap.update(single_version=e.single_version, started_together=e.started_together)
-        window = _window(e.windows.current)
-        rows.append(_rule_row(e.rule, "inactive", describe_empty(e, now), [gap], window, expected.get(e.rule.name)))
-    for err in evaluation.errors:
-        rows.append(_rule_row(err.rule, "error", err.error, [{"gap": "query_failed"}], {}))
+    rows = [_segment_row(r, now, expected.get(r.rule.name)) for r in evaluation.results]
+    rows += [_empty_rule_row(e, now, expected.get(e.rule.name)) for e in evaluation.empty]
+    rows += [_rule_row(err.rule, "error", err.error, [{"gap": "query_failed"}], {}) for err in evaluation.errors]
     rank = {name: i for i, name in enumerate(order or [])}
     rows.sort(key=lambda row: rank.get(row["rule"], len(rank)))  # stable: segments keep their order
     return rows
+
+
+def _segment_row(r: SegmentResult, now: datetime, expected: float | None) -> CheckRow:
+    """The row of one rule and segment evaluated: its state, figures, and why no decision was made."""
+    from monitor.alerts.detectability import detectability
+    from monitor.alerts.outcomes import describe_shortfalls
+
+    s, o, v = r.state, r.observation, r.verdict
+    gaps = [] if v.sufficient else [{"gap": str(f.gap), "have": f.have, "need": f.need} for f in v.shortfalls]
+    return CheckRow(
+        rule=r.rule.name,
+        severity=s.severity or r.rule.severity,  # a suspect judge's alert is a ticket
+        metric=r.rule.metric,
+        segment=dict(s.segment),
+        judge=o.judge,
+        state=s.state,
+        since=s.since.isoformat() if s.since else None,
+        value=o.value,
+        baseline=o.baseline,
+        n_current=o.n_current,
+        n_baseline=o.n_baseline,
+        p_value=o.p_value,
+        test=o.test,
+        sufficient=v.sufficient,
+        reason="" if v.sufficient else describe_shortfalls(v.shortfalls, r.rule, r.windows, now) or v.reason,
+        no_decision=gaps,
+        window=_window(r.windows.current),
+        note=s.note,
+        suspect=r.suspect.text() if r.suspect is not None else "",
+        detects=(d.describe() if (d := detectability(r)) is not None else ""),
+        expected_per_week=expected,
+    )
+
+
+def _empty_rule_row(e: EmptyRule, now: datetime, expected: float | None) -> CheckRow:
+    """The row of a rule that found no segment to evaluate, saying why."""
+    from monitor.alerts.outcomes import describe_empty
+
+    gap: dict[str, Any] = {"gap": str(e.gap)}
+    if e.newest is not None:
+        gap["newest"] = e.newest.at.isoformat() if e.newest.at is not None else None
+    if e.single_version or e.started_together:
+        gap.update(single_version=e.single_version, started_together=e.started_together)
+    return _rule_row(e.rule, "inactive", describe_empty(e, now), [gap], _window(e.windows.current), expected)
 
 
 def _window(w: tuple[datetime, datetime]) -> dict[str, str]:

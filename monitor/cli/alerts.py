@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     # Types only: each command imports what it runs, so building the parser stays cheap.
     from rich.console import Console
 
+    from monitor.alerts.backtest import BacktestReport
     from monitor.alerts.rules import RuleSet
     from monitor.alerts.service import ServiceSettings
 
@@ -40,25 +41,10 @@ def register(subparsers: Any) -> None:
 
 # ---- helpers ---------------------------------------------------------------------------------------------
 
-_ALERT_FLAGS = (
-    "rules",
-    "traffic_table",
-    "interval",
-    "webhook_url",
-    "slack_webhook_url",
-    "alertmanager_url",
-    "generator_url",
-    "notify_timeout_s",
-    "replica_id",
-    "metrics_port",
-    "canary_interval",
-    "canary_file",
-)
-
 
 def alert_settings(ns: argparse.Namespace) -> AlertSettings:
     """The alert settings: the flags given, over ALERTS_* variables; raises `ConfigError` naming the variable."""
-    return load_alert_settings(**{name: getattr(ns, name, None) for name in _ALERT_FLAGS})
+    return load_alert_settings(**{name: getattr(ns, name, None) for name in AlertSettings.model_fields})
 
 
 def _load(ns: argparse.Namespace) -> tuple[Settings, AlertSettings, RuleSet]:
@@ -206,22 +192,14 @@ def run_backtest_cmd(
     from rich.console import Console
 
     from monitor.alerts.backtest import check_span, run_backtest
-    from monitor.alerts.detectability import describe_expected, expected_per_week
     from monitor.alerts.service import open_store
-    from monitor.cli.alert_backtest_table import BacktestProgress, episode_row, print_backtest
-    from monitor.cli.alert_text import console_for
+    from monitor.cli.alert_backtest_table import BacktestProgress
 
-    out = out or sys.stdout
     settings, alert, rules = _load(ns)
-    now = datetime.now(UTC)
-    since, until = span_from_args(ns, now)
+    since, until = span_from_args(ns, datetime.now(UTC))
     step = duration_flag("--step", ns.step)
     check_span(since, until, step)  # before the progress display, whose stop would print a blank line first
-    if ns.rule:
-        unknown = sorted(set(ns.rule) - {r.name for r in rules.rules})
-        if unknown:
-            raise UsageError(f"--rule: no rule named {', '.join(unknown)}")
-        rules = rules.model_copy(update={"rules": [r for r in rules.rules if r.name in ns.rule]})
+    rules = _chosen_rules(rules, ns.rule)
     store = open_store(settings.store)
     try:
         with BacktestProgress(progress_console or Console(stderr=True)) as shown:
@@ -230,27 +208,41 @@ def run_backtest_cmd(
             )
     finally:
         store.close()
+    _print_backtest(ns, report, rules, out or sys.stdout)
+    return 0
+
+
+def _chosen_rules(rules: RuleSet, names: list[str] | None) -> RuleSet:
+    """The rules named by --rule (all when none is); raises `UsageError` naming the unknown ones."""
+    if not names:
+        return rules
+    unknown = sorted(set(names) - {r.name for r in rules.rules})
+    if unknown:
+        raise UsageError(f"--rule: no rule named {', '.join(unknown)}")
+    return rules.model_copy(update={"rules": [r for r in rules.rules if r.name in names]})
+
+
+def _print_backtest(ns: argparse.Namespace, report: BacktestReport, rules: RuleSet, out: IO[str]) -> None:
+    """The report: one JSON object with --json, else tables and the false alarms a week expected."""
+    from monitor.alerts.detectability import describe_expected, expected_per_week
+    from monitor.cli.alert_backtest_table import episode_row, print_backtest
+    from monitor.cli.alert_text import console_for
+
     summary = report.summary(rules.rules)
     episodes = [episode_row(e) for e in report.fired()]
     expected = expected_per_week(report.last, rules) if report.last is not None else {}
     if ns.json:
-        out.write(
-            json.dumps(
-                {
-                    "since": since.isoformat(),
-                    "until": until.isoformat(),
-                    "step_s": step.total_seconds(),
-                    "evaluations": report.evaluations,
-                    "rules": [dataclasses.asdict(r) for r in summary],
-                    "episodes": episodes,
-                    "expected_false_alarms_per_week": expected,
-                },
-                default=str,
-            )
-            + "\n"
-        )
-    else:
-        console = console_for(out)
-        print_backtest(report, ns.step, summary, episodes, console)
-        console.print(describe_expected(expected) + " (the segments of the last step)", style="dim")
-    return 0
+        document = {
+            "since": report.since.isoformat(),
+            "until": report.until.isoformat(),
+            "step_s": report.step.total_seconds(),
+            "evaluations": report.evaluations,
+            "rules": [dataclasses.asdict(r) for r in summary],
+            "episodes": episodes,
+            "expected_false_alarms_per_week": expected,
+        }
+        out.write(json.dumps(document, default=str) + "\n")
+        return
+    console = console_for(out)
+    print_backtest(report, ns.step, summary, episodes, console)
+    console.print(describe_expected(expected) + " (the segments of the last step)", style="dim")

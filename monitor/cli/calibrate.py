@@ -46,24 +46,39 @@ LARGE_SET = 100  # pairs: from here a redirected stderr gets progress lines (a t
 ProgressMode = Literal["bar", "lines", "none"]
 
 
+_DESCRIPTION = (
+    "Judge each labelled pair with the configured judge (as `judge` does, under the service's flow limits) and report "
+    "agreement with the labels: Spearman rho and Kendall tau-b with bootstrap 95% intervals, quadratic-weighted "
+    "Cohen's kappa on the 0-4 buckets, mean absolute error, a low/mid/high confusion table, per-category figures, the "
+    "largest disagreements with the judge's reasons, failures and cost. The labels file has one JSON object per line: "
+    '{"question": ..., "answer": ... (or "response"), "label": 0-4, "id": ..., "category": ...} ("id", "category" and '
+    '"rationale" optional); blank lines are skipped, any other bad line stops with exit 2 naming it. '
+    "Exit code 1 if any pair could not be judged (it is left out of the statistics, and listed)."
+)
+
+
 def register(subparsers: Any) -> None:
     """Add the `calibrate` subcommand to the CLI's subparsers."""
     p = subparsers.add_parser(
         "calibrate",
         help="score a labelled set with the configured judge and report how well it agrees with the labels",
-        description="Judge each labelled pair with the configured judge (as `judge` does, under the service's flow "
-        "limits) "
-        "and report agreement with the labels: Spearman rho and Kendall tau-b with bootstrap 95% intervals, "
-        "quadratic-weighted "
-        "Cohen's kappa on the 0-4 buckets, mean absolute error, a low/mid/high confusion table, per-category figures, "
-        "the "
-        "largest disagreements with the judge's reasons, failures and cost. The labels file has one JSON object per "
-        "line: "
-        '{"question": ..., "answer": ... (or "response"), "label": 0-4, "id": ..., "category": ...} ("id", "category" '
-        "and "
-        '"rationale" optional); blank lines are skipped, any other bad line stops with exit 2 naming it. '
-        "Exit code 1 if any pair could not be judged (it is left out of the statistics, and listed).",
+        description=_DESCRIPTION,
     )
+    _add_set_flags(p)
+    p.add_argument("--json", action="store_true", help="print the report as one JSON document (default: tables)")
+    _add_statistics_flags(p)
+    add_setting_flags(p, "judge", JUDGE_SETTINGS, JUDGE_ENV_ONLY)
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="read the set and print what judging it would cost, judge nothing (needs no API key)",
+    )
+    add_setting_flags(p, "flow and privacy, as in the service", FLOW_SETTINGS)
+    p.set_defaults(func=cmd_calibrate)
+
+
+def _add_set_flags(p: argparse.ArgumentParser) -> None:
+    """The labelled set: a file or the golden set, and the scale of its labels."""
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--labels", metavar="FILE", help="JSONL file of labelled pairs (required unless --golden)")
     source.add_argument(
@@ -75,7 +90,10 @@ def register(subparsers: Any) -> None:
         default="rubric",
         help="rubric: integer labels 0-4 as in the rubric judge; unit: labels 0-1, decimals allowed (default: rubric)",
     )
-    p.add_argument("--json", action="store_true", help="print the report as one JSON document (default: tables)")
+
+
+def _add_statistics_flags(p: argparse.ArgumentParser) -> None:
+    """The bootstrap and the disagreements listed."""
     p.add_argument(
         "--resamples",
         type=positive_int,
@@ -89,14 +107,6 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--top", type=positive_int, default=10, metavar="N", help="largest disagreements listed (default: 10)"
     )
-    add_setting_flags(p, "judge", JUDGE_SETTINGS, JUDGE_ENV_ONLY)
-    p.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="read the set and print what judging it would cost, judge nothing (needs no API key)",
-    )
-    add_setting_flags(p, "flow and privacy, as in the service", FLOW_SETTINGS)
-    p.set_defaults(func=cmd_calibrate)
 
 
 def cmd_calibrate(ns: argparse.Namespace) -> int:

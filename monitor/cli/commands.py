@@ -30,15 +30,31 @@ from schemas.errors import LocalBrokerError, UsageError
 
 if TYPE_CHECKING:
     from monitor.store.migrations import Migrations
-    from monitor.store.settings import StoreSettings
 
 
 def register(sub: Any) -> None:
     """Add `run`, `migrate`, `sql`, `produce` and `broker` to the CLI's subparsers."""
+    _add_run(sub)
+    _add_migrate(sub)
+    _add_sql(sub)
+    _add_produce(sub)
+    _add_broker(sub)
+
+
+def _parser(sub: Any, name: str, about: str, description: str | None = None, **kwargs: Any) -> argparse.ArgumentParser:
+    """A subcommand whose help is `about` and whose description is `about` as a sentence (unless given)."""
+    parser: argparse.ArgumentParser = sub.add_parser(
+        name, help=about, description=description or f"{about[0].upper()}{about[1:]}.", **kwargs
+    )
+    return parser
+
+
+def _add_run(sub: Any) -> None:
     about = "run the monitor service (SIGTERM/SIGINT stop it cleanly)"
-    p = sub.add_parser(
+    p = _parser(
+        sub,
         "run",
-        help=about,
+        about,
         description=f"{about[0].upper()}{about[1:]}. Each flag is also the environment variable its help names (flags "
         "win).",
         # The flags are listed by topic below; a usage line of every one would fill the screen.
@@ -47,22 +63,27 @@ def register(sub: Any) -> None:
     add_settings_flags(p)
     p.set_defaults(func=cmd_run)
 
+
+def _add_migrate(sub: Any) -> None:
     about = (
         "create the store, apply the pending schema migrations in order (each once, recorded in schema_migrations) and "
         "re-create any table, view or column the store lacks; idempotent"
     )
-    p = sub.add_parser("migrate", help=about, description=f"{about[0].upper()}{about[1:]}.")
+    p = _parser(sub, "migrate", about)
     p.add_argument(
         "--check",
         action="store_true",
-        help="change nothing: list the pending migrations and how the store differs from this release's schema; exit 1 "
-        "if anything does",
+        help="change nothing: list the pending migrations and how the store differs from this release's schema and "
+        "from the retention settings; exit 1 if anything does",
     )
     add_store_flags(p, *CLUSTER_SETTINGS, *RETENTION_SETTINGS)
     p.set_defaults(func=cmd_migrate)
 
-    about = "run a query against the configured store and print the result (reads only, creates nothing)"
-    p = sub.add_parser("sql", help=about, description=f"{about[0].upper()}{about[1:]}.")
+
+def _add_sql(sub: Any) -> None:
+    p = _parser(
+        sub, "sql", "run a query against the configured store and print the result (reads only, creates nothing)"
+    )
     p.add_argument(
         "query",
         nargs="?",
@@ -79,8 +100,9 @@ def register(sub: Any) -> None:
     add_store_flags(p)
     p.set_defaults(func=cmd_sql)
 
-    about = "produce events to a topic: a JSONL file as-is, or generated traffic"
-    p = sub.add_parser("produce", help=about, description=f"{about[0].upper()}{about[1:]}.")
+
+def _add_produce(sub: Any) -> None:
+    p = _parser(sub, "produce", "produce events to a topic: a JSONL file as-is, or generated traffic")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument(
         "--file",
@@ -104,6 +126,16 @@ def register(sub: Any) -> None:
         metavar="PER_SECOND",
         help="events per second, 0 for as fast as possible (default: 0)",
     )
+    _add_generated_traffic_flags(p)
+    add_setting_flags(p, "Kafka", KAFKA_CONNECTION_SETTINGS, KAFKA_ENV_ONLY)
+    # Former spellings, from before the flags were named after the settings they set.
+    add_renamed_flag(p, "--bootstrap-servers", "--kafka-bootstrap-servers", "kafka_bootstrap_servers")
+    add_renamed_flag(p, "--topic", "--kafka-topic", "kafka_topic")
+    p.set_defaults(func=cmd_produce)
+
+
+def _add_generated_traffic_flags(p: argparse.ArgumentParser) -> None:
+    """`produce`'s flags shaping generated events and their encoding."""
     p.add_argument(
         "--seed",
         type=int,
@@ -143,23 +175,20 @@ def register(sub: Any) -> None:
         default=50,
         help="with --format otlp_*: LLM calls per record (default: 50)",
     )
-    add_setting_flags(p, "Kafka", KAFKA_CONNECTION_SETTINGS, KAFKA_ENV_ONLY)
-    # Former spellings, from before the flags were named after the settings they set.
-    add_renamed_flag(p, "--bootstrap-servers", "--kafka-bootstrap-servers", "kafka_bootstrap_servers")
-    add_renamed_flag(p, "--topic", "--kafka-topic", "kafka_topic")
-    p.set_defaults(func=cmd_produce)
 
+
+def _add_broker(sub: Any) -> None:
     about = "run a local in-memory Kafka-protocol broker (tansu) for trying things out; SIGTERM/Ctrl-C stop it"
-    p = sub.add_parser("broker", help=about, description=f"{about[0].upper()}{about[1:]}.")
+    p = _parser(sub, "broker", about)
     p.add_argument("--port", type=int, default=9092, help="port to listen on, on 127.0.0.1 (default: 9092)")
     p.set_defaults(func=cmd_broker)
 
 
 def cmd_run(ns: argparse.Namespace) -> int:
-    """`run`: the service, until SIGTERM or SIGINT. The Kafka security settings are checked first; then, for a
-    server (or an explicit MONITOR_AUTO_MIGRATE), the schema version: behind, `run` stops with one line saying to run
-    `migrate`, unless MONITOR_AUTO_MIGRATE (default true only for the embedded store, which the service migrates). A
-    retention that differs from the settings only logs a warning saying to run `migrate` (or is applied, migrating)."""
+    """`run`: the service, until SIGTERM or SIGINT. The Kafka security settings are checked first; the store is then
+    opened once, by the service (`AsyncStore.open`), which migrates it (MONITOR_AUTO_MIGRATE, by default only for the
+    embedded store) or checks its schema: behind, `run` stops with one line saying to run `migrate`. A retention that
+    differs from the settings only logs a warning saying to run `migrate` (or is applied, migrating)."""
     from consumers.clients import client_kwargs
     from monitor.runtime.logs import configure_logging
     from monitor.runtime.service import run_service
@@ -167,44 +196,8 @@ def cmd_run(ns: argparse.Namespace) -> int:
     settings = settings_from_args(ns)
     configure_logging(settings.process.log_format, settings.process.log_level)
     client_kwargs(settings.kafka)  # SASL and TLS settings (and the PEM files) checked before anything starts
-    if not settings.store.url.startswith("chdb:") or settings.store.auto_migrate is not None:
-        _prepare_schema(settings.store)
     asyncio.run(run_service(settings))
     return 0
-
-
-def _prepare_schema(s: StoreSettings) -> None:
-    """Migrate the store (MONITOR_AUTO_MIGRATE) or check that its schema is current; raises `StoreError`. Without
-    migrating, a retention (TTLs) that differs from the settings is a warning naming `relevancy-monitor migrate`."""
-    import structlog
-
-    from monitor.store.connection import ClickHouseStore
-    from monitor.store.migrations import Migrations
-
-    log = structlog.get_logger("monitor.cli")
-    store = ClickHouseStore.from_settings(s)
-    schema = Migrations.from_settings(store, s)
-    try:
-        if s.auto_migrates:
-            applied = schema.migrate()
-            if applied:
-                log.info("migrated", database=s.database, migrations=[m.name for m in applied])
-            retention = schema.retention_applied
-            if retention:
-                log.info(
-                    "retention applied", database=s.database, retention=retention.wanted, changes=retention.describe()
-                )
-        else:
-            schema.check()
-            if schema.retention_pending:
-                log.warning(
-                    "the store's retention differs from the settings: run `relevancy-monitor migrate` to apply it",
-                    database=s.database,
-                    retention=schema.retention_pending.wanted,
-                    changes=schema.retention_pending.describe(),
-                )
-    finally:
-        store.close()
 
 
 def cmd_migrate(ns: argparse.Namespace) -> int:
@@ -229,7 +222,7 @@ def cmd_migrate(ns: argparse.Namespace) -> int:
         if applied
         else "already up to date"
     )
-    print(f"schema of {store.qualified_table} applied at {store.url} ({done})", file=sys.stderr)
+    print(f"schema of {store.qualified_table} applied at {store.safe_url} ({done})", file=sys.stderr)
     for difference in schema.repaired:
         print(f"repaired: {difference}: {difference.repair}", file=sys.stderr)
     for difference in schema.unfixed:
@@ -269,14 +262,17 @@ def _check_migrations(schema: Migrations) -> int:
     for difference in differences:
         fix = "`migrate` re-creates it" if difference.fixable else "`migrate` cannot fix this"
         print(f"differs: {difference} ({fix})", file=sys.stderr)
-    if pending or differences:
+    retention = schema.retention_pending
+    if retention:
+        print(f"differs: {retention.summary()} (`migrate` applies it)", file=sys.stderr)
+    if pending or differences or retention:
         print(
-            f"schema of {store.qualified_table} at {store.url} is not current: {len(pending)} pending, "
-            f"{len(differences)} difference(s)",
+            f"schema of {store.qualified_table} at {store.safe_url} is not current: {len(pending)} pending, "
+            f"{len(differences) + bool(retention)} difference(s)",
             file=sys.stderr,
         )
         return 1
-    print(f"schema of {store.qualified_table} at {store.url} is current", file=sys.stderr)
+    print(f"schema of {store.qualified_table} at {store.safe_url} is current", file=sys.stderr)
     return 0
 
 

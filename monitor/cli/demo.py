@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from monitor.store.settings import DEFAULT_CLICKHOUSE_URL
-from monitor.store.urls import chdb_directory, normalize_url
+from monitor.store.urls import chdb_directory, normalize_url, redact_url
 from schemas.errors import UsageError
 
 if TYPE_CHECKING:
@@ -28,7 +28,9 @@ def demo_directory(flag: str | None, env: Mapping[str, str]) -> Path:
     url = flag or (configured if configured.startswith("chdb:") else DEFAULT_CLICKHOUSE_URL)
     directory = chdb_directory(url)
     if directory is None:
-        raise UsageError(f"--clickhouse-url: the demo runs on an embedded store of its own (chdb:///dir), got {url!r}")
+        raise UsageError(
+            f"--clickhouse-url: the demo runs on an embedded store of its own (chdb:///dir), got {redact_url(url)!r}"
+        )
     return directory
 
 
@@ -41,8 +43,8 @@ def register(sub: Any) -> None:
         description="Six hours of history, then live traffic in which one app's new prompt version pads its answers: "
         "the "
         "demo ends with the alert that fired, the worst examples, an HTML report and three commands to try. It uses "
-        "the "
-        "statements LLM judge when ANTHROPIC_API_KEY is set (with less traffic), the lexical heuristic otherwise.",
+        "the statements LLM judge, with less traffic, when one is configured (ANTHROPIC_API_KEY, or "
+        "MONITOR_JUDGE_PROVIDER with its settings), the lexical heuristic otherwise.",
     )
     p.add_argument(
         "--duration",

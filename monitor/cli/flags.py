@@ -1,6 +1,7 @@
-"""MONITOR_* settings as command-line flags of the same name (`--sample-rate` for MONITOR_SAMPLE_RATE; flags win over
-the environment). Each command adds the flags of the settings it reads, each with its description and default; the
-settings a command reads without a flag (secrets, say) still come from the environment."""
+"""MONITOR_* and ALERTS_* settings as command-line flags of the same name (`--sample-rate` for MONITOR_SAMPLE_RATE,
+`--interval` for ALERTS_INTERVAL; flags win over the environment). Each command adds the flags of the settings it
+reads, each with its description and default; the settings a command reads without a flag (secrets, say) still come
+from the environment."""
 
 from __future__ import annotations
 
@@ -8,14 +9,19 @@ import argparse
 import sys
 import typing
 from collections.abc import Iterable, Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from pydantic.fields import FieldInfo
+
+from monitor.alerts.settings import ALERTS_PREFIX, AlertSettings
 from monitor.config import FIELDS, Settings, load_settings
 from monitor.devtools.config_reference import (
     MONITOR_SECTION,
     default_text,
     env_only,
+    holds_credential,
     literal_choices,
     setting_docs,
     value_type,
@@ -55,8 +61,16 @@ KAFKA_ENV_ONLY = ("kafka_sasl_password",)
 # What `judge` reads to build and call the judge (with the API key and the prices, env only).
 JUDGE_SETTINGS = (
     "judge",
+    "judge_provider",
     "judge_model",
+    "judge_base_url",
     "anthropic_base_url",
+    "judge_region",
+    "judge_project",
+    "judge_structured_output",
+    "judge_score",
+    "judge_server_usd_per_hour",
+    "judge_server_calls_per_hour",
     "judge_concurrency",
     "judge_request_timeout_s",
     "judge_max_retries",
@@ -64,7 +78,7 @@ JUDGE_SETTINGS = (
     "judge_max_input_chars",
     "statements_strict_threshold",
 )
-JUDGE_ENV_ONLY = ("anthropic_api_key", "judge_prices")
+JUDGE_ENV_ONLY = ("judge_api_key", "anthropic_api_key", "openai_api_key", "azure_openai_api_key", "judge_prices")
 
 _UNIT_METAVARS = {"_s": "SECONDS", "_seconds": "SECONDS", "_ms": "MS", "_days": "DAYS"}
 
@@ -76,7 +90,7 @@ def _metavar(name: str, annotation: Any) -> str:
         return unit
     if name.endswith("_port"):
         return "PORT"
-    simple = {int: "N", float: "NUMBER", bool: "BOOL", Path: "FILE"}
+    simple = {int: "N", float: "NUMBER", bool: "BOOL", Path: "FILE", timedelta: "DURATION"}
     if kind in simple:
         return simple[kind]
     if name == "kafka_bootstrap_servers":
@@ -89,30 +103,30 @@ def _metavar(name: str, annotation: Any) -> str:
     return name.rsplit("_", 1)[-1].upper()
 
 
-def setting_help(name: str) -> str:
-    """A setting's flag help: its description, its variable and its default as typed (`1.0`, `unset`)."""
-    field = FIELDS[name]
-    env = " or ".join(variables(MONITOR_PREFIX, name, field))
-    text = f"{field.description or name} [env {env}; default: {default_text(field) or 'unset'}]"
+def _field_help(prefix: str, name: str, field: FieldInfo) -> str:
+    env = " or ".join(variables(prefix, name, field))
+    # A webhook URL holds its token, and argv shows in `ps`: the flag is for trying things out.
+    keep = "; keep it in the environment, flags show in ps" if holds_credential(field) else ""
+    text = f"{field.description or name} [env {env}; default: {default_text(field) or 'unset'}{keep}]"
     # Markdown quotes are for docs/configuration.md; argparse formats help with %.
     return text.replace("`", "").replace("%", "%%")
 
 
-def add_setting_flag(group: argparse._ActionsContainer, name: str) -> None:
-    """Add the flag of one setting to `group`: a switch pair for a boolean, choices for a literal, else a value."""
-    field = FIELDS[name]
+def _add_field_flag(group: argparse._ActionsContainer, prefix: str, name: str, field: FieldInfo) -> None:
     flag = "--" + name.replace("_", "-")
     choices = literal_choices(field)
+    text = _field_help(prefix, name, field)
     if field.annotation is bool:
-        group.add_argument(
-            flag, dest=name, action=argparse.BooleanOptionalAction, default=None, help=setting_help(name)
-        )
+        group.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction, default=None, help=text)
     elif choices:
-        group.add_argument(flag, dest=name, choices=choices, default=None, help=setting_help(name))
+        group.add_argument(flag, dest=name, choices=choices, default=None, help=text)
     else:
-        group.add_argument(
-            flag, dest=name, default=None, metavar=_metavar(name, field.annotation), help=setting_help(name)
-        )
+        group.add_argument(flag, dest=name, default=None, metavar=_metavar(name, field.annotation), help=text)
+
+
+def add_setting_flag(group: argparse._ActionsContainer, name: str) -> None:
+    """Add the flag of one setting to `group`: a switch pair for a boolean, choices for a literal, else a value."""
+    _add_field_flag(group, MONITOR_PREFIX, name, FIELDS[name])
 
 
 def add_setting_flags(
@@ -139,6 +153,18 @@ def add_store_flags(parser: argparse.ArgumentParser, *extra: str) -> None:
     """Add the flags that say where the store is and how to reach it (`STORE_SETTINGS`), and those of the `extra`
     settings named (`RETENTION_SETTINGS` for `migrate`)."""
     add_setting_flags(parser, "store", (*STORE_SETTINGS, *extra), STORE_ENV_ONLY)
+
+
+# What every `alerts` action reads; `alerts run` reads every alert setting.
+ALERT_EVALUATION_SETTINGS = ("rules", "traffic_table")
+
+
+def add_alert_setting_flags(parser: argparse.ArgumentParser, names: Iterable[str]) -> None:
+    """Add the flags of the alert settings `names` (`monitor.alerts.settings.AlertSettings`), in one group of the
+    help, made as the MONITOR_* ones are."""
+    group = parser.add_argument_group(f"alerts (each flag also from its {ALERTS_PREFIX}* variable)")
+    for name in names:
+        _add_field_flag(group, ALERTS_PREFIX, name, AlertSettings.model_fields[name])
 
 
 class _Renamed(argparse.Action):

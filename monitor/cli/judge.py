@@ -16,9 +16,9 @@ from typing import IO, Any
 from monitor.cli.flags import JUDGE_ENV_ONLY, JUDGE_SETTINGS, add_renamed_flag, add_setting_flags, settings_from_args
 from monitor.config import Settings
 from monitor.judges.base import Judge, JudgeFailure, JudgeInfo, Judgement
-from monitor.judging.flow import FlowSettings
 from monitor.judging.guarded_judge import GuardedJudge
 from monitor.judging.metrics import JudgingMetrics
+from monitor.judging.settings import FlowSettings
 from schemas.errors import UsageError
 
 QUESTION_KEYS = ("question", "user_message")

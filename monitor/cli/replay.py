@@ -62,35 +62,52 @@ _REPEATED = (
 )
 
 
+_USAGE = (
+    "%(prog)s --since TIME [--until TIME]\n         [--from-store [--where SQL]] [--resume] [--max-usd USD]\n"
+    "         [--yes] [--dry-run] [--batch-api] [flags]"
+)
+_DESCRIPTION = (
+    "Score the events of a time range through the same decode, sample, judge and sink path as live traffic, beside "
+    "the live rows, each marked with the run's id (column replay_run). Kafka is read by explicit partition assignment "
+    "in no consumer group, so the live group's offsets never move; nothing is added to traffic_counts, and alert rules "
+    "leave replayed rows out unless a rule sets include_replays. The range is read once to count and estimate the "
+    "cost, which is printed before anything is judged; above MONITOR_REPLAY_CONFIRM_USD it needs --yes. Events this "
+    "judge already scored live are skipped; --resume skips those of earlier replays too. Exit codes: 0 done, 2 "
+    "refused or bad input, 3 stopped at --max-usd, 130 interrupted (both say how to resume)."
+)
+
+
 def register(subparsers: Any) -> None:
     """Add the `replay` subcommand to the CLI's subparsers."""
     p = subparsers.add_parser(
         "replay",
         # The settings' flags are listed by topic below; a usage line of every one would fill the screen.
-        usage="%(prog)s --since TIME [--until TIME]\n         [--from-store [--where SQL]] [--resume] [--max-usd USD]\n"
-        "         [--yes] [--dry-run] [--batch-api] [flags]",
+        usage=_USAGE,
         help="score history with the configured judge: a time range of the topics, or text already stored; cost shown "
         "first",
-        description="Score the events of a time range through the same decode, sample, judge and sink path as live "
-        "traffic, "
-        "beside the live rows, each marked with the run's id (column replay_run). Kafka is read by explicit partition "
-        "assignment in no consumer group, so the live group's offsets never move; nothing is added to traffic_counts, "
-        "and alert "
-        "rules leave replayed rows out unless a rule sets include_replays. The range is read once to count and "
-        "estimate "
-        "the cost, which is printed before anything is judged; above MONITOR_REPLAY_CONFIRM_USD it needs --yes. Events "
-        "this "
-        "judge already scored live are skipped; --resume skips those of earlier replays too. Exit codes: 0 done, 2 "
-        "refused or "
-        "bad input, 3 stopped at --max-usd, 130 interrupted (both say how to resume).",
+        description=_DESCRIPTION,
     )
     add_span_flags(p, None)
+    _add_source_flags(p)
+    _add_spend_flags(p)
+    _add_batch_flags(p)
+    p.add_argument(
+        "--progress",
+        choices=["auto", "bar", "lines", "none"],
+        default="auto",
+        help="auto: a bar on a terminal, lines otherwise",
+    )
+    _add_settings_flags(p)
+    p.set_defaults(func=cmd_replay)
+
+
+def _add_source_flags(p: argparse.ArgumentParser) -> None:
+    """What is read: the topics or the store's text, and which events are skipped."""
     p.add_argument(
         "--from-store",
         action="store_true",
         help="re-score the question and response text already in the store (by event time) instead of reading the "
-        "topics: "
-        "for history the topics no longer hold (needs MONITOR_STORE_TEXT to have kept the text)",
+        "topics: for history the topics no longer hold (needs MONITOR_STORE_TEXT to have kept the text)",
     )
     p.add_argument(
         "--where",
@@ -102,6 +119,10 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="skip the events this judge scored in any earlier replay (default: only those it scored live)",
     )
+
+
+def _add_spend_flags(p: argparse.ArgumentParser) -> None:
+    """The cap, the confirmation and the estimate-only run."""
     p.add_argument(
         "--max-usd",
         type=positive_float,
@@ -114,6 +135,10 @@ def register(subparsers: Any) -> None:
         help="go ahead whatever the estimate (default: ask above MONITOR_REPLAY_CONFIRM_USD)",
     )
     p.add_argument("--dry-run", action="store_true", help="count the range and print the estimate, judge nothing")
+
+
+def _add_batch_flags(p: argparse.ArgumentParser) -> None:
+    """The Message Batches path."""
     p.add_argument(
         "--batch-api",
         action="store_true",
@@ -130,19 +155,16 @@ def register(subparsers: Any) -> None:
         metavar="SECONDS",
         help="how often a batch's status is asked (default: 30)",
     )
-    p.add_argument(
-        "--progress",
-        choices=["auto", "bar", "lines", "none"],
-        default="auto",
-        help="auto: a bar on a terminal, lines otherwise",
-    )
+
+
+def _add_settings_flags(p: argparse.ArgumentParser) -> None:
+    """The flags of the settings a replay reads, by topic."""
     add_setting_flags(p, "judge", JUDGE_SETTINGS, JUDGE_ENV_ONLY)
     add_setting_flags(p, "sampling and cost", _SAMPLING_SETTINGS)
     add_setting_flags(p, "flow", _FLOW_SETTINGS)
     add_setting_flags(p, "privacy and retention", _PRIVACY_SETTINGS)
     add_setting_flags(p, "kafka", ("kafka_topics", *KAFKA_CONNECTION_SETTINGS, "max_event_bytes"), KAFKA_ENV_ONLY)
     add_store_flags(p)
-    p.set_defaults(func=cmd_replay)
 
 
 def cmd_replay(ns: argparse.Namespace) -> int:

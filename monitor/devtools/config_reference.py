@@ -8,8 +8,9 @@ docs/configuration.md between two markers, and the same words for `--help`.
 Both take another file after the flag. `GeneratedBlock` is the marker-and-command machinery, which the metrics
 reference (`monitor.devtools.metrics_reference`) shares.
 
-A field can say how people should read it with `json_schema_extra`: `shown_type` (e.g. `host:port[,host:port…]`)
-and `shown_default` (markdown, for defaults that are not a value, e.g. `the system's CAs`)."""
+A field can say how people should read it with `json_schema_extra`: `shown_type` (e.g. `host:port[,host:port…]`),
+`shown_default` (markdown, for defaults that are not a value, e.g. `the system's CAs`) and `holds_credential` (true
+for a value that carries a token, such as a webhook URL: its flag's help says to keep it in the environment)."""
 
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ MONITOR_TOPICS = (
     ("OpenTelemetry in and out", ("input_format", "publish_evaluations")),
     ("ClickHouse store, text and retention", ("clickhouse_url",)),
     ("Privacy", ("redact",)),
-    ("Judge", ("judge", "judge_concurrency", "judge_model", "shadow_judge_model")),
+    ("Judge", ("judge", "judge_concurrency", "judge_model", "shadow_judge_provider")),
     (
         "Sampling and cost control",
         ("sample_rate", "budget_usd_per_hour", "lag_check_s", "freshness_min_factor", "replay_confirm_usd"),
@@ -115,6 +116,12 @@ _ENV_ONLY = frozenset({"judge_prices"})
 def env_only(name: str, field: FieldInfo) -> bool:
     """Whether the setting is read from the environment only, never from a flag."""
     return is_secret(field) or name in _ENV_ONLY
+
+
+def holds_credential(field: FieldInfo) -> bool:
+    """Whether the setting's value carries a credential though it is not a secret (a webhook URL with its token)."""
+    extra = field.json_schema_extra
+    return isinstance(extra, dict) and extra.get("holds_credential") is True
 
 
 def literal_choices(field: FieldInfo) -> tuple[str, ...] | None:
@@ -265,7 +272,8 @@ def render(sections: Sequence[Section] = SECTIONS) -> str:
         "Each `MONITOR_<NAME>` is also the flag `--<name>` of `relevancy-monitor run` (flags win), except the secrets"
         + (f" and {', '.join(structured)}" if structured else "")
         + ", which are read from the environment only. Other commands take the flags of the settings they use "
-        "(`relevancy-monitor <command> --help`).",
+        "(`relevancy-monitor <command> --help`). Each `ALERTS_<NAME>` is also the flag `--<name>` of "
+        "`relevancy-monitor alerts run`.",
     ]
     for section in sections:
         docs = setting_docs(section)

@@ -97,21 +97,31 @@ def plan_demo(
     env: Mapping[str, str],
     input_format: str = "events",
 ) -> DemoPlan:
-    """The plan for these flags: an LLM judge (and less traffic, to keep the bill to cents) when `env` has an
-    Anthropic API key, the lexical heuristic otherwise. Raises `UsageError` on a bad duration or rate."""
+    """The plan for these flags: an LLM judge (and less traffic, to keep the bill to cents) when `env` configures
+    one (`llm_configured`), the lexical heuristic otherwise. Raises `UsageError` on a bad duration or rate."""
     if not duration_s >= 30:
         raise UsageError(
             f"--duration must be at least 30 seconds (alert windows end on whole minutes), got {duration_s:g}"
         )
     if not 1 <= rate <= 5000:
         raise UsageError(f"--rate must be between 1 and 5000 events per second, got {rate:g}")
-    llm = bool((env.get("ANTHROPIC_API_KEY") or env.get("MONITOR_ANTHROPIC_API_KEY") or "").strip())
+    llm = llm_configured(env)
     rate = min(rate, 4.0) if llm else rate
     events = 300 if llm else max(600, int(rate * 60))
     judge = "statements" if llm else "lexical"
     return DemoPlan(
         duration_s, rate, 6.0, events, data_dir.absolute(), report_path.absolute(), judge, input_format=input_format
     )
+
+
+def llm_configured(env: Mapping[str, str]) -> bool:
+    """Whether `env` configures an LLM judge: an Anthropic or MONITOR_JUDGE_API_KEY key, or a provider other than
+    anthropic (a local vLLM or Ollama needs no key; Bedrock and Vertex use their platforms' credentials). A provider
+    configured wrongly is then refused in one line by the judge's own settings check."""
+    keys = ("ANTHROPIC_API_KEY", "MONITOR_ANTHROPIC_API_KEY", "MONITOR_JUDGE_API_KEY")
+    if any((env.get(k) or "").strip() for k in keys):
+        return True
+    return (env.get("MONITOR_JUDGE_PROVIDER") or "anthropic").strip() not in ("", "anthropic")
 
 
 def prepare_store(data_dir: Path) -> None:

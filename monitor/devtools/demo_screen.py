@@ -15,8 +15,9 @@ from monitor.devtools.demo import DemoOutcome, DemoPlan, DemoProgress, Example
 from monitor.devtools.demo_traffic import APPS, REGRESSED
 
 JUDGE_TEXT = {
-    "lexical": "lexical: a word-overlap heuristic, not an LLM (set ANTHROPIC_API_KEY for the statements LLM judge)",
-    "statements": "statements: Claude splits each answer into statements and judges each (ANTHROPIC_API_KEY is set)",
+    "lexical": "lexical: a word-overlap heuristic, not an LLM (set ANTHROPIC_API_KEY, or MONITOR_JUDGE_PROVIDER and "
+    "its settings, for the statements LLM judge)",
+    "statements": "statements: the LLM splits each answer into statements and judges each (a judge is configured)",
 }
 
 

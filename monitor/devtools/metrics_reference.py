@@ -65,7 +65,7 @@ class _DescribedJudge:
 
 
 _HEURISTIC = _DescribedJudge(JudgeInfo("lexical", "", "lexical-reference", heuristic=True))
-_LLM = _DescribedJudge(JudgeInfo("rubric", "a-model", "rubric-reference"))
+_LLM = _DescribedJudge(JudgeInfo("rubric", "a-model", "rubric-reference", provider="anthropic"))
 
 
 class _RecordingRegistry(CollectorRegistry):

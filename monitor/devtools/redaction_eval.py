@@ -11,9 +11,18 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from monitor.devtools.pii_samples import LabelledText
+from monitor.devtools.pii_samples import Planted
 from monitor.privacy.kinds import placeholder
 from monitor.privacy.spans import Redactor
+
+
+@dataclass(frozen=True, slots=True)
+class LabelledText:
+    """A chat text, the personal data that must be removed from it, and the look-alikes that must survive verbatim."""
+
+    text: str
+    planted: tuple[Planted, ...]
+    benign: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,10 @@ import uuid
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 
-from consumers.clients import KafkaSettings, ensure_topics, make_producer, start_client
+from consumers.client_start import start_client
+from consumers.clients import make_producer
+from consumers.settings import KafkaSettings
+from consumers.topics import ensure_topics
 from monitor.devtools.pii_samples import Planted, planted_snippet, planted_value
 from monitor.privacy.kinds import BUILTIN_KINDS, CARD, EMAIL, IBAN, IP, NATIONAL_ID, PHONE, SECRET, SSN, URL_CREDENTIALS
 

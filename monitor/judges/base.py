@@ -7,6 +7,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Protocol
 
 from schemas.errors import JudgeError, JudgeUnavailable
@@ -34,12 +35,28 @@ class Judgement:
             raise ValueError("one verdict per statement")
 
 
+class FailureReason(StrEnum):
+    """Why an event got no score: a closed set, so a metric label or a row's error prefix is always one of these."""
+
+    INVALID_REPLY = "invalid_reply"  # the judge replied, but not with a valid verdict (after its corrective retry)
+    UNAVAILABLE = "unavailable"  # unreachable or failing transiently (after the bounded retries)
+    API_ERROR = "api_error"  # the provider refused the request for a reason retrying cannot fix
+    JUDGE_ERROR = "judge_error"  # any other `JudgeError` a judge raised (read by value, from `JudgeError.reason`)
+    CIRCUIT_OPEN = "circuit_open"  # not sent: the judge failed too often in a row
+    TIMEOUT = "timeout"  # no verdict within the per-event deadline
+    DEADLINE = "deadline"  # no verdict within a canary run's deadline
+    INTERNAL = "internal"  # a defect of the monitor (logged with its traceback)
+    MISSING = "missing"  # a batch returned no result for the request
+    EXPIRED = "expired"  # a batch expired before the request was processed
+    CANCELED = "canceled"  # a batch was canceled before the request was processed
+
+
 @dataclass(frozen=True, slots=True)
 class JudgeFailure:
     """Why an event got no score: a stable `reason` code (a metric label), the `detail` for the row, whether it
     is `transient` (worth judging again later) and whether the provider `rate_limited` us (not the event's fault)."""
 
-    reason: str
+    reason: FailureReason
     detail: str
     transient: bool = False
     rate_limited: bool = False
@@ -54,9 +71,10 @@ class JudgeFailure:
     def from_error(cls, err: JudgeError) -> JudgeFailure:
         """The failure a judge reported by raising `err`."""
         usage = err.usage if isinstance(err.usage, Usage) else Usage()
+        reason = FailureReason(err.reason)
         if isinstance(err, JudgeUnavailable):
-            return cls(err.reason, str(err), transient=True, rate_limited=err.kind == "rate_limited", usage=usage)
-        return cls(err.reason, str(err), usage=usage)
+            return cls(reason, str(err), transient=True, rate_limited=err.kind == "rate_limited", usage=usage)
+        return cls(reason, str(err), usage=usage)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +85,7 @@ class JudgeInfo:
     model: str
     judge_id: str
     heuristic: bool = False
+    provider: str | None = None  # who serves an LLM judge's model (not stored on rows: the judge_id names it)
 
 
 def make_judge_id(method: str, model: str, prompt: str, params: dict[str, Any]) -> str:

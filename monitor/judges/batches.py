@@ -26,7 +26,7 @@ import structlog
 from anthropic.types.messages import MessageBatchIndividualResponse
 from anthropic.types.messages.batch_create_params import Request
 
-from monitor.judges.base import JudgeFailure, JudgeInfo, Judgement
+from monitor.judges.base import FailureReason, JudgeFailure, JudgeInfo, Judgement
 from monitor.judges.llm import LLMJudge
 from monitor.judges.providers.anthropic_messages import AnthropicMessages, classify, reply_of
 from monitor.judges.providers.base import ProviderReply
@@ -42,7 +42,8 @@ MAX_BATCH_REQUESTS = 100_000  # the API's limits on one batch
 MAX_BATCH_BYTES = 256_000_000
 
 # Errored entries of these API error types failed for the provider's reasons, not the request's: a later batch
-# (or the one-call path) may well succeed. Anything else (invalid_request_error, ...) would fail again.
+# (or the one-call path) may well succeed, so they are `unavailable`. Anything else (invalid_request_error, ...) would
+# fail again: an `api_error`. The API's type leads the detail.
 TRANSIENT_ERROR_TYPES = frozenset({"api_error", "overloaded_error", "rate_limit_error", "timeout_error"})
 
 
@@ -222,23 +223,30 @@ class BatchJudge:
                 return self.judge.to_judgement(self.judge.parse(_text(reply)), usage)
             except JudgeReplyInvalid as e:
                 # Paid for, like an invalid reply on the one-call path; not retried here (the caller may resubmit).
-                return JudgeFailure(e.reason, str(e), usage=usage)
+                return JudgeFailure(FailureReason.INVALID_REPLY, str(e), usage=usage)
         unspent = Usage(cost_usd=None if self._client.price is None else 0.0)  # only succeeded requests are billed
         if result.type == "errored":
             error = result.error.error
+            transient = error.type in TRANSIENT_ERROR_TYPES
             return JudgeFailure(
-                error.type,
-                error.message or error.type,
-                transient=error.type in TRANSIENT_ERROR_TYPES,
+                FailureReason.UNAVAILABLE if transient else FailureReason.API_ERROR,
+                f"{error.type}: {error.message or error.type}",
+                transient=transient,
                 rate_limited=error.type == "rate_limit_error",
                 usage=unspent,
             )
         if result.type == "expired":
             return JudgeFailure(
-                "expired", "the batch expired before this request was processed", transient=True, usage=unspent
+                FailureReason.EXPIRED,
+                "the batch expired before this request was processed",
+                transient=True,
+                usage=unspent,
             )
         return JudgeFailure(
-            "canceled", "the batch was canceled before this request was processed", transient=True, usage=unspent
+            FailureReason.CANCELED,
+            "the batch was canceled before this request was processed",
+            transient=True,
+            usage=unspent,
         )
 
 

@@ -57,6 +57,7 @@ class LLMJudge(Generic[R]):
             model=settings.model,
             judge_id=make_judge_id(self.method, settings.model, self.prompt_template(), self.params()),
             heuristic=False,
+            provider=settings.provider,
         )
         # The system prompt is the whole cached prefix (no tools precede it): say so at start-up if it is too short.
         # Only where requests mark a prefix (Anthropic); OpenAI-compatible servers cache prefixes by themselves.

@@ -144,7 +144,8 @@ class JudgeSettings(BaseSettings):
         ge=0,
         le=10,
         validation_alias="judge_max_retries",
-        description="retries of a judge call on transient errors or invalid replies",
+        description="retries of a judge call on transient errors (429, 5xx, timeouts); an invalid reply is sent back "
+        "once, whatever this says",
     )
     max_tokens: int = Field(
         1024, ge=64, validation_alias="judge_max_tokens", description="max output tokens of one judge reply"

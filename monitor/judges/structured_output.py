@@ -59,15 +59,6 @@ def parse_reply(model: type[M], text: str) -> M:
         raise JudgeReplyInvalid(_describe(e)) from None
 
 
-def parse_tolerant(model: type[M], text: str) -> M:
-    """`parse_reply` of the first JSON object found in `text` (prose or a code fence around it is allowed): how a
-    reply is read where the server did not enforce the format. Still strict about the object itself."""
-    candidate = first_json_object(text)
-    if candidate is None:
-        raise JudgeReplyInvalid("no JSON object in the reply" if text.strip() else "empty reply")
-    return parse_reply(model, candidate)
-
-
 def first_json_object(text: str) -> str | None:
     """The first balanced `{…}` in `text` that parses as a JSON object, or None."""
     decoder = json.JSONDecoder()

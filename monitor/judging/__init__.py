@@ -6,5 +6,6 @@
   through the store; `traffic_counts` counts what was consumed and sampled per segment.
 - `verdict_reuse`: one call for concurrent duplicates and a cache of recent verdicts.
 - `metrics`: what these export.
+- `settings`: their settings slices (flow, budget, shadow), which `monitor.config` composes.
 
 It never imports the runtime, replay or the command line (an import contract in pyproject.toml)."""

@@ -5,15 +5,19 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
 
 import structlog
 
-from monitor.judging.budget import BudgetSettings, FreshnessGovernor, Limits, Spend, SpendBudget
+from monitor.judging.budget import FreshnessGovernor, Limits, Spend, SpendBudget
 from monitor.judging.metrics import JudgingMetrics
+from monitor.judging.settings import BudgetSettings
 from monitor.judging.traffic_counts import COLUMNS as TRAFFIC_COLUMNS
 from monitor.judging.traffic_counts import TrafficCounter
 from monitor.store.async_store import AsyncStore
 from monitor.store.connection import ClickHouseStore
+from schemas.errors import StoreError
 from schemas.scored import ScoredRow
 from schemas.usage import Usage
 
@@ -35,6 +39,20 @@ def judge_spend(store: ClickHouseStore, hour_start: float, day_start: float) -> 
     sql = _SPEND.replace("{table}", store.qualified_table)
     row = store.query(sql, {"h": hour_start, "d": day_start}).rows[0]
     return Spend(*map(float, row[0:3])), Spend(*map(float, row[3:6]))
+
+
+@dataclass(frozen=True, slots=True)
+class TrafficNotWritten:
+    """Why the traffic counts were not written: the store's outage, or a bug of the monitor; `problem` is the
+    exception's type and first line."""
+
+    reason: Literal["store_outage", "bug"]
+    problem: str
+
+
+def _one_line(e: Exception) -> str:
+    first = str(e).splitlines()[0][:200] if str(e) else ""
+    return f"{type(e).__name__}: {first}" if first else type(e).__name__
 
 
 def _tokens(u: Usage | ScoredRow) -> int:
@@ -123,21 +141,21 @@ class CostControl:
             log.warning("budget_sync_failed", error=type(e).__name__, detail=str(e)[:200])
         self.refresh()
 
-    async def flush_traffic(self) -> bool:
-        """Write the counted traffic; False if the write failed (the counts are kept for the next one)."""
+    async def flush_traffic(self) -> TrafficNotWritten | None:
+        """Write the counted traffic; None once written (or nothing to write), else why not (the counts are kept for
+        the next try). A `StoreError` is the store's outage and is retried quietly; anything else is a bug of the
+        monitor, logged as one with its traceback, so that it cannot pass for an outage."""
         rows = self.traffic.drain()
         if not rows:
-            return True
+            return None
         try:
             await self.store.insert_table("traffic_counts", TRAFFIC_COLUMNS, rows)
-        except Exception as e:
+        except StoreError as e:
             self.traffic.restore(rows)
             log.warning("traffic_counts_write_failed", error=type(e).__name__, detail=str(e)[:200])
-            return False
-        return True
-
-    async def traffic_loop(self) -> None:
-        """Flush traffic counts every `traffic_flush_s`."""
-        while True:
-            await asyncio.sleep(self.settings.traffic_flush_s)
-            await self.flush_traffic()
+            return TrafficNotWritten("store_outage", _one_line(e))
+        except Exception as e:  # a defect (a row of the wrong shape, a wrong call): it recurs, and commits stall
+            self.traffic.restore(rows)
+            log.error("traffic_counts_write_bug", error=type(e).__name__, rows=len(rows), exc_info=True)
+            return TrafficNotWritten("bug", _one_line(e))
+        return None

@@ -14,84 +14,9 @@ from collections import deque
 from collections.abc import Callable
 from enum import Enum
 
-from pydantic import Field, ValidationInfo, field_validator
-from pydantic_settings import BaseSettings
-
 from consumers.group_share import GroupShare
-from schemas.settings import MONITOR_SLICE
 
 Clock = Callable[[], float]
-
-
-class FlowSettings(BaseSettings):
-    """The flow slice of the settings: how judging is bounded and how finished work is delivered. Env:
-    MONITOR_<field>."""
-
-    model_config = MONITOR_SLICE
-
-    judge_concurrency: int = Field(
-        8, ge=1, le=1024, description="most judge calls in flight at once (halved under 429s, grown back one at a time)"
-    )
-    judge_timeout_s: float = Field(
-        150.0, gt=0, description="deadline for one judge call of an event, its API retries included"
-    )
-    judge_concurrency_floor: int = Field(1, ge=1, description="adaptive concurrency never goes below this under 429s")
-    judge_requests_per_minute: float | None = Field(
-        None,
-        gt=0,
-        description="client-side cap on judge requests per minute for the whole consumer group (each replica takes "
-        "the share of its partitions)",
-    )
-    judge_tokens_per_minute: float | None = Field(
-        None,
-        gt=0,
-        description="client-side cap on estimated judge input tokens per minute for the whole consumer group (each "
-        "replica takes the share of its partitions)",
-    )
-    judge_event_attempts: int = Field(
-        2, ge=1, le=10, description="judge calls per event on transient failure before an error row"
-    )
-    breaker_threshold: int = Field(5, ge=1, description="consecutive transient judge failures that open the circuit")
-    breaker_cooldown_s: float = Field(
-        2.0, gt=0, description="first wait before probing an open circuit (doubles, capped)"
-    )
-    breaker_max_cooldown_s: float = Field(60.0, gt=0, description="longest wait between probes")
-    lag_check_s: float = Field(5.0, gt=0, description="how often consumer lag is measured (metrics and freshness)")
-    max_in_flight: int = Field(
-        2000, ge=2, description="events fetched and not yet finished; consumption pauses at this cap"
-    )
-    resume_in_flight: int | None = Field(
-        None,
-        ge=0,
-        description="consumption resumes at or below this many events in flight",
-        json_schema_extra={"shown_default": "half of MONITOR_MAX_IN_FLIGHT"},
-    )
-    batch_max_rows: int = Field(1000, ge=1, description="rows per ClickHouse insert")
-    batch_max_seconds: float = Field(1.0, gt=0, description="longest a row waits before its batch is written")
-    commit_interval_s: float = Field(1.0, gt=0, description="how often finished offsets are committed")
-    shutdown_grace_s: float = Field(20.0, ge=0, description="drain budget on SIGTERM before exiting")
-    progress_log_s: float = Field(30.0, gt=0, description="how often `run` logs a one-line progress summary at info")
-
-    @field_validator("judge_concurrency_floor")
-    @classmethod
-    def _floor_within_concurrency(cls, value: int, info: ValidationInfo) -> int:
-        ceiling = info.data.get("judge_concurrency")
-        if ceiling is not None and value > ceiling:
-            raise ValueError(f"must not exceed MONITOR_JUDGE_CONCURRENCY ({ceiling})")
-        return value
-
-    @field_validator("resume_in_flight")
-    @classmethod
-    def _resume_below_cap(cls, value: int | None, info: ValidationInfo) -> int | None:
-        cap = info.data.get("max_in_flight")
-        if value is not None and cap is not None and value >= cap:
-            raise ValueError(f"must be below MONITOR_MAX_IN_FLIGHT ({cap})")
-        return value
-
-    @property
-    def resume_at(self) -> int:
-        """Consumption resumes at or below this many events in flight (default: half the cap)."""
-        return self.max_in_flight // 2 if self.resume_in_flight is None else self.resume_in_flight
 
 
 class AdaptiveLimiter:

@@ -17,9 +17,10 @@ from typing import Any, Protocol
 
 import structlog
 
-from monitor.judges.base import Judge, JudgeFailure, Judgement
-from monitor.judging.flow import AdaptiveLimiter, CircuitBreaker, FlowSettings, RateLimiter
+from monitor.judges.base import FailureReason, Judge, JudgeFailure, Judgement
+from monitor.judging.flow import AdaptiveLimiter, CircuitBreaker, RateLimiter
 from monitor.judging.metrics import JudgingMetrics
+from monitor.judging.settings import FlowSettings
 from schemas.errors import JudgeError
 from schemas.usage import Usage
 
@@ -197,7 +198,7 @@ class GuardedJudge:
         """A one-shot caller's event while the circuit is open: an error at once, no call, no wait for a probe."""
         threshold = self.breaker.threshold
         verdict = JudgeFailure(
-            "circuit_open", f"not judged: the judge failed {threshold} times in a row", transient=True
+            FailureReason.CIRCUIT_OPEN, f"not judged: the judge failed {threshold} times in a row", transient=True
         )
         self._metrics.judge_errors.labels(method, verdict.reason).inc()
         return JudgeOutcome(verdict, 0.0)
@@ -236,12 +237,12 @@ class GuardedJudge:
         try:
             return await asyncio.wait_for(self.judge.judge(event.question, event.response), timeout=timeout)
         except TimeoutError:
-            return JudgeFailure("timeout", f"no verdict within {timeout}s", transient=True)
+            return JudgeFailure(FailureReason.TIMEOUT, f"no verdict within {timeout}s", transient=True)
         except JudgeError as e:
             return JudgeFailure.from_error(e)
         except Exception as e:  # a bug in a judge: an error row, never a made-up score
             log.exception("judge_crashed", event_id=event.event_id)
-            return JudgeFailure("internal", f"{type(e).__name__}: {e}")
+            return JudgeFailure(FailureReason.INTERNAL, f"{type(e).__name__}: {e}")
 
 
 class ShadowGuardedJudge(GuardedJudge):

@@ -68,6 +68,7 @@ class JudgingMetrics:
                 judge.stats,
                 PREFIX + ("shadow_" if shadow else ""),
                 model=None if info.heuristic else info.model,
+                provider=info.provider,
             )
         )
 
@@ -81,12 +82,19 @@ class _JudgeStatsCollector(Collector):
     share read from the cache is read ÷ prompt in PromQL."""
 
     def __init__(
-        self, method: str, stats: Mapping[str, int], prefix: str = PREFIX, *, model: str | None = None
+        self,
+        method: str,
+        stats: Mapping[str, int],
+        prefix: str = PREFIX,
+        *,
+        model: str | None = None,
+        provider: str | None = None,
     ) -> None:
         self._method = method
         self._stats = stats
         self._prefix = prefix
         self._model = model
+        self._provider = provider
 
     def collect(self) -> Iterator[CounterMetricFamily]:
         p = self._prefix
@@ -109,6 +117,21 @@ class _JudgeStatsCollector(Collector):
         yield from (requests, errors, retries, tokens)
         if self._model is not None:
             yield from self._cache_families()
+        if self._provider is not None:
+            yield self._invalid_family()
+
+    def _invalid_family(self) -> CounterMetricFamily:
+        # By provider and structured-output mode: a server that accepts a schema and ignores it shows here first.
+        family = CounterMetricFamily(
+            self._prefix + "judge_invalid_replies",
+            "Judge replies that did not validate against the reply schema, by provider and structured-output mode",
+            labels=["judge", "provider", "mode"],
+        )
+        for key, value in list(self._stats.items()):
+            prefix, _, mode = key.partition(".")
+            if prefix == "invalid" and mode:
+                family.add_metric([self._method, self._provider or "", mode], value)
+        return family
 
     def _cache_families(self) -> Iterator[CounterMetricFamily]:
         p, labels, stats = self._prefix, [self._method, self._model or ""], self._stats

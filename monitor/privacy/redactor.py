@@ -13,7 +13,7 @@ from monitor.privacy.settings import DEFAULT_PHONE_REGIONS, RedactionSettings
 from monitor.privacy.spans import Recognizer, Redacted, Span, replace_spans
 
 # Bumped whenever a built-in recognizer changes what it finds: the rows say which recognizers redacted them.
-RECOGNIZERS_VERSION = "validated-2"  # 2: fails closed (issue 27), international checks only
+RECOGNIZERS_VERSION = "validated-3"  # 2: fails closed (issue 27); 3: other locales (issue 40): IDNA, ids, matcher
 
 
 class RecognizerRedactor:

@@ -5,7 +5,8 @@ Order, per score: (1) its row is written to ClickHouse; (2) the sink acknowledge
 committable; (3) `offer` queues it; (4) `run` sends one export request per batch to the destination (a Kafka
 topic, or a Collector's OTLP/HTTP endpoint). So a score is
 published only once stored, and publishing is at most once: a crash between (2) and (4), a full queue (the oldest
-are dropped) or a send that fails loses that evaluation record, counted, never the score or its row."""
+are dropped), a send that fails or a batch that cannot be encoded (a bug, counted apart) loses those evaluation
+records, counted, never the score or its row."""
 
 from __future__ import annotations
 
@@ -69,16 +70,29 @@ class EvaluationPublisher:
         self._ready.clear()
         while self._queue:
             batch = [self._queue.popleft() for _ in range(min(BATCH_ROWS, len(self._queue)))]
-            request = evaluation_request(batch, self.settings.publish_relevant_at, self.service)
-            if request is None:
+            value = self._encoded(batch)
+            if value is None:
                 continue
             try:
-                await self.destination.send(encode(request, self.settings.publish_encoding))
+                await self.destination.send(value)
             except Exception as e:  # any Kafka or HTTP failure: the scores are stored; only their records are lost
                 log.warning("evaluations_not_published", rows=len(batch), error=type(e).__name__)
                 self._on_dropped("send_failed", len(batch))
                 continue
             self._on_published(len(batch))
+
+    def _encoded(self, batch: list[ScoredRow]) -> bytes | None:
+        """The batch as one export request's bytes; None when no row is publishable, or when building or encoding
+        the request fails. That is a bug of ours, not the destination's failure: it is logged as an error with its
+        traceback and counted as `encode_failed`, apart from `send_failed`, so an alert on a destination outage
+        does not fire for it (nor hide it). Scoring goes on: the scores are stored, and publishing is at most once."""
+        try:
+            request = evaluation_request(batch, self.settings.publish_relevant_at, self.service)
+            return None if request is None else encode(request, self.settings.publish_encoding)
+        except Exception:
+            log.exception("evaluations_not_encoded", rows=len(batch), first_event_id=batch[0].event_id)
+            self._on_dropped("encode_failed", len(batch))
+            return None
 
     async def aclose(self) -> None:
         """Close the destination (after the last `drain`)."""

@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 import structlog
 
 from consumers.sampling import SampleDecision
-from monitor.judges.base import JudgeFailure, Judgement
+from monitor.judges.base import FailureReason, JudgeFailure, Judgement
 from monitor.judges.batches import BatchItem, BatchJudge, custom_id_for
 from monitor.privacy.events import JudgedEvent
 from monitor.replay.estimate import CostModel
@@ -187,7 +187,7 @@ class BatchScorer:
         waiting = self._out.pop(batch_id)
         for custom_id, w in waiting.items():
             outcome = results.get(custom_id) or JudgeFailure(
-                "missing", f"batch {batch_id} returned no result for this request", transient=True
+                FailureReason.MISSING, f"batch {batch_id} returned no result for this request", transient=True
             )
             cost = outcome.usage.cost_usd
             self.cap.settle(w.reserved, cost or 0.0)

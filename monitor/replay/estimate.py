@@ -92,7 +92,7 @@ class CostModel:
         input_tokens, output = self.event_tokens(question_chars, response_chars)
         p = self.price
         prefix = self.prompt_tokens * (p.cache_read if self.prefix_cached else p.input)
-        usd = (prefix + input_tokens * p.input + output * p.output) / 1_000_000
+        usd = (prefix + input_tokens * p.input + output * p.output) / 1_000_000 + p.call  # call: a self-hosted share
         return usd * (BATCH_DISCOUNT if self.batch else 1.0)
 
 

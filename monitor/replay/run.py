@@ -219,6 +219,11 @@ class Replay:
                 f"--batch-api sends LLM calls, and the {self.judge.info.method} judge makes none (MONITOR_JUDGE=rubric "
                 "or statements)"
             )
+        if self.options.batch_api and isinstance(self.judge, LLMJudge) and self.judge.settings.provider != "anthropic":
+            raise ReplayRefused(
+                f"--batch-api uses the Message Batches API of the anthropic provider, and the "
+                f"{self.judge.settings.provider} provider has none here: replay without --batch-api"
+            )
         if self.options.max_usd is not None and self.cost.calls_api and self.cost.price is None:
             raise ReplayRefused(
                 f"--max-usd needs the judge model's price, and {self.cost.model} has none: add it to "

@@ -13,11 +13,11 @@ from typing import Any
 
 from aiokafka.structs import ConsumerRecord
 
-from consumers.clients import KafkaSettings
 from consumers.decode import decode_event
+from consumers.settings import KafkaSettings
 from consumers.time_range import RangeProgress, TimeRange, TimeRangeReader
 from monitor.store.async_store import AsyncStore
-from schemas.errors import DecodeError, UsageError
+from schemas.errors import DecodeError, StoreError, UsageError
 from schemas.events import ConversationEvent, KafkaPosition
 
 PAGE_ROWS = 1000
@@ -123,15 +123,26 @@ class StoreHistory:
         return {"since": self.span.since, "until": self.span.until}
 
     async def counts(self) -> StoredCounts:
-        """How many events the range holds, and how many with text; a bad `--where` is a one-line UsageError."""
-        sql = _COUNT.format(table=self.store.store.qualified_table, where=self.where)
+        """How many events the range holds, and how many with text. A `--where` the store refuses is a one-line
+        UsageError; any other failure of the store a StoreError saying what failed (each keeps its cause)."""
+        table = self.store.store.qualified_table
         try:
-            row = (await self.store.query(sql, self._params())).rows[0]
-        except Exception as e:  # StoreError with ClickHouse's own message: the filter is the likely culprit
-            raise UsageError(f"--where: the store refused the filter: {str(e).splitlines()[0][:300]}") from None
+            row = (await self.store.query(_COUNT.format(table=table, where=self.where), self._params())).rows[0]
+        except StoreError as e:
+            if self.where != "1" and await self._answers_without_filter(table):
+                raise UsageError(f"--where: the store refused the filter: {str(e).splitlines()[0][:300]}") from e
+            raise StoreError(f"replay: counting the stored events of the range failed: {e}") from e
         counts = StoredCounts(int(row[0]), int(row[1]))
         self.progress.expected = counts.with_text
         return counts
+
+    async def _answers_without_filter(self, table: str) -> bool:
+        """Whether the count succeeds with no filter: then the filter, and only it, made the store refuse it."""
+        try:
+            await self.store.query(_COUNT.format(table=table, where="1"), self._params())
+        except StoreError:
+            return False
+        return True
 
     async def pages(self, stop: asyncio.Event) -> AsyncIterator[list[Item]]:
         """Pages of events, oldest first, until the range is read or `stop` is set."""

@@ -10,7 +10,10 @@ Modules, bottom up:
 - `totals`: totals per segment over the range (pure)
 - `charts`: chart specs: lines, bars and alert spans on the grid (pure)
 - `svg`: a chart spec drawn as inline SVG with matplotlib
-- `page`: the HTML page (pure; every stored text escaped)
+- `formats`: how numbers and times are written (the templates' filters)
+- `environment`: the Jinja2 environment over `templates/` (autoescaped; the page, the shared partials and
+  `base.css`, which a web page of the project can load too)
+- `page`: what the page shows, rendered from `templates/report.html.j2` (pure)
 - `queries`: the reads, through `ClickHouseStore.query` (scores FINAL, traffic counts, alert state, canary runs)
 - `write`: `write_report`, the API the command line and the demo call
 

@@ -227,38 +227,11 @@ def relevancy_chart(
     with the app's alert episodes and rollouts; below them, when the app's judges have canary runs, each judge's
     mean shift on the canary's labelled set: live scores falling while that line holds is the product, both falling
     together is the judge."""
-    items = list(buckets)
     firings = list(firings)
-    own = [t for t in totals if t.segment.app == app]
-    fired = fired_segments((t.segment for t in own), firings)
-    ordered = sorted(own, key=lambda t: t.segment not in fired)  # stable sort: the busiest first within each
-    shown = [t.segment for t in ordered[:MAX_LINES]]
-    muted = bool(fired)  # with nothing fired, every line keeps its colour
-    mean = _estimates(items, shown, mean_estimate)
-    how = "weighted" if weighted else "unweighted"  # the page's header says by what
-    x_range = grid.x_range
-    spans = tuple(
-        span for f in firings if firing_applies(f, (t.segment for t in own)) for span in episode_spans(f, *x_range)
-    )
-    panels = [
-        Panel(
-            f"mean score ({how}), 95 % band",
-            tuple(_banded(s.label, grid.x, mean[s], muted and s not in fired) for s in shown),
-            y_max=1.0,
-        )
-    ]
-    if low_share:
-        low = _estimates(items, shown, share_estimate)
-        panels.append(
-            Panel(
-                "score < 0.5, % of ok rows",
-                tuple(_banded(s.label, grid.x, low[s], muted and s not in fired) for s in shown),
-                y_max=100.0,
-                percent=True,
-            )
-        )
-    judges = list(dict.fromkeys(s.judge_id for s in shown))
-    shifts = canary_lines(canaries, judges, grid.x, grid.width_s, "mean_shift")
+    own = [t.segment for t in totals if t.segment.app == app]
+    lines = _AppLines.of(own, fired_segments(own, firings))
+    panels = _score_panels(list(buckets), lines, grid, weighted, low_share)
+    shifts = canary_lines(canaries, lines.judges, grid.x, grid.width_s, "mean_shift")
     if shifts and low_share:
         panels.append(_shift_panel("canary: judge's mean shift (score − label)", shifts))
     return Chart(
@@ -266,12 +239,63 @@ def relevancy_chart(
         title=title or f"app {app or '(none)'}",
         x=grid.x,
         width_s=grid.width_s,
-        x_range=x_range,
+        x_range=grid.x_range,
         panels=tuple(panels),
-        spans=spans,
-        omitted=tuple(t.segment.label for t in ordered[MAX_LINES:]),
+        spans=tuple(span for f in firings if firing_applies(f, own) for span in episode_spans(f, *grid.x_range)),
+        omitted=tuple(s.label for s in lines.omitted),
         marks=first_seen_marks(first_seen, app),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _AppLines:
+    """The segments of one app a relevancy chart draws (those that fired first, `MAX_LINES` in all), the ones it
+    leaves out, and which are drawn in grey."""
+
+    shown: tuple[Segment, ...]
+    omitted: tuple[Segment, ...]
+    fired: frozenset[Segment]
+
+    @classmethod
+    def of(cls, own: Sequence[Segment], fired: frozenset[Segment]) -> _AppLines:
+        """`own` (busiest first) with the fired ones moved ahead, cut at `MAX_LINES`."""
+        ordered = sorted(own, key=lambda s: s not in fired)  # stable sort: the busiest first within each
+        return cls(tuple(ordered[:MAX_LINES]), tuple(ordered[MAX_LINES:]), fired)
+
+    @property
+    def judges(self) -> list[str]:
+        """The judge ids of the lines drawn, in their order."""
+        return list(dict.fromkeys(s.judge_id for s in self.shown))
+
+    def muted(self, segment: Segment) -> bool:
+        """A stable segment behind the ones that fired; with nothing fired, every line keeps its colour."""
+        return bool(self.fired) and segment not in self.fired
+
+
+def _score_panels(
+    items: Sequence[SegmentBucket], lines: _AppLines, grid: Grid, weighted: bool, low_share: bool
+) -> list[Panel]:
+    """The mean score panel, and the low-score share panel under it when `low_share`."""
+    how = "weighted" if weighted else "unweighted"  # the page's header says by what
+    mean = _estimates(items, lines.shown, mean_estimate)
+    panels = [
+        Panel(
+            f"mean score ({how}), 95 % band",
+            tuple(_banded(s.label, grid.x, mean[s], lines.muted(s)) for s in lines.shown),
+            y_max=1.0,
+        )
+    ]
+    if low_share:
+        low = _estimates(items, lines.shown, share_estimate)
+        panels.append(
+            Panel(
+                "score < 0.5, % of ok rows",
+                tuple(_banded(s.label, grid.x, low[s], lines.muted(s)) for s in lines.shown),
+                y_max=100.0,
+                percent=True,
+            )
+        )
+    return panels
 
 
 CanaryFigure = Literal["spearman", "kappa", "mean_shift"]

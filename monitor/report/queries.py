@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -75,6 +76,55 @@ def _num(value: Any) -> float | None:
     return f if math.isfinite(f) else None
 
 
+@dataclass(frozen=True, slots=True)
+class _Scope:
+    """What every read of one report shares: the scores table, the bound range, which rows and how they weigh."""
+
+    db: str
+    scores: str  # database.table of the scores
+    params: dict[str, Any]  # since, until, bucket, low
+    weighted: bool  # the table has sample_rate: a row weighs 1/sample_rate
+    replays: Replays | None  # None: a table from before migration 036, with no replayed rows to leave out or count
+    live: str  # `_LIVE` when only the live consumer's rows are read, else ""
+
+    @property
+    def weight(self) -> str:
+        """A row's weight, as SQL."""
+        return "1 / greatest(sample_rate, 1e-6)" if self.weighted else "1"
+
+    @property
+    def where(self) -> str:
+        """The rows of the range the report reads."""
+        return _RANGE + self.live
+
+    @property
+    def primary(self) -> str:
+        """Those rows without the shadow judge's."""
+        return f"{self.where} AND NOT {SHADOW_ROW}"
+
+
+@dataclass(frozen=True, slots=True)
+class _Optional:
+    """What the tables the store may lack (traffic counts, alert state, canary runs) hold, and whether each is there."""
+
+    traffic: tuple[TrafficBucket, ...] = ()
+    traffic_status: TableStatus = "missing"
+    firings: tuple[Firing, ...] = ()
+    alert_status: TableStatus = "missing"
+    canaries: tuple[CanaryPoint, ...] = ()
+    canary_status: TableStatus = "missing"
+
+
+@dataclass(frozen=True, slots=True)
+class _Story:
+    """The lead change, its figures and zoom, and the worst examples of the segments it concerns."""
+
+    change: Change | None
+    figures: Figures | None
+    zoom: Zoom | None
+    examples: tuple[Example, ...]
+
+
 def fetch_report_data(
     store: ClickHouseStore,
     since: datetime,
@@ -90,71 +140,90 @@ def fetch_report_data(
 ) -> ReportData:
     """Every query of the report over [since, until) in buckets of `bucket_s`, over the live consumer's rows unless
     `include_replays`; raises `StoreError`."""
-    db, table = _ident(store.database), _ident(store.table)
-    scores = f"{db}.{table}"
-    params: dict[str, Any] = {"since": since, "until": until, "bucket": bucket_s, "low": LOW_SCORE_BELOW}
-    tables = _existing_tables(store, db, [_ident(traffic_table), STATE_TABLE, CANARY_TABLE])
-    weighted = _has_column(store, db, table, "sample_rate")
-    weight = "1 / greatest(sample_rate, 1e-6)" if weighted else "1"
-    # A table from before migration 036 has no replayed rows: nothing to leave out or count.
-    replays = _replays(store, scores, params) if _has_column(store, db, table, "replay_run") else None
-    where = _RANGE if include_replays or replays is None else _RANGE + _LIVE
-
-    segments = tuple(_segment_buckets(store, scores, where, weight, params))
-    traffic: tuple[TrafficBucket, ...] = ()
-    traffic_status: TableStatus = "missing"
-    if traffic_table in tables:
-        traffic = tuple(_traffic(store, scores, where, f"{db}.{traffic_table}", params))
-        traffic_status = "present" if any(b.consumed or b.no_content for b in traffic) else "empty"
-    firings: tuple[Firing, ...] = ()
-    alert_status: TableStatus = "missing"
-    if STATE_TABLE in tables:
-        alert_status, firings = _firings(store, since, until)
-    canaries: tuple[CanaryPoint, ...] = ()
-    canary_status: TableStatus = "missing"
-    if CANARY_TABLE in tables:
-        canaries = tuple(_canaries(store, f"{db}.{CANARY_TABLE}", params))
-        canary_status = "present" if canaries else "empty"
-    live_only = "" if include_replays or replays is None else _LIVE
-    first_seen = tuple(_first_seen(store, scores, live_only, since, until))
-    change = change_of(firings, first_seen)
-    primary = f"{where} AND NOT {SHADOW_ROW}"
-    sources = example_sources(firings, segment_totals(segments))
-    worst_params = {**params, "limit": worst, "chars": EXAMPLE_CHARS + 1, "n": EXAMPLE_STATEMENTS}
-    examples = _worst(store, scores, f"{primary} AND {_matching(sources, worst_params)}", worst_params)
-    figures = zoom = None
-    if change is not None:
-        figures = _figures(store, scores, primary, weight, params, change)
-        zoom = _zoom(store, scores, primary, weight, params, change)
+    scope = _scope(store, since, until, bucket_s, include_replays)
+    extra = _optional_tables(store, scope, _ident(traffic_table))
+    segments = tuple(_segment_buckets(store, scope.scores, scope.where, scope.weight, scope.params))
+    first_seen = tuple(_first_seen(store, scope.scores, scope.live, since, until))
+    story = _story(store, scope, segments, extra.firings, first_seen, worst)
+    where, params = scope.where, scope.params
     return ReportData(
-        store=store_label or store.url,
-        table=scores,
+        store=store_label or store.safe_url,
+        table=scope.scores,
         since=since,
         until=until,
         generated_at=now or datetime.now(UTC),
         bucket_s=bucket_s,
-        weighted=weighted,
+        weighted=scope.weighted,
         segments=segments,
-        health=tuple(_health(store, scores, where, params)),
-        judges=tuple(_judges(store, scores, where, params)),
-        error_reasons=tuple(_error_reasons(store, scores, where, params)),
-        costs=tuple(_costs(store, scores, where, params)),
-        traffic=traffic,
-        traffic_status=traffic_status,
-        examples=tuple(examples),
-        firings=firings,
-        alert_status=alert_status,
-        canaries=canaries,
-        canary_status=canary_status,
-        replays=replays,
+        health=tuple(_health(store, scope.scores, where, params)),
+        judges=tuple(_judges(store, scope.scores, where, params)),
+        error_reasons=tuple(_error_reasons(store, scope.scores, where, params)),
+        costs=tuple(_costs(store, scope.scores, where, params)),
+        traffic=extra.traffic,
+        traffic_status=extra.traffic_status,
+        firings=extra.firings,
+        alert_status=extra.alert_status,
+        canaries=extra.canaries,
+        canary_status=extra.canary_status,
+        replays=scope.replays,
         include_replays=include_replays,
         first_seen=first_seen,
-        shadow=tuple(_shadow(store, scores, where, params)),
+        shadow=tuple(_shadow(store, scope.scores, where, params)),
         default_range=default_range,
-        change=change,
-        figures=figures,
-        zoom=zoom,
+        change=story.change,
+        figures=story.figures,
+        zoom=story.zoom,
+        examples=story.examples,
     )
+
+
+def _scope(store: ClickHouseStore, since: datetime, until: datetime, bucket_s: int, include_replays: bool) -> _Scope:
+    """The scores table checked as identifiers, the range bound, and the columns it has that decide the reads."""
+    db, table = _ident(store.database), _ident(store.table)
+    scores = f"{db}.{table}"
+    params: dict[str, Any] = {"since": since, "until": until, "bucket": bucket_s, "low": LOW_SCORE_BELOW}
+    weighted = _has_column(store, db, table, "sample_rate")
+    replays = _replays(store, scores, params) if _has_column(store, db, table, "replay_run") else None
+    live = "" if include_replays or replays is None else _LIVE
+    return _Scope(db, scores, params, weighted, replays, live)
+
+
+def _optional_tables(store: ClickHouseStore, scope: _Scope, traffic_table: str) -> _Optional:
+    """The traffic counts, the alert state and the canary runs, from those of the tables the database has."""
+    tables = _existing_tables(store, scope.db, [traffic_table, STATE_TABLE, CANARY_TABLE])
+    out = _Optional()
+    if traffic_table in tables:
+        traffic = tuple(_traffic(store, scope.scores, scope.where, f"{scope.db}.{traffic_table}", scope.params))
+        status: TableStatus = "present" if any(b.consumed or b.no_content for b in traffic) else "empty"
+        out = replace(out, traffic=traffic, traffic_status=status)
+    if STATE_TABLE in tables:
+        alert_status, firings = _firings(store, scope.params["since"], scope.params["until"])
+        out = replace(out, firings=firings, alert_status=alert_status)
+    if CANARY_TABLE in tables:
+        canaries = tuple(_canaries(store, f"{scope.db}.{CANARY_TABLE}", scope.params))
+        out = replace(out, canaries=canaries, canary_status="present" if canaries else "empty")
+    return out
+
+
+def _story(
+    store: ClickHouseStore,
+    scope: _Scope,
+    segments: Sequence[SegmentBucket],
+    firings: Sequence[Firing],
+    first_seen: Sequence[FirstSeen],
+    worst: int,
+) -> _Story:
+    """The lead change of the firings, its figures and zoom, and the worst examples of the segments that fired (else
+    of the lowest-scoring ones)."""
+    change = change_of(firings, first_seen)
+    sources = example_sources(firings, segment_totals(segments))
+    params = {**scope.params, "limit": worst, "chars": EXAMPLE_CHARS + 1, "n": EXAMPLE_STATEMENTS}
+    examples = tuple(_worst(store, scope.scores, f"{scope.primary} AND {_matching(sources, params)}", params))
+    if change is None:
+        return _Story(None, None, None, examples)
+    figures = _figures(store, scope.scores, scope.primary, scope.weight, scope.params, change)
+    zoom = _zoom(store, scope.scores, scope.primary, scope.weight, scope.params, change)
+    return _Story(change, figures, zoom, examples)
 
 
 def data_span(

@@ -6,13 +6,13 @@ from dataclasses import dataclass, field
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
-from consumers.clients import KafkaSettings
 from consumers.deadletter import DeadLetterPublisher
 from consumers.offsets import OffsetTracker, Ticket
 from consumers.sampling import Sampler
+from consumers.settings import KafkaSettings
 from monitor.judging.cost_control import CostControl
-from monitor.judging.flow import FlowSettings
 from monitor.judging.guarded_judge import GuardedJudge
+from monitor.judging.settings import FlowSettings
 from monitor.judging.shadow import RowsOwed
 from monitor.judging.verdict_reuse import VerdictReuse
 from monitor.privacy.spans import Redactor

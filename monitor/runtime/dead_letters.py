@@ -10,10 +10,13 @@ import structlog
 from aiokafka.structs import ConsumerRecord
 
 from consumers.deadletter import DeadLetterPublisher
+from consumers.decode import DecodedEvent
+from consumers.offsets import Ticket
 from monitor.backoff import Backoff
 from monitor.runtime.health import Health
 from monitor.runtime.metrics import Metrics
 from schemas.errors import DecodeError
+from schemas.events import KafkaPosition
 
 log = structlog.get_logger("monitor.runtime.dead_letters")
 
@@ -67,3 +70,13 @@ async def dead_letter(
         reason=err.reason,
         detail=err.detail[:200],
     )
+
+
+def event_record(event: DecodedEvent, ticket: Ticket) -> ConsumerRecord[Any, Any]:
+    """A record to dead-letter for an event that has no one record of its own (an OpenTelemetry call joined from a
+    span and its log records): the event as JSON, at its ticket's position."""
+    position = KafkaPosition(topic=ticket.tp.topic, partition=ticket.tp.partition, offset=ticket.offset)
+    value = event.event(position).model_dump_json().encode()
+    timestamp_ms = int(event.epoch_s * 1000)
+    return ConsumerRecord(ticket.tp.topic, ticket.tp.partition, ticket.offset, timestamp_ms, 0, None, value, None, 0,
+                          len(value), ())  # fmt: skip

@@ -6,7 +6,9 @@ report it beside the metrics (`/metrics`, `/healthz`, `/readyz`).
 - Readiness is true once the consumer has joined its group and the store has answered, and while the brokers,
   the store and the dead-letter topic look healthy. The store is healthy while it answers probes and its inserts
   succeed: once they have failed for longer than `unready_after_s` (MONITOR_STORE_UNREADY_AFTER_S) it is down, with
-  the reason, until a write succeeds. The judge's circuit is reported but never gates it: a
+  the reason, until a write succeeds. Commits likewise: once the traffic counts (which every commit waits for) have
+  not been written for longer than `unready_after_s`, `commits` is down with the reason (a store outage, or a bug
+  of the monitor) until they are. The judge's circuit is reported but never gates it: a
   provider outage hits every replica alike and must not block a rollout."""
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
 from schemas.errors import PortInUse
 
-COMPONENTS = ("kafka", "dead_letter_topic", "store")
+COMPONENTS = ("kafka", "dead_letter_topic", "store", "commits")
 
 
 @dataclass
@@ -42,6 +44,8 @@ class Health:
     unready_after_s: float = 60.0  # inserts failing this long make the store (and readiness) down
     writes_failing_since: float | None = None  # monotonic time of the first failure since the last success
     write_problem: str = ""  # the last failure, one line
+    commits_held_since: float | None = None  # monotonic time commits were first held back since they last could go
+    commit_problem: str = ""  # why they are held back, one line
 
     def write_failed(self, problem: str, now: float | None = None) -> None:
         """An insert failed (it is retried): the failure's first time is kept until one succeeds."""
@@ -59,11 +63,29 @@ class Health:
             return 0.0
         return (time.monotonic() if now is None else now) - self.writes_failing_since
 
-    def _store_reason(self, now: float | None = None) -> str:
-        failing = self.writes_failing_s(now)
-        if self.writes_failing_since is None or failing <= self.unready_after_s:
+    def commits_held(self, problem: str, now: float | None = None) -> None:
+        """Offsets could not be committed (the traffic counts were not written; retried): since when is kept until
+        they can."""
+        if self.commits_held_since is None:
+            self.commits_held_since = time.monotonic() if now is None else now
+        self.commit_problem = problem
+
+    def commits_flowing(self) -> None:
+        """Nothing holds commits back any more."""
+        self.commits_held_since, self.commit_problem = None, ""
+
+    def _held_reason(self, component: str, now: float | None) -> str:
+        """Why `component` is down for failing longer than `unready_after_s` (the store's inserts, the commits)."""
+        if component == "store":
+            since, what, problem = self.writes_failing_since, "inserts failing", self.write_problem
+        elif component == "commits":
+            since, what, problem = self.commits_held_since, "offsets not committed", self.commit_problem
+        else:
             return ""
-        return f"inserts failing for {failing:.0f} s: {self.write_problem}"
+        if since is None:
+            return ""
+        failing = (time.monotonic() if now is None else now) - since
+        return f"{what} for {failing:.0f} s: {problem}" if failing > self.unready_after_s else ""
 
     def mark(self, component: str, up: bool, problem: str = "") -> bool:
         """Record a component's state; returns True when it changed (so callers log transitions only)."""
@@ -76,12 +98,13 @@ class Health:
         return changed
 
     def component_up(self, component: str, now: float | None = None) -> bool:
-        """Whether `component` looks healthy: it answers, and for the store its inserts are not failing too long."""
-        return self.up.get(component, True) and not (component == "store" and self._store_reason(now))
+        """Whether `component` looks healthy: it answers, and its inserts (the store) or commits are not failing too
+        long."""
+        return self.up.get(component, True) and not self._held_reason(component, now)
 
     def reason(self, component: str, now: float | None = None) -> str:
         """Why `component` is down (one line, no secrets), or ''."""
-        return (self._store_reason(now) if component == "store" else "") or self.problem.get(component, "")
+        return self._held_reason(component, now) or self.problem.get(component, "")
 
     @property
     def ready(self) -> bool:

@@ -39,15 +39,24 @@ class Metrics(JudgingMetrics):
         self, registry: CollectorRegistry | None = None, *, max_apps: int = 100, apps: tuple[str, ...] = ()
     ) -> None:
         super().__init__(registry)
-        r = self.registry
         self._children: dict[tuple[int, tuple[str, ...]], Counter] = {}
         self._app_cap = LabelCap(max_apps, apps)
         self.label_overflow = Counter(
             PREFIX + "metric_label_overflow",
             "Events whose label value was reported as `other` (over the cap)",
             ["label"],
-            registry=r,
+            registry=self.registry,
         )
+        self._register_records(self.registry)
+        self._register_otlp(self.registry)
+        self._register_events(self.registry)
+        self._register_rows(self.registry)
+        self._register_evaluations(self.registry)
+        self._register_writes(self.registry)
+        self._register_offsets(self.registry)
+
+    def _register_records(self, r: CollectorRegistry) -> None:
+        """What was fetched from Kafka, and what went to the dead-letter topic."""
         self.consumed = Counter(PREFIX + "events_consumed", "Records fetched from Kafka", ["topic"], registry=r)
         self.dead_lettered = Counter(
             PREFIX + "events_dead_lettered", "Records sent to the dead-letter topic", ["reason"], registry=r
@@ -55,6 +64,9 @@ class Metrics(JudgingMetrics):
         self.dlq_publish_failures = Counter(
             PREFIX + "dlq_publish_failures", "Dead-letter publish attempts that failed", registry=r
         )
+
+    def _register_otlp(self, r: CollectorRegistry) -> None:
+        """The OpenTelemetry reader: spans not scored, and the join of spans with their log records."""
         self.otlp_skipped = Counter(
             PREFIX + "otlp_spans_skipped",
             "OpenTelemetry spans and log records not scored, by kind (agent, tool, no_content, duplicate, ...)",
@@ -77,18 +89,29 @@ class Metrics(JudgingMetrics):
         self.otlp_join_waiting = Gauge(
             PREFIX + "otlp_join_waiting", "Calls waiting for their span or their log records", registry=r
         )
-        self.evaluations_published = Counter(
-            PREFIX + "evaluations_published", "Scores published as gen_ai.evaluation.result records", registry=r
-        )
-        self.evaluations_dropped = Counter(
-            PREFIX + "evaluations_dropped",
-            "Scores whose evaluation record was not published (queue_full, send_failed); the scores are stored",
-            ["reason"],
-            registry=r,
-        )
+
+    def _register_events(self, r: CollectorRegistry) -> None:
+        """Decoded events: sampled or not, and redacted before the judge and the store."""
         self.not_sampled = Counter(
             PREFIX + "events_not_sampled", "Decoded events not selected for judging", ["app"], registry=r
         )
+        self.sampled = Counter(
+            PREFIX + "events_sampled", "Decoded events selected for judging", ["app", "rule"], registry=r
+        )
+        self.redactions = Counter(
+            PREFIX + "redactions",
+            "Items of personal data replaced before the judge and the store, by kind",
+            ["kind"],
+            registry=r,
+        )
+        self.redaction_failures = Counter(
+            PREFIX + "redaction_failures",
+            "Sampled events the redactor raised on: dead-lettered (redaction_failed), never judged or stored",
+            registry=r,
+        )
+
+    def _register_rows(self, r: CollectorRegistry) -> None:
+        """The rows the judges produced, and what the shadow judge cost."""
         self.judged = Counter(
             PREFIX + "events_judged",
             "Scored rows produced (by the primary judge)",
@@ -105,15 +128,22 @@ class Metrics(JudgingMetrics):
             registry=r,
         )
         self.cache_hits = Counter(PREFIX + "verdict_cache_hits", "Events scored from the verdict cache", registry=r)
-        self.redactions = Counter(
-            PREFIX + "redactions",
-            "Items of personal data replaced before the judge and the store, by kind",
-            ["kind"],
+
+    def _register_evaluations(self, r: CollectorRegistry) -> None:
+        """The scores published as OpenTelemetry evaluation records."""
+        self.evaluations_published = Counter(
+            PREFIX + "evaluations_published", "Scores published as gen_ai.evaluation.result records", registry=r
+        )
+        self.evaluations_dropped = Counter(
+            PREFIX + "evaluations_dropped",
+            "Scores whose evaluation record was not published (queue_full, send_failed, encode_failed: a defect, "
+            "logged with its traceback); the scores are stored",
+            ["reason"],
             registry=r,
         )
-        self.sampled = Counter(
-            PREFIX + "events_sampled", "Decoded events selected for judging", ["app", "rule"], registry=r
-        )
+
+    def _register_writes(self, r: CollectorRegistry) -> None:
+        """Writes to ClickHouse: the rows, and the traffic counts each commit waits for."""
         self.rows_written = Counter(PREFIX + "rows_written", "Rows durably inserted into ClickHouse", registry=r)
         self.rows_dropped = Counter(
             PREFIX + "rows_dropped",
@@ -124,6 +154,16 @@ class Metrics(JudgingMetrics):
             PREFIX + "insert_failures", "Failed ClickHouse insert attempts (retried)", registry=r
         )
         self.flush_seconds = Histogram(PREFIX + "flush_seconds", "Time to write one batch", registry=r)
+        self.traffic_write_failures = Counter(
+            PREFIX + "traffic_counts_write_failures",
+            "Failed writes of the traffic counts, which hold every commit back (retried): store_outage, or bug (a "
+            "defect of the monitor, logged with its traceback)",
+            ["reason"],
+            registry=r,
+        )
+
+    def _register_offsets(self, r: CollectorRegistry) -> None:
+        """Offsets and flow: commits, events in flight, this replica's share, backpressure and lag."""
         self.commits = Counter(PREFIX + "commits", "Successful offset commits", registry=r)
         self.commit_failures = Counter(PREFIX + "commit_failures", "Offset commits rejected by the group", registry=r)
         self.in_flight = Gauge(PREFIX + "in_flight_events", "Events fetched and not yet finished", registry=r)

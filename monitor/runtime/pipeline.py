@@ -21,7 +21,7 @@ import structlog
 from aiokafka import TopicPartition
 from aiokafka.structs import ConsumerRecord
 
-from consumers.clients import start_client
+from consumers.client_start import start_client
 from consumers.decode import DecodedEvent
 from consumers.group_share import share_of
 from consumers.offsets import Ticket
@@ -30,14 +30,16 @@ from consumers.source import KafkaSource
 from monitor.runtime.backpressure import Backpressure
 from monitor.runtime.batch_counts import BatchCounts
 from monitor.runtime.collaborators import Collaborators
-from monitor.runtime.dead_letters import dead_letter
+from monitor.runtime.dead_letters import dead_letter, event_record
 from monitor.runtime.kafka_close import CLOSE_FLOOR_S, close_clients
 from monitor.runtime.partition_tasks import Deadline, PartitionTasks
 from monitor.runtime.pausing import Pausing
 from monitor.runtime.probes import Probes
 from monitor.runtime.record_events import RecordDecoder
-from monitor.runtime.scorer import Scorer
+from monitor.runtime.scorer import RedactionFailed, Scorer
 from monitor.runtime.span_join import SpanJoin
+from monitor.runtime.stop_race import StopRace
+from monitor.runtime.traffic_flush import TrafficFlush
 from schemas.errors import DecodeError, SinkClosed
 
 log = structlog.get_logger("monitor.runtime.pipeline")
@@ -59,6 +61,7 @@ class Pipeline:
         self.sink, self.tracker, self.dlq, self.health = parts.sink, parts.tracker, parts.dlq, parts.health
         self.shadow, self.owed, self.publisher = parts.shadow, parts.owed, parts.publisher
         self.tasks = PartitionTasks()
+        self.traffic_flush = TrafficFlush(parts.cost, parts.metrics, parts.health)
         topics = parts.kafka.topics
         self.source = KafkaSource(parts.consumer, topics, on_assigned=self._on_assigned, on_revoked=self._on_revoked)
         backpressure = Backpressure(high=parts.flow.max_in_flight, low=parts.flow.resume_at)
@@ -104,24 +107,26 @@ class Pipeline:
             shadow_sample_rate=shadow.sampler.rate if shadow else None,
         )
         self._spawn(self.sink.run(), "sink-flusher")
-        self._spawn(self.cost.traffic_loop(), "traffic-counts")
+        self._spawn(self.traffic_flush.run(self.cost.settings.traffic_flush_s), "traffic-counts")
         self._spawn(self.probes.run(), "probes")
         if self.cost.budget.enabled:
             self._spawn(self.cost.sync_loop(), "budget-sync")
         if self.publisher is not None:
             self._spawn(self.publisher.run(), "evaluations")
+        race = StopRace(stop)
         try:
-            await self._consume(stop)
+            await self._consume(race)
         finally:
-            await self._shutdown()
+            await self._shutdown(race)
 
     def _spawn(self, work: Any, name: str) -> None:
         self._background.append(asyncio.create_task(work, name=name))
 
-    async def _consume(self, stop: asyncio.Event) -> None:
+    async def _consume(self, race: StopRace) -> None:
         last_commit = last_factor = time.monotonic()
-        while not stop.is_set():
-            batch = await self.source.getmany(timeout_ms=_POLL_MS, max_records=self.kafka.max_poll_records)
+        while not race.is_set():
+            fetch = self.source.getmany(timeout_ms=_POLL_MS, max_records=self.kafka.max_poll_records)
+            batch = await race.step(fetch, cancel=True) or {}
             for tp, records in batch.items():
                 self.handle_batch(tp, records)
             if self.join is not None:
@@ -130,18 +135,22 @@ class Pipeline:
             self.pausing.update(self.tracker.in_flight(), self.guard.breaker.is_open)
             now = time.monotonic()
             if now - last_commit >= self.flow.commit_interval_s:
-                await self.commit()
+                await race.step(self.commit(), cancel=False)
                 last_commit = now
             if now - last_factor >= _FACTOR_EVERY_S:
                 self.cost.refresh()
                 last_factor = now
 
-    async def _shutdown(self) -> None:
+    async def _shutdown(self, race: StopRace) -> None:
         grace = self.flow.shutdown_grace_s
         whole = Deadline(grace)
         log.info("draining", in_flight=self.tracker.in_flight(), grace_s=grace)
         # The drain and flush stop early enough for the commit and the clients' close to fit in the grace period too.
         work = Deadline(max(grace - min(_CLOSE_RESERVE_S, grace / 4), 0.0))
+        # No rebalance may start or go on while this drains (a callback under way gets what is left of the work's
+        # deadline); then the step the stop overtook (a commit) may end.
+        await self.source.stop_rebalancing(work.remaining())
+        await race.settle(work.remaining())
         left = await self.finish(self.source.assignment() | self.tasks.partitions(), work, phase="shutdown")
         self.sink.close()
         for task in self._background:
@@ -226,7 +235,7 @@ class Pipeline:
                 decision = self.sampler.decide(event, factor=factor, reason=reason, now=time.time())
                 counts.decided(event, decision.sampled)
                 if decision.sampled:
-                    self._start(event, decision, self.tracker.track(tp, record.offset, part))
+                    self._start(event, decision, self.tracker.track(tp, record.offset, part), record)
         counts.close(self.cost.traffic)
         self.tracker.advance(tp, records[-1].offset + 1)
         if self.join is not None:
@@ -252,9 +261,20 @@ class Pipeline:
         for counts in by_topic.values():
             counts.close(self.cost.traffic)
 
-    def _start(self, event: DecodedEvent, decision: SampleDecision, ticket: Ticket) -> None:
+    def _start(
+        self,
+        event: DecodedEvent,
+        decision: SampleDecision,
+        ticket: Ticket,
+        record: ConsumerRecord[Any, Any] | None = None,
+    ) -> None:
+        """Start a sampled event's rows; one the redactor fails on is dead-lettered instead (its record, or for a
+        joined call, which has no one record, the event itself), so its offset completes and consumption goes on."""
         self.metrics.child(self.metrics.sampled, self.metrics.app_label(event.app), decision.kind.value).inc()
-        self.scorer.start(event, decision, ticket)
+        try:
+            self.scorer.start(event, decision, ticket)
+        except RedactionFailed as e:
+            self._dead_letter(record if record is not None else event_record(event, ticket), e, ticket)
 
     def _dead_letter(self, record: ConsumerRecord[Any, Any], err: DecodeError, ticket: Ticket) -> None:
         async def publish() -> None:
@@ -272,7 +292,7 @@ class Pipeline:
         never re-read, so its count must be durable before, or the coverage (judged / consumed) would pass 100 %.
         Uncommitted events are counted again when they are re-read, which only ever lowers it."""
         offsets = self.tracker.committable(tps if tps is not None else self.source.assignment())
-        if not offsets or not await self.cost.flush_traffic():
+        if not offsets or not await self.traffic_flush.flush():
             return {}
         committed = await self.source.commit(offsets)
         if committed:

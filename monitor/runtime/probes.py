@@ -14,8 +14,8 @@ from aiokafka.errors import KafkaError
 from consumers.offsets import OffsetTracker
 from consumers.source import KafkaSource
 from monitor.judging.cost_control import CostControl
-from monitor.judging.flow import FlowSettings
 from monitor.judging.guarded_judge import GuardedJudge
+from monitor.judging.settings import FlowSettings
 from monitor.runtime.health import Health, HealthGauges
 from monitor.runtime.metrics import Metrics
 from monitor.store.async_store import AsyncStore

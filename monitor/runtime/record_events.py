@@ -10,10 +10,10 @@ from typing import Any
 from aiokafka import TopicPartition
 from aiokafka.structs import ConsumerRecord
 
-from consumers.clients import KafkaSettings, TopicFormat
 from consumers.decode import DecodedEvent, decode_fields
 from consumers.otlp.dialects import MappingOptions
 from consumers.otlp.records import RecordContext, decode_otlp_record
+from consumers.settings import KafkaSettings, TopicFormat
 from monitor.judging.traffic_counts import TrafficCounter
 from monitor.runtime.metrics import Metrics
 from monitor.runtime.no_content import NoContentNotice

@@ -33,14 +33,37 @@ def build_row(
     `text_policy` (MONITOR_STORE_TEXT): `redacted` stores the text as the judge saw it, `full` as received, `none`
     no question, response, reasoning, statement or reason text (verdicts, counts, scores and ids stay). `replay_run`
     marks a row a replay wrote ("" for live traffic)."""
+    # One dict, validated as it is (model_validate): the same fields as keyword arguments would give, without
+    # packing them twice. A row is the event's columns, how it was judged, and the verdict or the failure.
+    keep_text = text_policy != "none"
+    data = _event_columns(event, text_policy)
+    data.update(
+        judge=info.method,
+        judge_model=info.model,
+        judge_id=info.judge_id,
+        sample_rate=decision.rate,
+        sample_rule=decision.rule,
+        latency_ms=max(0, latency_ms),
+        scored_at=scored_at,
+        replay_run=replay_run,
+    )
+    _add_usage(data, _NO_USAGE if cached else outcome.usage)
+    if isinstance(outcome, JudgeFailure):  # what the failed attempts cost stays visible on the row
+        data["status"] = "error"
+        data["error"] = outcome.message
+    else:
+        _add_verdict(data, outcome, cached, keep_text)
+    return ScoredRow.model_validate(data)
+
+
+def _event_columns(event: JudgedEvent, text_policy: TextPolicy) -> dict[str, Any]:
+    """The columns of the event: its ids and labels, its text as the policy stores it, its Kafka position and what
+    redaction replaced."""
     judged = event.judged
     stored = event.original if text_policy == "full" else judged
     keep_text = text_policy != "none"
     source = judged.source
-    u = _NO_USAGE if cached else outcome.usage
-    # One dict, validated as it is (model_validate): the same fields as keyword arguments would give, without
-    # packing them twice.
-    data: dict[str, Any] = {
+    return {
         "event_id": judged.event_id,
         "conversation_id": judged.conversation_id,
         "event_time": judged.event_time,
@@ -48,31 +71,27 @@ def build_row(
         "model": judged.model,
         "prompt_version": judged.prompt_version,
         "metadata": stored.metadata,
-        "judge": info.method,
-        "judge_model": info.model,
-        "judge_id": info.judge_id,
         "question": stored.question if keep_text else "",
         "response": stored.response if keep_text else "",
-        "sample_rate": decision.rate,
-        "sample_rule": decision.rule,
-        "latency_ms": max(0, latency_ms),
         "kafka_topic": source.topic,
         "kafka_partition": source.partition,
         "kafka_offset": source.offset,
-        "scored_at": scored_at,
         "redactions": dict(event.redactions),
         "redactor": event.redactor,
-        "replay_run": replay_run,
-        "input_tokens": u.input_tokens,
-        "output_tokens": u.output_tokens,
-        "cache_read_tokens": u.cache_read_tokens,
-        "cache_write_tokens": u.cache_write_tokens,
-        "cost_usd": u.cost_usd,
     }
-    if isinstance(outcome, JudgeFailure):  # what the failed attempts cost stays visible on the row
-        data["status"] = "error"
-        data["error"] = outcome.message
-        return ScoredRow.model_validate(data)
+
+
+def _add_usage(data: dict[str, Any], u: Usage) -> None:
+    """The tokens and cost of the judge's calls for this row."""
+    data["input_tokens"] = u.input_tokens
+    data["output_tokens"] = u.output_tokens
+    data["cache_read_tokens"] = u.cache_read_tokens
+    data["cache_write_tokens"] = u.cache_write_tokens
+    data["cost_usd"] = u.cost_usd
+
+
+def _add_verdict(data: dict[str, Any], outcome: Judgement, cached: bool, keep_text: bool) -> None:
+    """An ok row's verdict: the score, and the reasoning and statements when text is kept."""
     data["cached"] = cached
     data["status"] = "ok"
     data["score"] = outcome.score
@@ -82,4 +101,3 @@ def build_row(
     data["verdicts"] = list(outcome.verdicts)
     data["verdict_reasons"] = list(outcome.verdict_reasons) if keep_text else []
     data["n_statements"] = len(outcome.statements)
-    return ScoredRow.model_validate(data)

@@ -7,6 +7,7 @@ its offset's ticket), which travels unchanged through reuse, the call and the wr
 from __future__ import annotations
 
 import asyncio
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -18,7 +19,7 @@ from pydantic import ValidationError
 from consumers.decode import DecodedEvent
 from consumers.offsets import Ticket
 from consumers.sampling import SampleDecision, ShadowSampler
-from monitor.judges.base import JudgeFailure, Judgement
+from monitor.judges.base import FailureReason, JudgeFailure, Judgement
 from monitor.judging.cost_control import CostControl
 from monitor.judging.guarded_judge import GuardedJudge, ShadowGuardedJudge
 from monitor.judging.shadow import RowsOwed
@@ -29,9 +30,22 @@ from monitor.runtime.metrics import Metrics
 from monitor.runtime.partition_tasks import PartitionTasks
 from monitor.runtime.rows import TextPolicy, build_row
 from monitor.runtime.sink import ClickHouseSink
+from schemas.errors import DecodeError
 from schemas.events import ConversationEvent, KafkaPosition
 
 log = structlog.get_logger("monitor.runtime.scorer")
+
+
+class RedactionFailed(DecodeError):
+    """The redactor raised on a sampled event: the event fails closed, dead-lettered with reason `redaction_failed`
+    and never judged or stored. The detail names the event, the exception's type and where it was raised, never its
+    message (which could quote the text)."""
+
+    def __init__(self, event_id: str, error: Exception) -> None:
+        frames = traceback.extract_tb(error.__traceback__)
+        at = f" at {frames[-1].filename.rsplit('/', 1)[-1]}:{frames[-1].lineno} ({frames[-1].name})" if frames else ""
+        super().__init__("redaction_failed", f"event {event_id}: the redactor raised {type(error).__name__}{at}")
+        self.error_type = type(error).__name__
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,10 +96,14 @@ class Scorer:
         self._wanted = wanted
 
     def start(self, decoded: DecodedEvent, decision: SampleDecision, ticket: Ticket) -> None:
-        """Redact a sampled event and start its row (and its shadow row, if the shadow samples it too)."""
+        """Redact a sampled event and start its row (and its shadow row, if the shadow samples it too). Raises
+        `RedactionFailed` (counted and logged, nothing started) if the redactor raises: the caller dead-letters it."""
         position = KafkaPosition(topic=ticket.tp.topic, partition=ticket.tp.partition, offset=ticket.offset)
         event = decoded.event(position)
-        judged = self.redact(event)
+        try:
+            judged = self.redact(event)
+        except Exception as e:  # a recognizer's bug must not stop the service (and re-read this record at each start)
+            raise self._redaction_failed(event, e) from None
         self.judge(Job.of(self.guard, judged, decision, ticket))
         shadow = self._shadow_decision(event, decision)  # after the primary's reservation: at the cap it yields
         if shadow is not None and self.shadow is not None:
@@ -113,6 +131,22 @@ class Scorer:
         for kind, n in judged.redactions.items():
             self.metrics.redactions.labels(kind).inc(n)
         return judged
+
+    def _redaction_failed(self, event: ConversationEvent, error: Exception) -> RedactionFailed:
+        failed = RedactionFailed(event.event_id, error)
+        self.metrics.redaction_failures.inc()
+        source = event.source
+        # Neither the message nor the traceback: either could quote the text the redactor was given.
+        log.error(
+            "redaction_failed",
+            event_id=event.event_id,
+            partition=source.partition,
+            offset=source.offset,
+            error=failed.error_type,
+            detail=failed.detail,
+            note="the event is dead-lettered, not judged or stored",
+        )
+        return failed
 
     def judge(self, job: Job) -> None:
         """Start one row: from the cache, from an identical call in flight, or from a call of its own."""
@@ -170,7 +204,7 @@ class Scorer:
         except ValueError as e:  # a judgement that does not fit the row contract is an error, not a lost event
             problem = row_problem(e)
             log.error("invalid_judgement", event_id=event.judged.event_id, error=problem[:200])
-            failure = JudgeFailure("internal", f"invalid judgement: {problem}")
+            failure = JudgeFailure(FailureReason.INTERNAL, f"invalid judgement: {problem}")
             row = build_row(
                 event, info, job.decision, failure, latency_ms=latency_ms, scored_at=now, text_policy=policy
             )

@@ -9,10 +9,11 @@ import signal
 import structlog
 from aiokafka import AIOKafkaProducer
 
-from consumers.clients import ensure_dlq_topic, make_consumer, make_producer
+from consumers.clients import make_consumer, make_producer
 from consumers.deadletter import DeadLetterPublisher
-from consumers.offsets import OffsetTracker, Ticket
+from consumers.offsets import OffsetTracker
 from consumers.sampling import Sampler, ShadowSampler
+from consumers.topics import ensure_dlq_topic
 from monitor.config import Settings
 from monitor.judges.base import Judge
 from monitor.judges.factory import build_judge
@@ -24,6 +25,7 @@ from monitor.privacy.redactor import build_redactor
 from monitor.publish.destinations import destination_for
 from monitor.publish.publisher import EvaluationPublisher
 from monitor.publish.settings import PublishSettings
+from monitor.runtime.acknowledge import Acknowledge
 from monitor.runtime.collaborators import Collaborators
 from monitor.runtime.health import Health, HealthServer
 from monitor.runtime.metrics import Metrics
@@ -32,7 +34,6 @@ from monitor.runtime.scorer import Shadow
 from monitor.runtime.sink import ClickHouseSink
 from monitor.store.async_store import AsyncStore
 from schemas.errors import ConfigError, SamplingConfigError
-from schemas.scored import ScoredRow
 from schemas.usage import Usage
 
 log = structlog.get_logger("monitor.runtime.service")
@@ -99,15 +100,7 @@ def build_pipeline(
     cost = CostControl(settings.budget, store, metrics)
 
     publisher = build_publisher(settings.publish, producer, metrics)
-
-    def acknowledge(tickets: list[Ticket], rows: list[ScoredRow]) -> None:
-        for ticket in tickets:
-            if owed.settle(ticket):  # a shadowed record is done with its second row
-                tracker.done(ticket)
-        cost.written(rows)
-        if publisher is not None:  # after the rows are durable (monitor/publish/publisher.py)
-            publisher.offer(rows)
-
+    acknowledge = Acknowledge(tracker, owed, cost, publisher)
     flow = settings.flow
     guard = GuardedJudge(judge, flow, metrics, on_spent=cost.spent)
     shadow = build_shadow(settings, shadow_judge or build_shadow_judge(settings), guard, cost, metrics)
@@ -194,6 +187,8 @@ async def run_service(settings: Settings, stop: asyncio.Event | None = None, met
                 log.info("created_topics", topics=created)
             await build_pipeline(settings, judge, store, metrics, health, sampler, shadow_judge).run(stop)
         finally:
+            log.info("TMPDEBUG_store_close")
             await store.close()
+            log.info("TMPDEBUG_store_closed")
     finally:
         heartbeat.cancel()

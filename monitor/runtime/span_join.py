@@ -18,12 +18,12 @@ from dataclasses import dataclass
 
 from aiokafka import TopicPartition
 
-from consumers.clients import KafkaSettings
 from consumers.decode import DecodedEvent
 from consumers.offsets import OffsetTracker, Ticket
 from consumers.otlp.dialects import NoContent
 from consumers.otlp.join import Joined, LogJoin, Lonely
 from consumers.otlp.records import RecordContext, RecordEvents, joined_call
+from consumers.settings import KafkaSettings
 from monitor.judging.traffic_counts import TrafficCounter
 from monitor.runtime.metrics import Metrics
 from monitor.runtime.no_content import NoContentNotice

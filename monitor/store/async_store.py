@@ -30,6 +30,7 @@ class AsyncStore:
         self.migrations = migrations or Migrations(store)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="clickhouse")
         self._reader: EmbeddedReader | None = None
+        self._opened = False
 
     @classmethod
     def from_settings(cls, s: StoreSettings) -> AsyncStore:
@@ -41,13 +42,17 @@ class AsyncStore:
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
 
     async def open(self) -> None:
-        """Open and ensure the schema; an embedded store is then served read-only to other processes."""
+        """Open and ensure the schema (migrating it, or checking it: see `Migrations.ensure`), and log what that
+        applied or found; an embedded store is then served read-only to other processes. Once: opened again (a
+        pipeline opens the store its caller opened), it neither reconnects nor checks the schema again."""
+        if self._opened:
+            return
         await self._run(self.store.open)
         await self._run(self.migrations.ensure)
+        self._opened = True
+        _log_schema(self.migrations)
         directory = chdb_directory(self.store.url)
-        # Opened again (a pipeline opens the store its caller opened): a second reader would leak its chDB
-        # session, and an engine shut down with a session still open crashes the process at exit.
-        if directory is not None and self._reader is None:
+        if directory is not None:
             self._reader = await self._run(_start_reader, directory)
 
     async def open_for_reads(self, *tables: str) -> None:
@@ -79,6 +84,23 @@ class AsyncStore:
             self._reader = None
         await self._run(self.store.close)
         self._executor.shutdown(wait=True)
+
+
+def _log_schema(migrations: Migrations) -> None:
+    """What `ensure` applied (migrations, retention), or the retention it found differing, not applied."""
+    database = migrations.store.database
+    if migrations.migrated:
+        log.info("migrated", database=database, migrations=[m.name for m in migrations.migrated])
+    applied, pending = migrations.retention_applied, migrations.retention_pending
+    if applied:
+        log.info("retention applied", database=database, retention=applied.wanted, changes=applied.describe())
+    if pending:
+        log.warning(
+            "the store's retention differs from the settings: run `relevancy-monitor migrate` to apply it",
+            database=database,
+            retention=pending.wanted,
+            changes=pending.describe(),
+        )
 
 
 def _start_reader(directory: Path) -> EmbeddedReader | None:

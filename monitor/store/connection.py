@@ -26,7 +26,7 @@ import clickhouse_connect
 from clickhouse_connect.driver.client import Client
 from clickhouse_connect.driver.exceptions import ClickHouseError
 
-from monitor.store.embedded_reader import READER_USER, ReaderAddress, reader_address
+from monitor.store.embedded_reader import READER_FILE, READER_USER, ReaderAddress, reader_address
 from monitor.store.settings import StoreSettings
 from monitor.store.urls import chdb_directory, client_options, normalize_url, safe_url
 from schemas.ddl import on_cluster
@@ -55,20 +55,25 @@ class QueryResult:
 _DRIVER_LOGGERS = ("clickhouse_connect", "urllib3")
 
 
-def open_client(url: str, **options: Any) -> Client:
-    """A clickhouse-connect client for `url`; raises `StoreError` with a readable reason."""
+def _quiet_driver() -> None:
     for name in _DRIVER_LOGGERS:
         logging.getLogger(name).setLevel(logging.ERROR)
+
+
+def open_client(url: str, **options: Any) -> Client:
+    """A clickhouse-connect client for `url`; raises `StoreError` with a readable reason (and the driver's error as
+    its cause)."""
+    _quiet_driver()
     try:
         return clickhouse_connect.get_client(dsn=url, **options)
     except ImportError as e:  # clickhouse-connect imports chDB only for a chdb:// URL; the core install leaves it out
         if url.startswith("chdb:"):
             raise StoreError(
                 "the embedded ClickHouse (chdb://) needs the chDB extra: pip install 'relevancy-monitor[embedded]'"
-            ) from None
-        raise StoreError(f"cannot open ClickHouse at {safe_url(url)}: {_first_line(e)}") from None
+            ) from e
+        raise StoreError(f"cannot open ClickHouse at {safe_url(url)}: {_first_line(e)}") from e
     except Exception as e:  # the driver raises several unrelated types for "cannot open"
-        raise StoreError(_open_refusal(url, e)) from None
+        raise StoreError(_open_refusal(url, e)) from e
 
 
 def _open_refusal(url: str, e: Exception) -> str:
@@ -149,6 +154,7 @@ class ClickHouseStore:
         self._client: Client | None = None
         self.via_reader: ReaderAddress | None = None  # reads go to the running monitor that holds the directory
         self._read_only = False  # opened by `open_for_reads`: the session has readonly = 1
+        self._reader_failure: tuple[str, Exception] | None = None  # a running monitor's read endpoint that failed
         self.schema_ready = False  # set by `Migrations.ensure` once the schema is current: rows may be written
 
     @classmethod
@@ -176,6 +182,13 @@ class ClickHouseStore:
             directory = chdb_directory(self.url)
             holder = reader_address(directory) if directory else None
             if holder is not None and holder.pid != os.getpid():  # chDB would print its lock error and fail anyway
+                if self._reader_failure is not None:
+                    failure, cause = self._reader_failure
+                    raise StoreError(
+                        f"the embedded ClickHouse at {self.url} is held by process {holder.pid} (a running monitor, "
+                        f"by {READER_FILE} there), whose read endpoint {failure}: retry once the monitor has started; "
+                        "if it has stopped, remove that file"
+                    ) from cause
                 self.via_reader = holder
                 self.writable()
             options = self._client_options
@@ -228,11 +241,15 @@ class ClickHouseStore:
         address = reader_address(directory)
         if address is None or address.pid == os.getpid():  # in the holding process itself, chDB shares its engine
             return
+        _quiet_driver()
         try:
             self._client = clickhouse_connect.get_client(
                 dsn=address.url, username=READER_USER, password=address.password
             )
-        except Exception:  # a stale address (the pid reused): the directory's lock decides below
+        except Exception as e:  # a stale address (the pid reused), or an endpoint not (or no longer) serving
+            # `open` refuses then, saying this: the one who holds the directory did not let its engine be read.
+            reason = _first_line(e).partition(" (check MONITOR_CLICKHOUSE")[0]  # the endpoint is not that setting
+            self._reader_failure = (f"at {address.url} did not answer ({reason})", e)
             return
         self.via_reader = address
 
@@ -277,14 +294,17 @@ class ClickHouseStore:
             raise StoreError(f"internal: a write to {self.database} before its schema was checked (ensure it first)")
 
     def insert_rows(self, rows: Sequence[ScoredRow], dedup_token: str) -> None:
-        """Insert scored rows; a retry with the same token and rows is a no-op on the server."""
+        """Insert scored rows; a retry with the same token and rows is a no-op on the server. Raises `StoreError`."""
         self._require_schema()
-        self.client.insert(
-            self.qualified_table,
-            [row.as_tuple() for row in rows],
-            column_names=list(SCORED_COLUMNS),
-            settings={"insert_deduplication_token": dedup_token},
-        )
+        try:
+            self.client.insert(
+                self.qualified_table,
+                [row.as_tuple() for row in rows],
+                column_names=list(SCORED_COLUMNS),
+                settings={"insert_deduplication_token": dedup_token},
+            )
+        except ClickHouseError as e:
+            raise _store_error(e) from e
 
     def insert_table(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
         """Insert plain rows into another table of this database (traffic counts, alert state); raises `StoreError`."""
@@ -304,6 +324,8 @@ class ClickHouseStore:
         try:
             result = self.client.query(sql, parameters=parameters)
         except ClickHouseError as e:
+            if _network_reason(e) is not None:
+                raise _store_error(e) from e
             message = str(e).strip().splitlines()[0][:500]
             if self._read_only and _READONLY_REFUSAL in message:
                 raise StoreError(
@@ -318,4 +340,5 @@ class ClickHouseStore:
             self._client.close()
             self._client = None
         self.via_reader = None
+        self._reader_failure = None
         self._read_only = self.schema_ready = False

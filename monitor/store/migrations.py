@@ -63,6 +63,7 @@ class Migrations:
         self.text_retention_days = text_retention_days  # the scores table's text columns; 0: as long as the row
         self.retention_applied: RetentionPlan | None = None  # what the last `migrate` changed (empty: nothing)
         self.retention_pending: RetentionPlan | None = None  # what the last `check` found differing (not applied)
+        self.migrated: list[Migration] = []  # what the last `ensure` applied (migrating)
         self.repaired: list[SchemaDifference] = []  # what the last `migrate` re-created
         self.unfixed: list[SchemaDifference] = []  # what differs after the last `migrate` and it cannot fix
 
@@ -94,7 +95,8 @@ class Migrations:
         store.open()
         with schema_lock(store.url, store.database):
             if migrating:
-                self.migrate(repair=False)  # a lost table is the operator's to see and repair, not the service's
+                # A lost table is the operator's to see and repair, not the service's.
+                self.migrated = self.migrate(repair=False)
                 found = self.unfixed
             else:
                 self._refuse_pending("run `relevancy-monitor migrate` first, or set MONITOR_AUTO_MIGRATE=true")
@@ -139,9 +141,14 @@ class Migrations:
 
     def check_report(self) -> tuple[list[Migration], list[SchemaDifference]]:
         """`migrate --check`: the pending migrations and the differences, read on a read-only session that creates
-        nothing; raises `StoreError` for a store that does not exist at all."""
+        nothing; raises `StoreError` for a store that does not exist at all. The TTLs that differ from the retention
+        settings are left in `retention_pending` (None when unmanaged, or while a migration is pending or a table is
+        missing: `migrate` applies those first)."""
         self.store.open_read_session()
-        return self.pending(), self.differences()
+        pending, differences = self.pending(), self.differences()
+        complete = not pending and not any(d.blocking for d in differences)
+        self.retention_pending = self.retention_plan() if self.retention_days is not None and complete else None
+        return pending, differences
 
     def _migrations(self) -> list[Migration]:
         return migrations(self.store.database, self.store.table, self.store.cluster)

@@ -104,6 +104,34 @@ class RetentionPlan:
         """One line per differing TTL, the table qualified: `relevancy.relevancy_scores: TTL none -> ...`."""
         return [f"{self.database}.{change}" for change in self.changes]
 
+    def summary(self) -> str:
+        """The differing TTLs in one line, in days, the tables grouped by what they have and what is wanted:
+        `retention: TTL of relevancy.traffic_counts, relevancy.canary_runs is 30 days, MONITOR_RETENTION_DAYS wants 7
+        days`."""
+        groups: dict[tuple[bool, str, str], list[str]] = {}
+        for change in self.changes:
+            tables = groups.setdefault((change.column is not None, ttl_days(change.before), ttl_days(change.after)), [])
+            if f"{self.database}.{change.table}" not in tables:
+                tables.append(f"{self.database}.{change.table}")
+        parts = [
+            f"{'text TTL' if text else 'TTL'} of {', '.join(tables)} is {have}, "
+            f"{'MONITOR_TEXT_RETENTION_DAYS' if text else 'MONITOR_RETENTION_DAYS'} wants {want}"
+            for (text, have, want), tables in groups.items()
+        ]
+        return f"retention: {'; '.join(parts)}"
+
+
+_DAYS = re.compile(r"toIntervalDay\(\s*'?(\d+)'?\s*\)|INTERVAL\s+'?(\d+)'?\s+DAY", re.IGNORECASE)
+
+
+def ttl_days(ttl: str | None) -> str:
+    """A TTL expression as its number of days (`30 days`), `none`, or the expression itself when it is not a whole
+    number of days (set by hand)."""
+    if ttl is None:
+        return "none"
+    found = _DAYS.search(ttl)
+    return f"{found.group(1) or found.group(2)} days" if found else ttl
+
 
 def _text_ttl_wanted(retention_days: int, text_retention_days: int) -> bool:
     return text_retention_days > 0 and (retention_days == 0 or text_retention_days < retention_days)

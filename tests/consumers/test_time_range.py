@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from aiokafka.structs import OffsetAndTimestamp
 
-from consumers.clients import KafkaSettings
+from consumers.settings import KafkaSettings
 from consumers.time_range import Place, TimeRange, TimeRangeReader, place, start_offset
 from monitor.devtools.localbroker import LocalBroker
 from tests.harness import produce_values

@@ -15,7 +15,12 @@ from tests.helm.test_chart import CASES, CHART, _values, containers, of_kind, on
 
 CLUSTER = "prod_cluster"
 # Credentials of the services `migrate` never contacts (the judge's API, Kafka): the consumer has them, the Job not.
-NOT_FOR_MIGRATE = {"MONITOR_ANTHROPIC_API_KEY", "MONITOR_KAFKA_SASL_PASSWORD"}
+NOT_FOR_MIGRATE = {
+    "MONITOR_ANTHROPIC_API_KEY",
+    "MONITOR_JUDGE_API_KEY",
+    "MONITOR_SHADOW_JUDGE_API_KEY",
+    "MONITOR_KAFKA_SASL_PASSWORD",
+}
 HOOK_EVENTS = {"pre-install", "pre-upgrade"}
 Source = tuple[str, ...]
 

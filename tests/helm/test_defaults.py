@@ -110,6 +110,8 @@ def test_every_real_setting_renders() -> None:
     owned = {"MONITOR_REDACT", "MONITOR_STORE_TEXT", "MONITOR_RETENTION_DAYS", "MONITOR_TEXT_RETENTION_DAYS"}
     owned |= {"MONITOR_JUDGE", "MONITOR_AUTO_MIGRATE", "MONITOR_LOG_FORMAT", "MONITOR_LOG_LEVEL"}
     owned |= {f"MONITOR_CLICKHOUSE_{n}" for n in ("URL", "DATABASE", "TABLE", "USER", "CA_FILE")}
+    owned |= {f"MONITOR_JUDGE_{n}" for n in ("PROVIDER", "BASE_URL", "REGION", "PROJECT", "STRUCTURED_OUTPUT")}
+    owned |= {"MONITOR_SHADOW_JUDGE_PROVIDER", "MONITOR_SHADOW_JUDGE_BASE_URL"}  # judge.*, even when not written
     owned |= set(one(render(), "ConfigMap", "-settings")["data"])  # written from the chart's own values
     names = [n for n in shipped() if not re.search("PASSWORD|API_KEY", n) and n not in owned]
     monitor = {n: "x" for n in names if n.startswith("MONITOR_")}

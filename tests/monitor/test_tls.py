@@ -23,7 +23,10 @@ import pytest
 import trustme
 from aiokafka.admin import AIOKafkaAdminClient
 
-from consumers.clients import KafkaSettings, client_kwargs, ensure_dlq_topic, ensure_topics, make_producer, start_client
+from consumers.client_start import start_client
+from consumers.clients import client_kwargs, make_producer
+from consumers.settings import KafkaSettings
+from consumers.topics import ensure_dlq_topic, ensure_topics
 from monitor.config import load_settings
 from monitor.devtools.localbroker import LocalBroker
 from monitor.store.connection import ClickHouseStore

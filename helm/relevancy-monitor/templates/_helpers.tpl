@@ -68,9 +68,169 @@ tag (the appVersion by default), never latest. */}}
 {{- add (int (ceil .Values.shutdownGraceSeconds)) (int .Values.terminationGraceMarginSeconds) }}
 {{- end }}
 
-{{/* Whether the judge needs an API key. */}}
+{{/* Whether the judge is an LLM judge (rubric or statements): it calls a provider. */}}
 {{- define "relevancy-monitor.llmJudge" -}}
 {{- if ne .Values.judge.method "lexical" }}true{{ end }}
+{{- end }}
+
+{{/* The judge's provider: judge.provider, anthropic when empty. */}}
+{{- define "relevancy-monitor.judgeProvider" -}}
+{{- default "anthropic" .Values.judge.provider }}
+{{- end }}
+
+{{/* MONITOR_JUDGE_MODEL: judge.model, or for the anthropic provider claude-haiku-5-5, the monitor's default, pinned
+here as in earlier releases of the chart (a new image never changes the judge_id by itself). Every other provider
+names its models its own way: the render fails without one. */}}
+{{- define "relevancy-monitor.judgeModel" -}}
+{{- $provider := include "relevancy-monitor.judgeProvider" . }}
+{{- if .Values.judge.model }}
+{{- .Values.judge.model }}
+{{- else if eq $provider "anthropic" }}
+{{- print "claude-haiku-5-5" }}
+{{- else }}
+{{- $examples := dict "openai" "Qwen/Qwen2.5-7B-Instruct on vLLM, gpt-4.1-mini on OpenAI" "azure_openai" "the deployment name" }}
+{{- $_ := set $examples "bedrock" "us.anthropic.claude-haiku-4-5-20251001-v1:0" }}
+{{- $_ = set $examples "vertex" "claude-haiku-4-5@20251001" }}
+{{- fail (printf "judge.model is required with judge.provider=%s: the model as that provider names it (e.g. %s)" $provider (get $examples $provider)) }}
+{{- end }}
+{{- end }}
+
+{{/* The provider settings of the judge (NAME: "value" lines), each written only when it differs from the monitor's
+default, so the values of earlier releases of the chart render the same settings. The consumer's ConfigMap and the
+evaluator's canary both take them from here. Fails the render on a combination the monitor would refuse at start. */}}
+{{- define "relevancy-monitor.judgeProviderSettings" -}}
+{{- $j := .Values.judge }}
+{{- $provider := include "relevancy-monitor.judgeProvider" . }}
+{{- if and (eq $provider "azure_openai") (not $j.baseUrl) }}
+{{- fail "judge.baseUrl is required with judge.provider=azure_openai, e.g. https://NAME.openai.azure.com/openai/v1" }}
+{{- end }}
+{{- $shadowProvider := default $provider $j.shadow.provider }}
+{{- /* Without a region a cloud client stops at start: Vertex's always, Bedrock's unless the pod happens to have AWS_REGION
+(which the chart cannot set: it is no setting of the monitor). */}}
+{{- range $cloud := list "bedrock" "vertex" }}
+{{- if and (or (eq $provider $cloud) (and $j.shadow.method (eq $shadowProvider $cloud))) (not $j.region) }}
+{{- fail (printf "judge.region is required with the %s provider (the shadow judge's too), e.g. %s" $cloud (ternary "us-east-1" "us-east5" (eq $cloud "bedrock"))) }}
+{{- end }}
+{{- end }}
+{{- if ne $provider "anthropic" }}
+MONITOR_JUDGE_PROVIDER: {{ $provider | quote }}
+{{- end }}
+{{- with $j.baseUrl }}
+MONITOR_JUDGE_BASE_URL: {{ . | quote }}
+{{- end }}
+{{- with $j.region }}
+MONITOR_JUDGE_REGION: {{ . | quote }}
+{{- end }}
+{{- with $j.project }}
+MONITOR_JUDGE_PROJECT: {{ . | quote }}
+{{- end }}
+{{- if ne (default "auto" $j.structuredOutput) "auto" }}
+MONITOR_JUDGE_STRUCTURED_OUTPUT: {{ $j.structuredOutput | quote }}
+{{- end }}
+{{- end }}
+
+{{/* The shadow judge's settings (NAME: "value" lines, the consumer's alone), each written only when set. Fails the
+render where the monitor would refuse them at start: a shadow value without judge.shadow.method, another provider
+without a model, an endpoint or a key. */}}
+{{- define "relevancy-monitor.shadowSettings" -}}
+{{- $j := .Values.judge }}
+{{- $s := $j.shadow }}
+{{- $provider := include "relevancy-monitor.judgeProvider" . }}
+{{- if $s.method }}
+{{- $other := and $s.provider (ne $s.provider $provider) }}
+{{- if and $other (ne $s.method "lexical") }}
+{{- if not $s.model }}
+{{- fail (printf "judge.shadow.model is required: judge.shadow.provider=%s differs from judge.provider=%s" $s.provider $provider) }}
+{{- end }}
+{{- if and (eq $s.provider "azure_openai") (not $s.baseUrl) }}
+{{- fail "judge.shadow.baseUrl is required with judge.shadow.provider=azure_openai, e.g. https://NAME.openai.azure.com/openai/v1" }}
+{{- end }}
+{{- $needsKey := or (has $s.provider (list "anthropic" "azure_openai")) (and (eq $s.provider "openai") (not $s.baseUrl)) }}
+{{- if and $needsKey (not $s.apiKey.existingSecret) }}
+{{- fail (printf "judge.shadow.apiKey.existingSecret is required: the %s shadow judge takes no key of the %s primary" $s.provider $provider) }}
+{{- end }}
+{{- end }}
+MONITOR_SHADOW_JUDGE: {{ $s.method | quote }}
+{{- with $s.provider }}
+MONITOR_SHADOW_JUDGE_PROVIDER: {{ . | quote }}
+{{- end }}
+{{- with $s.model }}
+MONITOR_SHADOW_JUDGE_MODEL: {{ . | quote }}
+{{- end }}
+{{- with $s.baseUrl }}
+MONITOR_SHADOW_JUDGE_BASE_URL: {{ . | quote }}
+{{- end }}
+{{- if not (kindIs "string" $s.sampleRate) }}
+MONITOR_SHADOW_SAMPLE_RATE: {{ $s.sampleRate | toString | quote }}
+{{- end }}
+{{- else }}
+{{- range $name := list "provider" "model" "baseUrl" }}
+{{- if get $s $name }}
+{{- fail (printf "judge.shadow.%s is set but judge.shadow.method is empty: name the shadow judge it belongs to" $name) }}
+{{- end }}
+{{- end }}
+{{- if or (not (kindIs "string" $s.sampleRate)) $s.apiKey.existingSecret }}
+{{- fail "judge.shadow.sampleRate or apiKey is set but judge.shadow.method is empty: name the shadow judge it belongs to" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* The env entry of the judge's API key (from judge.apiKey's Secret), by provider: anthropic as
+MONITOR_ANTHROPIC_API_KEY, as in earlier releases of the chart; openai and azure_openai as MONITOR_JUDGE_API_KEY;
+none for bedrock and vertex, which take the pod's cloud identity (serviceAccount.annotations). */}}
+{{- define "relevancy-monitor.judgeKeyEnv" -}}
+{{- $j := .Values.judge }}
+{{- $provider := include "relevancy-monitor.judgeProvider" . }}
+{{- $secret := $j.apiKey.existingSecret }}
+{{- if eq $provider "anthropic" }}
+- name: MONITOR_ANTHROPIC_API_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ required "judge.apiKey.existingSecret is required for the rubric and statements judges" $secret }}
+      key: {{ $j.apiKey.key }}
+{{- else if has $provider (list "openai" "azure_openai") }}
+{{- if eq $secret "anthropic-api-key" }}
+{{- fail (printf "judge.apiKey.existingSecret is anthropic-api-key, the chart's default for the anthropic provider: with judge.provider=%s name the Secret of this provider's key, or an empty name for a server of your own without auth" $provider) }}
+{{- end }}
+{{- if and (not $secret) (or (eq $provider "azure_openai") (not $j.baseUrl)) }}
+{{- fail (printf "judge.apiKey.existingSecret is required with judge.provider=%s%s" $provider (ternary "" " and no judge.baseUrl (OpenAI's own service); a server of your own: set judge.baseUrl" (eq $provider "azure_openai"))) }}
+{{- end }}
+{{- with $secret }}
+- name: MONITOR_JUDGE_API_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ . }}
+      key: {{ $j.apiKey.key }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Whether the consumer needs the primary's key: an LLM judge, or an LLM shadow judge of the primary's provider
+without a key of its own (the shadow then uses the primary's). */}}
+{{- define "relevancy-monitor.consumerNeedsJudgeKey" -}}
+{{- $s := .Values.judge.shadow }}
+{{- $provider := include "relevancy-monitor.judgeProvider" . }}
+{{- $shadowOnPrimaryKey := and (has $s.method (list "rubric" "statements")) (eq (default $provider $s.provider) $provider) (not $s.apiKey.existingSecret) }}
+{{- if or (include "relevancy-monitor.llmJudge" .) $shadowOnPrimaryKey }}true{{ end }}
+{{- end }}
+
+{{/* The env entry of the shadow judge's own API key, when it has one. */}}
+{{- define "relevancy-monitor.shadowKeyEnv" -}}
+{{- $s := .Values.judge.shadow }}
+{{- if and $s.method $s.apiKey.existingSecret }}
+- name: MONITOR_SHADOW_JUDGE_API_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ $s.apiKey.existingSecret }}
+      key: {{ $s.apiKey.key }}
+{{- end }}
+{{- end }}
+
+{{/* The TCP port of an http(s) URL: the one it names, else 443 for https and 80 for http. */}}
+{{- define "relevancy-monitor.urlPort" -}}
+{{- $url := urlParse . }}
+{{- $port := regexFind ":[0-9]+$" $url.host | trimPrefix ":" }}
+{{- $port | default (ternary "443" "80" (eq $url.scheme "https")) }}
 {{- end }}
 
 {{/* Pod-level securityContext (restricted Pod Security Standard). */}}
@@ -257,11 +417,13 @@ MONITOR_KAFKA_SSL_KEYFILE: {{ printf "/etc/relevancy-monitor/kafka-tls/%s" . | q
 MONITOR_DLQ_TOPIC: {{ .Values.dlq.topic | quote }}
 MONITOR_DLQ_CREATE: {{ .Values.dlq.create | toString | quote }}
 MONITOR_JUDGE: {{ .Values.judge.method | quote }}
-MONITOR_JUDGE_MODEL: {{ .Values.judge.model | quote }}
+MONITOR_JUDGE_MODEL: {{ include "relevancy-monitor.judgeModel" . | quote }}
 MONITOR_JUDGE_CONCURRENCY: {{ .Values.judge.concurrency | toString | quote }}
 {{- with .Values.judge.requestsPerMinute }}
 MONITOR_JUDGE_REQUESTS_PER_MINUTE: {{ . | toString | quote }}
 {{- end }}
+{{- include "relevancy-monitor.judgeProviderSettings" . }}
+{{- include "relevancy-monitor.shadowSettings" . }}
 MONITOR_REDACT: {{ .Values.privacy.redact | toString | quote }}
 MONITOR_STORE_TEXT: {{ .Values.privacy.storeText | quote }}
 MONITOR_SHUTDOWN_GRACE_S: {{ .Values.shutdownGraceSeconds | toString | quote }}
@@ -278,6 +440,11 @@ its own, a secret, or no setting. */}}
 {{- $chart }}
 {{- $written := $chart | fromYaml }}
 {{- $own := list "MONITOR_REDACT" "MONITOR_STORE_TEXT" "MONITOR_RETENTION_DAYS" "MONITOR_TEXT_RETENTION_DAYS" "MONITOR_JUDGE" "MONITOR_AUTO_MIGRATE" }}
+{{- /* The judge's provider settings (judge.provider, baseUrl, region, project, structuredOutput, judge.shadow.provider
+and baseUrl): refused even when left at the monitor's default (and so not written), or the chart's key and credential
+wiring would not be the provider's. MONITOR_SHADOW_JUDGE, _MODEL and MONITOR_SHADOW_SAMPLE_RATE stay allowed while
+judge.shadow leaves them unset, as before judge.shadow existed. */}}
+{{- $own = concat $own (list "MONITOR_JUDGE_PROVIDER" "MONITOR_JUDGE_BASE_URL" "MONITOR_JUDGE_REGION" "MONITOR_JUDGE_PROJECT" "MONITOR_JUDGE_STRUCTURED_OUTPUT" "MONITOR_SHADOW_JUDGE_PROVIDER" "MONITOR_SHADOW_JUDGE_BASE_URL") }}
 {{- /* Set by the pods' env entries (clickhouseEnv, baseEnv), which win over this ConfigMap: refused, not ignored. */}}
 {{- $own = concat $own (list "MONITOR_CLICKHOUSE_URL" "MONITOR_CLICKHOUSE_DATABASE" "MONITOR_CLICKHOUSE_TABLE" "MONITOR_CLICKHOUSE_USER" "MONITOR_CLICKHOUSE_CA_FILE" "MONITOR_LOG_FORMAT" "MONITOR_LOG_LEVEL") }}
 {{- range $name, $value := .Values.extraSettings }}

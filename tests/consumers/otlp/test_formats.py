@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from consumers.clients import KafkaSettings, TopicFormat
+from consumers.settings import KafkaSettings, TopicFormat
 from monitor.config import load_settings
 from schemas.errors import ConfigError
 

@@ -31,7 +31,7 @@ from monitor.alerts.rules import Rule, load_rules
 from monitor.alerts.settings import ALERTS_PREFIX, AlertSettings
 from monitor.alerts.windows import windows_for
 from monitor.cli.alerts import register, run_check
-from monitor.judging.shadow import ShadowSettings
+from monitor.judging.settings import ShadowSettings
 from monitor.store.connection import ClickHouseStore
 from schemas.settings import MONITOR_PREFIX, fields_by_setting
 from tests.monitor.alerts.conftest import T0, default_rules, insert, make_row, noisy, stream

@@ -14,7 +14,7 @@ from monitor.alerts.service import AlertService, ServiceSettings, build_notifier
 from monitor.alerts.settings import AlertSettings
 from monitor.alerts.state import StateStore
 from monitor.judges.settings import JudgeSettings
-from monitor.judging.flow import FlowSettings
+from monitor.judging.settings import FlowSettings
 from monitor.store.connection import ClickHouseStore
 from monitor.store.settings import StoreSettings
 from tests.monitor.alerts.conftest import insert, noisy, rules_from, stream

@@ -10,7 +10,15 @@ from typing import Any
 import pytest
 
 import monitor.calibration
-from monitor.calibration.labels import LabelledPair, check_label, golden_path, parse_labels, read_labels
+from monitor.calibration.labels import (
+    InvalidLabel,
+    LabelledPair,
+    ValidLabel,
+    check_label,
+    golden_path,
+    parse_labels,
+    read_labels,
+)
 from schemas.errors import EXIT_USAGE, LabelsError, UsageError
 
 GOOD: dict[str, Any] = {"question": "When did order A17 ship?", "answer": "Order A17 shipped on 3 March.", "label": 4}
@@ -150,9 +158,11 @@ def test_a_missing_file_is_a_usage_error_exiting_2(tmp_path: Path) -> None:
 
 
 def test_check_label_is_pure_and_says_what_is_wrong() -> None:
-    """check_label returns the number or the reason, without raising."""
-    assert check_label(4, "rubric") == 4.0 and check_label(0.25, "unit") == 0.25
-    assert check_label(1.5, "unit") == "label 1.5 is out of range 0–1 (the unit scale)"
+    """check_label returns a typed outcome, without raising: the number, or the reason it is not valid."""
+    assert check_label(4, "rubric") == ValidLabel(4.0) and check_label(0.25, "unit") == ValidLabel(0.25)
+    assert check_label(1.5, "unit") == InvalidLabel("label 1.5 is out of range 0–1 (the unit scale)")
+    assert check_label("4", "rubric") == InvalidLabel('label must be a number, not "4"')
+    assert check_label(True, "unit") == InvalidLabel("label must be a number, not true")
 
 
 def test_golden_resolves_to_the_file_shipped_in_the_calibration_package() -> None:

@@ -8,7 +8,7 @@ from monitor.calibration.run import FAILED_PROBES_BEFORE_GIVING_UP, Spend, judge
 from monitor.judges.base import JudgeFailure
 from monitor.judges.lexical import LexicalJudge
 from monitor.judges.rubric import RubricJudge
-from monitor.judging.flow import FlowSettings
+from monitor.judging.settings import FlowSettings
 from monitor.privacy.redactor import build_redactor
 from monitor.privacy.settings import RedactionSettings
 from schemas.usage import Usage

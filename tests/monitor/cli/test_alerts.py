@@ -17,6 +17,7 @@ from rich.console import Console
 
 from monitor.alerts.engine import Delivery, Evaluation, RoundReport
 from monitor.alerts.rules import load_rules
+from monitor.alerts.settings import AlertSettings
 from monitor.alerts.state import StateStore
 from monitor.cli.alert_check_table import check_rows, print_check
 from monitor.cli.alert_round import round_summary
@@ -300,11 +301,56 @@ def test_every_flag_of_every_action_has_a_description_and_a_default() -> None:
     for name, sub in actions.items():
         assert sub.description, name
         for action in sub._actions:
-            if isinstance(action, argparse._HelpAction):
-                continue
+            if isinstance(action, argparse._HelpAction) or action.help == argparse.SUPPRESS:
+                continue  # -h, and the hidden former spellings
             text = action.help or ""
             assert not text.startswith("[env"), (name, action.option_strings)  # a description before the variable
             assert "default" in text or "required" in text, (name, action.option_strings, text)
+
+
+def _alert_actions() -> dict[str, argparse.ArgumentParser]:
+    parser = argparse.ArgumentParser(prog="relevancy-monitor")
+    register(parser.add_subparsers(dest="command", required=True))
+    alerts = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices["alerts"]
+    return dict(next(a for a in alerts._actions if isinstance(a, argparse._SubParsersAction)).choices)
+
+
+def test_every_alert_setting_is_the_flag_of_its_name_in_alerts_run() -> None:
+    """Each AlertSettings field, the ones added later too, is the flag `--<name>` of `alerts run`, as each MONITOR_*
+    setting is of `run`: its description, its ALERTS_* variable and its default in the help."""
+    from monitor.devtools.config_reference import default_text
+
+    shown = {a.dest: a for a in _alert_actions()["run"]._actions if a.help != argparse.SUPPRESS}
+    for name, field in AlertSettings.model_fields.items():
+        action = shown.get(name)
+        assert action is not None, f"no flag for AlertSettings.{name}"
+        assert action.option_strings == ["--" + name.replace("_", "-")], name
+        assert action.default is None, name  # unset flags leave the ALERTS_* variable in force
+        text = " ".join((action.help or "").replace("%%", "%").split())
+        default = (default_text(field) or "unset").replace("`", "")
+        assert text.startswith((field.description or "").replace("`", "")), name
+        assert f"[env ALERTS_{name.upper()}; default: {default}" in text, (name, text)
+    for action_name in ("check", "accept", "backtest"):
+        dests = {a.dest for a in _alert_actions()[action_name]._actions}
+        assert {"rules", "traffic_table"} <= dests and "webhook_url" not in dests, action_name
+
+
+def test_a_webhook_url_flag_says_to_keep_it_in_the_environment() -> None:
+    """The flags of the URLs that carry a token say that argv shows in `ps`; the others do not."""
+    helps = {a.dest: a.help or "" for a in _alert_actions()["run"]._actions}
+    assert "flags show in ps" in helps["webhook_url"] and "flags show in ps" in helps["slack_webhook_url"]
+    assert "flags show in ps" not in helps["alertmanager_url"] + helps["generator_url"]
+
+
+def test_the_former_notify_timeout_flag_still_works_and_names_the_new_one(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--notify-timeout` (before the flag took its variable's name) still sets ALERTS_NOTIFY_TIMEOUT_S, with one
+    stderr line naming `--notify-timeout-s`; the new spelling gives the same setting."""
+    old = alert_settings(parse("alerts", "run", "--notify-timeout", "7"))
+    assert capsys.readouterr().err == (
+        "relevancy-monitor: --notify-timeout is now --notify-timeout-s (the old spelling still works, for now)\n"
+    )
+    assert old.notify_timeout_s == alert_settings(parse("alerts", "run", "--notify-timeout-s", "7")).notify_timeout_s
+    assert old.notify_timeout_s == 7.0
 
 
 def test_bad_input_is_a_one_line_error(populated: tuple[ClickHouseStore, list[str]], tmp_path: Path) -> None:

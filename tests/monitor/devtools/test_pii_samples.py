@@ -26,7 +26,8 @@ from stdnum.it import codicefiscale as it_codicefiscale
 from stdnum.nl import bsn as nl_bsn
 from stdnum.us import ssn as us_ssn
 
-from monitor.devtools.pii_samples import (
+from monitor.privacy.kinds import BUILTIN_KINDS, CARD, EMAIL, IBAN, IP, NATIONAL_ID, PHONE, SECRET, SSN, URL_CREDENTIALS
+from tests.pii_corpus import (
     LabelledText,
     Planted,
     RelevancyCase,
@@ -35,7 +36,6 @@ from monitor.devtools.pii_samples import (
     planted_value,
     relevancy_cases,
 )
-from monitor.privacy.kinds import BUILTIN_KINDS, CARD, EMAIL, IBAN, IP, NATIONAL_ID, PHONE, SECRET, SSN, URL_CREDENTIALS
 
 EMAIL_RE = re.compile(r"[A-Za-z0-9._%+-]+@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,}")
 NEW_TLDS = (".io", ".co.uk", ".museum", ".dev", ".app", ".travel", ".tech", ".studio")
@@ -565,3 +565,22 @@ def test_labels_read_like_their_meaning(cases: list[RelevancyCase]) -> None:
         if c.label == "off_topic":
             assert not any(p.value in c.question and p.value in c.response for p in c.planted), c
     assert len({c.response for c in cases if c.label == "off_topic"}) >= 20
+
+
+def test_the_packaged_values_are_the_generators() -> None:
+    """The values file shipped for `produce --pii-share` is what `tests.pii_corpus` writes (regenerate it with
+    `python -m tests.pii_corpus` after changing the generator), and every value in it is valid for its kind."""
+    import importlib.resources
+
+    from monitor.devtools import pii_samples
+    from tests.pii_corpus import packaged_lines, packaged_values
+
+    records = packaged_values()
+    shipped = importlib.resources.files("monitor.devtools").joinpath(pii_samples.PACKAGED_VALUES)
+    assert shipped.read_text(encoding="utf-8") == packaged_lines(records)
+    rng = random.Random(0)
+    for kind in BUILTIN_KINDS:
+        for _ in range(30):
+            value, fmt = pii_samples.planted_value(rng, kind)
+            snippet = pii_samples.planted_snippet(rng, value, fmt)
+            check_planted(Planted(kind, value, fmt), snippet)

@@ -146,5 +146,6 @@ def test_the_pii_stream_is_deterministic_for_a_seed() -> None:
     first = list(generate_labelled_events(200, seed=4, now=NOW, pii_share=0.5))
     assert first == list(generate_labelled_events(200, seed=4, now=NOW, pii_share=0.5))
     other = list(generate_labelled_events(200, seed=5, now=NOW, pii_share=0.5))
-    mine, theirs = {p.value for _, ps in first for p in ps}, {p.value for _, ps in other for p in ps}
-    assert len(mine & theirs) <= 3  # only short common values such as 2001:db8::1 can come up in both
+    mine, theirs = [p.value for _, ps in first for p in ps], [p.value for _, ps in other for p in ps]
+    # The values come from a packaged pool (60 per kind): two streams share some, but not their order or most of them.
+    assert mine != theirs and len(set(mine) & set(theirs)) < len(set(mine)) / 2

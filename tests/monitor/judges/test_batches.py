@@ -163,12 +163,13 @@ def test_info_is_the_wrapped_judges(make_batch: MakeBatch, method: str) -> None:
 async def test_errored_entries_are_failures_with_the_api_error_type(
     fake_messages_api: FakeMessagesAPI, make_batch: MakeBatch, fault: Fault, transient: bool, rate_limited_: bool
 ) -> None:
-    """An errored entry is a JudgeFailure named by the API's error type, transient for the provider's own errors,
-    unbilled."""
+    """An errored entry is an `unavailable` JudgeFailure for the provider's own errors (transient) and an `api_error`
+    otherwise, its detail led by the API's error type; unbilled."""
     fake_messages_api.script_batch(fault)
     got = failure((await judged(fake_messages_api, make_batch(), items((QUESTION, TIGHT))))["i0"])
-    assert (got.reason, got.transient, got.rate_limited) == (fault.error_type, transient, rate_limited_)
-    assert got.detail == fault.message
+    reason = "unavailable" if transient else "api_error"
+    assert (got.reason, got.transient, got.rate_limited) == (reason, transient, rate_limited_)
+    assert got.detail == f"{fault.error_type}: {fault.message}"
     assert got.usage.tokens == 0 and got.usage.cost_usd == 0.0
 
 

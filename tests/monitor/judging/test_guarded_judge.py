@@ -9,8 +9,9 @@ from datetime import UTC, datetime
 
 from monitor.judges.base import Judgement
 from monitor.judges.rubric import RubricJudge
-from monitor.judging.flow import AdaptiveLimiter, FlowSettings
+from monitor.judging.flow import AdaptiveLimiter
 from monitor.judging.guarded_judge import GuardedJudge
+from monitor.judging.settings import FlowSettings
 from monitor.runtime.metrics import Metrics
 from schemas.events import ConversationEvent, KafkaPosition
 from schemas.usage import Usage

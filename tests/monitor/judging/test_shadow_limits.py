@@ -14,8 +14,9 @@ from aiokafka import TopicPartition
 from consumers.offsets import Ticket
 from monitor.config import load_settings
 from monitor.judges.base import JudgeInfo, Judgement
-from monitor.judging.flow import AdaptiveLimiter, BreakerState, CircuitBreaker, FlowSettings, PriorityLock, RateLimiter
+from monitor.judging.flow import AdaptiveLimiter, BreakerState, CircuitBreaker, PriorityLock, RateLimiter
 from monitor.judging.guarded_judge import GuardedJudge, JudgeLimits, JudgeOutcome, ShadowGuardedJudge
+from monitor.judging.settings import FlowSettings
 from monitor.judging.shadow import RowsOwed
 from monitor.runtime.metrics import Metrics
 from schemas.errors import ConfigError, JudgeUnavailable

@@ -1,15 +1,15 @@
-"""The issue's targets on the labelled set of `monitor.devtools.pii_samples` (written apart from the recognizers):
+"""The issue's targets on the labelled set of `tests.pii_corpus` (written apart from the recognizers):
 recall of at least 0.98 overall and 0.95 for every kind, and at least 0.98 of the look-alikes kept."""
 
 from __future__ import annotations
 
 import pytest
 
-from monitor.devtools.pii_samples import labelled_texts
 from monitor.devtools.redaction_eval import evaluate
 from monitor.privacy.kinds import BUILTIN_KINDS
 from monitor.privacy.redactor import build_redactor
 from monitor.privacy.settings import RedactionSettings
+from tests.pii_corpus import labelled_texts
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -24,7 +24,8 @@ def test_recall_and_look_alikes_meet_the_targets(seed: int) -> None:
 
 def test_the_measure_counts_a_mistyped_item_as_missed() -> None:
     """An item replaced by another kind's placeholder is removed but not typed: recall counts it as missed."""
-    from monitor.devtools.pii_samples import LabelledText, Planted
+    from monitor.devtools.pii_samples import Planted
+    from monitor.devtools.redaction_eval import LabelledText
     from monitor.privacy.spans import Redacted
 
     class CallsEverythingAPhone:

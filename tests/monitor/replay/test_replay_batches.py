@@ -16,6 +16,7 @@ from monitor.judges.pricing import DEFAULT_PRICES
 from monitor.replay.records import BATCHES_TABLE
 from monitor.replay.run import Replay, ReplayOptions, Snapshot
 from monitor.store.async_store import AsyncStore
+from schemas.errors import ReplayRefused
 from tests.fake_messages_api import FakeMessagesAPI, expired
 from tests.harness import count_rows, produce_values
 from tests.monitor.replay.conftest import RecordedView, events, minutes_ago, ms, replay
@@ -132,3 +133,22 @@ async def test_an_interrupted_batch_replay_is_collected_by_the_next_run_without_
     assert resumed.tally.scored == 6
     assert len(fake_messages_api.batch_calls("create")) == 1
     assert set((await _batch_states(async_store)).values()) == {"written"}
+
+
+@pytest.mark.parametrize("provider", ["openai", "azure_openai"])
+async def test_batch_api_is_refused_in_one_line_for_a_provider_without_message_batches(
+    make_settings: Callable[..., Settings], async_store: AsyncStore, provider: str
+) -> None:
+    """`replay --batch-api` with an OpenAI-compatible judge stops before reading anything, in one line naming the
+    provider; nothing is sent (the endpoint does not even exist)."""
+    settings = make_settings(
+        judge="rubric",
+        judge_provider=provider,
+        judge_model="gpt-test",
+        judge_base_url="http://127.0.0.1:9/v1",
+        judge_api_key="k",
+    )
+    at = minutes_ago(20)
+    with pytest.raises(ReplayRefused, match=f"the {provider} provider has none here") as exc:
+        await replay(settings, async_store, at - timedelta(minutes=1), at, yes=True, batch_api=True)
+    assert "\n" not in str(exc.value)

@@ -66,6 +66,12 @@ class _References(HTMLParser):
             self.found.append(f"<style> {data[match.start() : match.start() + 80]}")
 
 
+def read_page(path: Path) -> str:
+    """A written report's HTML as one line without whitespace between tags: what the tests look for does not depend
+    on where the templates break their lines (whitespace the browser collapses or ignores)."""
+    return re.sub(r">\s+<", "><", re.sub(r"\s+", " ", path.read_text(encoding="utf-8")))
+
+
 def outside_references(html: str) -> list[str]:
     """Elements, attributes and CSS of `html` that would load something when the page is opened (text that merely
     mentions a URL is not one); an empty list for a self-contained page."""

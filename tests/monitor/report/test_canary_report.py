@@ -12,7 +12,7 @@ from monitor.report.queries import fetch_report_data
 from monitor.report.write import charts_of, write_report
 from monitor.store.connection import ClickHouseStore
 from tests.monitor.alerts.conftest import canary_run, insert, insert_canary, make_row
-from tests.monitor.report.conftest import T0, T1, outside_references
+from tests.monitor.report.conftest import T0, T1, outside_references, read_page
 
 NOON = T0 + timedelta(hours=12)
 
@@ -73,7 +73,7 @@ def test_the_page_has_a_canary_section_with_each_judges_runs(store: ClickHouseSt
     _store_with_both_stories(store)
     path = tmp_path / "report.html"
     write_report(store, T0, T1, path)
-    html = path.read_text(encoding="utf-8")
+    html = read_page(path)
     section = html[html.index('<section id="canaries">') :].split("</section>")[0]
     assert "Judge canaries" in section and "the product" in section and "the judge" in section
     assert 'id="chart-canary"' in section and "<svg" in section
@@ -84,7 +84,7 @@ def test_the_page_has_a_canary_section_with_each_judges_runs(store: ClickHouseSt
     )
     shifts = [float(x) for x in re.findall(r'<td class="n">([+-]0\.\d{3})</td>', section)]
     assert min(shifts) < -0.15 < max(shifts)  # the drifted judge's latest mean shift is well down, the other's near 0
-    assert "bottom panel is the judge&#x27;s mean shift" in html
+    assert "bottom panel is the judge&#39;s mean shift" in html
     assert outside_references(html) == []
 
 
@@ -98,7 +98,7 @@ def test_without_canary_runs_the_page_says_why(store: ClickHouseStore, tmp_path:
     assert len(charts["relevancy-shop"].panels) == 2 and "canary" not in charts
     path = tmp_path / "r.html"
     write_report(store, T0, T1, path)
-    assert "No canary run in this range" in path.read_text(encoding="utf-8")
+    assert "No canary run in this range" in read_page(path)
     store.command(f"DROP TABLE {store.database}.canary_runs")
     write_report(store, T0, T1, path)
-    assert "predates migration 035" in path.read_text(encoding="utf-8")
+    assert "predates migration 035" in read_page(path)

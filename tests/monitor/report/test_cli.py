@@ -12,7 +12,7 @@ import pytest
 from monitor.cli import report
 from monitor.store.connection import ClickHouseStore
 from schemas.errors import StoreError, UsageError
-from tests.monitor.report.conftest import Filled, fill, replayed_rows
+from tests.monitor.report.conftest import Filled, fill, read_page, replayed_rows
 
 
 @pytest.fixture(autouse=True)
@@ -63,7 +63,7 @@ def test_writes_the_file_and_prints_its_path_and_headline(
         "2026-11-02 00:00:00 UTC – 2026-11-03 00:00:00 UTC: "
         "billing: firing relevancy_floor since 2026-11-02 02:00 UTC.",
     ]
-    html = out.read_text(encoding="utf-8")
+    html = read_page(out)
     assert "2026-11-02 00:00:00 UTC – 2026-11-03 00:00:00 UTC" in html and "app support" in html
 
 
@@ -78,7 +78,7 @@ def test_defaults_to_the_stores_last_week_in_the_working_directory(
     assert lines[0] == str(tmp_path / "relevancy-report.html") and lines[1].endswith(
         ": No judged events in this range."
     )
-    html = (tmp_path / "relevancy-report.html").read_text(encoding="utf-8")
+    html = read_page(tmp_path / "relevancy-report.html")
     assert "No judged events between" in html and "all the data in the store, up to 7 days" in html
 
 
@@ -98,12 +98,10 @@ def test_include_replays_flag_reads_the_replayed_rows_too(store: ClickHouseStore
     ]
     assert run(*span, "--out", str(tmp_path / "live.html")) == 0
     assert run(*span, "--include-replays", "--out", str(tmp_path / "both.html")) == 0
-    assert "13 from 2 replay runs in this range, left out (--include-replays includes them)." in (
+    assert "13 from 2 replay runs in this range, left out (--include-replays includes them)." in read_page(
         tmp_path / "live.html"
-    ).read_text(encoding="utf-8")
-    assert "13 from 2 replay runs in this range, included (--include-replays)." in (tmp_path / "both.html").read_text(
-        encoding="utf-8"
     )
+    assert "13 from 2 replay runs in this range, included (--include-replays)." in read_page(tmp_path / "both.html")
 
 
 def test_relative_times_are_accepted(filled: Filled, tmp_path: Path) -> None:

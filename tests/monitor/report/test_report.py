@@ -27,6 +27,7 @@ from tests.monitor.report.conftest import (
     fill,
     make_row,
     outside_references,
+    read_page,
     replayed_rows,
 )
 
@@ -36,7 +37,7 @@ def page(filled: Filled, tmp_path_factory: pytest.TempPathFactory) -> tuple[str,
     """The report of the filled day, written once for the module: (its HTML, its summary)."""
     path = tmp_path_factory.mktemp("report") / "day.html"
     summary = write_report(filled.store, T0, T1, path)
-    return path.read_text(encoding="utf-8"), summary
+    return read_page(path), summary
 
 
 def _section(html: str, section_id: str) -> str:
@@ -125,7 +126,7 @@ def test_means_are_weighted_by_one_over_the_sample_rate(store: ClickHouseStore, 
     ]
     store.insert_rows(rows, uuid.uuid4().hex)
     summary = write_report(store, T0, T0 + timedelta(hours=1), tmp_path / "w.html")
-    html = (tmp_path / "w.html").read_text(encoding="utf-8")
+    html = read_page(tmp_path / "w.html")
     assert summary.weighted
     assert '<td class="n">0.800</td><td class="n">20.0 %</td>' in _section(html, "summary")
 
@@ -149,7 +150,7 @@ def test_a_table_without_sample_rate_gives_unweighted_means_and_says_so(store: C
     legacy = ClickHouseStore(store.url, db, "legacy_scores")
     legacy.open_for_reads()
     summary = write_report(legacy, T0, T0 + timedelta(hours=1), tmp_path / "u.html")
-    html = (tmp_path / "u.html").read_text(encoding="utf-8")
+    html = read_page(tmp_path / "u.html")
     assert not summary.weighted and "unweighted: this table has no sample_rate column" in html
     assert '<td class="n">0.500</td><td class="n">50.0 %</td>' in _section(html, "summary")
 
@@ -165,7 +166,7 @@ def test_without_alert_state_the_charts_carry_no_marks_and_the_page_says_so(
     fill(store)
     store.command(f"{change} {store.database}.alert_state")
     summary = write_report(store, T0, T1, tmp_path / "a.html")
-    html = (tmp_path / "a.html").read_text(encoding="utf-8")
+    html = read_page(tmp_path / "a.html")
     assert summary.alert_state == status and summary.firings_marked == 0 and summary.judged_rows > 0
     assert says in _section(html, "relevancy") and says in _section(html, "alerts")
     assert "firing:" not in html
@@ -190,7 +191,7 @@ def test_coverage_without_a_traffic_table_shows_judged_events_only(store: ClickH
     fill(store)
     store.command(f"DROP TABLE {store.database}.traffic_counts")
     write_report(store, T0, T1, tmp_path / "t.html")
-    section = _section((tmp_path / "t.html").read_text(encoding="utf-8"), "coverage")
+    section = _section(read_page(tmp_path / "t.html"), "coverage")
     assert "no traffic table, so the share of traffic judged is unknown" in section and 'id="chart-coverage"' in section
 
 
@@ -225,7 +226,7 @@ def test_worst_examples_show_statements_and_verdicts_with_text_escaped(page: tup
     assert scores == [0.0, 0.523]
     assert "from the segments that fired: billing (relevancy_floor), support v2 (relevancy_drop)," in section
     assert section.count("<td>support</td><td>v2</td>") == 2 and "<td>search</td>" not in section
-    assert section.count("find it: <code>relevancy-monitor sql") == 2 and "WHERE event_id = &#x27;" in section
+    assert section.count("find it: <code>relevancy-monitor sql") == 2 and "WHERE event_id = &#39;" in section
     assert (
         '<span class="v v-no">no</span>We also sell gift cards.' in section
         and '<div class="reason">a greeting</div>' in section
@@ -233,8 +234,7 @@ def test_worst_examples_show_statements_and_verdicts_with_text_escaped(page: tup
     assert '<span class="v v-yes">yes</span>Order A17 shipped on 3 March.' in section
     assert HOSTILE not in html and "<script" not in html and "<img" not in html
     assert (
-        "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&lt;img src=&quot;https://evil.example/p.png&quot;&gt;"
-        in section
+        "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;&lt;img src=&#34;https://evil.example/p.png&#34;&gt;" in section
     )
 
 
@@ -265,7 +265,7 @@ def test_an_empty_range_gives_a_clear_report(filled: Filled, tmp_path: Path) -> 
     """A range without rows writes a page saying there were no judged events between the two times."""
     since = T0 - timedelta(days=10)
     summary = write_report(filled.store, since, since + timedelta(days=1), tmp_path / "e.html")
-    html = (tmp_path / "e.html").read_text(encoding="utf-8")
+    html = read_page(tmp_path / "e.html")
     assert summary.judged_rows == 0 and summary.segments == () and summary.firings_marked == 0
     assert (
         f"No judged events between 2026-10-23 00:00:00 UTC and 2026-10-24 00:00:00 UTC in "
@@ -298,7 +298,7 @@ def test_a_chart_draws_the_busiest_eight_series_and_names_the_rest(store: ClickH
     ]
     store.insert_rows(rows, uuid.uuid4().hex)
     summary = write_report(store, T0, T0 + timedelta(hours=1), tmp_path / "m.html")
-    html = (tmp_path / "m.html").read_text(encoding="utf-8")
+    html = read_page(tmp_path / "m.html")
     assert len(summary.segments) == 10
     assert (
         f"Not drawn, to keep the legend readable (see the tables): p8 · {LEXICAL_JUDGE}, p9 · {LEXICAL_JUDGE}."
@@ -328,7 +328,7 @@ def test_replayed_rows_are_left_out_and_counted_unless_included(store: ClickHous
     store.insert_rows(replayed_rows(), uuid.uuid4().hex)
     assert _figures(fetch_report_data(store, T0, T1, 900)) == live_only
     live = write_report(store, T0, T1, tmp_path / "live.html")
-    html = (tmp_path / "live.html").read_text(encoding="utf-8")
+    html = read_page(tmp_path / "live.html")
     assert (live.judged_rows, live.replayed_rows) == (filled.rows, 13)
     assert (
         '<p class="meta" id="replays">Replayed rows: 13 from 2 replay runs in this range, left out (--include-replays '
@@ -336,7 +336,7 @@ def test_replayed_rows_are_left_out_and_counted_unless_included(store: ClickHous
     )
     assert "REPLAYED" not in html and REPLAY_JUDGE not in html and "written by the live consumer" in html
     both = write_report(store, T0, T1, tmp_path / "both.html", include_replays=True)
-    html = (tmp_path / "both.html").read_text(encoding="utf-8")
+    html = read_page(tmp_path / "both.html")
     assert (both.judged_rows, both.replayed_rows) == (filled.rows + 13, 13)
     assert (
         '<p class="meta" id="replays">Replayed rows: 13 from 2 replay runs in this range, included '
@@ -370,7 +370,7 @@ def test_a_table_from_before_replays_is_read_whole_and_says_so(store: ClickHouse
     legacy = ClickHouseStore(store.url, db, "legacy_scores")
     legacy.open_for_reads()
     summary = write_report(legacy, T0, T0 + timedelta(hours=1), tmp_path / "old.html")
-    html = (tmp_path / "old.html").read_text(encoding="utf-8")
+    html = read_page(tmp_path / "old.html")
     assert (summary.judged_rows, summary.replayed_rows) == (1, 0)
     assert "Replayed rows: none (this table has no replay_run column: it predates migration 036)." in html
 
@@ -409,8 +409,8 @@ def test_calls_without_content_are_named_beside_the_scores_and_on_an_empty_page(
         counter.add((T0 + timedelta(minutes=5 + i)).timestamp(), "support-bot", "claude", "", "no_content")
     store.insert_table("traffic_counts", COLUMNS, counter.drain())
     write_report(store, T0, T1, tmp_path / "empty.html")
-    empty = _section((tmp_path / "empty.html").read_text(encoding="utf-8"), "summary")
+    empty = _section(read_page(tmp_path / "empty.html"), "summary")
     assert "7 OpenTelemetry LLM calls arrived without their text and were not scored (support-bot 7)" in empty
     fill(store)
     write_report(store, T0, T1, tmp_path / "full.html")
-    assert 'id="no-content"' in _section((tmp_path / "full.html").read_text(encoding="utf-8"), "summary")
+    assert 'id="no-content"' in _section(read_page(tmp_path / "full.html"), "summary")

@@ -13,7 +13,7 @@ from monitor.report import write_report
 from monitor.report.queries import fetch_report_data
 from monitor.report.write import charts_of
 from monitor.store.connection import ClickHouseStore
-from tests.monitor.report.conftest import LEXICAL_JUDGE, T0, make_row
+from tests.monitor.report.conftest import LEXICAL_JUDGE, T0, make_row, read_page
 
 ROLLOUT = T0 + timedelta(hours=20)
 SEGMENT = (("app", "support"), ("prompt_version", "v2"), ("judge_id", LEXICAL_JUDGE))
@@ -58,7 +58,7 @@ def test_the_default_range_is_the_stores_data_up_to_seven_days(store: ClickHouse
     assert summary.headline == (
         "support v2: relevancy 0.22 against 0.90 since 2026-11-02 20:00 UTC (-76 %), firing relevancy_drop."
     )
-    page = (tmp_path / "r.html").read_text(encoding="utf-8")
+    page = read_page(tmp_path / "r.html")
     assert "all the data in the store, up to 7 days" in page.split("</header>")[0]
     later = write_report(store, None, until + timedelta(days=5), tmp_path / "later.html")
     assert later.since == T0  # the row three days before the day is more than 7 days before the end now
@@ -118,5 +118,5 @@ def test_a_shadow_judge_that_agrees_makes_it_the_product(store: ClickHouseStore,
         (22, "support", shadow_id, 1, 0.3, 0.2),
     ]
     write_report(store, T0, T0 + timedelta(days=1), tmp_path / "r.html")
-    verdict = (tmp_path / "r.html").read_text(encoding="utf-8").split('id="verdict">')[1].split("</p>")[0]
+    verdict = read_page(tmp_path / "r.html").split('id="verdict">')[1].split("</p>")[0]
     assert verdict.startswith("The product changed, not the judge") and "shadow judge moved -0.60" in verdict

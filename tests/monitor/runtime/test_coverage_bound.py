@@ -13,10 +13,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from consumers.offsets import OffsetTracker, Ticket
-from monitor.judging.budget import BudgetSettings
 from monitor.judging.cost_control import CostControl
+from monitor.judging.settings import BudgetSettings
+from monitor.runtime.health import Health
 from monitor.runtime.metrics import Metrics
 from monitor.runtime.pipeline import Pipeline
+from monitor.runtime.traffic_flush import TrafficFlush
+from schemas.errors import StoreError
 from tests.properties import examples
 
 TP = TopicPartition("conversations", 0)
@@ -32,8 +35,8 @@ class ModelStore:
 
     async def insert_table(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
         if self.failing:
-            raise ConnectionError("store down")
-        self.consumed += sum(int(r[columns.index("consumed")]) for r in rows)  # type: ignore[call-overload]
+            raise StoreError("ClickHouse unreachable: connection refused")
+        self.consumed += sum(int(r[columns.index("consumed")]) for r in rows)
 
 
 class Broker:
@@ -54,9 +57,10 @@ def _replica(store: ModelStore, broker: Broker) -> SimpleNamespace:
     """What `Pipeline.commit` uses of a pipeline, after a (re)start: fresh in-memory tracker and counts."""
     tracker = OffsetTracker()
     tracker.assign([TP])
+    cost, metrics = CostControl(BudgetSettings(), store, Metrics()), Metrics()  # type: ignore[arg-type]
     return SimpleNamespace(
-        tracker=tracker, source=broker, cost=CostControl(BudgetSettings(), store, Metrics()), metrics=Metrics()
-    )  # type: ignore[arg-type]
+        tracker=tracker, source=broker, cost=cost, metrics=metrics, traffic_flush=TrafficFlush(cost, metrics, Health())
+    )
 
 
 async def _play(steps: list[str], flush_first: bool) -> tuple[int, int]:

@@ -15,9 +15,9 @@ from aiokafka.structs import ConsumerRecord
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.sdk.trace import ReadableSpan
 
-from consumers.clients import KafkaSettings
 from consumers.deadletter import H_REASON
 from consumers.otlp.wire import Encoding
+from consumers.settings import KafkaSettings
 from monitor.config import Settings
 from monitor.devtools.localbroker import LocalBroker
 from monitor.judging.traffic_counts import TrafficCounter

@@ -5,20 +5,21 @@ text columns, and chDB then deletes old rows and empties old text; a store that 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableMapping
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 import structlog
 
 import monitor.runtime.logs
-from monitor.cli.commands import _prepare_schema
 from monitor.cli.main import main
 from monitor.config import load_settings
 from monitor.store.connection import ClickHouseStore
 from monitor.store.migrations import Migrations
 from monitor.store.retention import TEXT_COLUMNS, TTLChange, parse_table, plan_retention, retention_tables, wanted_ttls
 from tests.monitor.alerts.conftest import canary_run, insert, insert_canary, insert_traffic, make_row
+from tests.monitor.store.opening import open_as_run
 
 # ---- pure: reading a create_table_query and planning -----------------------------------------------------------
 
@@ -421,17 +422,22 @@ def test_check_schema_finds_a_differing_retention_without_applying_it(clickhouse
     assert kept.retention_pending is not None and not kept.retention_pending
 
 
+def _schema_events(logs: list[MutableMapping[str, Any]]) -> list[str]:
+    """The events logged about the schema (the embedded store's read endpoint logs its start besides)."""
+    return [e["event"] for e in logs if not e["event"].startswith("embedded_reader")]
+
+
 def test_run_without_migrating_warns_about_a_differing_retention_and_starts(
     clickhouse_url: str, kept: Migrations
 ) -> None:
-    """`run`'s start-up step on a store that does not migrate itself logs one warning naming `relevancy-monitor
+    """`run`'s opening of a store that does not migrate itself logs one warning naming `relevancy-monitor
     migrate` (and does not refuse); migrating itself, it applies the retention and logs that instead."""
     Migrations(ClickHouseStore(clickhouse_url, kept.store.database, kept.store.table)).migrate()
     settings = load_settings(
         clickhouse_url=clickhouse_url, clickhouse_database=kept.store.database, auto_migrate=False, retention_days=30
     )
     with structlog.testing.capture_logs() as logs:
-        _prepare_schema(settings.store)
+        open_as_run(settings.store)
     warnings = [e for e in logs if e["log_level"] == "warning"]
     assert len(warnings) == 1 and "relevancy-monitor migrate" in warnings[0]["event"], logs
     assert warnings[0]["retention"] == "rows 30 days, text as long as the row" and len(warnings[0]["changes"]) == 5
@@ -440,13 +446,11 @@ def test_run_without_migrating_warns_about_a_differing_retention_and_starts(
         clickhouse_url=clickhouse_url, clickhouse_database=kept.store.database, auto_migrate=True, retention_days=30
     )
     with structlog.testing.capture_logs() as logs:
-        _prepare_schema(migrating.store)
-    assert [e["event"] for e in logs] == ["retention applied"] and " TTL " in _create_queries(kept.store)[
-        "relevancy_scores"
-    ]
+        open_as_run(migrating.store)
+    assert _schema_events(logs) == ["retention applied"] and " TTL " in _create_queries(kept.store)["relevancy_scores"]
     with structlog.testing.capture_logs() as logs:
-        _prepare_schema(settings.store)
-    assert logs == []
+        open_as_run(settings.store)
+    assert _schema_events(logs) == []
 
 
 def test_the_migrate_command_prints_the_retention_changes(

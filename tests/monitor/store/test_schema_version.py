@@ -10,8 +10,6 @@ from typing import Any
 import pytest
 
 import monitor.runtime.logs
-import monitor.runtime.service
-from monitor.cli.commands import _prepare_schema
 from monitor.cli.main import main
 from monitor.config import load_settings
 from monitor.store.async_store import AsyncStore
@@ -19,6 +17,7 @@ from monitor.store.connection import ClickHouseStore
 from monitor.store.migrations import Migrations
 from schemas.ddl import migrations, render_ddl
 from schemas.errors import StoreError
+from tests.monitor.store.opening import open_as_run
 
 
 @pytest.fixture(autouse=True)
@@ -71,14 +70,12 @@ def test_run_on_a_store_behind_without_auto_migrate_stops_with_one_line(
 
 
 def test_auto_migrate_at_start_brings_a_store_behind_up_to_date(behind: ClickHouseStore) -> None:
-    """MONITOR_AUTO_MIGRATE=true: the start-up step applies and records the pending migrations, then the check
-    passes."""
+    """MONITOR_AUTO_MIGRATE=true: opening the store at start applies and records the pending migrations, then the
+    check passes."""
     s = load_settings(clickhouse_url=behind.url, clickhouse_database=behind.database, auto_migrate=True)
-    _prepare_schema(s.store)
+    open_as_run(s.store)
     assert Migrations(behind).pending() == []
-    _prepare_schema(
-        load_settings(clickhouse_url=behind.url, clickhouse_database=behind.database, auto_migrate=False).store
-    )
+    open_as_run(load_settings(clickhouse_url=behind.url, clickhouse_database=behind.database, auto_migrate=False).store)
 
 
 async def test_the_service_store_migrates_the_embedded_store_by_default_and_checks_otherwise(
@@ -100,39 +97,37 @@ async def test_the_service_store_migrates_the_embedded_store_by_default_and_chec
     )
 
 
-@pytest.mark.parametrize(("extra", "step"), [((), "check_schema"), (("--auto-migrate", "true"), "migrate")])
-def test_run_on_a_server_checks_unless_told_to_migrate(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], extra: tuple[str, ...], step: str
+@pytest.mark.parametrize(("auto_migrate", "step"), [({}, "check_schema"), ({"auto_migrate": True}, "migrate")])
+async def test_run_s_store_on_a_server_checks_unless_told_to_migrate(
+    monkeypatch: pytest.MonkeyPatch, auto_migrate: dict[str, bool], step: str
 ) -> None:
-    """For an http(s) server `run` only checks the version by default (the operator migrates);
-    MONITOR_AUTO_MIGRATE=true migrates."""
+    """For an http(s) server, `run`'s one opening of the store (`AsyncStore.open`) only checks the version by default
+    (the operator migrates); MONITOR_AUTO_MIGRATE=true migrates. No server here: the choice is what is checked."""
     called: list[str] = []
 
-    def refuse(self: Migrations) -> Any:
+    def refuse(self: Migrations, remedy: str) -> None:
         called.append("check_schema")
-        raise StoreError(
-            "the schema of relevancy at https://ch:8443 is behind this release: run `relevancy-monitor migrate` first"
-        )
+        raise StoreError(f"the schema of relevancy at https://ch:8443 is behind this release: {remedy}")
 
-    monkeypatch.setattr(Migrations, "check", refuse)
-
-    def migrate(self: Migrations) -> list[Any]:
+    def migrate(self: Migrations, *, repair: bool = True) -> list[Any]:
         called.append("migrate")
+        self.unfixed = []
         return []
 
+    monkeypatch.setattr(Migrations, "_refuse_pending", refuse)
     monkeypatch.setattr(Migrations, "migrate", migrate)
-    monkeypatch.setattr(ClickHouseStore, "close", lambda self: None)
-
-    async def no_service(settings: Any) -> None:
-        called.append("service")
-
-    monkeypatch.setattr(monitor.runtime.service, "run_service", no_service)
-    code = main(["run", "--clickhouse-url", "https://ch:8443", "--metrics-port", "0", *extra])
-    assert called[0] == step
-    if step == "check_schema":
-        assert code == 1 and "relevancy-monitor migrate" in capsys.readouterr().err and called == ["check_schema"]
-    else:
-        assert code == 0 and called == ["migrate", "service"]
+    monkeypatch.setattr(ClickHouseStore, "open", lambda self: None)
+    monkeypatch.setattr(ClickHouseStore, "use_database", lambda self: None)
+    store = AsyncStore.from_settings(load_settings(clickhouse_url="https://ch:8443", **auto_migrate).store)
+    try:
+        if step == "check_schema":
+            with pytest.raises(StoreError, match="relevancy-monitor migrate"):
+                await store.open()
+        else:
+            await store.open()
+    finally:
+        await store.close()
+    assert called == [step]
 
 
 def test_the_per_url_default_of_auto_migrate() -> None:
