@@ -44,6 +44,7 @@ class ScoredRow(BaseModel):
     error: str = ""
     score: float | None = Field(default=None, ge=0.0, le=1.0)
     raw_score: float | None = None
+    score_confidence: float | None = None  # a probability-weighted score's certainty (MONITOR_JUDGE_SCORE=expected)
     reasoning: str = ""
     statements: list[str] = Field(default_factory=list)
     verdicts: list[str] = Field(default_factory=list)
@@ -105,6 +106,7 @@ class ScoredRow(BaseModel):
                 error=replace_lone_surrogates(reason[:1000]),
                 score=None,
                 raw_score=None,
+                score_confidence=None,
                 reasoning="",
                 statements=[],
                 verdicts=[],

@@ -111,65 +111,42 @@ def make_settings(broker: LocalBroker, clickhouse_url: str, database: str, topic
 
 # ---- scheduling under pytest-xdist ----------------------------------------------------------------------------
 # `make test` runs the suite with `-n 4 --dist loadgroup`: each worker takes the next test (or the next
-# `xdist_group` of tests sharing a module fixture) when it is nearly free. These tests take longest (a subprocess
-# service, a day of history, a benchmark, a wheel install); started first, they run beside each other and beside
-# the many short tests instead of one of them ending the run alone. Longest first, by node id without parameters;
-# a name missing here only costs time, never a check.
-LONG_TESTS = (
-    "monitor/runtime/test_scale_out_bench.py::test_the_scale_out_benchmark_runs_at_a_tiny_size",
-    "monitor/store/test_embedded_reader.py::test_sql_during_a_live_run_sees_the_rows_grow",
-    "consumers/test_decode_paths.py::test_both_paths_agree_on_arbitrary_events",
-    "monitor/alerts/test_alert_quality_bench.py::test_a_tiny_run_pages_on_a_large_drop_and_prints_its_table",
-    "deploy/test_image.py::test_image_install_step_on_a_clean_venv",
-    "monitor/alerts/test_history.py::test_the_fast_backtest_finds_the_episodes_of_the_per_step_backtest",
-    "monitor/alerts/test_history.py::test_history_gives_the_observations_and_states_of_one_query_per_step",
-    "monitor/alerts/test_replays.py::test_replayed_rows_change_nothing_a_rule_leaving_them_out_sees",
-    "consumers/test_decode_paths.py::test_both_paths_agree_on_plausible_events",
-    "monitor/devtools/test_demo.py::test_the_demo_ends_with_exactly_the_planted_alert",
-    "monitor/cli/test_replay.py::test_replay_shows_the_estimate_refuses_without_yes_and_stops_at_the_cap",
-    "monitor/alerts/test_replays.py::test_a_rule_with_include_replays_reads_replayed_rows_as_live_ones",
-    "monitor/canary/test_drift.py::test_a_judge_that_drifts_fires_its_canary_and_not_the_live_alerts",
-    "monitor/devtools/test_demo.py::test_with_an_api_key_the_demo_judges_with_the_llm",
-    "monitor/runtime/test_latency_bench.py::test_the_latency_benchmark_runs_at_a_tiny_size",
-    "monitor/runtime/test_faults.py::test_sigkill_at_random_points_then_restart_loses_and_duplicates_nothing",
-    "monitor/canary/test_drift.py::test_a_product_regression_fires_the_live_alerts_while_the_canaries_hold",
-    "consumers/test_decode.py::test_arbitrary_json_objects_with_our_field_names_never_crash",
-    "monitor/alerts/test_rollouts.py::test_new_versions_and_models_as_good_as_the_old_fire_nothing_over_two_noisy_days",
-    "monitor/cli/test_forget.py::test_forget_prints_one_line_per_table_and_a_total",
-    "monitor/cli/test_main.py::test_run_scores_events_from_another_process_and_sql_shows_them",
-    "monitor/alerts/test_rollouts.py::test_a_new_version_as_good_as_the_old_fires_nothing_over_a_day",
-    "monitor/cli/test_read_paths.py::test_migrate_creates_the_store_the_read_paths_then_open",
-    "monitor/store/test_read_only_store.py::test_sql_refuses_every_write_through_a_running_monitor",
-    "monitor/cli/test_read_paths.py::test_alerts_check_and_backtest_run_for_a_read_only_user_without_a_judge_key",
-    "monitor/runtime/test_broker_loss.py::test_a_stop_while_the_broker_is_away_exits_cleanly",
-    "monitor/store/test_schema_repair.py::test_run_refuses_a_store_missing_a_table_before_any_kafka_client",
-    "monitor/cli/test_forget.py::test_forget_json_is_an_audit_record_and_a_dry_run_deletes_nothing",
-    "monitor/cli/test_alerts.py::test_run_logs_one_structured_line_per_round",
-    "monitor/runtime/test_memory_backlog_bench.py::test_the_memory_benchmark_runs_at_a_tiny_size",
-    "monitor/alerts/test_rollouts.py::test_a_judge_change_fires_nothing",
-    "monitor/runtime/test_broker_loss.py::test_readiness_transitions_against_a_broker_lost_mid_run",
-    "monitor/canary/test_cli.py::test_off_runs_no_canary_and_a_labels_file_of_your_own_is_its_own_history",
-    "monitor/cli/test_main.py::test_produce_generates_personal_data_on_request_and_refuses_a_bad_share",
-    "monitor/cli/test_main.py::test_sql_errors_are_one_line",
-    "monitor/runtime/test_broker_loss.py::test_a_lost_broker_is_reported_once_shown_in_readiness_and_nothing_is_lost",
-    "monitor/alerts/test_rollouts.py::test_the_demo_regression_fires_through_the_default_rules_on_v13_and_never_on_v12",
-    "monitor/runtime/test_pipeline_throughput_bench.py::test_the_throughput_benchmark_runs_at_a_tiny_size",
-    "monitor/cli/test_broker.py::test_a_second_broker_on_a_taken_port_is_a_one_line_error",
-    "monitor/runtime/test_redaction_e2e.py::test_a_known_api_key_never_appears_in_any_log_line_of_a_full_run",
-    "monitor/cli/test_alerts.py::test_subprocess_check_on_a_fresh_store_and_a_bad_rules_file",
-)
+# `xdist_group` of tests sharing a module fixture) when it is nearly free. The tests that take longest (a subprocess
+# service, a day of history, a benchmark, a wheel install) carry `@pytest.mark.long(seconds=N)`, N measured on 2
+# cores; started first, longest first, they run beside each other and beside the many short tests instead of one of
+# them ending the run alone. The marker sits on the test itself, so a renamed test keeps its place; a test that ran
+# for `UNMARKED_LONG_S` or more without one is named at the end of the run.
+UNMARKED_LONG_S = 30.0
+_slow_unmarked: list[tuple[str, float]] = []
+
+
+def expected_seconds(item: pytest.Item) -> float:
+    """How long a test takes by its `long` marker (0 for the rest)."""
+    marker = item.get_closest_marker("long")
+    if marker is None:
+        return 0.0
+    return float(marker.kwargs.get("seconds", marker.args[0] if marker.args else UNMARKED_LONG_S))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under xdist, the long tests first (in LONG_TESTS order), then the rest in collection order."""
+    """Under xdist, the long tests first, longest first; the rest keep their collection order."""
     if not hasattr(config, "workerinput"):  # serial: keep pytest's order, which groups module fixtures
         return
-    rank = {name: i for i, name in enumerate(LONG_TESTS)}
+    items.sort(key=lambda item: -expected_seconds(item))  # stable
 
-    def key(item: pytest.Item) -> int:
-        return rank.get(item.nodeid.removeprefix("tests/").split("[")[0], len(rank))
 
-    items.sort(key=key)  # stable: the rest keep their order
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Note a test whose call took `UNMARKED_LONG_S` or more without a `long` marker (on the controller too)."""
+    if report.when == "call" and report.duration >= UNMARKED_LONG_S and "long" not in report.keywords:
+        _slow_unmarked.append((report.nodeid, report.duration))
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Name the long tests that have no `long` marker, so the schedule can be kept true."""
+    if _slow_unmarked:
+        terminalreporter.write_sep("-", "long tests without @pytest.mark.long(seconds=N): add it to start them first")
+        for nodeid, seconds in sorted(_slow_unmarked, key=lambda t: -t[1]):
+            terminalreporter.write_line(f"{seconds:6.1f} s  {nodeid}")
 
 
 # ---- the fake Messages API (LLM judges) -------------------------------------------------------------------

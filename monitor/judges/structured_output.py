@@ -9,6 +9,7 @@ tolerantly: the first JSON object in the text, inside a code fence or not."""
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any, TypeVar
 
@@ -35,6 +36,7 @@ def reply_schema(model: type[BaseModel]) -> dict[str, Any]:
     return model.model_json_schema()
 
 
+@functools.cache
 def schema_instructions(model: type[BaseModel]) -> str:
     """The system prompt's closing section for modes that do not enforce a schema: the reply's JSON schema."""
     schema = json.dumps(reply_schema(model), sort_keys=True, ensure_ascii=False)

@@ -24,9 +24,7 @@ async def close_clients(source: KafkaSource, producer: AIOKafkaProducer, within_
     deadline = Deadline(within_s)
     for name, stop in (("consumer", source.stop), ("producer", producer.stop)):
         try:
-            log.info("TMPDEBUG_closing", client=name)
             await asyncio.wait_for(stop(), timeout=min(CLOSE_TIMEOUT_S, max(deadline.remaining(), CLOSE_FLOOR_S)))
-            log.info("TMPDEBUG_closed", client=name)
         except (TimeoutError, KafkaError) as e:
             log.warning("kafka_client_close_incomplete", client=name, error=type(e).__name__)
         except asyncio.CancelledError:

@@ -96,6 +96,7 @@ def _add_verdict(data: dict[str, Any], outcome: Judgement, cached: bool, keep_te
     data["status"] = "ok"
     data["score"] = outcome.score
     data["raw_score"] = outcome.raw_score
+    data["score_confidence"] = outcome.confidence
     data["reasoning"] = outcome.reasoning if keep_text else ""
     data["statements"] = list(outcome.statements) if keep_text else []
     data["verdicts"] = list(outcome.verdicts)

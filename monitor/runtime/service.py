@@ -187,8 +187,6 @@ async def run_service(settings: Settings, stop: asyncio.Event | None = None, met
                 log.info("created_topics", topics=created)
             await build_pipeline(settings, judge, store, metrics, health, sampler, shadow_judge).run(stop)
         finally:
-            log.info("TMPDEBUG_store_close")
             await store.close()
-            log.info("TMPDEBUG_store_closed")
     finally:
         heartbeat.cancel()

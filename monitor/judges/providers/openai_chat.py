@@ -8,12 +8,15 @@ so a client sending them would get unconstrained text back. Where log-probabilit
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from typing import Any
 
 import httpx2
 import openai
+from openai.types.chat import ChatCompletionFunctionToolParam
+from pydantic import BaseModel
 
 from monitor.backoff import retry_after_seconds
 from monitor.judges.providers.base import CallFailed, FailureKind, JudgeRequest, ProviderReply, Tokens
@@ -71,6 +74,7 @@ class OpenAIChat:
         user turn (and the correction)."""
         described = mode in ("json_object", "prompt")
         system = f"{request.system}\n\n{schema_instructions(request.reply_model)}" if described else request.system
+        tool = strict_tool(request.reply_model, request.schema_name)
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": system},
             {"role": "user", "content": request.user},
@@ -80,13 +84,12 @@ class OpenAIChat:
             messages.append({"role": "user", "content": correction_text(request.correction.error)})
         body: dict[str, Any] = {"model": self._model, "messages": messages, self._max_tokens_key: self._max_tokens}
         if mode == "json_schema":
-            tool = openai.pydantic_function_tool(request.reply_model, name=request.schema_name)["function"]
-            schema = {"name": request.schema_name, "schema": tool["parameters"], "strict": True}
+            schema = {"name": request.schema_name, "schema": tool["function"]["parameters"], "strict": True}
             body["response_format"] = {"type": "json_schema", "json_schema": schema}
         elif mode == "json_object":
             body["response_format"] = {"type": "json_object"}
         elif mode == "tools":
-            body["tools"] = [openai.pydantic_function_tool(request.reply_model, name=request.schema_name)]
+            body["tools"] = [tool]
             body["tool_choice"] = {"type": "function", "function": {"name": request.schema_name}}
         if self._logprobs and mode != "tools":  # a tool call's arguments carry no log-probabilities
             body["logprobs"] = True
@@ -106,6 +109,13 @@ class OpenAIChat:
     async def aclose(self) -> None:
         """Close the HTTP connections."""
         await self._client.close()
+
+
+@functools.cache
+def strict_tool(model: type[BaseModel], name: str) -> ChatCompletionFunctionToolParam:
+    """The strict function tool (and so the strict schema) of a reply model, built once: pydantic rebuilds the schema
+    on every call, which cost about 1.5 ms a request (bench/judge_overhead_openai.py). Read-only: the SDK copies it."""
+    return openai.pydantic_function_tool(model, name=name)
 
 
 def reply_of(completion: Any) -> ProviderReply:

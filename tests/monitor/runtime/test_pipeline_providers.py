@@ -105,3 +105,26 @@ async def test_claude_on_bedrock_and_vertex_judges_live_traffic(
         assert all(r.headers["authorization"].startswith("AWS4-HMAC-SHA256") for r in sent)
     else:
         assert all(r.headers["authorization"] == "Bearer ya29.token" for r in sent)
+
+
+async def test_expected_scores_are_stored_beside_the_level_with_their_confidence(
+    broker: LocalBroker,
+    make_settings: Callable[..., Settings],
+    async_store: AsyncStore,
+    chat_api: FakeChatCompletions,
+) -> None:
+    """With MONITOR_JUDGE_SCORE=expected, each row's score is the probability-weighted level, raw_score the integer
+    level the model wrote, and score_confidence the certainty (one minus the normalised entropy)."""
+    chat_api.score_distribution({"0": 0.05, "1": 0.05, "2": 0.1, "3": 0.6, "4": 0.2})
+    settings = make_settings(
+        judge="rubric", judge_score="expected", judge_structured_output="json_schema", **chat_api.settings_overrides()
+    )
+    await produce_values(broker.bootstrap, settings.kafka.topics[0], FLAT)
+    await run_until_committed(settings, async_store, broker.bootstrap, len(FLAT))
+    table = async_store.store.qualified_table
+    rows = (await async_store.query(f"SELECT score, raw_score, score_confidence FROM {table} FINAL")).rows
+    assert len(rows) == len(FLAT)
+    expected = (0.05 * 1 + 0.1 * 2 + 0.6 * 3 + 0.2 * 4) / 4
+    for score, raw, confidence in rows:
+        assert raw == 3 and score == pytest.approx(expected, abs=1e-5)
+        assert confidence is not None and 0.2 < confidence < 0.6
