@@ -49,7 +49,16 @@ from monitor.alerts.history import (
 from monitor.alerts.outcomes import Newest
 from monitor.alerts.rules import Rule, RuleSet, load_rules
 from monitor.alerts.sequential import Buckets
-from monitor.alerts.windows import SCORE_BINS, SegmentData, SegmentKey, TailCounts, TrafficCounts, VersionStats, Windows
+from monitor.alerts.windows import (
+    BIN_SUMS,
+    SCORE_BINS,
+    SegmentData,
+    SegmentKey,
+    TailCounts,
+    TrafficCounts,
+    VersionStats,
+    Windows,
+)
 from schemas.errors import QueryError
 
 DEFAULT_JSON = Path(".relevancy-monitor/bench/alert_quality.json")
@@ -133,9 +142,18 @@ def simulate(streams: Sequence[Stream], hours: float, seed: int) -> Minutes:
                 scores = rng.choice(LEVELS, size=n, p=_mix_at(s, mix, hour))
                 key = (s.app, model, version)
                 bins = np.bincount(np.floor(scores * 20 + 0.5).astype(np.int64), minlength=SCORE_BINS)
-                sums = [n, n, 0, n, n, scores.sum(), (scores**2).sum(), (scores < 0.5).sum(), *bins, 0.0, n]
-                # By name: a sum the simulation does not draw (the prompt-cache tokens) is 0.
-                named = dict(zip(SCORE_SUMS, sums, strict=False))
+                # By name: a sum the simulation does not draw (errors, the prompt-cache tokens) is 0.
+                named = {
+                    "rows": n,
+                    "ok": n,
+                    "weight": n,
+                    "weight_sq": n,
+                    "w_score": scores.sum(),
+                    "w_score_sq": (scores**2).sum(),
+                    "w_low": (scores < 0.5).sum(),
+                    **dict(zip(BIN_SUMS, bins, strict=False)),
+                    "events": n,
+                }
                 row = np.array([named.get(name, 0.0) for name in SCORE_SUMS], dtype=np.float64)
                 out.sums.setdefault(key, {})[minute] = row
                 out.scores.setdefault(key, {})[minute] = scores.tolist()

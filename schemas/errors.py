@@ -12,16 +12,19 @@ its message is the single line an operator should see, and the command line prin
     │   ├── RulesError          the alert rules file
     │   └── PortInUse           a port the process must listen on is held by another process
     ├── DecodeError             a Kafka record that cannot be judged: dead-lettered with `reason`, never fatal
+    │   └── RedactionFailed     the redactor raised on an event: dead-lettered as redaction_failed, never judged
     ├── KafkaUnavailable        the brokers cannot be reached
     ├── LocalBrokerError        the local tansu broker is missing or did not start
     ├── StoreError              ClickHouse cannot be opened, or a statement failed
     │   └── QueryError          an alert rule's data could not be read
+    │       └── RuleError       one rule's data could not be read this round; names the rule
     ├── SinkClosed              the sink gave up a batch on shutdown (its offsets stay uncommitted)
     ├── NotifyError             an alert notification was not delivered after its retries
     └── JudgeError              a judge could not produce a score; `reason` is a stable code
         ├── JudgeReplyInvalid   the judge replied, but not with a valid verdict
         ├── JudgeUnavailable    unreachable or failing transiently; `kind` says how (rate_limited, ...)
-        └── JudgeApiError       the API refused the request for a reason retrying cannot fix
+        ├── JudgeApiError       the API refused the request for a reason retrying cannot fix
+        └── ProviderCallFailed  one call to the judge's provider failed; the judge client retries or gives up
 
 This module sits at the bottom of the import layers (schemas → consumers → monitor), so every layer can raise
 from the same tree.
@@ -29,7 +32,12 @@ from the same tree.
 
 from __future__ import annotations
 
+import traceback
+from typing import Generic, TypeVar
+
 from schemas.usage import Usage
+
+R = TypeVar("R")
 
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
@@ -87,6 +95,18 @@ class DecodeError(MonitorError):
         self.detail = detail
 
 
+class RedactionFailed(DecodeError):
+    """The redactor raised on a sampled event: the event fails closed, dead-lettered with reason `redaction_failed`
+    and never judged or stored. The detail names the event, the exception's type and where it was raised, never its
+    message (which could quote the text)."""
+
+    def __init__(self, event_id: str, error: Exception) -> None:
+        frames = traceback.extract_tb(error.__traceback__)
+        at = f" at {frames[-1].filename.rsplit('/', 1)[-1]}:{frames[-1].lineno} ({frames[-1].name})" if frames else ""
+        super().__init__("redaction_failed", f"event {event_id}: the redactor raised {type(error).__name__}{at}")
+        self.error_type = type(error).__name__
+
+
 class KafkaUnavailable(MonitorError):
     """The Kafka brokers cannot be reached."""
 
@@ -101,6 +121,16 @@ class StoreError(MonitorError):
 
 class QueryError(StoreError):
     """A rule's data could not be read (missing table, ClickHouse error)."""
+
+
+class RuleError(QueryError, Generic[R]):
+    """A rule whose data could not be read this round: the round reports it and keeps the rule's states as they
+    were. `rule` is the rule (the alerting room's type), `error` the store's one line; `str()` names the rule too."""
+
+    def __init__(self, rule: R, name: str, error: str) -> None:
+        super().__init__(f"alert rule {name}: {error}")
+        self.rule = rule
+        self.error = error
 
 
 class SinkClosed(MonitorError):
@@ -143,3 +173,28 @@ class JudgeApiError(JudgeError):
     """The API refused the request for a reason retrying cannot fix (bad request, auth, permission, not found)."""
 
     reason = "api_error"
+
+
+class ProviderCallFailed(JudgeError):
+    """One call to the judge's provider produced no reply: `kind` says why (rate_limited, overloaded, server_error,
+    timeout, connection, request_timeout, bad_response, api_error), `retry_after_s` what the server asked us to wait,
+    `status` the HTTP status when there was one. Raised beneath the judge client, which retries it or turns it into
+    `JudgeUnavailable` / `JudgeApiError`; a judge's caller never sees it."""
+
+    def __init__(self, kind: str, detail: str, retry_after_s: float | None = None, status: int | None = None) -> None:
+        super().__init__(f"{kind}: {detail}")
+        self.kind = kind
+        self.detail = detail
+        self.retry_after_s = retry_after_s
+        self.status = status
+
+    @property
+    def transient(self) -> bool:
+        """Whether a later attempt may succeed."""
+        return self.kind != "api_error"
+
+    @property
+    def mode_refused(self) -> bool:
+        """Whether the server refused the request's shape (400, 422, 501): a structured-output mode it lacks, which the
+        mode probe answers by trying the next one. 401, 403 and 404 are the configuration's and end the probe."""
+        return self.status in (400, 422, 501)

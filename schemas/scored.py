@@ -44,7 +44,6 @@ class ScoredRow(BaseModel):
     error: str = ""
     score: float | None = Field(default=None, ge=0.0, le=1.0)
     raw_score: float | None = None
-    score_confidence: float | None = None  # a probability-weighted score's certainty (MONITOR_JUDGE_SCORE=expected)
     reasoning: str = ""
     statements: list[str] = Field(default_factory=list)
     verdicts: list[str] = Field(default_factory=list)
@@ -72,6 +71,8 @@ class ScoredRow(BaseModel):
     redactor: str = ""
     # The replay run that wrote the row ("" for the live consumer). Added by migration 036.
     replay_run: str = ""
+    # A probability-weighted score's certainty (MONITOR_JUDGE_SCORE=expected). Added by migration 042.
+    score_confidence: float | None = None
 
     @model_validator(mode="before")
     @classmethod

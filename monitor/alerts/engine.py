@@ -43,7 +43,7 @@ from monitor.alerts.windows import (
 from monitor.canary.model import CanaryTick
 from monitor.runtime.health import Health, HealthServer
 from monitor.store.connection import ClickHouseStore
-from schemas.errors import NotifyError, QueryError, StoreError
+from schemas.errors import NotifyError, QueryError, RuleError, StoreError
 
 log = structlog.get_logger("monitor.alerts")
 StateKey = tuple[str, str]
@@ -69,16 +69,6 @@ class SegmentResult:
         return self.suspect is not None and self.state.state == "firing" and not was
 
 
-class RuleError(QueryError):
-    """A rule whose data could not be read this round: the round reports it in `Evaluation.errors` and keeps the
-    rule's states as they were. `error` is the store's one line; `str()` names the rule too."""
-
-    def __init__(self, rule: Rule, error: str) -> None:
-        super().__init__(f"alert rule {rule.name}: {error}")
-        self.rule = rule
-        self.error = error
-
-
 @dataclass(frozen=True, slots=True)
 class RoundCounts:
     """What one evaluation found, in numbers (for the `run --once` summary and the per-round log line)."""
@@ -100,7 +90,7 @@ class Evaluation:
 
     now: datetime
     results: list[SegmentResult]
-    errors: list[RuleError]
+    errors: list[RuleError[Rule]]
     empty: list[EmptyRule] = field(default_factory=list)  # rules without segments, and why
 
     def states(self) -> dict[StateKey, AlertState]:
@@ -302,14 +292,14 @@ def evaluate_rules(
     rule_list = rules.rules if isinstance(rules, RuleSet) else list(rules)
     budgets = rules if isinstance(rules, RuleSet) else (RuleSet(rules=rule_list) if rule_list else None)
     results: list[SegmentResult] = []
-    errors: list[RuleError] = []
+    errors: list[RuleError[Rule]] = []
     empty: list[EmptyRule] = []
     for rule in rule_list:
         try:
             outcome = assess_rule(source, rule, now, previous, budgets.budget(rule) if budgets is not None else 1.0)
         except (QueryError, StoreError) as e:
             log.warning("alert rule failed", rule=rule.name, error=str(e))
-            failed = RuleError(rule, str(e))
+            failed = RuleError(rule, rule.name, str(e))
             failed.__cause__ = e
             errors.append(failed)
             continue

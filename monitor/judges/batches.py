@@ -259,7 +259,7 @@ def _text(reply: ProviderReply) -> str:
 
 
 def _sdk(op: Callable[[], Awaitable[T]]) -> Callable[[], Awaitable[T]]:
-    """`op` with the SDK's errors turned into the seam's `CallFailed`, which `JudgeClient.call` retries or refuses."""
+    """`op` with the SDK's errors turned into `ProviderCallFailed`, which `JudgeClient.call` retries or refuses."""
 
     async def call() -> T:
         try:

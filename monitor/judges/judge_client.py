@@ -32,11 +32,11 @@ import structlog
 from monitor.backoff import Backoff
 from monitor.judges.cache_minimums import PrefixCheck, check_prefix
 from monitor.judges.cache_watch import CacheWatch
-from monitor.judges.providers.base import CallFailed, Correction, JudgeRequest, Provider, ProviderReply, Tokens
+from monitor.judges.providers.base import Correction, JudgeRequest, Provider, ProviderReply, Tokens
 from monitor.judges.schema_watch import SchemaWatch
 from monitor.judges.settings import JudgeSettings, StructuredMode
 from monitor.judges.structured_output import first_json_object
-from schemas.errors import JudgeApiError, JudgeError, JudgeReplyInvalid, JudgeUnavailable
+from schemas.errors import JudgeApiError, JudgeError, JudgeReplyInvalid, JudgeUnavailable, ProviderCallFailed
 from schemas.usage import Usage
 
 log = structlog.get_logger(__name__)
@@ -120,7 +120,7 @@ class JudgeClient:
             try:
                 sent = await self._send_in(mode, request, parse, correct=True)
             except JudgeApiError as e:
-                if not (isinstance(e.__cause__, CallFailed) and e.__cause__.mode_refused):
+                if not (isinstance(e.__cause__, ProviderCallFailed) and e.__cause__.mode_refused):
                     raise
                 tried.append((mode, str(e)))
                 spent = _add(spent, e.usage)
@@ -154,7 +154,7 @@ class JudgeClient:
         self, mode: StructuredMode, request: JudgeRequest, parse: Callable[[str], T], *, correct: bool
     ) -> Sent[T]:
         tokens = Tokens()
-        failure: CallFailed | None = None
+        failure: ProviderCallFailed | None = None
         transient_retries = 0
         watched = self._watch_for(request) if self.provider.marks_cache else None
         while True:
@@ -168,7 +168,7 @@ class JudgeClient:
             could_read = self._replies > 0
             try:
                 reply = await self.provider.send(request, mode)
-            except CallFailed as e:
+            except ProviderCallFailed as e:
                 self.stats[f"error.{e.kind}"] += 1
                 if not e.transient:
                     self.stats["gave_up.api_error"] += 1
@@ -209,11 +209,11 @@ class JudgeClient:
             return Sent(value, self._usage(tokens), reply.level_probabilities, mode)
 
     async def call(self, op: Callable[[], Awaitable[T]], *, what: str, stats: Counter[str]) -> T:
-        """`await op()` (one API call other than a judge request: a batch's), retried on transient `CallFailed`s like a
-        judge request. Counts `attempts`, `error.<kind>`, `retry.<kind>` and `gave_up.<kind>` in `stats`; raises
-        `JudgeUnavailable` after `judge_max_retries` retries, or `JudgeApiError` at once for an error retrying cannot
-        fix."""
-        failure: CallFailed | None = None
+        """`await op()` (one API call other than a judge request: a batch's), retried on transient
+        `ProviderCallFailed`s like a judge request. Counts `attempts`, `error.<kind>`, `retry.<kind>` and
+        `gave_up.<kind>` in `stats`; raises `JudgeUnavailable` after `judge_max_retries` retries, or `JudgeApiError` at
+        once for an error retrying cannot fix."""
+        failure: ProviderCallFailed | None = None
         attempts = self.max_retries + 1
         for attempt in range(attempts):
             if failure is not None:
@@ -224,7 +224,7 @@ class JudgeClient:
             stats["attempts"] += 1
             try:
                 return await op()
-            except CallFailed as e:
+            except ProviderCallFailed as e:
                 failure = e
                 stats[f"error.{e.kind}"] += 1
                 if not e.transient:

@@ -36,11 +36,11 @@ from monitor.runtime.partition_tasks import Deadline, PartitionTasks
 from monitor.runtime.pausing import Pausing
 from monitor.runtime.probes import Probes
 from monitor.runtime.record_events import RecordDecoder
-from monitor.runtime.scorer import RedactionFailed, Scorer
+from monitor.runtime.scorer import Scorer
 from monitor.runtime.span_join import SpanJoin
 from monitor.runtime.stop_race import StopRace
 from monitor.runtime.traffic_flush import TrafficFlush
-from schemas.errors import DecodeError, SinkClosed
+from schemas.errors import DecodeError, RedactionFailed, SinkClosed
 
 log = structlog.get_logger("monitor.runtime.pipeline")
 

@@ -7,7 +7,6 @@ its offset's ticket), which travels unchanged through reuse, the call and the wr
 from __future__ import annotations
 
 import asyncio
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -30,22 +29,10 @@ from monitor.runtime.metrics import Metrics
 from monitor.runtime.partition_tasks import PartitionTasks
 from monitor.runtime.rows import TextPolicy, build_row
 from monitor.runtime.sink import ClickHouseSink
-from schemas.errors import DecodeError
+from schemas.errors import RedactionFailed
 from schemas.events import ConversationEvent, KafkaPosition
 
 log = structlog.get_logger("monitor.runtime.scorer")
-
-
-class RedactionFailed(DecodeError):
-    """The redactor raised on a sampled event: the event fails closed, dead-lettered with reason `redaction_failed`
-    and never judged or stored. The detail names the event, the exception's type and where it was raised, never its
-    message (which could quote the text)."""
-
-    def __init__(self, event_id: str, error: Exception) -> None:
-        frames = traceback.extract_tb(error.__traceback__)
-        at = f" at {frames[-1].filename.rsplit('/', 1)[-1]}:{frames[-1].lineno} ({frames[-1].name})" if frames else ""
-        super().__init__("redaction_failed", f"event {event_id}: the redactor raised {type(error).__name__}{at}")
-        self.error_type = type(error).__name__
 
 
 @dataclass(frozen=True, slots=True)

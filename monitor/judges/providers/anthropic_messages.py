@@ -15,9 +15,10 @@ import anthropic
 import httpx2
 
 from monitor.backoff import retry_after_seconds
-from monitor.judges.providers.base import CallFailed, FailureKind, JudgeRequest, ProviderReply, Tokens
+from monitor.judges.providers.base import FailureKind, JudgeRequest, ProviderReply, Tokens
 from monitor.judges.settings import JudgeSettings, ProviderName, StructuredMode
 from monitor.judges.structured_output import correction_text, output_config, schema_instructions
+from schemas.errors import ProviderCallFailed
 
 # Transient statuses and their failure kinds; any other 4xx is an `api_error`, any other 5xx a `server_error`.
 RETRYABLE_STATUS: dict[int, FailureKind] = {
@@ -88,7 +89,7 @@ class AnthropicMessages:
         return body
 
     async def send(self, request: JudgeRequest, mode: StructuredMode) -> ProviderReply:
-        """One request; raises `CallFailed`."""
+        """One request; raises `ProviderCallFailed`."""
         try:
             message = await self._client.messages.create(**self.body(request, mode))
         except anthropic.APIError as e:
@@ -116,12 +117,12 @@ def reply_of(message: anthropic.types.Message) -> ProviderReply:
     )
 
 
-def classify(err: anthropic.APIError) -> CallFailed:
+def classify(err: anthropic.APIError) -> ProviderCallFailed:
     """The failure an SDK exception stands for."""
     if isinstance(err, anthropic.APITimeoutError):
-        return CallFailed("timeout", "request timed out")
+        return ProviderCallFailed("timeout", "request timed out")
     if isinstance(err, anthropic.APIConnectionError):
-        return CallFailed("connection", f"connection error: {err.message}")
+        return ProviderCallFailed("connection", f"connection error: {err.message}")
     if isinstance(err, anthropic.APIStatusError):
         status = err.status_code
         detail = (
@@ -130,9 +131,9 @@ def classify(err: anthropic.APIError) -> CallFailed:
             + (f": {err.api_message}" if err.api_message else "")
         )
         kind: FailureKind = RETRYABLE_STATUS.get(status) or ("server_error" if status >= 500 else "api_error")
-        return CallFailed(kind, detail[:300], retry_after_seconds(err.response.headers), status)
+        return ProviderCallFailed(kind, detail[:300], retry_after_seconds(err.response.headers), status)
     # e.g. a 200 whose body is not a Message: the server misbehaved, which is transient from our side.
-    return CallFailed("bad_response", f"{type(err).__name__}: {err.message}"[:300])
+    return ProviderCallFailed("bad_response", f"{type(err).__name__}: {err.message}"[:300])
 
 
 def _client(settings: JudgeSettings, http_client: httpx2.AsyncClient | None) -> anthropic.AsyncAnthropic | Any:

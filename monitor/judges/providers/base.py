@@ -1,6 +1,7 @@
-"""What every provider takes and gives: a `JudgeRequest` in, a `ProviderReply` out, a `CallFailed` when the call
-itself failed. The retry policy, the counters and the validation live above this seam (`judge_client`), so every
-provider gets the same guarantees; a provider only speaks its API's wire format."""
+"""What every provider takes and gives: a `JudgeRequest` in, a `ProviderReply` out, a
+`schemas.errors.ProviderCallFailed` when the call itself failed. The retry policy, the counters and the validation
+live above this seam (`judge_client`), so every provider gets the same guarantees; a provider only speaks its API's
+wire format."""
 
 from __future__ import annotations
 
@@ -79,33 +80,8 @@ class ProviderReply:
     level_probabilities: tuple[float, ...] | None = None
 
 
-class CallFailed(Exception):
-    """The call produced no reply: `kind` says why, `retry_after_s` what the server asked us to wait, `status` the
-    HTTP status when there was one."""
-
-    def __init__(
-        self, kind: FailureKind, detail: str, retry_after_s: float | None = None, status: int | None = None
-    ) -> None:
-        super().__init__(f"{kind}: {detail}")
-        self.kind: FailureKind = kind
-        self.detail = detail
-        self.retry_after_s = retry_after_s
-        self.status = status
-
-    @property
-    def mode_refused(self) -> bool:
-        """Whether the server refused the request's shape (400, 422, 501): a structured-output mode it lacks, which the
-        mode probe answers by trying the next one. 401, 403 and 404 are the configuration's and end the probe."""
-        return self.status in (400, 422, 501)
-
-    @property
-    def transient(self) -> bool:
-        """Whether a later attempt may succeed."""
-        return self.kind != "api_error"
-
-
 class Provider(Protocol):
-    """One judge API: builds the wire body for a mode and sends it. Raises `CallFailed`; never validates."""
+    """One judge API: builds the wire body for a mode and sends it. Raises `ProviderCallFailed`; never validates."""
 
     @property
     def name(self) -> ProviderName:
@@ -137,7 +113,7 @@ class Provider(Protocol):
         ...
 
     async def send(self, request: JudgeRequest, mode: StructuredMode) -> ProviderReply:
-        """Post one request; raises `CallFailed`."""
+        """Post one request; raises `ProviderCallFailed`."""
         ...
 
     async def aclose(self) -> None:

@@ -19,9 +19,10 @@ from openai.types.chat import ChatCompletionFunctionToolParam
 from pydantic import BaseModel
 
 from monitor.backoff import retry_after_seconds
-from monitor.judges.providers.base import CallFailed, FailureKind, JudgeRequest, ProviderReply, Tokens
+from monitor.judges.providers.base import FailureKind, JudgeRequest, ProviderReply, Tokens
 from monitor.judges.settings import JudgeSettings, ProviderName, StructuredMode
 from monitor.judges.structured_output import correction_text, schema_instructions
+from schemas.errors import ProviderCallFailed
 
 RETRYABLE_STATUS: dict[int, FailureKind] = {408: "request_timeout", 409: "request_timeout", 429: "rate_limited"}
 TOP_LOGPROBS = 5  # the rubric has five levels
@@ -99,7 +100,7 @@ class OpenAIChat:
         return body
 
     async def send(self, request: JudgeRequest, mode: StructuredMode) -> ProviderReply:
-        """One request; raises `CallFailed`."""
+        """One request; raises `ProviderCallFailed`."""
         try:
             completion = await self._client.chat.completions.create(**self.body(request, mode))
         except openai.APIError as e:
@@ -121,7 +122,7 @@ def strict_tool(model: type[BaseModel], name: str) -> ChatCompletionFunctionTool
 def reply_of(completion: Any) -> ProviderReply:
     """The reply text (a tool call's arguments), tokens and level probabilities of one chat completion."""
     if not getattr(completion, "choices", None):
-        raise CallFailed("bad_response", "the reply has no choices")
+        raise ProviderCallFailed("bad_response", "the reply has no choices")
     choice = completion.choices[0]
     message = choice.message
     calls = message.tool_calls or []
@@ -174,12 +175,12 @@ def level_probabilities(content: list[Any]) -> tuple[float, ...] | None:
     return None
 
 
-def classify(err: openai.APIError) -> CallFailed:
+def classify(err: openai.APIError) -> ProviderCallFailed:
     """The failure an SDK exception stands for."""
     if isinstance(err, openai.APITimeoutError):
-        return CallFailed("timeout", "request timed out")
+        return ProviderCallFailed("timeout", "request timed out")
     if isinstance(err, openai.APIConnectionError):
-        return CallFailed("connection", f"connection error: {err.message}")
+        return ProviderCallFailed("connection", f"connection error: {err.message}")
     if isinstance(err, openai.APIStatusError):
         status = err.status_code
         detail = f"HTTP {status}: {err.message}"
@@ -188,8 +189,8 @@ def classify(err: openai.APIError) -> CallFailed:
         wait = retry_after_seconds(headers)
         if wait is None and status == 429:
             wait = reset_seconds(headers.get("x-ratelimit-reset-requests") or headers.get("x-ratelimit-reset-tokens"))
-        return CallFailed(kind, detail[:300], wait, status)
-    return CallFailed("bad_response", f"{type(err).__name__}: {err.message}"[:300])
+        return ProviderCallFailed(kind, detail[:300], wait, status)
+    return ProviderCallFailed("bad_response", f"{type(err).__name__}: {err.message}"[:300])
 
 
 def reset_seconds(value: str | None) -> float | None:

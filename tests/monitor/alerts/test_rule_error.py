@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from monitor.alerts.engine import RuleError, evaluate_rules
+from monitor.alerts.engine import evaluate_rules
 from monitor.alerts.rules import RuleSet
 from monitor.store.connection import ClickHouseStore
-from schemas.errors import MonitorError, QueryError, StoreError
+from schemas.errors import MonitorError, QueryError, RuleError, StoreError
 from tests.monitor.alerts.conftest import T0, rules_from
 
 RULES = """
@@ -26,7 +26,7 @@ def test_a_rule_error_is_an_exception_of_the_tree_naming_its_rule() -> None:
     and its one line names the rule."""
     [rule] = rules_from(RULES)
     with pytest.raises(QueryError) as caught:
-        raise RuleError(rule, "Table t.traffic_counts does not exist")
+        raise RuleError(rule, rule.name, "Table t.traffic_counts does not exist")
     err = caught.value
     assert isinstance(err, RuleError) and isinstance(err, MonitorError)
     assert err.rule is rule and err.error == "Table t.traffic_counts does not exist"

@@ -50,8 +50,9 @@ async def test_text_is_redacted_before_the_judge_sees_it(fake_messages_api: Fake
 
 
 async def test_a_failed_call_is_a_failure_outcome_and_its_tokens_are_spent(fake_messages_api: FakeMessagesAPI) -> None:
-    """An invalid reply (no retries left) leaves the pair without a score, with the reason; its tokens still count."""
-    fake_messages_api.script(malformed())
+    """An invalid reply and an invalid correction leave the pair without a score, with the reason; their tokens still
+    count."""
+    fake_messages_api.script(malformed(), malformed())
     judge = RubricJudge(judge_settings(fake_messages_api, "rubric", judge_max_retries=0).judge, backoff=FAST)
     run = await judge_pairs([pair(1, TIGHT), pair(2, TIGHT)], judge, FlowSettings(judge_concurrency=1))
     [failed] = run.failed

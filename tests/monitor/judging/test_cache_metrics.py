@@ -153,8 +153,8 @@ async def test_rows_carry_the_apis_cache_counters_on_every_judge_path(
     assert stored(await judge.judge(QUESTION, TIGHT)) == api_tokens(WRITE)
     fake_messages_api.script(Reply("{not json", usage=WRITE), Reply(REPLIES[method], usage=READ))
     assert stored(await judge.judge(QUESTION, TIGHT)) == api_tokens(WRITE, READ)
-    attempts = judge.settings.max_retries + 1
-    fake_messages_api.script(*[Reply("{not json", usage=READ)] * attempts)  # every attempt invalid, every one paid
+    attempts = 2  # an invalid reply and its one corrective retry, both invalid, both paid
+    fake_messages_api.script(*[Reply("{not json", usage=READ)] * attempts)
     with pytest.raises(JudgeError) as failed:
         await judge.judge(QUESTION, TIGHT)
     assert stored(JudgeFailure.from_error(failed.value)) == api_tokens(*[READ] * attempts)

@@ -209,7 +209,8 @@ async def test_a_failed_leader_lets_waiting_duplicates_judge_for_themselves(
     settings = make_settings(
         judge="rubric", judge_max_retries=0, judge_event_attempts=1, **fake_messages_api.settings_overrides()
     )
-    fake_messages_api.script(Reply("{not json", delay_s=0.5))  # the first call fails slowly; later calls succeed
+    # The first call fails slowly (an invalid reply, then an invalid correction); later calls succeed.
+    fake_messages_api.script(Reply("{not json", delay_s=0.5), Reply("{not json"))
     await produce_values(broker.bootstrap, settings.kafka.topics[0], events(4, "f"))
     async with RunningPipeline(settings, async_store):
         await committed(broker, settings, 4)
@@ -224,7 +225,7 @@ async def test_a_failed_leader_lets_waiting_duplicates_judge_for_themselves(
         ("ok", False, 1),
         ("ok", True, 2),
     ]
-    assert len(fake_messages_api.message_requests) == 2
+    assert len(fake_messages_api.message_requests) == 3
 
 
 def test_replayed_rows_spend_none_of_the_live_budget(store: ClickHouseStore) -> None:

@@ -11,8 +11,7 @@ from aiokafka import TopicPartition
 from consumers.decode import decode_fields
 from consumers.offsets import Ticket
 from monitor.runtime.dead_letters import event_record
-from monitor.runtime.scorer import RedactionFailed
-from schemas.errors import DecodeError
+from schemas.errors import DecodeError, RedactionFailed
 
 TEXT = "my card is 4539 1488 0343 6467"
 
