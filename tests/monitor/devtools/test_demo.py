@@ -143,7 +143,7 @@ async def test_with_an_api_key_the_demo_judges_with_the_llm(tmp_path: Path, fake
     code, out, err = await _cli(*args, limit_s=300, **fake_messages_api.env())
     screen = out + err
     assert code == 0, screen
-    assert "judge statements: Claude" in screen and f"ALERT FIRED {PLANTED_RULE}" in screen, screen
+    assert "judge statements: the LLM splits" in screen and f"ALERT FIRED {PLANTED_RULE}" in screen, screen
     assert len(fake_messages_api.requests) >= 300  # the history alone
 
 
