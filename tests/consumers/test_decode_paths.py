@@ -224,6 +224,7 @@ def plausible_documents(draw: st.DrawFn) -> bytes:
     return draw(text_of(Obj(tuple(draw(st.permutations(pairs)))))).encode("utf-8", "surrogatepass")
 
 
+@pytest.mark.long(seconds=25)
 @settings(
     max_examples=examples(2000),
     deadline=None,
@@ -235,6 +236,7 @@ def test_both_paths_agree_on_plausible_events(value: bytes) -> None:
     same(value)
 
 
+@pytest.mark.long(seconds=27)
 @settings(
     max_examples=examples(2000),
     deadline=None,

@@ -185,6 +185,7 @@ def test_chdb_url_without_the_extra_is_one_line(monkeypatch: pytest.MonkeyPatch,
     assert not (tmp_path / "store").exists()
 
 
+@pytest.mark.long(seconds=175)
 @pytest.mark.slow
 def test_image_install_step_on_a_clean_venv(tmp_path: Path) -> None:
     """The final stage's pip install, replayed on a clean venv from a wheel of this checkout: the CLI runs, no chDB."""

@@ -67,6 +67,7 @@ def test_in_memory_histories_equal_the_stores_for_the_same_events(store: ClickHo
             assert np.allclose(s.prefix, t.prefix), (rule.name, key)
 
 
+@pytest.mark.long(seconds=43)
 def test_a_tiny_run_pages_on_a_large_drop_and_prints_its_table(capsys: pytest.CaptureFixture[str]) -> None:
     """Two quiet apps for two days, the planted shapes at one rate for 4 h past the change: a large drop pages."""
     result = aq.main(quiet_apps=2, days=2.0, rates=(10.0,), json_path=None, planted_hours=aq.CHANGE_H + 4)

@@ -203,6 +203,7 @@ def _differences(slow: Evaluation, fast: Evaluation) -> list[str]:
     return out
 
 
+@pytest.mark.long(seconds=163)
 @pytest.mark.xdist_group("history_store")
 def test_history_gives_the_observations_and_states_of_one_query_per_step(
     history_store: ClickHouseStore,
@@ -230,6 +231,7 @@ def test_history_gives_the_observations_and_states_of_one_query_per_step(
     } <= seen_states  # the stretch exercised the transitions, not only quiet rounds
 
 
+@pytest.mark.long(seconds=166)
 @pytest.mark.xdist_group("history_store")
 def test_the_fast_backtest_finds_the_episodes_of_the_per_step_backtest(
     history_store: ClickHouseStore,

@@ -139,6 +139,7 @@ def other_store(store: ClickHouseStore) -> Iterator[ClickHouseStore]:
     other.command(f"DROP DATABASE IF EXISTS {other.database} SYNC")
 
 
+@pytest.mark.long(seconds=104)
 def test_replayed_rows_change_nothing_a_rule_leaving_them_out_sees(store: ClickHouseStore) -> None:
     """Replays with the live judge and with another judge change no observation, state or example of any rule
     without include_replays, step by step and from a backtest's history (scores, versions, tails, shadow pairs,
@@ -153,6 +154,7 @@ def test_replayed_rows_change_nothing_a_rule_leaving_them_out_sees(store: ClickH
     assert _differences([_seen(e) for e in _evaluations(store, rules, _history(store, rules))], before_history) == []
 
 
+@pytest.mark.long(seconds=151)
 def test_a_rule_with_include_replays_reads_replayed_rows_as_live_ones(
     store: ClickHouseStore, other_store: ClickHouseStore
 ) -> None:

@@ -230,6 +230,7 @@ def _as_good_stream() -> list[ScoredRow]:
     return rows
 
 
+@pytest.mark.long(seconds=31)
 @pytest.mark.slow
 def test_new_versions_and_models_as_good_as_the_old_fire_nothing_over_two_noisy_days(store: ClickHouseStore) -> None:
     """Two days of backtest at a 10-minute step over rollouts, canaries and model changes as good as before, and an A/B

@@ -47,6 +47,7 @@ def drifting_brain(shift: list[int]) -> Callable[[RecordedRequest], str | dict[s
     return brain
 
 
+@pytest.mark.long(seconds=69)
 @pytest.mark.parametrize(("points", "fires"), [(-1, "canary_scores_lower"), (1, "canary_scores_higher")])
 def test_a_judge_that_drifts_fires_its_canary_and_not_the_live_alerts(
     store: ClickHouseStore, points: int, fires: str
@@ -111,6 +112,7 @@ def test_a_judge_that_drifts_fires_its_canary_and_not_the_live_alerts(
     ]  # the first step after the run's minute
 
 
+@pytest.mark.long(seconds=28)
 def test_a_product_regression_fires_the_live_alerts_while_the_canaries_hold(store: ClickHouseStore) -> None:
     """A worse app fires relevancy_drop while its judge's canary rules decide on steady runs and stay quiet."""
     s = load_settings(judge="lexical")

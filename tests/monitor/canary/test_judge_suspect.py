@@ -10,6 +10,8 @@ import itertools
 from datetime import datetime, timedelta
 from typing import Any
 
+import pytest
+
 from consumers.sampling import DecisionKind, SampleDecision
 from monitor.alerts.engine import AlertRunner, Evaluation
 from monitor.alerts.judge_drift import SUSPECT
@@ -119,6 +121,7 @@ def live_alerts(ev: Evaluation, judge_id: str) -> list[Any]:
     ]
 
 
+@pytest.mark.long(seconds=24)
 def test_live_alerts_of_a_drifted_judge_say_suspect_the_judge_as_tickets(store: ClickHouseStore) -> None:
     """Live traffic through a judge moved a point down fires relevancy_drop; once the canary fires, each live alert is
     a ticket saying "suspect the judge" with the canary's figures (webhook and check), re-sent to those paged."""

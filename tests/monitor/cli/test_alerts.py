@@ -420,6 +420,7 @@ def test_subprocess_check_on_a_fresh_store_and_a_bad_rules_file(tmp_path: Path) 
     assert done.stderr.startswith("relevancy-monitor: error: ") and "condition needs threshold" in done.stderr
 
 
+@pytest.mark.long(seconds=20)
 def test_run_logs_one_structured_line_per_round(tmp_path: Path) -> None:
     """`alerts run` logs one JSON line per round with the counts of rules, segments and states and what each notifier
     was given."""

@@ -230,6 +230,7 @@ def test_subprocess_json_stays_clean_while_retries_are_logged_to_stderr(fake_mes
     assert fake_messages_api.statuses() == [529, 200]
 
 
+@pytest.mark.long(seconds=13)
 def test_subprocess_failure_exits_1_with_a_clear_error(fake_messages_api: FakeMessagesAPI) -> None:
     """A subprocess whose judge stays overloaded exits 1 naming the pair and reason, without a traceback."""
     fake_messages_api.always(overloaded())

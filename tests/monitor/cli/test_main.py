@@ -14,6 +14,7 @@ from tests.conftest import EXAMPLES
 from tests.harness import CLI, cli, committed_offsets, monitor_env, wait_for
 
 
+@pytest.mark.long(seconds=28)
 async def test_run_scores_events_from_another_process_and_sql_shows_them(
     broker: LocalBroker, topic: str, tmp_path: Path
 ) -> None:

@@ -79,6 +79,7 @@ def _closed_port() -> int:
         return int(s.getsockname()[1])
 
 
+@pytest.mark.long(seconds=36)
 async def test_no_command_prints_the_password_of_the_store_url(
     server: _WritableEndpoint, store: ClickHouseStore, tmp_path: Path
 ) -> None:

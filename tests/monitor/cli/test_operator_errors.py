@@ -67,6 +67,7 @@ async def test_an_unknown_broker_host_says_it_is_not_resolved(tmp_path: Path) ->
     assert code == 1 and "host name no-such-broker.invalid not resolved" in only_error(err), err
 
 
+@pytest.mark.long(seconds=21)
 async def test_replay_against_a_closed_broker_leaves_no_unclosed_consumer(tmp_path: Path) -> None:
     """`replay` that cannot reach the brokers closes its consumer: no "Unclosed AIOKafkaConsumer" after the error."""
     env = monitor_env(

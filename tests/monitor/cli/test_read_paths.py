@@ -153,6 +153,7 @@ def test_a_read_path_on_a_missing_store_is_one_line_and_creates_nothing(
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.long(seconds=25)
 def test_migrate_creates_the_store_the_read_paths_then_open(tmp_path: Path) -> None:
     """`migrate` (idempotent) creates the store at the resolved path; `sql` and `alerts check` then read it, from a
     relative or an absolute URL, with an LLM judge configured and no key."""

@@ -6,6 +6,8 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
+
 from monitor.devtools.localbroker import LocalBroker
 from tests.fake_messages_api import FakeMessagesAPI, Reply
 from tests.harness import cli, monitor_env, produce_values
@@ -21,6 +23,7 @@ DOLLAR = Reply(
 )
 
 
+@pytest.mark.long(seconds=157)
 async def test_replay_shows_the_estimate_refuses_without_yes_and_stops_at_the_cap(
     broker: LocalBroker, topic: str, tmp_path: Path, fake_messages_api: FakeMessagesAPI
 ) -> None:

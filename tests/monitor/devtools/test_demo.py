@@ -27,6 +27,7 @@ async def _cli(*args: str, limit_s: float = 240, **extra: str) -> tuple[int, str
     return await cli(*args, env=monitor_env(COLUMNS="250", **extra), limit_s=limit_s)
 
 
+@pytest.mark.long(seconds=120)
 @pytest.mark.slow
 async def test_the_demo_ends_with_exactly_the_planted_alert(tmp_path: Path) -> None:
     """`demo` exits 0 having fired the shipped relevancy_drop for the regressed app's new prompt version, and no alert
@@ -134,6 +135,7 @@ def _the_charts_mark_the_rollout_and_colour_what_fired(charts: list[dict[str, ob
         assert (v13, v12) == (False, True), chart
 
 
+@pytest.mark.long(seconds=138)
 @pytest.mark.slow
 async def test_with_an_api_key_the_demo_judges_with_the_llm(tmp_path: Path, fake_messages_api: FakeMessagesAPI) -> None:
     """With an API key (here the suite's fake Messages API) the demo says it uses the statements LLM judge, every

@@ -184,6 +184,7 @@ def _crowded(store: ClickHouseStore) -> None:
     StateStore(store, writer="test").save(states, T1)
 
 
+@pytest.mark.long(seconds=12)
 def test_no_legend_or_label_overflows_its_box(filled: Filled, store: ClickHouseStore, tmp_path: Path) -> None:
     """In Chromium, every chart text and legend lies inside its chart, no legend cuts a long name short (it wraps),
     no two legends of a chart overlap, and no heading or one-line text of the page overflows its element."""

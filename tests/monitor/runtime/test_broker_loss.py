@@ -56,6 +56,7 @@ async def _committed(pb: ProxiedBroker, topic: str) -> int:
     return sum(v or 0 for v in (await committed_offsets(pb.bootstrap, f"g-{topic}", topic)).values())
 
 
+@pytest.mark.long(seconds=19)
 async def test_a_lost_broker_is_reported_once_shown_in_readiness_and_nothing_is_lost(tmp_path: Path) -> None:
     """Cut for 10 s: a few log lines (not hundreds), /readyz 503 naming kafka; after restore every event is scored
     once."""

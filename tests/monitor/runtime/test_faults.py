@@ -105,6 +105,7 @@ class MonitorProcess:
         return code
 
 
+@pytest.mark.long(seconds=47)
 async def test_sigkill_at_random_points_then_restart_loses_and_duplicates_nothing(
     broker: LocalBroker, topic: str, tmp_path: Path
 ) -> None:
@@ -163,6 +164,7 @@ async def test_sigkill_at_random_points_then_restart_loses_and_duplicates_nothin
     assert raw_rows >= len(expected) and kills >= 3  # raw rows may include redelivered duplicates; FINAL hides them
 
 
+@pytest.mark.long(seconds=14)
 async def test_rebalance_two_members_one_stopped_mid_stream(
     broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore
 ) -> None:
@@ -198,6 +200,7 @@ async def _rows_over(store: AsyncStore, n: int) -> bool:
     return await count_rows(store, final=False) > n
 
 
+@pytest.mark.long(seconds=14)
 async def test_judge_outage_then_recovery_no_loss_no_error_rows_bounded_memory(
     broker: LocalBroker,
     make_settings: Callable[..., Settings],

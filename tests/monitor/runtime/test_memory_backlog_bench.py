@@ -12,6 +12,7 @@ import pytest
 from bench import memory_backlog
 
 
+@pytest.mark.long(seconds=29)
 @pytest.mark.slow
 def test_the_memory_benchmark_runs_at_a_tiny_size(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """bench/memory_backlog.py fills a backlog, samples the monitor's RSS while the judge holds it back, and writes it

@@ -97,6 +97,7 @@ async def test_collector_records_become_one_row_per_llm_span(
     assert dict(dead.headers)[H_REASON] == (b"invalid_otlp" if encoding == "otlp_proto" else b"invalid_json")
 
 
+@pytest.mark.long(seconds=16)
 async def test_a_stop_in_the_middle_of_a_record_loses_nothing_and_writes_nothing_twice(
     broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore
 ) -> None:
@@ -208,6 +209,7 @@ async def _committed_on(bootstrap: str, settings: Settings, topic: str) -> int:
     return sum(v or 0 for v in (await committed_offsets(bootstrap, settings.kafka.group_id, topic)).values())
 
 
+@pytest.mark.long(seconds=17)
 async def test_log_records_join_their_span_across_topics_and_commit_only_with_its_row(
     broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore, topic: str
 ) -> None:

@@ -6,6 +6,8 @@ import asyncio
 import json
 from collections.abc import Callable
 
+import pytest
+
 from consumers.deadletter import H_OFFSET, H_REASON, H_TOPIC
 from consumers.sampling import sample_point
 from monitor.config import Settings
@@ -109,6 +111,7 @@ async def _rows_at_least(store: AsyncStore, n: int) -> bool:
     return await count_rows(store, final=False) >= n
 
 
+@pytest.mark.long(seconds=19)
 async def test_restart_and_full_redelivery_do_not_duplicate(
     broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore
 ) -> None:

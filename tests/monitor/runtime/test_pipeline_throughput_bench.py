@@ -13,6 +13,7 @@ from bench import pipeline_throughput
 from monitor.devtools.localbroker import LocalBroker
 
 
+@pytest.mark.long(seconds=49)
 async def test_the_throughput_benchmark_runs_at_a_tiny_size(
     broker: LocalBroker, clickhouse_url: str, database: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -64,6 +64,7 @@ async def stored_rows(env: dict[str, str]) -> list[ScoredRow]:
     return [ScoredRow.model_validate(json.loads(line)) for line in out.splitlines() if line.strip()]
 
 
+@pytest.mark.long(seconds=86)
 async def test_replicas_share_the_quota_through_rebalances_and_lose_nothing(
     broker: LocalBroker, fake_messages_api: FakeMessagesAPI, async_store: AsyncStore, tmp_path: Path
 ) -> None:
@@ -142,6 +143,7 @@ async def _at_least(arrivals: Callable[[], list[float]], n: int) -> bool:
     return len(arrivals()) >= n
 
 
+@pytest.mark.long(seconds=19)
 async def test_the_per_segment_minimum_is_met_once_for_the_group(
     broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore, tmp_path: Path
 ) -> None:

@@ -218,6 +218,7 @@ async def test_a_failing_shadow_gives_error_rows_and_leaves_the_primary_rows_cir
     assert len(p.owed) == 0
 
 
+@pytest.mark.long(seconds=17)
 @pytest.mark.slow
 async def test_a_shadow_still_judging_at_shutdown_holds_its_offset_and_both_rows_come_on_redelivery(
     broker: LocalBroker,

@@ -64,6 +64,7 @@ async def stop_and_wait(replica: MonitorProcess, signalled: float) -> str | None
     return None
 
 
+@pytest.mark.long(seconds=97)
 async def test_sigterm_to_every_replica_while_a_member_joins_drains_at_once_and_exits_in_the_grace(
     broker: LocalBroker, fake_messages_api: FakeMessagesAPI, tmp_path: Path
 ) -> None:

@@ -109,6 +109,7 @@ async def _count(env: dict[str, str]) -> int:
     return int(out.splitlines()[1])
 
 
+@pytest.mark.long(seconds=127)
 @pytest.mark.slow
 async def test_sql_during_a_live_run_sees_the_rows_grow(broker: LocalBroker, topic: str, tmp_path: Path) -> None:
     """While `run` holds the embedded directory, `sql` (another process) sees the row count grow, and `alerts check`,

@@ -139,6 +139,7 @@ def _read_commands(store: ClickHouseStore) -> list[list[str]]:
     ]
 
 
+@pytest.mark.long(seconds=19)
 def test_every_read_command_holds_a_session_the_engine_keeps_read_only(
     filled: ClickHouseStore,
     tmp_path: Path,

@@ -158,6 +158,7 @@ def test_no_row_is_written_before_the_schema_is_checked(clickhouse_url: str, dat
     s.close()
 
 
+@pytest.mark.long(seconds=19)
 async def test_run_refuses_a_store_missing_a_table_before_any_kafka_client(tmp_path: Path) -> None:
     """`run` on an embedded store that lost its scores table stops with one line naming it and `migrate` (before
     reaching for Kafka, which is not there), and after `migrate` the store is whole again."""
