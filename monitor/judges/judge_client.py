@@ -153,60 +153,80 @@ class JudgeClient:
     async def _send_in(
         self, mode: StructuredMode, request: JudgeRequest, parse: Callable[[str], T], *, correct: bool
     ) -> Sent[T]:
-        tokens = Tokens()
-        failure: ProviderCallFailed | None = None
-        transient_retries = 0
-        watched = self._watch_for(request) if self.provider.marks_cache else None
+        """A validated reply in `mode`: the reply, then (with `correct`) one corrective retry if it was invalid."""
+        spent = Tokens()
         while True:
-            if failure is not None:
-                self.stats["retries"] += 1
-                self.stats[f"retry.{failure.kind}"] += 1
-                delay = self.backoff.delay(transient_retries - 1, failure.retry_after_s)
-                log.debug("judge_retry", kind=failure.kind, retry=transient_retries, delay_s=round(delay, 3))
-                await asyncio.sleep(delay)
+            reply = await self._reply(mode, request, spent)
+            spent = spent + reply.tokens
+            try:
+                value = parse(_candidate(reply, mode))
+            except JudgeReplyInvalid as e:
+                request = self._corrected(mode, request, reply, e, spent, correct=correct)
+                continue
+            self._observe_schema(mode, invalid=False)
+            self.stats["ok"] += 1
+            return Sent(value, self._usage(spent), reply.level_probabilities, mode)
+
+    async def _reply(self, mode: StructuredMode, request: JudgeRequest, spent: Tokens) -> ProviderReply:
+        """One reply, transient failures retried with the backoff up to `judge_max_retries` times; raises
+        `JudgeApiError` or `JudgeUnavailable` carrying `spent` (what the earlier replies of this request cost)."""
+        watched = self._watch_for(request) if self.provider.marks_cache else None
+        retries = 0
+        while True:
             self.stats["attempts"] += 1
             could_read = self._replies > 0
             try:
                 reply = await self.provider.send(request, mode)
             except ProviderCallFailed as e:
-                self.stats[f"error.{e.kind}"] += 1
-                if not e.transient:
-                    self.stats["gave_up.api_error"] += 1
-                    raise JudgeApiError(e.detail, self._usage(tokens)) from e
-                if transient_retries >= self.max_retries:
-                    self.stats[f"gave_up.{e.kind}"] += 1
-                    attempts = transient_retries + 1
-                    summary = f"{e.detail} (after {attempts} attempt{'s' if attempts > 1 else ''})"
-                    raise JudgeUnavailable(f"{e.kind}: {summary}", kind=e.kind, usage=self._usage(tokens)) from e
-                transient_retries += 1
-                failure = e
+                await self._retry_or_raise(e, retries, spent)
+                retries += 1
                 continue
-            failure = None
             self._replies += 1
-            tokens = tokens + reply.tokens
             self.count_tokens(reply.tokens)
             if watched is not None:
                 self._observe_cache(*watched, reply.tokens, could_read)
-            try:
-                value = parse(_candidate(reply, mode))
-            except JudgeReplyInvalid as e:
-                self._observe_schema(mode, invalid=True)
-                self.stats["error.invalid_reply"] += 1
-                self.stats[f"invalid.{mode}"] += 1
-                log.debug(
-                    "judge_invalid_reply", mode=mode, error=str(e)[:200], corrected=request.correction is not None
-                )
-                if not correct or request.correction is not None:
-                    self.stats["gave_up.invalid_reply"] += 1
-                    note = " after a corrective retry" if request.correction is not None else ""
-                    raise JudgeReplyInvalid(f"{e} ({mode} mode{note})", self._usage(tokens)) from None
-                self.stats["retries"] += 1
-                self.stats["retry.invalid_reply"] += 1
-                request = replace(request, correction=Correction(reply.text[:4000], str(e)))
-                continue
-            self._observe_schema(mode, invalid=False)
-            self.stats["ok"] += 1
-            return Sent(value, self._usage(tokens), reply.level_probabilities, mode)
+            return reply
+
+    async def _retry_or_raise(self, e: ProviderCallFailed, retries: int, spent: Tokens) -> None:
+        """Wait before retry number `retries` + 1 of a failed call, or raise when it cannot or may not be retried."""
+        self.stats[f"error.{e.kind}"] += 1
+        if not e.transient:
+            self.stats["gave_up.api_error"] += 1
+            raise JudgeApiError(e.detail, self._usage(spent)) from e
+        if retries >= self.max_retries:
+            self.stats[f"gave_up.{e.kind}"] += 1
+            summary = f"{e.detail} (after {retries + 1} attempt{'s' if retries else ''})"
+            raise JudgeUnavailable(f"{e.kind}: {summary}", kind=e.kind, usage=self._usage(spent)) from e
+        self.stats["retries"] += 1
+        self.stats[f"retry.{e.kind}"] += 1
+        delay = self.backoff.delay(retries, e.retry_after_s)
+        log.debug("judge_retry", kind=e.kind, retry=retries + 1, delay_s=round(delay, 3))
+        await asyncio.sleep(delay)
+
+    def _corrected(
+        self,
+        mode: StructuredMode,
+        request: JudgeRequest,
+        reply: ProviderReply,
+        error: JudgeReplyInvalid,
+        spent: Tokens,
+        *,
+        correct: bool,
+    ) -> JudgeRequest:
+        """The corrective retry of an invalid reply (the reply and its validation error sent back), or raises
+        `JudgeReplyInvalid` when the reply was already the correction (or `correct` is off)."""
+        self._observe_schema(mode, invalid=True)
+        self.stats["error.invalid_reply"] += 1
+        self.stats[f"invalid.{mode}"] += 1
+        corrected = request.correction is not None
+        log.debug("judge_invalid_reply", mode=mode, error=str(error)[:200], corrected=corrected)
+        if not correct or corrected:
+            self.stats["gave_up.invalid_reply"] += 1
+            note = " after a corrective retry" if corrected else ""
+            raise JudgeReplyInvalid(f"{error} ({mode} mode{note})", self._usage(spent)) from None
+        self.stats["retries"] += 1
+        self.stats["retry.invalid_reply"] += 1
+        return replace(request, correction=Correction(reply.text[:4000], str(error)))
 
     async def call(self, op: Callable[[], Awaitable[T]], *, what: str, stats: Counter[str]) -> T:
         """`await op()` (one API call other than a judge request: a batch's), retried on transient
