@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import structlog
 
 from monitor.config import Settings, load_settings
 from monitor.devtools.localbroker import LocalBroker
@@ -22,6 +23,18 @@ from tests.properties import load_profile
 from tests.store_template import StoreTemplate
 
 load_profile()  # hypothesis: `quick` unless HYPOTHESIS_PROFILE=thorough (see tests/properties.py)
+
+
+def _configure_without_caching(**settings: Any) -> None:
+    """`structlog.configure` as the product calls it, with `cache_logger_on_first_use` off: an in-process command
+    (`main([...])`) configures logging with caching on, and a module logger first used after that would keep the
+    command's processors and ignore every later `capture_logs` of the same worker, making log assertions depend on
+    which tests ran before. Subprocess monitors keep the product's caching."""
+    _structlog_configure(**{**settings, "cache_logger_on_first_use": False})
+
+
+_structlog_configure = structlog.configure
+structlog.configure = _configure_without_caching
 
 EXAMPLES = Path(__file__).resolve().parent / "data"
 
