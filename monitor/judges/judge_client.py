@@ -113,7 +113,8 @@ class JudgeClient:
         retry) and keep that mode; returns what the probe cost. A failed probe is remembered for `PROBE_RETRY_S`, so
         a server that cannot be used is not probed again by every event."""
         if self._probe_failed is not None and time.monotonic() - self._probe_failed[0] < PROBE_RETRY_S:
-            raise self._probe_failed[1]
+            # A new error with nothing spent: the failed probe's cost was the event's that ran it, not every later one.
+            raise JudgeApiError(str(self._probe_failed[1]), Usage(cost_usd=None if self.price is None else 0.0))
         spent = Usage(cost_usd=None if self.price is None else 0.0)
         tried: list[tuple[StructuredMode, str]] = []
         for mode in self.provider.modes:

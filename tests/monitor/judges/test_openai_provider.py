@@ -106,9 +106,10 @@ async def test_a_probe_that_finds_no_mode_is_one_error_and_is_not_repeated_by_ev
         await judge.judge(QUESTION, TIGHT)
     assert "\n" not in str(exc.value)
     sent = len(chat_api.chat_requests)
-    with pytest.raises(JudgeApiError):
+    with pytest.raises(JudgeApiError) as again:
         await judge.judge(QUESTION, PADDED)
     assert len(chat_api.chat_requests) == sent
+    assert again.value is not exc.value and again.value.usage is not None and again.value.usage.tokens == 0
 
 
 async def test_a_server_ignoring_a_third_of_schemas_never_gets_a_score_from_an_invalid_reply(
