@@ -226,15 +226,13 @@ class JudgeSettings(BaseSettings):
                 "MONITOR_JUDGE_PROVIDER=azure_openai needs MONITOR_JUDGE_BASE_URL, e.g. "
                 "https://NAME.openai.azure.com/openai/v1"
             )
-        if p in _EXTRAS and importlib.util.find_spec(_EXTRAS[p][0].split(".")[0]) is None:
+        # Vertex needs google-auth only for application default credentials: an access token is sent as it is.
+        needs_extra = p == "bedrock" or (p == "vertex" and self.judge_api_key is None)
+        if needs_extra and not _installed(_EXTRAS[p][0]):
             module, extra = _EXTRAS[p]
             raise ConfigError(
                 f"MONITOR_JUDGE_PROVIDER={p} needs {module}: pip install 'relevancy-monitor[{extra}]' (the image has "
-                "it)"
-            )
-        if p == "vertex" and self.judge_api_key is None and importlib.util.find_spec("google") is None:
-            raise ConfigError(
-                "MONITOR_JUDGE_PROVIDER=vertex needs google-auth or MONITOR_JUDGE_API_KEY (an access token)"
+                "it)" + (", or MONITOR_JUDGE_API_KEY set to an access token" if p == "vertex" else "")
             )
         if self.score == "expected" and p not in ("openai", "azure_openai"):
             raise ConfigError(
@@ -255,3 +253,11 @@ class JudgeSettings(BaseSettings):
             )
         if p == "azure_openai":
             raise ConfigError("the azure_openai judge needs a key: set MONITOR_JUDGE_API_KEY (or AZURE_OPENAI_API_KEY)")
+
+
+def _installed(module: str) -> bool:
+    """Whether `module` (dotted) can be imported, without importing it; a missing parent package is "no"."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False

@@ -5,6 +5,7 @@ a score, 429s and retry-after, log-probability scores, cached tokens and cost.""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -248,3 +249,32 @@ def test_a_wrong_combination_is_one_line_naming_the_setting(
     with pytest.raises(ConfigError, match=message) as exc:
         build_judge(settings.judge)
     assert "\n" not in str(exc.value)
+
+
+@pytest.mark.parametrize(
+    ("provider", "extra", "token_ok"), [("bedrock", "[bedrock]", False), ("vertex", "[vertex]", True)]
+)
+def test_a_missing_cloud_extra_is_one_line_naming_it(
+    monkeypatch: pytest.MonkeyPatch, provider: str, extra: str, token_ok: bool
+) -> None:
+    """Without botocore (Bedrock) or google-auth (Vertex's default credentials) the judge is refused at start in one
+    line naming the extra to install; Vertex with an access token needs no google-auth."""
+    from monitor.judges import settings as judge_settings_module
+
+    monkeypatch.setattr(judge_settings_module, "_installed", lambda module: False)
+    base = {
+        "judge": "rubric",
+        "judge_provider": provider,
+        "judge_model": "m",
+        "judge_region": "r",
+        "judge_project": "p",
+    }
+    with pytest.raises(ConfigError, match=re.escape(f"relevancy-monitor{extra}")) as exc:
+        build_judge(load_settings(**base).judge, estimate_only=True)
+    assert "\n" not in str(exc.value)
+    with_token = load_settings(**base, judge_api_key="ya29.token").judge
+    if token_ok:
+        with_token.check_provider(estimate_only=True)
+    else:
+        with pytest.raises(ConfigError):
+            with_token.check_provider(estimate_only=True)
