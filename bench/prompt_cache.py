@@ -9,6 +9,11 @@ fake Messages API that emulates the cache minimum of the judge model (the defaul
 tokens that way. The first event is judged alone and the rest CONCURRENCY at a time: the real API makes a cache
 entry available only once its first response has started, so concurrent first requests would each write it.
 
+Then, with the prompt of today only, each judge judges the same events with context off (the pair alone, as a flat
+event) and on (each event a follow-up after a realistic history of 3 to 6 earlier messages, taken from the traffic
+before it, with a support assistant's system instructions, cut to the default window as the pipeline cuts it): the
+prompt tokens per request and the cache share, to see what the context costs and that the static prefix still caches.
+
 Reported per judge, prompt and count: the prefix's tokens as the fake counted them, whether the fake cached it,
 prompt tokens and tokens read from cache per judged event, the share of prompt tokens read from cache at steady
 state (every event after the first, which writes), and the cost per 1,000 judged events at the configured prices
@@ -34,12 +39,13 @@ from monitor.judges.cache_minimums import (
     assumed_min_tokens,
     min_cacheable_tokens,
 )
+from monitor.judges.context_window import ContextWindow, fit
 from monitor.judges.llm import LLMJudge
 from monitor.judges.rubric import INSTRUCTIONS as RUBRIC_INSTRUCTIONS
 from monitor.judges.rubric import RubricJudge
 from monitor.judges.statements import INSTRUCTIONS as STATEMENTS_INSTRUCTIONS
 from monitor.judges.statements import StatementsJudge
-from schemas.events import KafkaPosition
+from schemas.events import KafkaPosition, Turn
 from schemas.usage import Usage
 from tests.fake_messages_api import API_KEY, FakeMessagesAPI
 
@@ -66,6 +72,30 @@ VARIANTS: tuple[tuple[str, str, type[LLMJudge[Any]]], ...] = (
     ("statements", "before", StatementsBefore),
     ("statements", "after", StatementsJudge),
 )
+
+
+# A support assistant's brief, as a chat event's system message carries it (about 600 characters).
+SYSTEM_INSTRUCTIONS = (
+    "You are the customer support assistant of an online shop that sells kitchen appliances. Answer questions about "
+    "orders, delivery, returns, warranties and the products in the catalogue. Be concise and friendly. Never give "
+    "legal, medical or financial advice; politely decline and suggest a professional instead. Do not discuss "
+    "competitors' products or prices. When an order number is needed and not given, ask for it. If you do not know "
+    "an answer, say so and offer to hand the conversation to a human agent. Reply in the language of the customer."
+)
+HISTORY_MESSAGES = (3, 4, 5, 6)  # earlier messages per follow-up, in turn
+
+
+def histories(judged: list[tuple[str, str]]) -> list[tuple[tuple[Turn, ...], str]]:
+    """For each pair, a realistic context: the 3 to 6 messages before it, made of the traffic's earlier pairs (the
+    first pairs reach back to the end of the list), cut to the default window; and the system instructions."""
+    window = ContextWindow()
+    flat = [Turn(role, text) for q, r in judged for role, text in (("user", q), ("assistant", r))]
+    out = []
+    for i in range(len(judged)):
+        n = HISTORY_MESSAGES[i % len(HISTORY_MESSAGES)]
+        before = [flat[(2 * i - k) % len(flat)] for k in range(n, 0, -1)]
+        out.append((fit(tuple(before)[-window.turns :], window.max_chars), SYSTEM_INSTRUCTIONS))
+    return out
 
 
 def pairs(n: int, seed: int = 7) -> list[tuple[str, str]]:
@@ -101,7 +131,12 @@ def _summary(usages: list[Usage]) -> dict[str, Any]:
 
 
 async def _run_variant(
-    cls: type[LLMJudge[Any]], judged: list[tuple[str, str]], model: str | None, min_tokens: int, chars_per_token: float
+    cls: type[LLMJudge[Any]],
+    judged: list[tuple[str, str]],
+    model: str | None,
+    min_tokens: int,
+    chars_per_token: float,
+    context: list[tuple[tuple[Turn, ...], str]] | None = None,
 ) -> dict[str, Any]:
     with FakeMessagesAPI(cache_min_tokens=min_tokens, chars_per_token=chars_per_token) as api:
         overrides: dict[str, Any] = {"judge_model": model} if model else {}
@@ -111,13 +146,15 @@ async def _run_variant(
         judge = cls(settings.judge)
         sem = asyncio.Semaphore(CONCURRENCY)
 
-        async def one(q: str, r: str) -> Usage:
+        async def one(i: int) -> Usage:
+            q, r = judged[i]
+            turns, system = context[i] if context is not None else ((), "")
             async with sem:
-                return (await judge.judge(q, r)).usage
+                return (await judge.judge(q, r, context=turns, system=system)).usage
 
         try:
-            first = await one(*judged[0])
-            usages = [first, *await asyncio.gather(*(one(q, r) for q, r in judged[1:]))]
+            first = await one(0)
+            usages = [first, *await asyncio.gather(*(one(i) for i in range(1, len(judged))))]
         finally:
             await judge.aclose()
     prefix_tokens = math.ceil(len(cls.system_prompt) / chars_per_token)  # as the fake counts it
@@ -153,6 +190,14 @@ async def measure(events: int, model: str | None = None) -> dict[str, Any]:
             )
             b, a = before["cost_per_1000_steady_usd"], after["cost_per_1000_steady_usd"]
             ratios[f"{method}@{chars_per_token:g}"] = a / b if a is not None and b else None
+    context = histories(judged)
+    context_rows = []
+    for method, prompt, cls in VARIANTS:
+        if prompt != "after":
+            continue
+        for on in (False, True):
+            row = await _run_variant(cls, judged, model, min_tokens, CHARS_PER_TOKEN, context if on else None)
+            context_rows.append({"judge": method, "context": "on" if on else "off", **row})
     return {
         "events": events,
         "model": model_name,
@@ -161,6 +206,9 @@ async def measure(events: int, model: str | None = None) -> dict[str, Any]:
         "chars_per_token": list(ESTIMATES),
         "rows": rows,
         "cost_ratio_after_to_before": ratios,
+        "context_rows": context_rows,
+        "context_messages_per_event": sum(len(t) for t, _ in context) / len(context),
+        "context_chars_per_event": sum(sum(len(x.text) for x in t) + len(s) for t, s in context) / len(context),
     }
 
 
@@ -190,6 +238,21 @@ def report_lines(r: dict[str, Any]) -> list[str]:
         method, _, cpt = key.partition("@")
         lines.append(f"{method} at {cpt} c/tok: cost after ÷ before = {'n/a' if ratio is None else f'{ratio:.2f}'}")
     lines.append("(cache share and cost are at steady state: every event after the first, which writes the cache)")
+    lines += [
+        "",
+        f"context off / on, today's prompt, {CHARS_PER_TOKEN:g} c/tok; on: {r['context_messages_per_event']:.1f} "
+        f"earlier messages and {r['context_chars_per_event']:,.0f} characters of context (system instructions "
+        "included) per event",
+        f"{'judge':<12}{'context':<9}{'prompt tok/req':>15}{'from cache/req':>16}{'cache share':>13}"
+        f"{'$ / 1,000 ev':>14}",
+    ]
+    for row in r["context_rows"]:
+        cost = row["cost_per_1000_steady_usd"]
+        lines.append(
+            f"{row['judge']:<12}{row['context']:<9}{row['prompt_tokens_per_event']:>15,.0f}"
+            f"{row['cache_read_tokens_per_event']:>16,.0f}{row['cache_share_steady']:>12.1%} "
+            f"{'n/a' if cost is None else f'{cost:.4f}':>13}"
+        )
     return lines
 
 

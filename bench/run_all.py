@@ -15,6 +15,7 @@ from bench import (
     pipeline_throughput,
     prompt_cache,
     redaction_quality,
+    round_time,
     scale_out,
 )
 
@@ -27,6 +28,7 @@ def main() -> None:
     asyncio.run(pipeline_throughput.main(20_000))
     redaction_quality.main()
     alert_quality.main()  # in memory: the shipped rules' rounds over synthetic streams, no store
+    round_time.main()  # one round of 500 detector segments, in memory
     # In a process of its own: chDB opens one store directory per process, and pipeline_throughput has had its own.
     subprocess.run([sys.executable, "-m", "bench.backtest_speed"], check=True)
     subprocess.run([sys.executable, "-m", "bench.latency"], check=True)  # chDB in this process too: one of its own

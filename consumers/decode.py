@@ -19,7 +19,18 @@ from msgspec import UNSET, UnsetType
 from pydantic import TypeAdapter, ValidationError
 
 from schemas.errors import DecodeError
-from schemas.events import MAX_ID_CHARS, ChatEvent, ConversationEvent, FlatEvent, KafkaPosition
+from schemas.events import (
+    MAX_ID_CHARS,
+    NO_HISTORY,
+    ChatEvent,
+    ConversationEvent,
+    FlatEvent,
+    History,
+    KafkaPosition,
+    Turn,
+    history_of,
+    judged_positions,
+)
 
 DEFAULT_MAX_EVENT_BYTES = 1_000_000
 # An event time this far ahead of the monitor's clock is a bad clock: accepted, it would sit in the alert windows
@@ -158,6 +169,10 @@ class DecodedEvent(msgspec.Struct, frozen=True):
     response: str
     shape: Literal["flat", "chat"]
     epoch_s: float  # event_time as epoch seconds (the traffic counts' minute)
+    # A chat event's history (`schemas.events.History`); flat events keep the defaults.
+    context: tuple[Turn, ...] = ()
+    system: str = ""
+    turn: int = 0
 
     def event(self, position: KafkaPosition) -> ConversationEvent:
         """The `ConversationEvent` of this event at `position`."""
@@ -173,6 +188,9 @@ class DecodedEvent(msgspec.Struct, frozen=True):
             response=self.response,
             shape=self.shape,
             source=position,
+            context=self.context,
+            system=self.system,
+            turn=self.turn,
         )
 
 
@@ -218,7 +236,9 @@ def decode_fields(
     if len(value) > max_bytes:
         raise DecodeError("oversized", f"value is {len(value)} bytes, limit {max_bytes}")
     fields = _fast(value) or _reference(value, max_bytes)
-    event_id, conversation_id, app, model, prompt_version, metadata, question, response, shape, timestamp = fields
+    event_id, conversation_id, app, model, prompt_version, metadata, question, response, shape, timestamp, history = (
+        fields
+    )
     # A replay of the same record gets the same id, so it does not double-count.
     event_id = event_id or f"kafka:{topic}/{partition}/{offset}"
     event_time, epoch_s = _event_time(timestamp, record_timestamp_ms, now, max_future_skew_s)
@@ -234,13 +254,26 @@ def decode_fields(
         response,
         shape,
         epoch_s,
+        history.context,
+        history.system,
+        history.turn,
     )
 
 
-# (event_id, conversation_id, app, model, prompt_version, metadata, question, response, shape, timestamp), before
-# the defaults that need the record (ids, event time)
+# (event_id, conversation_id, app, model, prompt_version, metadata, question, response, shape, timestamp, history),
+# before the defaults that need the record (ids, event time)
 _Fields = tuple[
-    str | None, str | None, str, str, str, dict[str, str], str, str, Literal["flat", "chat"], datetime | None
+    str | None,
+    str | None,
+    str,
+    str,
+    str,
+    dict[str, str],
+    str,
+    str,
+    Literal["flat", "chat"],
+    datetime | None,
+    History,
 ]
 
 
@@ -257,11 +290,13 @@ def _reference(value: bytes, max_bytes: int) -> _Fields:
     except (RecursionError, ValueError) as e:  # a last resort: the depth bound above should make these unreachable
         raise DecodeError("invalid_event", f"{shape} event: {type(e).__name__}") from None
 
+    history = NO_HISTORY
     if isinstance(parsed, ChatEvent):
         pair = parsed.judged_pair()
         if pair is None:
             raise DecodeError("no_judgeable_pair", "no assistant message with a user message before it")
         question, response = pair
+        history = parsed.history()
     else:
         question, response = parsed.user_message, parsed.response
     if not question.strip():
@@ -278,6 +313,7 @@ def _reference(value: bytes, max_bytes: int) -> _Fields:
         response,
         shape,
         p.timestamp,
+        history,
     )
 
 
@@ -409,6 +445,7 @@ def _fast(value: bytes) -> _Fields | None:
     else:
         metadata = md
     shape: Literal["flat", "chat"]
+    history = NO_HISTORY
     if raw.messages is UNSET:
         shape = "flat"
         question, response = raw.user_message, raw.response
@@ -416,10 +453,10 @@ def _fast(value: bytes) -> _Fields | None:
             return None
     else:
         shape = "chat"
-        pair = _judged_pair(raw.messages)
-        if pair is None:
+        chat = _chat_fields(raw.messages)
+        if chat is None:
             return None
-        question, response = pair
+        question, response, history = chat
     if not question.strip():
         return None
     timestamp: datetime | None = None
@@ -430,17 +467,30 @@ def _fast(value: bytes) -> _Fields | None:
             return None
         # As `EventEnvelope._aware_utc`: a timestamp without an offset is UTC.
         timestamp = timestamp.replace(tzinfo=UTC) if timestamp.tzinfo is None else timestamp.astimezone(UTC)
-    return event_id, conversation_id, app, model, prompt_version, metadata, question, response, shape, timestamp
+    return (
+        event_id,
+        conversation_id,
+        app,
+        model,
+        prompt_version,
+        metadata,
+        question,
+        response,
+        shape,
+        timestamp,
+        history,
+    )
 
 
-def _judged_pair(messages: list[_Message] | None) -> tuple[str, str] | None:
-    """As `ChatEvent.judged_pair`, for a list of at least one message (else None: declined)."""
+def _chat_fields(messages: list[_Message] | None) -> tuple[str, str, History] | None:
+    """As `ChatEvent.judged_pair` and `ChatEvent.history`, for a list of at least one message (else None:
+    declined), by the same functions and finding the pair once."""
     if not messages:
         return None
-    for i in range(len(messages) - 1, -1, -1):
-        if messages[i].role == "assistant":
-            for j in range(i - 1, -1, -1):
-                if messages[j].role == "user":
-                    return messages[j].text(), messages[i].text()
-            return None
-    return None
+    found = judged_positions(messages)
+    if found is None:
+        return None
+    question_at, answer_at = found
+    # The first turn (nothing before the question, the common case) needs no pass over the history.
+    history = history_of(messages, question_at, answer_at) if answer_at > 1 else NO_HISTORY
+    return messages[question_at].text(), messages[answer_at].text(), history

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from functools import partial
+from typing import Annotated, Any, Literal, NamedTuple, Protocol
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
@@ -149,6 +151,87 @@ class ChatMessage(BaseModel):
         return "\n".join(p.text for p in self.content if p.type == "text" and p.text is not None)
 
 
+class Turn(NamedTuple):
+    """One earlier message of a conversation, as the judge may read it: its role (user, assistant, tool, ...) and
+    its text."""
+
+    role: str
+    text: str
+
+
+# The roles whose messages are the assistant's instructions rather than conversation (OpenAI's `developer` is the
+# newer name of `system`).
+SYSTEM_ROLES = frozenset({"system", "developer"})
+
+
+class History(NamedTuple):
+    """What a chat event says besides its judged pair: the messages before the judged question (oldest first, the
+    system messages and the messages without text left out), the system instructions, and the question's index
+    among the user messages."""
+
+    context: tuple[Turn, ...]
+    system: str
+    turn: int
+
+
+NO_HISTORY = History((), "", 0)
+# `Turn(role, text)` without the generated `__new__`'s keyword handling, which costs as much as the tuple: decoding
+# builds one per earlier message.
+_new_turn = partial(tuple.__new__, Turn)
+
+
+class SaysText(Protocol):
+    """A chat message as both decoding paths hold it: a role and a `text()`."""
+
+    @property
+    def role(self) -> str:
+        """Who wrote the message (user, assistant, system, tool, ...)."""
+        ...
+
+    def text(self) -> str:
+        """The message's text parts, joined."""
+        ...
+
+
+def judged_positions(messages: Sequence[SaysText]) -> tuple[int, int] | None:
+    """(question index, answer index): the last assistant message and the last user message before it, if any."""
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].role == "assistant":
+            for j in range(i - 1, -1, -1):
+                if messages[j].role == "user":
+                    return j, i
+            return None
+    return None
+
+
+def history_of(messages: Sequence[SaysText], question_at: int, answer_at: int) -> History:
+    """The `History` of the pair at (question_at, answer_at), in one pass over the messages before the answer.
+
+    Context: every message before the question but the system ones, with its text; a message without text is left
+    out (an assistant turn that only calls a tool, an image, a tool result with no text part): it would give the
+    judge a role and nothing to read. System: the text of the system messages the assistant had read when it
+    answered (before the answer, so one between the question and the answer counts), joined by a blank line.
+    Turn: the user messages before the question, with or without text (the question's index among them)."""
+    context: list[Turn] = []
+    system: list[str] = []
+    turn = 0
+    for k, message in enumerate(messages[:answer_at]):
+        role = message.role
+        if role in SYSTEM_ROLES:
+            text = message.text()
+            if text and not text.isspace():  # as `text.strip()`, without copying the text
+                system.append(text)
+        elif k < question_at:
+            if role == "user":
+                turn += 1
+            text = message.text()
+            if text and not text.isspace():
+                context.append(_new_turn((role, text)))
+    if not context and not system and not turn:
+        return NO_HISTORY
+    return History(tuple(context), "\n\n".join(system), turn)
+
+
 class ChatEvent(EventEnvelope):
     """The chat shape: a list of messages; the judged pair is the final assistant turn and the user turn before it."""
 
@@ -156,13 +239,17 @@ class ChatEvent(EventEnvelope):
 
     def judged_pair(self) -> tuple[str, str] | None:
         """(question, response) from the last assistant message and the last user message before it, if any."""
-        for i in range(len(self.messages) - 1, -1, -1):
-            if self.messages[i].role == "assistant":
-                for j in range(i - 1, -1, -1):
-                    if self.messages[j].role == "user":
-                        return self.messages[j].text(), self.messages[i].text()
-                return None
-        return None
+        found = judged_positions(self.messages)
+        if found is None:
+            return None
+        question_at, answer_at = found
+        return self.messages[question_at].text(), self.messages[answer_at].text()
+
+    def history(self) -> History:
+        """The context, system instructions and turn index of the judged pair (`NO_HISTORY` without a pair); see
+        `history_of` for what counts."""
+        found = judged_positions(self.messages)
+        return NO_HISTORY if found is None else history_of(self.messages, *found)
 
 
 class KafkaPosition(BaseModel):
@@ -191,3 +278,8 @@ class ConversationEvent(BaseModel):
     response: str
     shape: Literal["flat", "chat"]
     source: KafkaPosition
+    # The conversation before the judged question, oldest first (empty for flat events and first turns), and the
+    # assistant's system instructions ('' when the event carries none): what the judge may read as context.
+    context: tuple[Turn, ...] = ()
+    system: str = ""
+    turn: int = 0  # the judged question's index among the conversation's user messages (0: the first)

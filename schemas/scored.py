@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from schemas.events import replace_lone_surrogates
 
+U16 = 2**16 - 1
 U32 = 2**32 - 1
 I32 = 2**31 - 1
 
@@ -73,6 +74,16 @@ class ScoredRow(BaseModel):
     replay_run: str = ""
     # A probability-weighted score's certainty (MONITOR_JUDGE_SCORE=expected). Added by migration 042.
     score_confidence: float | None = None
+    # The conversation around the judged pair (issue 43), added by migration 043. `turn`: the judged question's index
+    # among the conversation's user messages (0: the first); `context_turns`: the earlier messages the judge read
+    # (after MONITOR_JUDGE_CONTEXT_TURNS / _MAX_CHARS cut them). `context` (a JSON array of {"role", "text"}) and
+    # `system_instructions` follow MONITOR_STORE_TEXT as the question does ('' under none); `context_digest` is the
+    # SHA-256 of what the judge read (`context_digest` in monitor.runtime.rows), '' when it read no context.
+    turn: int = Field(default=0, ge=0, le=U32)
+    context_turns: int = Field(default=0, ge=0, le=U16)
+    context: str = ""
+    system_instructions: str = ""
+    context_digest: str = ""
 
     @model_validator(mode="before")
     @classmethod
@@ -115,6 +126,8 @@ class ScoredRow(BaseModel):
                 n_statements=0,
                 question="",
                 response="",
+                context="",
+                system_instructions="",
                 version=self.version & ~_OK_VERSION_BIT,
             )
         )

@@ -66,8 +66,8 @@ class GenAICall:
     app: str
     model: str
     prompt_version: str
-    system: str
-    messages: tuple[Message, ...]  # the input turns, then the first output turn
+    system: str  # the system instructions, '' when the call has none
+    messages: tuple[Message, ...]  # the input turns (the conversation so far), then the first output turn
     dialect: str
 
 
@@ -246,14 +246,16 @@ def _legacy_events(span: Span, logs: list[LogRecord]) -> Read | None:
     """The GenAI events of semantic conventions before 1.37: on the span, or as log records joined to it."""
     events = [(e.name, e.attributes, None) for e in span.events]
     events += [(log.event_name or _text(log.attributes.get("event.name")), log.attributes, log.body) for log in logs]
-    system, inputs, outputs = "", [], []
+    system: list[str] = []
+    inputs: list[Message] = []
+    outputs: list[Message] = []
     for name, attributes, body in events:
         fields = body if isinstance(body, dict) else attributes
-        if name in ("gen_ai.user.message", "gen_ai.system.message", "gen_ai.assistant.message"):
-            role = name.split(".")[1]
+        if name in _LEGACY_MESSAGE_ROLES:
+            role = _LEGACY_MESSAGE_ROLES[name]
             text = _content_text(fields.get("content"))
             if role == "system":
-                system = text
+                system.append(text)
             else:
                 inputs.append(Message(role, text))
         elif name == "gen_ai.choice":
@@ -266,7 +268,21 @@ def _legacy_events(span: Span, logs: list[LogRecord]) -> Read | None:
             outputs += _role_content_list(attributes.get("gen_ai.completion"))
     if not inputs and not outputs:
         return None
-    return system, inputs, outputs
+    return _joined(system), inputs, outputs
+
+
+# The legacy events of one input message each, by the role they stand for
+_LEGACY_MESSAGE_ROLES = {
+    "gen_ai.system.message": "system",
+    "gen_ai.user.message": "user",
+    "gen_ai.assistant.message": "assistant",
+    "gen_ai.tool.message": "tool",
+}
+
+
+def _joined(system: list[str]) -> str:
+    """Several system messages (a prompt and a later instruction) as one text, as a chat event's are joined."""
+    return "\n\n".join(text for text in system if text.strip())
 
 
 def _role_content_list(value: Any) -> list[Message]:
@@ -299,34 +315,38 @@ def _indexed(attributes: Attributes, prefix: str) -> list[dict[str, Any]]:
 
 def _openllmetry(span: Span, logs: list[LogRecord]) -> Read | None:
     a = span.attributes
-    system, inputs, outputs = "", [], []
+    system: list[str] = []
+    inputs: list[Message] = []
+    outputs: list[Message] = []
     for turn in _indexed(a, "gen_ai.prompt"):
         role, text = str(turn.get("role") or "user"), _content_text(turn.get("content"))
         if role == "system":
-            system = text
+            system.append(text)
         else:
             inputs.append(Message(role, text))
     for turn in _indexed(a, "gen_ai.completion"):
         outputs.append(Message(str(turn.get("role") or "assistant"), _content_text(turn.get("content"))))
     if not inputs and not outputs:
         return None
-    return system, inputs, outputs
+    return _joined(system), inputs, outputs
 
 
 def _openinference(span: Span, logs: list[LogRecord]) -> Read | None:
     a = span.attributes
-    system, inputs, outputs = "", [], []
+    system: list[str] = []
+    inputs: list[Message] = []
+    outputs: list[Message] = []
     for turn in _indexed(a, "llm.input_messages"):
         role, text = str(turn.get("message.role") or "user"), _openinference_text(turn)
         if role == "system":
-            system = text
+            system.append(text)
         else:
             inputs.append(Message(role, text))
     for turn in _indexed(a, "llm.output_messages"):
         outputs.append(Message(str(turn.get("message.role") or "assistant"), _openinference_text(turn)))
     if not inputs and not outputs:
         return None
-    return system, inputs, outputs
+    return _joined(system), inputs, outputs
 
 
 def _openinference_text(turn: dict[str, Any]) -> str:

@@ -32,7 +32,6 @@ from consumers.otlp.join import SpanKey
 from consumers.otlp.wire import Encoding, LogRecord, Span, read_logs, read_spans
 from schemas.errors import DecodeError
 
-SYSTEM_METADATA_KEY = "gen_ai.system_instructions"
 TRACE_ID_KEY, SPAN_ID_KEY = "otel.trace_id", "otel.span_id"  # the judged span, in the row's metadata
 _encode = msgspec.json.Encoder().encode
 
@@ -174,19 +173,23 @@ def call_event(call: GenAICall, context: RecordContext) -> DecodedEvent:
 
 
 def _as_chat_event(call: GenAICall) -> bytes:
-    """The call as the monitor's chat JSON (`schemas.events.ChatEvent`)."""
+    """The call as the monitor's chat JSON (`schemas.events.ChatEvent`): its input turns, the conversation so far,
+    become the event's history, and its system instructions a system message in front of them, so that decoding
+    gives them to the event's `system` as it does a chat event's own."""
+    messages = [{"role": m.role, "content": m.text} for m in call.messages]
+    if call.system:
+        messages.insert(0, {"role": "system", "content": call.system})
     document: dict[str, object] = {
         "event_id": call.event_id,
         "conversation_id": call.conversation_id,
         "app": call.app or None,
         "model": call.model,
         "prompt_version": call.prompt_version,
-        "messages": [{"role": m.role, "content": m.text} for m in call.messages],
+        "messages": messages,
+        # The system instructions are no metadata: as `system` they are capped with the context and stored under
+        # the text policy (MONITOR_STORE_TEXT), where metadata values are stored whatever the policy.
+        "metadata": {TRACE_ID_KEY: call.trace_id, SPAN_ID_KEY: call.span_id},
     }
     if call.time_unix_nano:
         document["timestamp"] = datetime.fromtimestamp(call.time_unix_nano / 1e9, UTC).isoformat()
-    metadata = {TRACE_ID_KEY: call.trace_id, SPAN_ID_KEY: call.span_id}
-    if call.system:
-        metadata[SYSTEM_METADATA_KEY] = call.system
-    document["metadata"] = metadata
     return _encode(document)

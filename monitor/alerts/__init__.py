@@ -7,6 +7,7 @@ Modules, bottom up:
 - `observations`: a metric's value, baseline and p-values for one segment
 - `metric_specs`: one `MetricSpec` per metric (direction, tests, columns, keys), the `SPECS` registry
 - `rules`: the YAML rules (pydantic)
+- `budget`: the level a rule's test decides at, derived from its share of the false-alarm budget (pure)
 - `outcomes`: why a rule or segment made no decision, as data and in plain words (pure)
 - `evaluator`: verdicts and state transitions (pure)
 - `history`: a backtest's per-bucket history of a rule and a step's windows summed from it (pure)
@@ -19,6 +20,7 @@ Modules, bottom up:
 - `notifiers`: webhook, Slack and Alertmanager
 - `prometheus`: the evaluator's own Prometheus metrics
 - `engine`: one evaluation round, and `AlertRunner` (evaluate, notify, save)
+- `spending`: what a round's rules spend of the false-alarm budget, per rule and per severity
 - `backtest`: replaying rules over stored history, from histories read once
 - `service`: the evaluator's composition root: store, notifiers, canary and runner from settings slices
 

@@ -11,9 +11,13 @@ import dataclasses
 from collections.abc import Mapping
 from datetime import datetime
 
+import numpy as np
+from numpy.typing import NDArray
+
 from monitor.alerts.evaluator import AlertState, Frozen
+from monitor.alerts.likelihood import with_baseline
 from monitor.alerts.rules import Rule
-from monitor.alerts.sequential import Buckets, Reference, change_point
+from monitor.alerts.sequential import BIN_VALUES, Buckets, Reference, change_point, distribution
 from monitor.alerts.sources import RuleData
 from monitor.alerts.windows import windows_for
 from schemas.errors import UsageError
@@ -53,14 +57,27 @@ def choose(rule: Rule, states: Mapping[tuple[str, str], AlertState], wanted: Map
     return state
 
 
-def accepted(rule: Rule, state: AlertState, level: float, by: str, now: datetime) -> AlertState:
+def accepted(
+    rule: Rule,
+    state: AlertState,
+    level: float,
+    by: str,
+    now: datetime,
+    histogram: NDArray[np.float64] | None = None,
+) -> AlertState:
     """`state` resolved by `by` at `now`, with `level` (oriented: lower is worse) as the reference from here on; the
-    statistic restarts at `now`, and the threshold stays the one frozen with the episode."""
+    statistic restarts at `now`, and the threshold stays the one frozen with the episode; `histogram` (effective
+    events per score bin since the change) is the likelihood ratio's new baseline."""
     assert rule.baseline is not None
     assert rule.baseline.trailing is not None
     assert state.frozen is not None
     old = state.frozen.reference
     ref = Reference(level, old.slack, old.threshold, old.resolve_at)  # the level as measured: no margin
+    if old.bank is not None:
+        # The histogram since the change is the new baseline of the likelihood ratio; without one (a state stored
+        # before bins were read), the old histogram stays and only the level moves.
+        probs = distribution(histogram) if histogram is not None else old.bank.probs
+        ref = dataclasses.replace(ref, bank=with_baseline(old.bank, probs, BIN_VALUES))
     frozen = Frozen(ref, now + rule.baseline.trailing, by, now)
     shown = level if rule.metric == "mean_score" else 1.0 - level
     note = (
@@ -88,12 +105,13 @@ def accept(
     # The new level is the one since the change began (the CUSUM's estimate), or since the page if that is earlier.
     start = change_point(buckets, state.frozen.reference) if buckets is not None else None
     since_ms = min(round(state.since.timestamp() * 1000), start if start is not None else 2**62)
-    level = buckets.since(since_ms).mean() if buckets is not None else None
+    recent = buckets.since(since_ms) if buckets is not None else None
+    level = recent.mean() if recent is not None else None
     if level is None:
         raise UsageError(
             f"{rule.name} on {_segment_text(state)}: no judged event since the episode started, no level to accept"
         )
-    return accepted(rule, state, level, by, now)
+    return accepted(rule, state, level, by, now, recent.histogram() if recent is not None else None)
 
 
 def _segment_text(state: AlertState) -> str:

@@ -5,12 +5,13 @@ detector segment's judged rate and the drop it would page on within 15 minutes, 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 
 from monitor.alerts.engine import Evaluation, SegmentResult
 from monitor.alerts.rules import RuleSet
+from monitor.alerts.spending import rule_spends
 
 WEEK = timedelta(days=7)
 HORIZON_MIN = 15.0  # "detects a 0.15 drop in ~15 min"
@@ -66,29 +67,10 @@ def detectability(result: SegmentResult) -> Detectability | None:
 
 
 def expected_by_rule(evaluation: Evaluation, rules: RuleSet) -> dict[str, float]:
-    """False alarms a week each rule expects over the segments it has: a detector rule's budget, less the parts of
-    its segments that cannot page (no reference yet, or a baseline with no room for the drop), and `alpha` per
-    rollout for the rollout rules (their test is always valid: alpha over a rollout's whole life, the rollouts in
-    the window counted as a weekly rate)."""
-    out: dict[str, float] = {}
-    by_rule: dict[str, list[SegmentResult]] = {}
-    for r in evaluation.results:
-        by_rule.setdefault(r.rule.name, []).append(r)
-    for rule in rules.rules:
-        found: Sequence[SegmentResult] = by_rule.get(rule.name, [])
-        if rule.detector is not None:
-            # Every segment of the round has an equal part of the budget (`detection.Budget`); one that cannot
-            # page spends none of it.
-            paging = sum(1 for r in found if _can_page(r))
-            out[rule.name] = rules.budget(rule) * paging / len(found) if found else 0.0
-        elif rule.spec.compares_versions:
-            out[rule.name] = rule.alpha * len(found) * (WEEK / rule.window)
-    return out
-
-
-def _can_page(result: SegmentResult) -> bool:
-    d = result.detection
-    return d is not None and d.reference is not None and d.reference.watchable
+    """False alarms a week each rule expects over the segments it had (`spending.rule_spends`): a detector rule its
+    share of the budget, less the part of its segments that cannot page; a rule with a test its level times its
+    looks a week (windows of its segments, or the rollouts counted over its lookback); a rule without a test, 0."""
+    return {s.rule: s.expected_per_week for s in rule_spends(evaluation, rules)}
 
 
 def expected_per_week(evaluation: Evaluation, rules: RuleSet) -> dict[str, float]:
@@ -100,10 +82,11 @@ def expected_per_week(evaluation: Evaluation, rules: RuleSet) -> dict[str, float
     return out
 
 
-def describe_expected(expected: dict[str, float]) -> str:
-    """`expected false alarms a week over these segments: page 1.0, ticket 3.0`."""
-    if not expected:
-        return "expected false alarms a week: none (no detector or rollout rule has a segment)"
+def describe_expected(expected: dict[str, float], budget: Mapping[str, float] | None = None) -> str:
+    """`expected false alarms a week over these segments: page 0.98 of 1, ticket 2.7 of 3` (`of`: the budget)."""
+    if not any(expected.values()):
+        return "expected false alarms a week: none (no rule with a test or a detector has a segment)"
+    budget = budget or {}
     return "expected false alarms a week over these segments: " + ", ".join(
-        f"{k} {v:.2g}" for k, v in sorted(expected.items())
+        f"{k} {v:.2g}" + (f" of {budget[k]:g}" if k in budget else "") for k, v in sorted(expected.items())
     )

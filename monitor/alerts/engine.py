@@ -18,7 +18,8 @@ from typing import Protocol
 import structlog
 
 from monitor.alerts.baselines import with_parent_baselines
-from monitor.alerts.detection import Budget, Detection, beside, detect, rollout_recovered, rollout_stopped
+from monitor.alerts.budget import Significance, significance
+from monitor.alerts.detection import Budget, Detection, detect, neighbours, rollout_recovered, rollout_stopped
 from monitor.alerts.evaluator import AlertState, NoticeKind, Verdict, decide, notification_due, step
 from monitor.alerts.judge_drift import SUSPECT, JudgeSuspect, attribute
 from monitor.alerts.notifiers import AlertMessage, Notifier
@@ -60,6 +61,7 @@ class SegmentResult:
     state: AlertState
     windows: Windows
     detection: Detection | None = None  # detector rules: the reference and rate behind the verdict
+    level: Significance | None = None  # rules with a test: the level it decided at this round
     suspect: JudgeSuspect | None = None  # a live score alert whose judge's canaries are firing (`judge_drift`)
 
     @property
@@ -165,8 +167,9 @@ class RuleOutcome:
 def assess_rule(
     data: RuleData, rule: Rule, now: datetime, previous: Mapping[StateKey, AlertState], budget: float = 1.0
 ) -> RuleOutcome:
-    """Evaluate one rule at `now`: its segments' results, or, when it has none, why; `budget` is a detector rule's
-    false alarms a week over all its segments. Raises `QueryError`."""
+    """Evaluate one rule at `now`: its segments' results, or, when it has none, why; `budget` is the rule's false
+    alarms a week over all its segments (`RuleSet.budget`): a detector's threshold, or its test's level, spends it.
+    Raises `QueryError`."""
     windows = windows_for(rule, now)
     if rule.detector is not None:
         return _assess_detector(data, rule, now, previous, windows, budget)
@@ -175,10 +178,12 @@ def assess_rule(
     mine = {s.segment: s for s in previous.values() if s.rule == rule.name}
     # Segments that vanished while active stay in play: they are held, never silently dropped.
     keys = set(segments) | {seg for seg, s in mine.items() if s.active}
+    level = significance(rule, budget, len(segments), versions)
+    alpha = level.alpha if level is not None else None
     results = []
     for segment in sorted(keys):
         obs = observe(rule, segment, segments.get(segment))
-        verdict = decide(rule, obs)
+        verdict = decide(rule, obs, alpha)
         if segment not in segments and not rule.spec.silence:
             # Gone from the window and the baseline (a replaced judge or retired prompt version): its alert
             # resolves here, while silence of real traffic is what the no_data rules page on.
@@ -194,14 +199,20 @@ def assess_rule(
                 or rollout_recovered(rule, segments[segment], buckets.get(segment), prev_state)
                 or verdict
             )
-        if rule.spec.tail_counts and obs.test and obs.sufficient and _tail_candidate(rule, obs, mine.get(segment)):
+        if (
+            rule.spec.tail_counts
+            and obs.test
+            and obs.sufficient
+            and _tail_candidate(rule, obs, mine.get(segment), alpha)
+        ):
             thr = rule.condition.threshold.fire if rule.condition.threshold is not None else 0.0
             cutoff = obs.baseline if obs.baseline is not None else thr
             tail = data.tail_counts(rule, windows, segment, cutoff, thr)
             obs = observe(rule, segment, segments.get(segment), tail)
-            verdict = decide(rule, obs)
+            verdict = decide(rule, obs, alpha)
         prev = mine.get(segment)
-        results.append(SegmentResult(rule, obs, verdict, prev, step(rule, prev, obs, verdict, now), windows))
+        state = step(rule, prev, obs, verdict, now)
+        results.append(SegmentResult(rule, obs, verdict, prev, state, windows, level=level))
     return RuleOutcome(results, None if results else _why_empty(data, rule, windows, now, versions))
 
 
@@ -215,9 +226,10 @@ def _assess_detector(
     # Segments with a baseline but nothing in the window are quiet, not watched: they share no budget.
     share = Budget(budget, len(keys))
     results = []
+    near = neighbours(buckets)
     for segment in sorted(keys):
         prev = mine.get(segment)
-        around = beside(segment, buckets)
+        around = near.of(segment)
         d = detect(rule, segment, segments.get(segment), buckets.get(segment), prev, windows.current, share, around)
         state = dataclasses.replace(step(rule, prev, d.observation, d.verdict, now), frozen=d.frozen)
         results.append(SegmentResult(rule, d.observation, d.verdict, prev, state, windows, d))
@@ -267,9 +279,9 @@ def _late_versions(data: RuleData, rule: Rule, windows: Windows, now: datetime) 
     )
 
 
-def _tail_candidate(rule: Rule, obs: Observation, prev: AlertState | None) -> bool:
+def _tail_candidate(rule: Rule, obs: Observation, prev: AlertState | None, alpha: float | None) -> bool:
     # The tail counts need the baseline p10 first, so they are read only where the test can matter.
-    return decide(rule, dataclasses.replace(obs, test="")).fire and (prev is None or prev.state != "firing")
+    return decide(rule, dataclasses.replace(obs, test=""), alpha).fire and (prev is None or prev.state != "firing")
 
 
 def evaluate_rules(

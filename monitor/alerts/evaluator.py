@@ -36,31 +36,32 @@ def _beyond(value: float, level: float, direction: str) -> bool:
     return value < level if direction == "down" else value > level
 
 
-def decide(rule: Rule, obs: Observation) -> Verdict:
-    """The verdict on one observation of `rule`."""
+def decide(rule: Rule, obs: Observation, alpha: float | None = None) -> Verdict:
+    """The verdict on one observation of `rule`, its test at level `alpha` (the round's, `budget.significance`;
+    None: the rule's own `alpha`)."""
     if not obs.sufficient or obs.value is None:
         return Verdict(
             False, False, False, obs.note or "insufficient data", obs.shortfalls or (Shortfall(Gap.NO_VALUE),)
         )
+    level = rule.alpha if alpha is None else alpha
     if rule.spec.silence:
-        return _silence_verdict(rule, obs, obs.value)
-    return _condition_verdict(rule, obs, obs.value)
+        return _silence_verdict(obs, obs.value, level)
+    return _condition_verdict(rule, obs, obs.value, level)
 
 
-def _significant(rule: Rule, obs: Observation, p: float | None) -> bool:
+def _significant(obs: Observation, p: float | None, alpha: float) -> bool:
     # A metric without a test (lag, cost) relies on min_events; with a test, a missing p is not evidence.
-    return True if not obs.test else (p is not None and p < rule.alpha)
+    return True if not obs.test else (p is not None and p < alpha)
 
 
-def _silence_verdict(rule: Rule, obs: Observation, value: float) -> Verdict:
+def _silence_verdict(obs: Observation, value: float, alpha: float) -> Verdict:
     silent = value == 0
-    fire = silent and _significant(rule, obs, obs.p_change)
+    fire = silent and _significant(obs, obs.p_change, alpha)
     why = f"silent; {obs.n_baseline} events in the baseline, {obs.baseline or 0:.1f} expected" if silent else ""
     return Verdict(fire, silent, True, why)
 
 
-def _condition_verdict(rule: Rule, obs: Observation, value: float) -> Verdict:
-    alpha = rule.alpha
+def _condition_verdict(rule: Rule, obs: Observation, value: float, alpha: float) -> Verdict:
     direction = rule.bad_direction
     cond = rule.condition
     fires: list[bool] = []
@@ -68,7 +69,7 @@ def _condition_verdict(rule: Rule, obs: Observation, value: float) -> Verdict:
     reasons: list[str] = []
     if cond.threshold is not None:
         f = _beyond(value, cond.threshold.fire, direction)
-        fires.append(f and _significant(rule, obs, obs.p_threshold))
+        fires.append(f and _significant(obs, obs.p_threshold, alpha))
         bads.append(_beyond(value, cond.threshold.clear_level, direction))
         if f:
             reasons.append(f"{value:.4g} beyond threshold {cond.threshold.fire:g}")
@@ -76,14 +77,14 @@ def _condition_verdict(rule: Rule, obs: Observation, value: float) -> Verdict:
         delta = (obs.baseline - value) if direction == "down" else (value - obs.baseline)
         if cond.change is not None:
             f = delta >= cond.change.fire
-            fires.append(f and _significant(rule, obs, obs.p_change))
+            fires.append(f and _significant(obs, obs.p_change, alpha))
             bads.append(delta >= cond.change.clear_level and delta > 0)
             if f:
                 reasons.append(f"changed by {delta:.4g} (>= {cond.change.fire:g})")
         if cond.relative_change is not None:
             rel = delta / abs(obs.baseline) if obs.baseline else (math.inf if delta > 0 else 0.0)
             f = rel >= cond.relative_change.fire
-            fires.append(f and _significant(rule, obs, obs.p_change))
+            fires.append(f and _significant(obs, obs.p_change, alpha))
             bads.append(rel >= cond.relative_change.clear_level and delta > 0)
             if f:
                 reasons.append(f"changed by {rel:.1%} (>= {cond.relative_change.fire:.0%})")

@@ -371,7 +371,8 @@ def buckets_at(history: History, rule: Rule, windows: Windows, bounds: Sequence[
         if not keep.any():
             continue
         start_ms = history.grid.origin_ms + s.buckets[lo:hi] * history.grid.size_ms
-        out[key] = Buckets(start_ms[keep], d[keep, iw], d[keep, iw2], value[keep])
+        bins = d[keep][:, np.array([cols.index(c) for c in BIN_SUMS])] if BIN_SUMS[0] in cols else None
+        out[key] = Buckets(start_ms[keep], d[keep, iw], d[keep, iw2], value[keep], bins)
     return out
 
 

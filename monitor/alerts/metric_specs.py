@@ -192,7 +192,7 @@ SPECS: dict[str, MetricSpec] = {
         MetricSpec(
             "rollout_mean_score",
             "down",
-            ("mixture_sprt",),
+            ("betting",),
             judge_keyed=True,
             compares_versions=True,
             retired_note="rollout over: not the newest version any more, or no earlier one left in the window",

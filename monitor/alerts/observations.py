@@ -10,22 +10,21 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias
 
+import numpy as np
+from numpy.typing import NDArray
+
 from monitor.alerts import stats
+from monitor.alerts.betting import p_below
 from monitor.alerts.metric_specs import MetricName
 from monitor.alerts.outcomes import Gap, Shortfall, describe_shortfalls
-from monitor.alerts.sequential import mixture_p_value
+from monitor.alerts.sequential import BIN_VALUES
 from monitor.alerts.windows import BaselineSource, SegmentData, SegmentKey, TailCounts, WeightedSums, WindowStats
 
 if TYPE_CHECKING:
     from monitor.alerts.rules import Bound, Rule
 
 
-# The mixture's scale: the rollout test is most powerful for differences of about this size on the 0..1 score.
-ROLLOUT_MIXING_SCALE = 0.1
-# Below this many effective events the new version's own variance is no estimate: the test takes the largest a
-# score in [0, 1] can have, 1/4 (Hoeffding's bound, which keeps the mixture a supermartingale for any scores).
-ROLLOUT_OWN_VARIANCE_EVENTS = 30.0
-MAX_SCORE_VARIANCE = 0.25
+MAX_SCORE_VARIANCE = 0.25  # the largest variance a score in [0, 1] can have
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,38 +147,33 @@ def read_mean_score(rule: Rule, data: SegmentData, tail: TailCounts | None, test
 
 def read_rollout_mean_score(rule: Rule, data: SegmentData, tail: TailCounts | None, testing: bool) -> Reading:
     """The newest version's traffic-weighted mean against the previous version's in the same window (the pair is
-    chosen by `rollouts.pair_newest`), with an always-valid p-value (`sequential.mixture_p_value`): it holds however
-    often the rollout is looked at, so the new version is judged from its first events, with no minimum to wait for.
-    The variance of the difference is `rollout_variance`'s."""
+    chosen by `rollouts.pair_newest`), with an always-valid p-value (`betting.p_below`): a bet against the new
+    version's scores at a lower confidence bound of the old version's mean, valid for any scores in [0, 1] without a
+    variance and however often the rollout is looked at, so the new version is judged from its first events."""
     cur, base = data.current, data.baseline
     now, before = weighted_moments(cur.weighted), weighted_moments(base.weighted)
     if now is None or before is None:
         return read_mean_score(rule, data, tail, testing)
     p_change = None
-    if testing and before.n_eff >= 2:
-        diff = before.mean - now.mean if rule.bad_direction == "down" else now.mean - before.mean
-        p_change = mixture_p_value(diff, rollout_variance(now, before), ROLLOUT_MIXING_SCALE) if diff > 0 else 1.0
+    if testing:
+        (values, counts), (old_values, old_counts) = score_histogram(cur.weighted), score_histogram(base.weighted)
+        if rule.bad_direction == "up":  # worse is higher: the same test on the scores mirrored
+            values, old_values = 1.0 - values, 1.0 - old_values
+        p_change = p_below(values, counts, old_values, old_counts)
     return Reading(now.mean, before.mean, cur.ok, base.ok, p_change)
 
 
-def rollout_variance(now: WeightedMoments, before: WeightedMoments) -> float:
-    """The sampling variance of the new-minus-old difference of means the rollout test uses: the larger of both
-    versions' variances, each at least `variance_floor`, and 1/4 for the new version until it has
-    `ROLLOUT_OWN_VARIANCE_EVENTS` effective events."""
-    old = max(before.variance, variance_floor(before))
-    if now.n_eff < ROLLOUT_OWN_VARIANCE_EVENTS:
-        # A new version's spread is unknown, and the old one's is no bound on it: a prompt can keep the mean and
-        # spread the scores (equal means paged in 77 % of rollouts at alpha 0.001 with the old variance).
-        return MAX_SCORE_VARIANCE / now.n_eff + old / before.n_eff
-    var = max(old, now.variance, variance_floor(now))
-    return var / now.n_eff + var / before.n_eff
-
-
-def variance_floor(m: WeightedMoments) -> float:
-    """The least variance scores in [0, 1] are taken to have: what one more score at the far end from their mean
-    would add. A version that always scored the same is not known never to score otherwise; a variance of 0 makes
-    a difference either certain or (as `mixture_p_value` takes it) never significant."""
-    return max(m.mean, 1.0 - m.mean) ** 2 / (m.n_eff + 1.0)
+def score_histogram(w: WeightedSums) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The window's scores as values and effective counts: the weighted bins (`sequential.BIN_VALUES`) scaled to
+    the effective sample size, so that equal weights give the event counts. Without bins (sums written before they
+    were kept), the mean as a share of 0s and 1s: of all scores with that mean, the ones that give the least evidence
+    either way (a bet's log-factor is concave in the score), so the test stays valid on them."""
+    n_eff = effective_n(w)
+    total = sum(w.bins)
+    if total > 0:
+        return BIN_VALUES, np.asarray(w.bins, dtype=np.float64) * (n_eff / total)
+    mean = min(max(w.score / w.weight, 0.0), 1.0) if w.weight > 0 else 0.0
+    return np.array([0.0, 1.0]), np.array([n_eff * (1.0 - mean), n_eff * mean])
 
 
 def read_low_score_share(rule: Rule, data: SegmentData, tail: TailCounts | None, testing: bool) -> Reading:

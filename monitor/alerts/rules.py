@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from datetime import timedelta
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from monitor.alerts.durations import Duration
 from monitor.alerts.metric_specs import SPECS, Direction, MetricName, MetricSpec
@@ -115,6 +116,7 @@ class Detector(_Strict):
 
 
 DETECTOR_METRICS = ("mean_score", "low_score_share")
+DEFAULT_ALPHA = 0.001
 
 
 class Rule(_Strict):
@@ -138,7 +140,18 @@ class Rule(_Strict):
     detector: Detector | None = Field(
         None, description="a sequential detector instead of the window's test (mean_score, low_score_share)"
     )
-    alpha: float = Field(0.001, gt=0.0, lt=1.0, description="significance level of the one-sided test")
+    # Omitted, the level is derived each round from the rule's share of its severity's budget
+    # (`monitor.alerts.budget`); given, it overrides that, and what it implies is counted against the budget. The
+    # default is only the level of a rule decided on its own, outside any round.
+    alpha: float = Field(
+        DEFAULT_ALPHA,
+        gt=0.0,
+        lt=1.0,
+        description="significance level of the one-sided test (per rollout for rollout rules); omitted: derived",
+    )
+    budget_share: float = Field(
+        1.0, gt=0.0, description="the rule's weight in its severity's false_alarms_per_week (rules with a test)"
+    )
     for_: Duration = Field(timedelta(0), alias="for")
     repeat_interval: Duration = Field(timedelta(hours=4), description="re-notify webhooks this often while firing")
     severity: str = Field("warning", pattern=r"^[A-Za-z0-9_-]{1,40}$")
@@ -262,16 +275,29 @@ class Rule(_Strict):
         """True when the baseline window is queried."""
         return self.spec.silence or self.condition.uses_baseline or self.detector is not None
 
+    @property
+    def explicit_alpha(self) -> float | None:
+        """The rules file's `alpha:`, or None when it is derived from the rule's share of the budget."""
+        return self.alpha if "alpha" in self.model_fields_set else None
+
+    @property
+    def spends_budget(self) -> bool:
+        """True when chance can make the rule fire: a detector, or a significance test (`test: auto` on a metric
+        that has one). A rule without either fires on the size of the change alone and spends no false alarms."""
+        return self.detector is not None or (self.test == "auto" and bool(self.spec.tests))
+
 
 DEFAULT_BUDGET = {"page": 1.0, "ticket": 3.0}
 
 
 class RuleSet(_Strict):
-    """The rules of one file, and the false alarms a week its detector rules may give, per severity, over the whole
-    deployment (shared by those rules and their segments)."""
+    """The rules of one file, and the false alarms a week they may give, per severity, over the whole deployment:
+    shared by the rules that can fire by chance (`Rule.spends_budget`) in proportion to their `budget_share`."""
 
     rules: list[Rule] = Field(min_length=1)
     false_alarms_per_week: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_BUDGET))
+    # Set by `chosen`: each severity's total budget_share in the file the rules were chosen from.
+    _weights: dict[str, float] | None = PrivateAttr(None)
 
     @field_validator("false_alarms_per_week")
     @classmethod
@@ -281,11 +307,35 @@ class RuleSet(_Strict):
                 raise ValueError(f"false_alarms_per_week.{severity} must be > 0")
         return value
 
+    def severity_budget(self, severity: str) -> float:
+        """The false alarms a week a severity may give (1 for a severity the file does not list)."""
+        return self.false_alarms_per_week.get(severity, 1.0)
+
     def budget(self, rule: Rule) -> float:
-        """The false alarms a week `rule`'s segments may give together: its severity's budget over that
-        severity's detector rules (1 a week for a severity the file does not list)."""
-        peers = sum(1 for r in self.rules if r.detector is not None and r.severity == rule.severity)
-        return self.false_alarms_per_week.get(rule.severity, 1.0) / max(peers, 1)
+        """The false alarms a week `rule`'s segments may give together: its severity's budget split over that
+        severity's rules that spend it, in proportion to their `budget_share` (0 for a rule that spends none)."""
+        if not rule.spends_budget:
+            return 0.0
+        if self._weights is not None and rule.severity in self._weights:
+            total = self._weights[rule.severity]
+        else:
+            total = rule.budget_share + sum(
+                r.budget_share
+                for r in self.rules
+                if r.spends_budget and r.severity == rule.severity and r.name != rule.name
+            )
+        return self.severity_budget(rule.severity) * rule.budget_share / total
+
+    def chosen(self, names: Collection[str]) -> RuleSet:
+        """The rules named, each keeping the share of the budget it has among all of this file's rules: a backtest
+        of one rule decides at the levels the whole file gives it."""
+        subset = self.model_copy(update={"rules": [r for r in self.rules if r.name in names]})
+        weights: dict[str, float] = {}
+        for r in self.rules:
+            if r.spends_budget:
+                weights[r.severity] = weights.get(r.severity, 0.0) + r.budget_share
+        subset._weights = self._weights if self._weights is not None else weights
+        return subset
 
     @model_validator(mode="after")
     def _unique(self) -> RuleSet:

@@ -3,6 +3,7 @@ and a lease (`alert_leases`) so that of several `alerts run` replicas only one e
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import socket
@@ -11,8 +12,11 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
+import numpy as np
+
 from monitor.alerts.evaluator import AlertState, Frozen
-from monitor.alerts.sequential import Reference
+from monitor.alerts.likelihood import Bank, with_baseline
+from monitor.alerts.sequential import BIN_VALUES, Reference
 from monitor.alerts.windows import utc
 from monitor.store.connection import ClickHouseStore
 
@@ -135,6 +139,9 @@ def frozen_to_json(frozen: Frozen | None) -> str:
         "resolve_at": ref.resolve_at,
         "margin": ref.margin,
     }
+    if ref.bank is not None:
+        # The baseline's histogram and the members' thresholds: the alternatives are rebuilt from the histogram.
+        out.update(probs=ref.bank.probs.tolist(), limits=ref.bank.limits.tolist())
     out["until"] = frozen.until.isoformat()
     if frozen.accepted_at is not None:
         out.update(accepted_by=frozen.accepted_by, accepted_at=frozen.accepted_at.isoformat())
@@ -154,6 +161,13 @@ def frozen_from_json(text: str | None) -> Frozen | None:
             float(d.get("resolve_at", 0.0)),
             float(d.get("margin", 0.0)),
         )
+        if "probs" in d:
+            probs = np.array([float(v) for v in d["probs"]])
+            limits = np.array([float(v) for v in d["limits"]])
+            if len(probs) != len(BIN_VALUES) or not (probs > 0).all():
+                return None
+            bank = with_baseline(Bank(probs, np.empty((0, len(probs))), limits), probs, BIN_VALUES)
+            ref = dataclasses.replace(ref, bank=bank)
         accepted = d.get("accepted_at")
         accepted_at = utc(datetime.fromisoformat(accepted)) if accepted else None
         return Frozen(ref, utc(datetime.fromisoformat(d["until"])), str(d.get("accepted_by", "")), accepted_at)

@@ -6,7 +6,7 @@ against another. Pure functions over paired sequences (`reference[i]` goes with 
   why, never a made-up 0.
 - Cohen's κ with quadratic weights on the rubric's five buckets, a score's bucket being round(score × 4), half up.
 - Mean absolute error on the 0..1 scale, a 3×3 confusion table (low ≤ 1, mid = 2, high ≥ 3), a per-category
-  breakdown and the pairs that disagree most."""
+  breakdown, a per-tag one (a pair may carry several tags, e.g. `multi_turn`) and the pairs that disagree most."""
 
 from __future__ import annotations
 
@@ -76,6 +76,7 @@ class Agreement:
     categories: tuple[CategoryRow, ...]
     disagreements: tuple[int, ...]
     bootstrap: Bootstrap
+    tags: tuple[CategoryRow, ...] = ()  # one row per tag, then the untagged pairs (`category` None); () without tags
 
 
 def bucket(score: float) -> int:
@@ -176,6 +177,27 @@ def per_category(
     return tuple(rows)
 
 
+def per_tag(
+    tags: Sequence[tuple[str, ...]],
+    reference: Sequence[float],
+    scores: Sequence[float],
+    boot: Bootstrap = DEFAULT_BOOTSTRAP,
+) -> tuple[CategoryRow, ...]:
+    """One row per tag, by name, over the pairs carrying it, then one (`category` None) over the pairs with no tag;
+    nothing when no pair has a tag. A pair with two tags counts in both rows."""
+    names = sorted({t for ts in tags for t in ts})
+    if not names:
+        return ()
+    rows = []
+    for name in [*names, None]:
+        members = [i for i, ts in enumerate(tags) if (name in ts if name is not None else not ts)]
+        if not members:
+            continue
+        [row] = per_category([name] * len(members), [reference[i] for i in members], [scores[i] for i in members], boot)
+        rows.append(row)
+    return tuple(rows)
+
+
 def largest_disagreements(reference: Sequence[float], scores: Sequence[float], top: int = 10) -> tuple[int, ...]:
     """Indices of the `top` pairs with the largest |reference − score| (ties in input order); exact agreement
     is not a disagreement and never listed."""
@@ -191,8 +213,9 @@ def agreement(
     boot: Bootstrap = DEFAULT_BOOTSTRAP,
     top: int = 10,
     names: tuple[str, str] = NAMES,
+    tags: Sequence[tuple[str, ...]] | None = None,
 ) -> Agreement:
-    """Every statistic of `scores` against `reference` (both 0..1, paired by position)."""
+    """Every statistic of `scores` against `reference` (both 0..1, paired by position); `tags` each pair's tags."""
     if len(reference) != len(scores):
         raise ValueError(f"{len(reference)} reference values but {len(scores)} scores")
     return Agreement(
@@ -207,6 +230,7 @@ def agreement(
         ),
         disagreements=largest_disagreements(reference, scores, top),
         bootstrap=boot,
+        tags=per_tag(tags, reference, scores, boot) if tags is not None else (),
     )
 
 

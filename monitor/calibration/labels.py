@@ -1,5 +1,9 @@
 """Reading a labelled set: one JSON object per line with `question`, `answer` (or `response`) and a human `label`.
 
+A multi-turn case also carries `context` (the conversation before the judged question, oldest first, each turn
+`{"role": ..., "text": ...}`), and may carry `system` (the assistant's instructions) and `tags` (names to break the
+report down by, e.g. `multi_turn`). All three are optional, so files written before them load unchanged.
+
 Blank lines are skipped (line numbers still count them, so an error names the line an editor shows). Anything
 else that is not a valid pair stops the whole read with one line naming the line: a calibration over a silently
 shortened set would look more certain than it is."""
@@ -16,6 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from schemas.errors import LabelsError
+from schemas.events import Turn
 
 Scale = Literal["rubric", "unit"]
 SCALES: tuple[Scale, ...] = ("rubric", "unit")
@@ -23,7 +28,8 @@ RUBRIC_MAX = 4
 GOLDEN_SET = "golden_set.jsonl"
 
 _ANSWER_KEYS = ("answer", "response")
-_KNOWN = frozenset({"question", *_ANSWER_KEYS, "label", "id", "category", "rationale"})
+_KNOWN = frozenset({"question", *_ANSWER_KEYS, "label", "id", "category", "rationale", "context", "system", "tags"})
+_TURN_KEYS = frozenset({"role", "text"})
 
 _Bad = Callable[[str], "LabelsError"]  # makes the error for one line from what is wrong with it
 
@@ -40,11 +46,19 @@ class LabelledPair:
     id: str | None = None
     category: str | None = None
     ignored: tuple[str, ...] = ()  # fields the line carries beyond the known ones (notes, annotator ids, ...)
+    context: tuple[Turn, ...] = ()  # the conversation before the question, oldest first (empty: a first turn)
+    system: str = ""  # the assistant's system instructions ('' when the case gives none)
+    tags: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
         """How reports name the pair: its id, else its line."""
         return self.id if self.id is not None else f"line {self.line}"
+
+    @property
+    def turn(self) -> int:
+        """The question's index among the conversation's user messages (0: the first), counted from the context."""
+        return sum(1 for t in self.context if t.role == "user")
 
 
 def to_unit(label: float, scale: Scale) -> float:
@@ -142,6 +156,9 @@ def parse_line(text: str, number: int, scale: Scale, source: str) -> LabelledPai
         id=_id(obj.get("id"), bad),
         category=_category(obj.get("category"), bad),
         ignored=tuple(unknown),
+        context=_context(obj.get("context"), bad),
+        system=_system(obj.get("system"), bad),
+        tags=_tags(obj.get("tags"), bad),
     )
 
 
@@ -209,6 +226,45 @@ def _category(value: Any, bad: _Bad) -> str | None:
     if not isinstance(value, str):
         raise bad(f"category must be a string, not {_json_type(value)}")
     return value if value.strip() else None
+
+
+def _context(value: Any, bad: _Bad) -> tuple[Turn, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise bad(f"context must be an array of turns, not {_json_type(value)}")
+    turns = []
+    for index, item in enumerate(value, start=1):
+        if not isinstance(item, dict):
+            raise bad(f"context turn {index} must be an object with 'role' and 'text', not {_json_type(item)}")
+        if set(item) != _TURN_KEYS:
+            raise bad(f"context turn {index} must have exactly 'role' and 'text', has {', '.join(sorted(item))}")
+        role, text = item["role"], item["text"]
+        if not isinstance(role, str) or not role.strip():
+            raise bad(f"context turn {index}: role must be a non-empty string")
+        if role == "system":
+            # The event keeps the system instructions apart from the turns; so does a labelled case.
+            raise bad(f"context turn {index} is a system message; give the instructions as 'system'")
+        if not isinstance(text, str):
+            raise bad(f"context turn {index}: text must be a string, not {_json_type(text)}")
+        turns.append(Turn(role, text))
+    return tuple(turns)
+
+
+def _system(value: Any, bad: _Bad) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise bad(f"system must be a string, not {_json_type(value)}")
+    return value
+
+
+def _tags(value: Any, bad: _Bad) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(t, str) and t.strip() for t in value):
+        raise bad("tags must be an array of non-empty strings")
+    return tuple(dict.fromkeys(value))  # each tag once, in the order written
 
 
 def _json_type(value: Any) -> str:

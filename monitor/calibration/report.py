@@ -23,6 +23,7 @@ def compare(run: CalibrationRun, boot: Bootstrap, top: int = 10) -> Agreement:
         [o.pair.category for o in scored],
         boot,
         top,
+        tags=[o.pair.tags for o in scored],
     )
 
 
@@ -72,6 +73,18 @@ def document(run: CalibrationRun, result: Agreement, source: str, scale: Scale) 
                 }
                 for c in result.categories
             ],
+            # Pairs with no tag are the row whose tag is null; the list is empty when no pair has a tag.
+            "tags": [
+                {
+                    "tag": t.category,
+                    "n": t.n,
+                    "mean_label": t.mean_reference,
+                    "mean_score": t.mean_score,
+                    "mae": t.mae,
+                    "spearman_rho": statistic_dict(t.spearman),
+                }
+                for t in result.tags
+            ],
         },
         "disagreements": [disagreement_dict(scored[i]) for i in result.disagreements],
     }
@@ -89,7 +102,7 @@ def statistic_dict(s: Statistic) -> dict[str, Any]:
 
 def pair_dict(o: PairOutcome) -> dict[str, Any]:
     """Which pair an outcome is about, as JSON."""
-    return {"id": o.pair.id, "line": o.pair.line, "category": o.pair.category}
+    return {"id": o.pair.id, "line": o.pair.line, "category": o.pair.category, "tags": list(o.pair.tags)}
 
 
 def failure_dict(o: PairOutcome) -> dict[str, Any]:
@@ -105,6 +118,9 @@ def disagreement_dict(o: PairOutcome) -> dict[str, Any]:
     assert j is not None
     return {
         **pair_dict(o),
+        # What the judge read before the question, so a reader can tell a follow-up's meaning.
+        "context": [{"role": t.role, "text": t.text} for t in o.pair.context],
+        "system": o.pair.system,
         "question": o.pair.question,
         "answer": o.pair.answer,
         "label": int(o.pair.label)

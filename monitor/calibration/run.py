@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 
 from monitor.calibration.labels import LabelledPair
 from monitor.judges.base import FailureReason, Judge, JudgeFailure, JudgeInfo, Judgement
+from monitor.judges.context_window import ContextWindow, windowed
 from monitor.judging.guarded_judge import GuardedJudge
 from monitor.judging.metrics import JudgingMetrics
 from monitor.judging.settings import FlowSettings
@@ -106,10 +107,12 @@ def given_up(opens: int) -> JudgeFailure:
     )
 
 
-def pair_event(pair: LabelledPair, now: datetime) -> ConversationEvent:
-    """The event the guard judges for `pair`: its text, an id naming the pair, the line as its offset."""
+def pair_event(pair: LabelledPair, now: datetime, window: ContextWindow | None = None) -> ConversationEvent:
+    """The event the guard judges for `pair`: its text, earlier turns, system instructions and turn index, an id
+    naming the pair, the line as its offset; a case with context or instructions is a chat event, as it would be
+    live. With `window`, the context is cut to it as the service cuts it, before redaction."""
     key = pair.id if pair.id is not None else f"line-{pair.line}"
-    return ConversationEvent(
+    event = ConversationEvent(
         event_id=key,
         conversation_id=key,
         event_time=now,
@@ -119,9 +122,13 @@ def pair_event(pair: LabelledPair, now: datetime) -> ConversationEvent:
         metadata={},
         question=pair.question,
         response=pair.answer,
-        shape="flat",
+        shape="chat" if pair.context or pair.system else "flat",
         source=KafkaPosition(topic=SOURCE_TOPIC, partition=0, offset=pair.line),
+        context=pair.context,
+        system=pair.system,
+        turn=pair.turn,
     )
+    return event if window is None else windowed(event, window)
 
 
 async def judge_pairs(
@@ -130,8 +137,10 @@ async def judge_pairs(
     flow: FlowSettings,
     redactor: Redactor | None = None,
     progress: Progress | None = None,
+    window: ContextWindow | None = None,
 ) -> CalibrationRun:
-    """Judge every pair concurrently under `flow`'s limits and close the judge; the outcomes keep input order."""
+    """Judge every pair concurrently under `flow`'s limits and close the judge; the outcomes keep input order.
+    `window` bounds each pair's context as the service's judge settings do (None: the context as written)."""
     spent: list[Usage] = []
     guard = GuardedJudge(judge, flow, JudgingMetrics(), on_spent=spent.append)
     now = datetime.now(UTC)
@@ -143,7 +152,7 @@ async def judge_pairs(
 
     async def one(pair: LabelledPair) -> PairOutcome:
         nonlocal done, opens_at_last_success
-        event = pair_event(pair, now)
+        event = pair_event(pair, now, window)
         judged = redact_event(event, redactor) if redactor is not None else JudgedEvent.unredacted(event)
         outcome = await guard.judge_event(judged.judged, still_wanted)
         if outcome is None:

@@ -21,6 +21,7 @@ from monitor.calibration.run import Spend, pair_event
 from monitor.canary.figures import run_figures
 from monitor.canary.model import RunFigures, RunSummary
 from monitor.judges.base import FailureReason, Judge, JudgeFailure, JudgeInfo, Judgement
+from monitor.judges.context_window import ContextWindow
 from monitor.judging.guarded_judge import GuardedJudge
 from monitor.judging.metrics import JudgingMetrics
 from monitor.judging.settings import FlowSettings
@@ -55,6 +56,15 @@ def read_labelled_set(path: Path) -> LabelledSet:
     except OSError as e:
         raise UsageError(f"cannot read the canary labels file {path}: {e.strerror or e}") from None
     return LabelledSet(labels_name(path, data), str(path), tuple(parse_labels(data, "rubric", str(path))))
+
+
+def pairs_for(labelled: LabelledSet, judge: JudgeInfo) -> tuple[LabelledPair, ...]:
+    """The pairs of `labelled` a run of `judge` scores: all of them, except that a heuristic judge (lexical), which
+    reads no context, leaves out the multi-turn cases. Their labels rest on the earlier turns, so its scores on
+    them would drag its agreement figures down with noise and tell nothing about drift."""
+    if not judge.heuristic:
+        return labelled.pairs
+    return tuple(p for p in labelled.pairs if not p.context)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,22 +118,25 @@ async def judge_set(
     redactor: Redactor | None,
     deadline_s: float,
     run_at: datetime,
+    window: ContextWindow | None = None,
 ) -> CanaryRun:
     """Judge every pair of `labelled` under `flow`'s limits, each unscored at `deadline_s` seconds an error, and close
-    the judge; the pairs keep the set's order."""
+    the judge; the pairs (`pairs_for` the judge) keep the set's order. Multi-turn cases carry their context, cut to
+    `window` as the live judge's is (None: as written)."""
     spent: list[Usage] = []
     guard = GuardedJudge(judge, flow, JudgingMetrics(), on_spent=spent.append)
     started = time.monotonic()
     deadline = started + deadline_s
 
     async def one(pair: LabelledPair) -> JudgedPair | None:
-        event = pair_event(pair, run_at)
+        event = pair_event(pair, run_at, window)
         judged = redact_event(event, redactor) if redactor is not None else JudgedEvent.unredacted(event)
         # Past the deadline a waiting pair (circuit open, rate limit) is given up instead of being sent.
         outcome = await guard.judge_event(judged.judged, still_wanted=lambda: time.monotonic() < deadline)
         return None if outcome is None else JudgedPair(pair, outcome.verdict, outcome.elapsed_s)
 
-    tasks = [asyncio.create_task(one(p)) for p in labelled.pairs]
+    pairs = pairs_for(labelled, judge.info)
+    tasks = [asyncio.create_task(one(p)) for p in pairs]
     try:
         if tasks:
             await asyncio.wait(tasks, timeout=deadline_s)
@@ -132,7 +145,7 @@ async def judge_set(
             t.cancel()  # a no-op for finished ones; the rest are in a call, or waiting, past the deadline
         await asyncio.gather(*tasks, return_exceptions=True)
         await judge.aclose()
-    judged = tuple(_result(t, p, deadline_s) for t, p in zip(tasks, labelled.pairs, strict=True))
+    judged = tuple(_result(t, p, deadline_s) for t, p in zip(tasks, pairs, strict=True))
     spend = Spend()
     for usage in spent:
         spend = spend.plus(usage)

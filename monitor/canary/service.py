@@ -185,7 +185,9 @@ class Canary:
         try:
             s = self.settings
             judge = build_judge(s.judge)
-            return await judge_set(self.labelled, judge, s.flow, self._redactor, s.deadline_s, now)
+            return await judge_set(
+                self.labelled, judge, s.flow, self._redactor, s.deadline_s, now, s.judge.context_window()
+            )
         finally:
             with self._lock:
                 self._running = None

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from monitor.alerts.engine import Evaluation, SegmentResult
     from monitor.alerts.outcomes import EmptyRule
     from monitor.alerts.rules import Rule
+    from monitor.cli.alert_budget_table import BudgetView, RuleBudgetRow, SeverityBudgetRow
 
 
 class CheckRow(TypedDict):
@@ -40,27 +41,35 @@ class CheckRow(TypedDict):
     note: str  # the state's note: the verdict, and which baseline was used when not the segment's own
     suspect: str  # a live score alert whose judge's canaries fire: "canaries moved too: suspect the judge (...)"
     detects: str  # detector rules: the judged rate and the drop it pages on within 15 min, or why it is too thin
-    expected_per_week: float | None  # detector and rollout rules: the false alarms a week the rule expects
+    expected_per_week: float | None  # the false alarms a week the rule expects over its segments (0: no test)
+    budget: RuleBudgetRow | None  # the rule's share of its severity's budget, its test's level, how it spends it
+    deployment: dict[str, SeverityBudgetRow]  # per severity: the whole deployment's budget and expected false alarms
 
 
 def check_rows(
     evaluation: Evaluation,
     order: list[str] | None = None,
-    expected: dict[str, float] | None = None,
+    budget: BudgetView | None = None,
 ) -> list[CheckRow]:
     """One row per rule and segment, per rule without segments, and per failed rule, in the rules' `order`; with
-    `expected`, the false alarms a week of each detector and rollout rule on its rows."""
-    expected = expected or {}
+    `budget`, each rule's part of the false-alarm budget and the deployment's totals on its rows."""
     now = evaluation.now
-    rows = [_segment_row(r, now, expected.get(r.rule.name)) for r in evaluation.results]
-    rows += [_empty_rule_row(e, now, expected.get(e.rule.name)) for e in evaluation.empty]
-    rows += [_rule_row(err.rule, "error", err.error, [{"gap": "query_failed"}], {}) for err in evaluation.errors]
+    spent = budget.rules if budget is not None else {}
+    deployment = budget.deployment if budget is not None else {}
+    rows = [_segment_row(r, now, spent.get(r.rule.name), deployment) for r in evaluation.results]
+    rows += [_empty_rule_row(e, now, spent.get(e.rule.name), deployment) for e in evaluation.empty]
+    rows += [
+        _rule_row(err.rule, "error", err.error, [{"gap": "query_failed"}], {}, spent.get(err.rule.name), deployment)
+        for err in evaluation.errors
+    ]
     rank = {name: i for i, name in enumerate(order or [])}
     rows.sort(key=lambda row: rank.get(row["rule"], len(rank)))  # stable: segments keep their order
     return rows
 
 
-def _segment_row(r: SegmentResult, now: datetime, expected: float | None) -> CheckRow:
+def _segment_row(
+    r: SegmentResult, now: datetime, budget: RuleBudgetRow | None, deployment: dict[str, SeverityBudgetRow]
+) -> CheckRow:
     """The row of one rule and segment evaluated: its state, figures, and why no decision was made."""
     from monitor.alerts.detectability import detectability
     from monitor.alerts.outcomes import describe_shortfalls
@@ -88,11 +97,15 @@ def _segment_row(r: SegmentResult, now: datetime, expected: float | None) -> Che
         note=s.note,
         suspect=r.suspect.text() if r.suspect is not None else "",
         detects=(d.describe() if (d := detectability(r)) is not None else ""),
-        expected_per_week=expected,
+        expected_per_week=budget["expected_per_week"] if budget is not None else None,
+        budget=budget,
+        deployment=deployment,
     )
 
 
-def _empty_rule_row(e: EmptyRule, now: datetime, expected: float | None) -> CheckRow:
+def _empty_rule_row(
+    e: EmptyRule, now: datetime, budget: RuleBudgetRow | None, deployment: dict[str, SeverityBudgetRow]
+) -> CheckRow:
     """The row of a rule that found no segment to evaluate, saying why."""
     from monitor.alerts.outcomes import describe_empty
 
@@ -101,7 +114,7 @@ def _empty_rule_row(e: EmptyRule, now: datetime, expected: float | None) -> Chec
         gap["newest"] = e.newest.at.isoformat() if e.newest.at is not None else None
     if e.single_version or e.started_together:
         gap.update(single_version=e.single_version, started_together=e.started_together)
-    return _rule_row(e.rule, "inactive", describe_empty(e, now), [gap], _window(e.windows.current), expected)
+    return _rule_row(e.rule, "inactive", describe_empty(e, now), [gap], _window(e.windows.current), budget, deployment)
 
 
 def _window(w: tuple[datetime, datetime]) -> dict[str, str]:
@@ -114,7 +127,8 @@ def _rule_row(
     reason: str,
     gaps: list[dict[str, Any]],
     window: dict[str, str],
-    expected: float | None = None,
+    budget: RuleBudgetRow | None,
+    deployment: dict[str, SeverityBudgetRow],
 ) -> CheckRow:
     return CheckRow(
         rule=rule.name,
@@ -137,7 +151,9 @@ def _rule_row(
         note="",
         suspect="",
         detects="",
-        expected_per_week=expected,
+        expected_per_week=budget["expected_per_week"] if budget is not None else None,
+        budget=budget,
+        deployment=deployment,
     )
 
 

@@ -106,11 +106,11 @@ def cmd_check(ns: argparse.Namespace) -> int:
 
 def run_check(ns: argparse.Namespace, out: IO[str] | None = None) -> int:
     """Evaluate once against the configured store and print every rule and segment to `out`."""
-    from monitor.alerts.detectability import describe_expected, expected_by_rule, expected_per_week
     from monitor.alerts.engine import evaluate_rules
     from monitor.alerts.queries import fetch_no_content
     from monitor.alerts.service import open_store
     from monitor.alerts.state import STATE_TABLE, StateStore
+    from monitor.cli.alert_budget_table import budget_view, print_budget
     from monitor.cli.alert_check_table import check_rows, print_check
     from monitor.cli.alert_text import NO_CONTENT_WINDOW, console_for, describe_no_content
 
@@ -126,17 +126,17 @@ def run_check(ns: argparse.Namespace, out: IO[str] | None = None) -> int:
         no_content = fetch_no_content(store, alert.traffic_table, now - NO_CONTENT_WINDOW, now)
     finally:
         store.close()
-    rows = check_rows(evaluation, [r.name for r in rules.rules], expected_by_rule(evaluation, rules))
+    budget = budget_view(evaluation, rules)
+    rows = check_rows(evaluation, [r.name for r in rules.rules], budget)
     if ns.json:
         for row in rows:
             out.write(json.dumps(row, default=str) + "\n")
     else:
-        expected = expected_per_week(evaluation, rules)
         console = console_for(out)
         print_check(rows, now, console)
         if no_content:
             console.print(describe_no_content(no_content), style="yellow")
-        console.print(describe_expected(expected), style="dim")
+        print_budget(budget, console)
     firing = any(r["state"] == "firing" for r in rows)
     return 1 if (ns.fail_on_firing and firing) else 0
 
@@ -213,24 +213,27 @@ def run_backtest_cmd(
 
 
 def _chosen_rules(rules: RuleSet, names: list[str] | None) -> RuleSet:
-    """The rules named by --rule (all when none is); raises `UsageError` naming the unknown ones."""
+    """The rules named by --rule (all when none is), each keeping its share of the file's budget; raises
+    `UsageError` naming the unknown ones."""
     if not names:
         return rules
     unknown = sorted(set(names) - {r.name for r in rules.rules})
     if unknown:
         raise UsageError(f"--rule: no rule named {', '.join(unknown)}")
-    return rules.model_copy(update={"rules": [r for r in rules.rules if r.name in names]})
+    return rules.chosen(names)
 
 
 def _print_backtest(ns: argparse.Namespace, report: BacktestReport, rules: RuleSet, out: IO[str]) -> None:
     """The report: one JSON object with --json, else tables and the false alarms a week expected."""
-    from monitor.alerts.detectability import describe_expected, expected_per_week
+    from monitor.alerts.engine import Evaluation
     from monitor.cli.alert_backtest_table import episode_row, print_backtest
+    from monitor.cli.alert_budget_table import budget_view, print_budget
     from monitor.cli.alert_text import console_for
 
     summary = report.summary(rules.rules)
     episodes = [episode_row(e) for e in report.fired()]
-    expected = expected_per_week(report.last, rules) if report.last is not None else {}
+    # The segments of the last step: what the rules had at the end (none when nothing was evaluated).
+    budget = budget_view(report.last or Evaluation(report.until, [], []), rules)
     if ns.json:
         document = {
             "since": report.since.isoformat(),
@@ -239,10 +242,12 @@ def _print_backtest(ns: argparse.Namespace, report: BacktestReport, rules: RuleS
             "evaluations": report.evaluations,
             "rules": [dataclasses.asdict(r) for r in summary],
             "episodes": episodes,
-            "expected_false_alarms_per_week": expected,
+            "expected_false_alarms_per_week": {k: v["expected_per_week"] for k, v in budget.deployment.items()},
+            "deployment": budget.deployment,
+            "budget": list(budget.rules.values()),
         }
         out.write(json.dumps(document, default=str) + "\n")
         return
     console = console_for(out)
     print_backtest(report, ns.step, summary, episodes, console)
-    console.print(describe_expected(expected) + " (the segments of the last step)", style="dim")
+    print_budget(budget, console, " (the segments of the last step)")

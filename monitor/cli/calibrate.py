@@ -11,6 +11,7 @@ import asyncio
 import json
 import sys
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
 
@@ -155,7 +156,7 @@ def run_calibrate(
         return 0
     mode = progress_mode(_is_terminal(err), len(pairs))
     with _ProgressDisplay(mode, err, len(pairs)) as progress:
-        run = asyncio.run(judge_pairs(pairs, judge, settings.flow, redactor, progress))
+        run = asyncio.run(judge_pairs(pairs, judge, settings.flow, redactor, progress, settings.judge.context_window()))
     result = compare(run, Bootstrap(resamples=ns.resamples, seed=ns.seed), ns.top)
     if ns.json:
         out.write(json.dumps(document(run, result, str(path), ns.label_scale), ensure_ascii=False) + "\n")
@@ -238,6 +239,15 @@ class _ProgressDisplay:
             self._err.flush()
 
 
+def _read_with_question(pair: LabelledPair, settings: JudgeSettings) -> int:
+    """The characters the judge reads besides the answer: the question, and a multi-turn case's earlier turns and
+    brief as the settings' context window cuts them."""
+    from monitor.calibration.run import pair_event
+
+    event = pair_event(pair, datetime.now(UTC), settings.context_window())
+    return len(event.question) + sum(len(t.text) for t in event.context) + len(event.system)
+
+
 def dry_run_text(pairs: Sequence[LabelledPair], judge: Judge, settings: JudgeSettings, source: str) -> str:
     """What --dry-run prints: the set, the judge and the estimated calls, tokens and cost of judging it."""
     from monitor.replay.estimate import CostModel, estimate
@@ -245,7 +255,7 @@ def dry_run_text(pairs: Sequence[LabelledPair], judge: Judge, settings: JudgeSet
     cost = estimate(
         CostModel.of(judge, settings),
         len(pairs),
-        sum(len(p.question) for p in pairs),
+        sum(_read_with_question(p, settings) for p in pairs),
         sum(len(p.answer) for p in pairs),
     )
     info = judge.info

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import IO, TYPE_CHECKING
 
-from monitor.calibration.agreement import GROUPS, MIN_CATEGORY_PAIRS, Agreement, Statistic, bucket
+from monitor.calibration.agreement import GROUPS, MIN_CATEGORY_PAIRS, Agreement, CategoryRow, Statistic, bucket
 from monitor.calibration.labels import LabelledPair, Scale
 from monitor.calibration.run import CalibrationRun, PairOutcome
 from monitor.judges.base import JudgeFailure, JudgeInfo
@@ -43,6 +43,10 @@ def print_report(run: CalibrationRun, result: Agreement, source: str, scale: Sca
         console.print()
         console.print(_categories_table(result))
         console.print(Text(CATEGORIES_NOTE))
+    if result.tags:
+        console.print()
+        console.print(_tags_table(result))
+        console.print(Text(TAGS_NOTE))
     console.print()
     _print_disagreements(run, result, scale, console)
     if run.failed:
@@ -141,21 +145,30 @@ CONFUSION_NOTE = "low = buckets 0–1, mid = 2, high = 3–4; the judge's bucket
 
 
 def _categories_table(result: Agreement) -> Table:
+    return _rows_table("By category", "category", result.categories, "(none)")
+
+
+def _tags_table(result: Agreement) -> Table:
+    return _rows_table("By tag", "tag", result.tags, "(untagged)")
+
+
+def _rows_table(title: str, what: str, rows: tuple[CategoryRow, ...], unnamed: str) -> Table:
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(title="By category", title_justify="left")
-    table.add_column("category", overflow="fold")
+    table = Table(title=title, title_justify="left")
+    table.add_column(what, overflow="fold")
     for col in ("n", "mean label", "mean judge", "MAE", "ρ"):
         table.add_column(col, justify="right")
-    for c in result.categories:
+    for c in rows:
         rho = "—" if c.spearman.value is None else f"{c.spearman.value:.3f}"
-        name = "(none)" if c.category is None else c.category
+        name = unnamed if c.category is None else c.category
         table.add_row(Text(name), str(c.n), f"{c.mean_reference:.3f}", f"{c.mean_score:.3f}", f"{c.mae:.3f}", rho)
     return table
 
 
 CATEGORIES_NOTE = f"Labels and scores on the 0..1 scale; ρ for categories of {MIN_CATEGORY_PAIRS} pairs or more."
+TAGS_NOTE = "A pair with several tags counts under each; multi_turn pairs are judged with their earlier turns."
 
 
 def _print_disagreements(run: CalibrationRun, result: Agreement, scale: Scale, console: Console) -> None:

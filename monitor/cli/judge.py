@@ -20,6 +20,7 @@ from monitor.judging.guarded_judge import GuardedJudge
 from monitor.judging.metrics import JudgingMetrics
 from monitor.judging.settings import FlowSettings
 from schemas.errors import UsageError
+from schemas.events import Turn
 
 QUESTION_KEYS = ("question", "user_message")
 ANSWER_KEYS = ("answer", "response")
@@ -48,6 +49,16 @@ class Pair:
     def source(self) -> PairPosition:
         """The pair's place in the input, for the guards' logs."""
         return PairPosition(0, self.index)
+
+    @property
+    def context(self) -> tuple[Turn, ...]:
+        """No earlier turns: a pair stands alone."""
+        return ()
+
+    @property
+    def system(self) -> str:
+        """No system instructions."""
+        return ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,7 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "report",
         help="write a self-contained HTML report of a time range: relevancy, alerts, coverage, judge health, cost, "
-        "worst answers",
+        "worst answers and conversations",
         description=(
             "Read the stored scores, traffic counts and alert state for --since..--until (by default all the data, up "
             "to 7 days) and write one HTML file with inline charts (nothing is fetched when it is opened). Reads only: "

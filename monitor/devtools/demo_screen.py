@@ -167,14 +167,16 @@ def _test_line(result: SegmentResult, test: str) -> str:
     rule, o, d = result.rule, result.observation, result.detection
     if rule.detector is not None and d is not None and d.reference is not None:
         return (
-            f"sequential detector (CUSUM) tuned to a {rule.detector.shift:g} shift: {o.note}; its threshold holds false"
-            " alarms to the rules' budget for the whole deployment (false_alarms_per_week)"
+            f"sequential detector (a likelihood-ratio CUSUM on the score histogram): {o.note}; its threshold holds "
+            "false alarms to the rule's part of the budget for the whole deployment (false_alarms_per_week)"
         )
-    if test == "mixture_sprt":
+    alpha = f"{result.level.alpha:.2g}" if result.level is not None else f"{rule.alpha:g}"  # the round's level
+    if test == "betting":
         return (
-            f"always-valid mixture SPRT: p = {_p(o.p_value)} (alpha {rule.alpha} per rollout, however often it looks)"
+            f"always-valid betting test on bounded scores: p = {_p(o.p_value)} (alpha {alpha} per rollout, however "
+            "often it looks)"
         )
-    return f"{_TESTS.get(test, test)}, one-sided: p = {_p(o.p_value)} (alpha {rule.alpha})"
+    return f"{_TESTS.get(test, test)}, one-sided: p = {_p(o.p_value)} (alpha {alpha})"
 
 
 def _grid(rows: Iterable[tuple[str, str, str | Text]]) -> Table:

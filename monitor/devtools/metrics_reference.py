@@ -26,6 +26,7 @@ from monitor.devtools.config_reference import GeneratedBlock
 from monitor.judges.base import JudgeInfo, Judgement
 from monitor.runtime.health import HealthGauges
 from monitor.runtime.metrics import Metrics
+from schemas.events import Turn
 
 START_MARKER = "<!-- metrics-reference:start -->"
 END_MARKER = "<!-- metrics-reference:end -->"
@@ -56,7 +57,7 @@ class _DescribedJudge:
     stats: Mapping[str, int] = field(default_factory=dict)
     rate_limited: int = 0
 
-    async def judge(self, question: str, response: str) -> Judgement:
+    async def judge(self, question: str, response: str, *, context: Sequence[Turn] = (), system: str = "") -> Judgement:
         """Never called: the reference only registers metrics."""
         raise NotImplementedError("a judge that only describes its metrics")
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
 from schemas.errors import JudgeError, JudgeUnavailable
+from schemas.events import Turn
 from schemas.usage import Usage
 
 
@@ -114,8 +115,9 @@ class Judge(Protocol):
         the freshness factor read the change); always 0 for a judge that calls no API."""
         ...
 
-    async def judge(self, question: str, response: str) -> Judgement:
-        """Score one pair."""
+    async def judge(self, question: str, response: str, *, context: Sequence[Turn] = (), system: str = "") -> Judgement:
+        """Score one pair; `context` (the earlier turns, oldest first) and `system` (the assistant's instructions)
+        only explain what the question refers to, for a judge that reads them."""
         ...
 
     async def aclose(self) -> None:

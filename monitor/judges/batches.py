@@ -31,6 +31,7 @@ from monitor.judges.llm import LLMJudge
 from monitor.judges.providers.anthropic_messages import AnthropicMessages, classify, reply_of
 from monitor.judges.providers.base import ProviderReply
 from schemas.errors import JudgeReplyInvalid, JudgeUnavailable
+from schemas.events import Turn
 from schemas.usage import Usage
 
 log = structlog.get_logger(__name__)
@@ -49,11 +50,14 @@ TRANSIENT_ERROR_TYPES = frozenset({"api_error", "overloaded_error", "rate_limit_
 
 @dataclass(frozen=True, slots=True)
 class BatchItem:
-    """One pair to judge in a batch; `custom_id` (see `custom_id_for`) matches its outcome to it."""
+    """One pair to judge in a batch, with the earlier turns and system instructions it is read with; `custom_id`
+    (see `custom_id_for`) matches its outcome to it."""
 
     custom_id: str
     question: str
     response: str
+    context: tuple[Turn, ...] = ()
+    system: str = ""
 
 
 def custom_id_for(judge_id: str, event_id: str) -> str:
@@ -126,7 +130,12 @@ class BatchJudge:
         requests = [
             cast(
                 Request,
-                {"custom_id": i.custom_id, "params": self.judge.request_body(i.question, i.response, "json_schema")},
+                {
+                    "custom_id": i.custom_id,
+                    "params": self.judge.request_body(
+                        i.question, i.response, "json_schema", context=i.context, system=i.system
+                    ),
+                },
             )
             for i in items
         ]

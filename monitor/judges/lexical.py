@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from monitor.judges.base import JudgeInfo, Judgement, make_judge_id
 from monitor.judges.prompts import truncate
+from schemas.events import Turn
 
 # Invisible format characters that turn up in real text: zero-width space/joiners, direction marks, embeddings
 # and isolates, word joiner, BOM. Between a sentence's full stop and the next space they must not stop the
@@ -104,8 +105,9 @@ class LexicalJudge:
         """Never rate limited: it calls nothing."""
         return 0
 
-    async def judge(self, question: str, response: str) -> Judgement:
-        """Score one pair (texts truncated like the LLM judges'); never fails and never calls out."""
+    async def judge(self, question: str, response: str, *, context: Sequence[Turn] = (), system: str = "") -> Judgement:
+        """Score one pair (texts truncated like the LLM judges'); never fails and never calls out. Word overlap has
+        no use for the context: it is ignored, so the heuristic's scores and id stay what they were."""
         return score_lexical(truncate(question, self.max_input_chars), truncate(response, self.max_input_chars))
 
     async def aclose(self) -> None:

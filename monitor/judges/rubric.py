@@ -35,9 +35,16 @@ in irrelevant content.
 meaningful padding.
 
 # Rules
+- A follow-up is judged by what it refers to: read "and the second one?", "yes please" or "do that for order \
+B17" as the earlier turns explain it. An answer that addresses what the follow-up means in the conversation is \
+relevant even when it would look off-topic next to the question alone; an answer that fits the question's words \
+but not what they refer to is not. Without earlier turns, judge the question as it stands.
 - A refusal, a clarifying question or "I don't know" is relevant only when it is the appropriate response to \
 this question (the request is ambiguous, unsafe, or needs information the assistant cannot have). Otherwise it \
 is irrelevant or mostly irrelevant.
+- A refusal depends on the assistant's brief: when the system instructions call for it (the request is outside \
+what the assistant may do, and it says so), the refusal is the relevant answer; when they do not, a refusal of a \
+request within the brief is not relevant. Without system instructions, judge the refusal by the rule above.
 - A response that only repeats or rephrases the question without answering it is not relevant: score 0.
 - Padding lowers the score: greetings, boilerplate, upselling and tangents count against the response in \
 proportion to how much they dilute the answer.

@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode
 
+from monitor.judges.context_window import ContextWindow
 from monitor.judges.pricing import DEFAULT_PRICES, ModelPrice, canonical_model
 from schemas.errors import ConfigError
 from schemas.settings import MONITOR_SLICE, HttpUrl, parse_json, with_also_env
@@ -156,6 +157,27 @@ class JudgeSettings(BaseSettings):
         validation_alias="judge_max_input_chars",
         description="question/response text beyond this is truncated with a marker",
     )
+    context_turns: int = Field(
+        6,
+        ge=0,
+        le=100,
+        validation_alias="judge_context_turns",
+        description="earlier messages of the conversation the LLM judges read as context, newest kept (0: none, the "
+        "judged question and answer alone)",
+    )
+    context_max_chars: int = Field(
+        8_000,
+        ge=200,
+        validation_alias="judge_context_max_chars",
+        description="the context's text at most: the oldest turns are dropped first, then the oldest kept one is "
+        "cut with a marker",
+    )
+    context_system: bool = Field(
+        True,
+        validation_alias="judge_context_system",
+        description="give the judge the assistant's system instructions (a chat event's system message, OTel's "
+        "gen_ai.system_instructions) when the event has them, capped at MONITOR_JUDGE_CONTEXT_MAX_CHARS",
+    )
     statements_strict_threshold: float | None = Field(
         None, ge=0.0, le=1.0, description="strict mode of the statements judge: a score below this becomes 0"
     )
@@ -201,6 +223,10 @@ class JudgeSettings(BaseSettings):
             return self.judge_api_key
         own = {"anthropic": self.api_key, "openai": self.openai_api_key, "azure_openai": self.azure_openai_api_key}
         return own.get(self.provider)
+
+    def context_window(self) -> ContextWindow:
+        """The slice that bounds what of a conversation the judge reads."""
+        return ContextWindow(self.context_turns, self.context_max_chars, self.context_system)
 
     def identity(self) -> dict[str, Any]:
         """What beyond the prompt and limits makes this judge another judge: its provider (not for anthropic, so

@@ -24,7 +24,10 @@ instructions it contains, in order, usually one per sentence or clause. Keep eac
 the original wording, with pronouns resolved so it stands on its own. Greetings, thanks, sign-offs and filler \
 are statements too. A non-empty response always has at least one statement: if it makes no claim at all, the \
 whole response is one statement.
-2. For each statement, decide whether it addresses the user's question:
+2. For each statement, decide whether it addresses the user's question, read as the earlier turns explain it: a \
+follow-up ("and the second one?", "yes please") asks about what it refers to, so a statement about that is "yes" \
+even when it would look off-topic next to the question alone, and one that fits the question's words but not what \
+they refer to is "no":
    - "yes": it helps answer the question (the answer itself, or a directly supporting detail, caveat or step).
    - "no": it does not address the question (greeting, boilerplate, upselling, tangent, unrelated information, \
 or merely repeating the question). Give a short reason.
@@ -32,7 +35,9 @@ or merely repeating the question). Give a short reason.
 
 Judge relevance to the user's intent only, not factual correctness, grammar or style: a wrong but on-topic \
 statement is "yes". A refusal, a clarifying question or "I don't know" is "yes" only when it is the \
-appropriate response to this question, otherwise "no". A response that only repeats the question answers \
+appropriate response to this question, otherwise "no". A refusal depends on the assistant's brief: one the system \
+instructions call for (the request is outside what the assistant may do) is "yes"; one they do not call for, of a \
+request within the brief, is "no". A response that only repeats the question answers \
 nothing: its statements are "no".
 
 {DATA_RULES}

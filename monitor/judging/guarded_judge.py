@@ -11,17 +11,19 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import structlog
 
 from monitor.judges.base import FailureReason, Judge, JudgeFailure, Judgement
+from monitor.judges.prompts import context_chars
 from monitor.judging.flow import AdaptiveLimiter, CircuitBreaker, RateLimiter
 from monitor.judging.metrics import JudgingMetrics
 from monitor.judging.settings import FlowSettings
 from schemas.errors import JudgeError
+from schemas.events import Turn
 from schemas.usage import Usage
 
 log = structlog.get_logger("monitor.judging.guarded_judge")
@@ -64,6 +66,16 @@ class Judgeable(Protocol):
         """Where it came from, for the logs."""
         ...
 
+    @property
+    def context(self) -> Sequence[Turn]:
+        """The earlier turns the judge may read, oldest first (empty for a pair alone)."""
+        ...
+
+    @property
+    def system(self) -> str:
+        """The assistant's system instructions ('' when none)."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class JudgeOutcome:
@@ -74,8 +86,9 @@ class JudgeOutcome:
 
 
 def estimate_tokens(event: Judgeable) -> float:
-    """A rough input-token estimate for the client-side limit (about 4 characters a token, plus the prompt)."""
-    return (len(event.question) + len(event.response)) / 4 + 600
+    """A rough input-token estimate for the client-side limit (about 4 characters a token, plus the prompt): the
+    pair, and the earlier turns and system instructions with their tags."""
+    return (len(event.question) + len(event.response) + context_chars(event.context, event.system)) / 4 + 600
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,7 +248,8 @@ class GuardedJudge:
     async def _verdict(self, event: Judgeable) -> Judgement | JudgeFailure:
         timeout = self._flow.judge_timeout_s
         try:
-            return await asyncio.wait_for(self.judge.judge(event.question, event.response), timeout=timeout)
+            judging = self.judge.judge(event.question, event.response, context=event.context, system=event.system)
+            return await asyncio.wait_for(judging, timeout=timeout)
         except TimeoutError:
             return JudgeFailure(FailureReason.TIMEOUT, f"no verdict within {timeout}s", transient=True)
         except JudgeError as e:

@@ -1,4 +1,4 @@
-"""Verdict reuse: identical (judge, question, response) triples pay for one judge call. A bounded cache keeps
+"""Verdict reuse: identical (judge, question, response, context) tuples pay for one judge call. A bounded cache keeps
 recent verdicts for a TTL (FAQ-heavy traffic, upstream retries), and single flight makes identical pairs that
 arrive together wait for the one call in progress instead of each paying for it."""
 
@@ -8,16 +8,20 @@ import asyncio
 import hashlib
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from monitor.judges.base import Judgement
+from schemas.events import Turn
 
 
-def cache_key(judge_id: str, question: str, response: str) -> bytes:
-    """A digest of the judge identity and the exact texts (length-prefixed, so boundaries cannot collide)."""
+def cache_key(judge_id: str, question: str, response: str, *, context: Sequence[Turn], system: str) -> bytes:
+    """A digest of the judge identity and the exact texts: the pair, the system instructions and every earlier turn
+    (its role and text), each length-prefixed and the turns counted, so no boundary can collide. The same answer to
+    the same follow-up in another conversation is another question, so it is another key."""
     h = hashlib.blake2b(digest_size=16)
-    for part in (judge_id, question, response):
+    h.update(len(context).to_bytes(8, "big"))
+    for part in (judge_id, question, response, system, *(text for turn in context for text in turn)):
         data = part.encode("utf-8", "surrogatepass")
         h.update(len(data).to_bytes(8, "big"))
         h.update(data)

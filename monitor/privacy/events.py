@@ -1,4 +1,5 @@
-"""Redacting an event: its question, response and metadata values, before the judge and the store see them (pure)."""
+"""Redacting an event: its question, response, earlier turns, system instructions and metadata values, before the
+judge and the store see them (pure)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from monitor.privacy.spans import Redactor
-from schemas.events import ConversationEvent
+from schemas.events import ConversationEvent, Turn
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,12 +28,15 @@ class JudgedEvent:
 
 
 def redact_event(event: ConversationEvent, redactor: Redactor) -> JudgedEvent:
-    """`event` with personal data replaced in its question, response and metadata values (ids and labels are kept:
-    replacing them could merge rows), and the counts per kind."""
+    """`event` with personal data replaced in its question, response, context turns, system instructions and
+    metadata values (ids, labels and roles are kept: replacing them could merge rows), and the counts per kind. The
+    context is redacted as the judge will read it: window it first (`monitor.judges.context_window.windowed`)."""
     question = redactor.redact(event.question)
     response = redactor.redact(event.response)
+    context = [redactor.redact(turn.text) for turn in event.context]
+    system = redactor.redact(event.system)
     metadata = {key: redactor.redact(value) for key, value in event.metadata.items()}
-    parts = [question, response, *metadata.values()]
+    parts = [question, response, *context, system, *metadata.values()]
     if not any(part.counts for part in parts):  # the common case: the event goes on as it came
         return JudgedEvent(event, event, {}, redactor.name)
     counts: Counter[str] = Counter()
@@ -41,6 +45,8 @@ def redact_event(event: ConversationEvent, redactor: Redactor) -> JudgedEvent:
     update = {
         "question": question.text,
         "response": response.text,
+        "context": tuple(Turn(turn.role, r.text) for turn, r in zip(event.context, context, strict=True)),
+        "system": system.text,
         "metadata": {key: m.text for key, m in metadata.items()},
     }
     return JudgedEvent(event.model_copy(update=update), event, dict(counts), redactor.name)

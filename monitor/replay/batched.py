@@ -137,7 +137,7 @@ class BatchScorer:
             return True
         if custom_id in self._buffer or any(custom_id in b for b in self._out.values()):
             return True  # the same event twice in the range (an upstream redelivery): one row
-        reserved = self.cap.try_reserve(self.cost.event_usd(len(judged.question), len(judged.response)) or 0.0)
+        reserved = self.cap.try_reserve(self.cost.judged_usd(judged) or 0.0)
         if reserved is None:
             self.stopped = True
             log.info("replay_cap_reached", spent_usd=round(self.cap.spent, 6), max_usd=self.cap.max_usd)
@@ -152,7 +152,12 @@ class BatchScorer:
         while len(self._out) >= self.settings.max_outstanding:
             await self._collect(wait=True)
         waiting, self._buffer = self._buffer, {}
-        items = [BatchItem(cid, w.event.judged.question, w.event.judged.response) for cid, w in waiting.items()]
+        items = [
+            BatchItem(
+                cid, w.event.judged.question, w.event.judged.response, w.event.judged.context, w.event.judged.system
+            )
+            for cid, w in waiting.items()
+        ]
         try:
             batch_id = await self.judge.submit(items)
         except JudgeError:
@@ -197,9 +202,7 @@ class BatchScorer:
                 and w.attempts < self.settings.attempts
                 and not self.stopped
             ):
-                again = self.cap.try_reserve(
-                    self.cost.event_usd(len(w.event.judged.question), len(w.event.judged.response)) or 0.0
-                )
+                again = self.cap.try_reserve(self.cost.judged_usd(w.event.judged) or 0.0)
                 if again is not None:
                     self._buffer[custom_id] = Waiting(w.event, w.decision, again, w.attempts + 1)
                     continue

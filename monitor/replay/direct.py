@@ -62,7 +62,7 @@ class DirectScorer:
         if self.stopped:
             self._slots.release()
             return False
-        estimate = self.cost.event_usd(len(event.judged.question), len(event.judged.response)) or 0.0
+        estimate = self.cost.judged_usd(event.judged) or 0.0
         reserved = self.cap.try_reserve(estimate)
         if reserved is None:
             self._slots.release()

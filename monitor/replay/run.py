@@ -33,6 +33,7 @@ from consumers.time_range import RangeProgress, TimeRange
 from monitor.config import Settings
 from monitor.judges.base import Judge
 from monitor.judges.batches import BatchJudge
+from monitor.judges.context_window import windowed
 from monitor.judges.llm import LLMJudge
 from monitor.judging.guarded_judge import GuardedJudge
 from monitor.privacy.events import JudgedEvent, redact_event
@@ -203,6 +204,7 @@ class Replay:
         )
         # From the settings, as the live pipeline's: a replay can never send or store text the live path would not.
         self.redactor: Redactor | None = build_redactor(settings.redaction)
+        self.window = settings.judge.context_window()
         self.cost = CostModel.of(judge, settings.judge, batch=options.batch_api)
         self.erased = ErasedIds()
         self.stop = asyncio.Event()
@@ -265,8 +267,8 @@ class Replay:
                 verdict = triage(item, sampler, self.erased, floor)
                 if isinstance(verdict, Skip):
                     tally.skip(verdict)
-                else:
-                    todo.append((item, verdict))
+                else:  # cut to the judge's window once, as live: the estimate, redaction, judge and row agree
+                    todo.append((windowed(item, self.window), verdict))
             done = await already_scored(
                 self.store, judge_id, [e.event_id for e, _ in todo], any_run=self.options.resume
             )
@@ -303,7 +305,7 @@ class Replay:
                     "--from-store)"
                 )
             tally.skip(Skip.NO_TEXT, stored.events - stored.with_text)
-        question_chars = response_chars = events = calls = 0
+        question_chars = response_chars = context = events = calls = 0
         async for todo in self._triaged(history, tally, floor, "count", lambda: 0, lambda: 0):
             for event, _ in todo:
                 events += 1
@@ -311,9 +313,11 @@ class Replay:
                     calls += 1
                     question_chars += len(event.question)
                     response_chars += len(event.response)
+                    context += self.cost.context_chars(event.context, event.system)
         tally.before_start = history.progress.before_start
         self.view.progress(self._snapshot("count", history, tally, tally.read))
-        return Counted(tally, estimate(self.cost, events, question_chars, response_chars, calls), stored, floor)
+        cost = estimate(self.cost, events, question_chars, response_chars, calls, context)
+        return Counted(tally, cost, stored, floor)
 
     # ---- 4. record ---------------------------------------------------------------------------------------
 

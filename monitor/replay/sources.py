@@ -6,11 +6,13 @@ with the decoder's reason code: the live consumer dead-lettered it already, so a
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import structlog
 from aiokafka.structs import ConsumerRecord
 
 from consumers.decode import decode_event
@@ -18,9 +20,10 @@ from consumers.settings import KafkaSettings
 from consumers.time_range import RangeProgress, TimeRange, TimeRangeReader
 from monitor.store.async_store import AsyncStore
 from schemas.errors import DecodeError, StoreError, UsageError
-from schemas.events import ConversationEvent, KafkaPosition
+from schemas.events import ConversationEvent, KafkaPosition, Turn
 
 PAGE_ROWS = 1000
+log = structlog.get_logger("monitor.replay.sources")
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,11 +78,13 @@ class KafkaHistory:
 
 
 # One row per event with stored text: the newest scoring of it by any judge (they all stored the same text). The
+# conversation's columns (migration 043) are read where the table has them: the turn, the context and the system
+# instructions, as stored (redacted, or full: '' under MONITOR_STORE_TEXT=none, where the question is '' too). The
 # filter is a column of the inner query, not a clause of the outer one: whatever it says (`1) OR (1` included), it is
 # one boolean expression, so it can never undo the range or the keyset that pages through it.
 _PAGE = """
 SELECT event_id, conversation_id, event_time, app, model, prompt_version, metadata, question, response,
-       kafka_topic, kafka_partition, kafka_offset, redactions, redactor
+       kafka_topic, kafka_partition, kafka_offset, redactions, redactor, {conversation}
 FROM (
   SELECT *, ({where}) AS replay_filter_keeps FROM {table} FINAL
   WHERE event_time >= {{since:DateTime64(3, 'UTC')}} AND event_time < {{until:DateTime64(3, 'UTC')}} AND question != ''
@@ -90,6 +95,9 @@ ORDER BY event_time, event_id, scored_at DESC
 LIMIT 1 BY event_id
 LIMIT {limit}
 """
+_CONVERSATION = "turn, context, system_instructions"
+_NO_CONVERSATION = "toUInt32(0), '', ''"  # a table from before migration 043
+_HAS_TURN = "SELECT count() FROM system.columns WHERE database = {db:String} AND table = {t:String} AND name = 'turn'"
 _COUNT = """
 SELECT uniqExact(event_id), uniqExactIf(event_id, question != '')
 FROM (
@@ -148,7 +156,9 @@ class StoreHistory:
         """Pages of events, oldest first, until the range is read or `stop` is set."""
         after_time: datetime = self.span.since
         after_id = ""
-        sql = _PAGE.format(table=self.store.store.qualified_table, where=self.where, limit=PAGE_ROWS)
+        conversation = _CONVERSATION if await self._has_turns() else _NO_CONVERSATION
+        table = self.store.store.qualified_table
+        sql = _PAGE.format(table=table, where=self.where, limit=PAGE_ROWS, conversation=conversation)
         while not stop.is_set():
             params = {**self._params(), "after_time": after_time, "after_id": after_id}
             rows = (await self.store.query(sql, params)).rows
@@ -163,6 +173,11 @@ class StoreHistory:
             yield page
             if len(rows) < PAGE_ROWS:
                 return
+
+    async def _has_turns(self) -> bool:
+        """Whether the scores table has the conversation's columns (migration 043)."""
+        db, table = self.store.store.database, self.store.store.table
+        return bool((await self.store.query(_HAS_TURN, {"db": db, "t": table})).rows[0][0])
 
     def _event(self, row: tuple[Any, ...]) -> ConversationEvent:
         (
@@ -180,6 +195,9 @@ class StoreHistory:
             offset,
             red,
             redactor,
+            turn,
+            context,
+            system,
         ) = row
         if red or redactor:
             self.redaction_of[str(event_id)] = StoredRedaction(
@@ -197,7 +215,25 @@ class StoreHistory:
             response=str(response),
             shape="flat",
             source=KafkaPosition(topic=str(topic), partition=int(partition), offset=int(offset)),
+            context=stored_context(str(context), str(event_id)),
+            system=str(system),
+            turn=int(turn),
         )
+
+
+def stored_context(text: str, event_id: str = "") -> tuple[Turn, ...]:
+    """The `context` column (a JSON array of {"role", "text"}) as turns. A value that is not one is logged and read
+    as none, so one damaged row cannot stop a replay (its pair is still judged, without the earlier turns)."""
+    if not text:
+        return ()
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        parsed = None
+    if not isinstance(parsed, list) or not all(isinstance(t, dict) and {"role", "text"} <= t.keys() for t in parsed):
+        log.warning("stored_context_unreadable", event_id=event_id, note="judged without its earlier turns")
+        return ()
+    return tuple(Turn(str(t["role"]), str(t["text"])) for t in parsed)
 
 
 def _utc(value: datetime) -> datetime:

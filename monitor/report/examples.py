@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shlex
 
-from monitor.report.model import Example
+from monitor.report.model import Conversation, Example
 
 _COLUMNS = "event_time, app, prompt_version, judge_id, score, question, response, statements, verdicts, reasoning"
 
@@ -21,6 +21,17 @@ def find_command(example: Example, store: str) -> str:
     sql = (
         f"SELECT {_COLUMNS} FROM {{table}} FINAL WHERE event_id = {_literal(example.event_id)} "
         f"AND judge_id = {_literal(example.judge_id)}"
+    )
+    url = ["--clickhouse-url", shlex.quote(store)] if store.startswith("chdb:") else []
+    return " ".join(["relevancy-monitor", "sql", *url, _shell_word(sql), "--format", "json"])
+
+
+def conversation_command(conversation: Conversation, store: str) -> str:
+    """`relevancy-monitor sql ...`: every judged turn of the conversation by its judge, in turn order."""
+    sql = (
+        "SELECT turn, event_time, status, score, question, response, context_turns, context FROM {table} FINAL "
+        f"WHERE conversation_id = {_literal(conversation.conversation_id)} "
+        f"AND judge_id = {_literal(conversation.judge_id)} ORDER BY turn, event_time"
     )
     url = ["--clickhouse-url", shlex.quote(store)] if store.startswith("chdb:") else []
     return " ".join(["relevancy-monitor", "sql", *url, _shell_word(sql), "--format", "json"])

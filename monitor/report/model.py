@@ -141,6 +141,31 @@ class Example:
 
 
 @dataclass(frozen=True, slots=True)
+class Conversation:
+    """One conversation among those whose turns the judge found least often relevant: its judged turns (ok rows),
+    how many scored at least `LOW_SCORE_BELOW`, and its lowest-scoring turn (index, score, time, text as stored)."""
+
+    app: str
+    conversation_id: str
+    judge_id: str
+    judged_turns: int
+    relevant_turns: int
+    lowest_turn: int
+    lowest_score: float
+    lowest_event_time: datetime
+    lowest_event_id: str
+    question: str
+    response: str
+    first_event_time: datetime
+    last_event_time: datetime
+
+    @property
+    def relevant_share(self) -> float:
+        """The share of its judged turns that were relevant."""
+        return self.relevant_turns / self.judged_turns
+
+
+@dataclass(frozen=True, slots=True)
 class Firing:
     """The latest episode of one alert rule for one segment that overlaps the range: pending from `pending_since`,
     firing from `fired_at` (None: it has not fired yet), resolved at `resolved_at` (None: not resolved). The
@@ -290,6 +315,9 @@ class ReportData:
     canary_status: TableStatus = "missing"
     replays: Replays | None = None  # None: the table predates replays (no replay_run column, migration 036)
     include_replays: bool = False  # the replayed rows are in every figure; otherwise the live consumer's rows only
+    # The conversations with the lowest share of relevant turns (at least 2 judged); None: the table predates turns
+    # (no `turn` column, migration 043).
+    conversations: tuple[Conversation, ...] | None = None
 
     @property
     def judged_rows(self) -> int:

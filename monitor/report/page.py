@@ -16,10 +16,10 @@ from monitor.report.bands import THIN_EVENTS
 from monitor.report.buckets import describe_width
 from monitor.report.charts import MAX_APP_CHARTS, fired_apps
 from monitor.report.environment import environment
-from monitor.report.examples import find_command
+from monitor.report.examples import conversation_command, find_command
 from monitor.report.focus import clock, fired_on_apps, headline, segment_name
 from monitor.report.formats import count, num, pct, usd, when
-from monitor.report.model import CanaryPoint, Example, Firing, ReportData
+from monitor.report.model import CanaryPoint, Conversation, Example, Firing, ReportData
 from monitor.report.queries import DEFAULT_DAYS
 from monitor.report.totals import SegmentTotals, apps_in_order, overall_mean, ratio
 
@@ -124,6 +124,14 @@ class ExampleRow:
     find: str
 
 
+@dataclass(frozen=True, slots=True)
+class ConversationRow:
+    """One of the worst conversations and the line that lists its judged turns."""
+
+    conversation: Conversation
+    find: str
+
+
 def render_page(
     data: ReportData, totals: Sequence[SegmentTotals], charts: dict[str, ChartView], marked: frozenset[Firing]
 ) -> str:
@@ -176,6 +184,9 @@ def _tables(data: ReportData, totals: Sequence[SegmentTotals], charts: dict[str,
         "unpriced": unpriced_rows(data),
         "examples": [example_row(e, data.store) for e in data.examples],
         "example_source": example_source(data),
+        "conversations": None
+        if data.conversations is None
+        else [ConversationRow(c, conversation_command(c, data.store)) for c in data.conversations],
     }
 
 

@@ -22,6 +22,7 @@ from monitor.report.model import (
     LOW_SCORE_BELOW,
     CanaryPoint,
     Change,
+    Conversation,
     CostDay,
     ErrorReason,
     Example,
@@ -47,6 +48,7 @@ DEFAULT_TRAFFIC_TABLE = "traffic_counts"
 DEFAULT_DAYS = 7  # the default range: all the data in the store, up to this many days back
 FIRST_SEEN_LOOKBACK = timedelta(days=30)  # a version is new in the range when no row of it is in the 30 days before
 WORST_EXAMPLES = 20
+WORST_CONVERSATIONS = 10
 EXAMPLE_CHARS = 1200  # per text: enough to judge a verdict by, small enough for a page of twenty
 EXAMPLE_STATEMENTS = 25
 
@@ -174,6 +176,7 @@ def fetch_report_data(
         figures=story.figures,
         zoom=story.zoom,
         examples=story.examples,
+        conversations=_conversations(store, scope, WORST_CONVERSATIONS),
     )
 
 
@@ -515,6 +518,50 @@ def _worst(store: ClickHouseStore, scores: str, where: str, params: dict[str, An
             )
         )
     return out
+
+
+# The lowest-scoring turn of a conversation: the earliest of equal scores (then the lowest turn index).
+_LOWEST = "(assumeNotNull(score), event_time, turn, event_id), status = 'ok'"
+
+
+def _conversations(store: ClickHouseStore, scope: _Scope, limit: int) -> tuple[Conversation, ...] | None:
+    """The conversations of the range with at least 2 judged turns whose turns were least often relevant (a score of
+    at least `LOW_SCORE_BELOW`), with their lowest turn; None for a table without turns (before migration 043). A
+    conversation whose rows are all errors has no verdict to rank it by and is left out, never counted as relevant."""
+    if not _has_column(store, scope.db, _ident(store.table), "turn"):
+        return None
+    cut = "substringUTF8(argMinIf({col}, " + _LOWEST + "), 1, {{chars:UInt32}})"
+    sql = (
+        "SELECT app, conversation_id, judge_id, countIf(status = 'ok') AS judged,\n"
+        "       countIf(status = 'ok' AND score >= {low:Float64}) AS relevant,\n"
+        f"       argMinIf(turn, {_LOWEST}), minIf(score, status = 'ok') AS lowest, argMinIf(event_time, {_LOWEST}),\n"
+        f"       argMinIf(event_id, {_LOWEST}), {cut.format(col='question')}, {cut.format(col='response')},\n"
+        "       min(event_time), max(event_time)\n"
+        f"FROM {scope.scores} FINAL WHERE {scope.primary}\n"
+        "GROUP BY app, conversation_id, judge_id HAVING judged >= 2\n"
+        "ORDER BY relevant / judged ASC, lowest ASC, max(event_time) DESC, conversation_id LIMIT {limit:UInt32}"
+    )
+    params = {**scope.params, "limit": limit, "chars": EXAMPLE_CHARS + 1}
+    return tuple(
+        Conversation(
+            app=str(app),
+            conversation_id=str(cid),
+            judge_id=str(jid),
+            judged_turns=int(judged),
+            relevant_turns=int(relevant),
+            lowest_turn=int(turn),
+            lowest_score=float(lowest),
+            lowest_event_time=utc(at),
+            lowest_event_id=str(eid),
+            question=_clip(question),
+            response=_clip(response),
+            first_event_time=utc(first),
+            last_event_time=utc(last),
+        )
+        for app, cid, jid, judged, relevant, turn, lowest, at, eid, question, response, first, last in store.query(
+            sql, params
+        ).rows
+    )
 
 
 def _clip(text: Any) -> str:

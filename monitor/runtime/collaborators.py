@@ -10,6 +10,7 @@ from consumers.deadletter import DeadLetterPublisher
 from consumers.offsets import OffsetTracker, Ticket
 from consumers.sampling import Sampler
 from consumers.settings import KafkaSettings
+from monitor.judges.context_window import ContextWindow
 from monitor.judging.cost_control import CostControl
 from monitor.judging.guarded_judge import GuardedJudge
 from monitor.judging.settings import FlowSettings
@@ -33,6 +34,7 @@ class Collaborators:
     flow: FlowSettings
     text_policy: TextPolicy
     redactor: Redactor | None  # None: MONITOR_REDACT=false, the judge and the store see the text as received
+    window: ContextWindow  # what of the conversation the judges read (and the row keeps)
     store: AsyncStore
     consumer: AIOKafkaConsumer
     producer: AIOKafkaProducer

@@ -67,9 +67,9 @@ class Pipeline:
         backpressure = Backpressure(high=parts.flow.max_in_flight, low=parts.flow.resume_at)
         self.pausing = Pausing(backpressure, self.source, parts.sink, parts.metrics)
         self.scorer = Scorer(
-            guard=parts.guard, shadow=parts.shadow, redactor=parts.redactor, reuse=parts.reuse, cost=parts.cost,
-            sink=parts.sink, tasks=self.tasks, owed=parts.owed, metrics=parts.metrics, text_policy=parts.text_policy,
-            wanted=self._wanted,
+            guard=parts.guard, shadow=parts.shadow, redactor=parts.redactor, window=parts.window, reuse=parts.reuse,
+            cost=parts.cost, sink=parts.sink, tasks=self.tasks, owed=parts.owed, metrics=parts.metrics,
+            text_policy=parts.text_policy, wanted=self._wanted,
         )  # fmt: skip
         self.probes = Probes(
             source=self.source, bootstrap=parts.kafka.bootstrap_servers, store=parts.store, guard=parts.guard,

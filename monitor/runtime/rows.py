@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from datetime import datetime
 from typing import Any, Literal
 
 from consumers.sampling import SampleDecision
 from monitor.judges.base import JudgeFailure, JudgeInfo, Judgement
 from monitor.privacy.events import JudgedEvent
+from schemas.events import ConversationEvent, Turn
 from schemas.scored import ScoredRow
 from schemas.usage import Usage
 
@@ -31,7 +34,8 @@ def build_row(
     from a `JudgeFailure`. A `cached` verdict cost nothing this time: its row carries no tokens or cost.
 
     `text_policy` (MONITOR_STORE_TEXT): `redacted` stores the text as the judge saw it, `full` as received, `none`
-    no question, response, reasoning, statement or reason text (verdicts, counts, scores and ids stay). `replay_run`
+    no question, response, context, system instructions, reasoning, statement or reason text (verdicts, counts,
+    scores, ids, the turn, the number of context turns and the context's digest stay). `replay_run`
     marks a row a replay wrote ("" for live traffic)."""
     # One dict, validated as it is (model_validate): the same fields as keyword arguments would give, without
     # packing them twice. A row is the event's columns, how it was judged, and the verdict or the failure.
@@ -73,12 +77,38 @@ def _event_columns(event: JudgedEvent, text_policy: TextPolicy) -> dict[str, Any
         "metadata": stored.metadata,
         "question": stored.question if keep_text else "",
         "response": stored.response if keep_text else "",
+        "turn": judged.turn,
+        "context_turns": len(judged.context),
+        "context": context_json(stored.context) if keep_text else "",
+        "system_instructions": stored.system if keep_text else "",
+        "context_digest": context_digest(judged),
         "kafka_topic": source.topic,
         "kafka_partition": source.partition,
         "kafka_offset": source.offset,
         "redactions": dict(event.redactions),
         "redactor": event.redactor,
     }
+
+
+def context_json(context: tuple[Turn, ...]) -> str:
+    """The `context` column: a JSON array of {"role", "text"}, oldest first ('' for none, as old rows read)."""
+    if not context:
+        return ""
+    return json.dumps([{"role": t.role, "text": t.text} for t in context], ensure_ascii=False, separators=(",", ":"))
+
+
+def context_digest(event: ConversationEvent) -> str:
+    """The `context_digest` column: the hex SHA-256 of the context and system instructions the judge read ('' when it
+    read neither), over their redacted text, so it says which rows were judged in the same context without the text.
+
+    SHA-256 because anyone can recompute it, in Python or in ClickHouse (`lower(hex(SHA256(...)))`), over the
+    canonical JSON below. It is not keyed: a short context ("yes") can be found by guessing, which is why it is taken
+    of the text as the judge read it, redacted (unless MONITOR_REDACT=false), never of the text as received."""
+    if not event.context and not event.system:
+        return ""
+    document = {"context": [{"role": t.role, "text": t.text} for t in event.context], "system": event.system}
+    canonical = json.dumps(document, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _add_usage(data: dict[str, Any], u: Usage) -> None:

@@ -19,6 +19,7 @@ from consumers.decode import DecodedEvent
 from consumers.offsets import Ticket
 from consumers.sampling import SampleDecision, ShadowSampler
 from monitor.judges.base import FailureReason, JudgeFailure, Judgement
+from monitor.judges.context_window import ContextWindow, windowed
 from monitor.judging.cost_control import CostControl
 from monitor.judging.guarded_judge import GuardedJudge, ShadowGuardedJudge
 from monitor.judging.shadow import RowsOwed
@@ -56,7 +57,10 @@ class Job:
     @classmethod
     def of(cls, guard: GuardedJudge, event: JudgedEvent, decision: SampleDecision, ticket: Ticket) -> Job:
         """The job of `guard`'s row for `event` (the primary's and the shadow's keys differ by judge)."""
-        key = cache_key(guard.judge.info.judge_id, event.judged.question, event.judged.response)
+        judged = event.judged
+        key = cache_key(
+            guard.judge.info.judge_id, judged.question, judged.response, context=judged.context, system=judged.system
+        )
         return cls(guard, event, decision, ticket, key)
 
 
@@ -69,6 +73,7 @@ class Scorer:
         guard: GuardedJudge,
         shadow: Shadow | None,
         redactor: Redactor | None,
+        window: ContextWindow,
         reuse: VerdictReuse,
         cost: CostControl,
         sink: ClickHouseSink[Ticket],
@@ -79,14 +84,17 @@ class Scorer:
         wanted: Callable[[Ticket], bool],
     ) -> None:
         self.guard, self.shadow, self.redactor, self.reuse, self.cost = guard, shadow, redactor, reuse, cost
+        self.window = window
         self.sink, self.tasks, self.owed, self.metrics, self.text_policy = sink, tasks, owed, metrics, text_policy
         self._wanted = wanted
 
     def start(self, decoded: DecodedEvent, decision: SampleDecision, ticket: Ticket) -> None:
-        """Redact a sampled event and start its row (and its shadow row, if the shadow samples it too). Raises
-        `RedactionFailed` (counted and logged, nothing started) if the redactor raises: the caller dead-letters it."""
+        """Cut its context to the judge's window, redact a sampled event and start its row (and its shadow row, if
+        the shadow samples it too). Raises `RedactionFailed` (counted and logged, nothing started) if the redactor
+        raises: the caller dead-letters it."""
         position = KafkaPosition(topic=ticket.tp.topic, partition=ticket.tp.partition, offset=ticket.offset)
-        event = decoded.event(position)
+        # Once, here: the redactor, both judges, the reuse key, the cost and the row all see this bounded context.
+        event = windowed(decoded.event(position), self.window)
         try:
             judged = self.redact(event)
         except Exception as e:  # a recognizer's bug must not stop the service (and re-read this record at each start)

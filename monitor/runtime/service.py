@@ -110,6 +110,7 @@ def build_pipeline(
             flow=flow,
             text_policy=settings.store.store_text,
             redactor=build_redactor(settings.redaction),
+            window=settings.judge.context_window(),
             store=store,
             consumer=make_consumer(settings.kafka),
             producer=producer,

@@ -30,7 +30,7 @@ from sqlglot import exp
 from schemas.canary import CANARY_TABLE
 from schemas.ddl import ROLLUP_GRAINS, on_cluster
 
-TEXT_COLUMNS = ("question", "response", "reasoning", "statements", "verdict_reasons")
+TEXT_COLUMNS = ("question", "response", "reasoning", "statements", "verdict_reasons", "context", "system_instructions")
 TRAFFIC_TABLE = "traffic_counts"
 _SCORES_TIME = "toDateTime(event_time)"
 _CANARY_TIME = "toDateTime(run_at)"  # DateTime64(3), like event_time

@@ -3,23 +3,24 @@ real `anthropic` client calling the suite's fake Messages API, encoded as the Co
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 import anthropic
 import pytest
+from anthropic.types import AssistantMessageParam, MessageParam, UserMessageParam
 from opentelemetry.sdk.trace import TracerProvider
 
 from consumers.otlp.join import LogJoin, Lonely, Met
 from consumers.otlp.records import (
-    SYSTEM_METADATA_KEY,
     RecordContext,
     decode_logs_record,
     decode_traces_record,
     joined_call,
 )
 from consumers.otlp.wire import Encoding
+from schemas.events import Turn
 from tests.consumers.otlp.collector import collector_logs_record, collector_record, recorded_logs, recorded_spans
 from tests.fake_messages_api import API_KEY, FakeMessagesAPI, Reply
 
@@ -65,8 +66,15 @@ SOURCES: dict[str, tuple[Callable[[TracerProvider], AbstractContextManager[None]
 }
 
 
-def _call(api: FakeMessagesAPI, provider: TracerProvider, source: str) -> str:
+def _call(api: FakeMessagesAPI, provider: TracerProvider, source: str, history: Sequence[Turn] = ()) -> str:
     switch, option, _ = SOURCES[source]
+    messages: list[MessageParam] = [
+        UserMessageParam(role="user", content=t.text)
+        if t.role == "user"
+        else AssistantMessageParam(role="assistant", content=t.text)
+        for t in history
+    ]
+    messages.append(UserMessageParam(role="user", content=QUESTION))
     api.script(Reply(ANSWER))
     with switch(provider):
         client = anthropic.Anthropic(base_url=api.base_url, api_key=API_KEY, open_telemetry=option(provider))
@@ -74,7 +82,7 @@ def _call(api: FakeMessagesAPI, provider: TracerProvider, source: str) -> str:
             model="claude-test",
             max_tokens=64,
             system="Be brief.",
-            messages=[{"role": "user", "content": QUESTION}],
+            messages=messages,
         )
     return reply.id
 
@@ -92,7 +100,7 @@ def test_a_real_instrumentation_s_span_is_scored_with_its_labels(
     [event] = out.events
     assert (event.question, event.response) == (QUESTION, ANSWER)
     assert (event.app, event.model) == ("support-bot", "claude-test")
-    assert event.metadata.get(SYSTEM_METADATA_KEY) == "Be brief."
+    assert (event.context, event.system, event.turn) == ((), "Be brief.", 0)
     assert out.dialects == {SOURCES[source][2]: 1}
     if source == "anthropic_sdk":
         assert (event.event_id, event.conversation_id) == (response_id, "conv-42")
@@ -100,6 +108,27 @@ def test_a_real_instrumentation_s_span_is_scored_with_its_labels(
         assert event.event_id == response_id  # OpenInference records no response id: trace and span ids stand in
     else:
         assert event.event_id.startswith("otel:")
+
+
+@pytest.mark.parametrize("encoding", ["otlp_proto", "otlp_json"])
+@pytest.mark.parametrize("source", SOURCES)
+def test_a_real_instrumentation_s_follow_up_carries_its_earlier_turns_and_system_prompt(
+    source: str, encoding: Encoding, fake_messages_api: FakeMessagesAPI
+) -> None:
+    """A follow-up call (two earlier exchanges in `messages`, a `system` prompt) becomes an event whose context is
+    those exchanges, oldest first, whose system instructions are the prompt and whose turn index is 2."""
+    history = (
+        Turn("user", "Which kettles ship to Spain?"),
+        Turn("assistant", "The blue and the steel kettle."),
+        Turn("user", "And to Portugal?"),
+        Turn("assistant", "Only the steel one."),
+    )
+    with recorded_spans("support-bot") as (provider, exporter):
+        _call(fake_messages_api, provider, source, history)
+        spans = exporter.get_finished_spans()
+    [event] = decode_traces_record(collector_record(spans, encoding), encoding, CONTEXT).events
+    assert (event.question, event.response) == (QUESTION, ANSWER)
+    assert (event.context, event.system, event.turn) == (history, "Be brief.", 2)
 
 
 def test_without_content_capture_the_sdk_s_span_counts_as_no_content(fake_messages_api: FakeMessagesAPI) -> None:

@@ -14,7 +14,6 @@ from opentelemetry.trace import Tracer
 from consumers.otlp.dialects import DEFAULT_OPTIONS, MappingOptions
 from consumers.otlp.records import (
     SPAN_ID_KEY,
-    SYSTEM_METADATA_KEY,
     TRACE_ID_KEY,
     RecordContext,
     RecordEvents,
@@ -22,11 +21,16 @@ from consumers.otlp.records import (
 )
 from consumers.otlp.wire import Encoding, read_spans, to_otlp_json
 from schemas.errors import DecodeError
+from schemas.events import Turn
 from tests.consumers.otlp.collector import collector_record, recorded_spans
 
 ENCODINGS: tuple[Encoding, ...] = ("otlp_proto", "otlp_json")
 QUESTION, ANSWER = "When did order A17 ship?", "Order A17 shipped on 3 March."
 NOW = datetime(2030, 1, 1, tzinfo=UTC)
+# What every dialect's call below holds before the judged question, and its system instructions
+HELLO, HI = "Hello", "Hi, how can I help?"
+HISTORY = (Turn("user", HELLO), Turn("assistant", HI))
+SYSTEM = "Be brief."
 
 
 def _gen_ai(tracer: Tracer) -> None:
@@ -59,6 +63,8 @@ def _legacy_events(tracer: Tracer) -> None:
     with tracer.start_as_current_span("chat claude") as span:
         span.set_attributes({"gen_ai.operation.name": "chat", "gen_ai.request.model": "claude-req"})
         span.add_event("gen_ai.system.message", {"content": "Be brief."})
+        span.add_event("gen_ai.user.message", {"content": HELLO})
+        span.add_event("gen_ai.assistant.message", {"content": HI})
         span.add_event("gen_ai.user.message", {"content": QUESTION})
         span.add_event("gen_ai.choice", {"index": 0, "message": json.dumps({"role": "assistant", "content": ANSWER})})
 
@@ -74,7 +80,11 @@ def _openllmetry(tracer: Tracer) -> None:
                 "gen_ai.prompt.0.role": "system",
                 "gen_ai.prompt.0.content": "Be brief.",
                 "gen_ai.prompt.1.role": "user",
-                "gen_ai.prompt.1.content": json.dumps([{"type": "text", "text": QUESTION}]),
+                "gen_ai.prompt.1.content": HELLO,
+                "gen_ai.prompt.2.role": "assistant",
+                "gen_ai.prompt.2.content": HI,
+                "gen_ai.prompt.3.role": "user",
+                "gen_ai.prompt.3.content": json.dumps([{"type": "text", "text": QUESTION}]),
                 "gen_ai.completion.0.role": "assistant",
                 "gen_ai.completion.0.content": ANSWER,
             }
@@ -92,8 +102,13 @@ def _openinference(tracer: Tracer) -> None:
                 "llm.input_messages.0.message.role": "system",
                 "llm.input_messages.0.message.content": "Be brief.",
                 "llm.input_messages.1.message.role": "user",
-                "llm.input_messages.1.message.contents.0.message_content.type": "text",
-                "llm.input_messages.1.message.contents.0.message_content.text": QUESTION,
+                "llm.input_messages.1.message.content": HELLO,
+                "llm.input_messages.2.message.role": "assistant",
+                "llm.input_messages.2.message.contents.0.message_content.type": "text",
+                "llm.input_messages.2.message.contents.0.message_content.text": HI,
+                "llm.input_messages.3.message.role": "user",
+                "llm.input_messages.3.message.contents.0.message_content.type": "text",
+                "llm.input_messages.3.message.contents.0.message_content.text": QUESTION,
                 "llm.output_messages.0.message.role": "assistant",
                 "llm.output_messages.0.message.content": ANSWER,
             }
@@ -117,7 +132,8 @@ def _decode(value: bytes, encoding: Encoding, options: MappingOptions = DEFAULT_
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_each_dialect_and_encoding_gives_the_question_answer_and_labels(dialect: str, encoding: Encoding) -> None:
     """The last user message and the answer, with the app from service.name and the dialect's model, prompt version
-    and conversation; system instructions ride along in the metadata."""
+    and conversation; the earlier turns are the event's context and the system message its system instructions (not
+    metadata)."""
     write, read_as, model, prompt_version, conversation = DIALECTS[dialect]
     with recorded_spans("support-bot") as (provider, exporter):
         tracer = provider.get_tracer("tests")
@@ -129,13 +145,111 @@ def test_each_dialect_and_encoding_gives_the_question_answer_and_labels(dialect:
     assert (event.question, event.response) == (QUESTION, ANSWER)
     assert (event.app, event.model, event.prompt_version) == ("support-bot", model, prompt_version)
     assert event.conversation_id == (conversation or trace_id)
+    assert (event.context, event.system, event.turn) == (HISTORY, SYSTEM, 1)
     assert event.metadata == {
-        SYSTEM_METADATA_KEY: "Be brief.",
         TRACE_ID_KEY: trace_id,
         SPAN_ID_KEY: f"{finished.context.span_id:016x}",
     }
     assert out.dialects == {read_as: 1} and not out.skipped
     assert event.event_time == datetime.fromtimestamp(finished.end_time / 1e9, UTC)  # type: ignore[operator]
+
+
+# A conversation with a tool round trip and a second instruction, in each dialect: the user asks, the assistant only
+# calls a tool (no text), the tool answers, the assistant replies, a developer note follows, and the judged question.
+TOOL_RESULT, REPLY, NOTE = "Order A17: shipped 3 March.", "It shipped.", "Answer with dates."
+
+
+def _gen_ai_tools(tracer: Tracer) -> None:
+    def text(role: str, content: str) -> dict[str, object]:
+        return {"role": role, "parts": [{"type": "text", "content": content}]}
+
+    with tracer.start_as_current_span("chat claude") as span:
+        span.set_attributes(
+            {
+                "gen_ai.operation.name": "chat",
+                "gen_ai.system_instructions": json.dumps([{"type": "text", "content": SYSTEM}]),
+                "gen_ai.input.messages": json.dumps(
+                    [
+                        text("user", HELLO),
+                        {"role": "assistant", "parts": [{"type": "tool_call", "id": "t1", "name": "lookup"}]},
+                        {"role": "tool", "parts": [{"type": "text", "content": TOOL_RESULT}]},
+                        text("assistant", REPLY),
+                        text("system", NOTE),
+                        text("user", QUESTION),
+                    ]
+                ),
+                "gen_ai.output.messages": json.dumps([text("assistant", ANSWER)]),
+            }
+        )
+
+
+def _legacy_events_tools(tracer: Tracer) -> None:
+    with tracer.start_as_current_span("chat claude") as span:
+        span.set_attribute("gen_ai.operation.name", "chat")
+        span.add_event("gen_ai.system.message", {"content": SYSTEM})
+        span.add_event("gen_ai.user.message", {"content": HELLO})
+        span.add_event("gen_ai.assistant.message", {"tool_calls": json.dumps([{"id": "t1", "type": "function"}])})
+        span.add_event("gen_ai.tool.message", {"content": TOOL_RESULT, "id": "t1"})
+        span.add_event("gen_ai.assistant.message", {"content": REPLY})
+        span.add_event("gen_ai.system.message", {"content": NOTE})
+        span.add_event("gen_ai.user.message", {"content": QUESTION})
+        span.add_event("gen_ai.choice", {"index": 0, "message": json.dumps({"role": "assistant", "content": ANSWER})})
+
+
+def _openllmetry_tools(tracer: Tracer) -> None:
+    turns = [
+        ("system", SYSTEM), ("user", HELLO), ("assistant", None), ("tool", TOOL_RESULT), ("assistant", REPLY),
+        ("system", NOTE), ("user", QUESTION),
+    ]  # fmt: skip
+    attributes: dict[str, str] = {"llm.request.type": "chat", "gen_ai.completion.0.content": ANSWER}
+    for i, (role, content) in enumerate(turns):
+        attributes[f"gen_ai.prompt.{i}.role"] = role
+        if content is None:
+            attributes[f"gen_ai.prompt.{i}.tool_calls.0.name"] = "lookup"
+        else:
+            attributes[f"gen_ai.prompt.{i}.content"] = content
+    with tracer.start_as_current_span("anthropic.chat") as span:
+        span.set_attributes(attributes)
+
+
+def _openinference_tools(tracer: Tracer) -> None:
+    turns = [
+        ("system", SYSTEM), ("user", HELLO), ("assistant", None), ("tool", TOOL_RESULT), ("assistant", REPLY),
+        ("system", NOTE), ("user", QUESTION),
+    ]  # fmt: skip
+    attributes: dict[str, str] = {"openinference.span.kind": "LLM", "llm.output_messages.0.message.content": ANSWER}
+    for i, (role, content) in enumerate(turns):
+        attributes[f"llm.input_messages.{i}.message.role"] = role
+        if content is None:
+            attributes[f"llm.input_messages.{i}.message.tool_calls.0.tool_call.function.name"] = "lookup"
+        else:
+            attributes[f"llm.input_messages.{i}.message.content"] = content
+    with tracer.start_as_current_span("Messages") as span:
+        span.set_attributes(attributes)
+
+
+TOOL_DIALECTS: dict[str, Callable[[Tracer], None]] = {
+    "gen_ai": _gen_ai_tools,
+    "gen_ai_events": _legacy_events_tools,
+    "openllmetry": _openllmetry_tools,
+    "openinference": _openinference_tools,
+}
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+@pytest.mark.parametrize("dialect", TOOL_DIALECTS)
+def test_each_dialect_s_history_keeps_tool_results_and_every_system_message(dialect: str, encoding: Encoding) -> None:
+    """The tool's result is a context turn, the assistant turn that only called the tool (no text) is left out, and
+    both system messages (the instructions and a later note) are the event's system instructions."""
+    with recorded_spans() as (provider, exporter):
+        TOOL_DIALECTS[dialect](provider.get_tracer("tests"))
+        spans = exporter.get_finished_spans()
+    out = _decode(collector_record(spans, encoding), encoding)
+    [event] = out.events
+    assert out.dialects == {dialect: 1}
+    assert (event.question, event.response) == (QUESTION, ANSWER)
+    assert event.context == (Turn("user", HELLO), Turn("tool", TOOL_RESULT), Turn("assistant", REPLY))
+    assert (event.system, event.turn) == (f"{SYSTEM}\n\n{NOTE}", 1)
 
 
 @pytest.mark.parametrize("encoding", ENCODINGS)

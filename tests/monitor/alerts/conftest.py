@@ -169,13 +169,14 @@ SCORE_RULES = (
 
 
 def default_rules(*names: str, ignore_for: bool = False) -> RuleSet:
-    """The shipped default rules named (all when none are), with `for` set to 0 if `ignore_for` (like `check
-    --ignore-for`)."""
-    rules = [r for r in load_rules().rules if not names or r.name in names]
-    assert not names or len(rules) == len(names), names
+    """The shipped default rules named (all when none are), each with the share of the budget the whole file gives
+    it, with `for` set to 0 if `ignore_for` (like `check --ignore-for`)."""
+    shipped = load_rules()
+    chosen = shipped.chosen(names) if names else shipped
+    assert not names or len(chosen.rules) == len(names), names
     if ignore_for:
-        rules = [r.model_copy(update={"for_": timedelta(0)}) for r in rules]
-    return RuleSet(rules=rules)
+        return chosen.model_copy(update={"rules": [r.model_copy(update={"for_": timedelta(0)}) for r in chosen.rules]})
+    return chosen
 
 
 CANARY_LABELS = "golden_set.jsonl:test"

@@ -11,17 +11,19 @@ import pytest
 from bench import alert_quality as aq
 from monitor.alerts.history import grid_for, read_range
 from monitor.alerts.queries import fetch_score_history
+from monitor.alerts.rules import load_rules
 from monitor.store.connection import ClickHouseStore
 from tests.monitor.alerts.conftest import make_row
 
 
 def test_a_shifted_mix_drops_the_mean_by_exactly_the_drop() -> None:
-    """The planted mixes are the good mix with its mean lowered by the drop, and still probabilities."""
+    """The planted mixes are the good (or base) mix with its mean lowered by the drop, and still probabilities."""
     good, _ = aq.mean_sd(aq.GOOD)
+    base, _ = aq.mean_sd(aq.BASE)
     for drop in (0.1, 0.2, 0.3):
-        mix = aq.shifted(drop)
-        assert mix.sum() == pytest.approx(1.0) and mix.min() >= 0
-        assert aq.mean_sd(mix)[0] == pytest.approx(good - drop)
+        for mix, before in ((aq.shifted(drop), good), (aq.moved(aq.BASE, drop), base)):
+            assert mix.sum() == pytest.approx(1.0) and mix.min() >= 0
+            assert aq.mean_sd(mix)[0] == pytest.approx(before - drop)
 
 
 def test_in_memory_histories_equal_the_stores_for_the_same_events(store: ClickHouseStore) -> None:
@@ -62,16 +64,59 @@ def test_in_memory_histories_equal_the_stores_for_the_same_events(store: ClickHo
         theirs = fetch_score_history(store, rule, grid.covering(start), start, end)
         assert mine.series.keys() == theirs.series.keys(), rule.name
         for key, s in mine.series.items():
-            t = theirs.series[key]
-            assert np.array_equal(s.buckets, t.buckets), (rule.name, key)
-            assert np.allclose(s.prefix, t.prefix), (rule.name, key)
+            other = theirs.series[key]
+            assert np.array_equal(s.buckets, other.buckets), (rule.name, key)
+            assert np.allclose(s.prefix, other.prefix), (rule.name, key)
 
 
-@pytest.mark.long(seconds=43)
+def test_the_issue_mixes_have_the_issue_means() -> None:
+    """The baseline mix sits at 0.75 and a bad release moves answers from 1.0 to 0.25: .75 -> .47, .63, .45."""
+    assert aq.mean_sd(aq.BASE)[0] == pytest.approx(0.75)
+    for mix, mean in ((aq.RELEASE, 0.47), (aq.MODEST, 0.63), (aq.DRIFTED, 0.45)):
+        assert aq.mean_sd(mix)[0] == pytest.approx(mean)
+        assert mix[0] == aq.BASE[0] and mix[1] > aq.BASE[1]  # nothing moved to 0: it went to 0.25
+    assert aq.mean_sd(aq.CANARY_BAD)[0] == pytest.approx(0.09, abs=0.005)
+
+
+def test_the_issue_deployment_has_a_real_deployments_segments() -> None:
+    """The issue's deployment has 11 apps and 18 relevancy_drop segments in the first round after the change (the
+    budget's per-segment share depends on it); a legacy one at one rate 15."""
+    issue, legacy = aq.planted_deployments((2.0,))
+    assert len({s.app for s in issue.streams}) == 11
+    assert aq.detector_segments(issue.streams, aq.CHANGE_H + 5 / 60, 6.0) == 18
+    assert aq.detector_segments(issue.streams, aq.CHANGE_H, 6.0) == 13  # before the new versions start
+    assert aq.detector_segments(legacy.streams, aq.LEGACY_CHANGE_H + 5 / 60, 6.0) == 15
+
+
+def test_the_benchmarks_rules_keep_their_share_of_the_files_budget() -> None:
+    """Leaving the rules the benchmark cannot feed out of the rule set gives no remaining rule a larger budget."""
+    shipped = load_rules()
+    mine = aq.quality_rules()
+    for rule in mine.rules:
+        assert mine.budget(rule) == pytest.approx(shipped.budget(rule)), rule.name
+
+
+@pytest.mark.long(seconds=20)
 def test_a_tiny_run_pages_on_a_large_drop_and_prints_its_table(capsys: pytest.CaptureFixture[str]) -> None:
-    """Two quiet apps for two days, the planted shapes at one rate for 4 h past the change: a large drop pages."""
-    result = aq.main(quiet_apps=2, days=2.0, rates=(10.0,), json_path=None, planted_hours=aq.CHANGE_H + 4)
-    large = [r for r in result["planted"] if r["shape"] == "large drop (0.3)"]
-    assert large and large[0]["paged"] and large[0]["delay_min"] > 0 and large[0]["oracle_min"] > 0
-    assert result["quiet"]["segment_days"] == pytest.approx(2 * (2.0 - 25 / 24))
-    assert "false pages:" in capsys.readouterr().out
+    """One seed, a quiet deployment of two apps for two days, the planted deployments (the issue's, the older shapes
+    at one rate, changing after three days) for 4 h past the change: a large drop pages, every case has an optimum
+    and a ratio, and the table and summary are printed."""
+    result = aq.main(
+        seeds=(7,),
+        quiet_apps=2,
+        quiet_days=2.0,
+        quiet_per_seed=1,
+        legacy_rates=(10.0,),
+        json_path=None,
+        issue_hours=aq.CHANGE_H + 4,
+        legacy_hours=aq.LEGACY_CHANGE_H + 4,
+        workers=1,
+    )
+    large = [r for r in result["planted"] if r["shape"] == "legacy large drop (0.3)"]
+    assert large and large[0]["observed_min"] > 0 and large[0]["optimal_min"] > 0
+    issue = [r for r in result["planted"] if r["deployment"] == "issue"]
+    assert len(issue) == 6 and all(r["optimal"]["segments"] == 18 for r in issue)
+    assert result["quiet"]["deployment_weeks"] == pytest.approx((2.0 - 25 / 24) / 7)
+    assert result["summary"]["issue_cases"]["median_ratio"] is not None
+    out = capsys.readouterr().out
+    assert "false pages" in out and "median ratio" in out and "wall" in out

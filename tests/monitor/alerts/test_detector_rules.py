@@ -15,11 +15,11 @@ import pytest
 from monitor.alerts.accept import accept, parse_segment
 from monitor.alerts.backtest import run_backtest
 from monitor.alerts.detectability import detectability, expected_by_rule, expected_per_week
-from monitor.alerts.detection import LOW_VALUES, Beside, Budget, Detection, detect, rollout_recovered
+from monitor.alerts.detection import Beside, Budget, Detection, detect, rollout_recovered
 from monitor.alerts.engine import Evaluation, SegmentResult, evaluate_rules
 from monitor.alerts.evaluator import AlertState, Frozen, step
 from monitor.alerts.rules import Rule, RuleSet, load_rules
-from monitor.alerts.sequential import Buckets, Reference, calibrate, cusum
+from monitor.alerts.sequential import BIN_VALUES, LOW_SHARE_VALUES, Buckets, Reference, calibrate, cusum, dropped
 from monitor.alerts.sources import StoreData
 from monitor.alerts.state import StateStore, frozen_from_json, frozen_to_json
 from monitor.alerts.windows import SegmentData, WeightedSums, WindowStats
@@ -85,12 +85,15 @@ def test_release_pages_rollback_and_fix_resolve_and_stable_apps_never_page(store
 
     assert report.last is not None
     expected = expected_per_week(report.last, rules)
-    # Every relevancy_drop segment can page, so the detector spends its whole budget; each rollout spends alpha.
+    # Every relevancy_drop segment can page, so the detector spends its whole share (6 of the page budget's 10); the
+    # rollout rule spends its level per rollout, derived from its share (1 of 10) over the rollouts of the week.
     drops = [r for r in report.last.results if r.rule.name == "relevancy_drop"]
     rollouts = [r for r in report.last.results if r.rule.name == "prompt_rollout_regression"]
     refs = [r.detection.reference for r in drops if r.detection is not None]
     assert drops and len(refs) == len(drops) and all(ref is not None and ref.watchable for ref in refs)
-    assert len(rollouts) >= 3 and expected["page"] == pytest.approx(1.0 + 0.001 * len(rollouts) * 7)
+    level = rollouts[0].level
+    assert level is not None and level.looks_per_week == len(rollouts) >= 3 and level.alpha == pytest.approx(0.1 / 3)
+    assert expected["page"] == pytest.approx(0.6 + 0.1)
     shown = [d for r in report.last.results if (d := detectability(r)) is not None]
     assert shown and all(1.5 <= d.events_per_min <= 2.5 for d in shown), shown
 
@@ -161,10 +164,29 @@ def _baseline(mean_mix: tuple[float, ...], n: int) -> WindowStats:
     return WindowStats(7 * 86400.0, rows=n, ok=n, weighted=WeightedSums(n, n, total, sq, 0.0, tuple(bins)))
 
 
-def _minutes(mean: float, minutes: int, per_minute: int = 2, *, start: datetime = START) -> Buckets:
+def _histogram(mean: float) -> np.ndarray:
+    """Scores of GOOD's levels with the mean `mean`: GOOD with mass moved from its top to its bottom (below GOOD's
+    mean), or towards all perfect (above it)."""
+    good = np.zeros(len(BIN_VALUES))
+    for p, v in zip(GOOD, LEVELS, strict=True):
+        good[round(v * 20)] = p
+    top = float(good @ BIN_VALUES)
+    if mean <= top:
+        return dropped(good, BIN_VALUES, top - mean)
+    share = (mean - top) / (1.0 - top)
+    return (1 - share) * good + share * np.eye(len(BIN_VALUES))[-1]
+
+
+def _buckets(starts: np.ndarray, per_bucket: np.ndarray, histograms: np.ndarray) -> Buckets:
+    """Buckets of `per_bucket` events each, scored as the rows of `histograms` (shares of each score bin)."""
+    bins = histograms * per_bucket[:, None]
+    return Buckets(starts, per_bucket.astype(float), per_bucket.astype(float), bins @ BIN_VALUES, bins)
+
+
+def _minutes(mean: float, minutes: int, per_minute: float = 2, *, start: datetime = START) -> Buckets:
     starts = np.array([(start + timedelta(minutes=m)).timestamp() * 1000 for m in range(minutes)], dtype=np.int64)
     n = np.full(minutes, float(per_minute))
-    return Buckets(starts, n, n, n * mean)
+    return _buckets(starts, n, np.tile(_histogram(mean), (minutes, 1)))
 
 
 def _last_ms(b: Buckets) -> int:
@@ -207,16 +229,6 @@ def test_more_segments_sharing_the_budget_raise_each_threshold() -> None:
     alone = detect(RULE, SEGMENT, seg, b, None, (START, END_W), Budget(1.0, 1)).reference
     shared = detect(RULE, SEGMENT, seg, b, None, (START, END_W), Budget(1.0, 100)).reference
     assert alone is not None and shared is not None and shared.threshold > alone.threshold
-
-
-def test_the_budget_is_shared_by_the_detector_rules_of_a_severity() -> None:
-    """The file's false alarms a week go to its detector rules by severity; a severity it does not list gets 1."""
-    rules = load_rules()
-    by_name = {r.name: r for r in rules.rules}
-    assert rules.budget(by_name["relevancy_drop"]) == 1.0
-    assert rules.budget(by_name["low_score_share_rise"]) == 3.0
-    two = RuleSet(rules=[by_name["relevancy_drop"], by_name["relevancy_drop"].model_copy(update={"name": "other"})])
-    assert two.budget(two.rules[0]) == 0.5
 
 
 def test_a_firing_rollout_resolves_once_the_new_version_scores_like_the_old_one_again() -> None:
@@ -272,8 +284,8 @@ def test_a_segment_flat_at_the_bottom_of_the_scale_never_pages_and_says_it_canno
         alone = RuleSet(rules=[rule])
         assert expected_by_rule(evaluation, alone)[rule.name] == pytest.approx(alone.budget(rule) / 2)
     # 95 % low scores leave no room for 10 more points of them; 80 % does.
-    assert not calibrate((950.0, 50.0), 0.05, 0.0475, 1000, 0.1, 1e5, LOW_VALUES).watchable
-    assert calibrate((800.0, 200.0), 0.2, 0.16, 1000, 0.1, 1e5, LOW_VALUES).watchable
+    assert not calibrate((950.0, 50.0), 0.05, 0.0475, 1000, 0.1, 1e5, LOW_SHARE_VALUES).watchable
+    assert calibrate((800.0, 200.0), 0.2, 0.16, 1000, 0.1, 1e5, LOW_SHARE_VALUES).watchable
 
 
 def _drawn(mix: tuple[float, ...], minutes: int, seed: int, per_minute: int = 2) -> Buckets:
@@ -282,7 +294,8 @@ def _drawn(mix: tuple[float, ...], minutes: int, seed: int, per_minute: int = 2)
     xs = rng.choice(LEVELS, size=(minutes, per_minute), p=mix)
     starts = np.array([(START + timedelta(minutes=m)).timestamp() * 1000 for m in range(minutes)], dtype=np.int64)
     n = np.full(minutes, float(per_minute))
-    return Buckets(starts, n, n, xs.sum(axis=1))
+    counts = np.array([np.bincount(np.round(row * 20).astype(int), minlength=len(BIN_VALUES)) for row in xs])
+    return _buckets(starts, n, counts / per_minute)
 
 
 def test_a_fixed_regression_resolves_on_a_thin_baseline_and_one_that_stays_does_not() -> None:
@@ -319,11 +332,15 @@ def test_detectability_counts_the_margin_a_short_baseline_puts_below_its_mean() 
         d = detect(RULE, SEGMENT, seg, _minutes(0.81, 360), None, (START, END_W), Budget(1.0, 1))
         shown, ref = detectability(_result(RULE, d)), d.reference
         assert shown is not None and ref is not None and shown.protected
+        assert ref.bank is not None
         for drop, pages in ((shown.drop_in_15_min, True), (shown.drop_in_15_min - 0.01, False)):
-            assert (cusum(_minutes(ref.baseline_mean - drop, 15), ref) >= ref.threshold - 1e-9) is pages, (n, drop, ref)
+            # The regression the detectability is computed for: the baseline's top moved to its bottom.
+            b = _minutes(0.0, 15)
+            after = _buckets(b.start_ms, b.weight, np.tile(dropped(ref.bank.probs, BIN_VALUES, drop), (15, 1)))
+            assert (cusum(after, ref) >= ref.threshold - 1e-9) is pages, (n, drop, ref)
         per_minute = math.ceil(shown.min_per_minute * 1000) / 1000
-        hour = _minutes(ref.baseline_mean - 0.2, 60, per_minute=1)
-        hour = Buckets(hour.start_ms, hour.weight * per_minute, hour.weight_sq * per_minute, hour.value * per_minute)
+        b = _minutes(0.0, 60, per_minute=per_minute)
+        hour = _buckets(b.start_ms, b.weight, np.tile(dropped(ref.bank.probs, BIN_VALUES, 0.2), (60, 1)))
         assert cusum(hour, ref) >= ref.threshold - 1e-9, (n, shown)
 
 
@@ -335,11 +352,15 @@ def test_one_bad_answer_never_pages_a_segment_whose_baseline_was_all_perfect() -
     for rule in (RULE, low_rule):
         for per_minute, segments in ((2, 1), (2, 20), (1, 1)):
             b = _minutes(1.0, 360, per_minute)
-            one = Buckets(b.start_ms, b.weight, b.weight_sq, np.concatenate((b.value[:-1], [per_minute - 1.0])))
+            last = np.eye(len(BIN_VALUES))[-1] * (per_minute - 1) / per_minute + np.eye(len(BIN_VALUES))[0] / per_minute
+            shares = np.vstack((np.tile(np.eye(len(BIN_VALUES))[-1], (len(b.weight) - 1, 1)), last))
+            one = _buckets(b.start_ms, b.weight, shares)
             around = Beside((), _last_ms(b))
             d = detect(rule, SEGMENT, perfect, one, None, (START, END_W), Budget(1.0, segments), around)
             assert d.reference is not None and not d.verdict.fire, (rule.name, per_minute, segments, d.verdict.reason)
         b = _minutes(1.0, 300)
-        tenth = Buckets(b.start_ms, b.weight, b.weight_sq, np.where(np.arange(300) >= 250, b.weight * 0.9, b.weight))
+        bad = np.eye(len(BIN_VALUES))[-1] * 0.9 + np.eye(len(BIN_VALUES))[0] * 0.1
+        shares = np.array([bad if m >= 250 else np.eye(len(BIN_VALUES))[-1] for m in range(300)])
+        tenth = _buckets(b.start_ms, b.weight, shares)
         sustained = detect(rule, SEGMENT, perfect, tenth, None, (START, END_W), Budget(1.0, 1), Beside((), _last_ms(b)))
         assert sustained.verdict.fire, (rule.name, sustained.observation.note)

@@ -169,7 +169,10 @@ def test_a_rollout_whose_new_version_the_offset_hides_names_it() -> None:
     """No rollout in the window, with a version first seen after its end: the sentence names the version, its
     segment and the offset."""
     late = (LateVersion((("app", "support-bot"), ("judge_id", "j1")), "v13", NOW - timedelta(minutes=1)),)
-    e = _empty("prompt_rollout_regression", EmptyFacts(single_version=3, late=late, newest=_at(mine=0.5, table=0.5)))
+    # The shipped rollout rules read up to now (offset 0s); a rules file may hold the window back for late rows.
+    rule = _rule("prompt_rollout_regression").model_copy(update={"offset": timedelta(minutes=2)})
+    facts = EmptyFacts(single_version=3, late=late, newest=_at(mine=0.5, table=0.5))
+    e = why_empty(rule, windows_for(rule, NOW), facts)
     assert (e.gap, e.late) == (Gap.NO_ROLLOUT, late)
     assert describe_empty(e, NOW) == (
         "no rollout in the window: 3 segments with a single prompt_version; prompt_version v13 (app=support-bot) "
@@ -181,8 +184,8 @@ def test_a_rollout_whose_new_version_the_offset_hides_names_it() -> None:
 
 
 def test_the_engine_finds_the_new_prompt_version_the_offset_hides(store: ClickHouseStore) -> None:
-    """A prompt version first seen a minute and a half ago: the rollout rule has no rollout in its window and names
-    that version as after the window's end."""
+    """A prompt version first seen a minute and a half ago: a rollout rule whose window ends 2 minutes back has no
+    rollout in it and names that version as after the window's end."""
     app = [{"app": "support-bot"}]
     insert(
         store, stream(NOW - timedelta(hours=8), NOW, per_minute=1, segments=app, score=noisy(0.8), prompt_version="v12")
@@ -191,7 +194,9 @@ def test_the_engine_finds_the_new_prompt_version_the_offset_hides(store: ClickHo
         store,
         [make_row(NOW - timedelta(seconds=90 - 10 * k), app="support-bot", prompt_version="v13") for k in range(9)],
     )
-    [e] = evaluate_rules(store, default_rules("prompt_rollout_regression"), NOW, {}).empty
+    shipped = default_rules("prompt_rollout_regression")
+    held_back = [r.model_copy(update={"offset": timedelta(minutes=2)}) for r in shipped.rules]  # a file's offset
+    [e] = evaluate_rules(store, shipped.model_copy(update={"rules": held_back}), NOW, {}).empty
     assert (e.gap, e.single_version, [(v.name, v.scope) for v in e.late]) == (
         Gap.NO_ROLLOUT,
         1,

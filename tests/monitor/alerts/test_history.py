@@ -180,6 +180,9 @@ def _same(a: Any, b: Any) -> bool:
     if dataclasses.is_dataclass(a) and dataclasses.is_dataclass(b) and type(a) is type(b):
         # A detector's frozen reference holds floats computed from the same sums.
         return all(_same(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a))
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        # A likelihood-ratio bank: its histogram, ratios and thresholds, from the same sums.
+        return a.shape == b.shape and bool(np.allclose(a, b, rtol=1e-9, atol=1e-12))
     return bool(a == b)
 
 

@@ -34,7 +34,8 @@ def populated_rows(now: datetime) -> list[ScoredRow]:
                 verdicts=["yes", "no", "no"] if i % 3 == 0 else ["yes", "yes", "idk"],
             )
         )
-        rows.append(make_row(t, app="a", prompt_version="v2", score=0.3, sample_rate=0.1))
+        v2 = make_row(t, app="a", prompt_version="v2", score=0.3, sample_rate=0.1)
+        rows.append(v2.model_copy(update={"conversation_id": f"conv-v2-{i // 3}", "turn": 2 - i % 3}))
         rows.append(
             make_row(
                 t,
@@ -79,6 +80,10 @@ def test_query_runs_and_returns_rows(store: ClickHouseStore, path: Path) -> None
         assert a["padded_answer_share"] == pytest.approx(20 / 60, abs=1e-4)
     elif path.name == "duplicates.sql":
         assert sum(r["duplicate_rows"] for r in got) == 3
+    elif path.name == "worst_conversations.sql":
+        # app a's v2 answers are conversations of 3 turns, every one scoring 0.3: the least relevant.
+        assert len(got) == 10 and all(r["judged_turns"] == 3 and r["relevant_share"] == 0 for r in got)
+        assert {r["app"] for r in got} == {"a"} and all(r["lowest_turn"] == 0 for r in got)
     elif path.name == "error_rate.sql":
         b = [r for r in got if r["app"] == "b" and r["errors"]]
         assert b and all(r["top_reason"] == ["unavailable"] for r in b)

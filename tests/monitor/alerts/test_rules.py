@@ -139,9 +139,10 @@ def test_every_metric_has_one_reader_of_its_own() -> None:
     assert all(reader.__name__ == f"read_{name}" for name, reader in READERS.items())
 
 
-def test_default_rollout_rules_compare_versions_per_app_and_the_floor_fires_on_a_real_breach() -> None:
+def test_default_rollout_rules_compare_versions_per_app_and_their_levels_are_derived() -> None:
     """The shipped rollout rules compare the newest prompt version and model per app (keyed by it and the judge) with
-    an always-valid test and no 50-event gate; the floor tests at alpha 0.05."""
+    an always-valid test and no 50-event gate; no shipped rule sets alpha: every test's level is derived from its
+    share of the budget."""
     rules = {r.name: r for r in load_rules().rules}
     prompt, model = rules["prompt_rollout_regression"], rules["model_rollout_regression"]
     assert (
@@ -152,8 +153,8 @@ def test_default_rollout_rules_compare_versions_per_app_and_the_floor_fires_on_a
     assert (
         model.rollout is not None and model.rollout.of == "model" and model.key_fields == ("app", "model", "judge_id")
     )
-    assert prompt.min_events < 10 and prompt.min_baseline_events >= 50 and prompt.spec.tests == ("mixture_sprt",)
-    assert rules["relevancy_floor"].alpha == 0.05 and prompt.alpha == 0.001
+    assert prompt.min_events < 10 and prompt.min_baseline_events >= 50 and prompt.spec.tests == ("betting",)
+    assert not [r.name for r in rules.values() if r.explicit_alpha is not None]
 
 
 def test_every_shipped_rule_is_documented() -> None:

@@ -195,3 +195,17 @@ def test_mismatched_lengths_are_a_bug_not_a_statistic() -> None:
     """Reference and scores of different lengths raise instead of pairing the wrong values."""
     with pytest.raises(ValueError, match="3 reference values but 2 scores"):
         agreement([0.0, 0.5, 1.0], [0.0, 0.5])
+
+
+def test_per_tag_rows_cover_each_tag_then_the_untagged_pairs() -> None:
+    """A pair counts under each of its tags; the untagged pairs make the last row (tag None); no tag, no rows."""
+    from monitor.calibration.agreement import per_tag
+
+    tags = [("multi_turn",), ("multi_turn", "brief"), (), ()]
+    rows = per_tag(tags, [1.0, 0.0, 1.0, 0.5], [0.0, 1.0, 1.0, 0.5])
+    assert [(r.category, r.n, r.mean_reference, r.mean_score, r.mae) for r in rows] == [
+        ("brief", 1, 0.0, 1.0, 1.0),
+        ("multi_turn", 2, 0.5, 0.5, 1.0),
+        (None, 2, 0.75, 0.75, 0.0),
+    ]
+    assert per_tag([(), ()], [1.0, 0.0], [1.0, 0.0]) == ()

@@ -530,3 +530,80 @@ def test_golden_runs_end_to_end_on_the_shipped_set(clean_env: None) -> None:
         and doc["labels"] == {"source": str(golden_path()), "scale": "rubric", "pairs": pairs}
         and doc["judged"] == pairs
     )
+
+
+FOLLOW_UP_CASE: dict[str, Any] = {
+    "id": "m1",
+    "category": "followup_relevant",
+    "tags": ["multi_turn"],
+    "system": "You help the customers of a kettle shop.",
+    "context": [
+        {"role": "user", "text": "Which kettles ship to Spain?"},
+        {"role": "assistant", "text": "The blue and the steel kettle."},
+    ],
+    "question": "How long does the second one take?",
+    "answer": "About four days.",
+    "label": 4,
+}
+
+
+@pytest.mark.usefixtures("clean_env")
+def test_calibrate_judges_multi_turn_cases_with_the_settings_window_and_breaks_figures_down_by_tag(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The judge is handed each case's context cut to MONITOR_JUDGE_CONTEXT_TURNS, with its brief and turn index;
+    the report gives the figures per tag (untagged pairs apart) and shows a disagreeing case's context."""
+    import monitor.calibration.run as run_module
+    from tests.monitor.calibration.test_run import _Recorder
+
+    recorder = _Recorder(monkeypatch, run_module)
+    monkeypatch.setenv("MONITOR_JUDGE_CONTEXT_TURNS", "1")
+    labels = hand_set(tmp_path).read_text(encoding="utf-8") + json.dumps(FOLLOW_UP_CASE) + "\n"
+    path = tmp_path / "mixed.jsonl"
+    path.write_text(labels, encoding="utf-8")
+    code, out, _ = run("--labels", str(path), "--judge", "lexical", "--json")
+    assert code == 0
+    [event] = [e for e in recorder.events if e.event_id == "m1"]
+    assert [(t.role, t.text) for t in event.context] == [("assistant", "The blue and the steel kettle.")]
+    assert (event.system, event.turn, event.shape) == ("You help the customers of a kettle shop.", 1, "chat")
+    assert all(e.context == () and e.turn == 0 for e in recorder.events if e.event_id != "m1")
+    doc = json.loads(out)
+    tags = {row["tag"]: row for row in doc["statistics"]["tags"]}
+    assert set(tags) == {"multi_turn", None} and (tags["multi_turn"]["n"], tags[None]["n"]) == (1, 6)
+    assert (tags["multi_turn"]["mean_label"], tags["multi_turn"]["mean_score"]) == (1.0, 0.0)  # context-blind
+    [shown] = [d for d in doc["disagreements"] if d["id"] == "m1"]
+    assert shown["context"] == FOLLOW_UP_CASE["context"] and shown["tags"] == ["multi_turn"]
+
+    _, table, _ = run("--labels", str(path), "--judge", "lexical")
+    assert "By tag" in table and "multi_turn" in table and "(untagged)" in table
+
+
+@pytest.mark.usefixtures("clean_env")
+def test_a_set_without_tags_has_no_tag_breakdown(tmp_path: Path) -> None:
+    """Old-format labels (no tags, no context) give an empty tag list and no "By tag" table."""
+    _, out, _ = run("--labels", str(hand_set(tmp_path)), "--judge", "lexical", "--json")
+    assert json.loads(out)["statistics"]["tags"] == []
+    _, table, _ = run("--labels", str(hand_set(tmp_path)), "--judge", "lexical")
+    assert "By tag" not in table
+
+
+@pytest.mark.usefixtures("clean_env")
+def test_a_dry_run_counts_the_context_the_judge_would_read(
+    fake_messages_api: FakeMessagesAPI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The estimate of a multi-turn case grows with its earlier turns and brief, and shrinks back to the case alone
+    with MONITOR_JUDGE_CONTEXT_TURNS=0 and MONITOR_JUDGE_CONTEXT_SYSTEM=false."""
+    monkeypatch.setenv("MONITOR_ANTHROPIC_BASE_URL", fake_messages_api.base_url)
+    long_context = [{"role": "user", "text": "Which kettles ship to Spain? " * 40}, FOLLOW_UP_CASE["context"][1]]
+    with_context = write_labels(tmp_path / "with.jsonl", [{**FOLLOW_UP_CASE, "context": long_context}])
+    alone = {k: v for k, v in FOLLOW_UP_CASE.items() if k not in ("context", "system")}
+    without = write_labels(tmp_path / "without.jsonl", [alone])
+
+    def input_tokens(path: Path) -> int:
+        _, out, _ = run("--labels", str(path), "--judge", "rubric", "--dry-run")
+        return int(re.search(r"about ([0-9,]+) input", out).group(1).replace(",", ""))  # type: ignore[union-attr]
+
+    assert input_tokens(with_context) > input_tokens(without) + 200
+    monkeypatch.setenv("MONITOR_JUDGE_CONTEXT_TURNS", "0")
+    monkeypatch.setenv("MONITOR_JUDGE_CONTEXT_SYSTEM", "false")
+    assert input_tokens(with_context) == input_tokens(without)

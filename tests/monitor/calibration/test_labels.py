@@ -20,6 +20,7 @@ from monitor.calibration.labels import (
     read_labels,
 )
 from schemas.errors import EXIT_USAGE, LabelsError, UsageError
+from schemas.events import Turn
 
 GOOD: dict[str, Any] = {"question": "When did order A17 ship?", "answer": "Order A17 shipped on 3 March.", "label": 4}
 
@@ -169,3 +170,73 @@ def test_golden_resolves_to_the_file_shipped_in_the_calibration_package() -> Non
     """--golden means golden_set.jsonl beside monitor/calibration/__init__.py (found through importlib.resources)."""
     package_dir = Path(monitor.calibration.__file__).resolve().parent
     assert golden_path().resolve() == package_dir / "golden_set.jsonl"
+
+
+FOLLOW_UP: dict[str, Any] = {
+    "question": "How long does the second one take?",
+    "answer": "About four days.",
+    "label": 4,
+    "system": "You help customers of a kettle shop.",
+    "context": [
+        {"role": "user", "text": "Which kettles ship to Spain?"},
+        {"role": "assistant", "text": "The blue and the steel kettle."},
+        {"role": "user", "text": "Nice."},
+        {"role": "assistant", "text": "Anything else?"},
+    ],
+    "tags": ["multi_turn", "shop", "multi_turn"],
+}
+
+
+def test_a_multi_turn_case_keeps_its_context_system_tags_and_turn_index() -> None:
+    """`context` becomes turns (role, text) oldest first, `system` the brief, `tags` each tag once; the turn index
+    counts the user messages before the question; none of them is an ignored field."""
+    [pair] = parse_labels(jsonl(FOLLOW_UP), "rubric", "set.jsonl")
+    assert pair.context == (
+        Turn("user", "Which kettles ship to Spain?"),
+        Turn("assistant", "The blue and the steel kettle."),
+        Turn("user", "Nice."),
+        Turn("assistant", "Anything else?"),
+    )
+    assert (pair.system, pair.tags, pair.turn, pair.ignored) == (FOLLOW_UP["system"], ("multi_turn", "shop"), 2, ())
+
+
+def test_a_line_without_the_multi_turn_fields_loads_as_before() -> None:
+    """An old-format line (no context, system or tags) is a first turn: no context, no brief, no tags, turn 0."""
+    [pair] = parse_labels(jsonl({**GOOD, "id": "a-1", "category": "orders", "rationale": "r"}), "rubric", "s")
+    assert pair == LabelledPair(1, GOOD["question"], GOOD["answer"], 4.0, 1.0, "a-1", "orders")
+    assert (pair.context, pair.system, pair.tags, pair.turn) == ((), "", (), 0)
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        ({"context": "earlier"}, "set.jsonl line 1: context must be an array of turns, not string"),
+        (
+            {"context": ["hi"]},
+            "set.jsonl line 1: context turn 1 must be an object with 'role' and 'text', not string",
+        ),
+        (
+            {"context": [{"role": "user", "content": "hi"}]},
+            "set.jsonl line 1: context turn 1 must have exactly 'role' and 'text', has content, role",
+        ),
+        (
+            {"context": [{"role": "", "text": "hi"}]},
+            "set.jsonl line 1: context turn 1: role must be a non-empty string",
+        ),
+        (
+            {"context": [{"role": "user", "text": "a"}, {"role": "user", "text": 3}]},
+            "set.jsonl line 1: context turn 2: text must be a string, not number",
+        ),
+        (
+            {"context": [{"role": "system", "text": "Be brief."}]},
+            "set.jsonl line 1: context turn 1 is a system message; give the instructions as 'system'",
+        ),
+        ({"system": ["Be brief."]}, "set.jsonl line 1: system must be a string, not array"),
+        ({"tags": "multi_turn"}, "set.jsonl line 1: tags must be an array of non-empty strings"),
+        ({"tags": [""]}, "set.jsonl line 1: tags must be an array of non-empty strings"),
+        ({"contxt": []}, "set.jsonl line 1: unknown field 'contxt': did you mean 'context'?"),
+    ],
+)
+def test_a_bad_multi_turn_field_is_one_error_naming_the_line(extra: dict[str, Any], expected: str) -> None:
+    """Malformed context, system or tags stop the read with one line saying what is wrong, as other bad fields do."""
+    assert error_of(jsonl({**GOOD, **extra})) == expected

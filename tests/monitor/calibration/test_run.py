@@ -3,14 +3,29 @@ offline judge and with the real client against the fake Messages API."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from datetime import UTC, datetime
+from types import ModuleType
+
+import pytest
+
 from monitor.calibration.labels import LabelledPair
-from monitor.calibration.run import FAILED_PROBES_BEFORE_GIVING_UP, Spend, judge_pairs, outage_outlasts_patience
+from monitor.calibration.run import (
+    FAILED_PROBES_BEFORE_GIVING_UP,
+    Spend,
+    judge_pairs,
+    outage_outlasts_patience,
+    pair_event,
+)
 from monitor.judges.base import JudgeFailure
+from monitor.judges.context_window import ContextWindow
 from monitor.judges.lexical import LexicalJudge
 from monitor.judges.rubric import RubricJudge
+from monitor.judging.guarded_judge import GuardedJudge, Judgeable, JudgeOutcome
 from monitor.judging.settings import FlowSettings
 from monitor.privacy.redactor import build_redactor
 from monitor.privacy.settings import RedactionSettings
+from schemas.events import ConversationEvent, Turn
 from schemas.usage import Usage
 from tests.fake_messages_api import FakeMessagesAPI, malformed, overloaded
 from tests.monitor.judges.conftest import FAST, QUESTION, TIGHT, judge_settings
@@ -92,3 +107,84 @@ def test_patience_ends_after_the_probes_following_the_first_open_fail() -> None:
     """The first open plus FAILED_PROBES_BEFORE_GIVING_UP failed probes is when waiting stops, not before."""
     assert not outage_outlasts_patience(FAILED_PROBES_BEFORE_GIVING_UP)
     assert outage_outlasts_patience(FAILED_PROBES_BEFORE_GIVING_UP + 1)
+
+
+KETTLE_CONTEXT = (
+    Turn("user", "Which kettles ship to Spain?"),
+    Turn("assistant", "The blue and the steel kettle."),
+    Turn("user", "Nice. Mail me the list at jane.doe@example.com."),
+    Turn("assistant", "Anything else?"),
+)
+
+
+def follow_up(line: int = 1) -> LabelledPair:
+    """A labelled follow-up: relevant only through its earlier turns, with the assistant's brief."""
+    return LabelledPair(
+        line=line,
+        question="How long does the second one take?",
+        answer="About four days.",
+        label=4,
+        label_unit=1.0,
+        id=f"f{line}",
+        context=KETTLE_CONTEXT,
+        system="You help the customers of a kettle shop.",
+        tags=("multi_turn",),
+    )
+
+
+class _Recorder:
+    """The events `GuardedJudge.judge_event` is given, in the order it is given them."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, module: ModuleType) -> None:
+        self.events: list[ConversationEvent] = []
+        seen = self.events
+
+        class Recording(GuardedJudge):
+            async def judge_event(self, event: Judgeable, still_wanted: Callable[[], bool]) -> JudgeOutcome | None:
+                assert isinstance(event, ConversationEvent)
+                seen.append(event)
+                return await super().judge_event(event, still_wanted)
+
+        monkeypatch.setattr(module, "GuardedJudge", Recording)
+
+
+def test_a_pairs_event_carries_its_context_system_and_turn() -> None:
+    """A multi-turn case becomes a chat event with its earlier turns, brief and turn index; a first-turn case stays a
+    flat event with none."""
+    now = datetime(2026, 12, 1, tzinfo=UTC)
+    event = pair_event(follow_up(), now)
+    assert (event.context, event.system, event.turn, event.shape) == (
+        KETTLE_CONTEXT,
+        "You help the customers of a kettle shop.",
+        2,
+        "chat",
+    )
+    flat = pair_event(pair(3, TIGHT), now)
+    assert (flat.context, flat.system, flat.turn, flat.shape) == ((), "", 0, "flat")
+
+
+async def test_the_judge_receives_the_context_windowed_then_redacted(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The event handed to the guarded judge carries the case's context cut to the window (newest turns kept), with
+    personal data in it redacted, the brief and the turn index; the pair in the outcome keeps the text as labelled."""
+    import monitor.calibration.run as run_module
+
+    recorder = _Recorder(monkeypatch, run_module)
+    window = ContextWindow(turns=3, max_chars=8_000, system=True)
+    run = await judge_pairs(
+        [follow_up(1), pair(2, TIGHT)],
+        LexicalJudge(),
+        FlowSettings(judge_concurrency=1),
+        build_redactor(RedactionSettings()),
+        window=window,
+    )
+    got = {e.event_id: e for e in recorder.events}
+    assert set(got) == {"f1", "p2"}
+    judged = got["f1"]
+    assert judged.context == (  # the oldest turn is over the window; the address is redacted before the judge
+        Turn("assistant", "The blue and the steel kettle."),
+        Turn("user", "Nice. Mail me the list at [EMAIL]."),
+        Turn("assistant", "Anything else?"),
+    )
+    assert (judged.system, judged.turn, judged.shape) == ("You help the customers of a kettle shop.", 2, "chat")
+    assert (got["p2"].context, got["p2"].system, got["p2"].turn) == ((), "", 0)
+    assert run.outcomes[0].pair.context == KETTLE_CONTEXT  # the report shows the case as labelled

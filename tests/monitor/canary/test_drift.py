@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -50,7 +51,7 @@ def drifting_brain(shift: list[int]) -> Callable[[RecordedRequest], str | dict[s
 @pytest.mark.long(seconds=69)
 @pytest.mark.parametrize(("points", "fires"), [(-1, "canary_scores_lower"), (1, "canary_scores_higher")])
 def test_a_judge_that_drifts_fires_its_canary_and_not_the_live_alerts(
-    store: ClickHouseStore, points: int, fires: str
+    store: ClickHouseStore, points: int, fires: str, single_turn_golden: Path
 ) -> None:
     """A rubric judge moved a point fires that canary rule (webhook, state, check, backtest), and only that rule."""
     shift = [0]
@@ -58,7 +59,7 @@ def test_a_judge_that_drifts_fires_its_canary_and_not_the_live_alerts(
         settings = load_settings(judge="rubric", **api.settings_overrides())
         canary = Canary(
             store,
-            CanarySettings(HOUR, golden_path(), settings.judge, settings.flow, settings.redaction),
+            CanarySettings(HOUR, single_turn_golden, settings.judge, settings.flow, settings.redaction),
             background=False,
         )
         judge_id = canary.judge.judge_id

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,7 +17,6 @@ from consumers.sampling import DecisionKind, SampleDecision
 from monitor.alerts.engine import AlertRunner, Evaluation
 from monitor.alerts.judge_drift import SUSPECT
 from monitor.alerts.notifiers import WebhookNotifier
-from monitor.calibration.labels import golden_path
 from monitor.canary.service import Canary, CanarySettings
 from monitor.cli.alert_check_table import check_rows
 from monitor.config import load_settings
@@ -122,7 +122,9 @@ def live_alerts(ev: Evaluation, judge_id: str) -> list[Any]:
 
 
 @pytest.mark.long(seconds=24)
-def test_live_alerts_of_a_drifted_judge_say_suspect_the_judge_as_tickets(store: ClickHouseStore) -> None:
+def test_live_alerts_of_a_drifted_judge_say_suspect_the_judge_as_tickets(
+    store: ClickHouseStore, single_turn_golden: Path
+) -> None:
     """Live traffic through a judge moved a point down fires relevancy_drop; once the canary fires, each live alert is
     a ticket saying "suspect the judge" with the canary's figures (webhook and check), re-sent to those paged."""
     shift = [0]
@@ -130,7 +132,7 @@ def test_live_alerts_of_a_drifted_judge_say_suspect_the_judge_as_tickets(store: 
         settings = load_settings(judge="rubric", **api.settings_overrides())
         canary = Canary(
             store,
-            CanarySettings(HOUR, golden_path(), settings.judge, settings.flow, settings.redaction),
+            CanarySettings(HOUR, single_turn_golden, settings.judge, settings.flow, settings.redaction),
             background=False,
         )
         judge_id = canary.judge.judge_id  # the live rows' judge_id is checked against it below

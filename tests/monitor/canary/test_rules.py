@@ -45,7 +45,7 @@ def test_no_decision_says_what_the_canary_lacks(store: ClickHouseStore) -> None:
     rules = default_rules("canary_agreement_floor", "canary_scores_lower", "canary_errors")
     [empty, *_] = evaluate_rules(store, rules, NOW, {}).empty
     assert empty.gap is Gap.STORE_EMPTY and describe_empty(empty, NOW).startswith("no canary run in the store yet")
-    insert_canary(store, [canary_run(NOW - timedelta(minutes=30), errors=80)])
+    insert_canary(store, [canary_run(NOW - timedelta(minutes=30), errors=111)])
     ev = evaluate_rules(store, rules, NOW, {})
     by = {r.rule.name: r for r in ev.results}
     floor, shift, errors = by["canary_agreement_floor"], by["canary_scores_lower"], by["canary_errors"]
@@ -57,7 +57,7 @@ def test_no_decision_says_what_the_canary_lacks(store: ClickHouseStore) -> None:
     assert (
         errors.verdict.sufficient
         and errors.state.state == "firing"
-        and errors.observation.value == pytest.approx(80 / 107)
+        and errors.observation.value == pytest.approx(111 / 138)
     )
     out = io.StringIO()
     print_check(check_rows(ev), NOW, Console(file=out, width=80))

@@ -36,12 +36,12 @@ def stored(store: ClickHouseStore, what: str = "count()", where: str = "1") -> l
 
 
 def test_a_run_writes_one_row_per_pair_with_the_lexical_judges_figures(store: ClickHouseStore) -> None:
-    """A lexical run writes 107 rows, one per pair, each with ρ 0.430, κ 0.423, mean shift −0.072, no errors, no
-    cost."""
+    """A lexical run writes 107 rows, one per first-turn pair (it reads no context, so the multi-turn cases are left
+    out), each with ρ 0.430, κ 0.423, mean shift −0.072, no errors, no cost."""
     c = canary(store)
     tick = c.tick(T0)
     assert tick.written is not None and tick.started and not tick.failed and tick.next_due == T0 + HOUR
-    golden = read_labels(golden_path())
+    golden = [p for p in read_labels(golden_path()) if not p.context]
     assert len(golden) == 107
     rows = stored(
         store,
@@ -126,16 +126,16 @@ def test_errors_are_counted_per_pair_and_in_the_run(store: ClickHouseStore, fake
     fake_messages_api.script(*[bad_request("refused by the test")] * 30)
     settings = load_settings(judge="rubric", **fake_messages_api.settings_overrides())
     tick = canary(store, settings).tick(T0)
-    assert tick.written is not None and tick.written.figures.errors == 30 and tick.written.figures.pairs == 107
+    assert tick.written is not None and tick.written.figures.errors == 30 and tick.written.figures.pairs == 138
     rows = stored(store, "status, error, cost_usd, input_tokens, run_errors, run_error_rate, run_cost_usd, run_calls")
     errors = [r for r in rows if r[0] == "error"]
     assert len(errors) == 30 and all(r[1].startswith("api_error: ") for r in errors)
-    assert {r[4] for r in rows} == {30} and all(r[5] == pytest.approx(30 / 107) for r in rows)
+    assert {r[4] for r in rows} == {30} and all(r[5] == pytest.approx(30 / 138) for r in rows)
     scored_cost = sum(r[2] for r in rows if r[0] == "ok")
     assert scored_cost > 0 and rows[0][6] == pytest.approx(scored_cost)  # refused calls cost nothing
-    assert rows[0][7] == 107 and sum(r[3] for r in rows if r[0] == "ok") > 0  # one judge call per pair, none retried
+    assert rows[0][7] == 138 and sum(r[3] for r in rows if r[0] == "ok") > 0  # one judge call per pair, none retried
     empty = sum(1 for p in read_labels(golden_path()) if not p.answer.strip())  # scored 0 without a request
-    assert len(fake_messages_api.message_requests) == 107 - empty
+    assert len(fake_messages_api.message_requests) == 138 - empty
 
 
 def test_pairs_still_unscored_at_the_deadline_are_errors(
@@ -157,4 +157,4 @@ def test_pairs_still_unscored_at_the_deadline_are_errors(
     assert empty and {r[2] for r in rows if r[0] == "ok"} == empty
     reasons = {r[1].split(":")[0] for r in rows if r[0] == "error"}
     assert "deadline" in reasons and reasons <= {"deadline", "unavailable"}
-    assert tick.written.figures.errors == 107 - len(empty)
+    assert tick.written.figures.errors == 138 - len(empty)

@@ -13,6 +13,7 @@ from monitor.judges.batches import BatchItem, BatchJudge, BatchStatus, custom_id
 from monitor.judges.llm import EMPTY_REASONING
 from monitor.judges.pricing import BATCH_DISCOUNT, DEFAULT_PRICES
 from schemas.errors import JudgeApiError, JudgeUnavailable
+from schemas.events import Turn
 from tests.fake_messages_api import (
     Drop,
     FakeMessagesAPI,
@@ -139,6 +140,23 @@ async def test_batch_request_params_equal_the_normal_request_body(
     assert "output_config" in batched.body
     assert without_section_code(batched.body) == without_section_code(normal.body)
     assert batched.section("assistant_response") == normal.section("assistant_response")
+
+
+async def test_a_batched_follow_up_carries_its_context_as_the_one_call_path_does(
+    fake_messages_api: FakeMessagesAPI, make_batch: MakeBatch
+) -> None:
+    """A batch item's earlier turns and system instructions go out in their sections, as in a single call."""
+    batch = make_batch("rubric")
+    context = (Turn("user", "Which order shipped first?"), Turn("assistant", "Order A17, then order B2."))
+    system = "You answer questions about orders."
+    await batch.judge.judge(QUESTION, TIGHT, context=context, system=system)
+    await batch.submit([BatchItem("i0", QUESTION, TIGHT, context, system)])
+    [normal] = fake_messages_api.message_requests
+    [batched] = fake_messages_api.batch_requests
+    assert without_section_code(batched.body) == without_section_code(normal.body)
+    assert batched.section("system_instructions") == system
+    conversation = batched.section("conversation_before")
+    assert conversation is not None and all(t.text in conversation for t in context)
 
 
 @pytest.mark.parametrize("method", ["rubric", "statements"])

@@ -104,10 +104,10 @@ def test_both_system_prompts_clear_the_default_models_minimum_with_a_margin(prom
 
 
 @pytest.mark.parametrize("prompt", [RUBRIC_INSTRUCTIONS, STATEMENTS_INSTRUCTIONS], ids=["rubric", "statements"])
-def test_the_instructions_alone_were_below_every_minimum_above_512(prompt: str) -> None:
-    """Without the worked examples the prefix (~800 tokens) is too short for any model whose minimum is 1,024 or
-    more."""
-    assert 512 < estimate_tokens(prompt) < 1024
+def test_the_instructions_alone_are_below_every_minimum_above_1024(prompt: str) -> None:
+    """Without the worked examples the prefix (~800 tokens, ~1,200 since the rules for the conversation's context)
+    is too short for any model whose minimum is 2,048 or more."""
+    assert 512 < estimate_tokens(prompt) < 2048
 
 
 @pytest.mark.parametrize(

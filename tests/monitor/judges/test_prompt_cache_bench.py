@@ -31,3 +31,18 @@ def test_the_prompt_cache_benchmark_runs_at_a_tiny_size(tmp_path: Path, capsys: 
             assert after["cost_per_1000_steady_usd"] < before["cost_per_1000_steady_usd"]
     out = capsys.readouterr().out
     assert "cache share" in out and "rubric at 4.5 c/tok: cost after ÷ before" in out
+
+
+def test_the_prompt_cache_benchmark_measures_context_on_and_off(tmp_path: Path) -> None:
+    """With context on (a 3 to 6 message history and system instructions), each judge's requests carry more prompt
+    tokens than with it off, and the static prefix is still read from the cache: the context only adds uncached
+    tokens after it."""
+    result = prompt_cache.main(events=6, json_path=tmp_path / "prompt_cache.json")
+    rows = {(r["judge"], r["context"]): r for r in result["context_rows"]}
+    assert set(rows) == {(j, c) for j in ("rubric", "statements") for c in ("off", "on")}
+    assert 3 <= result["context_messages_per_event"] <= 6
+    for judge in ("rubric", "statements"):
+        off, on = rows[(judge, "off")], rows[(judge, "on")]
+        assert on["prompt_tokens_per_event"] > off["prompt_tokens_per_event"]
+        assert on["cached"] and on["cache_read_tokens_per_event"] == off["cache_read_tokens_per_event"] > 0
+        assert 0.5 < on["cache_share_steady"] < off["cache_share_steady"]

@@ -7,6 +7,7 @@ import pytest
 from monitor.judges.base import Judgement
 from monitor.judging.budget import FreshnessGovernor, Limits, Spend, SpendBudget
 from monitor.judging.verdict_reuse import VerdictCache, cache_key
+from schemas.events import Turn
 
 
 class Clock:
@@ -65,13 +66,18 @@ def test_freshness_halves_under_pressure_and_recovers() -> None:
     assert [g.update(lag=100, throttled=False) for _ in range(4)] == [0.2, 0.4, 0.8, 1.0]
 
 
+def pair_key(judge_id: str, question: str, response: str) -> bytes:
+    """The reuse key of a pair without context (a flat event, a first turn)."""
+    return cache_key(judge_id, question, response, context=(), system="")
+
+
 def test_cache_ttl_lru_and_keys() -> None:
     """The verdict cache evicts the least recently used entry, expires by TTL, and keys every field apart."""
     clock = Clock(0.0)
     c = VerdictCache(max_entries=2, ttl_s=10, clock=clock)
     j = Judgement(score=1.0, raw_score=4, reasoning="ok")
-    k1, k2, k3 = cache_key("j", "q", "a"), cache_key("j", "q", "b"), cache_key("j2", "q", "a")
-    assert len({k1, k2, k3, cache_key("j", "qa", ""), cache_key("j", "q", "a ")}) == 5
+    k1, k2, k3 = pair_key("j", "q", "a"), pair_key("j", "q", "b"), pair_key("j2", "q", "a")
+    assert len({k1, k2, k3, pair_key("j", "qa", ""), pair_key("j", "q", "a ")}) == 5
     c.put(k1, j)
     c.put(k2, j)
     assert c.get(k1) is j
@@ -87,3 +93,29 @@ def test_soft_limit_validated(soft: float) -> None:
     """A soft limit of 0 or above 1 is rejected."""
     with pytest.raises(ValueError):
         SpendBudget(Limits(), Limits(), soft_limit=soft)
+
+
+def test_reuse_key_differs_by_context_and_system() -> None:
+    """The same answer to the same follow-up in another conversation (other earlier turns, other system
+    instructions) is another question, so another key; the same conversation gives the same key, and the turns'
+    boundaries and roles cannot collide."""
+    first = (Turn("user", "Which kettles ship to Spain?"), Turn("assistant", "The blue and the steel kettle."))
+    other = (Turn("user", "Which toasters ship to Spain?"), Turn("assistant", "The red and the steel toaster."))
+
+    def key(context: tuple[Turn, ...] = first, system: str = "") -> bytes:
+        return cache_key("j", "How long does the second one take?", "About four days.", context=context, system=system)
+
+    assert key() == key(first) == key(tuple(first))
+    keys = {
+        key(),
+        key(other),
+        key(()),
+        key(first[1:]),
+        key(system="You sell kettles."),
+        key(system="You sell toasters."),
+        key((Turn("assistant", "Which kettles ship to Spain?"), first[1])),  # another role
+        key((Turn("user", "Which kettles ship to Spain?The blue"), Turn("assistant", " and the steel kettle."))),
+        key((first[1],), system="Which kettles ship to Spain?"),  # a turn's text moved to the instructions
+    }
+    assert len(keys) == 9
+    assert key(()) == pair_key("j", "How long does the second one take?", "About four days.")

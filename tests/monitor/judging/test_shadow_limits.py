@@ -37,7 +37,7 @@ class GateJudge:
         self.fail = fail
         self.active = 0
 
-    async def judge(self, question: str, response: str) -> Judgement:
+    async def judge(self, question: str, response: str, **_context: object) -> Judgement:
         """Record the call, wait at the gate if any, then score 1 (or fail transiently)."""
         self.calls.append(question)
         if self.gate is not None:

@@ -184,7 +184,7 @@ class ScriptedJudge:
         self.stats: dict[str, int] = {}
         self.rate_limited = 0
 
-    async def judge(self, question: str, response: str) -> Judgement:
+    async def judge(self, question: str, response: str, **_context: object) -> Judgement:
         """Fail, hang or crash when the question says so; otherwise score lexically after `delay_s`."""
         self.active += 1
         self.peak = max(self.peak, self.active)
@@ -283,7 +283,10 @@ async def test_a_leader_cancelled_before_it_ran_releases_its_followers(
         decode_event(FLAT[0], position=KafkaPosition(topic="t", partition=0, offset=0), record_timestamp_ms=0)
     )
     decision = SampleDecision(True, 1.0, DecisionKind.BASE)
-    key = cache_key(p.guard.judge.info.judge_id, event.judged.question, event.judged.response)
+    judged = event.judged
+    key = cache_key(
+        p.guard.judge.info.judge_id, judged.question, judged.response, context=judged.context, system=judged.system
+    )
     leader = p.scorer.lead(Job.of(p.guard, event, decision, p.tracker.track(tp, 0)))
     verdict = p.scorer.reuse.leader(key)
     assert verdict is not None
@@ -317,7 +320,7 @@ async def test_a_probe_cancelled_mid_call_does_not_wedge_the_circuit(
     class FirstCallHangs(ScriptedJudge):
         calls = 0
 
-        async def judge(self, question: str, response: str) -> Judgement:
+        async def judge(self, question: str, response: str, **_context: object) -> Judgement:
             FirstCallHangs.calls += 1
             if FirstCallHangs.calls == 1:
                 await asyncio.sleep(3600)

@@ -33,7 +33,7 @@ def _scores(ttl: str | None = None, text_ttl: str | None = None, table: str = "r
         f"`status` Enum8('ok' = 1, 'error' = 2), `score` Nullable(Float64), `reasoning` String{t}, `statements` "
         f"Array(String){t}, "
         f"`verdicts` Array(LowCardinality(String)), `verdict_reasons` Array(String){t}, `question` String{t}, "
-        f"`response` String{t}, "
+        f"`response` String{t}, `context` String{t}, `system_instructions` String{t}, `context_digest` String, "
         "`redactions` Map(LowCardinality(String), UInt32), `version` UInt64) ENGINE = ReplacingMergeTree(version) "
         f"PARTITION BY toYYYYMM(event_time) ORDER BY (event_id){f' TTL {ttl}' if ttl else ''} SETTINGS "
         "non_replicated_deduplication_window = 1000"
@@ -159,14 +159,15 @@ def test_setting_a_retention_alters_each_table_once_with_the_table_ttl_last() ->
         f"ALTER TABLE db.relevancy_scores MODIFY COLUMN question String TTL {text}, MODIFY COLUMN response String TTL "
         f"{text}, "
         f"MODIFY COLUMN reasoning String TTL {text}, MODIFY COLUMN statements Array(String) TTL {text}, "
-        f"MODIFY COLUMN verdict_reasons Array(String) TTL {text}, MODIFY TTL toDateTime(event_time) + INTERVAL 30 DAY",
+        f"MODIFY COLUMN verdict_reasons Array(String) TTL {text}, MODIFY COLUMN context String TTL {text}, "
+        f"MODIFY COLUMN system_instructions String TTL {text}, MODIFY TTL toDateTime(event_time) + INTERVAL 30 DAY",
         "ALTER TABLE db.traffic_counts MODIFY TTL minute + INTERVAL 30 DAY",
         "ALTER TABLE db.relevancy_rollup_1m MODIFY TTL minute + INTERVAL 30 DAY",
         "ALTER TABLE db.relevancy_rollup_1h MODIFY TTL hour + INTERVAL 30 DAY",
         "ALTER TABLE db.canary_runs MODIFY TTL toDateTime(run_at) + INTERVAL 30 DAY",
     )
     assert (
-        len(plan.changes) == 10
+        len(plan.changes) == 12
         and TTLChange("relevancy_scores", None, None, "toDateTime(event_time) + INTERVAL 30 DAY") in plan.changes
     )
     assert plan.wanted == "rows 30 days, text 7 days"
@@ -180,7 +181,7 @@ def test_changing_only_the_days_changes_only_what_differs() -> None:
     assert len(longer.statements) == 5 and all("COLUMN" not in st for st in longer.statements)
     assert longer.changes[0].before == "toDateTime(event_time) + toIntervalDay(30)"
     shorter_text = plan_retention("db", "relevancy_scores", 30, 3, _current(30, 7))
-    assert len(shorter_text.statements) == 1 and shorter_text.statements[0].count("MODIFY COLUMN") == 5
+    assert len(shorter_text.statements) == 1 and shorter_text.statements[0].count("MODIFY COLUMN") == len(TEXT_COLUMNS)
     assert "MODIFY TTL" not in shorter_text.statements[0] and {c.column for c in shorter_text.changes} == set(
         TEXT_COLUMNS
     )
@@ -273,7 +274,7 @@ def test_migrate_sets_the_ttls_and_a_second_migrate_changes_nothing(kept: Migrat
     """After migrate with 30/7 days each table's create_table_query carries its TTL and each text column its own;
     migrating again applies no statement."""
     kept.migrate()
-    assert kept.retention_applied is not None and len(kept.retention_applied.changes) == 10
+    assert kept.retention_applied is not None and len(kept.retention_applied.changes) == 5 + len(TEXT_COLUMNS)
     queries = _create_queries(kept.store)
     assert (
         "ORDER BY (app, judge_id, event_id) TTL toDateTime(event_time) + toIntervalDay(30) SETTINGS"
@@ -390,7 +391,7 @@ def test_a_zero_retention_removes_the_ttls_and_keeps_old_rows(clickhouse_url: st
     kept.migrate()
     forever = Migrations(ClickHouseStore(clickhouse_url, kept.store.database, kept.store.table), retention_days=0)
     forever.migrate()
-    assert forever.retention_applied is not None and len(forever.retention_applied.changes) == 10
+    assert forever.retention_applied is not None and len(forever.retention_applied.changes) == 5 + len(TEXT_COLUMNS)
     assert all(" TTL " not in q for q in _create_queries(forever.store).values())
     _age(forever.store, [1, 40])
     _optimize(forever.store)
@@ -415,7 +416,7 @@ def test_check_schema_finds_a_differing_retention_without_applying_it(clickhouse
     Migrations(ClickHouseStore(clickhouse_url, kept.store.database, kept.store.table)).migrate()
     before = _create_queries(kept.store)
     kept.check()
-    assert kept.retention_pending is not None and len(kept.retention_pending.changes) == 10
+    assert kept.retention_pending is not None and len(kept.retention_pending.changes) == 5 + len(TEXT_COLUMNS)
     assert _create_queries(kept.store) == before
     kept.migrate()
     kept.check()
@@ -464,7 +465,7 @@ def test_the_migrate_command_prints_the_retention_changes(
         assert main(["migrate", *flags]) == 0
         err = capsys.readouterr().err.splitlines()
         assert err[1] == (
-            "retention set to rows 30 days, text 7 days (10 TTL change(s); rows already stored follow in the "
+            "retention set to rows 30 days, text 7 days (12 TTL change(s); rows already stored follow in the "
             "background):"
         ), err
         assert f"  {database}.relevancy_scores: TTL none -> toDateTime(event_time) + INTERVAL 30 DAY" in err
@@ -472,7 +473,7 @@ def test_the_migrate_command_prints_the_retention_changes(
             f"  {database}.relevancy_scores.question: text TTL none -> toDateTime(event_time) + INTERVAL 7 DAY" in err
         )
         assert f"  {database}.canary_runs: TTL none -> toDateTime(run_at) + INTERVAL 30 DAY" in err
-        assert len(err) == 12
+        assert len(err) == 14
         assert main(["migrate", *flags]) == 0
         assert capsys.readouterr().err.splitlines()[1:] == ["retention unchanged: rows 30 days, text 7 days"]
     finally:
