@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
+import ssl
 import subprocess
 import threading
 import time
@@ -20,7 +22,16 @@ class TcpProxy:
 
     def __init__(self, target_port: int, port: int | None = None) -> None:
         self.target_port = target_port
-        self.port = port or free_port()
+        # The first listening socket is bound here, on a port the system picks: a port found free and bound later
+        # can be taken in between by another test's process (seen as "address already in use" under load).
+        self._reserved: socket.socket | None = None
+        if port is None:
+            self._reserved = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            self._reserved.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            self._reserved.bind(("127.0.0.1", 0))
+            self._reserved.listen(100)
+            port = int(self._reserved.getsockname()[1])
+        self.port = port
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="tcp-proxy", daemon=True)
         self._server: asyncio.Server | None = None
@@ -45,12 +56,25 @@ class TcpProxy:
 
     def stop(self) -> None:
         """Cut and end the proxy's thread."""
+        if self._reserved is not None:  # never started
+            self._reserved.close()
+            self._reserved = None
         self.cut()
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=5)
 
+    def _tls(self) -> ssl.SSLContext | None:
+        """The TLS that clients speak to the proxy (None: plain TCP)."""
+        return None
+
     async def _listen(self) -> None:
-        self._server = await asyncio.start_server(self._handle, "127.0.0.1", self.port, reuse_address=True)
+        if self._reserved is not None:
+            sock, self._reserved = self._reserved, None
+            self._server = await asyncio.start_server(self._handle, sock=sock, ssl=self._tls())
+            return
+        self._server = await asyncio.start_server(
+            self._handle, "127.0.0.1", self.port, reuse_address=True, ssl=self._tls()
+        )
 
     async def _close(self) -> None:
         if self._server is not None:
@@ -117,7 +141,6 @@ class ProxiedBroker:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        import socket
 
         deadline = time.monotonic() + 15
         while True:

@@ -7,7 +7,6 @@ admin client."""
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import os
 import ssl
@@ -74,10 +73,8 @@ class TlsProxy(TcpProxy):
         super().__init__(target_port)
         self.context = context
 
-    async def _listen(self) -> None:
-        self._server = await asyncio.start_server(
-            self._handle, "127.0.0.1", self.port, reuse_address=True, ssl=self.context
-        )
+    def _tls(self) -> ssl.SSLContext | None:
+        return self.context
 
 
 class TlsBroker(ProxiedBroker):
