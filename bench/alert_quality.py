@@ -10,22 +10,27 @@ A run is a set of deployments, each its own backtest, because the false-alarm bu
 the segments a deployment has, so a deployment with many more segments than a real one would give each a longer
 ARL0 and a slower detector. Deployments keep about 18 relevancy_drop segments, as the issue's backtest had.
 
-- Planted, per seed: the issue's deployment (11 apps, 18 segments after the change: the six cases below and five
-  unchanged apps, two of them split between two models), from `BASE` (mean 0.75), where a bad release moves answers
-  from 1.0 to 0.25: a full release (.75 -> .47 at 2.1 judged/min), a 10 % canary whose new version scores .09 (the
-  app at 3.2/min, the canary at 0.32), a model swap (.75 -> .47), drift with no version change (.75 -> .45 over a
-  1 h ramp), a modest release (.75 -> .63 at 4/min) and a release rolled back after 3 h; it runs 50 h past the
-  change, to see a persisting regression still paging 48 h on. Then the older shapes (from `GOOD`, mass moved from
-  1.0 to 0) at 0.5, 2 and 10 judged/min, one deployment per rate, 8 h past the change.
+- Planted, per seed: the issue's deployment (12 apps, 19 segments after the change: the six cases below, a regression
+  confined to follow-up turns and five unchanged apps, two of them split between two models), from `BASE` (mean 0.75),
+  where a bad release moves answers from 1.0 to 0.25: a full release (.75 -> .47 at 2.1 judged/min), a 10 % canary
+  whose new version scores .09 (the app at 3.2/min, the canary at 0.32), a model swap (.75 -> .47), drift with no
+  version change (.75 -> .45 over a 1 h ramp), a modest release (.75 -> .63 at 4/min), a release rolled back after three
+  hours, and an app that stops passing the conversation to its model, with no version change: its follow-up turns (half
+  its 2 judged/min) fall .75 -> .47 while its first turns stay at .75. It runs 50 h past the change, to see a
+  persisting regression still paging 48 h on. Then the older shapes (from `GOOD`, mass moved from 1.0 to 0) at 0.5, 2
+  and 10 judged/min, one deployment per rate, 8 h past the change.
 - Quiet, per seed: deployments of steady, diurnal, re-versioned, re-modelled and slow apps (`GOOD` or `BASE`) where
-  every page or ticket is false; reported per deployment-week against the rules' `false_alarms_per_week`.
-- The reference (`bench.optimal_cusum`): the likelihood-ratio CUSUM that knows the changed segment's histogram
-  before (its baseline's) and after (what the change draws), at the ARL0 the shipped budget gives that segment
+  every page or ticket is false; reported per deployment-week against the rules' `false_alarms_per_week`. 40 % of
+  their traffic is follow-up turns, so the rules that read only follow-ups are watched for false pages too.
+- The reference (`bench.optimal_cusum`): the likelihood-ratio CUSUM that knows the changed segment's histogram before
+  (its baseline's) and after (what the change draws), at the ARL0 the shipped budget gives that segment
   (`Budget.arl_events`: the segment's rate x a week x the deployment's detector segments / the rule's budget), by
-  Monte Carlo, on the engine's 5-minute round grid. For a drift the detector is the one for the post-ramp mix and
-  the events come from the ramp as planted (each from the new mix with the ramp's share at its time), so the
-  optimum pays for the ramp as the shipped rules do. The ratio is the observed delay (mean over seeds; a seed
-  that never paged counts the whole run after the change, and the mean is marked `>` as a lower bound) over it.
+  Monte Carlo, on the engine's 5-minute round grid. For a drift the detector is the one for the post-ramp mix and the
+  events come from the ramp as planted (each from the new mix with the ramp's share at its time), so the optimum pays
+  for the ramp as the shipped rules do. For a change confined to follow-ups the optimum knows that the first turns do
+  not change, so only the follow-ups carry evidence: it watches them, at the same ARL0 per unit of time as any
+  segment. The ratio is the observed delay (mean over seeds; a seed that never paged counts the whole run after the
+  change, and the mean is marked `>` as a lower bound) over it.
 - `oracle`, a secondary column: a one-sided z-test run once, n events after the change, with even odds of detection
   at 1 false alarm per 300 segment-days: n = (z * sd / drop)^2 (half a drift's ramp added). No monitor that
   watches all the time can reach it; it is kept for comparison with older runs. The Gaussian "bound" of earlier
@@ -38,7 +43,7 @@ import math
 import os
 import statistics
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -144,6 +149,8 @@ class Stream:
     rollback_h: float | None = None  # planted: when the bad version stops receiving traffic
     changed_share: float = 1.0  # planted: the share of traffic the change reaches
     drift_h: float = 0.0  # planted: hours over which the mix moves from `pre` to `post` (no version change)
+    follow_ups: float = 0.0  # the share of the traffic that is follow-up turns (turn > 0); the rest are first turns
+    follow_ups_only: bool = False  # planted: the change reaches the follow-ups only; first turns keep `pre`
     shape: str = ""
     pre: NDArray[np.float64] = field(default_factory=lambda: GOOD)
     post: NDArray[np.float64] = field(default_factory=lambda: GOOD)
@@ -153,17 +160,28 @@ class Stream:
         """The mean drop of the changed traffic."""
         return mean_sd(self.pre)[0] - mean_sd(self.post)[0]
 
+    @property
+    def changed_rate(self) -> float:
+        """Judged events a minute that the change reaches (before the diurnal swing)."""
+        return self.rate * self.changed_share * (self.follow_ups if self.follow_ups_only else 1.0)
+
 
 @dataclass
 class Minutes:
-    """Per-minute sums of every (app, model, prompt_version) segment of a run, in SCORE_SUMS order, plus the raw
-    scores."""
+    """Per-minute sums of every (app, model, prompt_version, turn) of a run, in SCORE_SUMS order, plus the raw
+    scores; turn is 0 for first turns and 1 for follow-ups (the rules' `turns` split on turn > 0)."""
 
-    sums: dict[tuple[str, str, str], dict[int, NDArray[np.float64]]] = field(default_factory=dict)
-    scores: dict[tuple[str, str, str], dict[int, list[float]]] = field(default_factory=dict)
+    sums: dict[tuple[str, str, str, int], dict[int, NDArray[np.float64]]] = field(default_factory=dict)
+    scores: dict[tuple[str, str, str, int], dict[int, list[float]]] = field(default_factory=dict)
 
 
 _BIN_OF_LEVEL = np.floor(LEVELS * 20 + 0.5).astype(np.int64)
+# The rows a rule's `turns` reads (`monitor.alerts.queries.TURN_ROWS`), by the simulation's turn (0 or 1).
+TURN_KINDS: dict[str, Callable[[int], bool]] = {
+    "all": lambda turn: True,
+    "first": lambda turn: turn == 0,
+    "follow_up": lambda turn: turn > 0,
+}
 
 
 def _mixes(stream: Stream, mix: NDArray[np.float64], hours: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -188,23 +206,38 @@ def simulate(streams: Sequence[Stream], hours: float, seed: int) -> Minutes:
         for i, phase in enumerate(s.phases):
             at = minutes[phase_of == i]
             for model, version, share, mix in phase.arms:
-                n = rng.poisson(volume[at] * share)
-                counts = rng.multinomial(n, _mixes(s, mix, hour[at]))
-                # By name: a sum the simulation does not draw (errors, the prompt-cache tokens) is 0.
-                rows = np.zeros((len(at), len(SCORE_SUMS)))
-                for name in ("rows", "ok", "weight", "weight_sq", "events"):
-                    rows[:, index[name]] = n
-                rows[:, index["w_score"]] = counts @ LEVELS
-                rows[:, index["w_score_sq"]] = counts @ LEVELS**2
-                rows[:, index["w_low"]] = counts[:, LEVELS < 0.5].sum(axis=1)
-                for level, b in enumerate(_BIN_OF_LEVEL):
-                    rows[:, index[BIN_SUMS[b]]] = counts[:, level]
-                key = (s.app, model, version)
-                sums, scores = out.sums.setdefault(key, {}), out.scores.setdefault(key, {})
-                for j in np.flatnonzero(n):
-                    sums[int(at[j])] = rows[j]
-                    scores[int(at[j])] = np.repeat(LEVELS, counts[j]).tolist()
+                for turn, part in ((0, 1.0 - s.follow_ups), (1, s.follow_ups)):
+                    if part <= 0:
+                        continue
+                    n = rng.poisson(volume[at] * share * part)
+                    unchanged = turn == 0 and s.follow_ups_only
+                    mixes = np.broadcast_to(s.pre, (len(at), len(s.pre))) if unchanged else _mixes(s, mix, hour[at])
+                    _add(out, (s.app, model, version, turn), at, n, rng.multinomial(n, mixes), index)
     return out
+
+
+def _add(
+    out: Minutes,
+    key: tuple[str, str, str, int],
+    at: NDArray[np.int64],
+    n: NDArray[np.int64],
+    counts: NDArray[np.int64],
+    index: dict[str, int],
+) -> None:
+    """Sum one arm's draws per minute into `out` under `key`."""
+    # By name: a sum the simulation does not draw (errors, the prompt-cache tokens) is 0.
+    rows = np.zeros((len(at), len(SCORE_SUMS)))
+    for name in ("rows", "ok", "weight", "weight_sq", "events"):
+        rows[:, index[name]] = n
+    rows[:, index["w_score"]] = counts @ LEVELS
+    rows[:, index["w_score_sq"]] = counts @ LEVELS**2
+    rows[:, index["w_low"]] = counts[:, LEVELS < 0.5].sum(axis=1)
+    for level, b in enumerate(_BIN_OF_LEVEL):
+        rows[:, index[BIN_SUMS[b]]] = counts[:, level]
+    sums, scores = out.sums.setdefault(key, {}), out.scores.setdefault(key, {})
+    for j in np.flatnonzero(n):
+        sums[int(at[j])] = rows[j]
+        scores[int(at[j])] = np.repeat(LEVELS, counts[j]).tolist()
 
 
 def _history(
@@ -219,7 +252,9 @@ def _history(
     keys = rule.key_fields
     values = values_for(rule)
     grouped: dict[tuple[tuple[str, ...], int], list[Any]] = {}
-    for (app, model, version), per_minute in minutes.sums.items():
+    for (app, model, version, turn), per_minute in minutes.sums.items():
+        if not TURN_KINDS[rule.turns](turn):
+            continue
         fields = {"app": app, "model": model, "prompt_version": version, "judge_id": JUDGE}
         key = tuple(fields[k] for k in keys)
         for minute, row in per_minute.items():
@@ -230,11 +265,15 @@ def _history(
             slot = grouped.get((key, bucket))
             first_ms = (at - EPOCH) // timedelta(milliseconds=1)
             if slot is None:
-                grouped[(key, bucket)] = [row.copy(), first_ms, list(minutes.scores[(app, model, version)][minute])]
+                grouped[(key, bucket)] = [
+                    row.copy(),
+                    first_ms,
+                    list(minutes.scores[(app, model, version, turn)][minute]),
+                ]
             else:
                 slot[0] += row
                 slot[1] = min(slot[1], first_ms)
-                slot[2].extend(minutes.scores[(app, model, version)][minute])
+                slot[2].extend(minutes.scores[(app, model, version, turn)][minute])
     rows = []
     for (key, bucket), (sums, first_ms, vals) in sorted(grouped.items()):
         judge = ("rubric",) if "judge_id" in keys else ()
@@ -335,6 +374,7 @@ def quiet_streams(apps: int, rng_seed: int, prefix: str = "quiet") -> list[Strea
                 rate,
                 phases,
                 diurnal=0.6 if kind in (1, 2, 3) else 0.0,
+                follow_ups=QUIET_FOLLOW_UPS,
                 shape=["steady", "diurnal", "new version", "new model", "low traffic"][kind],
                 pre=mix,
                 post=mix,
@@ -343,13 +383,17 @@ def quiet_streams(apps: int, rng_seed: int, prefix: str = "quiet") -> list[Strea
     return out
 
 
+QUIET_FOLLOW_UPS = 0.4
+FOLLOW_UPS = 0.5  # the follow-up case: half the app's judged turns are follow-ups
+FOLLOW_UP_SHAPE = "follow-ups lose the thread"
 RELEASE = moved(BASE, 0.28)  # .75 -> .47
 DRIFTED = moved(BASE, 0.30)  # .75 -> .45
 MODEST = moved(BASE, 0.12)  # .75 -> .63
 
 
 def issue_streams() -> list[Stream]:
-    """The issue's six cases and five unchanged apps (two split between two models): 11 apps, 18 segments."""
+    """The issue's six cases, a regression confined to follow-up turns (issue 43) and five unchanged apps (two split
+    between two models): 12 apps, 19 segments."""
     m, c = "model-a", CHANGE_H
     before = Phase(0, ((m, "v1", 1.0, BASE),))
     cases = [
@@ -391,6 +435,21 @@ def issue_streams() -> list[Stream]:
         )
         for i, (name, rate, phases, post, share, rollback, drift) in enumerate(cases)
     ]
+    # The app stops passing the conversation to its model (no version changes): the follow-ups fall as a bad release
+    # does, the first turns hold. The same drop in a new prompt version is also the rollout rules' to find.
+    out.append(
+        Stream(
+            f"follow-ups-{len(out):02d}",
+            2.0,
+            [before, Phase(c, ((m, "v1", 1.0, RELEASE),))],
+            change_h=c,
+            follow_ups=FOLLOW_UPS,
+            follow_ups_only=True,
+            shape=FOLLOW_UP_SHAPE,
+            pre=BASE,
+            post=RELEASE,
+        )
+    )
     for i, (rate, split) in enumerate(((1.0, False), (2.0, True), (3.0, False), (1.5, True), (2.5, False))):
         mix = GOOD if i % 2 else BASE
         arms = ((m, "v1", 0.5, mix), ("model-b", "v1", 0.5, mix)) if split else ((m, "v1", 1.0, mix),)
@@ -553,7 +612,7 @@ def oracle_delay_min(stream: Stream) -> float:
     z = float(stats.norm.ppf(1 - ALLOWED_PER_SEGMENT_DAY))
     _, sd = mean_sd(stream.pre)
     ramp = stream.drift_h * 60 / 2  # a linear drift reaches its mean drop half-way
-    return (z * sd / stream.drop) ** 2 / (stream.rate * stream.changed_share) + ramp
+    return (z * sd / stream.drop) ** 2 / stream.changed_rate + ramp
 
 
 def reference(
@@ -566,7 +625,7 @@ def reference(
     """The optimal detector's figures for one planted stream (`bench.optimal_cusum.optimal`) at the ARL0 the budget
     gives its changed segment: `Budget(per_week, segments).arl_events(rate)`."""
     assert stream.change_h is not None
-    rate_per_min = stream.rate * stream.changed_share
+    rate_per_min = stream.changed_rate
     arl = Budget(per_week, segments).arl_events(rate_per_min / 60)
     arrivals = Arrivals(rate_per_min, stream.diurnal, stream.change_h * 60, stream.drift_h * 60)
     phase = (stream.change_h * 60 - WARMUP / timedelta(minutes=1)) % step_min
@@ -644,7 +703,7 @@ def planted_figures(
                 "deployment": d.name,
                 "shape": s.shape,
                 "rate": s.rate,
-                "changed_rate": s.rate * s.changed_share,
+                "changed_rate": s.changed_rate,
                 "pre_mean": mean_sd(s.pre)[0],
                 "post_mean": mean_sd(s.post)[0],
                 "drop": s.drop,
@@ -698,6 +757,7 @@ def summary(
     ]
     rollbacks = [m for r in planted for m in r.get("resolved_after_rollback_min", {}).values()]
     persisting = [v for r in planted for v in r.get("firing_48h_on", {}).values()]
+    follow_ups = [r for r in planted if r["shape"] == FOLLOW_UP_SHAPE]
     unchanged_pages = sum(
         len(s["false_pages"]) for run in planted_runs for s in run["streams"] if s["shape"] == "unchanged"
     )
@@ -715,6 +775,10 @@ def summary(
         "rollback_limit_min": ROLLBACK_LIMIT_MIN,
         "persisting_firing_48h": f"{sum(bool(v) for v in persisting)} of {len(persisting)}",
         "planted_false_pages": unchanged_pages + sum(r["false_pages_before_change"] for r in planted),
+        "follow_up_regression": {
+            "paged": [r["paged"] for r in follow_ups],
+            "rules": sorted({rule for r in follow_ups for rule in r["rule_by_seed"].values() if rule}),
+        },
     }
 
 
@@ -778,6 +842,11 @@ def report_lines(result: dict[str, Any]) -> Iterator[str]:
     )
     missed = "; ".join(s["caught_drops_missed"]) or "none"
     rollbacks = ", ".join(_num(v, ".0f", 0) for v in s["rollback_resolved_min"])
+    f = s["follow_up_regression"]
+    yield (
+        f"  a regression confined to follow-up turns: paged {', '.join(f['paged']) or '-'} (first page by "
+        f"{', '.join(f['rules']) or 'none'})"
+    )
     yield (
         f"  every drop >= 0.1 the optimum catches within 6 h pages: misses {missed}; rollback resolved {rollbacks} "
         f"min (limit {s['rollback_limit_min']:g}); persisting regression firing 48 h on: {s['persisting_firing_48h']}"

@@ -298,6 +298,7 @@ def read_history(
                 rule.spec.table,
                 rule.spec.primary_only,
                 rule.include_replays,
+                rule.turns,
                 rule.spec.time_column,
                 rule.key_fields,
                 rule.low_score_below,

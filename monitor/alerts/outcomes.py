@@ -279,10 +279,19 @@ def describe_empty(e: EmptyRule, now: datetime) -> str:
         what = "no rows scored"
     else:
         what = "no judged rows"
+    if rule.turns != "all":
+        what += TURN_WORDS[rule.turns]
     text = what + _between(windows, now)
     if windows.baseline:
         text += f", nor {baseline_words(rule)}"
     return text + (f" ({newest})" if newest else "")
+
+
+# A rule on one kind of turn: why it can find none where the store has rows.
+TURN_WORDS = {
+    "first": " of a first turn (turn 0)",
+    "follow_up": " of a follow-up turn (turn > 0: events that carry the conversation before the question)",
+}
 
 
 def _no_rollout(e: EmptyRule, of: str, now: datetime) -> str:

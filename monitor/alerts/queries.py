@@ -55,16 +55,26 @@ LIVE_ROW = (
 )
 
 
-def replay_filter(rule: Rule) -> str:
+# A row's turn (migration 043): 0 for a conversation's opening question and for every flat event.
+TURN_ROWS = {"all": "", "first": "turn = 0", "follow_up": "turn > 0"}
+
+
+def live_rows(rule: Rule) -> str:
     """The replay filter (` AND ...`, or empty) of a rule's reads of the scores table: the live consumer's rows only
     unless the rule includes replays."""
     return "" if rule.include_replays else f" AND {LIVE_ROW}"
 
 
+def rows_read(rule: Rule) -> str:
+    """The row filter (` AND ...`, or empty) of a rule's reads of the scores table: the live consumer's rows only
+    unless the rule includes replays, and the turns it watches."""
+    return live_rows(rule) + (f" AND {TURN_ROWS[rule.turns]}" if TURN_ROWS[rule.turns] else "")
+
+
 def _rows_of(rule: Rule) -> str:
-    """The extra row filter of a rule's score queries: live rows (see `replay_filter`), and the primary's rows only for
-    a traffic metric."""
-    return replay_filter(rule) + (f" AND NOT {SHADOW_ROW}" if rule.spec.primary_only else "")
+    """The extra row filter of a rule's score queries: the rows it reads (see `rows_read`), and the primary's rows
+    only for a traffic metric."""
+    return rows_read(rule) + (f" AND NOT {SHADOW_ROW}" if rule.spec.primary_only else "")
 
 
 def _ident(name: str) -> str:
@@ -471,7 +481,7 @@ def shadow_sql(rule: Rule, database: str, table: str, windows: Windows) -> tuple
             f"{_SHADOW_PAIR_VALUES.format(w=flag)} AS {prefix}_pairs"
             for prefix, flag in (("c", "in_cur"), ("b", "in_base"))
         ]
-    span = f"event_time >= {{span_start:{_TS}}} AND event_time < {{span_end:{_TS}}}{replay_filter(rule)}"
+    span = f"event_time >= {{span_start:{_TS}}} AND event_time < {{span_end:{_TS}}}{rows_read(rule)}"
     sql = (
         f"SELECT {', '.join(select)}\n"
         f"FROM (\n"
@@ -526,7 +536,7 @@ def shadow_history_sql(
     if values_for(rule) == "pairs":
         select.append(f"{_SHADOW_PAIR_VALUES.format(w='1')} AS vals")
     source = _shadow_pairs(
-        database, table, f"event_time >= {{start:{_TS}}} AND event_time < {{end:{_TS}}}{replay_filter(rule)}"
+        database, table, f"event_time >= {{start:{_TS}}} AND event_time < {{end:{_TS}}}{rows_read(rule)}"
     )
     return _bucketed(select, source, keys), _grid_params(grid, start, end)
 
@@ -614,7 +624,7 @@ def fetch_no_content(store: ClickHouseStore, traffic_table: str, start: datetime
 
 def fetch_newest(store: ClickHouseStore, table: str, column: str, before: datetime, where: str = "") -> datetime | None:
     """The latest `column` of `table` at or before `before` (None when the table has no such row); `where` is a fixed
-    extra filter (` AND ...`, as `replay_filter` gives), never user text."""
+    extra filter (` AND ...`, as `live_rows` gives), never user text."""
     c = _ident(column)
     sql = (
         f"SELECT max({c}) FROM {_ident(store.database)}.{_ident(table)} WHERE {c} <= {{before:{_TS}}}{where} HAVING "
@@ -651,7 +661,7 @@ def examples_sql(rule: Rule, segment: SegmentKey, windows: Windows, database: st
             "SELECT event_time, app, judge_id, primary_judge_id, round(shadow_score, 3) AS shadow_score,\n"
             "       round(primary_score, 3) AS primary_score, round(shadow_score - primary_score, 3) AS difference, "
             "question, event_id\n"
-            f"FROM (\n  {_shadow_pairs(database, table, when + replay_filter(rule))}\n)\n"
+            f"FROM (\n  {_shadow_pairs(database, table, when + rows_read(rule))}\n)\n"
             f"WHERE {' AND '.join(same_segment) or '1'}\n"
             f"ORDER BY {rule.spec.examples_order}\n"
             f"LIMIT {int(limit)}"
@@ -667,6 +677,8 @@ def examples_sql(rule: Rule, segment: SegmentKey, windows: Windows, database: st
         )
     if not rule.include_replays:
         conds.append(LIVE_ROW)  # the rows the rule read: a replayed row is not a recent example
+    if TURN_ROWS[rule.turns]:
+        conds.append(TURN_ROWS[rule.turns])
     # The statements with their verdicts explain a surprising score in one look (which claims the judge found
     # off-topic).
     return (

@@ -19,6 +19,9 @@ from schemas.errors import RulesError
 DEFAULT_RULES_FILE = "default_rules.yaml"
 
 SegmentField = Literal["app", "model", "prompt_version"]
+# Which of a conversation's judged turns a rule reads: every one, the opening question (turn 0, which is also every
+# flat event: it carries no history) or the follow-ups (turn 1 on, which the judge reads with their earlier turns).
+Turns = Literal["all", "first", "follow_up"]
 
 
 class _Strict(BaseModel):
@@ -161,6 +164,9 @@ class Rule(_Strict):
     include_replays: bool = Field(
         False, description="read the rows `relevancy-monitor replay` wrote as well as the live ones"
     )
+    # A regression that only shows on follow-ups (a prompt change that loses the thread) is diluted by the first
+    # turns in a rule that reads them all; a rule of its own on the follow-ups sees it at full strength.
+    turns: Turns = Field("all", description="the judged turns read: all, first (turn 0) or follow_up (turn 1 on)")
 
     @field_validator("segment_by")
     @classmethod
@@ -207,6 +213,9 @@ class Rule(_Strict):
             raise ValueError(
                 f"include_replays applies to rules over the scores table only ({what} hold no replayed rows)"
             )
+        if self.turns != "all" and (self.spec.table == "canary" or self.source == "traffic" or self.spec.needs_traffic):
+            what = "canary runs" if self.spec.table == "canary" else "the traffic counts"
+            raise ValueError(f"turns applies to rules over the scores table only ({what} have no turns)")
         self._check_rollout()
         t = self.condition.threshold
         if t is not None and t.clear is not None:

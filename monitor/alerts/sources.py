@@ -18,7 +18,7 @@ from monitor.alerts.queries import (
     fetch_tail_counts,
     fetch_traffic,
     fetch_versions,
-    replay_filter,
+    live_rows,
 )
 from monitor.alerts.rules import Rule
 from monitor.alerts.sequential import Buckets
@@ -102,8 +102,9 @@ class StoreData:
         else:
             # The newest row the rule reads: a replay's rows do not make a rule without live rows look fed, nor the
             # primary's rows a shadow rule without a shadow judge. (A traffic metric's primary-only filter is left
-            # out: a shadow row always comes with its primary's.)
-            table, column, rows = self.store.table, rule.spec.time_column, replay_filter(rule)
+            # out: a shadow row always comes with its primary's; so is the turns filter: a rule on follow-ups without
+            # any is told so by its words, `outcomes.describe_empty`.)
+            table, column, rows = self.store.table, rule.spec.time_column, live_rows(rule)
             if rule.spec.table == "shadow":
                 rows += f" AND {SHADOW_ROW}"
         at = self._newest_of(table, column, before, rows)

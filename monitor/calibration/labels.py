@@ -156,8 +156,8 @@ def parse_line(text: str, number: int, scale: Scale, source: str) -> LabelledPai
         id=_id(obj.get("id"), bad),
         category=_category(obj.get("category"), bad),
         ignored=tuple(unknown),
-        context=_context(obj.get("context"), bad),
-        system=_system(obj.get("system"), bad),
+        context=parse_context(obj.get("context"), bad),
+        system=parse_system(obj.get("system"), bad),
         tags=_tags(obj.get("tags"), bad),
     )
 
@@ -228,7 +228,10 @@ def _category(value: Any, bad: _Bad) -> str | None:
     return value if value.strip() else None
 
 
-def _context(value: Any, bad: _Bad) -> tuple[Turn, ...]:
+def parse_context(value: Any, bad: _Bad) -> tuple[Turn, ...]:
+    """A line's `context` (absent or null: none) as turns, oldest first; raises the error `bad` makes of the problem
+    when it is not an array of `{"role", "text"}` objects or holds a system message. `relevancy-monitor judge` reads
+    its pairs' context with it too."""
     if value is None:
         return ()
     if not isinstance(value, list):
@@ -251,7 +254,8 @@ def _context(value: Any, bad: _Bad) -> tuple[Turn, ...]:
     return tuple(turns)
 
 
-def _system(value: Any, bad: _Bad) -> str:
+def parse_system(value: Any, bad: _Bad) -> str:
+    """A line's `system` instructions (absent or null: ''); raises the error `bad` makes when it is not a string."""
     if value is None:
         return ""
     if not isinstance(value, str):

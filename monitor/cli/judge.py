@@ -1,6 +1,9 @@
 """`relevancy-monitor judge`: judge question/answer pairs once and show why they scored as they did.
 
-No Kafka, no store: settings from the environment (MONITOR_*), pairs from flags or a JSONL file."""
+No Kafka, no store: settings from the environment (MONITOR_*), pairs from flags or a JSONL file. A line of the file
+may also give the conversation before the question (`context`) and the assistant's instructions (`system`), in the
+shape of the labelled sets' multi-turn cases; the judge reads them cut to the configured context window, as the
+service would send them."""
 
 from __future__ import annotations
 
@@ -10,63 +13,60 @@ import json
 import sys
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
+from monitor.calibration.labels import parse_context, parse_system
 from monitor.cli.flags import JUDGE_ENV_ONLY, JUDGE_SETTINGS, add_renamed_flag, add_setting_flags, settings_from_args
 from monitor.config import Settings
 from monitor.judges.base import Judge, JudgeFailure, JudgeInfo, Judgement
+from monitor.judges.context_window import ContextWindow, windowed
 from monitor.judging.guarded_judge import GuardedJudge
 from monitor.judging.metrics import JudgingMetrics
 from monitor.judging.settings import FlowSettings
-from schemas.errors import UsageError
-from schemas.events import Turn
+from schemas.errors import LabelsError, UsageError
+from schemas.events import ConversationEvent, KafkaPosition, Turn
 
 QUESTION_KEYS = ("question", "user_message")
 ANSWER_KEYS = ("answer", "response")
+SOURCE_TOPIC = "judge"  # the events' provenance in logs: no Kafka is involved
 
 
 @dataclass(frozen=True, slots=True)
 class Pair:
-    """One question/answer pair to judge, or the reason its input line could not be read."""
+    """One question/answer pair to judge, with the conversation before it as written, or the reason its input line
+    could not be read."""
 
     index: int
     question: str = ""
     answer: str = ""
+    context: tuple[Turn, ...] = ()  # the earlier turns, oldest first (empty: the pair stands alone)
+    system: str = ""  # the assistant's system instructions ('' when none)
     input_error: str | None = None
 
-    @property
-    def event_id(self) -> str:
-        """The pair's name in logs: its place in the input."""
-        return f"pair-{self.index}"
 
-    @property
-    def response(self) -> str:
-        """The answer, under the name the guards read."""
-        return self.answer
-
-    @property
-    def source(self) -> PairPosition:
-        """The pair's place in the input, for the guards' logs."""
-        return PairPosition(0, self.index)
-
-    @property
-    def context(self) -> tuple[Turn, ...]:
-        """No earlier turns: a pair stands alone."""
-        return ()
-
-    @property
-    def system(self) -> str:
-        """No system instructions."""
-        return ""
-
-
-@dataclass(frozen=True, slots=True)
-class PairPosition:
-    """A pair's place in the input (`offset` is its number)."""
-
-    partition: int
-    offset: int
+def pair_event(pair: Pair, now: datetime, window: ContextWindow) -> ConversationEvent:
+    """The event the guard judges for `pair`, named by its place in the input, its context and system instructions
+    cut to `window` as the service cuts them; a pair with context or instructions is a chat event, as it would be
+    live."""
+    event = ConversationEvent(
+        event_id=f"pair-{pair.index}",
+        conversation_id=f"pair-{pair.index}",
+        event_time=now,
+        app=SOURCE_TOPIC,
+        model="",
+        prompt_version="",
+        metadata={},
+        question=pair.question,
+        response=pair.answer,
+        shape="chat" if pair.context or pair.system else "flat",
+        source=KafkaPosition(topic=SOURCE_TOPIC, partition=0, offset=pair.index),
+        context=pair.context,
+        system=pair.system,
+        turn=sum(1 for t in pair.context if t.role == "user"),
+    )
+    return windowed(event, window)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +74,7 @@ class Outcome:
     """A pair and what the judge made of it."""
 
     pair: Pair
+    context_turns: int = 0  # the earlier messages the judge read, after the window
     judgement: Judgement | None = None
     error_reason: str | None = None
     error: str | None = None
@@ -92,7 +93,10 @@ def register(subparsers: Any) -> None:
         description="Judge question/answer pairs with the configured judge and print the verdicts. "
         "Give --question and --answer, or --file with one JSON object per line "
         '({"question": ..., "answer": ...}; "user_message"/"response" also accepted). '
-        "Exit code 1 if any pair could not be judged.",
+        'A follow-up also gives "context", the earlier turns oldest first ([{"role": "user", "text": ...}, '
+        '{"role": "assistant", "text": ...}, ...]), and may give "system", the assistant\'s instructions; the judge '
+        "reads them cut to the context window (MONITOR_JUDGE_CONTEXT_TURNS, MONITOR_JUDGE_CONTEXT_MAX_CHARS, "
+        "MONITOR_JUDGE_CONTEXT_SYSTEM) as the service would. Exit code 1 if any pair could not be judged.",
     )
     p.add_argument("--question", "-q", help="the user's question (required with --answer, unless --file is given)")
     p.add_argument("--answer", "-a", help="the assistant's answer (required with --question, unless --file is given)")
@@ -102,12 +106,17 @@ def register(subparsers: Any) -> None:
         metavar="FILE",
         help="JSONL file of pairs, '-' reads stdin (required unless --question and --answer are given)",
     )
-    p.add_argument("--verbose", "-v", action="store_true", help="also show each statement with its verdict and reason")
+    p.add_argument(
+        "--verbose",
+        "-v",
+        action="store_true",
+        help="also show each statement with its verdict and reason, and how many earlier messages the judge read",
+    )
     p.add_argument(
         "--format",
         choices=["table", "json"],
         default="table",
-        help="table, or json: one object per pair (default: table)",
+        help="table, or json: one object per pair, with context_turns, the earlier messages read (default: table)",
     )
     add_setting_flags(p, "judge", JUDGE_SETTINGS, JUDGE_ENV_ONLY)
     # Former spellings, from before the flags were named like those of `run` and `sql`.
@@ -136,7 +145,7 @@ def run_judge(
     pairs = read_pairs(ns)
     settings = settings or settings_from_args(ns)
     judge = build_judge(settings.judge)
-    outcomes = asyncio.run(_judge_all(judge, pairs, settings.flow))
+    outcomes = asyncio.run(_judge_all(judge, pairs, settings.flow, settings.judge.context_window()))
     if ns.format == "json":
         for o in outcomes:
             out.write(json.dumps(outcome_dict(o, judge.info), ensure_ascii=False) + "\n")
@@ -184,22 +193,35 @@ def parse_line(number: int, line: str) -> Pair:
             index=number,
             input_error=f"line {number}: needs string fields question (or user_message) and answer (or response)",
         )
-    return Pair(index=number, question=question, answer=answer)
+
+    def bad(problem: str) -> LabelsError:
+        return LabelsError(f"line {number}: {problem}")
+
+    try:
+        # The labelled sets' reader: one shape for a multi-turn case, whether it is labelled or only judged.
+        context = parse_context(obj.get("context"), bad)
+        system = parse_system(obj.get("system"), bad)
+    except LabelsError as e:
+        return Pair(index=number, input_error=str(e))
+    return Pair(index=number, question=question, answer=answer, context=context, system=system)
 
 
-async def _judge_all(judge: Judge, pairs: Sequence[Pair], flow: FlowSettings) -> list[Outcome]:
+async def _judge_all(judge: Judge, pairs: Sequence[Pair], flow: FlowSettings, window: ContextWindow) -> list[Outcome]:
     # The service's guards (adaptive concurrency, the rate limit, the circuit breaker, the timeout): a file of pairs
     # meets the provider's limits the way the live traffic does, but gives up after the attempts (`patient=False`).
     guard = GuardedJudge(judge, flow, JudgingMetrics(), on_spent=lambda usage: None, patient=False)
+    now = datetime.now(UTC)
 
     async def one(pair: Pair) -> Outcome:
         if pair.input_error is not None:
             return Outcome(pair, error_reason="bad_input", error=pair.input_error)
-        outcome = await guard.judge_event(pair, still_wanted=lambda: True)
+        event = pair_event(pair, now, window)
+        read = len(event.context)
+        outcome = await guard.judge_event(event, still_wanted=lambda: True)
         assert outcome is not None  # still_wanted is always true: only a verdict or a failure ends the call
         if isinstance(outcome.verdict, JudgeFailure):
-            return Outcome(pair, error_reason=outcome.verdict.reason, error=outcome.verdict.detail)
-        return Outcome(pair, judgement=outcome.verdict)
+            return Outcome(pair, read, error_reason=outcome.verdict.reason, error=outcome.verdict.detail)
+        return Outcome(pair, read, judgement=outcome.verdict)
 
     try:
         return list(await asyncio.gather(*(one(p) for p in pairs)))
@@ -213,6 +235,7 @@ def outcome_dict(o: Outcome, info: JudgeInfo) -> dict[str, Any]:
         "index": o.pair.index,
         "question": o.pair.question,
         "answer": o.pair.answer,
+        "context_turns": o.context_turns,
         "judge": asdict(info),
     }
     if o.judgement is None:
@@ -266,7 +289,10 @@ def print_table(outcomes: Sequence[Outcome], info: JudgeInfo, *, verbose: bool, 
     for o in outcomes:
         if o.judgement is None:
             continue
-        detail = Table(title=f"pair {o.pair.index}: {_escape(_clip(o.pair.question, 100))}", show_lines=False)
+        read = (
+            f" (after {o.context_turns} earlier message{'' if o.context_turns == 1 else 's'})" if o.pair.context else ""
+        )
+        detail = Table(title=f"pair {o.pair.index}{read}: {_escape(_clip(o.pair.question, 100))}", show_lines=False)
         for col in ("#", "verdict", "statement", "reason"):
             detail.add_column(col, overflow="fold")
         for n, (s, v, r) in enumerate(

@@ -43,8 +43,10 @@ def make_row(
     verdicts: Sequence[str] = (),
     sample_rule: str = "base",
     replay_run: str = "",
+    turn: int = 0,
 ) -> ScoredRow:
-    """One scored row at event time `t` (written by the replay run `replay_run`, or live when it is empty)."""
+    """One scored row at event time `t` (written by the replay run `replay_run`, or live when it is empty), of the
+    conversation's `turn` (0: its first question)."""
     return ScoredRow(
         event_id=event_id or uuid.uuid4().hex,
         conversation_id="c-" + uuid.uuid4().hex[:8],
@@ -72,6 +74,7 @@ def make_row(
         scored_at=t + timedelta(seconds=lag_s),
         latency_ms=100,
         replay_run=replay_run,
+        turn=turn,
     )
 
 

@@ -28,16 +28,19 @@ def test_a_shifted_mix_drops_the_mean_by_exactly_the_drop() -> None:
 
 def test_in_memory_histories_equal_the_stores_for_the_same_events(store: ClickHouseStore) -> None:
     """Each quality rule's history built from simulated minutes has the same buckets, sums and scores as the one the
-    backtest reads from the scores table holding those events."""
+    backtest reads from the scores table holding those events, first turns and follow-ups alike (a rule reading
+    follow-ups only reads the same rows in both)."""
     origin = datetime(2026, 1, 5, tzinfo=UTC)
     stream = aq.Stream(
         "app-x",
         3.0,
         [aq.Phase(0, (("model-a", "v1", 1.0, aq.GOOD),)), aq.Phase(2, (("model-a", "v2", 1.0, aq.shifted(0.2)),))],
+        follow_ups=0.4,
     )
     minutes = aq.simulate([stream], hours=4, seed=3)
     rows = []
-    for (app, model, version), per_minute in minutes.scores.items():
+    assert {key[3] for key in minutes.scores} == {0, 1}
+    for (app, model, version, turn), per_minute in minutes.scores.items():
         for minute, scores in per_minute.items():
             at = origin + timedelta(minutes=minute)
             for k, score in enumerate(scores):
@@ -52,10 +55,12 @@ def test_in_memory_histories_equal_the_stores_for_the_same_events(store: ClickHo
                         judge="rubric",
                         score=score,
                         cost=0.0,
+                        turn=turn * (1 + k % 3),  # a follow-up is any turn after the first
                     )
                 )
     store.insert_rows(rows, dedup_token="bench-parity")
     since, until, step = origin + timedelta(hours=3), origin + timedelta(hours=4), timedelta(minutes=5)
+    assert {r.turns for r in aq.quality_rules().rules} >= {"all", "follow_up"}
     for rule in aq.quality_rules().rules:
         mine = aq._history(rule, minutes, origin, since, until, step)
         grid = grid_for(rule, since, step)
@@ -79,12 +84,12 @@ def test_the_issue_mixes_have_the_issue_means() -> None:
 
 
 def test_the_issue_deployment_has_a_real_deployments_segments() -> None:
-    """The issue's deployment has 11 apps and 18 relevancy_drop segments in the first round after the change (the
-    budget's per-segment share depends on it); a legacy one at one rate 15."""
+    """The issue's deployment has 12 apps (the issue's 11 and the follow-up case) and 19 relevancy_drop segments in the
+    first round after the change (the budget's per-segment share depends on it); a legacy one at one rate 15."""
     issue, legacy = aq.planted_deployments((2.0,))
-    assert len({s.app for s in issue.streams}) == 11
-    assert aq.detector_segments(issue.streams, aq.CHANGE_H + 5 / 60, 6.0) == 18
-    assert aq.detector_segments(issue.streams, aq.CHANGE_H, 6.0) == 13  # before the new versions start
+    assert len({s.app for s in issue.streams}) == 12
+    assert aq.detector_segments(issue.streams, aq.CHANGE_H + 5 / 60, 6.0) == 19
+    assert aq.detector_segments(issue.streams, aq.CHANGE_H, 6.0) == 14  # before the new versions start
     assert aq.detector_segments(legacy.streams, aq.LEGACY_CHANGE_H + 5 / 60, 6.0) == 15
 
 
@@ -115,8 +120,9 @@ def test_a_tiny_run_pages_on_a_large_drop_and_prints_its_table(capsys: pytest.Ca
     large = [r for r in result["planted"] if r["shape"] == "legacy large drop (0.3)"]
     assert large and large[0]["observed_min"] > 0 and large[0]["optimal_min"] > 0
     issue = [r for r in result["planted"] if r["deployment"] == "issue"]
-    assert len(issue) == 6 and all(r["optimal"]["segments"] == 18 for r in issue)
+    assert len(issue) == 7 and all(r["optimal"]["segments"] == 19 for r in issue)
+    assert result["summary"]["follow_up_regression"]["paged"] == ["1 of 1"]
     assert result["quiet"]["deployment_weeks"] == pytest.approx((2.0 - 25 / 24) / 7)
     assert result["summary"]["issue_cases"]["median_ratio"] is not None
     out = capsys.readouterr().out
-    assert "false pages" in out and "median ratio" in out and "wall" in out
+    assert "false pages" in out and "median ratio" in out and "wall" in out and "confined to follow-up turns" in out

@@ -230,6 +230,31 @@ def test_include_replays_is_off_by_default_and_checked() -> None:
         assert str(e.value).startswith(f"r.yaml: {expected}"), str(e.value)
 
 
+def test_turns_is_all_by_default_and_checked() -> None:
+    """turns defaults to all, takes all, first or follow_up, and applies to rules over the scores table only."""
+    assert parse_rules(GOOD).rules[0].turns == "all"
+    assert parse_rules(GOOD.replace("for: 10m", "for: 10m\n    turns: follow_up")).rules[0].turns == "follow_up"
+    canary = "[{name: c, metric: canary_mean_shift, window: 6h, condition: {threshold: -0.1}, turns: first}]"
+    traffic = "[{name: t, metric: no_data, source: traffic, window: 10m, baseline: {trailing: 1h}, turns: follow_up}]"
+    coverage = "[{name: v, metric: coverage, window: 15m, condition: {threshold: 0.9}, turns: first}]"
+    wrong = [
+        (
+            GOOD.replace("for: 10m", "for: 10m\n    turns: later"),
+            "rules[0] (drop).turns: Input should be 'all', 'first' or 'follow_up'",
+        ),
+        (canary, "rules[0] (c): turns applies to rules over the scores table only (canary runs have no turns)"),
+        (traffic, "rules[0] (t): turns applies to rules over the scores table only (the traffic counts have no turns)"),
+        (
+            coverage,
+            "rules[0] (v): turns applies to rules over the scores table only (the traffic counts have no turns)",
+        ),
+    ]
+    for text, expected in wrong:
+        with pytest.raises(RulesError) as e:
+            parse_rules(text, "r.yaml")
+        assert str(e.value).startswith(f"r.yaml: {expected}"), str(e.value)
+
+
 DETECTOR = """
 rules:
   - name: drop

@@ -7,6 +7,7 @@ import argparse
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,13 +15,23 @@ from pathlib import Path
 import pytest
 
 from monitor.cli.judge import register, run_judge
+from monitor.judges.context_window import SYSTEM_CUT_MARK
 from schemas.errors import ConfigError, UsageError
-from tests.fake_messages_api import FakeMessagesAPI, Reply, overloaded
+from tests.fake_messages_api import FakeMessagesAPI, RecordedRequest, Reply, overloaded
 
 QUESTION = "When did order A17 ship?"
 PADDED = "Thanks for getting in touch. We also sell gift cards. Order A17 shipped on 3 March."
 TIGHT = "Order A17 shipped on 3 March."
 ROOT = Path(__file__).resolve().parents[3]
+
+# The kettle follow-up of issue 43: relevant only through the earlier turns.
+SYSTEM = "You are the support assistant of a kettle shop. Only answer questions about kettles and their delivery."
+CONTEXT = [
+    {"role": "user", "text": "Which kettles ship to Spain?"},
+    {"role": "assistant", "text": "The blue and the steel kettle."},
+]
+FOLLOW_UP = "How long does the second one take?"
+FOUR_DAYS = "About four days."
 
 # What the console script's main() does around a subcommand, with `judge` registered.
 SCRIPT = """
@@ -122,6 +133,124 @@ def test_file_of_pairs_with_both_key_spellings_and_a_bad_line(api_env: FakeMessa
     assert objs[2]["ok"] is False and objs[2]["error"]["reason"] == "bad_input"
     assert "pair 4" in err and "line 4" in err
     assert len(api_env.message_requests) == 2
+
+
+def turns_of(req: RecordedRequest) -> list[dict[str, str]]:
+    """The earlier turns in the request's conversation section, as a model would read them ([] without one)."""
+    section = req.section("conversation_before")
+    if section is None:
+        return []
+    code = re.findall(r"</assistant_response_([0-9a-f]+)>", req.user_text)[-1]
+    found = re.findall(rf'<turn_{code} role="([^"]*)">\n(.*?)\n</turn_{code}>', section, re.DOTALL)
+    return [{"role": role, "text": text} for role, text in found]
+
+
+def follow_up_file(tmp_path: Path, **line: object) -> Path:
+    """A pairs file of one line: the kettle follow-up with its context and brief, updated by `line`."""
+    path = tmp_path / "pairs.jsonl"
+    obj = {"question": FOLLOW_UP, "answer": FOUR_DAYS, "context": CONTEXT, "system": SYSTEM, **line}
+    path.write_text(json.dumps(obj) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("method", ["statements", "rubric"])
+def test_a_follow_up_line_reaches_the_judge_with_its_context_in_its_sections(
+    api_env: FakeMessagesAPI, tmp_path: Path, method: str
+) -> None:
+    """A line's system instructions and earlier turns arrive in their own sections before the judged pair, through
+    the real SDK; the JSON output says how many earlier messages the judge read."""
+    code, out, err = run("--judge", method, "--file", str(follow_up_file(tmp_path)), "--format", "json")
+    assert code == 0, err
+    [req] = api_env.message_requests
+    assert req.section("system_instructions") == SYSTEM
+    assert turns_of(req) == CONTEXT
+    assert req.section("user_question") == FOLLOW_UP and req.section("assistant_response") == FOUR_DAYS
+    assert req.user_text.index("<conversation_before_") < req.user_text.index("<user_question_")
+    [obj] = [json.loads(ln) for ln in out.splitlines()]
+    assert obj["ok"] is True and obj["context_turns"] == 2
+
+
+def test_a_pair_without_context_reads_none(api_env: FakeMessagesAPI) -> None:
+    """A pair from the flags has no context: no context sections, and context_turns 0."""
+    code, out, _ = run("--judge", "rubric", "-q", QUESTION, "-a", TIGHT, "--format", "json")
+    assert code == 0 and json.loads(out)["context_turns"] == 0
+    [req] = api_env.message_requests
+    assert req.section("conversation_before") is None and req.section("system_instructions") is None
+
+
+LONG_BRIEF = SYSTEM * 3  # 309 characters
+LONG_TURN = {"role": "user", "text": "Hello! " * 40}  # 280 characters
+
+
+@pytest.mark.parametrize(
+    ("env", "line", "turns", "system"),
+    [
+        ({"MONITOR_JUDGE_CONTEXT_TURNS": "1"}, {}, CONTEXT[-1:], SYSTEM),
+        (
+            {"MONITOR_JUDGE_CONTEXT_MAX_CHARS": "200"},
+            {"context": [LONG_TURN, *CONTEXT], "system": LONG_BRIEF},
+            CONTEXT,
+            LONG_BRIEF[: 200 - len(SYSTEM_CUT_MARK)] + SYSTEM_CUT_MARK,
+        ),
+        ({"MONITOR_JUDGE_CONTEXT_TURNS": "0", "MONITOR_JUDGE_CONTEXT_SYSTEM": "false"}, {}, [], None),
+    ],
+    ids=["one-turn", "max-chars", "off"],
+)
+def test_the_context_window_caps_what_the_judge_reads(
+    api_env: FakeMessagesAPI,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    env: dict[str, str],
+    line: dict[str, object],
+    turns: list[dict[str, str]],
+    system: str | None,
+) -> None:
+    """The configured window cuts a line's context as the service would: the newest turns kept, the oldest dropped
+    for length, the instructions cut at their end or left out; context_turns counts what was read."""
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    code, out, err = run("--judge", "rubric", "--file", str(follow_up_file(tmp_path, **line)), "--format", "json")
+    assert code == 0, err
+    [req] = api_env.message_requests
+    assert turns_of(req) == turns
+    assert req.section("system_instructions") == system
+    assert json.loads(out)["context_turns"] == len(turns)
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ({"context": "Which kettles ship to Spain?"}, "context must be an array of turns, not string"),
+        ({"context": [{"role": "user"}]}, "context turn 1 must have exactly 'role' and 'text', has role"),
+        ({"context": [{"role": "user", "text": 4}]}, "context turn 1: text must be a string, not number"),
+        ({"context": [{"role": "system", "text": SYSTEM}]}, "context turn 1 is a system message"),
+        ({"system": ["be brief"]}, "system must be a string, not array"),
+    ],
+    ids=["not-an-array", "turn-without-text", "text-not-a-string", "system-turn", "system-not-a-string"],
+)
+def test_a_malformed_context_is_a_one_line_input_error_for_that_line(
+    api_env: FakeMessagesAPI, tmp_path: Path, line: dict[str, object], problem: str
+) -> None:
+    """A line whose context or system instructions are malformed is that line's input error, named on one line,
+    while the next line is judged; exit 1, no request for the bad line."""
+    path = follow_up_file(tmp_path, **line)
+    path.write_text(path.read_text(encoding="utf-8") + json.dumps({"question": QUESTION, "answer": TIGHT}) + "\n")
+    code, out, err = run("--judge", "rubric", "--file", str(path), "--format", "json")
+    assert code == 1
+    bad, good = [json.loads(ln) for ln in out.splitlines()]
+    assert bad["ok"] is False and bad["error"]["reason"] == "bad_input"
+    assert bad["error"]["message"].startswith(f"line 1: {problem}")
+    assert good["ok"] is True
+    [err_line] = err.splitlines()
+    assert err_line.startswith(f"relevancy-monitor judge: pair 1: bad_input: line 1: {problem}")
+    assert len(api_env.message_requests) == 1
+
+
+def test_verbose_says_how_many_earlier_messages_the_judge_read(api_env: FakeMessagesAPI, tmp_path: Path) -> None:
+    """--verbose names, above a follow-up's statements, the earlier messages the judge read."""
+    code, out, err = run("--judge", "statements", "--file", str(follow_up_file(tmp_path)), "--verbose")
+    assert code == 0, err
+    assert "pair 1 (after 2 earlier messages)" in out
 
 
 def test_judge_failure_is_reported_for_that_pair_and_exits_1(
