@@ -21,6 +21,7 @@ from monitor.alerts.baselines import with_parent_baselines
 from monitor.alerts.budget import Significance, significance
 from monitor.alerts.detection import Budget, Detection, detect, neighbours, rollout_recovered, rollout_stopped
 from monitor.alerts.evaluator import AlertState, NoticeKind, Verdict, decide, notification_due, step
+from monitor.alerts.inhibition import hold
 from monitor.alerts.judge_drift import SUSPECT, JudgeSuspect, attribute
 from monitor.alerts.notifiers import AlertMessage, Notifier
 from monitor.alerts.observations import Observation, observe
@@ -318,8 +319,9 @@ def evaluate_rules(
         results.extend(outcome.results)
         if outcome.empty is not None:
             empty.append(outcome.empty)
-    # Last, over every rule's new states: a live score alert of a judge whose canaries fire is the judge's doing.
-    return Evaluation(now, attribute(results), errors, empty)
+    # Last, over every rule's new states: a live score alert of a judge whose canaries fire is the judge's doing, and
+    # a rule that watches a part of another's traffic does not page beside it (one page for one incident).
+    return Evaluation(now, hold(attribute(results)), errors, empty)
 
 
 @dataclass(frozen=True, slots=True)

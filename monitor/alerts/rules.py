@@ -167,6 +167,12 @@ class Rule(_Strict):
     # A regression that only shows on follow-ups (a prompt change that loses the thread) is diluted by the first
     # turns in a rule that reads them all; a rule of its own on the follow-ups sees it at full strength.
     turns: Turns = Field("all", description="the judged turns read: all, first (turn 0) or follow_up (turn 1 on)")
+    # One page for one incident: a rule that reads a part of another's traffic (the follow-ups of its segments) would
+    # fire beside it on a regression of every turn (`monitor.alerts.inhibition`).
+    quiet_while: list[str] = Field(
+        default_factory=list,
+        description="rules whose firing on the same segment holds this rule's new episode pending",
+    )
 
     @field_validator("segment_by")
     @classmethod
@@ -213,6 +219,8 @@ class Rule(_Strict):
             raise ValueError(
                 f"include_replays applies to rules over the scores table only ({what} hold no replayed rows)"
             )
+        if self.name in self.quiet_while:
+            raise ValueError("quiet_while names the rule itself")
         if self.turns != "all" and (self.spec.table == "canary" or self.source == "traffic" or self.spec.needs_traffic):
             what = "canary runs" if self.spec.table == "canary" else "the traffic counts"
             raise ValueError(f"turns applies to rules over the scores table only ({what} have no turns)")
@@ -396,9 +404,15 @@ def parse_rules(text: str, source: str = "rules") -> RuleSet:
     if not isinstance(data, dict):
         raise RulesError(f"{source}: expected a mapping with a `rules:` list")
     try:
-        return RuleSet.model_validate(data)
+        rules = RuleSet.model_validate(data)
     except ValidationError as e:
         raise RulesError(f"{source}: {_describe(e, data)}") from None
+    names = {r.name for r in rules.rules}
+    for i, r in enumerate(rules.rules):
+        unknown = [n for n in r.quiet_while if n not in names]
+        if unknown:
+            raise RulesError(f"{source}: rules[{i}] ({r.name}).quiet_while: no rule named {unknown[0]!r} in the file")
+    return rules
 
 
 def load_rules(path: str | Path | None = None) -> RuleSet:

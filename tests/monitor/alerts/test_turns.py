@@ -18,10 +18,13 @@ NOW = T0 + timedelta(days=2)
 CHANGE = NOW - timedelta(hours=2)
 
 
-def _conversations(follow_up_mean_after: float) -> list[ScoredRow]:
-    """Two days of an app's first turns (3 a minute, mean 0.8) and follow-ups (turns 1-3, 2 a minute, mean 0.8 until
-    two hours before now, then `follow_up_mean_after`)."""
-    first = stream(T0, NOW, per_minute=3, segments=APP, score=noisy(0.8, 0.1), seed=1)
+def _conversations(follow_up_mean_after: float, first_mean_after: float = 0.8) -> list[ScoredRow]:
+    """Two days of an app's first turns (3 a minute) and follow-ups (turns 1-3, 2 a minute), all at mean 0.8 until two
+    hours before now, then at `first_mean_after` and `follow_up_mean_after`."""
+    first = [
+        *stream(T0, CHANGE, per_minute=3, segments=APP, score=noisy(0.8, 0.1), seed=1),
+        *stream(CHANGE, NOW, per_minute=3, segments=APP, score=noisy(first_mean_after, 0.1), seed=4),
+    ]
     before = stream(T0, CHANGE, per_minute=2, segments=APP, score=noisy(0.8, 0.1), seed=2)
     after = stream(CHANGE, NOW, per_minute=2, segments=APP, score=noisy(follow_up_mean_after, 0.1), seed=3)
     follow_ups = [r.model_copy(update={"turn": 1 + i % 3}) for i, r in enumerate([*before, *after])]
@@ -80,3 +83,16 @@ def test_a_follow_up_rule_over_first_turns_only_says_there_are_no_follow_ups(sto
     assert empty.gap is Gap.NO_ROWS
     text = describe_empty(empty, NOW)
     assert text.startswith("no judged rows of a follow-up turn (turn > 0: events that carry the conversation"), text
+
+
+def test_a_regression_of_every_turn_pages_once_on_relevancy_drop(store: ClickHouseStore) -> None:
+    """First turns and follow-ups both falling from 0.8 to 0.45: relevancy_drop fires, and the follow-up rule, whose
+    own detector would fire in the same round, is held pending with a note naming relevancy_drop (no second page)."""
+    insert(store, _conversations(0.45, first_mean_after=0.45))
+    rules = default_rules("relevancy_drop", "follow_up_relevancy_drop")
+    results = {r.rule.name: r for r in evaluate_rules(store, rules, NOW, {}).results}
+    drop, follow_up = results["relevancy_drop"], results["follow_up_relevancy_drop"]
+    assert drop.state.state == "firing", drop.verdict.reason
+    assert follow_up.verdict.fire  # its own evidence says fire ...
+    assert follow_up.state.state == "pending" and follow_up.state.fired_at is None  # ... but it does not page
+    assert follow_up.state.note.startswith("held while relevancy_drop fires on this segment"), follow_up.state.note
