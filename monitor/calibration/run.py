@@ -17,7 +17,7 @@ from monitor.judging.metrics import JudgingMetrics
 from monitor.judging.settings import FlowSettings
 from monitor.privacy.events import JudgedEvent, redact_event
 from monitor.privacy.spans import Redactor
-from schemas.events import ConversationEvent, KafkaPosition
+from schemas.events import ConversationEvent, KafkaPosition, Turn
 from schemas.usage import Usage
 
 SOURCE_TOPIC = "calibration"  # the event's provenance in logs: no Kafka is involved
@@ -107,28 +107,45 @@ def given_up(opens: int) -> JudgeFailure:
     )
 
 
-def pair_event(pair: LabelledPair, now: datetime, window: ContextWindow | None = None) -> ConversationEvent:
-    """The event the guard judges for `pair`: its text, earlier turns, system instructions and turn index, an id
-    naming the pair, the line as its offset; a case with context or instructions is a chat event, as it would be
-    live. With `window`, the context is cut to it as the service cuts it, before redaction."""
-    key = pair.id if pair.id is not None else f"line-{pair.line}"
+def offline_event(
+    key: str,
+    offset: int,
+    text: tuple[str, str],
+    conversation: tuple[tuple[Turn, ...], str, int],
+    now: datetime,
+    window: ContextWindow | None,
+    source: str = SOURCE_TOPIC,
+) -> ConversationEvent:
+    """An event judged outside Kafka (a labelled pair, a line of `relevancy-monitor judge`): named `key`, `offset` its
+    place in the input under the topic `source`, `text` its question and answer, `conversation` its earlier turns,
+    system instructions and turn index; one with context or instructions is a chat event, as it would be live. With
+    `window`, the context is cut to it as the service cuts it, before redaction."""
+    context, system, turn = conversation
     event = ConversationEvent(
         event_id=key,
         conversation_id=key,
         event_time=now,
-        app=SOURCE_TOPIC,
+        app=source,
         model="",
         prompt_version="",
         metadata={},
-        question=pair.question,
-        response=pair.answer,
-        shape="chat" if pair.context or pair.system else "flat",
-        source=KafkaPosition(topic=SOURCE_TOPIC, partition=0, offset=pair.line),
-        context=pair.context,
-        system=pair.system,
-        turn=pair.turn,
+        question=text[0],
+        response=text[1],
+        shape="chat" if context or system else "flat",
+        source=KafkaPosition(topic=source, partition=0, offset=offset),
+        context=context,
+        system=system,
+        turn=turn,
     )
     return event if window is None else windowed(event, window)
+
+
+def pair_event(pair: LabelledPair, now: datetime, window: ContextWindow | None = None) -> ConversationEvent:
+    """The event the guard judges for `pair` (`offline_event`): an id naming the pair, the line as its offset."""
+    key = pair.id if pair.id is not None else f"line-{pair.line}"
+    return offline_event(
+        key, pair.line, (pair.question, pair.answer), (pair.context, pair.system, pair.turn), now, window
+    )
 
 
 async def judge_pairs(

@@ -18,15 +18,16 @@ from pathlib import Path
 from typing import IO, Any
 
 from monitor.calibration.labels import parse_context, parse_system
+from monitor.calibration.run import offline_event
 from monitor.cli.flags import JUDGE_ENV_ONLY, JUDGE_SETTINGS, add_renamed_flag, add_setting_flags, settings_from_args
 from monitor.config import Settings
 from monitor.judges.base import Judge, JudgeFailure, JudgeInfo, Judgement
-from monitor.judges.context_window import ContextWindow, windowed
+from monitor.judges.context_window import ContextWindow
 from monitor.judging.guarded_judge import GuardedJudge
 from monitor.judging.metrics import JudgingMetrics
 from monitor.judging.settings import FlowSettings
 from schemas.errors import LabelsError, UsageError
-from schemas.events import ConversationEvent, KafkaPosition, Turn
+from schemas.events import ConversationEvent, Turn
 
 QUESTION_KEYS = ("question", "user_message")
 ANSWER_KEYS = ("answer", "response")
@@ -47,26 +48,18 @@ class Pair:
 
 
 def pair_event(pair: Pair, now: datetime, window: ContextWindow) -> ConversationEvent:
-    """The event the guard judges for `pair`, named by its place in the input, its context and system instructions
-    cut to `window` as the service cuts them; a pair with context or instructions is a chat event, as it would be
-    live."""
-    event = ConversationEvent(
-        event_id=f"pair-{pair.index}",
-        conversation_id=f"pair-{pair.index}",
-        event_time=now,
-        app=SOURCE_TOPIC,
-        model="",
-        prompt_version="",
-        metadata={},
-        question=pair.question,
-        response=pair.answer,
-        shape="chat" if pair.context or pair.system else "flat",
-        source=KafkaPosition(topic=SOURCE_TOPIC, partition=0, offset=pair.index),
-        context=pair.context,
-        system=pair.system,
-        turn=sum(1 for t in pair.context if t.role == "user"),
+    """The event the guard judges for `pair` (`calibration.run.offline_event`), named by its place in the input, its
+    context and system instructions cut to `window` as the service cuts them."""
+    turn = sum(1 for t in pair.context if t.role == "user")
+    return offline_event(
+        f"pair-{pair.index}",
+        pair.index,
+        (pair.question, pair.answer),
+        (pair.context, pair.system, turn),
+        now,
+        window,
+        SOURCE_TOPIC,
     )
-    return windowed(event, window)
 
 
 @dataclass(frozen=True, slots=True)
