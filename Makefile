@@ -17,14 +17,15 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-# Debian's Chromium, for the test that opens `relevancy-monitor report`'s HTML in a headless browser. Installed only
-# when missing and we are root (CI is); otherwise this says how, and that test fails naming `make browser`.
-browser:   ## Debian chromium for the browser test of the report (installed when missing and root)
-	@if [ -x /usr/bin/chromium ]; then :; \
+# Debian's Chromium and its chromedriver, for the tests that open `relevancy-monitor report`'s HTML and the web UI
+# (`relevancy-monitor ui`, driven by Selenium) in a headless browser. Installed only when missing and we are root (CI
+# is); otherwise this says how, and those tests fail naming `make browser`.
+browser:   ## Debian chromium + chromium-driver for the browser tests (installed when missing and root)
+	@if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; \
 	else \
-		echo "make browser: /usr/bin/chromium is missing; as root: apt-get update && apt-get install -y chromium"; \
+		echo "make browser: /usr/bin/chromium or /usr/bin/chromedriver is missing; as root: apt-get update && apt-get install -y chromium chromium-driver"; \
 	fi
 
 demo: install   ## local broker + generated traffic + monitor on embedded ClickHouse, then a summary

@@ -29,11 +29,11 @@ from typing import Any
 
 from bench.output import emit
 from monitor.alerts.backtest import backtest_times, run_backtest
-from monitor.alerts.durations import parse_duration
 from monitor.alerts.engine import evaluate_rules
 from monitor.alerts.rules import load_rules
 from monitor.store.connection import ClickHouseStore
 from monitor.store.migrations import Migrations
+from schemas.durations import parse_duration
 from schemas.scored import ScoredRow
 
 APPS = (("support-bot", 0.5), ("coding-assistant", 0.3), ("travel-agent", 0.2))

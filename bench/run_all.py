@@ -32,6 +32,7 @@ def main() -> None:
     # In a process of its own: chDB opens one store directory per process, and pipeline_throughput has had its own.
     subprocess.run([sys.executable, "-m", "bench.backtest_speed"], check=True)
     subprocess.run([sys.executable, "-m", "bench.latency"], check=True)  # chDB in this process too: one of its own
+    subprocess.run([sys.executable, "-m", "bench.ui_pages"], check=True)  # the UI's pages on a 10M-row chDB store
     memory_backlog.main()  # its monitor runs in a child process of its own
     scale_out.main()  # its replicas are `relevancy-monitor run` processes, each on a chDB store of its own
     # DeepEval needs its bench venv (created on first use); without it (offline, say) one line says why, and on.

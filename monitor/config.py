@@ -9,6 +9,7 @@ slices by setting name. Whether the judge needs an API key is checked where the 
 
 from __future__ import annotations
 
+import os
 import typing
 from collections import defaultdict
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from monitor.judging.settings import BudgetSettings, FlowSettings, ShadowSetting
 from monitor.privacy.settings import RedactionSettings
 from monitor.process_settings import ProcessSettings
 from monitor.publish.settings import PublishSettings
+from monitor.review.settings import ReviewSettings
 from monitor.store.settings import StoreSettings
 from monitor.store.urls import redact_url
 from schemas.errors import ConfigError
@@ -54,6 +56,7 @@ class Settings(BaseModel):
     flow: FlowSettings = Field(default_factory=FlowSettings)
     publish: PublishSettings = Field(default_factory=PublishSettings)
     process: ProcessSettings = Field(default_factory=ProcessSettings)
+    review: ReviewSettings = Field(default_factory=ReviewSettings)
 
     @field_validator("redaction")
     @classmethod
@@ -145,6 +148,9 @@ class Setting:
         return "SecretStr" in str(self.field.annotation)
 
 
+# MONITOR_* variables of a room's own slice, checked by the one command that reads them: `ui` (monitor/ui/settings.py).
+ROOM_PREFIXES = ("MONITOR_UI_",)
+
 # Every MONITOR_* setting by name, in the order of the slices and of their fields.
 SLICES: dict[str, type[BaseSettings]] = {name: _slice_class(f) for name, f in Settings.model_fields.items()}
 SETTINGS: dict[str, Setting] = {
@@ -159,7 +165,11 @@ def load_settings(**overrides: Any) -> Settings:
     """Settings from the environment with explicit overrides by setting name (CLI flags: `kafka_topics=...`), each
     routed to its slice; raises `ConfigError` naming the variable."""
     check_unknown_env(
-        MONITOR_PREFIX, (v for name, field in FIELDS.items() for v in variables(MONITOR_PREFIX, name, field))
+        MONITOR_PREFIX,
+        [
+            *(v for name, field in FIELDS.items() for v in variables(MONITOR_PREFIX, name, field)),
+            *(v for v in os.environ if v.startswith(ROOM_PREFIXES)),
+        ],
     )
     given: dict[str, dict[str, Any]] = defaultdict(dict)
     for name, value in overrides.items():

@@ -21,6 +21,7 @@ from monitor.devtools.config_reference import (
     CONFIG_REFERENCE,
     MONITOR_TOPICS,
     SECTIONS,
+    UI_SECTION,
     GeneratedBlock,
     Section,
     main,
@@ -105,7 +106,7 @@ def _with_slice(name: str, model: type[BaseSettings]) -> Section:
 )
 def test_the_check_fails_when_the_model_changes(name: str, model: type[BaseSettings]) -> None:
     """A field added or a default changed without regenerating makes docs/configuration.md disagree with the models."""
-    sections = [_with_slice(name, model), ALERTS_SECTION]
+    sections = [_with_slice(name, model), ALERTS_SECTION, UI_SECTION]
     assert not _current(CONFIGURATION.read_text(encoding="utf-8"), render(sections))
 
 
@@ -118,7 +119,7 @@ def test_an_added_field_lands_in_its_sections_topic() -> None:
 def test_the_unchanged_slices_render_the_configuration_page() -> None:
     """The section rebuilt from the slices as they are renders exactly the page (the helper above is faithful)."""
     text = CONFIGURATION.read_text(encoding="utf-8")
-    assert _current(text, render([_with_slice("kafka", KafkaSettings), ALERTS_SECTION]))
+    assert _current(text, render([_with_slice("kafka", KafkaSettings), ALERTS_SECTION, UI_SECTION]))
 
 
 def test_a_secret_default_is_never_shown() -> None:

@@ -258,8 +258,9 @@ class HistoryData:
         return buckets_at(found[0], rule, current, found[1]) if found else self.fallback.buckets(rule, windows)
 
     def newest(self, rule: Rule, before: datetime) -> Newest | None:
-        """Not looked up: a backtest reports episodes, not why a rule had no segment."""
-        return None
+        """Not looked up: a backtest reports episodes, not why a rule had no segment; but a labels rule asks the store
+        each step anyway (`read_history`), so it tells no labels table from no labels as a round does."""
+        return self.fallback.newest(rule, before) if rule.spec.table == "labels" else None
 
 
 @dataclass
@@ -286,6 +287,8 @@ def read_history(
     scores: dict[tuple[object, ...], _Read] = {}
     traffic: dict[tuple[object, ...], _Read] = {}
     for rule in rules:
+        if rule.spec.table == "labels":
+            continue  # labels come a few hundred a fortnight: each step asks the store (`fallback`)
         grid = grid_for(rule, times[0], step) if times else None
         if grid is None:
             continue

@@ -42,6 +42,7 @@ from monitor.alerts.windows import (
     utc,
     windows_for,
 )
+from monitor.alerts.worst_answers import WorstAnswer, fetch_worst_answers
 from monitor.canary.model import CanaryTick
 from monitor.runtime.health import Health, HealthServer
 from monitor.store.connection import ClickHouseStore
@@ -390,8 +391,10 @@ class AlertRunner:
         lease_ttl: timedelta | None = None,
         metrics: AlertMetrics | None = None,
         canary: Canaries | None = None,
+        ui_url: str = "",
     ) -> None:
         self.store = store
+        self.ui_url = ui_url  # ALERTS_UI_URL: notifications link to the alert's page under it
         self.canary = canary
         self.rules = rules
         self.notifiers = list(notifiers)
@@ -440,6 +443,7 @@ class AlertRunner:
     ) -> tuple[dict[StateKey, AlertState], list[Delivery]]:
         deliveries: list[Delivery] = []
         states = dict(states)
+        worst: dict[StateKey, tuple[WorstAnswer, ...]] = {}  # read once a round per alert, for those that show them
         for notifier in self.notifiers:
             batch: list[tuple[StateKey, AlertMessage]] = []
             for key, s in states.items():
@@ -451,7 +455,17 @@ class AlertRunner:
                 if kind is None and result is not None and result.newly_suspect:
                     kind = "repeat"  # paged before the canaries ran: told again, now as the judge's ticket
                 if kind is not None:
-                    batch.append((key, self._message(kind, rule, s, result, now)))
+                    message = self._message(kind, rule, s, result, now)
+                    # With the UI's address only: the answers' text (redacted) goes to Slack where people can open
+                    # their pages, and an evaluator set up before the UI keeps sending exactly what it sent.
+                    if notifier.shows_answers and self.ui_url and kind != "resolved":
+                        if key not in worst:
+                            # A few rows of the rule's own examples query, on this thread while no delivery is in
+                            # flight (notifiers send one after the other); a failure leaves them out, logged.
+                            start, end = message.window_start, message.window_end
+                            worst[key] = fetch_worst_answers(self.store, rule, s.segment, Windows((start, end)))
+                        message = dataclasses.replace(message, worst=worst[key])
+                    batch.append((key, message))
             if not batch:
                 deliveries.append(Delivery(notifier.name))
                 continue
@@ -491,6 +505,7 @@ class AlertRunner:
             judge=result.observation.judge if result is not None else "",
             baseline_from=result.observation.baseline_from if result is not None else None,
             suspect=result.suspect if result is not None else None,
+            ui_base=self.ui_url,
         )
 
     def _export(self, states: Mapping[StateKey, AlertState]) -> None:

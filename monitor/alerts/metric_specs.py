@@ -27,9 +27,10 @@ MetricName = Literal[
     "canary_error_rate",
     "shadow_spearman",
     "shadow_mean_difference",
+    "control_kappa",
 ]
 Direction = Literal["down", "up"]
-Table = Literal["scores", "canary", "shadow"]
+Table = Literal["scores", "canary", "shadow", "labels"]
 
 _OK_ROWS = "status = 'ok'"
 _WORST_SCORES_FIRST = "score ASC, event_time DESC"
@@ -61,6 +62,7 @@ class MetricSpec:
     # Canary metrics read the canary table (one row per run and labelled pair, `monitor.canary`) instead of the
     # scores, keyed by the labelled set as well as the judge: a new set is a new history, never judge drift. Shadow
     # metrics read the scores table's shared events (a shadow row joined to its primary's), keyed by both judge_ids.
+    # Label metrics read the reviewers' labels (`labels`, monitor.review) joined to every judge's score of the item.
     table: Table = "scores"
     extra_keys: tuple[str, ...] = ()  # key fields after judge_id
     # Traffic metrics (not keyed by judge) count the primary's rows only: a shadow judge's second row of an event
@@ -217,5 +219,20 @@ SPECS: dict[str, MetricSpec] = {
         # beyond the sampling noise of a few hundred pairs.
         _shadow("shadow_spearman", "down"),
         _shadow("shadow_mean_difference", "up"),
+        # A judge against the reviewers: quadratic-weighted κ between the labels of the queue's uniform random control
+        # slice (route 'control', so the sample is unbiased) and the judge's rubric level of the same items, per judge
+        # that scored them. Windows go by the time of labelling. No significance test: min_events labels keep a
+        # handful from deciding, and the floor is far below a working judge's κ (docs/alerting.md).
+        MetricSpec(
+            "control_kappa",
+            "down",
+            time_column="labelled_at",
+            judge_keyed=True,
+            examples_filter=None,
+            examples_order="gap DESC, labelled_at DESC",  # the largest disagreements first
+            retired_note="no control label of an item this judge scored in the window any more",
+            table="labels",
+            unit="labels on the control slice",
+        ),
     )
 }

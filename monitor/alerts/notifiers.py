@@ -1,5 +1,8 @@
 """Notifiers: a generic JSON webhook, a Slack-compatible webhook, and the Prometheus Alertmanager v2 API.
 
+With the UI's public URL (ALERTS_UI_URL) each carries the link to the alert's page; Slack also shows the segment's
+worst answers with the statements the judge found off-topic. Without it every payload is as it was before the UI.
+
 Each posts through a `JsonPoster` (httpx2, a timeout per attempt, retries on connection errors, 429 and 5xx with
 awaited waits). A notifier that still fails raises `NotifyError`; the caller logs and counts it and carries on."""
 
@@ -10,12 +13,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from monitor.alerts.durations import format_duration
 from monitor.alerts.evaluator import AlertState, NoticeKind
 from monitor.alerts.judge_drift import JudgeSuspect
+from monitor.alerts.links import alert_path, answer_path, ui_link
 from monitor.alerts.poster import JsonPoster
 from monitor.alerts.rules import Rule
 from monitor.alerts.windows import BaselineSource
+from monitor.alerts.worst_answers import WorstAnswer
+from schemas.durations import format_duration
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +38,17 @@ class AlertMessage:
     judge: str = ""
     baseline_from: BaselineSource | None = None  # None: the segment's own history
     suspect: JudgeSuspect | None = None  # the judge's canaries fire too: its figures (`judge_drift`)
+    ui_base: str = ""  # ALERTS_UI_URL: the UI's public base URL ("" when unset: no links)
+    worst: tuple[WorstAnswer, ...] = ()  # the segment's worst answers, read for the notifiers that show them
+
+    @property
+    def ui_url(self) -> str:
+        """The alert's page in the UI ("" without ALERTS_UI_URL)."""
+        return ui_link(self.ui_base, alert_path(self.rule.name, self.state.key[1])) if self.ui_base else ""
+
+    def answer_url(self, answer: WorstAnswer) -> str:
+        """One answer's page in the UI ("" without ALERTS_UI_URL)."""
+        return ui_link(self.ui_base, answer_path(answer.event_id, answer.judge_id or None)) if self.ui_base else ""
 
     @property
     def status(self) -> str:
@@ -79,7 +95,7 @@ class AlertMessage:
     def as_dict(self) -> dict[str, Any]:
         """The JSON object of the generic webhook."""
         s = self.state
-        return {
+        out: dict[str, Any] = {
             "status": self.status,
             "kind": self.kind,
             "fingerprint": self.fingerprint,
@@ -110,6 +126,9 @@ class AlertMessage:
             "summary": self.summary(),
             "examples_sql": self.examples_sql,
         }
+        if self.ui_base:
+            out["ui_url"] = self.ui_url
+        return out
 
 
 def _suspect_dict(suspect: JudgeSuspect | None) -> dict[str, Any] | None:
@@ -148,6 +167,7 @@ class Notifier(Protocol):
 
     name: str
     resend_while_firing: bool
+    shows_answers: bool  # its messages show the segment's worst answers (read by the runner for it)
 
     async def send(self, messages: list[AlertMessage]) -> None:
         """Deliver `messages`; raises `NotifyError`."""
@@ -159,6 +179,7 @@ class WebhookNotifier:
     of repeats every rule's repeat_interval."""
 
     resend_while_firing = False
+    shows_answers = False
 
     def __init__(self, url: str, *, name: str = "webhook", poster: JsonPoster | None = None) -> None:
         self.url, self.name, self.poster = url, name, poster or JsonPoster()
@@ -174,6 +195,7 @@ class SlackNotifier:
     """Slack-compatible incoming webhook: one message per alert, `text` plus Block Kit blocks."""
 
     resend_while_firing = False
+    shows_answers = True
 
     def __init__(self, url: str, *, name: str = "slack", poster: JsonPoster | None = None) -> None:
         self.url, self.name, self.poster = url, name, poster or JsonPoster()
@@ -200,13 +222,78 @@ def slack_payload(m: AlertMessage) -> dict[str, Any]:
         {"type": "section", "fields": [{"type": "mrkdwn", "text": f} for f in fields]},
     ]
     if m.kind != "resolved":
+        blocks += [_answer_block(m, i, a) for i, a in enumerate(m.worst[:MAX_ANSWER_BLOCKS], 1)]
         blocks.append(
             {
                 "type": "section",
                 "text": {"type": "mrkdwn", "text": f"Worst recent examples:\n```{m.examples_sql[:2800]}```"},
             }
         )
-    return {"text": m.summary(), "blocks": blocks}
+    if not m.ui_base:
+        return {"text": m.summary(), "blocks": blocks}
+    url = m.ui_url
+    button = {"type": "button", "text": {"type": "plain_text", "text": "Open the alert page"}, "url": url}
+    blocks.append({"type": "actions", "elements": [button]})
+    return {"text": f"{m.summary()}\n<{slack_escape(url)}|Open the alert page>", "blocks": blocks}
+
+
+# Slack's limits: 3000 characters in a section's text, 50 blocks a message. An answer's block is kept well inside
+# the first: one line of each text, a few statements, each clipped before it is escaped (escaping can only lengthen
+# it, up to five times for `&`), then the whole cut again to the limit.
+SECTION_LIMIT = 3000
+MAX_ANSWER_BLOCKS = 3
+QUESTION_CLIP, RESPONSE_CLIP, STATEMENT_CLIP, STATEMENTS_SHOWN = 150, 200, 120, 3
+NOT_STORED = "_text not stored (MONITOR_STORE_TEXT=none)_"
+
+
+def slack_escape(text: str) -> str:
+    """Text for Slack mrkdwn with its control characters escaped (`&`, `<`, `>`): stored text cannot open a link,
+    a mention or a channel ping."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def one_line(text: str, limit: int) -> str:
+    """`text` on one line (whitespace runs made one space), cut to `limit` characters with an ellipsis."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def _quoted(text: str, limit: int) -> str:
+    return slack_escape(one_line(text, limit)) if text else "_(empty)_"
+
+
+def _answer_block(m: AlertMessage, rank: int, a: WorstAnswer) -> dict[str, Any]:
+    score = "error" if a.status != "ok" else _fmt(a.score)
+    url = m.answer_url(a)
+    head = f"*#{rank}* score {score}" + (f" · <{slack_escape(url)}|answer page>" if url else "")
+    lines = [head]
+    if a.status != "ok":
+        lines.append(f"> error: {_quoted(a.error, RESPONSE_CLIP)}")
+    if not a.text_stored:
+        lines.append(f"> {NOT_STORED}")
+    else:
+        lines.append(f"> *Q:* {_quoted(a.question, QUESTION_CLIP)}")
+        lines.append(f"> *A:* {_quoted(a.response, RESPONSE_CLIP)}")
+    for v in a.off_topic[:STATEMENTS_SHOWN]:
+        said = slack_escape(one_line(v.statement, STATEMENT_CLIP)) if v.statement else "_(text not stored)_"
+        lines.append(f"• `{slack_escape(one_line(v.verdict, 10))}` {said}")
+    if len(a.off_topic) > STATEMENTS_SHOWN:
+        lines.append(f"• and {len(a.off_topic) - STATEMENTS_SHOWN} more not judged relevant")
+    return {"type": "section", "text": {"type": "mrkdwn", "text": _fit("\n".join(lines), SECTION_LIMIT)}}
+
+
+def _fit(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters without splitting an escape (`&amp;`) or a link at the end."""
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    amp, semi = cut.rfind("&"), cut.rfind(";")
+    if amp > semi:
+        cut = cut[:amp]
+    opened, closed = cut.rfind("<"), cut.rfind(">")
+    if opened > closed:
+        cut = cut[:opened]
+    return cut + "…"
 
 
 class AlertmanagerNotifier:
@@ -214,6 +301,7 @@ class AlertmanagerNotifier:
     rounds ahead, so a dead evaluator's alerts expire) and endsAt=now once to resolve."""
 
     resend_while_firing = True
+    shows_answers = False
 
     def __init__(
         self,
@@ -256,6 +344,7 @@ class AlertmanagerNotifier:
             "baseline_source": m.baseline_from.describe() if m.baseline_from is not None else "",
             "suspect_judge": m.suspect.text() if m.suspect is not None else "",
             "examples_sql": m.examples_sql,
+            "ui_url": m.ui_url,
         }
         starts = s.fired_at or s.since or m.now
         ends = (s.resolved_at or m.now) if m.kind == "resolved" else m.now + self.resend_ttl
@@ -265,6 +354,7 @@ class AlertmanagerNotifier:
             "startsAt": _iso(starts),
             "endsAt": _iso(ends),
         }
-        if self.generator_url:
-            out["generatorURL"] = self.generator_url
+        generator = self.generator_url or m.ui_url
+        if generator:
+            out["generatorURL"] = generator
         return out

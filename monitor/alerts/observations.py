@@ -323,6 +323,13 @@ def read_shadow_mean_difference(rule: Rule, data: SegmentData, tail: TailCounts 
     return Reading(_per_run(cur.shadow.difference, cur.ok), _per_run(base.shadow.difference, base.ok), cur.ok, base.ok)
 
 
+def read_control_kappa(rule: Rule, data: SegmentData, tail: TailCounts | None, testing: bool) -> Reading:
+    """Quadratic-weighted κ of the window's control labels against the judge's rubric levels of the same items; n
+    counts the labels (no baseline: the rule compares with a floor)."""
+    cur = data.current
+    return Reading(cur.control_kappa, None, cur.ok, 0)
+
+
 # ---- shared maths ----------------------------------------------------------------------------------------
 
 
@@ -409,4 +416,5 @@ READERS: dict[MetricName, ReadFunction] = {
     "canary_error_rate": read_canary_error_rate,
     "shadow_spearman": read_shadow_spearman,
     "shadow_mean_difference": read_shadow_mean_difference,
+    "control_kappa": read_control_kappa,
 }

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from monitor.alerts.durations import format_duration
+from schemas.durations import format_duration
 
 if TYPE_CHECKING:
     from monitor.alerts.rules import Rule
@@ -41,6 +41,7 @@ class Gap(StrEnum):
     ONLY_REPLAYS = "only_replays"  # rule leaving replays out: the scores table has replayed rows only
     ONLY_OTHER_ROWS = "only_other_rows"  # rule: its table has rows in the window, none of them the rule's
     NO_SHARED_EVENTS = "no_shared_events"  # shadow rule: shadow rows in the window, none shared ok with a primary
+    NO_LABELS_TABLE = "no_labels_table"  # label rule: the store has no labels table (a schema before migration 045)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +114,9 @@ def why_empty(rule: Rule, windows: Windows, facts: EmptyFacts) -> EmptyRule:
             rule, windows, Gap.NO_ROLLOUT, facts.newest, facts.single_version, facts.started_together, facts.late
         )
     newest = facts.newest
+    if rule.spec.table == "labels":
+        # No judge with a control label in the window: too few labels (none), or no labels table to read them from.
+        return EmptyRule(rule, windows, Gap.NO_LABELS_TABLE if newest is None else Gap.NO_ROWS, newest)
     if newest is None:
         return EmptyRule(rule, windows, Gap.NO_ROWS)
     shadow = rule.spec.table == "shadow"
@@ -172,6 +176,7 @@ _CANARY_NO_VALUE = {
     "canary_spearman": "no canary run in the window with a Spearman ρ (it needs 3 judged pairs and scores that differ)",
     "canary_kappa": "no canary run in the window with a κ (it needs judged pairs)",
     "canary_mean_shift": "no judged canary pair in the window",
+    "control_kappa": "no κ: every control label and every judge score of them is in one and the same rubric level",
 }
 
 
@@ -189,6 +194,8 @@ def describe_shortfall(s: Shortfall, rule: Rule, windows: Windows | None = None,
     """One shortfall in plain words; with `windows`, the current window's times are named."""
     g = s.gap
     unit = rule.spec.unit
+    if g is Gap.FEW_EVENTS and rule.spec.table == "labels":
+        return f"{s.have} {unit}, {s.need} needed (labelled in the last {_length(rule.window)})"
     if g is Gap.FEW_EVENTS:
         return f"window: {s.have} of {s.need} {unit} needed{_between(windows, now)}"
     if g is Gap.NO_VALUE:
@@ -224,6 +231,8 @@ def describe_empty(e: EmptyRule, now: datetime) -> str:
     """Why a rule had no segment, in one sentence: the missing source (shadow judge, canary runs, live rows), the
     rollout that is not in the window, or the window's times and what hid the newest rows."""
     rule, windows = e.rule, e.windows
+    if rule.spec.table == "labels":
+        return _no_labels(e, now)
     canary, shadow = rule.spec.table == "canary", rule.spec.table == "shadow"
     if e.gap is Gap.STORE_EMPTY:
         if canary:
@@ -285,6 +294,20 @@ def describe_empty(e: EmptyRule, now: datetime) -> str:
     if windows.baseline:
         text += f", nor {baseline_words(rule)}"
     return text + (f" ({newest})" if newest else "")
+
+
+def _no_labels(e: EmptyRule, now: datetime) -> str:
+    """A label rule without a judge to decide on, in one line: no labels table, or no control label (with a judge's
+    score of its item) in the window."""
+    rule = e.rule
+    head = f"0 {rule.spec.unit}, {rule.min_events} needed (labelled in the last {_length(rule.window)})"
+    if e.gap is Gap.NO_LABELS_TABLE:
+        return f"{head}: the store has no labels table (a schema before migration 045; `relevancy-monitor migrate`)"
+    if e.newest is None or e.newest.at is None:
+        return f"{head}: no control label yet (reviewers label the queue in `relevancy-monitor ui`)"
+    if e.newest.at >= e.windows.current[0]:
+        return f"{head}: the control labels in it are of items no judge scored ok"
+    return f"{head}: newest control label {_when(e.newest.at, now)}"
 
 
 # A rule on one kind of turn: why it can find none where the store has rows.

@@ -24,6 +24,7 @@ from monitor.alerts.history import (
     build_history,
     values_for,
 )
+from monitor.alerts.label_agreement import CONTROL_ROUTE, LABELS_TABLE, control_kappa
 from monitor.alerts.rules import Rule
 from monitor.alerts.stats import paired_spearman
 from monitor.alerts.windows import (
@@ -241,6 +242,8 @@ def fetch_scores(store: ClickHouseStore, rule: Rule, windows: Windows) -> dict[S
         return fetch_canary(store, rule, windows)
     if rule.spec.table == "shadow":
         return fetch_shadow(store, rule, windows)
+    if rule.spec.table == "labels":
+        return fetch_control_labels(store, rule, windows)
     sql, params = scores_sql(rule, store.database, store.table, windows)
     keys = rule.key_fields
     out: dict[SegmentKey, SegmentData] = {}
@@ -547,6 +550,95 @@ def fetch_shadow_history(store: ClickHouseStore, rule: Rule, grid: Grid, start: 
     return build_history(grid, start, end, rule.key_fields, SHADOW_SUMS, _run(store, sql, params), values_for(rule))
 
 
+# ---- label metrics: the review queue's control slice against each judge's score of the item (monitor.review) ------
+
+# The control labels of the window (a reviewer's latest label of an item: FINAL), each joined to every judge's ok row
+# of the item. The scores are read only where the labelled events are (their event times bound the partitions read,
+# their ids the rows): a label window's few hundred items, not the table.
+_CONTROL_LABELS = (
+    "WITH control AS (\n"
+    "  SELECT event_id, app, model, prompt_version, reviewer, label, labelled_at, event_time AS labelled_event_time\n"
+    "  FROM {labels} FINAL\n"
+    "  WHERE route = {{route:String}} AND labelled_at >= {{cur_start:{ts}}} AND labelled_at < {{cur_end:{ts}}}\n"
+    ")\n"
+    "SELECT {select}\n"
+    "FROM control\n"
+    "INNER JOIN (\n"
+    "  SELECT app AS s_app, event_id AS s_event_id, judge_id, judge, assumeNotNull(score) AS judge_score\n"
+    "  FROM {scores} FINAL\n"
+    "  WHERE status = 'ok' AND isFinite(score){rows}\n"
+    "    AND event_time >= (SELECT min(labelled_event_time) FROM control)\n"
+    "    AND event_time <= (SELECT max(labelled_event_time) FROM control)\n"
+    "    AND app IN (SELECT app FROM control) AND event_id IN (SELECT event_id FROM control)\n"
+    ") AS s ON app = s_app AND event_id = s_event_id"
+)
+# A 0..1 score's rubric level, as `monitor.calibration.agreement.bucket` computes it (halves up).
+_JUDGE_LEVEL = "least(4, greatest(0, toInt64(floor(judge_score * 4 + 0.5))))"
+
+
+def _control_labels(rule: Rule, database: str, table: str, select: str) -> str:
+    return _CONTROL_LABELS.format(
+        labels=f"{_ident(database)}.{LABELS_TABLE}",
+        scores=f"{_ident(database)}.{_ident(table)}",
+        ts=_TS,
+        select=select,
+        rows=live_rows(rule),
+    )
+
+
+def control_labels_sql(rule: Rule, database: str, table: str, windows: Windows) -> tuple[str, dict[str, Any]]:
+    """SQL and parameters of a control_kappa rule: per judge (and the rule's segment fields), the window's control
+    labels and the judge's scores of the same items, pair by pair."""
+    keys = list(rule.key_fields)
+    select = ", ".join([*keys, "any(judge) AS judge_name", "groupArray(label) AS labels", "groupArray(judge_score)"])
+    sql = _control_labels(rule, database, table, select) + f"\nGROUP BY {', '.join(keys)}"
+    return sql, {"route": CONTROL_ROUTE, "cur_start": windows.current[0], "cur_end": windows.current[1]}
+
+
+def labels_table_exists(store: ClickHouseStore) -> bool:
+    """Whether the store has the reviewers' labels table (a schema before migration 045 has none)."""
+    return bool(_run(store, f"EXISTS TABLE {_ident(store.database)}.{LABELS_TABLE}", {})[0][0])
+
+
+def fetch_control_labels(store: ClickHouseStore, rule: Rule, windows: Windows) -> dict[SegmentKey, SegmentData]:
+    """Per judge (and the rule's segment fields), κ of the window's control labels against the judge's levels; {}
+    when the store has no labels table (the rule then says so, `outcomes.describe_empty`)."""
+    if not labels_table_exists(store):
+        return {}
+    sql, params = control_labels_sql(rule, store.database, store.table, windows)
+    keys = rule.key_fields
+    out: dict[SegmentKey, SegmentData] = {}
+    for row in _run(store, sql, params):
+        key: SegmentKey = tuple((k, str(v)) for k, v in zip(keys, row[: len(keys)], strict=True))
+        labels, scores = [int(x) for x in row[len(keys) + 1]], [float(x) for x in row[len(keys) + 2]]
+        kappa = control_kappa(labels, scores).value
+        n = len(labels)
+        current = WindowStats(windows.current_seconds, rows=n, ok=n, control_kappa=kappa)
+        out[key] = SegmentData(current, WindowStats(0.0), str(row[len(keys)]))
+    return out
+
+
+def control_examples_sql(
+    rule: Rule, segment: SegmentKey, windows: Windows, database: str, table: str, limit: int
+) -> str:
+    """A ready-to-run query listing a control_kappa segment's labels of the window that disagree most with the judge."""
+    select = (
+        "labelled_at, app, judge_id, reviewer, label, round(judge_score, 3) AS judge_score, "
+        f"{_JUDGE_LEVEL} AS judge_level, abs(judge_level - label) AS gap, event_id"
+    )
+    body = _control_labels(rule, database, table, select)
+    body = body.replace(f"{{cur_start:{_TS}}}", _ts_literal(windows.current[0]))
+    body = body.replace(f"{{cur_end:{_TS}}}", _ts_literal(windows.current[1]))
+    body = body.replace("{route:String}", sql_literal(CONTROL_ROUTE))
+    same_segment = [f"{_ident(k)} = {sql_literal(v)}" for k, v in segment]
+    return (
+        f"SELECT * FROM (\n{body}\n)\n"
+        f"WHERE {' AND '.join(same_segment) or '1'}\n"
+        f"ORDER BY {rule.spec.examples_order}\n"
+        f"LIMIT {int(limit)}"
+    )
+
+
 # ---- a whole backtest's history per bucket (monitor.alerts.history) ---------------------------------------------
 
 
@@ -666,6 +758,8 @@ def examples_sql(rule: Rule, segment: SegmentKey, windows: Windows, database: st
             f"ORDER BY {rule.spec.examples_order}\n"
             f"LIMIT {int(limit)}"
         )
+    if rule.spec.table == "labels":
+        return control_examples_sql(rule, segment, windows, database, table, limit)
     if rule.spec.table == "canary":
         return (
             "SELECT run_at, run_id, judge_id, labels, pair_id, category, label, round(score, 3) AS score,\n"

@@ -12,8 +12,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
-from monitor.alerts.durations import Duration
 from monitor.alerts.metric_specs import SPECS, Direction, MetricName, MetricSpec
+from schemas.durations import Duration
 from schemas.errors import RulesError
 
 DEFAULT_RULES_FILE = "default_rules.yaml"
@@ -219,6 +219,8 @@ class Rule(_Strict):
             raise ValueError(
                 f"include_replays applies to rules over the scores table only ({what} hold no replayed rows)"
             )
+        if self.spec.table == "labels":
+            self._check_labels()
         if self.name in self.quiet_while:
             raise ValueError("quiet_while names the rule itself")
         if self.turns != "all" and (self.spec.table == "canary" or self.source == "traffic" or self.spec.needs_traffic):
@@ -251,6 +253,16 @@ class Rule(_Strict):
             raise ValueError("a detector rule takes no for: its threshold is the evidence, and the statistic keeps it")
         if not timedelta(0) < self.detector.fresh <= self.window:
             raise ValueError("detector.fresh must be positive and at most the window")
+
+    def _check_labels(self) -> None:
+        # Agreement with people moves with labels, not with traffic: a floor over a window of labelling, per judge.
+        if self.baseline is not None or self.condition.uses_baseline:
+            raise ValueError(
+                f"a {self.metric} rule compares with a floor: condition.threshold only, no baseline (labels come too "
+                "slowly for a history of their own)"
+            )
+        if self.turns != "all":
+            raise ValueError(f"turns applies to rules over the scores table only (a {self.metric} rule reads labels)")
 
     def _check_rollout(self) -> None:
         if not self.spec.compares_versions:

@@ -134,6 +134,7 @@ class AlertService:
             replica=alert.replica_id,
             lease_ttl=lease_ttl,
             canary=canary,
+            ui_url=alert.ui_url or "",
         )
         return cls(alert, store, runner)
 

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from monitor.alerts.durations import parse_duration
+from schemas.durations import parse_duration
 from schemas.settings import check_unknown_env, http_url, load_model, variables
 
 ALERTS_PREFIX = "ALERTS_"
@@ -49,6 +49,12 @@ class AlertSettings(BaseSettings):
     )
     generator_url: str = Field(
         "", description="link sent as generatorURL (a dashboard)", json_schema_extra={"shown_type": "http(s)://…"}
+    )
+    ui_url: str | None = Field(
+        None,
+        description="public base URL of `relevancy-monitor ui` (may end in a path prefix); when set, every "
+        "notification links to its alert page, Alertmanager's generatorURL too unless ALERTS_GENERATOR_URL is set",
+        json_schema_extra={"shown_type": "http(s)://…"},
     )
     notify_timeout_s: float = Field(
         5.0,
@@ -115,7 +121,7 @@ class AlertSettings(BaseSettings):
         """Whether `alerts run` runs the canary."""
         return self.canary_interval.total_seconds() > 0
 
-    @field_validator("webhook_url", "slack_webhook_url", "alertmanager_url", "generator_url")
+    @field_validator("webhook_url", "slack_webhook_url", "alertmanager_url", "generator_url", "ui_url")
     @classmethod
     def _urls(cls, value: str | None) -> str | None:
         return http_url(value)

@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Protocol
 
 from monitor.alerts.history import MINUTE, Grid, buckets_at
+from monitor.alerts.label_agreement import CONTROL_ROUTE, LABELS_TABLE
 from monitor.alerts.outcomes import Newest
 from monitor.alerts.queries import (
     DEFAULT_TRAFFIC_TABLE,
@@ -18,7 +19,9 @@ from monitor.alerts.queries import (
     fetch_tail_counts,
     fetch_traffic,
     fetch_versions,
+    labels_table_exists,
     live_rows,
+    sql_literal,
 )
 from monitor.alerts.rules import Rule
 from monitor.alerts.sequential import Buckets
@@ -97,6 +100,10 @@ class StoreData:
         rows = ""
         if rule.source == "traffic":
             table, column = self.traffic_table, "minute"
+        elif rule.spec.table == "labels":
+            if not labels_table_exists(self.store):
+                return None  # a schema before the labels table: the rule says so (`outcomes.describe_empty`)
+            table, column, rows = LABELS_TABLE, rule.spec.time_column, f" AND route = {sql_literal(CONTROL_ROUTE)}"
         elif rule.spec.table == "canary":
             table, column = CANARY_TABLE, rule.spec.time_column
         else:

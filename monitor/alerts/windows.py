@@ -139,6 +139,9 @@ class WindowStats:
     consumed: int | None = None
     canary: CanarySums = CanarySums()  # canary metrics: rows, ok and errors count judged pairs
     shadow: ShadowSums = ShadowSums()  # shadow metrics: rows and ok count shared events
+    # control_kappa: the judge's κ against the control slice's labels (rows and ok count the labels); None: none
+    # defined (no labels, or every label and judge level in one and the same rubric level)
+    control_kappa: float | None = None
 
 
 def finite(value: Any) -> float | None:

@@ -122,9 +122,12 @@ def kendall(
     return _correlation(_kendall_one, _kendall_rows, reference, scores, boot, names)
 
 
-def weighted_kappa(reference: Sequence[int], scores: Sequence[int], categories: int = BUCKETS) -> Statistic:
+def weighted_kappa(
+    reference: Sequence[int], scores: Sequence[int], categories: int = BUCKETS, boot: Bootstrap | None = None
+) -> Statistic:
     """Cohen's κ with quadratic weights over buckets `0..categories-1`: 1 − Σ w·observed / Σ w·expected, where
-    w = (i − j)² / (k − 1)² and expected is the product of the two sides' bucket counts over n."""
+    w = (i − j)² / (k − 1)² and expected is the product of the two sides' bucket counts over n. With `boot`, a
+    percentile bootstrap interval over resampled pairs (resamples where κ is 0/0 are left out, and counted)."""
     n = len(reference)
     if n == 0:
         return Statistic(None, undefined="no pairs")
@@ -136,7 +139,30 @@ def weighted_kappa(reference: Sequence[int], scores: Sequence[int], categories: 
     chance = float((weights * expected).sum())
     if chance == 0:  # both sides put every pair in one and the same bucket: 0/0
         return Statistic(None, undefined="every pair is in the same bucket on both sides")
-    return Statistic(1.0 - float((weights * observed).sum()) / chance)
+    value = 1.0 - float((weights * observed).sum()) / chance
+    if boot is None or boot.resamples <= 0:
+        return Statistic(value)
+    drawn = _kappa_rows(np.asarray(reference), np.asarray(scores), categories, weights, boot)
+    if drawn.size == 0:
+        return Statistic(value, resamples_used=0)
+    tail = (1 - boot.confidence) / 2
+    low, high = np.quantile(drawn, [tail, 1 - tail])
+    return Statistic(value, (float(low), float(high)), resamples_used=int(drawn.size))
+
+
+def _kappa_rows(
+    reference: npt.NDArray[np.int_], scores: npt.NDArray[np.int_], k: int, weights: Floats, boot: Bootstrap
+) -> Floats:
+    """κ of each bootstrap resample of the pairs (as `_correlation` draws them), the 0/0 ones left out."""
+    n = len(reference)
+    picks = np.random.default_rng(boot.seed).integers(0, n, size=(boot.resamples, n))
+    cells = reference[picks] * k + scores[picks] + (np.arange(boot.resamples) * k * k)[:, None]
+    observed = np.bincount(cells.ravel(), minlength=boot.resamples * k * k).reshape(boot.resamples, k, k)
+    expected = observed.sum(axis=2)[:, :, None] * observed.sum(axis=1)[:, None, :] / n
+    chance = (weights * expected).sum(axis=(1, 2))
+    disagreement = (weights * observed).sum(axis=(1, 2))
+    ok = chance > 0
+    return np.asarray(1.0 - disagreement[ok] / chance[ok], dtype=np.float64)
 
 
 def mean_absolute_error(reference: Sequence[float], scores: Sequence[float]) -> Statistic:
@@ -222,7 +248,7 @@ def agreement(
         n=len(reference),
         spearman=spearman(reference, scores, boot, names),
         kendall=kendall(reference, scores, boot, names),
-        kappa=weighted_kappa([bucket(r) for r in reference], [bucket(s) for s in scores]),
+        kappa=weighted_kappa([bucket(r) for r in reference], [bucket(s) for s in scores], boot=boot),
         mae=mean_absolute_error(reference, scores),
         confusion=confusion(reference, scores),
         categories=per_category(

@@ -1,7 +1,8 @@
 """`relevancy-monitor calibrate`: score a labelled set with the configured judge and report how far to trust it.
 
 Settings as for `judge` (MONITOR_* and the same flags), judging as in the service (`GuardedJudge` with the flow
-limits, text redacted as live traffic is). No Kafka, no store. The report's tables are
+limits, text redacted as live traffic is). No Kafka; the store only with `--labels store`, which reads the reviewers'
+labels from it (read-only) as `labels export` writes them. The report's tables are
 `monitor.cli.calibration_tables`."""
 
 from __future__ import annotations
@@ -15,8 +16,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
 
-from monitor.calibration.labels import SCALES, LabelledPair, golden_path, ignored_fields, read_labels
-from monitor.cli.flags import JUDGE_ENV_ONLY, JUDGE_SETTINGS, add_setting_flags, positive_int, settings_from_args
+from monitor.calibration.labels import SCALES, LabelledPair, golden_path, ignored_fields, parse_labels, read_labels
+from monitor.cli.flags import (
+    JUDGE_ENV_ONLY,
+    JUDGE_SETTINGS,
+    add_setting_flags,
+    add_store_flags,
+    positive_int,
+    settings_from_args,
+)
+from monitor.cli.time_flags import add_span_flags
 from monitor.config import Settings
 from schemas.errors import LabelsError, UsageError
 
@@ -43,6 +52,7 @@ FLOW_SETTINGS = (
     "redact",
 )
 LARGE_SET = 100  # pairs: from here a redirected stderr gets progress lines (a terminal always gets the bar)
+STORE_LABELS = "store"  # `--labels store`: the reviewers' labels in the store, not a file
 
 ProgressMode = Literal["bar", "lines", "none"]
 
@@ -75,13 +85,19 @@ def register(subparsers: Any) -> None:
         help="read the set and print what judging it would cost, judge nothing (needs no API key)",
     )
     add_setting_flags(p, "flow and privacy, as in the service", FLOW_SETTINGS)
+    add_store_flags(p)
     p.set_defaults(func=cmd_calibrate)
 
 
 def _add_set_flags(p: argparse.ArgumentParser) -> None:
     """The labelled set: a file or the golden set, and the scale of its labels."""
     source = p.add_mutually_exclusive_group(required=True)
-    source.add_argument("--labels", metavar="FILE", help="JSONL file of labelled pairs (required unless --golden)")
+    source.add_argument(
+        "--labels",
+        metavar="FILE",
+        help="JSONL file of labelled pairs, or `store`: the reviewers' labels in the store (the UI's review queue), "
+        "read-only, exactly as `labels export` writes them (required unless --golden)",
+    )
     source.add_argument(
         "--golden", action="store_true", help="use the golden set shipped with relevancy-monitor instead of --labels"
     )
@@ -91,6 +107,7 @@ def _add_set_flags(p: argparse.ArgumentParser) -> None:
         default="rubric",
         help="rubric: integer labels 0-4 as in the rubric judge; unit: labels 0-1, decimals allowed (default: rubric)",
     )
+    add_span_flags(p, None, since_absent="every label (with --labels store only)")
 
 
 def _add_statistics_flags(p: argparse.ArgumentParser) -> None:
@@ -142,13 +159,21 @@ def run_calibrate(
 
     out = out or sys.stdout
     err = err or sys.stderr
-    path = labels_source(ns)
-    if ns.golden and not path.is_file():
-        raise LabelsError(f"the golden set is not installed (no {path})")
-    pairs = read_labels(path, ns.label_scale)
-    if ignored := ignored_fields(pairs):
-        err.write(f"{path}: fields not used, ignored: {', '.join(ignored)}\n")
     settings = settings or settings_from_args(ns)
+    if ns.labels == STORE_LABELS:
+        from monitor.store.urls import safe_url
+
+        path: Path | str = f"the labels of {settings.store.database} at {safe_url(settings.store.url)}"
+        pairs = store_pairs(ns)
+    else:
+        if ns.since is not None or ns.until != "now":
+            raise UsageError("--since and --until choose labels of the store: give them with --labels store")
+        path = labels_source(ns)
+        if ns.golden and not path.is_file():
+            raise LabelsError(f"the golden set is not installed (no {path})")
+        pairs = read_labels(path, ns.label_scale)
+        if ignored := ignored_fields(pairs):
+            err.write(f"{path}: fields not used, ignored: {', '.join(ignored)}\n")
     redactor = build_redactor(settings.redaction)  # before the judge: a bad pattern leaks no client
     judge = build_judge(settings.judge, estimate_only=ns.dry_run)  # pricing the set needs no key
     if ns.dry_run:
@@ -169,6 +194,17 @@ def run_calibrate(
         )
         return 1
     return 0
+
+
+def store_pairs(ns: argparse.Namespace) -> list[LabelledPair]:
+    """The reviewers' labels of the store as labelled pairs: the lines `labels export` writes, parsed as a file's
+    (one pair per label, by event id and reviewer), so the file and the store give the same report."""
+    from monitor.cli.labels import read_store_lines
+
+    if ns.label_scale != "rubric":
+        raise UsageError("--labels store: the reviewers' labels are on the rubric scale 0-4; drop --label-scale")
+    lines = read_store_lines(ns, datetime.now(UTC))
+    return parse_labels("\n".join(lines).encode("utf-8"), "rubric", "store labels")
 
 
 # ---- progress ---------------------------------------------------------------------------------------------------

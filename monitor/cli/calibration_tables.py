@@ -114,7 +114,7 @@ def _statistics_table(result: Agreement) -> Table:
     rows = [
         ("Spearman ρ", result.spearman, True),
         ("Kendall τ-b", result.kendall, True),
-        ("Cohen's κ, quadratic (0–4 buckets)", result.kappa, False),
+        ("Cohen's κ, quadratic (0–4 buckets)", result.kappa, True),
         ("mean absolute error (0..1)", result.mae, False),
     ]
     for name, s, with_ci in rows:

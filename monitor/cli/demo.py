@@ -91,7 +91,7 @@ def cmd_demo(ns: argparse.Namespace) -> int:
     from rich.console import Console
 
     from monitor.devtools.demo import plan_demo, run_demo
-    from monitor.devtools.demo_screen import final_lines, next_commands
+    from monitor.devtools.demo_screen import final_lines, next_commands, ui_lines
 
     console = Console(stderr=True)
     plan = plan_demo(
@@ -109,6 +109,8 @@ def cmd_demo(ns: argparse.Namespace) -> int:
         console.print(
             f"  {command}", soft_wrap=True, highlight=False, markup=False
         )  # one line to copy, however it wraps
+    for line in ui_lines([r.state for r in outcome.fired], _cli_name(), _store_flag(plan)):
+        console.print(line, soft_wrap=True, highlight=False, markup=False)
     return 0
 
 

@@ -49,7 +49,7 @@ def _option_strings(parser: argparse.ArgumentParser) -> set[str]:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand (nothing is read from the environment here)."""
-    from monitor.cli import alerts, calibrate, commands, compare, demo, forget, judge, replay, report
+    from monitor.cli import alerts, calibrate, commands, compare, demo, forget, judge, labels, replay, report, ui
 
     parser = OneLineParser(prog="relevancy-monitor", description="Answer-relevancy monitoring for LLM assistants.")
     parser.add_argument("--version", action="version", version=f"relevancy-monitor {_version()}")
@@ -63,6 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.register(sub)
     report.register(sub)
     replay.register(sub)
+    labels.register(sub)
+    ui.register(sub)
     return parser
 
 

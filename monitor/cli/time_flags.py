@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from datetime import UTC, datetime, timedelta
 
-from monitor.alerts.durations import parse_duration
+from schemas.durations import parse_duration
 from schemas.errors import UsageError
 
 

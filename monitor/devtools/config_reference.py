@@ -28,9 +28,10 @@ import annotated_types
 from pydantic import SecretStr
 from pydantic.fields import FieldInfo
 
-from monitor.alerts.durations import format_duration
 from monitor.alerts.settings import ALERTS_PREFIX, AlertSettings
 from monitor.config import FIELDS, SETTINGS
+from monitor.ui.settings import UI_PREFIX, UiSettings
+from schemas.durations import format_duration
 from schemas.errors import MonitorError, UsageError
 from schemas.settings import MONITOR_PREFIX, variables
 
@@ -54,6 +55,7 @@ MONITOR_TOPICS = (
     ),
     ("Flow and delivery", ("max_in_flight",)),
     ("Operations", ("metrics_port",)),
+    ("Review queue (`relevancy-monitor ui`)", ("review_routes",)),
 )
 ALERTS_TOPICS = (("Alerts (`relevancy-monitor alerts`)", ("rules",)),)
 
@@ -87,7 +89,13 @@ MONITOR_SECTION = Section(FIELDS, {name: s.slice for name, s in SETTINGS.items()
 ALERTS_SECTION = Section(
     AlertSettings.model_fields, dict.fromkeys(AlertSettings.model_fields, "alerts"), ALERTS_PREFIX, ALERTS_TOPICS
 )
-SECTIONS = (MONITOR_SECTION, ALERTS_SECTION)
+UI_SECTION = Section(
+    UiSettings.model_fields,
+    dict.fromkeys(UiSettings.model_fields, "ui"),
+    UI_PREFIX,
+    (("Web UI (`relevancy-monitor ui`)", ("host",)),),
+)
+SECTIONS = (MONITOR_SECTION, ALERTS_SECTION, UI_SECTION)
 
 
 def _extra(field: FieldInfo, key: str) -> str | None:

@@ -4,15 +4,19 @@ function turns the demo's progress or outcome into rich renderables or lines, ke
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from monitor.alerts.engine import SegmentResult
-from monitor.devtools.demo import DemoOutcome, DemoPlan, DemoProgress, Example
+from monitor.alerts.evaluator import AlertState
+from monitor.alerts.links import alert_path, ui_link
+from monitor.devtools.demo import PLANTED_RULE, DemoOutcome, DemoPlan, DemoProgress, Example
 from monitor.devtools.demo_traffic import APPS, REGRESSED
+
+UI_URL = "http://127.0.0.1:8787"  # where `relevancy-monitor ui` serves by default
 
 JUDGE_TEXT = {
     "lexical": "lexical: a word-overlap heuristic, not an LLM (set ANTHROPIC_API_KEY, or MONITOR_JUDGE_PROVIDER and "
@@ -237,3 +241,16 @@ def next_commands(outcome: DemoOutcome, cli: str, store_flag: str = "") -> list[
     else:
         commands.append(f"{cli} report --since=-7h")
     return commands
+
+
+def ui_lines(fired: Sequence[AlertState], cli: str, store_flag: str = "") -> list[str]:
+    """The closing lines: the command that serves the web UI on the demo's store and the page to open, the alert page
+    of the headline alert (the planted rule's, else the first that fired) or, with none, the overview."""
+    headline = next((s for s in fired if s.rule == PLANTED_RULE), fired[0] if fired else None)
+    page = "/" if headline is None else alert_path(headline.rule, headline.key[1])
+    what = "the overview" if headline is None else "the alert's page (its worst answers a click away)"
+    return [
+        f"\nOr serve the web UI and open {what}:",
+        f"  {cli} ui{store_flag}",
+        f"  {ui_link(UI_URL, page)}",
+    ]

@@ -22,6 +22,7 @@ from consumers.sampling import SamplingPolicy
 from monitor.alerts.rules import parse_rules
 from monitor.alerts.settings import AlertSettings
 from monitor.config import FIELDS, load_settings
+from monitor.ui.settings import UI_PREFIX, UiSettings
 from schemas.settings import variables
 
 CHART = Path(__file__).resolve().parents[2] / "helm" / "relevancy-monitor"
@@ -153,8 +154,10 @@ def settings_of(docs: list[dict[str, Any]], container: str) -> dict[str, str]:
 
 
 def real_settings() -> set[str]:
-    """The env names monitor.config accepts: MONITOR_<setting>, ALERTS_<setting> and the unprefixed ones."""
+    """The env names the commands accept: MONITOR_<setting>, ALERTS_<setting>, MONITOR_UI_<setting> (`ui` alone) and
+    the unprefixed ones."""
     names = {v for name, field in FIELDS.items() for v in variables("MONITOR_", name, field)}
+    names |= {v for name, field in UiSettings.model_fields.items() for v in variables(UI_PREFIX, name, field)}
     return names | {v for name, field in AlertSettings.model_fields.items() for v in variables("ALERTS_", name, field)}
 
 

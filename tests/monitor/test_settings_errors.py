@@ -131,6 +131,7 @@ MALFORMED: dict[str, str] = {
     "metrics_max_apps": "0",
     "log_format": "xml",
     "log_level": "trace",
+    "review_routes": "/nonexistent/routes.yaml",
 }
 ALERTS_MALFORMED: dict[str, str] = {
     "rules": "/nonexistent/rules.yaml",
@@ -144,6 +145,7 @@ ALERTS_MALFORMED: dict[str, str] = {
     "metrics_port": "-1",
     "canary_interval": "hourly",
     "canary_file": "/nonexistent/labels.jsonl",
+    "ui_url": "ui.example.com/relevancy",
 }
 # Settings that accept any string: names and secrets have no format to check here (a wrong one is refused by the
 # server that receives it: Kafka's SASL, the Messages API, the alert lease table).

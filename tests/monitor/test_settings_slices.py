@@ -173,6 +173,7 @@ SLICE_OF: dict[str, str] = {
             "store_unready_after_s",
         )
     },
+    "review_routes": "review.routes",
 }
 
 # A value for many settings, each other than its default, as a caller would pass it (secrets as plain strings).

@@ -8,9 +8,9 @@ from typing import get_args
 
 import pytest
 
-from monitor.alerts.durations import parse_duration
 from monitor.alerts.metric_specs import SPECS, MetricName
 from monitor.alerts.rules import load_rules, parse_rules
+from schemas.durations import parse_duration
 from schemas.errors import RulesError
 
 GOOD = """

@@ -163,7 +163,8 @@ def test_json_report_shape(clean_env: None, tmp_path: Path) -> None:
         and rho["ci"][0] <= rho["value"] <= rho["ci"][1]
         and 0 < rho["resamples_used"] <= 500
     )
-    assert s["weighted_kappa_quadratic"]["ci"] is None
+    kappa = s["weighted_kappa_quadratic"]  # with its bootstrap interval, as the UI's agreement page shows it
+    assert kappa["ci"][0] <= kappa["value"] <= kappa["ci"][1] and 0 < kappa["resamples_used"] <= 500
     assert [c["category"] for c in s["categories"]] == ["orders", "shipping"]
     assert s["categories"][0] == {
         "category": "orders",

@@ -37,6 +37,7 @@ ARGUMENTS: dict[tuple[str, ...], list[list[str]]] = {
     ("forget",): [["--event-id", "e0", "--dry-run"], ["--event-id", "e0"]],
     ("demo",): [["--clickhouse-url", "{url}"]],  # refused: the demo replaces a store of its own, never a server's
     ("report",): [["--out", "{out}"]],
+    ("ui",): [["--port", "{port}"]],  # the endpoint's port, taken: it opens the store, then stops with one line
     ("replay",): [["--from-store", "--since=-1h", "--dry-run"]],
 }
 

@@ -19,6 +19,8 @@ PER_COMMAND_HELP = {
     "--rate",  # produce: 0 is unthrottled; demo: capped for an LLM judge
     "--seed",  # generated events, the bootstrap
     "--clickhouse-url",  # demo takes an embedded store only, which it replaces
+    "--out",  # report writes an HTML file, labels export a JSONL file
+    "--port",  # broker: the local broker's port; ui: the web UI's (MONITOR_UI_PORT)
 }
 _DEFAULT_TAIL = re.compile(r"\s*\((default|required)[^()]*(\([^()]*\)[^()]*)*\)\s*$")
 

@@ -274,3 +274,28 @@ def test_the_final_screen_says_what_the_rules_decided_for_each_app() -> None:
         "travel-agent: no alert (2 rules evaluated, none firing).",
         "x: no rule could decide (too few events, or no evaluation ran).",
     ]
+
+
+def test_the_demo_closes_with_the_web_ui_and_the_fired_alerts_page() -> None:
+    """The last lines name `ui` with the store flag the other commands use, and the alert page of the planted rule
+    (the headline, whatever fired before it) on the UI's default address, its segment as alert_state keys it; with
+    nothing fired, the overview."""
+    from urllib.parse import parse_qs, urlsplit
+
+    from monitor.alerts.evaluator import AlertState
+    from monitor.devtools.demo_screen import ui_lines
+
+    segment = (("app", "support-bot"), ("model", "m"), ("prompt_version", "v13"), ("judge_id", "lexical@1"))
+    fired = [AlertState("prompt_rollout_regression", segment, "firing"), AlertState(PLANTED_RULE, segment, "firing")]
+    flag = " --clickhouse-url chdb:///tmp/demo-store"
+    header, command, url = ui_lines(fired, "relevancy-monitor", flag)
+    assert "web UI" in header
+    assert command == "  relevancy-monitor ui --clickhouse-url chdb:///tmp/demo-store"
+    parts = urlsplit(url.strip())
+    assert (parts.scheme, parts.netloc, parts.path) == ("http", "127.0.0.1:8787", "/alert")
+    query = parse_qs(parts.query)
+    assert query["rule"] == [PLANTED_RULE]
+    assert [tuple(pair) for pair in json.loads(query["segment"][0])] == list(segment)
+    assert query["segment"] == [AlertState(PLANTED_RULE, segment).key[1]]
+    _, command, url = ui_lines([], ".venv/bin/relevancy-monitor")
+    assert (command, url) == ("  .venv/bin/relevancy-monitor ui", "  http://127.0.0.1:8787/")

@@ -1,0 +1,1 @@
+"""`relevancy-monitor ui`: the web pages over the store (overview, alert, explore, answer, review, agreement)."""
