@@ -250,7 +250,7 @@ def ui_lines(fired: Sequence[AlertState], cli: str, store_flag: str = "") -> lis
     page = "/" if headline is None else alert_path(headline.rule, headline.key[1])
     what = "the overview" if headline is None else "the alert's page (its worst answers a click away)"
     return [
-        f"\nOr serve the web UI and open {what}:",
-        f"  {cli} ui{store_flag}",
+        f"\nOr serve the web UI and open {what}; --reviewer names you on the review queue (keys 0–4 label):",
+        f'  {cli} ui{store_flag} --reviewer "${{USER:-me}}"',
         f"  {ui_link(UI_URL, page)}",
     ]

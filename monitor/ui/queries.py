@@ -203,15 +203,22 @@ class ListedRow:
     status: str
     score: float | None
     shadow: bool
+    question: str  # its first QUESTION_CLIP characters, as stored ('' under MONITOR_STORE_TEXT=none)
+    statements: int
+    off_topic: int  # statements the judge found not relevant (verdict `no`)
 
 
-_LISTED = f"event_time, event_id, app, model, prompt_version, judge_id, toString(status), score, {SHADOW_ROW}"
+QUESTION_CLIP = 140
+_LISTED = (
+    "event_time, event_id, app, model, prompt_version, judge_id, toString(status), score, "
+    f"{SHADOW_ROW}, leftUTF8(question, {QUESTION_CLIP}), length(verdicts), countEqual(verdicts, 'no')"
+)
 
 
 def _listed(rows: Sequence[tuple[Any, ...]]) -> list[ListedRow]:
     return [
-        ListedRow(utc(t), str(e), str(a), str(m), str(pv), str(j), str(st), _num(s), bool(sh))
-        for t, e, a, m, pv, j, st, s, sh in rows
+        ListedRow(utc(t), str(e), str(a), str(m), str(pv), str(j), str(st), _num(s), bool(sh), str(q), int(n), int(no))
+        for t, e, a, m, pv, j, st, s, sh, q, n, no in rows
     ]
 
 

@@ -57,29 +57,31 @@ def applies(keys: Sequence[tuple[str, str]], row: dict[str, str]) -> bool:
     return all(row[k] == v for k, v in keys if k in row)
 
 
-def sparkline(values: Iterable[float | None], width: int = 120, height: int = 24) -> Markup:
-    """A small inline SVG polyline of `values` on 0..1 (gaps break the line); numbers only, styled by the CSS."""
+@dataclass(frozen=True, slots=True)
+class Sparkline:
+    """A small line of values on 0..1, as the overview's template draws it: point runs (gaps break the line) and the
+    lone points of one-point runs, in the SVG's own coordinates."""
+
+    width: int
+    height: int
+    lines: tuple[str, ...]  # each an SVG `points` list: "x,y x,y ..."
+    dots: tuple[tuple[float, float], ...]
+
+
+def sparkline(values: Iterable[float | None], width: int = 120, height: int = 24) -> Sparkline | None:
+    """The sparkline of `values` (None where there is none), or None without values."""
     points = list(values)
     if not points:
-        return Markup("")
+        return None
     step = width / max(len(points) - 1, 1)
-    runs: list[list[str]] = [[]]
+    runs: list[list[tuple[float, float]]] = [[]]
     for i, v in enumerate(points):
         if v is None:
             runs.append([])
             continue
-        y = height - 1 - max(0.0, min(1.0, v)) * (height - 2)
-        runs[-1].append(f"{i * step:.1f},{y:.1f}")
-    lines = "".join(f'<polyline class="spark-line" points="{" ".join(r)}"/>' for r in runs if len(r) > 1)
-    dots = "".join(
-        f'<circle class="spark-dot" cx="{r[0].split(",")[0]}" cy="{r[0].split(",")[1]}" r="1.5"/>'
-        for r in runs
-        if len(r) == 1
-    )
-    return Markup(
-        f'<svg class="spark" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
-        f'aria-label="hourly mean score">{lines}{dots}</svg>'
-    )
+        runs[-1].append((round(i * step, 1), round(height - 1 - max(0.0, min(1.0, v)) * (height - 2), 1)))
+    lines = tuple(" ".join(f"{x},{y}" for x, y in r) for r in runs if len(r) > 1)
+    return Sparkline(width, height, lines, tuple(r[0] for r in runs if len(r) == 1))
 
 
 def svg_image(svg: Markup) -> str:

@@ -7,11 +7,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from markupsafe import Markup
-
 from monitor.alerts.evaluator import AlertState
 from monitor.report.bands import THIN_EVENTS
-from monitor.ui.pages.common import AlertLink, alert_link, applies, sparkline, statistic_share
+from monitor.ui.pages.common import AlertLink, Sparkline, alert_link, applies, sparkline, statistic_share
 from monitor.ui.queries import SegmentHour, SegmentWindow
 
 CURRENT = timedelta(hours=1)  # the current window: the last hour of judged rows
@@ -36,7 +34,7 @@ class SegmentRow:
     judged_per_min: float
     thin: str  # why the figures are too thin to read, or ""
     alerts: tuple[AlertLink, ...]
-    spark: Markup
+    spark: Sparkline | None
 
 
 @dataclass(frozen=True, slots=True)

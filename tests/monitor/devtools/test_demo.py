@@ -290,7 +290,7 @@ def test_the_demo_closes_with_the_web_ui_and_the_fired_alerts_page() -> None:
     flag = " --clickhouse-url chdb:///tmp/demo-store"
     header, command, url = ui_lines(fired, "relevancy-monitor", flag)
     assert "web UI" in header
-    assert command == "  relevancy-monitor ui --clickhouse-url chdb:///tmp/demo-store"
+    assert command == '  relevancy-monitor ui --clickhouse-url chdb:///tmp/demo-store --reviewer "${USER:-me}"'
     parts = urlsplit(url.strip())
     assert (parts.scheme, parts.netloc, parts.path) == ("http", "127.0.0.1:8787", "/alert")
     query = parse_qs(parts.query)
@@ -298,4 +298,4 @@ def test_the_demo_closes_with_the_web_ui_and_the_fired_alerts_page() -> None:
     assert [tuple(pair) for pair in json.loads(query["segment"][0])] == list(segment)
     assert query["segment"] == [AlertState(PLANTED_RULE, segment).key[1]]
     _, command, url = ui_lines([], ".venv/bin/relevancy-monitor")
-    assert (command, url) == ("  .venv/bin/relevancy-monitor ui", "  http://127.0.0.1:8787/")
+    assert (command, url) == ('  .venv/bin/relevancy-monitor ui --reviewer "${USER:-me}"', "  http://127.0.0.1:8787/")

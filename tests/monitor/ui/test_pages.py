@@ -82,6 +82,9 @@ async def test_alert_page_shows_the_episode_the_zoom_and_the_worst_answers_worst
     links = hrefs(page, "answer-link")
     assert links[0] == answer_path(ui.facts.worst_event, PRIMARY)
     assert "support v2" in answer.text  # the rollout
+    # Each worst answer says what was asked and how many statements missed, so the list is read without opening it.
+    worst = answer.text.split('class="worst"')[1].split("</li>")[0]
+    assert "0.01 · When did order A17 ship?" in worst and "1 of 2 statements not relevant" in worst
 
 
 async def test_an_unknown_alert_is_a_404_saying_so(make_ui: MakeUi) -> None:
@@ -146,6 +149,8 @@ async def test_markup_in_a_stored_answer_is_shown_as_text(make_ui: MakeUi) -> No
     assert page.text_of["question"] == SCRIPT and page.text_of["response"] == HANDLER
     assert not [t for t, _ in page.tags if t in ("script", "img")]
     assert not [n for _, a in page.tags for n in a if n.startswith("on")]
+    listed = await ui.client.get("/explore?" + urlencode({"app": "search", "score_max": "0.55"}))
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in listed.text and SCRIPT not in listed.text  # the question column
 
 
 async def test_an_answer_without_stored_text_says_so(make_ui: MakeUi) -> None:
