@@ -1,11 +1,18 @@
-// The review page's keys (served from /static: the page's CSP allows no inline script): 0-4 submit the label form
-// with that level, s skips. Keys typed into the comment box (or any field) are text, not commands.
+// The review pages' keys (served from /static: the page's CSP allows no inline script): 0-4 submit the label form
+// with that level, s skips; after a label, n opens the next item. Keys typed into the comment box (or any field) are
+// text, not commands.
 (function () {
   "use strict";
   document.addEventListener("keydown", function (event) {
     var target = event.target;
     if (event.ctrlKey || event.metaKey || event.altKey || event.isComposing) return;
     if (target && (target.tagName === "TEXTAREA" || target.tagName === "INPUT" || target.isContentEditable)) return;
+    var next = document.getElementById("next");
+    if (next && (event.key === "n" || event.key === "N")) {
+      event.preventDefault();
+      next.click();
+      return;
+    }
     var form = document.getElementById("label-form");
     if (!form) return;
     if (event.key >= "0" && event.key <= "4") {
