@@ -65,13 +65,15 @@ _WHOLE_MINUTES = f"toStartOfMinute(event_time) >= {{since:{_TS}}} AND toStartOfM
 _LAG_S = "dateDiff('millisecond', event_time, scored_at) / 1000.0"
 
 
-def _ident(name: str) -> str:
+def identifier(name: str) -> str:
+    """`name`, refused unless a plain identifier (it is formatted into SQL, not bound)."""
     if not _IDENT.match(name):
         raise ValueError(f"{name!r} is not a plain identifier")
     return name
 
 
-def _num(value: Any) -> float | None:
+def finite(value: Any) -> float | None:
+    """A number as a float, None for NULL, NaN or an infinity (what the pages show as a dash)."""
     if value is None:
         return None
     f = float(value)
@@ -143,7 +145,7 @@ def fetch_report_data(
     """Every query of the report over [since, until) in buckets of `bucket_s`, over the live consumer's rows unless
     `include_replays`; raises `StoreError`."""
     scope = _scope(store, since, until, bucket_s, include_replays)
-    extra = _optional_tables(store, scope, _ident(traffic_table))
+    extra = _optional_tables(store, scope, identifier(traffic_table))
     segments = tuple(_segment_buckets(store, scope.scores, scope.where, scope.weight, scope.params))
     first_seen = tuple(_first_seen(store, scope.scores, scope.live, since, until))
     story = _story(store, scope, segments, extra.firings, first_seen, worst)
@@ -182,7 +184,7 @@ def fetch_report_data(
 
 def _scope(store: ClickHouseStore, since: datetime, until: datetime, bucket_s: int, include_replays: bool) -> _Scope:
     """The scores table checked as identifiers, the range bound, and the columns it has that decide the reads."""
-    db, table = _ident(store.database), _ident(store.table)
+    db, table = identifier(store.database), identifier(store.table)
     scores = f"{db}.{table}"
     params: dict[str, Any] = {"since": since, "until": until, "bucket": bucket_s, "low": LOW_SCORE_BELOW}
     weighted = _has_column(store, db, table, "sample_rate")
@@ -233,7 +235,7 @@ def data_span(
     store: ClickHouseStore, until: datetime, *, include_replays: bool = False, days: int = DEFAULT_DAYS
 ) -> datetime | None:
     """The start of the default range: the first scored row in the `days` before `until` (None: no rows there)."""
-    db, table = _ident(store.database), _ident(store.table)
+    db, table = identifier(store.database), identifier(store.table)
     live = "" if include_replays or not _has_column(store, db, table, "replay_run") else _LIVE
     sql = f"SELECT min(event_time), count() FROM {db}.{table} WHERE {_RANGE}{live}"
     first, n = store.query(sql, {"since": until - timedelta(days=days), "until": until}).rows[0]
@@ -290,8 +292,8 @@ def _figures(
 
 
 def _mean(total: Any, weight: Any) -> float | None:
-    w = _num(weight)
-    return (_num(total) or 0.0) / w if w else None
+    w = finite(weight)
+    return (finite(total) or 0.0) / w if w else None
 
 
 def _zoom(
@@ -360,7 +362,7 @@ def _segment_buckets(
     out = []
     for row in store.query(sql, params).rows:
         t, app, pv, jid, judge, jmodel, rows, ok_rows, errors, *sums = row
-        w_ok, w_score, w_low, w_sq, w_score_sq = (_num(v) or 0.0 for v in sums)
+        w_ok, w_score, w_low, w_sq, w_score_sq = (finite(v) or 0.0 for v in sums)
         segment = Segment(str(app), str(pv), str(jid), str(judge), str(jmodel))
         out.append(
             SegmentBucket(utc(t), segment, int(rows), int(ok_rows), int(errors), w_ok, w_score, w_low, w_sq, w_score_sq)
@@ -378,7 +380,7 @@ def _matching(filters: Sequence[SegmentFilter], params: dict[str, Any]) -> str:
         for j, (column, value) in enumerate(f):
             name = f"seg_{i}_{j}"
             params[name] = value
-            terms.append(f"{_ident(column)} = {{{name}:String}}")
+            terms.append(f"{identifier(column)} = {{{name}:String}}")
         alternatives.append("(" + " AND ".join(terms or ["1"]) + ")")
     return "(" + " OR ".join(alternatives) + ")"
 
@@ -394,7 +396,15 @@ def _health(store: ClickHouseStore, scores: str, where: str, params: dict[str, A
     )
     return [
         HealthBucket(
-            utc(t), str(jid), str(judge), int(rows), int(errors), int(limited), _num(p50), _num(p90), _num(top)
+            utc(t),
+            str(jid),
+            str(judge),
+            int(rows),
+            int(errors),
+            int(limited),
+            finite(p50),
+            finite(p90),
+            finite(top),
         )
         for t, jid, judge, rows, errors, limited, p50, p90, top in store.query(sql, params).rows
     ]
@@ -418,10 +428,10 @@ def _judges(store: ClickHouseStore, scores: str, where: str, params: dict[str, A
             int(rows),
             int(errors),
             int(limited),
-            _num(p50),
-            _num(p90),
-            _num(top),
-            _num(cost) or 0.0,
+            finite(p50),
+            finite(p90),
+            finite(top),
+            finite(cost) or 0.0,
             int(priced),
         )
         for jid, judge, jmodel, rows, errors, limited, p50, p90, top, cost, priced in store.query(sql, params).rows
@@ -453,7 +463,7 @@ def _costs(store: ClickHouseStore, scores: str, where: str, params: dict[str, An
     for day, jid, judge, jmodel, rows, priced, cached, cost in store.query(sql, params).rows:
         d = day if isinstance(day, date) else date.fromisoformat(str(day))
         out.append(
-            CostDay(d, str(jid), str(judge), str(jmodel), int(rows), int(priced), int(cached), _num(cost) or 0.0)
+            CostDay(d, str(jid), str(judge), str(jmodel), int(rows), int(priced), int(cached), finite(cost) or 0.0)
         )
     return out
 
@@ -507,7 +517,7 @@ def _worst(store: ClickHouseStore, scores: str, where: str, params: dict[str, An
                 judge_id=str(jid),
                 judge=str(judge),
                 score=float(score),
-                raw_score=_num(raw),
+                raw_score=finite(raw),
                 question=_clip(question),
                 response=_clip(response),
                 reasoning=_clip(reasoning),
@@ -528,7 +538,7 @@ def _conversations(store: ClickHouseStore, scope: _Scope, limit: int) -> tuple[C
     """The conversations of the range with at least 2 judged turns whose turns were least often relevant (a score of
     at least `LOW_SCORE_BELOW`), with their lowest turn; None for a table without turns (before migration 043). A
     conversation whose rows are all errors has no verdict to rank it by and is left out, never counted as relevant."""
-    if not _has_column(store, scope.db, _ident(store.table), "turn"):
+    if not _has_column(store, scope.db, identifier(store.table), "turn"):
         return None
     cut = "substringUTF8(argMinIf({col}, " + _LOWEST + "), 1, {{chars:UInt32}})"
     sql = (
@@ -587,10 +597,10 @@ def _canaries(store: ClickHouseStore, table: str, params: dict[str, Any]) -> lis
             str(labels),
             int(n),
             int(errors),
-            _num(rho),
-            _num(kappa),
-            _num(shift),
-            _num(cost),
+            finite(rho),
+            finite(kappa),
+            finite(shift),
+            finite(cost),
         )
         for rid, t, jid, judge, labels, n, errors, rho, kappa, shift, cost in store.query(sql, params).rows
     ]

@@ -166,6 +166,13 @@ class ClickHouseStore:
             cluster=s.cluster,
         )  # fmt: skip
 
+    def sibling(self) -> ClickHouseStore:
+        """A second connection to the same store, not opened yet, with the same credentials and TLS: the web UI reads
+        on one (read-only) and inserts its labels on the other."""
+        other = ClickHouseStore(self.url, self.database, self.table, cluster=self.cluster)
+        other._client_options = self._client_options
+        return other
+
     @property
     def qualified_table(self) -> str:
         """`database.table`."""

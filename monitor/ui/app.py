@@ -45,7 +45,7 @@ def create_app(
             raise ValueError("create_app needs a store or a url")
         store = ClickHouseStore(url, database, table)
     ui = settings if settings is not None else UiSettings()
-    writes = _copy(store)
+    writes = store.sibling()
     clock = now or (lambda: datetime.now(UTC))
     thread = StoreThread(store, writes, load_routing(routes), clock)
     key = ui.secret.get_secret_value().encode() if ui.secret is not None else None
@@ -61,6 +61,7 @@ def create_app(
             Route("/review/label", h.label, methods=["POST"]),
             Route("/review/skip", h.skip, methods=["POST"]),
             Route("/agreement", h.agreement),
+            Route("/static/base.css", h.base_css),
             Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
         ],
         middleware=_middleware(ui),
@@ -77,13 +78,6 @@ def _middleware(ui: UiSettings) -> list[Middleware]:
     if ui.host in LOOPBACK_HOSTS:
         out.append(Middleware(TrustedHostMiddleware, allowed_hosts=list(LOOPBACK_HOSTS)))
     return out
-
-
-def _copy(store: ClickHouseStore) -> ClickHouseStore:
-    """A second connection to the same store, for the one write (labels)."""
-    copy = ClickHouseStore(store.url, store.database, store.table, cluster=store.cluster)
-    copy._client_options = store._client_options  # the same credentials and TLS, never printed
-    return copy
 
 
 def _label(store: ClickHouseStore) -> str:

@@ -5,12 +5,13 @@ reviewer first."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import structlog
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.responses import FileResponse, HTMLResponse, PlainTextResponse, RedirectResponse, Response
 
 from monitor.alerts.state import StateStore
 from monitor.review.agreement import agreement_report
@@ -212,6 +213,14 @@ async def agreement(request: Request) -> Response:
 async def healthz(request: Request) -> Response:
     """`/healthz`: the process answers (no store access)."""
     return PlainTextResponse("ok")
+
+
+REPORT_CSS = Path(__file__).parents[1] / "report" / "templates" / "base.css"
+
+
+async def base_css(request: Request) -> Response:
+    """`/static/base.css`: the report's stylesheet, which the pages share with it (ui.css adds the UI's own)."""
+    return FileResponse(REPORT_CSS, media_type="text/css")
 
 
 async def store_error(request: Request, exc: Exception) -> Response:

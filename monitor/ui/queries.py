@@ -7,8 +7,6 @@ Every value is bound as a query parameter; table names are the store's, checked 
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -17,9 +15,9 @@ from typing import Any
 from monitor.alerts.queries import SHADOW_ROW
 from monitor.alerts.windows import utc
 from monitor.report.model import Segment, SegmentBucket
+from monitor.report.queries import finite, identifier
 from monitor.store.connection import ClickHouseStore
 
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _TS = "DateTime64(3, 'UTC')"
 MINUTE_ROLLUP = "relevancy_rollup_1m"
 MINUTELY = "relevancy_minutely"
@@ -29,26 +27,13 @@ ANSWER_CHARS = 20_000  # one answer's texts, cut past this (the page says so)
 WORST_ANSWERS = 10
 
 
-def _ident(name: str) -> str:
-    if not _IDENT.match(name):
-        raise ValueError(f"{name!r} is not a plain identifier")
-    return name
-
-
-def _num(value: Any) -> float | None:
-    if value is None:
-        return None
-    f = float(value)
-    return f if math.isfinite(f) else None
-
-
 def _db(store: ClickHouseStore) -> str:
-    return _ident(store.database)
+    return identifier(store.database)
 
 
 def scores_table(store: ClickHouseStore) -> str:
     """`database.table` of the scores, checked."""
-    return f"{_db(store)}.{_ident(store.table)}"
+    return f"{_db(store)}.{identifier(store.table)}"
 
 
 def latest_minute(store: ClickHouseStore) -> datetime | None:
@@ -93,7 +78,7 @@ def current_window(store: ClickHouseStore, since: datetime, until: datetime) -> 
         "GROUP BY app, model, prompt_version, judge_id ORDER BY app, model, prompt_version, judge_id"
     )
     return [
-        SegmentWindow(str(a), str(m), str(pv), str(j), int(ok), int(n), _num(mean))
+        SegmentWindow(str(a), str(m), str(pv), str(j), int(ok), int(n), finite(mean))
         for a, m, pv, j, ok, n, mean in store.query(sql, {"since": since, "until": until}).rows
     ]
 
@@ -106,7 +91,7 @@ def hourly(store: ClickHouseStore, since: datetime, until: datetime) -> list[Seg
         "GROUP BY app, model, prompt_version, judge_id, hour ORDER BY hour"
     )
     return [
-        SegmentHour(str(a), str(m), str(pv), str(j), utc(h), int(ok), _num(s) or 0.0)
+        SegmentHour(str(a), str(m), str(pv), str(j), utc(h), int(ok), finite(s) or 0.0)
         for a, m, pv, j, h, ok, s in store.query(sql, {"since": since, "until": until}).rows
     ]
 
@@ -131,8 +116,8 @@ def zoom_buckets(
         ok_rows = int(ok)
         out.append(
             SegmentBucket(
-                utc(t), segment, int(rows), ok_rows, int(errors), float(ok_rows), _num(s) or 0.0, float(low),
-                float(ok_rows), _num(sq) or 0.0,
+                utc(t), segment, int(rows), ok_rows, int(errors), float(ok_rows), finite(s) or 0.0, float(low),
+                float(ok_rows), finite(sq) or 0.0,
             )
         )  # fmt: skip
     return out
@@ -217,7 +202,20 @@ _LISTED = (
 
 def _listed(rows: Sequence[tuple[Any, ...]]) -> list[ListedRow]:
     return [
-        ListedRow(utc(t), str(e), str(a), str(m), str(pv), str(j), str(st), _num(s), bool(sh), str(q), int(n), int(no))
+        ListedRow(
+            utc(t),
+            str(e),
+            str(a),
+            str(m),
+            str(pv),
+            str(j),
+            str(st),
+            finite(s),
+            bool(sh),
+            str(q),
+            int(n),
+            int(no),
+        )
         for t, e, a, m, pv, j, st, s, sh, q, n, no in rows
     ]
 
@@ -299,7 +297,7 @@ def answer_rows(store: ClickHouseStore, event_id: str, judge_id: str | None) -> 
             AnswerRow(
                 utc(t), str(eid), str(cid), str(app), str(model), str(pv),
                 tuple(sorted((str(k), str(v)) for k, v in dict(meta).items())), str(judge_name), str(jmodel), str(jid),
-                str(status), str(error), _num(score), _num(raw), str(reasoning), tuple(str(s) for s in statements),
+                str(status), str(error), finite(score), finite(raw), str(reasoning), tuple(str(s) for s in statements),
                 tuple(str(v) for v in verdicts), tuple(str(s) for s in reasons), str(question), str(response),
                 int(turn), str(context), str(system), str(rule), bool(shadow),
             )

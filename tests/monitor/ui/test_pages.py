@@ -167,7 +167,16 @@ async def test_every_response_carries_the_content_security_policy(make_ui: MakeU
     ui = await make_ui()
     answers = [
         await ui.client.get(path)
-        for path in ("/", "/explore", "/agreement", "/review", "/healthz", "/static/review.js", "/nowhere")
+        for path in (
+            "/",
+            "/explore",
+            "/agreement",
+            "/review",
+            "/healthz",
+            "/static/review.js",
+            "/nowhere",
+            "/static/base.css",
+        )
     ]
     answers.append(await ui.client.post("/review/label", data={"label": "3"}))
     for answer in answers:
@@ -176,7 +185,8 @@ async def test_every_response_carries_the_content_security_policy(make_ui: MakeU
             answer.request.url
         )
         assert answer.headers.get("x-content-type-options") == "nosniff"
-    assert [a.status_code for a in answers] == [200, 200, 200, 403, 200, 200, 404, 403]
+    assert [a.status_code for a in answers] == [200, 200, 200, 403, 200, 200, 404, 200, 403]
+    assert answers[7].headers["content-type"].startswith("text/css") and "body {" in answers[7].text  # the report's
     assert not re.search(r"<script>|\sstyle=|\son\w+=", "".join(a.text for a in answers[:4]))
 
 

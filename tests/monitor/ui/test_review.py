@@ -79,7 +79,7 @@ async def test_a_label_with_its_token_is_stored_and_shows_the_score(make_ui: Mak
     )
     assert done.status_code == 200, done.text
     assert re.search(r'<span id="judge-score">\d\.\d{3} \(level \d\)</span>', done.text)
-    assert '<a id="next" href="/review">' in done.text
+    assert '<a id="next" href="/review" autofocus>' in done.text
     [stored] = labels_of(store, event_id)
     assert (stored.reviewer, stored.label, stored.comment, stored.judge_id) == ("alice", 1, "off topic", PRIMARY)
     following = await ui.client.get("/review")
