@@ -52,6 +52,15 @@ LABELS = 300
 TARGET_S = 1.0
 REPEATS = 5
 REVIEWER = "bench"
+# What each page shows when it did its work (an item drawn, answers listed, segments read), not only HTTP 200.
+SHOWS = {
+    "overview": 'class="segment"',
+    "alert": 'class="answer-link"',
+    "explore, first page": 'class="answer-link"',
+    "explore, filtered": 'class="answer-link"',
+    "review, next item": 'id="why"',
+    "agreement": 'kappa-all',
+}
 REVIEWER_HEADER = "X-Reviewer"  # the bench names a new reviewer per request through the trusted-header path
 
 # Row n: segment n % 50, event time spread evenly over the 30 days; row n with n % 20 = 19 is the shadow judge's row
@@ -290,6 +299,9 @@ async def _time_pages(app: Any, paths: dict[str, str]) -> dict[str, dict[str, An
                 bytes_ = len(answer.content)
             if set(statuses) != {200}:  # a page that fails is not timed: its figure would mean nothing
                 raise RuntimeError(f"{name} ({path}): HTTP {statuses}")
+            marker = SHOWS.get(name)
+            if marker is not None and marker not in answer.text:  # a 200 that drew nothing would time nothing
+                raise RuntimeError(f"{name} ({path}): the page lacks {marker!r}")
             timed[name] = {"path": path, "s": statistics.median(times), "status": statuses[-1], "bytes": bytes_}
     return timed
 
