@@ -59,7 +59,7 @@ SHOWS = {
     "explore, first page": 'class="answer-link"',
     "explore, filtered": 'class="answer-link"',
     "review, next item": 'id="why"',
-    "agreement": 'kappa-all',
+    "agreement": "kappa-all",
 }
 REVIEWER_HEADER = "X-Reviewer"  # the bench names a new reviewer per request through the trusted-header path
 

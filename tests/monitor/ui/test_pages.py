@@ -200,3 +200,26 @@ async def test_on_loopback_a_request_naming_another_host_is_refused(make_ui: Mak
     assert (await ui.client.get("/", headers={"Host": "localhost:8787"})).status_code == 200
     proxied = await make_ui(settings=UiSettings(host="0.0.0.0"))
     assert (await proxied.client.get("/", headers={"Host": "ui.example.com"})).status_code == 200
+
+
+async def test_an_unreachable_store_is_a_503_page_of_one_line() -> None:
+    """With the store unreachable (a server URL whose port nothing listens on), a page is a 503 whose message is the
+    store's one-line error naming the server without its password; the health check still answers."""
+    import socket
+
+    import httpx2
+
+    from monitor.ui.app import create_app
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    app = create_app(url=f"http://reader:s3cret-pw@127.0.0.1:{port}", settings=UiSettings())
+    try:
+        async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://127.0.0.1") as client:
+            page = await client.get("/")
+            health = await client.get("/healthz")
+    finally:
+        app.state.ui.store.close()
+    assert page.status_code == 503 and health.status_code == 200
+    assert "connection refused" in page.text and f"127.0.0.1:{port}" in page.text and "s3cret-pw" not in page.text
