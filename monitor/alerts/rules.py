@@ -5,14 +5,13 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 from datetime import timedelta
-from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from monitor.alerts.metric_specs import SPECS, Direction, MetricName, MetricSpec
+from schemas.config_files import config_text, yaml_document
 from schemas.durations import Duration
 from schemas.errors import RulesError
 
@@ -405,12 +404,7 @@ def _describe(err: ValidationError, data: Any) -> str:
 
 def parse_rules(text: str, source: str = "rules") -> RuleSet:
     """Rules from YAML text; raises `RulesError` naming the file and the bad field."""
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
-        raise RulesError(f"{source}:{where} not valid YAML: {getattr(e, 'problem', None) or e}") from None
+    data = yaml_document(text, source, RulesError)
     if isinstance(data, list):
         data = {"rules": data}
     if not isinstance(data, dict):
@@ -429,11 +423,4 @@ def parse_rules(text: str, source: str = "rules") -> RuleSet:
 
 def load_rules(path: str | Path | None = None) -> RuleSet:
     """Rules from a YAML file, or the shipped defaults when `path` is None."""
-    if path is None:
-        text = (resources.files("monitor.alerts") / DEFAULT_RULES_FILE).read_text(encoding="utf-8")
-        return parse_rules(text, DEFAULT_RULES_FILE)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as e:
-        raise RulesError(f"cannot read rules file {path}: {e.strerror or e}") from None
-    return parse_rules(text, str(path))
+    return parse_rules(*config_text(path, "monitor.alerts", DEFAULT_RULES_FILE, "rules", RulesError))

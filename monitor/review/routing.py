@@ -8,12 +8,10 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
-from importlib import resources
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-import yaml
-
+from schemas.config_files import config_text, yaml_document
 from schemas.durations import parse_duration
 from schemas.errors import ConfigError
 
@@ -46,25 +44,13 @@ class RoutingRules:
 
 def load_routing(path: Path | None) -> RoutingRules:
     """The rules of the file at `path`, or the shipped defaults when None; raises `ConfigError` (one line)."""
-    if path is None:
-        text = (resources.files("monitor.review") / DEFAULT_ROUTES_FILE).read_text(encoding="utf-8")
-        return parse_routing(text, DEFAULT_ROUTES_FILE)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as e:
-        raise ConfigError(f"cannot read review routes file {path}: {e.strerror or e}") from None
-    return parse_routing(text, str(path))
+    return parse_routing(*config_text(path, "monitor.review", DEFAULT_ROUTES_FILE, "review routes"))
 
 
 def parse_routing(text: str, source: str = "routes") -> RoutingRules:
     """Rules from YAML text (fields left out keep their defaults); raises `ConfigError` naming `source` and the
     field."""
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"{source}:{where} not valid YAML: {getattr(e, 'problem', None) or e}") from None
+    data = yaml_document(text, source)
     if data is None:
         data = {}
     if not isinstance(data, dict):

@@ -130,8 +130,9 @@ async def review(request: Request) -> Response:
     return _page(request, "review.html.j2", reviewer=who, view=view, scale=SCALE, nav="review")
 
 
-async def _checked_form(request: Request) -> tuple[dict[str, str], str] | Response:
-    """The POST's form and reviewer when its CSRF token is good and a reviewer is known; else the 403 page."""
+async def _checked_form(request: Request) -> tuple[dict[str, str], str, str] | Response:
+    """The POST's form, reviewer and event id when its CSRF token is good and a reviewer is known; else the 403
+    page."""
     form = await request.form()
     values = {k: v for k, v in form.items() if isinstance(v, str)}
     if not _ctx(request).signer.accepts(request.cookies.get(CSRF_COOKIE), values.get(CSRF_FIELD)):
@@ -139,7 +140,7 @@ async def _checked_form(request: Request) -> tuple[dict[str, str], str] | Respon
     who = _reviewer(request)
     if who.name is None:
         return _message(request, 403, "Refused", who.refusal)
-    return values, who.name
+    return values, who.name, values.get("event_id", "")
 
 
 async def label(request: Request) -> Response:
@@ -148,8 +149,7 @@ async def label(request: Request) -> Response:
     checked = await _checked_form(request)
     if isinstance(checked, Response):
         return checked
-    values, name = checked
-    event_id = values.get("event_id", "")
+    values, name, event_id = checked
     item = ctx.served.get((name, event_id))
     if item is None:
         return _message(
@@ -182,8 +182,7 @@ async def skip(request: Request) -> Response:
     checked = await _checked_form(request)
     if isinstance(checked, Response):
         return checked
-    values, name = checked
-    event_id = values.get("event_id", "")
+    _, name, event_id = checked
     await ctx.store.call_self(lambda thread: thread.queue().skip(event_id, name))
     ctx.served.pop((name, event_id), None)
     return RedirectResponse("/review", status_code=303)
