@@ -31,6 +31,16 @@ ARL0 and a slower detector. Deployments keep about 18 relevancy_drop segments, a
   not change, so only the follow-ups carry evidence: it watches them, at the same ARL0 per unit of time as any
   segment. The ratio is the observed delay (mean over seeds; a seed that never paged counts the whole run after the
   change, and the mean is marked `>` as a lower bound) over it.
+- Users' feedback (issue 45): on every deployment, `FEEDBACK_SHARE` of the answers (`ANSWERS_PER_JUDGED` for each
+  judged one: the monitor judges a sample, users rate any answer) get a thumbs, down with a
+  probability set by the answer's score (`NEGATIVE_BY_LEVEL`: a coin per answer, so a good answer is sometimes
+  disliked and a bad one liked), summed per segment and minute as the feedback rollup holds them and fed to
+  `feedback_negative_rise` like the scores to the relevancy rules. Its false pages on the quiet deployments count in
+  the same page budget (`pages_by_rule` names them); on the planted ones its delay is reported beside the relevancy
+  rules' (whose first page, `delay_min`, never counts it), against its own optimum:
+  the likelihood-ratio CUSUM knowing the thumbs-down probability before and after (a Bernoulli each; for a change
+  confined to follow-ups, the mixture the segment's feedback then has), at the ARL0 the feedback rule's budget gives
+  the segment at its feedback rate.
 - `oracle`, a secondary column: a one-sided z-test run once, n events after the change, with even odds of detection
   at 1 false alarm per 300 segment-days: n = (z * sd / drop)^2 (half a drift's ramp added). No monitor that
   watches all the time can reach it; it is kept for comparison with older runs. The Gaussian "bound" of earlier
@@ -60,6 +70,7 @@ from monitor.alerts.backtest import BacktestReport, Episode, HistoryData, backte
 from monitor.alerts.detection import Budget
 from monitor.alerts.history import (
     EPOCH,
+    FEEDBACK_SUMS,
     SCORE_SUMS,
     TRAFFIC_SUMS,
     History,
@@ -88,8 +99,17 @@ GOOD = np.array([0.03, 0.05, 0.10, 0.27, 0.55])  # mean 0.815, sd about 0.27: mo
 BASE = np.array([0.05, 0.08, 0.12, 0.32, 0.43])  # mean 0.75: the issue's apps before their changes
 CANARY_BAD = np.array([0.84, 0.06, 0.04, 0.03, 0.03])  # mean 0.0875: a canary that answers almost nothing well
 JUDGE = "rubric-bench00000000"
-QUALITY_METRICS = {"mean_score", "low_score_share", "rollout_mean_score", "p10"}
+QUALITY_METRICS = {"mean_score", "low_score_share", "rollout_mean_score", "p10", "feedback_negative_share"}
 DETECTOR_RULE = "relevancy_drop"
+FEEDBACK_RULE = "feedback_negative_rise"
+FEEDBACK_SHARE = 0.05  # the share of answers that get a thumbs
+# Answers per judged answer: the monitor judges a sample (one answer in ten here), users give feedback on any answer,
+# so a segment's feedback a minute is its judged rate x ANSWERS_PER_JUDGED x FEEDBACK_SHARE (half its judged rate).
+ANSWERS_PER_JUDGED = 10.0
+# P(thumbs down | the answer's score) at the rubric's levels 0, 0.25, 0.5, 0.75, 1: users dislike most bad answers and
+# some good ones (BASE gives 16 % negative feedback, GOOD 12 %).
+NEGATIVE_BY_LEVEL = np.array([0.60, 0.45, 0.25, 0.12, 0.06])
+FEEDBACK_SEED = 45  # the feedback's own draws: the scores' stay those of a run without feedback
 ALLOWED_PER_SEGMENT_DAY = 1 / 300  # the oracle's false-alarm rate
 MINUTE_MS = 60_000
 CHANGE_H = 30.0  # after a day of baseline and some hours of quiet evaluation
@@ -173,6 +193,8 @@ class Minutes:
 
     sums: dict[tuple[str, str, str, int], dict[int, NDArray[np.float64]]] = field(default_factory=dict)
     scores: dict[tuple[str, str, str, int], dict[int, list[float]]] = field(default_factory=dict)
+    # per (app, model, prompt_version) and minute: [feedback events, negative ones] (the rollup has no turns)
+    feedback: dict[tuple[str, str, str], dict[int, NDArray[np.int64]]] = field(default_factory=dict)
 
 
 _BIN_OF_LEVEL = np.floor(LEVELS * 20 + 0.5).astype(np.int64)
@@ -196,6 +218,7 @@ def _mixes(stream: Stream, mix: NDArray[np.float64], hours: NDArray[np.float64])
 def simulate(streams: Sequence[Stream], hours: float, seed: int) -> Minutes:
     """Draw every stream's events minute by minute and sum them per segment and minute."""
     rng = np.random.default_rng(seed)
+    feedback_rng = np.random.default_rng([seed, FEEDBACK_SEED])
     out = Minutes()
     minutes = np.arange(int(hours * 60))
     hour = minutes / 60
@@ -213,6 +236,8 @@ def simulate(streams: Sequence[Stream], hours: float, seed: int) -> Minutes:
                     unchanged = turn == 0 and s.follow_ups_only
                     mixes = np.broadcast_to(s.pre, (len(at), len(s.pre))) if unchanged else _mixes(s, mix, hour[at])
                     _add(out, (s.app, model, version, turn), at, n, rng.multinomial(n, mixes), index)
+                    answers = (volume[at] * share * part * ANSWERS_PER_JUDGED)[:, None] * mixes
+                    _add_feedback(out, (s.app, model, version), at, answers, feedback_rng)
     return out
 
 
@@ -240,9 +265,61 @@ def _add(
         scores[int(at[j])] = np.repeat(LEVELS, counts[j]).tolist()
 
 
+def _add_feedback(
+    out: Minutes,
+    key: tuple[str, str, str],
+    at: NDArray[np.int64],
+    answers: NDArray[np.float64],
+    rng: np.random.Generator,
+) -> None:
+    """Draw the feedback on one arm's answers (expected answers per minute and score level: judged or not) and add it
+    to `out` under `key`."""
+    given = rng.poisson(answers * FEEDBACK_SHARE)
+    negative = rng.binomial(given, NEGATIVE_BY_LEVEL)
+    per_minute = out.feedback.setdefault(key, {})
+    for j in np.flatnonzero(given.sum(axis=1)):
+        row = np.array([given[j].sum(), negative[j].sum()], dtype=np.int64)
+        minute = int(at[j])
+        per_minute[minute] = per_minute[minute] + row if minute in per_minute else row
+
+
+def negative_share(mix: NDArray[np.float64]) -> float:
+    """The share of feedback that is negative on answers scored from `mix`."""
+    return float(mix @ NEGATIVE_BY_LEVEL)
+
+
+def _feedback_history(
+    rule: Rule, minutes: Minutes, origin: datetime, since: datetime, until: datetime, step: timedelta
+) -> History:
+    """A feedback rule's history from the simulated feedback, as `queries.fetch_feedback_history` reads the rollup."""
+    grid = grid_for(rule, since, step)
+    assert grid is not None, rule.name
+    start, end = read_range(rule, since, until - step)
+    grid = grid.covering(start)
+    size = grid.size_ms // MINUTE_MS
+    base = (origin - grid.origin) // timedelta(minutes=1)
+    grouped: dict[tuple[tuple[str, ...], int], list[Any]] = {}
+    for (app, model, version), per_minute in minutes.feedback.items():
+        fields = {"app": app, "model": model, "prompt_version": version}
+        key = tuple(fields[k] for k in rule.key_fields)
+        for minute, (n, negative) in per_minute.items():
+            at = origin + timedelta(minutes=minute)
+            if not start <= at < end:
+                continue
+            sums = np.array([n, n, 0, n, n, n - negative, n - negative, negative], dtype=np.float64)
+            first_ms = (at - EPOCH) // timedelta(milliseconds=1)
+            slot = grouped.setdefault((key, (base + minute) // size), [np.zeros(len(FEEDBACK_SUMS)), first_ms])
+            slot[0] += sums
+            slot[1] = min(slot[1], first_ms)
+    rows = [(bucket, *key, *sums.tolist(), first_ms) for (key, bucket), (sums, first_ms) in sorted(grouped.items())]
+    return build_history(grid, start, end, rule.key_fields, FEEDBACK_SUMS, rows, None)
+
+
 def _history(
     rule: Rule, minutes: Minutes, origin: datetime, since: datetime, until: datetime, step: timedelta
 ) -> History:
+    if rule.spec.table == "feedback":
+        return _feedback_history(rule, minutes, origin, since, until, step)
     grid = grid_for(rule, since, step)
     assert grid is not None, rule.name
     start, end = read_range(rule, since, until - step)
@@ -537,6 +614,10 @@ def _pages(report: BacktestReport, app: str) -> list[Episode]:
     return [e for e in report.fired() if dict(e.segment).get("app") == app and e.severity == "page"]
 
 
+def _first_after(pages: Sequence[Episode], change: datetime) -> list[Episode]:
+    return sorted((e for e in pages if e.fired_at is not None and e.fired_at >= change), key=_fired)
+
+
 def _tickets(report: BacktestReport, app: str) -> list[Episode]:
     return [e for e in report.fired() if dict(e.segment).get("app") == app and e.severity == "ticket"]
 
@@ -563,11 +644,14 @@ def run_deployment(deployment: Deployment, seed: int, step_min: int, rules_path:
             row |= {"false_pages": [e.rule for e in pages], "false_tickets": [e.rule for e in tickets]}
         else:
             change = ORIGIN + timedelta(hours=s.change_h)
-            after = sorted((e for e in pages if e.fired_at is not None and e.fired_at >= change), key=_fired)
+            # The relevancy rules' first page; the users' feedback detector's is reported beside it.
+            after = _first_after([e for e in pages if e.rule != FEEDBACK_RULE], change)
             first = after[0] if after else None
+            by_users = _first_after([e for e in pages if e.rule == FEEDBACK_RULE], change)
             row |= {
                 "delay_min": _minutes(first.fired_at, change) if first is not None else None,
                 "rule": first.rule if first is not None else None,
+                "feedback_delay_min": _minutes(by_users[0].fired_at, change) if by_users else None,
                 "false_pages": [e.rule for e in pages if e.fired_at is not None and e.fired_at < change],
                 "false_tickets": [e.rule for e in tickets if e.fired_at is not None and e.fired_at < change],
             }
@@ -633,10 +717,40 @@ def reference(
     return {"segments": segments, "per_week": per_week, **best.as_dict()}
 
 
-def page_budget(rules_path: str | None) -> float:
-    """The shipped rules' false pages a week for the detector rule (`RuleSet.budget`)."""
+def page_budget(rules_path: str | None, rule: str = DETECTOR_RULE) -> float:
+    """The shipped rules' false pages a week for a detector rule (`RuleSet.budget`; relevancy_drop by default)."""
     rules = load_rules(rules_path)
-    return rules.budget(next(r for r in rules.rules if r.name == DETECTOR_RULE))
+    return rules.budget(next(r for r in rules.rules if r.name == rule))
+
+
+def feedback_rate(stream: Stream) -> float:
+    """Feedback events a minute in the changed stream's segment (before the diurnal swing): the whole app's for a
+    change confined to follow-ups (feedback has no turns), else the changed traffic's."""
+    return (stream.rate if stream.follow_ups_only else stream.changed_rate) * ANSWERS_PER_JUDGED * FEEDBACK_SHARE
+
+
+def feedback_shares(stream: Stream) -> tuple[float, float]:
+    """The negative share of the changed segment's feedback before and after the change (for a change confined to
+    follow-ups, the mixture of unchanged first turns and changed follow-ups)."""
+    before, after = negative_share(stream.pre), negative_share(stream.post)
+    if stream.follow_ups_only:
+        after = (1 - stream.follow_ups) * before + stream.follow_ups * after
+    return before, after
+
+
+def feedback_reference(stream: Stream, segments: int, per_week: float, step_min: int, seed: int = 0) -> dict[str, Any]:
+    """The optimal detector on the changed segment's feedback: the likelihood-ratio CUSUM that knows the Bernoulli
+    thumbs-down probability before and after, at the ARL0 the feedback rule's budget gives the segment at its
+    feedback rate."""
+    assert stream.change_h is not None
+    rate = feedback_rate(stream)
+    before, after = feedback_shares(stream)
+    arl = Budget(per_week, segments).arl_events(rate / 60)
+    arrivals = Arrivals(rate, stream.diurnal, stream.change_h * 60, stream.drift_h * 60)
+    phase = (stream.change_h * 60 - WARMUP / timedelta(minutes=1)) % step_min
+    pre, post = np.array([1 - before, before]), np.array([1 - after, after])
+    best = optimal(pre, post, arl, arrivals, seed, step_min=step_min, phase_min=-phase % step_min)
+    return {"segments": segments, "per_week": per_week, "feedback_per_min": rate, **best.as_dict()}
 
 
 def _poisson_interval(n: int, exposure: float) -> list[float]:
@@ -674,14 +788,23 @@ def quiet_figures(runs: Sequence[dict[str, Any]], budget: dict[str, float], shar
     }
 
 
+def _observed(delays: Sequence[float | None], run_min: float) -> tuple[float | None, bool]:
+    """The mean delay over seeds (a seed that never paged counts the whole run after the change), and whether that
+    makes it a lower bound."""
+    observed = statistics.fmean(run_min if x is None else x for x in delays) if delays else None
+    return observed, any(x is None for x in delays)
+
+
 def planted_figures(
     deployments: Sequence[Deployment],
     runs: Sequence[dict[str, Any]],
     per_week: float,
     step_min: int,
     segments: int | None = None,
+    feedback_per_week: float | None = None,
 ) -> list[dict[str, Any]]:
-    """Per planted case: the optimum, the observed delays per seed, their mean and the ratio."""
+    """Per planted case: the optimum, the observed delays per seed, their mean and the ratio; with
+    `feedback_per_week` (the feedback rule's budget), the same for `feedback_negative_rise` under `feedback`."""
     window_h = next(r for r in load_rules().rules if r.name == DETECTOR_RULE).window / timedelta(hours=1)
     out = []
     for d in deployments:
@@ -724,8 +847,33 @@ def planted_figures(
                 }
             if any("firing_48h_on" in v for v in per_seed.values()):
                 row["firing_48h_on"] = {str(k): v.get("firing_48h_on") for k, v in per_seed.items()}
+            if feedback_per_week is not None:
+                row["feedback"] = _feedback_figures(s, per_seed, n_segments, feedback_per_week, step_min, run_min)
             out.append(row)
     return out
+
+
+def _feedback_figures(
+    stream: Stream, per_seed: dict[int, dict[str, Any]], segments: int, per_week: float, step_min: int, run_min: float
+) -> dict[str, Any]:
+    """`feedback_negative_rise` on one planted case: its optimum, the observed delays per seed, their mean and the
+    ratio."""
+    best = feedback_reference(stream, segments, per_week, step_min)
+    delays = [x.get("feedback_delay_min") for x in per_seed.values()]
+    observed, censored = _observed(delays, run_min)
+    before, after = feedback_shares(stream)
+    return {
+        "feedback_per_min": feedback_rate(stream),
+        "pre_share": before,
+        "post_share": after,
+        "optimal": best,
+        "optimal_min": best["mean_min"],
+        "observed_min": observed,
+        "observed_is_lower_bound": censored,
+        "observed_by_seed": {str(k): v.get("feedback_delay_min") for k, v in per_seed.items()},
+        "paged": f"{sum(x is not None for x in delays)} of {len(delays)}",
+        "ratio": observed / best["mean_min"] if observed is not None and best["mean_min"] > 0 else None,
+    }
 
 
 def _ratios(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -779,7 +927,48 @@ def summary(
             "paged": [r["paged"] for r in follow_ups],
             "rules": sorted({rule for r in follow_ups for rule in r["rule_by_seed"].values() if rule}),
         },
+        "feedback": _feedback_summary(quiet, planted),
     }
+
+
+def _feedback_summary(quiet: dict[str, Any], planted: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """`feedback_negative_rise` over the run: its false pages on the quiet deployments, the planted cases it paged on
+    in every seed, and its ratios to its optimum where both are finite."""
+    rows = [r["feedback"] for r in planted if "feedback" in r]
+    rated = [x for x in rows if x["ratio"] is not None and not x["observed_is_lower_bound"]]
+    return {
+        "false_pages": quiet["pages_by_rule"].get(FEEDBACK_RULE, 0),
+        "cases": len(rows),
+        "paged_every_seed": sum(1 for x in rows if not x["observed_is_lower_bound"]),
+        "median_ratio": statistics.median(x["ratio"] for x in rated) if rated else None,
+        "worst_ratio": max((x["ratio"] for x in rated), default=None),
+    }
+
+
+def _feedback_lines(result: dict[str, Any]) -> Iterator[str]:
+    """The planted cases as `feedback_negative_rise` saw them, beside the relevancy rules' table."""
+    rows = [r for r in result["planted"] if "feedback" in r]
+    if not rows:
+        return
+    yield (
+        f"  users' feedback ({FEEDBACK_RULE}; {FEEDBACK_SHARE:.0%} of the answers, {ANSWERS_PER_JUDGED:g} a judged "
+        "one, get a thumbs, down with P "
+        f"{' / '.join(f'{p:g}' for p in NEGATIVE_BY_LEVEL)} at scores 0 .. 1):"
+    )
+    yield (
+        "    case (negative share pre -> post)                   feedback/min  ARL0 events  optimal min  observed min  "
+        "ratio"
+    )
+    for r in rows:
+        f = r["feedback"]
+        bound = ">" if f["observed_is_lower_bound"] else " "
+        case = f"{r['shape']} ({f['pre_share']:.2f} -> {f['post_share']:.2f})"
+        paged = "" if f["paged"].split()[0] == f["paged"].split()[-1] else f"  paged {f['paged']}"
+        yield (
+            f"    {case:<51} {f['feedback_per_min']:>12.3g}  {f['optimal']['arl0_target_events']:>11,.0f}  "
+            f"{_num(f['optimal_min'], '.1f', 11)}  {bound}{_num(f['observed_min'], '.1f', 11)}  "
+            f"{bound}{_num(f['ratio'], '.2f', 4)}{paged}"
+        )
 
 
 def _num(x: float | None, fmt: str, width: int) -> str:
@@ -829,6 +1018,7 @@ def report_lines(result: dict[str, Any]) -> Iterator[str]:
             f"{o['mean_min']:>7.1f} ({o['steady_mean_min']:>6.1f})      {bound}{_num(r['observed_min'], '.1f', 11)}  "
             f"{bound}{_num(r['ratio'], '.2f', 4)}  {r['oracle_min']:>6.1f}  {after}"
         )
+    yield from _feedback_lines(result)
     for name, label in (("issue_cases", "issue's cases"), ("all_cases", "all cases")):
         x = s[name]
         yield (
@@ -850,6 +1040,12 @@ def report_lines(result: dict[str, Any]) -> Iterator[str]:
     yield (
         f"  every drop >= 0.1 the optimum catches within 6 h pages: misses {missed}; rollback resolved {rollbacks} "
         f"min (limit {s['rollback_limit_min']:g}); persisting regression firing 48 h on: {s['persisting_firing_48h']}"
+    )
+    fb = s["feedback"]
+    yield (
+        f"  {FEEDBACK_RULE}: {fb['false_pages']} false pages on the quiet deployments (in the page total above); paged "
+        f"in every seed on {fb['paged_every_seed']} of {fb['cases']} planted cases; median ratio "
+        f"{_num(fb['median_ratio'], '.2f', 0)}, worst {_num(fb['worst_ratio'], '.2f', 0)} (cases paged in every seed)"
     )
 
 
@@ -888,12 +1084,14 @@ def main(
         next(r for r in quality_rules(rules_path).rules if r.name == DETECTOR_RULE)
     )
     q_fig = quiet_figures(quiet_runs, budget, quality_budget(rules_path))
-    p_fig = planted_figures(planted, planted_runs, per_week, step_min, segments)
+    feedback_per_week = page_budget(rules_path, FEEDBACK_RULE)
+    p_fig = planted_figures(planted, planted_runs, per_week, step_min, segments, feedback_per_week)
     result = {
         "rules": rules_path or "the shipped default rules",
         "seeds": list(seeds),
         "step": f"{step_min}m",
         "detector_budget_per_week": per_week,
+        "feedback_budget_per_week": feedback_per_week,
         "engine_budget_per_week": engine_per_week,
         "quiet": q_fig,
         "planted": p_fig,

@@ -46,7 +46,16 @@ MAX_JSON_DEPTH = 100
 
 
 # The stable reason codes, documented in docs/input.md (Dead letters) and used as metric labels.
-REASONS = ("empty_value", "oversized", "not_utf8", "invalid_json", "not_object", "invalid_event", "no_judgeable_pair")
+REASONS = (
+    "empty_value",
+    "oversized",
+    "not_utf8",
+    "invalid_json",
+    "not_object",
+    "invalid_event",
+    "no_judgeable_pair",
+    "invalid_feedback",  # a users' feedback object (consumers.feedback) with a malformed field
+)
 
 
 def _validation_summary(err: ValidationError) -> str:
@@ -89,7 +98,9 @@ def _json_error_detail(err: json.JSONDecodeError) -> str:
     return f"{err.msg.removesuffix(' at')} at line {err.lineno} column {err.colno}"
 
 
-def _parse_object(value: bytes | None, max_bytes: int) -> dict[str, Any]:
+def parse_object(value: bytes | None, max_bytes: int) -> dict[str, Any]:
+    """The record value as a JSON object; raises `DecodeError` (`empty_value`, `oversized`, `not_utf8`, `invalid_json`
+    for bad JSON, a repeated key or too deep a nesting, `not_object`)."""
     if value is None or len(value) == 0:
         raise DecodeError("empty_value", "record has no value")
     if len(value) > max_bytes:
@@ -116,7 +127,7 @@ _MIN_EPOCH_S, _MAX_EPOCH_S = MIN_EVENT_TIME.timestamp(), MAX_EVENT_TIME.timestam
 _EPOCH_MARGIN_S = 1.0
 
 
-def _event_time(
+def resolve_event_time(
     timestamp: datetime | None, record_timestamp_ms: int | None, now: datetime | None, max_future_skew_s: float | None
 ) -> tuple[datetime, float]:
     """The event's own timestamp, else the record's, and its epoch seconds; raises `DecodeError` if missing,
@@ -241,7 +252,7 @@ def decode_fields(
     )
     # A replay of the same record gets the same id, so it does not double-count.
     event_id = event_id or f"kafka:{topic}/{partition}/{offset}"
-    event_time, epoch_s = _event_time(timestamp, record_timestamp_ms, now, max_future_skew_s)
+    event_time, epoch_s = resolve_event_time(timestamp, record_timestamp_ms, now, max_future_skew_s)
     return DecodedEvent(
         event_id,
         conversation_id or event_id,
@@ -279,7 +290,7 @@ _Fields = tuple[
 
 def _reference(value: bytes, max_bytes: int) -> _Fields:
     """The reference path: json.loads and the pydantic models; raises every `DecodeError` but the time checks."""
-    obj = _parse_object(value, max_bytes)
+    obj = parse_object(value, max_bytes)
     shape: Literal["flat", "chat"] = "chat" if "messages" in obj else "flat"
     try:
         parsed: FlatEvent | ChatEvent = (

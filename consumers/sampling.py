@@ -229,6 +229,9 @@ class DecisionKind(StrEnum):
     STOPPED = "stopped"
     MIN_PER_SEGMENT = "min_per_segment"
     SHADOW = "shadow"
+    # An answer users disliked that sampling skipped, judged from its record read back from Kafka (monitor.feedback):
+    # never a sampling decision, and its rows are kept out of the relevancy detectors' streams.
+    FEEDBACK = "feedback"
 
 
 @dataclass(frozen=True, slots=True)

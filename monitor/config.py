@@ -20,6 +20,7 @@ from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings
 
 from consumers.settings import KafkaSettings, SamplingSettings
+from monitor.feedback.settings import FeedbackSettings
 from monitor.judges.settings import JudgeSettings
 from monitor.judging.settings import BudgetSettings, FlowSettings, ShadowSettings
 from monitor.privacy.settings import RedactionSettings
@@ -57,6 +58,7 @@ class Settings(BaseModel):
     publish: PublishSettings = Field(default_factory=PublishSettings)
     process: ProcessSettings = Field(default_factory=ProcessSettings)
     review: ReviewSettings = Field(default_factory=ReviewSettings)
+    feedback: FeedbackSettings = Field(default_factory=FeedbackSettings)
 
     @field_validator("redaction")
     @classmethod

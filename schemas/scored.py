@@ -10,6 +10,7 @@ import msgspec
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from schemas.events import replace_lone_surrogates
+from schemas.feedback import FEEDBACK_SAMPLE_RULE
 
 U16 = 2**16 - 1
 U32 = 2**32 - 1
@@ -24,6 +25,9 @@ _STATEMENT_ARRAYS = ("statements", "verdicts", "verdict_reasons")
 # Rows with status ok outrank error rows for the same (judge_id, event_id) in ReplacingMergeTree,
 # so a redelivered event that scores after an earlier failure replaces the error row, never the reverse.
 _OK_VERSION_BIT = 1 << 62
+# A row judged because a user disliked an answer sampling skipped (sample_rule 'feedback') outranks error rows but
+# never a live sampled ok row: when the live pipeline judges the same event after all, its unbiased row stays.
+_FEEDBACK_OK_VERSION_BIT = 1 << 61
 
 
 class ScoredRow(BaseModel):
@@ -108,7 +112,8 @@ class ScoredRow(BaseModel):
             raise ValueError("an error row must not carry a score")
         if not self.version:
             ms = int(self.scored_at.timestamp() * 1000)
-            object.__setattr__(self, "version", ms | (_OK_VERSION_BIT if self.status == "ok" else 0))
+            ok_bit = _FEEDBACK_OK_VERSION_BIT if self.sample_rule == FEEDBACK_SAMPLE_RULE else _OK_VERSION_BIT
+            object.__setattr__(self, "version", ms | (ok_bit if self.status == "ok" else 0))
 
     def as_error(self, reason: str) -> ScoredRow:
         """This row as an error row without score, judge detail or text (for a row the store refused)."""
@@ -128,7 +133,7 @@ class ScoredRow(BaseModel):
                 response="",
                 context="",
                 system_instructions="",
-                version=self.version & ~_OK_VERSION_BIT,
+                version=self.version & ~(_OK_VERSION_BIT | _FEEDBACK_OK_VERSION_BIT),
             )
         )
 

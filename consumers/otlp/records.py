@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 import msgspec
 
 from consumers.decode import DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_FUTURE_SKEW_S, DecodedEvent, decode_fields
+from consumers.feedback import FeedbackOptions
 from consumers.otlp.dialects import (
     DEFAULT_OPTIONS,
     DETAILS_EVENT,
@@ -28,9 +29,11 @@ from consumers.otlp.dialects import (
     Skipped,
     map_span,
 )
+from consumers.otlp.feedback import InvalidFeedback, feedback_of, is_evaluation_result
 from consumers.otlp.join import SpanKey
 from consumers.otlp.wire import Encoding, LogRecord, Span, read_logs, read_spans
 from schemas.errors import DecodeError
+from schemas.feedback import FeedbackEvent
 
 TRACE_ID_KEY, SPAN_ID_KEY = "otel.trace_id", "otel.span_id"  # the judged span, in the row's metadata
 _encode = msgspec.json.Encoder().encode
@@ -38,10 +41,12 @@ _encode = msgspec.json.Encoder().encode
 
 @dataclass
 class RecordEvents:
-    """What one record held: its events, in span order, and the spans it skipped, by kind (`agent`, `tool`,
-    `no_content`, `duplicate`, `invalid_span:<reason>`, ...)."""
+    """What one record held: its events, in span order, the users' feedback among its log records, and what it
+    skipped, by kind (`agent`, `tool`, `no_content`, `duplicate`, `invalid_span:<reason>`, `evaluation`,
+    `invalid_feedback:<why>`, ...)."""
 
     events: list[DecodedEvent] = field(default_factory=list)
+    feedback: list[FeedbackEvent] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)
     dialects: Counter[str] = field(default_factory=Counter)
     no_content: list[NoContent] = field(default_factory=list)  # the calls counted as `no_content`
@@ -53,7 +58,8 @@ class RecordEvents:
 
 @dataclass(frozen=True)
 class RecordContext:
-    """Where a record came from and the decoder's limits: what every event of it is checked with."""
+    """Where a record came from and the decoder's limits: what every event of it is checked with. Without
+    `feedback` options, `gen_ai.evaluation.result` log records are counted as `evaluation`, never read."""
 
     topic: str
     partition: int
@@ -63,6 +69,7 @@ class RecordContext:
     max_bytes: int = DEFAULT_MAX_EVENT_BYTES
     max_future_skew_s: float | None = DEFAULT_MAX_FUTURE_SKEW_S
     now: datetime | None = None
+    feedback: FeedbackOptions | None = None
 
 
 def decode_traces_record(
@@ -92,13 +99,17 @@ def decode_logs_record(
 ) -> RecordEvents:
     """The events of one `ExportLogsServiceRequest` record: each `gen_ai.client.inference.operation.details` log
     record holds a whole call (its attributes are the span's, with the content). A one-message GenAI event waits for
-    its span with `hold`, else it counts as `unjoined_event`; other log records count as `other`. Raises
-    `DecodeError` only when the record is no OTLP logs request in `encoding`."""
+    its span with `hold`, else it counts as `unjoined_event`; a `gen_ai.evaluation.result` that is users' feedback
+    (`consumers.otlp.feedback`) is read into `feedback`, any other evaluation counts as `evaluation`; other log
+    records count as `other`. Raises `DecodeError` only when the record is no OTLP logs request in `encoding`."""
     out = RecordEvents()
     details: list[GenAICall | NoContent | Skipped] = []
+    feedback_ids: set[str] = set()
     for log in read_logs(value, encoding):
         name = log.event_name or str(log.attributes.get("event.name") or "")
-        if name == DETAILS_EVENT:
+        if is_evaluation_result(log):
+            _add_feedback(out, log, context, feedback_ids)
+        elif name == DETAILS_EVENT:
             time = log.time_unix_nano
             span = Span(log.trace_id, log.span_id, name, 0, time, time, log.attributes, (), log.resource, "")
             details.append(map_span(span, (), context.options))
@@ -110,6 +121,29 @@ def decode_logs_record(
     if hold:
         out.scored = _keys(out.events)
     return out
+
+
+def _add_feedback(out: RecordEvents, log: LogRecord, context: RecordContext, seen: set[str]) -> None:
+    found = (
+        None
+        if context.feedback is None
+        else feedback_of(
+            log,
+            context.feedback,
+            record_timestamp_ms=context.record_timestamp_ms,
+            max_future_skew_s=context.max_future_skew_s,
+            now=context.now,
+        )
+    )
+    if found is None:
+        out.skipped["evaluation"] += 1
+    elif isinstance(found, InvalidFeedback):
+        out.skipped[f"invalid_feedback:{found.why}"] += 1
+    elif found.feedback_id in seen:  # one record holding the same evaluation twice: stored and counted once
+        out.skipped["duplicate"] += 1
+    else:
+        seen.add(found.feedback_id)
+        out.feedback.append(found)
 
 
 def decode_otlp_record(

@@ -258,9 +258,9 @@ class HistoryData:
         return buckets_at(found[0], rule, current, found[1]) if found else self.fallback.buckets(rule, windows)
 
     def newest(self, rule: Rule, before: datetime) -> Newest | None:
-        """Not looked up: a backtest reports episodes, not why a rule had no segment; but a labels rule asks the store
-        each step anyway (`read_history`), so it tells no labels table from no labels as a round does."""
-        return self.fallback.newest(rule, before) if rule.spec.table == "labels" else None
+        """Not looked up: a backtest reports episodes, not why a rule had no segment; but a labels or feedback_auc rule
+        asks the store each step anyway (`read_history`), so it tells no table from no rows as a round does."""
+        return self.fallback.newest(rule, before) if rule.spec.table in ("labels", "feedback_scores") else None
 
 
 @dataclass
@@ -287,8 +287,10 @@ def read_history(
     scores: dict[tuple[object, ...], _Read] = {}
     traffic: dict[tuple[object, ...], _Read] = {}
     for rule in rules:
-        if rule.spec.table == "labels":
-            continue  # labels come a few hundred a fortnight: each step asks the store (`fallback`)
+        if rule.spec.table in ("labels", "feedback_scores"):
+            # Labels come a few hundred a fortnight, and a judge's AUC is no sum of buckets: each step asks the
+            # store (`fallback`).
+            continue
         grid = grid_for(rule, times[0], step) if times else None
         if grid is None:
             continue

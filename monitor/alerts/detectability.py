@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 
+from monitor.alerts.detection import rate_words
 from monitor.alerts.engine import Evaluation, SegmentResult
 from monitor.alerts.rules import RuleSet
 from monitor.alerts.spending import rule_spends
@@ -27,12 +28,13 @@ class Detectability:
     drop_in_15_min: float
     protected: bool
     min_per_minute: float  # the judged rate at which a PROTECTED_DROP pages within PROTECTED_WITHIN_MIN
-    change: str = "drop"  # what moves: a drop of the mean, a rise of the low-score share
+    change: str = "drop"  # what moves: a drop of the mean, a rise of the low-score (negative feedback) share
     watchable: bool = True  # False: the rule's drop would take the mean below the lowest score, so it cannot page
+    counted: str = "judged"  # what the rate counts: judged answers, or users' feedback events
 
     def describe(self) -> str:
         """`2.1 judged/min, detects a 0.33 drop in ~15 min`, or why the segment is too thin and what would fix it."""
-        rate = f"{self.events_per_min:.2g} judged/min"
+        rate = f"{self.events_per_min:.2g} {self.counted}/min"
         if not self.watchable:
             return (
                 f"cannot be watched: {rate}, but the {self.change} the rule is tuned to would leave the scores' range"
@@ -40,6 +42,8 @@ class Detectability:
         need = (
             f"judge at least {self.min_per_minute:.2g}/min (min_per_segment: {{min_per_minute: "
             f"{self.min_per_minute:.2g}}})"
+            if self.counted == "judged"
+            else f"it needs at least {self.min_per_minute:.2g} feedback/min"
         )
         if not self.protected:
             return (
@@ -62,8 +66,9 @@ def detectability(result: SegmentResult) -> Detectability | None:
     ref, rate = d.reference, d.events_per_min
     drop = ref.detectable(rate * HORIZON_MIN) if rate > 0 else math.inf
     needed = ref.delay_events(PROTECTED_DROP) / PROTECTED_WITHIN_MIN
-    change = "rise" if result.rule.metric == "low_score_share" else "drop"
-    return Detectability(rate, drop, rate >= needed and ref.watchable, needed, change, ref.watchable)
+    change = "rise" if result.rule.spec.share_detector else "drop"
+    counted = rate_words(result.rule)
+    return Detectability(rate, drop, rate >= needed and ref.watchable, needed, change, ref.watchable, counted)
 
 
 def expected_by_rule(evaluation: Evaluation, rules: RuleSet) -> dict[str, float]:

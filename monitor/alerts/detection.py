@@ -87,7 +87,7 @@ def reference_for(
     m = weighted_moments(w)
     if m is None or baseline.ok < rule.min_baseline_events:
         return None
-    if rule.metric == "mean_score":
+    if not rule.spec.share_detector:
         if not w.bins:
             return None
         return calibrate(
@@ -175,16 +175,29 @@ def _restart(prev: AlertState | None, frozen: Frozen | None) -> datetime | None:
 
 
 def _shown(rule: Rule, oriented: float | None) -> float | None:
-    """The value people read: the mean score, or the low-score share (the detector works on 1 - share)."""
+    """The value people read: the mean score, or the low-score (negative feedback) share (the detector works on 1 -
+    share)."""
     if oriented is None:
         return None
-    return oriented if rule.metric == "mean_score" else 1.0 - oriented
+    return 1.0 - oriented if rule.spec.share_detector else oriented
+
+
+def change_words(rule: Rule) -> str:
+    """What the detector pages on, in words: a drop, or a rise of the share it watches."""
+    if rule.metric == "feedback_negative_share":
+        return "rise of the negative feedback share"
+    return "rise of the low-score share" if rule.spec.share_detector else "drop"
+
+
+def rate_words(rule: Rule) -> str:
+    """What the detector's rate counts: judged answers, or users' feedback events."""
+    return "feedback" if rule.spec.table == "feedback" else "judged"
 
 
 def _unwatchable(rule: Rule, ref: Reference) -> str:
     """Why a segment cannot page: the drop it is tuned to would take its mean below the lowest score."""
     assert rule.detector is not None
-    change = "drop" if rule.metric == "mean_score" else "rise of the low-score share"
+    change = change_words(rule)
     base = _shown(rule, ref.baseline_mean)
     return f"cannot page: a {change} of {rule.detector.shift:g} from a baseline of {base:.3g} leaves the scores' range"
 
@@ -198,9 +211,8 @@ def _fresh(rule: Rule, ref: Reference, stat: float, rate: float) -> Verdict:
         # The histogram's detector is tuned to no single drop: the rule's shift only sets the recovery's level.
         why = f"CUSUM {stat:.1f} >= {ref.threshold:.1f}: scores moved down from the baseline's histogram"
     else:
-        change = "drop" if rule.metric == "mean_score" else "rise of the low-score share"
-        why = f"CUSUM {stat:.1f} >= {ref.threshold:.1f}: a {change} of {rule.detector.shift:g} or more"
-    return Verdict(True, True, True, f"{why}, at {rate * 60:.2g} judged/min")
+        why = f"CUSUM {stat:.1f} >= {ref.threshold:.1f}: a {change_words(rule)} of {rule.detector.shift:g} or more"
+    return Verdict(True, True, True, f"{why}, at {rate * 60:.2g} {rate_words(rule)}/min")
 
 
 def _verdict(

@@ -137,7 +137,10 @@ def collect(data: RuleData, rule: Rule, windows: Windows) -> dict[SegmentKey, Se
         return with_parent_baselines(rule, scores)
     traffic = data.traffic(rule, windows)
     empty = SegmentData(WindowStats(windows.current_seconds), WindowStats(windows.baseline_seconds))
-    return {key: _with_traffic(scores.get(key) or empty, traffic.get(key)) for key in set(scores) | set(traffic)}
+    # Feedback per answer is watched where feedback came: a segment that never had any (no feedback widget, or
+    # unresolved traffic) has no rate to collapse.
+    keys = set(scores) if rule.spec.table == "feedback" else set(scores) | set(traffic)
+    return {key: _with_traffic(scores.get(key) or empty, traffic.get(key)) for key in keys}
 
 
 def _traffic_only(t: TrafficCounts, windows: Windows) -> SegmentData:

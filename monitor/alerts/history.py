@@ -60,6 +60,9 @@ SCORE_SUMS = (
     "calls",
 )
 TRAFFIC_SUMS = ("sampled", "consumed", "present")
+# A feedback bucket's (`queries._FEEDBACK_AGGS`): the events as unit-weight rows, each a 1 when not negative, so that
+# the score sums' names read them (w_low: the negative ones).
+FEEDBACK_SUMS = ("rows", "ok", "errors", "weight", "weight_sq", "w_score", "w_score_sq", "w_low")
 # A canary bucket's: its runs' pairs and summed figures (`queries._CANARY_AGGS`).
 CANARY_SUMS = ("rows", "ok", "errors", "runs", "rho", "rho_runs", "kappa", "kappa_runs", "shift")
 # A shadow bucket's: its shared events (rows = ok) and their summed shadow − primary (`queries._SHADOW_AGGS`).
@@ -354,8 +357,8 @@ def versions_at(
 
 def buckets_at(history: History, rule: Rule, windows: Windows, bounds: Sequence[int]) -> dict[SegmentKey, Buckets]:
     """Each segment's buckets with ok rows in the current window (`bounds[0]`, `bounds[1]`), for a detector rule (and
-    a rollout's recovery): the value summed is the share not below `low_score_below` for low_score_share, else the
-    score."""
+    a rollout's recovery): the value summed is the share not below `low_score_below` for low_score_share (not
+    negative, for feedback_negative_share), else the score."""
     cols = history.columns
     iw, iw2 = cols.index("weight"), cols.index("weight_sq")
     out: dict[SegmentKey, Buckets] = {}
@@ -364,9 +367,7 @@ def buckets_at(history: History, rule: Rule, windows: Windows, bounds: Sequence[
         if hi <= lo:
             continue
         d = np.diff(s.prefix[lo : hi + 1], axis=0)
-        value = (
-            d[:, iw] - d[:, cols.index("w_low")] if rule.metric == "low_score_share" else d[:, cols.index("w_score")]
-        )
+        value = d[:, iw] - d[:, cols.index("w_low")] if rule.spec.share_detector else d[:, cols.index("w_score")]
         keep = (d[:, iw] > 0) & np.isfinite(value) & np.isfinite(d[:, iw2])
         if not keep.any():
             continue

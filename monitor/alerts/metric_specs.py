@@ -28,9 +28,12 @@ MetricName = Literal[
     "shadow_spearman",
     "shadow_mean_difference",
     "control_kappa",
+    "feedback_negative_share",
+    "feedback_rate",
+    "feedback_auc",
 ]
 Direction = Literal["down", "up"]
-Table = Literal["scores", "canary", "shadow", "labels"]
+Table = Literal["scores", "canary", "shadow", "labels", "feedback", "feedback_scores"]
 
 _OK_ROWS = "status = 'ok'"
 _WORST_SCORES_FIRST = "score ASC, event_time DESC"
@@ -71,11 +74,20 @@ class MetricSpec:
     unit: str = "events"  # what min_events counts, in words
 
     @property
+    def share_detector(self) -> bool:
+        """Whether a detector on this metric watches a share (two values: a bad event or not) rather than the score
+        histogram."""
+        return self.name in SHARE_DETECTORS
+
+    @property
     def test_label(self) -> str:
         """The tests as shown to people (`welch_t / one_sample_t`); "" when the metric has none."""
         return " / ".join(self.tests)
 
 
+# Detector metrics whose CUSUM adds up a two-valued event (a low score, a negative feedback): the likelihood ratio of a
+# rise of the share, calibrated by the exact bootstrap (`sequential.calibrate`).
+SHARE_DETECTORS = ("low_score_share", "feedback_negative_share")
 _SHARE_TESTS = ("two_proportion_z", "wilson_score")
 _MEAN_TESTS = ("welch_t", "one_sample_t")
 
@@ -233,6 +245,52 @@ SPECS: dict[str, MetricSpec] = {
             retired_note="no control label of an item this judge scored in the window any more",
             table="labels",
             unit="labels on the control slice",
+        ),
+        # Users' feedback (`monitor.feedback`): the share of negative feedback (thumbs down, low ratings) per segment,
+        # from the per-minute rollup by the feedback's minute; every event weighs 1 (feedback is not sampled).
+        # Unresolved feedback (app '': its answer's segment was found nowhere) is never a segment. Poolable: a new
+        # prompt version or model borrows its app's earlier feedback, as the score detectors do.
+        MetricSpec(
+            "feedback_negative_share",
+            "up",
+            _SHARE_TESTS,
+            time_column="minute",
+            poolable=True,
+            examples_filter="negative",
+            examples_order="feedback_time DESC",
+            retired_note="segment retired: no feedback in the window or the baseline",
+            table="feedback",
+            unit="feedback events",
+        ),
+        # Feedback per consumed answer (the rollup over `traffic_counts.consumed`): a collapse is a broken feedback
+        # widget or pipeline, which would otherwise read as silence (no complaints). Exact Poisson rate test with the
+        # consumed answers as exposure.
+        MetricSpec(
+            "feedback_rate",
+            "down",
+            ("poisson_exact",),
+            time_column="minute",
+            needs_traffic=True,
+            examples_filter=None,
+            examples_order="feedback_time DESC",
+            retired_note="segment retired: no feedback or traffic in the window or the baseline",
+            table="feedback",
+            unit="consumed answers",
+        ),
+        # The judge against users: per judge, the AUC of its score for predicting a thumbs-down (negative feedback)
+        # over the feedback of the window joined to its primary live ok rows (never the feedback-triggered ones, which
+        # are picked for being disliked). No test, like control_kappa: min_events pairs (and `MIN_PER_CLASS` of each
+        # class) keep a handful from deciding.
+        MetricSpec(
+            "feedback_auc",
+            "down",
+            time_column="feedback_time",
+            judge_keyed=True,
+            examples_filter="negative",
+            examples_order="score DESC, feedback_time DESC",  # the disliked answers the judge liked most first
+            retired_note="no feedback on an answer this judge scored in the window any more",
+            table="feedback_scores",
+            unit="feedback events on judged answers",
         ),
     )
 }

@@ -330,6 +330,39 @@ def read_control_kappa(rule: Rule, data: SegmentData, tail: TailCounts | None, t
     return Reading(cur.control_kappa, None, cur.ok, 0)
 
 
+def read_feedback_negative_share(rule: Rule, data: SegmentData, tail: TailCounts | None, testing: bool) -> Reading:
+    """Share of the segment's feedback that is negative (thumbs down, low ratings), from the rollup's counts (each
+    feedback event weighs 1); the share tests as for the low-score share."""
+    return read_low_score_share(rule, data, tail, testing)
+
+
+def read_feedback_rate(rule: Rule, data: SegmentData, tail: TailCounts | None, testing: bool) -> Reading:
+    """Feedback events per consumed answer (`traffic_counts.consumed`) in the window and the baseline; the exact
+    Poisson rate test with the consumed answers as exposure (conditional on the feedback of both: a binomial). n counts
+    consumed answers."""
+    cur, base = data.current, data.baseline
+    c_answers, b_answers = cur.consumed or 0, base.consumed or 0
+    value = cur.rows / c_answers if c_answers else None
+    baseline = base.rows / b_answers if b_answers else None
+    p_change = None
+    if testing and value is not None and baseline is not None:
+        p_change = stats.poisson_rate_test(cur.rows, c_answers, base.rows, b_answers, _alt(rule))
+    gaps = (Shortfall(Gap.NO_TRAFFIC_COUNTS),) if cur.consumed is None else ()
+    return Reading(value, baseline, c_answers, b_answers, p_change, gaps=gaps)
+
+
+MIN_PER_CLASS = 10  # feedback_auc: disliked and liked answers each needed, beside min_events pairs in all
+
+
+def read_feedback_auc(rule: Rule, data: SegmentData, tail: TailCounts | None, testing: bool) -> Reading:
+    """The judge's AUC for predicting a thumbs-down over the window's feedback on answers it scored (no baseline: the
+    rule compares with a floor); n counts the feedback events, and each class needs `MIN_PER_CLASS`."""
+    cur = data.current
+    fewer = min(cur.disliked, cur.liked)
+    gaps = (Shortfall(Gap.FEW_OF_A_CLASS, fewer, MIN_PER_CLASS),) if fewer < MIN_PER_CLASS else ()
+    return Reading(cur.feedback_auc, None, cur.ok, 0, gaps=gaps)
+
+
 # ---- shared maths ----------------------------------------------------------------------------------------
 
 
@@ -417,4 +450,7 @@ READERS: dict[MetricName, ReadFunction] = {
     "shadow_spearman": read_shadow_spearman,
     "shadow_mean_difference": read_shadow_mean_difference,
     "control_kappa": read_control_kappa,
+    "feedback_negative_share": read_feedback_negative_share,
+    "feedback_rate": read_feedback_rate,
+    "feedback_auc": read_feedback_auc,
 }

@@ -22,6 +22,7 @@ SHADOW_JUDGE_VARIABLE = "MONITOR_SHADOW_JUDGE"
 SHADOW_RATE_VARIABLE = "MONITOR_SHADOW_SAMPLE_RATE"
 SHADOW_METHODS = ("lexical", "rubric", "statements")
 CANARY_INTERVAL_VARIABLE = "ALERTS_CANARY_INTERVAL"
+FEEDBACK_TOPICS_VARIABLE = "MONITOR_FEEDBACK_TOPICS"
 
 
 class Gap(StrEnum):
@@ -42,6 +43,7 @@ class Gap(StrEnum):
     ONLY_OTHER_ROWS = "only_other_rows"  # rule: its table has rows in the window, none of them the rule's
     NO_SHARED_EVENTS = "no_shared_events"  # shadow rule: shadow rows in the window, none shared ok with a primary
     NO_LABELS_TABLE = "no_labels_table"  # label rule: the store has no labels table (a schema before migration 045)
+    FEW_OF_A_CLASS = "few_of_a_class"  # feedback_auc: too few disliked (or liked) answers for an AUC to mean much
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +179,7 @@ _CANARY_NO_VALUE = {
     "canary_kappa": "no canary run in the window with a κ (it needs judged pairs)",
     "canary_mean_shift": "no judged canary pair in the window",
     "control_kappa": "no κ: every control label and every judge score of them is in one and the same rubric level",
+    "feedback_auc": "no AUC: the window's feedback on judged answers is all negative or all positive",
 }
 
 
@@ -185,6 +188,10 @@ def _no_value(rule: Rule) -> str:
         return _CANARY_NO_VALUE[rule.metric]
     if rule.metric in ("mean_score", "low_score_share", "p10", "rollout_mean_score"):
         return "no scored (ok) rows in the window"
+    if rule.metric == "feedback_rate":
+        return "no consumed answers counted in the window"
+    if rule.metric == "feedback_negative_share":
+        return "no feedback in the window"
     if rule.metric == "coverage":
         return "no sampled events counted in the window"
     return "no rows in the window"
@@ -211,6 +218,8 @@ def describe_shortfall(s: Shortfall, rule: Rule, windows: Windows | None = None,
             f"silent, but the baseline has only {s.have} of the {s.need} events needed to expect any "
             f"({baseline_words(rule)})"
         )
+    if g is Gap.FEW_OF_A_CLASS:
+        return f"{s.have} answers in the smaller class (disliked or not), {s.need} of each needed"
     if g is Gap.NO_TRAFFIC_COUNTS:
         return "no traffic counts for this segment (the monitor writes them to the traffic table as it consumes)"
     if g is Gap.NO_BASELINE:
@@ -233,6 +242,8 @@ def describe_empty(e: EmptyRule, now: datetime) -> str:
     rule, windows = e.rule, e.windows
     if rule.spec.table == "labels":
         return _no_labels(e, now)
+    if rule.spec.table in ("feedback", "feedback_scores"):
+        return _no_feedback(e, now)
     canary, shadow = rule.spec.table == "canary", rule.spec.table == "shadow"
     if e.gap is Gap.STORE_EMPTY:
         if canary:
@@ -308,6 +319,30 @@ def _no_labels(e: EmptyRule, now: datetime) -> str:
     if e.newest.at >= e.windows.current[0]:
         return f"{head}: the control labels in it are of items no judge scored ok"
     return f"{head}: newest control label {_when(e.newest.at, now)}"
+
+
+def _no_feedback(e: EmptyRule, now: datetime) -> str:
+    """A feedback rule without a segment, in one line: no feedback read (or no feedback tables), none with a segment,
+    or none in the window (for feedback_auc: none on an answer a judge scored)."""
+    rule, windows = e.rule, e.windows
+    newest = e.newest
+    if newest is not None and newest.table_at is None:
+        return (
+            f"no users' feedback in the store yet ({FEEDBACK_TOPICS_VARIABLE} names the topics that carry it; a schema "
+            "before migration 046 has no feedback table: `relevancy-monitor migrate`)"
+        )
+    if newest is not None and newest.at is None:
+        return "feedback in the store, but none with a segment (unresolved: its answer was found nowhere)"
+    if rule.spec.table == "feedback_scores":
+        head = f"0 {rule.spec.unit}, {rule.min_events} needed"
+        return f"{head}: no feedback on an answer a judge scored ok{_between(windows, now)}" + (
+            f" (newest feedback {_when(newest.at, now)})" if newest is not None and newest.at is not None else ""
+        )
+    text = "no feedback" + _between(windows, now)
+    if windows.baseline:
+        text += f", nor {baseline_words(rule)}"
+    newest_words = _newest_words(e, now, "feedback")
+    return text + (f" ({newest_words})" if newest_words else "")
 
 
 # A rule on one kind of turn: why it can find none where the store has rows.

@@ -10,11 +10,12 @@ validated identifiers only."""
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from monitor.alerts.history import (
     CANARY_SUMS,
+    FEEDBACK_SUMS,
     SCORE_SUMS,
     SHADOW_SUMS,
     TRAFFIC_SUMS,
@@ -40,9 +41,11 @@ from monitor.alerts.windows import (
     utc,
     window_stats,
 )
+from monitor.feedback.agreement import auc_of
 from monitor.store.connection import ClickHouseStore
 from schemas.canary import CANARY_TABLE
 from schemas.errors import QueryError, StoreError
+from schemas.feedback import FEEDBACK_ROLLUP_TABLE, FEEDBACK_SAMPLE_RULE, FEEDBACK_TABLE
 
 DEFAULT_TRAFFIC_TABLE = "traffic_counts"
 
@@ -51,9 +54,11 @@ _TS = "DateTime64(3, 'UTC')"
 SHADOW_ROW = (
     "startsWith(sample_rule, 'shadow:')"  # a shadow judge's row (consumers.sampling: `shadow:<primary's rule>`)
 )
-LIVE_ROW = (
-    "replay_run = ''"  # a row the live consumer wrote (`relevancy-monitor replay` writes its run id; migration 036)
-)
+# A feedback-triggered judgement (an answer sampling skipped, judged because a user disliked it: issue 45), or a shadow
+# judge's row of one: picked for being disliked, so never part of a relevancy score, detector, coverage or volume.
+SAMPLED_ROW = f"sample_rule NOT IN ('{FEEDBACK_SAMPLE_RULE}', 'shadow:{FEEDBACK_SAMPLE_RULE}')"
+# A row the live consumer wrote (`relevancy-monitor replay` writes its run id; migration 036) by its sampling.
+LIVE_ROW = f"replay_run = '' AND {SAMPLED_ROW}"
 
 
 # A row's turn (migration 043): 0 for a conversation's opening question and for every flat event.
@@ -61,9 +66,9 @@ TURN_ROWS = {"all": "", "first": "turn = 0", "follow_up": "turn > 0"}
 
 
 def live_rows(rule: Rule) -> str:
-    """The replay filter (` AND ...`, or empty) of a rule's reads of the scores table: the live consumer's rows only
-    unless the rule includes replays."""
-    return "" if rule.include_replays else f" AND {LIVE_ROW}"
+    """The row filter (` AND ...`) of a rule's reads of the scores table: the live consumer's sampled rows only (never a
+    feedback-triggered judgement), replays too when the rule includes them."""
+    return f" AND {SAMPLED_ROW}" if rule.include_replays else f" AND {LIVE_ROW}"
 
 
 def rows_read(rule: Rule) -> str:
@@ -244,6 +249,10 @@ def fetch_scores(store: ClickHouseStore, rule: Rule, windows: Windows) -> dict[S
         return fetch_shadow(store, rule, windows)
     if rule.spec.table == "labels":
         return fetch_control_labels(store, rule, windows)
+    if rule.spec.table == "feedback":
+        return fetch_feedback(store, rule, windows)
+    if rule.spec.table == "feedback_scores":
+        return fetch_feedback_auc(store, rule, windows)
     sql, params = scores_sql(rule, store.database, store.table, windows)
     keys = rule.key_fields
     out: dict[SegmentKey, SegmentData] = {}
@@ -639,6 +648,221 @@ def control_examples_sql(
     )
 
 
+# ---- users' feedback: the per-minute rollup (monitor.feedback), and feedback joined to the judges' scores -----------
+
+# Per window flag `{w}`, the rollup's counts under the score sums' names (`history.FEEDBACK_SUMS`): each feedback event
+# is a row of weight 1 whose value is 1 unless it is negative, so the share and detector code reads it as a low-score
+# share (`w_low`: the negative ones). Unresolved feedback (app '') is never a segment.
+_FEEDBACK_AGGS = (
+    ("rows", "sumIf(n_feedback, {w})"),
+    ("ok", "sumIf(n_feedback, {w})"),
+    ("errors", "toUInt64(0)"),
+    ("weight", "sumIf(n_feedback, {w})"),
+    ("weight_sq", "sumIf(n_feedback, {w})"),
+    ("w_score", "sumIf(n_feedback - n_negative, {w})"),
+    ("w_score_sq", "sumIf(n_feedback - n_negative, {w})"),
+    ("w_low", "sumIf(n_negative, {w})"),
+)
+RESOLVED_FEEDBACK = "app != ''"
+
+
+def feedback_tables_exist(store: ClickHouseStore) -> bool:
+    """Whether the store has the feedback table and its rollup (a schema before migrations 046/047 has neither)."""
+    sql = "SELECT count() FROM system.tables WHERE database = {db:String} AND name IN ({names:Array(String)})"
+    names = [FEEDBACK_TABLE, FEEDBACK_ROLLUP_TABLE]
+    return int(_run(store, sql, {"db": store.database, "names": names})[0][0]) == len(names)
+
+
+def feedback_sql(rule: Rule, database: str, windows: Windows) -> tuple[str, dict[str, Any]]:
+    """SQL and parameters summing the feedback rollup per segment over the current and baseline windows."""
+    params, base_names = _window_params(windows)
+    keys = list(rule.key_fields)
+    select = [*keys]
+    for prefix, flag in (("c", "in_cur"), ("b", "in_base")):
+        select += [f"{expr.format(w=flag)} AS {prefix}_{name}" for name, expr in _FEEDBACK_AGGS]
+    select += _exposure_columns("minute", base_names)
+    sql = (
+        f"SELECT {', '.join(select)}\n"
+        f"FROM (\n"
+        f"  SELECT *, minute >= {{cur_start:{_TS}}} AND minute < {{cur_end:{_TS}}} AS in_cur,\n"
+        f"         {_window_predicate('minute', base_names)} AS in_base\n"
+        f"  FROM {_ident(database)}.{FEEDBACK_ROLLUP_TABLE}\n"
+        f"  WHERE minute >= {{span_start:{_TS}}} AND minute < {{span_end:{_TS}}} AND {RESOLVED_FEEDBACK}\n"
+        f")"
+    )
+    if keys:
+        sql += f"\nGROUP BY {', '.join(keys)}"
+    return sql, params
+
+
+def fetch_feedback(store: ClickHouseStore, rule: Rule, windows: Windows) -> dict[SegmentKey, SegmentData]:
+    """Per segment, the feedback of both windows of `rule` from the rollup; {} when the store has no feedback tables
+    (the rule then says so, `outcomes.describe_empty`)."""
+    if not feedback_tables_exist(store):
+        return {}
+    sql, params = feedback_sql(rule, store.database, windows)
+    keys = rule.key_fields
+    names = [name for name, _ in _FEEDBACK_AGGS]
+    n = len(names)
+    out: dict[SegmentKey, SegmentData] = {}
+    for row in _run(store, sql, params):
+        key: SegmentKey = tuple((k, str(v)) for k, v in zip(keys, row[: len(keys)], strict=True))
+        pos = len(keys)
+        cur_v = dict(zip(names, row[pos : pos + n], strict=True))
+        base_v = dict(zip(names, row[pos + n : pos + 2 * n], strict=True))
+        first, n_windows = row[pos + 2 * n], int(row[pos + 2 * n + 1])
+        exposure = baseline_exposure(windows, first if int(base_v["rows"] or 0) else None, n_windows)
+        cur, base = window_stats(cur_v, windows.current_seconds), window_stats(base_v, exposure)
+        if cur.rows == 0 and base.rows == 0 and keys:
+            continue
+        out[key] = SegmentData(cur, base)
+    return out
+
+
+def feedback_history_sql(
+    rule: Rule, database: str, grid: Grid, start: datetime, end: datetime
+) -> tuple[str, dict[str, Any]]:
+    """SQL and parameters of a feedback rule's history: per grid bucket (of the feedback's minute) and segment over
+    [start, end), the sums of `history.FEEDBACK_SUMS` and the bucket's first minute."""
+    keys = list(rule.key_fields)
+    aggs = {name: expr.format(w="1") for name, expr in _FEEDBACK_AGGS}
+    select = [
+        "intDiv(toInt64(toUnixTimestamp(minute)) * 1000 - {origin:Int64}, {size:Int64}) AS bucket",
+        *keys,
+        *(f"{aggs[name]} AS s_{name}" for name in FEEDBACK_SUMS),
+        "toInt64(toUnixTimestamp(min(minute))) * 1000 AS first_ms",
+    ]
+    source = (
+        f"SELECT * FROM {_ident(database)}.{FEEDBACK_ROLLUP_TABLE}\n"
+        f"  WHERE minute >= {{start:{_TS}}} AND minute < {{end:{_TS}}} AND {RESOLVED_FEEDBACK}"
+    )
+    return _bucketed(select, source, keys), _grid_params(grid, start, end)
+
+
+def fetch_feedback_history(store: ClickHouseStore, rule: Rule, grid: Grid, start: datetime, end: datetime) -> History:
+    """A feedback rule's rollup over [start, end) per bucket of `grid`, summed per segment (empty without the feedback
+    tables)."""
+    if not feedback_tables_exist(store):
+        return build_history(grid, start, end, rule.key_fields, FEEDBACK_SUMS, [], None)
+    sql, params = feedback_history_sql(rule, store.database, grid, start, end)
+    return build_history(grid, start, end, rule.key_fields, FEEDBACK_SUMS, _run(store, sql, params), None)
+
+
+# How far before the window's first feedback its answers' scored rows are looked for: beyond the answer look-up's
+# default (MONITOR_FEEDBACK_LOOKBACK_S, a day), with room to spare.
+ANSWER_LOOKBACK = timedelta(days=7)
+
+# The window's feedback on answers (a named event id, a resolved segment), each joined to every judge's primary live
+# ok row of the answer: the answer's segment and the judge's score. The scores are read only where the answers are
+# (their ids, and event times from a week before the window), not the table.
+_FEEDBACK_SCORES = (
+    "WITH fb AS (\n"
+    "  SELECT event_id, negative, kind, value, comment, reason, feedback_time\n"
+    "  FROM {feedback} FINAL\n"
+    "  WHERE feedback_time >= {{cur_start:{ts}}} AND feedback_time < {{cur_end:{ts}}}\n"
+    "    AND event_id != '' AND {resolved}\n"
+    ")\n"
+    "SELECT {select}\n"
+    "FROM fb\n"
+    "INNER JOIN (\n"
+    "  SELECT event_id AS s_event_id, app, model, prompt_version, judge_id, judge, assumeNotNull(score) AS score\n"
+    "  FROM {scores} FINAL\n"
+    "  WHERE status = 'ok' AND isFinite(score) AND NOT {shadow}{rows}\n"
+    "    AND event_time >= {{answers_start:{ts}}} AND event_time < {{cur_end:{ts}}}\n"
+    "    AND event_id IN (SELECT event_id FROM fb)\n"
+    ") AS s ON event_id = s_event_id"
+)
+
+
+def _feedback_scores(rule: Rule, database: str, table: str, select: str) -> str:
+    return _FEEDBACK_SCORES.format(
+        feedback=f"{_ident(database)}.{FEEDBACK_TABLE}",
+        scores=f"{_ident(database)}.{_ident(table)}",
+        ts=_TS,
+        resolved=RESOLVED_FEEDBACK,
+        select=select,
+        shadow=SHADOW_ROW,
+        rows=live_rows(rule),  # live, and never a feedback-triggered judgement (picked for being disliked)
+    )
+
+
+def feedback_auc_sql(rule: Rule, database: str, table: str, windows: Windows) -> tuple[str, dict[str, Any]]:
+    """SQL and parameters of a feedback_auc rule: per judge (and the rule's segment fields), the scores of the answers
+    users disliked and of those they did not, over the window's feedback."""
+    keys = list(rule.key_fields)
+    select = ", ".join(
+        [
+            *keys,
+            "any(judge) AS judge_name",
+            "groupArrayIf(score, negative) AS disliked",
+            "groupArrayIf(score, NOT negative)",
+        ]
+    )
+    sql = _feedback_scores(rule, database, table, select) + f"\nGROUP BY {', '.join(keys)}"
+    start, end = windows.current
+    return sql, {"cur_start": start, "cur_end": end, "answers_start": start - ANSWER_LOOKBACK}
+
+
+def fetch_feedback_auc(store: ClickHouseStore, rule: Rule, windows: Windows) -> dict[SegmentKey, SegmentData]:
+    """Per judge (and the rule's segment fields), the AUC of its score for predicting the window's thumbs-downs; {}
+    when the store has no feedback tables."""
+    if not feedback_tables_exist(store):
+        return {}
+    sql, params = feedback_auc_sql(rule, store.database, store.table, windows)
+    keys = rule.key_fields
+    out: dict[SegmentKey, SegmentData] = {}
+    for row in _run(store, sql, params):
+        key: SegmentKey = tuple((k, str(v)) for k, v in zip(keys, row[: len(keys)], strict=True))
+        disliked, liked = [float(x) for x in row[len(keys) + 1]], [float(x) for x in row[len(keys) + 2]]
+        figure = auc_of(disliked, liked)
+        n = len(disliked) + len(liked)
+        current = WindowStats(
+            windows.current_seconds,
+            rows=n,
+            ok=n,
+            feedback_auc=figure.auc,
+            disliked=figure.disliked,
+            liked=figure.liked,
+        )
+        out[key] = SegmentData(current, WindowStats(0.0), str(row[len(keys)]))
+    return out
+
+
+def feedback_examples_sql(
+    rule: Rule, segment: SegmentKey, windows: Windows, database: str, table: str, limit: int
+) -> str:
+    """A ready-to-run query listing a feedback rule's segment's latest negative feedback of the window (any feedback,
+    for the rate), with comments and answer event ids (for feedback_auc: the disliked answers the judge scored highest
+    first)."""
+    same_segment = [f"{_ident(k)} = {sql_literal(v)}" for k, v in segment]
+    start, end = _ts_literal(windows.current[0]), _ts_literal(windows.current[1])
+    if rule.spec.table == "feedback_scores":
+        select = (
+            "feedback_time, app, model, prompt_version, judge_id, negative, kind, value, round(score, 3) AS score, "
+            "comment, reason, event_id"
+        )
+        body = _feedback_scores(rule, database, table, select)
+        body = body.replace(f"{{cur_start:{_TS}}}", start).replace(f"{{cur_end:{_TS}}}", end)
+        body = body.replace(f"{{answers_start:{_TS}}}", _ts_literal(windows.current[0] - ANSWER_LOOKBACK))
+        return (
+            f"SELECT * FROM (\n{body}\n)\n"
+            f"WHERE {' AND '.join([*same_segment, 'negative'])}\n"
+            f"ORDER BY {rule.spec.examples_order}\n"
+            f"LIMIT {int(limit)}"
+        )
+    # The negative feedback for the negative share; any feedback for the rate (the last that came before it stopped).
+    conds = [*same_segment, f"feedback_time >= {start} AND feedback_time < {end}"]
+    conds += [rule.spec.examples_filter] if rule.spec.examples_filter is not None else []
+    return (
+        "SELECT feedback_time, app, model, prompt_version, kind, value, reason, comment, event_id AS answer_event_id, "
+        "segment_source, feedback_id\n"
+        f"FROM {_ident(database)}.{FEEDBACK_TABLE} FINAL\n"
+        f"WHERE {' AND '.join(conds)}\n"
+        "ORDER BY feedback_time DESC\n"
+        f"LIMIT {int(limit)}"
+    )
+
+
 # ---- a whole backtest's history per bucket (monitor.alerts.history) ---------------------------------------------
 
 
@@ -680,7 +904,9 @@ def history_sql(
 
 def fetch_score_history(store: ClickHouseStore, rule: Rule, grid: Grid, start: datetime, end: datetime) -> History:
     """The scores of `rule`'s segments over [start, end) per bucket of `grid` (which must start at or before
-    `start`)."""
+    `start`); a feedback rule's feedback counts."""
+    if rule.spec.table == "feedback":
+        return fetch_feedback_history(store, rule, grid, start, end)
     values = values_for(rule)
     sql, params = history_sql(rule, store.database, store.table, grid, start, end, values)
     return build_history(grid, start, end, rule.key_fields, SCORE_SUMS, _run(store, sql, params), values)
@@ -760,6 +986,8 @@ def examples_sql(rule: Rule, segment: SegmentKey, windows: Windows, database: st
         )
     if rule.spec.table == "labels":
         return control_examples_sql(rule, segment, windows, database, table, limit)
+    if rule.spec.table in ("feedback", "feedback_scores"):
+        return feedback_examples_sql(rule, segment, windows, database, table, limit)
     if rule.spec.table == "canary":
         return (
             "SELECT run_at, run_id, judge_id, labels, pair_id, category, label, round(score, 3) AS score,\n"
@@ -769,8 +997,8 @@ def examples_sql(rule: Rule, segment: SegmentKey, windows: Windows, database: st
             f"ORDER BY {rule.spec.examples_order}\n"
             f"LIMIT {int(limit)}"
         )
-    if not rule.include_replays:
-        conds.append(LIVE_ROW)  # the rows the rule read: a replayed row is not a recent example
+    # The rows the rule read: a replayed row or a feedback-triggered judgement is not a recent example.
+    conds.append(SAMPLED_ROW if rule.include_replays else LIVE_ROW)
     if TURN_ROWS[rule.turns]:
         conds.append(TURN_ROWS[rule.turns])
     # The statements with their verdicts explain a surprising score in one look (which claims the judge found

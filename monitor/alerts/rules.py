@@ -111,13 +111,13 @@ class Detector(_Strict):
 
     shift: float = Field(
         gt=0.0, le=1.0, description="the smallest change worth paging on, which the detector is tuned to"
-    )
+    )  # on the 0..1 score, the low-score share or the negative feedback share
     # The baseline ends this long before now, inside the window: the newest events are watched, not learnt from,
     # while a history shorter than the window still calibrates (an episode's reference is frozen anyway).
     fresh: Duration = Field(timedelta(hours=1), description="the newest stretch the baseline leaves out")
 
 
-DETECTOR_METRICS = ("mean_score", "low_score_share")
+DETECTOR_METRICS = ("mean_score", "low_score_share", "feedback_negative_share")
 DEFAULT_ALPHA = 0.001
 
 
@@ -213,17 +213,23 @@ class Rule(_Strict):
                 raise ValueError("condition needs threshold, change or relative_change")
             if self.condition.uses_baseline and self.baseline is None and not self.spec.compares_versions:
                 raise ValueError("condition compares with a baseline (change/relative_change): give baseline")
-        if self.include_replays and (self.spec.table == "canary" or self.source == "traffic"):
-            what = "canary runs" if self.spec.table == "canary" else "the traffic counts"
+        if self.include_replays and (self.spec.table in ("canary", "feedback") or self.source == "traffic"):
+            what = {"canary": "canary runs", "feedback": "the feedback rollup"}.get(
+                self.spec.table, "the traffic counts"
+            )
             raise ValueError(
                 f"include_replays applies to rules over the scores table only ({what} hold no replayed rows)"
             )
-        if self.spec.table == "labels":
+        if self.spec.table in ("labels", "feedback_scores"):
             self._check_labels()
         if self.name in self.quiet_while:
             raise ValueError("quiet_while names the rule itself")
-        if self.turns != "all" and (self.spec.table == "canary" or self.source == "traffic" or self.spec.needs_traffic):
-            what = "canary runs" if self.spec.table == "canary" else "the traffic counts"
+        if self.turns != "all" and (
+            self.spec.table in ("canary", "feedback") or self.source == "traffic" or self.spec.needs_traffic
+        ):
+            what = {"canary": "canary runs", "feedback": "the feedback rollup"}.get(
+                self.spec.table, "the traffic counts"
+            )
             raise ValueError(f"turns applies to rules over the scores table only ({what} have no turns)")
         self._check_rollout()
         t = self.condition.threshold
@@ -237,7 +243,9 @@ class Rule(_Strict):
     def _check_detector(self) -> None:
         assert self.detector is not None
         if self.metric not in DETECTOR_METRICS:
-            raise ValueError(f"detector applies to {' and '.join(DETECTOR_METRICS)} rules only")
+            raise ValueError(
+                f"detector applies to {', '.join(DETECTOR_METRICS[:-1])} and {DETECTOR_METRICS[-1]} rules only"
+            )
         if self.baseline is None or self.baseline.trailing is None:
             raise ValueError(
                 "a detector rule needs baseline: {trailing: ...}: the history its threshold is calibrated on"
@@ -254,14 +262,15 @@ class Rule(_Strict):
             raise ValueError("detector.fresh must be positive and at most the window")
 
     def _check_labels(self) -> None:
-        # Agreement with people moves with labels, not with traffic: a floor over a window of labelling, per judge.
+        # Agreement with people moves with labels (or feedback), not with traffic: a floor over a window, per judge.
+        what = "labels" if self.spec.table == "labels" else "users' feedback"
         if self.baseline is not None or self.condition.uses_baseline:
             raise ValueError(
-                f"a {self.metric} rule compares with a floor: condition.threshold only, no baseline (labels come too "
+                f"a {self.metric} rule compares with a floor: condition.threshold only, no baseline ({what} come too "
                 "slowly for a history of their own)"
             )
         if self.turns != "all":
-            raise ValueError(f"turns applies to rules over the scores table only (a {self.metric} rule reads labels)")
+            raise ValueError(f"turns applies to rules over the scores table only (a {self.metric} rule reads {what})")
 
     def _check_rollout(self) -> None:
         if not self.spec.compares_versions:

@@ -12,7 +12,9 @@ from monitor.alerts.label_agreement import CONTROL_ROUTE, LABELS_TABLE
 from monitor.alerts.outcomes import Newest
 from monitor.alerts.queries import (
     DEFAULT_TRAFFIC_TABLE,
+    RESOLVED_FEEDBACK,
     SHADOW_ROW,
+    feedback_tables_exist,
     fetch_newest,
     fetch_score_history,
     fetch_scores,
@@ -28,6 +30,7 @@ from monitor.alerts.sequential import Buckets
 from monitor.alerts.windows import SegmentData, SegmentKey, TailCounts, TrafficCounts, VersionStats, Windows
 from monitor.store.connection import ClickHouseStore
 from schemas.canary import CANARY_TABLE
+from schemas.feedback import FEEDBACK_ROLLUP_TABLE, FEEDBACK_TABLE
 
 
 class RuleData(Protocol):
@@ -104,6 +107,13 @@ class StoreData:
             if not labels_table_exists(self.store):
                 return None  # a schema before the labels table: the rule says so (`outcomes.describe_empty`)
             table, column, rows = LABELS_TABLE, rule.spec.time_column, f" AND route = {sql_literal(CONTROL_ROUTE)}"
+        elif rule.spec.table in ("feedback", "feedback_scores"):
+            if not feedback_tables_exist(self.store):
+                return Newest(None, None)  # a schema before the feedback tables: the rule says so
+            # The rule's rows: resolved feedback (a segment), on a named answer for the judge-against-user rule.
+            table, column, rows = FEEDBACK_ROLLUP_TABLE, "minute", f" AND {RESOLVED_FEEDBACK}"
+            if rule.spec.table == "feedback_scores":
+                table, column, rows = FEEDBACK_TABLE, "feedback_time", f" AND {RESOLVED_FEEDBACK} AND event_id != ''"
         elif rule.spec.table == "canary":
             table, column = CANARY_TABLE, rule.spec.time_column
         else:

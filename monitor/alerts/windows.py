@@ -142,6 +142,11 @@ class WindowStats:
     # control_kappa: the judge's κ against the control slice's labels (rows and ok count the labels); None: none
     # defined (no labels, or every label and judge level in one and the same rubric level)
     control_kappa: float | None = None
+    # feedback_auc: the judge's AUC for predicting a thumbs-down over the window's feedback on answers it scored ok
+    # (None: a class is empty), and how many disliked and liked answers it rests on (rows and ok count both)
+    feedback_auc: float | None = None
+    disliked: int = 0
+    liked: int = 0
 
 
 def finite(value: Any) -> float | None:

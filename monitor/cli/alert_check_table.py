@@ -3,6 +3,7 @@ data), printed as a table that fits the console."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -15,6 +16,7 @@ if TYPE_CHECKING:
     from monitor.alerts.outcomes import EmptyRule
     from monitor.alerts.rules import Rule
     from monitor.cli.alert_budget_table import BudgetView, RuleBudgetRow, SeverityBudgetRow
+    from monitor.feedback.agreement_queries import JudgeUserAgreement
 
 
 class CheckRow(TypedDict):
@@ -248,3 +250,28 @@ def _numbers(r: CheckRow) -> str:
     # A p-value without a decision tests nothing anyone acts on.
     p = f"\np {number(r['p_value'], 2)}" if r["p_value"] is not None and r["sufficient"] else ""
     return f"{value}{base}\n{n}{p}"
+
+
+def print_judge_users(
+    agreement: Sequence[JudgeUserAgreement], since: datetime, until: datetime, console: Console
+) -> None:
+    """The judge-against-users block: per judge, over the feedback given in [since, until), the AUC of its score for
+    thumbs and ρ against ratings, for all segments and then each segment; or one line when no feedback was joined to
+    a judged answer. Stored names are printed as text (never as console markup) and wrap to the console."""
+    from rich.padding import Padding
+    from rich.text import Text
+
+    from monitor.feedback.agreement_text import AUC_MEANING, RHO_MEANING, agreement_line, segment_name
+
+    span = f"{since:%Y-%m-%d %H:%M} – {until:%Y-%m-%d %H:%M} UTC"
+    overall = [a for a in agreement if a.week is None]
+    if not overall:
+        console.print(Text(f"judge against users: no feedback given {span} was joined to a judged answer", "dim"))
+        return
+    console.print(Text(f"judge against users: feedback given {span}", "bold"))
+    console.print(Padding(Text(f"{AUC_MEANING}; {RHO_MEANING}", "dim"), (0, 0, 0, 2)))
+    for a in overall:
+        indent = 2 if a.all_segments else 4
+        name = f"judge {a.judge_id}, all segments" if a.all_segments else segment_name(a)
+        console.print(Padding(Text(name), (0, 0, 0, indent)))
+        console.print(Padding(Text(agreement_line(a)), (0, 0, 0, indent + 2)))

@@ -98,6 +98,8 @@ def service_settings(settings: Settings, alert: AlertSettings) -> ServiceSetting
 
 # ---- check -------------------------------------------------------------------------------------------------
 
+JUDGE_USER_SPAN = timedelta(days=7)  # the feedback `alerts check` sets the judge against: the last week's
+
 
 def cmd_check(ns: argparse.Namespace) -> int:
     """`alerts check`: evaluate once, print, exit 1 with --fail-on-firing if anything fires."""
@@ -111,8 +113,9 @@ def run_check(ns: argparse.Namespace, out: IO[str] | None = None) -> int:
     from monitor.alerts.service import open_store
     from monitor.alerts.state import STATE_TABLE, StateStore
     from monitor.cli.alert_budget_table import budget_view, print_budget
-    from monitor.cli.alert_check_table import check_rows, print_check
+    from monitor.cli.alert_check_table import check_rows, print_check, print_judge_users
     from monitor.cli.alert_text import NO_CONTENT_WINDOW, console_for, describe_no_content
+    from monitor.feedback.agreement_queries import judge_user_agreement
 
     out = out or sys.stdout
     settings, alert, rules = _load(ns)
@@ -124,6 +127,7 @@ def run_check(ns: argparse.Namespace, out: IO[str] | None = None) -> int:
         previous = {} if ns.no_state else StateStore(store).load()
         evaluation = evaluate_rules(store, rules, now, previous, alert.traffic_table)
         no_content = fetch_no_content(store, alert.traffic_table, now - NO_CONTENT_WINDOW, now)
+        agreement = [] if ns.json else judge_user_agreement(store, now - JUDGE_USER_SPAN, now)
     finally:
         store.close()
     budget = budget_view(evaluation, rules)
@@ -136,6 +140,7 @@ def run_check(ns: argparse.Namespace, out: IO[str] | None = None) -> int:
         print_check(rows, now, console)
         if no_content:
             console.print(describe_no_content(no_content), style="yellow")
+        print_judge_users(agreement, now - JUDGE_USER_SPAN, now, console)
         print_budget(budget, console)
     firing = any(r["state"] == "firing" for r in rows)
     return 1 if (ns.fail_on_firing and firing) else 0

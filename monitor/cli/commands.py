@@ -29,6 +29,7 @@ from monitor.cli.table import print_result
 from schemas.errors import LocalBrokerError, UsageError
 
 if TYPE_CHECKING:
+    from monitor.devtools.outgoing import Outgoing
     from monitor.store.migrations import Migrations
 
 
@@ -124,7 +125,7 @@ def _add_produce(sub: Any) -> None:
         type=float,
         default=0.0,
         metavar="PER_SECOND",
-        help="events per second, 0 for as fast as possible (default: 0)",
+        help="records per second (feedback records included), 0 for as fast as possible (default: 0)",
     )
     _add_generated_traffic_flags(p)
     add_setting_flags(p, "Kafka", KAFKA_CONNECTION_SETTINGS, KAFKA_ENV_ONLY)
@@ -154,6 +155,20 @@ def _add_generated_traffic_flags(p: argparse.ArgumentParser) -> None:
         type=float,
         default=0.0,
         help="share of generated events carrying synthetic personal data (to see redaction), 0..1 (default: 0)",
+    )
+    p.add_argument(
+        "--feedback",
+        type=float,
+        default=0.0,
+        metavar="RATE",
+        help="share of generated answers that get users' feedback (a thumbs or a 1-5 rating, more often negative on "
+        "padded or off-topic answers), sent after the answer and keyed by its conversation, 0..1 (default: 0)",
+    )
+    p.add_argument(
+        "--feedback-topic",
+        metavar="TOPIC",
+        help="topic of the feedback, created if missing [default: the events' own topic; with --format otlp_*, where "
+        "feedback is `gen_ai.evaluation.result` log records, the first of MONITOR_OTLP_LOGS_TOPICS (otlp_logs)]",
     )
     p.add_argument(
         "--format",
@@ -302,37 +317,64 @@ def cmd_sql(ns: argparse.Namespace) -> int:
 
 
 def cmd_produce(ns: argparse.Namespace) -> int:
-    """`produce`: a JSONL file's lines as-is, or generated traffic, to a topic."""
-    from monitor.devtools.traffic import generate_events, produce
+    """`produce`: a JSONL file's lines as-is, or generated traffic (with users' feedback if asked), to a topic; each
+    conversation record keyed by its conversation id."""
+    from monitor.devtools.outgoing import keyed_by_conversation
+    from monitor.devtools.traffic import produce
 
     if not ns.rate >= 0:  # also NaN
         raise UsageError(
             f"--rate must be 0 (as fast as possible) or a positive number of events per second, got {ns.rate:g}"
         )
-    if ns.file:
-        lines = _read_file(ns.file).splitlines()
-        values: Iterable[bytes] = [ln for ln in lines if ln.strip()]
-    else:
-        for name in ("malformed_share", "pii_share"):
-            if not 0.0 <= getattr(ns, name) <= 1.0:
-                raise UsageError(f"--{name.replace('_', '-')} must be between 0 and 1, got {getattr(ns, name)}")
-        values = generate_events(ns.generate, seed=ns.seed, malformed_share=ns.malformed_share, pii_share=ns.pii_share)
-    if ns.format != "events":
-        from monitor.devtools.otlp_traffic import otlp_records
-
-        if ns.spans_per_record < 1:
-            raise UsageError(f"--spans-per-record must be at least 1, got {ns.spans_per_record}")
-        values = otlp_records(
-            values, encoding=ns.format, dialect=ns.dialect, per_record=ns.spans_per_record, seed=ns.seed
-        )
     settings = settings_from_args(ns)  # brokers, TLS and SASL from the flags and MONITOR_KAFKA_*, like `run`'s clients
     kafka = settings.kafka
     topic: str = ns.kafka_topic or settings.kafka.topics[0]
+    records: Iterable[Outgoing]
+    if ns.file:
+        if ns.feedback:
+            raise UsageError("--feedback needs --generate: feedback is on generated answers")
+        lines = _read_file(ns.file).splitlines()
+        records = [keyed_by_conversation(ln) for ln in lines if ln.strip()]
+    else:
+        records = _generated_records(ns, topic, settings.kafka.otlp_logs_topics)
+    if ns.format != "events":
+        from monitor.devtools.otlp_traffic import otlp_outgoing
+
+        if ns.spans_per_record < 1:
+            raise UsageError(f"--spans-per-record must be at least 1, got {ns.spans_per_record}")
+        records = otlp_outgoing(
+            records, encoding=ns.format, dialect=ns.dialect, per_record=ns.spans_per_record, seed=ns.seed
+        )
     sent = asyncio.run(
-        produce(kafka.bootstrap_servers, topic, values, rate=ns.rate, partitions=ns.partitions, kafka=kafka)
+        produce(kafka.bootstrap_servers, topic, records, rate=ns.rate, partitions=ns.partitions, kafka=kafka)
     )
     print(f"produced {sent} record(s) to {topic} at {kafka.bootstrap_servers}", file=sys.stderr)
     return 0
+
+
+def _generated_records(ns: argparse.Namespace, topic: str, logs_topics: tuple[str, ...]) -> Iterable[Outgoing]:
+    """`produce --generate`'s records, with feedback on `--feedback` of the answers; raises `UsageError` on a share
+    outside 0..1 or a feedback topic that cannot carry it."""
+    from monitor.devtools.feedback_traffic import FeedbackMix
+    from monitor.devtools.traffic import generate_records
+
+    for name in ("malformed_share", "pii_share", "feedback"):
+        if not 0.0 <= getattr(ns, name) <= 1.0:
+            raise UsageError(f"--{name.replace('_', '-')} must be between 0 and 1, got {getattr(ns, name)}")
+    feedback = None
+    if ns.feedback > 0:
+        feedback_topic = ns.feedback_topic
+        if ns.format != "events":
+            feedback_topic = feedback_topic or (logs_topics[0] if logs_topics else "otlp_logs")
+            if feedback_topic == topic:
+                raise UsageError(
+                    f"--feedback-topic {topic}: with --format {ns.format} the feedback is OTLP log records, which "
+                    "need a topic of their own (one of MONITOR_OTLP_LOGS_TOPICS), not the spans' topic"
+                )
+        feedback = FeedbackMix(ns.feedback, topic=None if feedback_topic == topic else feedback_topic)
+    return generate_records(
+        ns.generate, seed=ns.seed, malformed_share=ns.malformed_share, pii_share=ns.pii_share, feedback=feedback
+    )
 
 
 def _read_file(path: str) -> bytes:

@@ -1,7 +1,8 @@
 """`relevancy-monitor forget`: erase a person's rows for a data-subject request, by conversation id or event id, from
-every scores table of the database (see `monitor.store.erasure`), after recording the ids' hashes in `erased_ids` so
-that a replay never scores them again, and print what was done: one line per table, one for the hashes recorded and a
-total, or JSON (`--format json`) with the time, the ids and the counts, for the audit trail.
+every scores table of the database and from users' feedback on those answers (see `monitor.store.erasure`), after
+recording the ids' hashes in `erased_ids` so that a replay never scores them again, and print what was done: one line
+per table, one for the hashes recorded and a total, or JSON (`--format json`) with the time, the ids and the counts,
+for the audit trail.
 
 It opens an existing store only (a missing one is a one-line error and nothing is created) and needs DELETE rights."""
 
@@ -22,8 +23,8 @@ if TYPE_CHECKING:
 def register(sub: Any) -> None:
     """Add `forget` to the CLI's subparsers."""
     about = (
-        "erase the rows of conversations or events from every scores table (data-subject requests) and report what "
-        "was deleted"
+        "erase the rows of conversations or events from every scores table and users' feedback (data-subject "
+        "requests) and report what was deleted"
     )
     p = sub.add_parser("forget", help=about, description=f"{about[0].upper()}{about[1:]}.")
     needed = "repeatable; at least one --conversation-id or --event-id is required"
@@ -86,8 +87,8 @@ def cmd_forget(ns: argparse.Namespace) -> int:
 
 
 def report_lines(report: ErasureReport) -> list[str]:
-    """The report as text: one line per scores table, one per aggregate table (nothing deleted), one for the id hashes
-    recorded in `erased_ids` and a total."""
+    """The report as text: one line per scores table and the feedback table, one per aggregate table (nothing
+    deleted), one for the id hashes recorded in `erased_ids` and a total."""
     verb = "would be deleted" if report.dry_run else "deleted"
     lines = []
     for t in report.tables:
@@ -112,7 +113,7 @@ def report_lines(report: ErasureReport) -> list[str]:
     total = report.rows_matched if report.dry_run else report.rows_deleted
     mode = "dry run, nothing deleted" if report.dry_run else f"{report.at.isoformat()}"
     lines.append(
-        f"total: {total} row(s) {verb} from {len(report.tables)} scores table(s) of {report.database} ({mode}; "
+        f"total: {total} row(s) {verb} from {len(report.tables)} table(s) of {report.database} ({mode}; "
         f"{report.elapsed_s:.2f} s)"
     )
     return lines

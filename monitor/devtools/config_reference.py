@@ -56,6 +56,7 @@ MONITOR_TOPICS = (
     ("Flow and delivery", ("max_in_flight",)),
     ("Operations", ("metrics_port",)),
     ("Review queue (`relevancy-monitor ui`)", ("review_routes",)),
+    ("Users' feedback", ("feedback_topics",)),
 )
 ALERTS_TOPICS = (("Alerts (`relevancy-monitor alerts`)", ("rules",)),)
 

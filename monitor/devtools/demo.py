@@ -5,10 +5,12 @@ The order of one run:
 1. prepare the store: the demo's own earlier store is replaced, anyone else's is refused (`prepare_store`);
 2. start the broker and the service; write the history: events stamped over the past hours, judged and written
    as the monitor would have at the time (`demo_history`);
-3. live traffic at `rate` through Kafka and the service; `regress_after_s` in, the regressed app rolls out its new
-   prompt version; the evaluator runs a round every few seconds (the shipped rules) and the screen
+3. live traffic at `rate` through Kafka and the service, users' feedback on a share of the answers beside it (on
+   the same topic; with OTLP traffic, as JSON on a topic of its own); `regress_after_s` in, the regressed app rolls
+   out its new prompt version; the evaluator runs a round every few seconds (the shipped rules) and the screen
    shows progress; the traffic stops `AFTER_FIRING_S` after the planted alert fires, or after `duration_s`;
-4. drain, a last round, stop the service; read the worst examples of what fired and write the HTML report;
+4. drain, a last round, stop the service; read the worst examples of what fired and the feedback figures (the
+   thumbs-down share by prompt version, the judge against users) and write the HTML report;
 5. mark the store as the demo's (`MARKER_FILE`), so the next demo may replace it.
 
 Rule windows end on a whole minute (traffic is counted per minute), so the alert fires at the first minute
@@ -17,6 +19,7 @@ boundary after enough of the new version's events: 15 to 75 seconds after the ro
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import random
 import shutil
@@ -34,10 +37,19 @@ from monitor.alerts.rules import load_rules
 from monitor.calibration.labels import golden_path
 from monitor.canary.service import Canary, CanarySettings
 from monitor.config import Settings, load_settings
-from monitor.devtools.demo_history import judge_history, write_history
-from monitor.devtools.demo_traffic import REGRESSED, history, regressed_segment, story_event
+from monitor.devtools.demo_feedback import (
+    HISTORY_MIX,
+    LIVE_MIX,
+    OTLP_FEEDBACK_TOPIC,
+    FeedbackFigures,
+    read_feedback_figures,
+)
+from monitor.devtools.demo_history import history_feedback, judge_history, write_history
+from monitor.devtools.demo_traffic import REGRESSED, history_records, regressed_segment, story_record
+from monitor.devtools.feedback_traffic import Answer, FeedbackQueue, interleave
 from monitor.devtools.localbroker import LocalBroker
-from monitor.devtools.otlp_traffic import otlp_records
+from monitor.devtools.otlp_traffic import otlp_outgoing
+from monitor.devtools.outgoing import Outgoing
 from monitor.devtools.traffic import produce
 from monitor.runtime.logs import configure_logging
 from monitor.runtime.metrics import Metrics
@@ -200,6 +212,7 @@ class DemoOutcome:
     examples: dict[str, list[Example]]  # by rule name of what fired
     report_path: Path | None
     report_error: str = ""
+    feedback: FeedbackFigures | None = None  # None: not read (the store refused; the screen leaves it out)
 
 
 def _counter(metrics: Metrics, name: str) -> int:
@@ -221,10 +234,14 @@ def _gauge(metrics: Metrics, name: str) -> int:
 def demo_settings(plan: DemoPlan, bootstrap: str) -> Settings:
     """The monitor's settings for the demo: the local broker, the embedded store at `plan.data_dir`, quick batches."""
     extra: dict[str, Any] = {"budget_usd_per_day": 1.0, "judge_concurrency": 16} if plan.judge != "lexical" else {}
+    topics, input_format = [TOPIC], plan.input_format
+    if plan.input_format != "events":  # OTLP spans on TOPIC; the feedback, our JSON, on a topic of its own
+        topics, input_format = [TOPIC, OTLP_FEEDBACK_TOPIC], f"{TOPIC}={plan.input_format},{OTLP_FEEDBACK_TOPIC}=events"
     return load_settings(
         kafka_bootstrap_servers=bootstrap,
-        kafka_topics=[TOPIC],
-        input_format=plan.input_format,
+        kafka_topics=topics,
+        feedback_topics=[feedback_topic(plan)],
+        input_format=input_format,
         kafka_group_id="relevancy-monitor-demo",
         clickhouse_url=f"chdb://{plan.data_dir}",
         judge=plan.judge,
@@ -235,6 +252,11 @@ def demo_settings(plan: DemoPlan, bootstrap: str) -> Settings:
         commit_interval_s=0.5,
         **extra,
     )
+
+
+def feedback_topic(plan: DemoPlan) -> str:
+    """Where the demo's feedback goes: beside the conversations on their topic, or (OTLP traffic) a topic of its own."""
+    return TOPIC if plan.input_format == "events" else OTLP_FEEDBACK_TOPIC
 
 
 def run_demo(plan: DemoPlan, show: Callable[[DemoProgress], None] | None = None) -> DemoOutcome:
@@ -282,6 +304,7 @@ class _Demo:
         self.evaluation: Evaluation | None = None
         self.live_start = datetime.now(UTC)
         self.live_events = 0
+        self.feedback = FeedbackQueue(LIVE_MIX, plan.seed)  # replaced as the live traffic starts
         self._states: dict[tuple[str, tuple[tuple[str, str], ...]], str] = {}  # each rule and segment's last state
         # One thread for every call of this client: the chDB client is not for concurrent use.
         self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="demo-store")
@@ -312,12 +335,17 @@ class _Demo:
             self._io.shutdown()
 
     async def _history(self, service: asyncio.Task[None]) -> int:
-        values = history(self.rng, datetime.now(UTC), self.plan.history_hours, self.plan.history_events)
+        now = datetime.now(UTC)
+        records = history_records(self.rng, now, self.plan.history_hours, self.plan.history_events)
+        values = [value for value, _ in records]
         self.progress.phase = (
             f"writing {self.plan.history_hours:g} h of history ({len(values)} events, judged as they came)"
         )
         self.show(self.progress)
         past = await judge_history(self.settings, values, self.rng)
+        answers = [answer for _, answer in records]
+        feedback = history_feedback(self.settings, answers, HISTORY_MIX, self.plan.seed, now)
+        past = dataclasses.replace(past, feedback=feedback)
         await self._open_store(service)
         await self._call(write_history, self.store, past)
         canary = None
@@ -379,29 +407,36 @@ class _Demo:
 
     async def _live(self, service: asyncio.Task[None]) -> int:
         """Live traffic until the planted alert has fired and `AFTER_FIRING_S` more, or `duration_s`; returns the
-        records sent (`live_events` counts the events in them)."""
+        conversation records sent (`live_events` counts the events in them; the feedback records are not counted)."""
         self.progress.phase, self.progress.counting = "live traffic", True
         self.live_start = datetime.now(UTC)
         started = time.monotonic()
         ends_at = started + self.plan.duration_s
 
-        def values() -> Iterator[bytes]:
+        def values() -> Iterator[tuple[Outgoing, Answer | None]]:
             while time.monotonic() < ends_at:
                 regressed = time.monotonic() - started >= self.plan.regress_after_s
                 if regressed and not self.progress.regressed:
                     self.progress.story.append(rollout_line(datetime.now(UTC)))
                 self.progress.regressed = regressed
                 self.live_events += 1
-                yield story_event(self.rng, datetime.now(UTC), regressed=self.progress.regressed)
+                value, answer = story_record(self.rng, datetime.now(UTC), regressed=self.progress.regressed)
+                yield Outgoing(value, answer.conversation_id.encode() if answer else None), answer
 
-        plan, records = self.plan, values()
+        plan = self.plan
+        topic = feedback_topic(plan)
+        mix = dataclasses.replace(LIVE_MIX, topic=None if topic == TOPIC else topic)
+        self.feedback = FeedbackQueue(mix, plan.seed, clock=lambda: datetime.now(UTC))
+        records = interleave(values(), self.feedback)
         if plan.input_format != "events":
             encoding: Literal["otlp_proto", "otlp_json"] = (
                 "otlp_json" if plan.input_format == "otlp_json" else "otlp_proto"
             )
-            records = otlp_records(records, encoding=encoding, per_record=plan.calls_per_record, seed=plan.seed)
+            records = otlp_outgoing(
+                records, encoding=encoding, per_record=plan.calls_per_record, seed=plan.seed, evaluations=False
+            )
         bootstrap = self.settings.kafka.bootstrap_servers
-        rate = plan.rate / plan.calls_per_record
+        rate = plan.rate / plan.calls_per_record + plan.rate * mix.share  # records a second, the feedback's included
         producer = asyncio.create_task(produce(bootstrap, TOPIC, records, rate=rate, kafka=self.settings.kafka))
         next_round, next_query = time.monotonic() + EVALUATE_EVERY_S, 0.0
         while not producer.done():
@@ -417,7 +452,7 @@ class _Demo:
                     ends_at = time.monotonic() + AFTER_FIRING_S
             await self._refresh(service)
             await asyncio.sleep(0.5)
-        return await producer
+        return await producer - self.feedback.sent
 
     def planted_fired(self) -> bool:
         """Whether the shipped relevancy_drop fires for the regressed segment."""
@@ -458,6 +493,7 @@ class _Demo:
         }
         report_path, report_error = self._report()
         return DemoOutcome(
+            feedback=self._feedback_figures(),
             plan=self.plan,
             url=self.store.url,
             consumed=self.progress.consumed,
@@ -486,6 +522,15 @@ class _Demo:
             shape = tuple(st for st, v in zip(statements, verdicts, strict=False) if v != "yes")
             examples.setdefault(shape, Example(float(score), str(question), list(statements), verdicts))
         return list(examples.values())[:3]
+
+    def _feedback_figures(self) -> FeedbackFigures | None:
+        """The closing figures on users' feedback, over the history and the live minutes; None if the store refuses
+        (the rest of the story stands without them)."""
+        start = self.live_start - timedelta(hours=self.plan.history_hours + 1)
+        try:
+            return read_feedback_figures(self.store, REGRESSED.name, start, datetime.now(UTC) + timedelta(minutes=10))
+        except StoreError:
+            return None
 
     def _report(self) -> tuple[Path | None, str]:
         from monitor.report import write_report

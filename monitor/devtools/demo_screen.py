@@ -14,6 +14,7 @@ from monitor.alerts.engine import SegmentResult
 from monitor.alerts.evaluator import AlertState
 from monitor.alerts.links import alert_path, ui_link
 from monitor.devtools.demo import PLANTED_RULE, DemoOutcome, DemoPlan, DemoProgress, Example
+from monitor.devtools.demo_feedback import feedback_lines
 from monitor.devtools.demo_traffic import APPS, REGRESSED
 
 UI_URL = "http://127.0.0.1:8787"  # where `relevancy-monitor ui` serves by default
@@ -65,7 +66,8 @@ def live_view(progress: DemoProgress, plan: DemoPlan) -> RenderableType:
 
 def final_lines(outcome: DemoOutcome, store_flag: str = "") -> Iterator[RenderableType]:
     """The final screen up to "Next, try:": what ran, the alert that fired (or that none did), the worst examples,
-    where the report and the store are. `next_commands` follow it."""
+    users' feedback (the thumbs-down share by prompt version, the judge against users), where the report and the
+    store are. `next_commands` follow it."""
     plan = outcome.plan
     yield Text.assemble(
         ("done", "bold"),
@@ -87,6 +89,10 @@ def final_lines(outcome: DemoOutcome, store_flag: str = "") -> Iterator[Renderab
         yield Text(line, style=style)
     for r in (r for r in results if r.state.state == "pending"):
         yield Text(f"pending: {r.rule.name} for {_segment(r)} (must hold {_duration(r)} before it pages)", style="dim")
+    if outcome.feedback is not None:
+        yield Text("")
+        for line in feedback_lines(outcome.feedback):
+            yield Text(line)
     yield Text("")
     if outcome.report_path is not None:
         yield Text.assemble("Report: ", (str(outcome.report_path), "bold"))

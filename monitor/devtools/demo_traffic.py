@@ -12,6 +12,8 @@ import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from monitor.devtools.feedback_traffic import Answer, Quality
+
 # (question, tight answer, padding sentences, off-topic answer, earlier turns of a chat)
 _Pair = tuple[str, str, tuple[str, ...], str, tuple[tuple[str, str], ...]]
 
@@ -111,8 +113,14 @@ def regressed_segment() -> dict[str, str]:
 
 def story_event(rng: random.Random, at: datetime, *, regressed: bool) -> bytes:
     """One record value at event time `at`; once `regressed`, the regressed app runs its new, padding version."""
+    return story_record(rng, at, regressed=regressed)[0]
+
+
+def story_record(rng: random.Random, at: datetime, *, regressed: bool) -> tuple[bytes, Answer | None]:
+    """`story_event` and its answer as feedback needs it (how good it is, its ids and segment); None when the record
+    is malformed."""
     if rng.random() < MALFORMED_SHARE:
-        return rng.choice(_MALFORMED)
+        return rng.choice(_MALFORMED), None
     app = rng.choices(APPS, weights=[a.share for a in APPS])[0]
     version, pad_share = app.version, app.pad_share
     if regressed and app.new_version:
@@ -125,13 +133,16 @@ def story_event(rng: random.Random, at: datetime, *, regressed: bool) -> bytes:
     }
     question, tight = question.format(**fill), tight.format(**fill)
     roll = rng.random()
+    quality: Quality
     if roll < app.off_topic_share:
-        answer = off_topic
+        answer, quality = off_topic, "off_topic"
     elif roll < app.off_topic_share + pad_share:
-        answer = " ".join((padding[0], tight, *padding[1:]))
+        answer, quality = " ".join((padding[0], tight, *padding[1:])), "padded"
     else:
-        answer = tight
-    return _record(rng, at, app, version, question, answer, turns)
+        answer, quality = tight, "good"
+    value = _record(rng, at, app, version, question, answer, turns)
+    event = json.loads(value)
+    return value, Answer(event["event_id"], event["conversation_id"], at, app.name, app.model, version, quality)
 
 
 def _record(
@@ -170,5 +181,10 @@ def _record(
 
 def history(rng: random.Random, now: datetime, hours: float, count: int) -> list[bytes]:
     """`count` events spread evenly over the `hours` before `now`, oldest first: the baseline real history gives."""
+    return [value for value, _ in history_records(rng, now, hours, count)]
+
+
+def history_records(rng: random.Random, now: datetime, hours: float, count: int) -> list[tuple[bytes, Answer | None]]:
+    """`history`, each value with its answer (None: malformed)."""
     span = timedelta(hours=hours)
-    return [story_event(rng, now - span + span * (i + rng.random()) / count, regressed=False) for i in range(count)]
+    return [story_record(rng, now - span + span * (i + rng.random()) / count, regressed=False) for i in range(count)]

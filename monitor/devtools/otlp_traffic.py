@@ -1,22 +1,27 @@
 """Generated traffic as an OpenTelemetry Collector's Kafka exporter writes it: the events of `traffic` as GenAI spans
 (each LLM call inside an agent span, sometimes beside a tool call), many to an `ExportTraceServiceRequest` record,
 in one dialect or a mix of all four (`consumers.otlp.dialects`). A malformed event becomes a record that is no OTLP
-at all, for the dead-letter topic."""
+at all, for the dead-letter topic. Users' feedback on the answers becomes `gen_ai.evaluation.result` log records on a
+logs topic (`otlp_outgoing`)."""
 
 from __future__ import annotations
 
 import json
 import random
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import KeyValue
+from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, ResourceLogs, ScopeLogs
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 
 from consumers.otlp.wire import key_values, to_otlp_json
+from monitor.devtools.outgoing import Outgoing
 
 Dialect = Literal["gen_ai", "legacy_events", "openllmetry", "openinference"]
 DIALECTS: tuple[Dialect, ...] = ("gen_ai", "legacy_events", "openllmetry", "openinference")
@@ -34,22 +39,127 @@ def otlp_records(
 ) -> Iterator[bytes]:
     """Record values holding the events of `values` (the monitor's JSON events) as spans, `per_record` LLM calls to
     a record; `mixed` cycles through the dialects."""
+    for record in otlp_outgoing(
+        (Outgoing(v) for v in values), encoding=encoding, dialect=dialect, per_record=per_record, seed=seed
+    ):
+        yield record.value
+
+
+def otlp_outgoing(
+    records: Iterable[Outgoing],
+    *,
+    encoding: Literal["otlp_proto", "otlp_json"],
+    dialect: Dialect | Literal["mixed"] = "mixed",
+    per_record: int = 50,
+    seed: int = 7,
+    evaluations: bool = True,
+) -> Iterator[Outgoing]:
+    """`otlp_records` for records to send: those for the run's own topic become spans, batched; a record for a topic
+    of its own (users' feedback) is sent after the record that holds its answer's span, with `evaluations` a JSON
+    feedback object on a generated answer as a `gen_ai.evaluation.result` log record (in an
+    `ExportLogsServiceRequest` of its own) parented to the answer's LLM-call span, as Azure AI Foundry emits users'
+    feedback; without, as JSON naming the answer as the monitor's OTLP decoder does (its gen_ai.response.id, else
+    `otel:<trace>/<span>`)."""
     rng = random.Random(f"{seed}/otlp")
     batch: dict[str, list[Span]] = {}
-    calls = 0
-    for i, value in enumerate(values):
-        event = _event(value)
+    held: list[Outgoing] = []  # until the record holding their answers is out
+    calls: dict[str, _Call] = {}  # by event id: where each answer's span is
+    in_batch = 0
+    for i, record in enumerate(records):
+        if record.topic is not None:
+            held.append(_as_evaluation(record, calls, encoding) if evaluations else _named_as_decoded(record, calls))
+            continue
+        event = _event(record.value)
         if event is None:
-            yield NOT_OTLP
+            yield Outgoing(NOT_OTLP)
             continue
         chosen = DIALECTS[i % len(DIALECTS)] if dialect == "mixed" else dialect
-        batch.setdefault(str(event.get("app") or "default"), []).extend(_spans(event, chosen, rng))
-        calls += 1
-        if calls == per_record:
-            yield _encode(batch, encoding)
-            batch, calls = {}, 0
+        spans = _spans(event, chosen, rng)
+        app = str(event.get("app") or "default")
+        batch.setdefault(app, []).extend(spans)
+        call = spans[-1]
+        calls[str(event.get("event_id") or "")] = _Call(call.trace_id, call.span_id, app, chosen in _RESPONSE_ID)
+        in_batch += 1
+        if in_batch == per_record:
+            yield Outgoing(_encode(batch, encoding))
+            yield from held
+            batch, in_batch, held = {}, 0, []
     if batch:
-        yield _encode(batch, encoding)
+        yield Outgoing(_encode(batch, encoding))
+    yield from held
+
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    trace_id: bytes
+    span_id: bytes
+    app: str
+    has_response_id: bool  # the dialect sets gen_ai.response.id (else the monitor names the answer by its span)
+
+
+_RESPONSE_ID: frozenset[str] = frozenset({"gen_ai", "openllmetry"})
+EVALUATION_EVENT = "gen_ai.evaluation.result"
+THUMBS_EVALUATION, RATING_EVALUATION = "user_feedback", "user_rating"  # in the monitor's default sets
+
+
+def _feedback_call(record: Outgoing, calls: dict[str, _Call]) -> tuple[dict[str, Any], _Call] | None:
+    """The JSON feedback object of `record` and the call of the answer it names, when it is one on a known answer."""
+    try:
+        feedback = json.loads(record.value)
+    except ValueError:
+        return None
+    if not isinstance(feedback, dict) or feedback.get("type") != "feedback":
+        return None
+    call = calls.get(str(feedback.get("event_id") or ""))
+    return None if call is None else (feedback, call)
+
+
+def _named_as_decoded(record: Outgoing, calls: dict[str, _Call]) -> Outgoing:
+    """JSON feedback on an answer whose span carries no gen_ai.response.id, renamed to the id the monitor gives that
+    answer (`otel:<trace>/<span>`); anything else as it is."""
+    found = _feedback_call(record, calls)
+    if found is None or found[1].has_response_id:
+        return record
+    feedback, call = found
+    feedback["event_id"] = f"otel:{call.trace_id.hex()}/{call.span_id.hex()}"
+    return Outgoing(json.dumps(feedback).encode(), record.key, record.topic)
+
+
+def _as_evaluation(record: Outgoing, calls: dict[str, _Call], encoding: Literal["otlp_proto", "otlp_json"]) -> Outgoing:
+    """A JSON feedback object on a known answer as an OTLP logs record; anything else as it is."""
+    found = _feedback_call(record, calls)
+    if found is None:
+        return record
+    feedback, call = found
+    if "rating" in feedback:
+        name, score, label = RATING_EVALUATION, float(feedback["rating"]), str(feedback["rating"])
+    else:
+        up = feedback.get("thumbs") == "up"
+        name, score, label = THUMBS_EVALUATION, 1.0 if up else 0.0, "thumbs_up" if up else "thumbs_down"
+    attributes: dict[str, Any] = {
+        "gen_ai.evaluation.name": name,
+        "gen_ai.evaluation.score.value": score,
+        "gen_ai.evaluation.score.label": label,
+        "gen_ai.evaluation.explanation": feedback.get("comment"),
+        "gen_ai.response.id": feedback["event_id"] if call.has_response_id else None,
+    }
+    log = LogRecord(
+        time_unix_nano=_nanos(feedback.get("timestamp")),
+        event_name=EVALUATION_EVENT,
+        trace_id=call.trace_id,
+        span_id=call.span_id,
+        attributes=key_values(attributes),
+    )
+    request = ExportLogsServiceRequest(
+        resource_logs=[
+            ResourceLogs(
+                resource=Resource(attributes=_kvs({"service.name": call.app})),
+                scope_logs=[ScopeLogs(log_records=[log])],
+            )
+        ]
+    )
+    value = request.SerializeToString() if encoding == "otlp_proto" else to_otlp_json(request)
+    return Outgoing(value, record.key, record.topic)
 
 
 def _event(value: bytes) -> dict[str, Any] | None:

@@ -1,6 +1,7 @@
 """Synthetic conversation traffic for the demo and for load: both shapes, several segments, padded and
 off-topic answers, a small share of malformed records and optionally personal data in the text (deterministic for
-a seed), and `produce`, which sends record values to a topic at a steady rate."""
+a seed), optionally with users' feedback on a share of the answers (`generate_records`), and `produce`, which sends
+records to a topic at a steady rate."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from consumers.client_start import start_client
 from consumers.clients import make_producer
 from consumers.settings import KafkaSettings
 from consumers.topics import ensure_topics
+from monitor.devtools.feedback_traffic import Answer, FeedbackMix, FeedbackQueue, Quality, interleave
+from monitor.devtools.outgoing import Outgoing
 from monitor.devtools.pii_samples import Planted, planted_snippet, planted_value
 from monitor.privacy.kinds import BUILTIN_KINDS, CARD, EMAIL, IBAN, IP, NATIONAL_ID, PHONE, SECRET, SSN, URL_CREDENTIALS
 
@@ -124,13 +127,43 @@ def generate_labelled_events(
     count: int, *, seed: int = 7, malformed_share: float = 0.02, now: datetime | None = None, pii_share: float = 0.0
 ) -> Iterator[tuple[bytes, tuple[Planted, ...]]]:
     """`generate_events`, each record value paired with the personal data planted in it (empty for most)."""
+    for value, planted, _ in _generated(count, seed, malformed_share, now, pii_share):
+        yield value, planted
+
+
+def generate_records(
+    count: int,
+    *,
+    seed: int = 7,
+    malformed_share: float = 0.02,
+    now: datetime | None = None,
+    pii_share: float = 0.0,
+    feedback: FeedbackMix | None = None,
+) -> Iterator[Outgoing]:
+    """`generate_events` as records keyed by their conversation id (malformed ones unkeyed) and, with `feedback`,
+    users' feedback on a share of the answers, each sent after its answer and keyed like it. The conversations are
+    those of `generate_events` whatever the feedback."""
+    records = (
+        (Outgoing(value, answer.conversation_id.encode()) if answer else Outgoing(value), answer)
+        for value, _, answer in _generated(count, seed, malformed_share, now, pii_share)
+    )
+    if feedback is None:
+        yield from (record for record, _ in records)
+        return
+    yield from interleave(records, FeedbackQueue(feedback, seed))
+
+
+def _generated(
+    count: int, seed: int, malformed_share: float, now: datetime | None, pii_share: float
+) -> Iterator[tuple[bytes, tuple[Planted, ...], Answer | None]]:
+    """Each record value, the personal data planted in it, and its answer as feedback needs it (None: malformed)."""
     rng = random.Random(seed)
     # The personal data draws from a stream of its own, so a stream with it is the stream without it (same ids,
     # segments and labels) plus the planted text, and pii_share=0 draws nothing extra.
     pii_rng = random.Random(f"{seed}/pii")
     for i in range(count):
         if rng.random() < malformed_share:
-            yield rng.choice(_MALFORMED), ()
+            yield rng.choice(_MALFORMED), (), None
             continue
         app, q, tight, filler, off = rng.choice(_SCENARIOS)
         fill = {
@@ -142,20 +175,23 @@ def generate_labelled_events(
         roll = rng.random()
         # prompt v13 pads more often: the demo's "regression" to find in SQL
         pad_p = 0.5 if prompt == "v13" else 0.15
+        quality: Quality
         if roll < 0.05:
-            answer = off.format(**fill)
+            answer, quality = off.format(**fill), "off_topic"
         elif roll < 0.05 + pad_p:
-            answer = f"{filler} {tight.format(**fill)}"
+            answer, quality = f"{filler} {tight.format(**fill)}", "padded"
         else:
-            answer = tight.format(**fill)
+            answer, quality = tight.format(**fill), "good"
         question = q.format(**fill)
         planted: tuple[Planted, ...] = ()
         if pii_share > 0.0 and pii_rng.random() < pii_share:
             question, answer, planted = _with_personal_data(pii_rng, question, answer)
+        at = now or datetime.now(UTC)
+        event_id, conversation = str(uuid.UUID(int=rng.getrandbits(128))), f"conv-{rng.randint(1, max(1, count // 2))}"
         base: dict[str, object] = {
-            "event_id": str(uuid.UUID(int=rng.getrandbits(128))),
-            "conversation_id": f"conv-{rng.randint(1, max(1, count // 2))}",
-            "timestamp": (now or datetime.now(UTC)).isoformat().replace("+00:00", "Z"),
+            "event_id": event_id,
+            "conversation_id": conversation,
+            "timestamp": at.isoformat().replace("+00:00", "Z"),
             "app": app,
             "model": rng.choice(_MODELS),
             "prompt_version": prompt,
@@ -172,33 +208,41 @@ def generate_labelled_events(
                     {"role": "assistant", "content": [{"type": "text", "text": answer}]},
                 ],
             }
-        yield json.dumps(event).encode(), planted
+        facts = Answer(event_id, conversation, at, app, str(base["model"]), prompt, quality)
+        yield json.dumps(event).encode(), planted, facts
 
 
 async def produce(
     bootstrap: str,
     topic: str,
-    values: Iterable[bytes],
+    values: Iterable[bytes | Outgoing],
     *,
     rate: float = 0.0,
     partitions: int = 3,
     kafka: KafkaSettings | None = None,
 ) -> int:
-    """Produce record values to `topic` (created if missing), at `rate` per second (0: as fast as possible); `kafka`
-    carries the TLS and SASL settings (its bootstrap servers are replaced by `bootstrap`)."""
+    """Produce record values (or keyed records, some perhaps to topics of their own) to `topic` (created if missing,
+    like any other topic named), at `rate` per second (0: as fast as possible); `kafka` carries the TLS and SASL
+    settings (its bootstrap servers are replaced by `bootstrap`). Returns the records sent."""
     kafka = (
         kafka.model_copy(update={"bootstrap_servers": bootstrap})
         if kafka
         else KafkaSettings(kafka_bootstrap_servers=bootstrap)
     )
     await ensure_topics(kafka, {topic: partitions})
+    known = {topic}
     producer = make_producer(kafka, linger_ms=5)
     await start_client(producer, kafka)
     sent = 0
     started = time.monotonic()
     try:
-        for value in values:
-            await producer.send(topic, value)
+        for item in values:
+            record = item if isinstance(item, Outgoing) else Outgoing(item)
+            to = record.topic or topic
+            if to not in known:
+                await ensure_topics(kafka, {to: partitions})
+                known.add(to)
+            await producer.send(to, record.value, key=record.key)
             sent += 1
             if rate > 0:
                 ahead = sent / rate - (time.monotonic() - started)

@@ -7,6 +7,7 @@ from datetime import date, datetime
 from typing import Literal
 
 from monitor.alerts.windows import WeightedSums
+from monitor.feedback.agreement_queries import JudgeUserAgreement
 
 # Whether an optional table could be read: absent from the database, present without rows in the range, or with rows.
 TableStatus = Literal["missing", "empty", "present"]
@@ -318,6 +319,10 @@ class ReportData:
     # The conversations with the lowest share of relevant turns (at least 2 judged); None: the table predates turns
     # (no `turn` column, migration 043).
     conversations: tuple[Conversation, ...] | None = None
+    # How well each judge predicts users' thumbs and ratings over the feedback given in the range (always the live
+    # consumer's primary rows); `feedback_status` missing: the schema predates the feedback table (migration 046).
+    judge_users: tuple[JudgeUserAgreement, ...] = ()
+    feedback_status: TableStatus = "missing"
 
     @property
     def judged_rows(self) -> int:

@@ -19,6 +19,7 @@ from monitor.report.environment import environment
 from monitor.report.examples import conversation_command, find_command
 from monitor.report.focus import clock, fired_on_apps, headline, segment_name
 from monitor.report.formats import count, num, pct, usd, when
+from monitor.report.judge_users import overall_rows, weekly_rows
 from monitor.report.model import CanaryPoint, Conversation, Example, Firing, ReportData
 from monitor.report.queries import DEFAULT_DAYS
 from monitor.report.totals import SegmentTotals, apps_in_order, overall_mean, ratio
@@ -178,6 +179,8 @@ def _tables(data: ReportData, totals: Sequence[SegmentTotals], charts: dict[str,
         "app_charts": [AppChart(app, _judges_of(totals, app)) for app in apps[:MAX_APP_CHARTS]],
         "quieter_apps": apps[MAX_APP_CHARTS:],
         "canary_rows": canary_rows(data.canaries),
+        "judge_user_overall": overall_rows(data.judge_users),
+        "judge_user_weekly": weekly_rows(data.judge_users),
         "coverage_rows": rows,
         "clipped_points": view.clipped if view is not None else 0,
         "clipped_rows": sum(1 for r in rows if r.consumed and r.judged > r.consumed),

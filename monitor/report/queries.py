@@ -16,6 +16,7 @@ from typing import Any
 from monitor.alerts.queries import SHADOW_ROW
 from monitor.alerts.state import STATE_TABLE, StateStore
 from monitor.alerts.windows import utc
+from monitor.feedback.agreement_queries import JudgeUserAgreement, judge_user_agreement
 from monitor.report.buckets import bucket_seconds
 from monitor.report.focus import SegmentFilter, change_of, example_sources, focus_window, segment_filter
 from monitor.report.model import (
@@ -43,6 +44,7 @@ from monitor.report.model import (
 from monitor.report.totals import segment_totals
 from monitor.store.connection import ClickHouseStore
 from schemas.canary import CANARY_TABLE
+from schemas.feedback import FEEDBACK_TABLE
 
 DEFAULT_TRAFFIC_TABLE = "traffic_counts"
 DEFAULT_DAYS = 7  # the default range: all the data in the store, up to this many days back
@@ -117,6 +119,8 @@ class _Optional:
     alert_status: TableStatus = "missing"
     canaries: tuple[CanaryPoint, ...] = ()
     canary_status: TableStatus = "missing"
+    judge_users: tuple[JudgeUserAgreement, ...] = ()
+    feedback_status: TableStatus = "missing"
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +173,8 @@ def fetch_report_data(
         alert_status=extra.alert_status,
         canaries=extra.canaries,
         canary_status=extra.canary_status,
+        judge_users=extra.judge_users,
+        feedback_status=extra.feedback_status,
         replays=scope.replays,
         include_replays=include_replays,
         first_seen=first_seen,
@@ -195,7 +201,7 @@ def _scope(store: ClickHouseStore, since: datetime, until: datetime, bucket_s: i
 
 def _optional_tables(store: ClickHouseStore, scope: _Scope, traffic_table: str) -> _Optional:
     """The traffic counts, the alert state and the canary runs, from those of the tables the database has."""
-    tables = _existing_tables(store, scope.db, [traffic_table, STATE_TABLE, CANARY_TABLE])
+    tables = _existing_tables(store, scope.db, [traffic_table, STATE_TABLE, CANARY_TABLE, FEEDBACK_TABLE])
     out = _Optional()
     if traffic_table in tables:
         traffic = tuple(_traffic(store, scope.scores, scope.where, f"{scope.db}.{traffic_table}", scope.params))
@@ -207,6 +213,9 @@ def _optional_tables(store: ClickHouseStore, scope: _Scope, traffic_table: str) 
     if CANARY_TABLE in tables:
         canaries = tuple(_canaries(store, f"{scope.db}.{CANARY_TABLE}", scope.params))
         out = replace(out, canaries=canaries, canary_status="present" if canaries else "empty")
+    if FEEDBACK_TABLE in tables:
+        agreement = tuple(judge_user_agreement(store, scope.params["since"], scope.params["until"]))
+        out = replace(out, judge_users=agreement, feedback_status="present" if agreement else "empty")
     return out
 
 

@@ -23,6 +23,7 @@ from monitor.report.charts import (
     health_chart,
     relevancy_chart,
 )
+from monitor.report.judge_users import judge_user_chart
 from monitor.report.model import Firing, ReportData, Segment, TableStatus
 from monitor.report.page import ChartView, headline_of, render_page
 from monitor.report.queries import DEFAULT_DAYS, DEFAULT_TRAFFIC_TABLE, WORST_EXAMPLES, data_span, fetch_report_data
@@ -103,6 +104,9 @@ def charts_of(data: ReportData) -> tuple[list[Chart], frozenset[Firing]]:
         charts.append(judge_chart)
     if data.canaries:
         charts.append(canary_chart(data.canaries, grid.x, data.bucket_s, grid.x_range))
+    users_chart = judge_user_chart(data.judge_users)
+    if users_chart is not None:
+        charts.append(users_chart)
     charts += [
         coverage_chart(data.traffic, grid.x, data.bucket_s, grid.x_range, data.traffic_status == "present"),
         health_chart(data.health, grid.x, data.bucket_s, grid.x_range),

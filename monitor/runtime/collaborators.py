@@ -18,6 +18,7 @@ from monitor.judging.shadow import RowsOwed
 from monitor.judging.verdict_reuse import VerdictReuse
 from monitor.privacy.spans import Redactor
 from monitor.publish.publisher import EvaluationPublisher
+from monitor.runtime.feedback_flow import FeedbackParts
 from monitor.runtime.health import Health
 from monitor.runtime.metrics import Metrics
 from monitor.runtime.rows import TextPolicy
@@ -49,4 +50,5 @@ class Collaborators:
     dlq: DeadLetterPublisher
     shadow: Shadow | None = None  # None: MONITOR_SHADOW_JUDGE unset
     publisher: EvaluationPublisher | None = None  # None: MONITOR_PUBLISH_EVALUATIONS=off
+    feedback: FeedbackParts | None = None  # None: MONITOR_FEEDBACK_TOPICS unset
     owed: RowsOwed = field(default_factory=RowsOwed)  # the sink's acknowledgement settles rows through the same one

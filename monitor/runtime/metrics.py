@@ -54,6 +54,7 @@ class Metrics(JudgingMetrics):
         self._register_evaluations(self.registry)
         self._register_writes(self.registry)
         self._register_offsets(self.registry)
+        self._register_feedback(self.registry)
 
     def _register_records(self, r: CollectorRegistry) -> None:
         """What was fetched from Kafka, and what went to the dead-letter topic."""
@@ -107,6 +108,32 @@ class Metrics(JudgingMetrics):
         self.redaction_failures = Counter(
             PREFIX + "redaction_failures",
             "Sampled events the redactor raised on: dead-lettered (redaction_failed), never judged or stored",
+            registry=r,
+        )
+
+    def _register_feedback(self, r: CollectorRegistry) -> None:
+        """Users' feedback: what arrived, where its segment came from, and the answers read back and judged."""
+        self.feedback_received = Counter(
+            PREFIX + "feedback_received", "Feedback events decoded (thumbs, ratings)", ["source", "kind"], registry=r
+        )
+        self.feedback_stored = Counter(
+            PREFIX + "feedback_stored",
+            "Feedback rows written, by where their segment came from (feedback, scored, kafka, unresolved)",
+            ["segment_source"],
+            registry=r,
+        )
+        self.feedback_answer_reads = Counter(
+            PREFIX + "feedback_answer_reads",
+            "Answers looked for in Kafka for a feedback event: found, aged_out (no longer in the topic), not_found",
+            ["outcome"],
+            registry=r,
+        )
+        self.feedback_judging = Counter(
+            PREFIX + "feedback_judging",
+            "Negative feedback on answers: judged (read back and judged), already_judged (a live row exists), "
+            "over_budget (MONITOR_FEEDBACK_JUDGE_BUDGET), no_answer (not found in the store or Kafka), erased (by "
+            "`forget`), failed",
+            ["outcome"],
             registry=r,
         )
 

@@ -31,6 +31,7 @@ from monitor.runtime.backpressure import Backpressure
 from monitor.runtime.batch_counts import BatchCounts
 from monitor.runtime.collaborators import Collaborators
 from monitor.runtime.dead_letters import dead_letter, event_record
+from monitor.runtime.feedback_flow import FeedbackFlow
 from monitor.runtime.kafka_close import CLOSE_FLOOR_S, close_clients
 from monitor.runtime.partition_tasks import Deadline, PartitionTasks
 from monitor.runtime.pausing import Pausing
@@ -41,6 +42,8 @@ from monitor.runtime.span_join import SpanJoin
 from monitor.runtime.stop_race import StopRace
 from monitor.runtime.traffic_flush import TrafficFlush
 from schemas.errors import DecodeError, RedactionFailed, SinkClosed
+from schemas.events import KafkaPosition
+from schemas.feedback import FeedbackEvent
 
 log = structlog.get_logger("monitor.runtime.pipeline")
 
@@ -62,7 +65,8 @@ class Pipeline:
         self.shadow, self.owed, self.publisher = parts.shadow, parts.owed, parts.publisher
         self.tasks = PartitionTasks()
         self.traffic_flush = TrafficFlush(parts.cost, parts.metrics, parts.health)
-        topics = parts.kafka.topics
+        feedback = parts.feedback
+        topics = tuple(dict.fromkeys((*parts.kafka.topics, *(feedback.settings.topics if feedback else ()))))
         self.source = KafkaSource(parts.consumer, topics, on_assigned=self._on_assigned, on_revoked=self._on_revoked)
         backpressure = Backpressure(high=parts.flow.max_in_flight, low=parts.flow.resume_at)
         self.pausing = Pausing(backpressure, self.source, parts.sink, parts.metrics)
@@ -80,19 +84,42 @@ class Pipeline:
         self._dead_letters: set[asyncio.Task[Any]] = set()
         self._closing: set[TopicPartition] = set()  # being finished: no new judge call starts for them
         self.join = SpanJoin.of(parts.kafka, parts.tracker, parts.metrics, parts.cost.traffic)
-        self.decoder = RecordDecoder(parts.kafka, parts.metrics, parts.cost.traffic, self.join)
+        self.decoder = RecordDecoder(
+            parts.kafka, parts.metrics, parts.cost.traffic, self.join,
+            feedback_topics=feedback.settings.topics if feedback else (),
+            feedback=feedback.settings.options() if feedback else None,
+        )  # fmt: skip
+        self.feedback_parts = feedback
+        self.feedback = (
+            None
+            if feedback is None
+            else FeedbackFlow(
+                feedback,
+                redactor=parts.redactor,
+                text_policy=parts.text_policy,
+                tracker=parts.tracker,
+                tasks=self.tasks,
+                metrics=parts.metrics,
+                judge=self._judge_answer,
+            )
+        )
 
     async def run(self, stop: asyncio.Event) -> None:
         """Consume until `stop` is set; then drain within the grace period, flush, commit and close."""
         await self.store.open()
         self.health.store_answered = True
+        reader = self.feedback_parts.reader if self.feedback_parts else None
         try:
             await start_client(self.producer, self.kafka)
             await start_client(self.source, self.kafka)
+            if reader is not None:
+                await reader.start()
         except BaseException:
             await close_clients(
                 self.source, self.producer
             )  # a failed start leaves no client open ("Unclosed ..." warnings)
+            if reader is not None:
+                await reader.close()
             raise
         info, shadow = self.guard.judge.info, self.shadow
         log.info(
@@ -107,6 +134,8 @@ class Pipeline:
             shadow_sample_rate=shadow.sampler.rate if shadow else None,
         )
         self._spawn(self.sink.run(), "sink-flusher")
+        if self.feedback_parts is not None:
+            self._spawn(self.feedback_parts.sink.run(), "feedback-flusher")
         self._spawn(self.traffic_flush.run(self.cost.settings.traffic_flush_s), "traffic-counts")
         self._spawn(self.probes.run(), "probes")
         if self.cost.budget.enabled:
@@ -153,6 +182,8 @@ class Pipeline:
         await race.settle(work.remaining())
         left = await self.finish(self.source.assignment() | self.tasks.partitions(), work, phase="shutdown")
         self.sink.close()
+        if self.feedback_parts is not None:
+            self.feedback_parts.sink.close()
         for task in self._background:
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
@@ -163,6 +194,8 @@ class Pipeline:
         note = "unfinished events (not judged, or their rows not written) are not committed: the next start re-reads"
         log.info("stopped", unfinished_events=left, note=note if left else "")
         await close_clients(self.source, self.producer, max(whole.remaining(), CLOSE_FLOOR_S))
+        if self.feedback_parts is not None:
+            await self.feedback_parts.reader.close()
         await self.guard.judge.aclose()
         if self.shadow is not None:
             await self.shadow.guard.judge.aclose()
@@ -180,7 +213,7 @@ class Pipeline:
         self._closing |= tps
         await self.tasks.drain(tps, deadline, stop_now=self._not_yet_judging)
         try:
-            await asyncio.wait_for(self.sink.flush_all(), timeout=deadline.remaining())
+            await asyncio.wait_for(self._flush_all(), timeout=deadline.remaining())
         except (TimeoutError, SinkClosed):
             # Not counted here: their events are the unfinished ones, counted once when the phase ends.
             reason = self.health.write_problem or "the deadline passed while writing"
@@ -200,6 +233,11 @@ class Pipeline:
         self._closing -= tps
         self.probes.forget(tps)
         return left
+
+    async def _flush_all(self) -> None:
+        await self.sink.flush_all()
+        if self.feedback_parts is not None:
+            await self.feedback_parts.sink.flush_all()
 
     def _not_yet_judging(self, task: asyncio.Task[Any]) -> bool:
         # Work that has not reached the judge is cheaper to redeliver than to wait for (the shadow's calls are
@@ -222,14 +260,16 @@ class Pipeline:
         factor, reason = self.cost.current()
         for record in records:
             try:
-                events = self.decoder.events(tp, record)
+                items = self.decoder.items(tp, record)
             except DecodeError as e:
                 counts.dead_lettered(
                     record.timestamp / 1000 if record.timestamp and record.timestamp > 0 else time.time()
                 )
                 self._dead_letter(record, e, self.tracker.track(tp, record.offset))
                 continue
-            for part, event in enumerate(events):
+            if items.feedback:
+                self._start_feedback(tp, record, items.feedback)
+            for part, event in enumerate(items.events):
                 if per_event_factor:
                     factor, reason = self.cost.current()
                 decision = self.sampler.decide(event, factor=factor, reason=reason, now=time.time())
@@ -240,6 +280,26 @@ class Pipeline:
         self.tracker.advance(tp, records[-1].offset + 1)
         if self.join is not None:
             self._start_joined()
+
+    def _start_feedback(
+        self, tp: TopicPartition, record: ConsumerRecord[Any, Any], feedback: list[FeedbackEvent]
+    ) -> None:
+        """Start each feedback event of a record (tickets numbered -1, -2, ...: apart from its conversation events)."""
+        assert self.feedback is not None  # the decoder reads feedback only on the feedback topics
+        position = KafkaPosition(topic=tp.topic, partition=tp.partition, offset=record.offset)
+        for i, item in enumerate(feedback):
+            self.feedback.start(item, self.tracker.track(tp, record.offset, -(i + 1)), position)
+
+    def _judge_answer(
+        self, event: DecodedEvent, decision: SampleDecision, ticket: Ticket, position: KafkaPosition
+    ) -> None:
+        """Judge an answer read back from Kafka for a user's feedback; one the redactor fails on is counted and
+        finished (its feedback row is still written): there is no record of its own to dead-letter."""
+        try:
+            self.scorer.start(event, decision, ticket, position)
+        except RedactionFailed:
+            self.metrics.feedback_judging.labels("failed").inc()
+            self.tracker.done(ticket)
 
     def _start_joined(self) -> None:
         """Sample the events the join made; their tickets (and their riders) were tracked when held."""
@@ -316,6 +376,8 @@ class Pipeline:
         share = share_of(assigned, partitions)
         self.guard.limits.rate.set_share(share)
         self.sampler.set_share(share)
+        if self.feedback_parts is not None:
+            self.feedback_parts.budget.set_share(share.fraction)
         self.metrics.group_share.set(share.fraction)
         log.info("group_share", requests_per_minute=self.guard.limits.rate.requests_per_minute, **share.log_fields())
 

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from consumers.decode import DecodedEvent
 from consumers.offsets import Ticket
-from consumers.sampling import SampleDecision, ShadowSampler
+from consumers.sampling import DecisionKind, SampleDecision, ShadowSampler
 from monitor.judges.base import FailureReason, JudgeFailure, Judgement
 from monitor.judges.context_window import ContextWindow, windowed
 from monitor.judging.cost_control import CostControl
@@ -88,11 +88,15 @@ class Scorer:
         self.sink, self.tasks, self.owed, self.metrics, self.text_policy = sink, tasks, owed, metrics, text_policy
         self._wanted = wanted
 
-    def start(self, decoded: DecodedEvent, decision: SampleDecision, ticket: Ticket) -> None:
+    def start(
+        self, decoded: DecodedEvent, decision: SampleDecision, ticket: Ticket, position: KafkaPosition | None = None
+    ) -> None:
         """Cut its context to the judge's window, redact a sampled event and start its row (and its shadow row, if
         the shadow samples it too). Raises `RedactionFailed` (counted and logged, nothing started) if the redactor
-        raises: the caller dead-letters it."""
-        position = KafkaPosition(topic=ticket.tp.topic, partition=ticket.tp.partition, offset=ticket.offset)
+        raises: the caller dead-letters it. `position` is the event's record when that is not the ticket's (an
+        answer read back from Kafka for a user's feedback: its ticket is the feedback record's)."""
+        if position is None:
+            position = KafkaPosition(topic=ticket.tp.topic, partition=ticket.tp.partition, offset=ticket.offset)
         # Once, here: the redactor, both judges, the reuse key, the cost and the row all see this bounded context.
         event = windowed(decoded.event(position), self.window)
         try:
@@ -108,7 +112,7 @@ class Scorer:
     def _shadow_decision(self, event: ConversationEvent, decision: SampleDecision) -> SampleDecision | None:
         """The shadow row's decision, or None: no shadow, not in its sub-sample, or the budget is used up (the
         primary's call took the last of it: the shadow never runs the spend past a cap)."""
-        if self.shadow is None:
+        if self.shadow is None or decision.kind is DecisionKind.FEEDBACK:  # the shadow samples the unbiased stream
             return None
         shadow = self.shadow.sampler.decide(event, decision)
         if shadow is not None and self.cost.budget.enabled and self.cost.budget.factor() == 0.0:

@@ -11,10 +11,14 @@ from aiokafka import AIOKafkaProducer
 
 from consumers.clients import make_consumer, make_producer
 from consumers.deadletter import DeadLetterPublisher
-from consumers.offsets import OffsetTracker
+from consumers.offsets import OffsetTracker, Ticket
 from consumers.sampling import Sampler, ShadowSampler
 from consumers.topics import ensure_dlq_topic
 from monitor.config import Settings
+from monitor.feedback.answer_reader import AnswerReader
+from monitor.feedback.answers import AnswerIndex
+from monitor.feedback.judge_budget import HourlyBudget
+from monitor.feedback.sink import FeedbackSink
 from monitor.judges.base import Judge
 from monitor.judges.factory import build_judge
 from monitor.judging.cost_control import CostControl
@@ -27,9 +31,11 @@ from monitor.publish.publisher import EvaluationPublisher
 from monitor.publish.settings import PublishSettings
 from monitor.runtime.acknowledge import Acknowledge
 from monitor.runtime.collaborators import Collaborators
+from monitor.runtime.feedback_flow import FeedbackParts
 from monitor.runtime.health import Health, HealthServer
 from monitor.runtime.metrics import Metrics
 from monitor.runtime.pipeline import Pipeline
+from monitor.runtime.record_events import RecordDecoder
 from monitor.runtime.scorer import Shadow
 from monitor.runtime.sink import ClickHouseSink
 from monitor.store.async_store import AsyncStore
@@ -128,7 +134,39 @@ def build_pipeline(
             shadow=shadow,
             publisher=publisher,
             owed=owed,
+            feedback=build_feedback(settings, store, tracker, metrics, cost),
         )
+    )
+
+
+def build_feedback(
+    settings: Settings, store: AsyncStore, tracker: OffsetTracker, metrics: Metrics, cost: CostControl
+) -> FeedbackParts | None:
+    """What reading users' feedback needs, or None when MONITOR_FEEDBACK_TOPICS is unset. A feedback row is durable
+    when its insert returned: then its record's ticket is done."""
+    feedback = settings.feedback
+    if not feedback.topics:
+        return None
+
+    def durable(tickets: list[Ticket]) -> None:
+        for ticket in tickets:
+            tracker.done(ticket)
+
+    # The answers' records decode as the pipeline decodes them, without its counting or joining.
+    decode = RecordDecoder(settings.kafka, metrics, cost.traffic).events
+    return FeedbackParts(
+        settings=feedback,
+        store=store,
+        index=AnswerIndex(store, settings.store.table, feedback.lookback_s),
+        reader=AnswerReader(
+            settings.kafka,
+            settings.kafka.topics,
+            decode,
+            read_max_records=feedback.read_max_records,
+            lookback_s=feedback.lookback_s,
+        ),
+        sink=FeedbackSink(store, durable, max_seconds=settings.flow.batch_max_seconds),
+        budget=HourlyBudget(feedback.judge_budget),
     )
 
 

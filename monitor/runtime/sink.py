@@ -20,12 +20,12 @@ from collections.abc import Callable
 from typing import Generic, TypeVar
 
 import structlog
-from clickhouse_connect.driver.exceptions import DataError
 
 from monitor.backoff import Backoff
 from monitor.runtime.health import Health
 from monitor.runtime.metrics import Metrics
 from monitor.store.async_store import AsyncStore
+from monitor.store.connection import refused_by_driver
 from schemas.errors import SinkClosed
 from schemas.scored import ScoredRow
 
@@ -150,7 +150,9 @@ class ClickHouseSink(Generic[T]):
         try:
             await self._store.insert_rows(rows, token)
             return rows
-        except (DataError, UnicodeError) as e:  # what the driver cannot encode is a property of the row
+        except Exception as e:  # what the driver cannot encode is a property of the row; the rest is retried
+            if not refused_by_driver(e):
+                raise
             log.error("batch_refused_by_driver", rows=len(rows), detail=str(e).splitlines()[0][:300])
         written: list[ScoredRow] = []
         for i, row in enumerate(rows):
@@ -158,14 +160,18 @@ class ClickHouseSink(Generic[T]):
                 await self._store.insert_rows([row], f"{token}-{i}")
                 written.append(row)
                 continue
-            except (DataError, UnicodeError) as e:
+            except Exception as e:
+                if not refused_by_driver(e):
+                    raise
                 reason = f"internal: row refused by the store: {str(e).splitlines()[0][:200]}"
                 log.error("row_refused_by_driver", event_id=row.event_id, detail=reason)
             fallback = row.as_error(reason)
             try:
                 await self._store.insert_rows([fallback], f"{token}-{i}-error")
                 written.append(fallback)
-            except (DataError, UnicodeError) as e:
+            except Exception as e:
+                if not refused_by_driver(e):
+                    raise
                 log.error("row_dropped", event_id=row.event_id, detail=str(e).splitlines()[0][:300])
                 self._metrics.rows_dropped.inc()
         return written

@@ -69,9 +69,11 @@ class AsyncStore:
         """See `ClickHouseStore.insert_rows`."""
         await self._run(self.store.insert_rows, rows, dedup_token)
 
-    async def insert_table(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    async def insert_table(
+        self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], dedup_token: str | None = None
+    ) -> None:
         """See `ClickHouseStore.insert_table`."""
-        await self._run(self.store.insert_table, table, columns, rows)
+        await self._run(self.store.insert_table, table, columns, rows, dedup_token)
 
     async def query(self, sql: str, parameters: dict[str, Any] | None = None) -> QueryResult:
         """See `ClickHouseStore.query`."""

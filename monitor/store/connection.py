@@ -24,7 +24,7 @@ from typing import Any
 
 import clickhouse_connect
 from clickhouse_connect.driver.client import Client
-from clickhouse_connect.driver.exceptions import ClickHouseError
+from clickhouse_connect.driver.exceptions import ClickHouseError, DataError
 
 from monitor.store.embedded_reader import READER_FILE, READER_USER, ReaderAddress, reader_address
 from monitor.store.settings import StoreSettings
@@ -124,6 +124,13 @@ def _network_reason(e: BaseException) -> str | None:
         reason = getattr(x, "reason", None)
         stack += [x.__cause__, x.__context__, reason if isinstance(reason, BaseException) else None]
     return None
+
+
+def refused_by_driver(e: BaseException) -> bool:
+    """Whether the driver refused to encode the rows of an insert (a property of the data, never a transient fault,
+    so a retry cannot help): its `DataError`, which the store wraps in `StoreError`, or the encoding's own ValueError
+    (UnicodeError) or TypeError."""
+    return isinstance(e, DataError | ValueError | TypeError) or isinstance(e.__cause__, DataError)
 
 
 def _store_error(e: ClickHouseError) -> StoreError:
@@ -313,16 +320,26 @@ class ClickHouseStore:
         except ClickHouseError as e:
             raise _store_error(e) from e
 
-    def insert_table(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-        """Insert plain rows into another table of this database (traffic counts, alert state); raises `StoreError`."""
+    def insert_table(
+        self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], dedup_token: str | None = None
+    ) -> None:
+        """Insert plain rows into another table of this database (traffic counts, alert state, feedback); with
+        `dedup_token`, a retry with the same token and rows is a no-op on the server, in the table and in the tables
+        its materialized views fill that keep a deduplication window. Raises `StoreError`."""
         self._require_schema()
-        self.insert_unchecked(table, columns, rows)
+        settings = {"insert_deduplication_token": dedup_token, "deduplicate_blocks_in_dependent_materialized_views": 1}
+        self._insert(table, columns, rows, settings if dedup_token else None)
 
     def insert_unchecked(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
         """`insert_table` before the schema is ready: for the migrations' own records only."""
+        self._insert(table, columns, rows, None)
+
+    def _insert(
+        self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], settings: dict[str, Any] | None
+    ) -> None:
         self.writable()
         try:
-            self.client.insert(f"{self.database}.{table}", list(rows), column_names=list(columns))
+            self.client.insert(f"{self.database}.{table}", list(rows), column_names=list(columns), settings=settings)
         except ClickHouseError as e:
             raise _store_error(e) from e
 

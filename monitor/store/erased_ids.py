@@ -82,6 +82,19 @@ def load_erased_ids(store: ClickHouseStore) -> ErasedIds:
     )
 
 
+def was_erased(store: ClickHouseStore, conversation_id: str, event_id: str) -> bool:
+    """Whether one event was erased (its conversation id or its event id), by one query for its two hashes: for
+    reading a single answer back from Kafka, where loading the whole table would be waste. Raises `StoreError`."""
+    if not _exists(store):
+        return False
+    rows = store.query(
+        f"SELECT count() FROM {_source(store)} WHERE (kind = {{conversation:String}} AND id_sha256 = {{c:String}}) "
+        "OR (kind = {event:String} AND id_sha256 = {e:String})",
+        {"conversation": CONVERSATION, "event": EVENT, "c": hash_id(conversation_id), "e": hash_id(event_id)},
+    ).rows
+    return bool(rows and rows[0][0])
+
+
 def record_erased(
     store: ClickHouseStore, conversation_ids: Iterable[str], event_ids: Iterable[str], at: datetime
 ) -> int:

@@ -1,13 +1,14 @@
 """Retention as ClickHouse TTLs: how long rows and their text are kept (MONITOR_RETENTION_DAYS,
 MONITOR_TEXT_RETENTION_DAYS), and the ALTER statements that bring a store's tables there. Pure: no I/O.
 
-Rows of the scores table, `traffic_counts`, the rollups (`relevancy_rollup_1m`, `relevancy_rollup_1h`) and the
-canary runs (`canary_runs`) get a table TTL of `retention_days` after their time (the scores table's `event_time`,
-the others' minute or hour column, a canary run's `run_at`); 0 keeps them forever (no TTL). Canary rows hold no
-conversation text (the pairs are in the labels file), so they have no text TTL. The text columns of the scores
-table (`TEXT_COLUMNS`) get a column TTL of `text_retention_days` after the event time: ClickHouse empties them
-(their default: '' or []) and keeps the row; 0, or a value not shorter than the row's retention, leaves them
-without one (they go with the row).
+Rows of the scores table, `traffic_counts`, the rollups (`relevancy_rollup_1m`, `relevancy_rollup_1h`), the canary
+runs (`canary_runs`), users' feedback (`feedback`) and its rollup (`feedback_rollup_1m`) get a table TTL of
+`retention_days` after their time (the scores table's `event_time`, a canary run's `run_at`, a feedback row's
+`feedback_time`, the others' minute or hour column); 0 keeps them forever (no TTL). Canary rows hold no conversation
+text (the pairs are in the labels file), so they have no text TTL. The text columns of the scores table
+(`TEXT_COLUMNS`) and a feedback row's comment (`FEEDBACK_TEXT_COLUMNS`, the user's free text) get a column TTL of
+`text_retention_days` after the row's time: ClickHouse empties them (their default: '' or []) and keeps the row; 0,
+or a value not shorter than the row's retention, leaves them without one (they go with the row).
 
 The settings are authoritative over those TTLs: a table TTL or text-column TTL that differs (set by hand, or by an
 earlier setting) is replaced, and removed when the setting is 0. `plan_retention` compares what each table has (its
@@ -15,8 +16,8 @@ earlier setting) is replaced, and removed when the setting is 0. `plan_retention
 expressions (`INTERVAL 30 DAY` is ClickHouse's `toIntervalDay(30)`), and returns only the differences, one ALTER per
 table, so applying a plan twice is a no-op.
 
-`event_time` is DateTime64(3): the TTL reads `toDateTime(event_time)`, a DateTime, which every ClickHouse version
-accepts in a TTL (recent ones take DateTime64 as well)."""
+`event_time`, `run_at` and `feedback_time` are DateTime64(3): the TTL reads `toDateTime(...)` of them, a DateTime,
+which every ClickHouse version accepts in a TTL (recent ones take DateTime64 as well)."""
 
 from __future__ import annotations
 
@@ -29,11 +30,14 @@ from sqlglot import exp
 
 from schemas.canary import CANARY_TABLE
 from schemas.ddl import ROLLUP_GRAINS, on_cluster
+from schemas.feedback import FEEDBACK_ROLLUP_TABLE, FEEDBACK_TABLE
 
 TEXT_COLUMNS = ("question", "response", "reasoning", "statements", "verdict_reasons", "context", "system_instructions")
+FEEDBACK_TEXT_COLUMNS = ("comment",)
 TRAFFIC_TABLE = "traffic_counts"
 _SCORES_TIME = "toDateTime(event_time)"
 _CANARY_TIME = "toDateTime(run_at)"  # DateTime64(3), like event_time
+_FEEDBACK_TIME = "toDateTime(feedback_time)"  # DateTime64(3), like event_time
 
 # Sent with every retention ALTER. A MODIFY TTL (or a column TTL) changes the table's metadata at once; with
 # materialize_ttl_after_modify=1 (ClickHouse's default, set here so a profile cannot turn it off) it also queues a
@@ -138,9 +142,16 @@ def _text_ttl_wanted(retention_days: int, text_retention_days: int) -> bool:
 
 
 def retention_tables(table: str) -> tuple[str, ...]:
-    """The tables whose retention is managed, for the scores table `table`: it, the traffic table, the rollups and the
-    canary runs."""
-    return (table, TRAFFIC_TABLE, *(grain.rollup for grain in ROLLUP_GRAINS), CANARY_TABLE)
+    """The tables whose retention is managed, for the scores table `table`: it, the traffic table, the rollups, the
+    canary runs, users' feedback and its rollup."""
+    return (
+        table,
+        TRAFFIC_TABLE,
+        *(grain.rollup for grain in ROLLUP_GRAINS),
+        CANARY_TABLE,
+        FEEDBACK_TABLE,
+        FEEDBACK_ROLLUP_TABLE,
+    )
 
 
 def wanted_ttls(table: str, retention_days: int, text_retention_days: int) -> tuple[TableTTLs, ...]:
@@ -154,12 +165,20 @@ def wanted_ttls(table: str, retention_days: int, text_retention_days: int) -> tu
     def after(time: str, days: int) -> str | None:
         return f"{time} + INTERVAL {days} DAY" if days > 0 else None
 
-    text = after(_SCORES_TIME, text_retention_days) if _text_ttl_wanted(retention_days, text_retention_days) else None
+    def text(time: str) -> str | None:
+        return after(time, text_retention_days) if _text_ttl_wanted(retention_days, text_retention_days) else None
+
     return (
-        TableTTLs(table, after(_SCORES_TIME, retention_days), tuple((column, text) for column in TEXT_COLUMNS)),
+        TableTTLs(table, after(_SCORES_TIME, retention_days), tuple((c, text(_SCORES_TIME)) for c in TEXT_COLUMNS)),
         TableTTLs(TRAFFIC_TABLE, after("minute", retention_days)),
         *(TableTTLs(grain.rollup, after(grain.column, retention_days)) for grain in ROLLUP_GRAINS),
         TableTTLs(CANARY_TABLE, after(_CANARY_TIME, retention_days)),
+        TableTTLs(
+            FEEDBACK_TABLE,
+            after(_FEEDBACK_TIME, retention_days),
+            tuple((c, text(_FEEDBACK_TIME)) for c in FEEDBACK_TEXT_COLUMNS),
+        ),
+        TableTTLs(FEEDBACK_ROLLUP_TABLE, after("minute", retention_days)),
     )
 
 
@@ -190,7 +209,7 @@ def plan_retention(
     """The plan taking the managed tables of `database` from `current` ({table: its create_table_query}) to the
     retention wanted: for each table whose TTLs differ, one `ALTER TABLE db.t [ON CLUSTER c] MODIFY COLUMN c <type>
     TTL ... | MODIFY COLUMN c REMOVE TTL, ..., MODIFY TTL ... | REMOVE TTL`. Raises ValueError for a managed table
-    missing from `current`, or a text column missing from the scores table."""
+    missing from `current`, or a text column missing from its table."""
     if not _IDENT.match(database):
         raise ValueError(f"database name {database!r} is not a plain identifier")
     changes: list[TTLChange] = []

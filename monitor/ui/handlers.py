@@ -14,6 +14,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, PlainTextResponse, RedirectResponse, Response
 
 from monitor.alerts.state import StateStore
+from monitor.feedback.agreement_queries import JudgeUserAgreement, feedback_table_exists, judge_user_agreement
 from monitor.review.agreement import agreement_report
 from monitor.review.label_rows import NewLabel, StoredLabel
 from monitor.store.connection import ClickHouseStore
@@ -196,7 +197,7 @@ def _time(text: str | None, default: datetime) -> datetime:
 
 
 async def agreement(request: Request) -> Response:
-    """`/agreement?since=&until=`: each judge against the reviewers."""
+    """`/agreement?since=&until=`: each judge against the reviewers, and against users' feedback."""
     ctx = _ctx(request)
     try:
         until = _time(request.query_params.get("until"), ctx.now() + timedelta(minutes=1))
@@ -205,8 +206,12 @@ async def agreement(request: Request) -> Response:
         return _message(request, 400, "Bad range", "since/until: not a time (write 2026-11-02T09:00, UTC)")
     if since >= until:
         return _message(request, 400, "Bad range", "since: must be before until")
-    report = await ctx.store.call(lambda store: agreement_report(store, since, until))
-    return _page(request, "agreement.html.j2", page=build_agreement(report), nav="agreement")
+
+    def users(store: ClickHouseStore) -> list[JudgeUserAgreement] | None:
+        return judge_user_agreement(store, since, until) if feedback_table_exists(store) else None
+
+    report, feedback = await ctx.store.call(lambda store: (agreement_report(store, since, until), users(store)))
+    return _page(request, "agreement.html.j2", page=build_agreement(report, feedback), nav="agreement")
 
 
 async def healthz(request: Request) -> Response:

@@ -132,6 +132,12 @@ MALFORMED: dict[str, str] = {
     "log_format": "xml",
     "log_level": "trace",
     "review_routes": "/nonexistent/routes.yaml",
+    "feedback_rating_scale": "1",
+    "feedback_negative_rating_at_most": "1.5",
+    "feedback_judge_budget": "-1",
+    "feedback_lookback_s": "0",
+    "feedback_read_max_records": "10",
+    "feedback_resolve_wait_s": "-1",
 }
 ALERTS_MALFORMED: dict[str, str] = {
     "rules": "/nonexistent/rules.yaml",
@@ -161,6 +167,9 @@ FREE_FORM = frozenset(
         "metrics_apps",
         "clickhouse_password",
         "otlp_logs_topics",  # none is a choice: no OTLP topic carries log records
+        "feedback_topics",  # none is a choice: no feedback is read
+        "feedback_thumbs_evaluations",  # any evaluation names (none: no OpenTelemetry thumbs)
+        "feedback_rating_evaluations",
     }
 )
 ALERTS_FREE_FORM = frozenset({"replica_id"})

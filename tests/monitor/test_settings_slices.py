@@ -174,6 +174,20 @@ SLICE_OF: dict[str, str] = {
         )
     },
     "review_routes": "review.routes",
+    **{
+        n: f"feedback.{a}"
+        for n, a in (
+            ("feedback_topics", "topics"),
+            ("feedback_thumbs_evaluations", "thumbs_evaluations"),
+            ("feedback_rating_evaluations", "rating_evaluations"),
+            ("feedback_rating_scale", "rating_scale"),
+            ("feedback_negative_rating_at_most", "negative_rating_at_most"),
+            ("feedback_judge_budget", "judge_budget"),
+            ("feedback_lookback_s", "lookback_s"),
+            ("feedback_read_max_records", "read_max_records"),
+            ("feedback_resolve_wait_s", "resolve_wait_s"),
+        )
+    },
 }
 
 # A value for many settings, each other than its default, as a caller would pass it (secrets as plain strings).
@@ -235,6 +249,9 @@ GIVEN: dict[str, Any] = {
     "metrics_apps": ("shop",),
     "log_level": "debug",
     "replay_confirm_usd": 1.5,
+    "feedback_topics": ("t1", "fb"),
+    "feedback_rating_scale": 10,
+    "feedback_judge_budget": 5,
 }
 
 

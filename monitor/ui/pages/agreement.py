@@ -1,13 +1,17 @@
 """The agreement page (pure): per judge, κ on the control slice and on everything side by side with their intervals
-and counts, the confusion table, κ week by week and the disagreements; and the reviewers' κ with each other."""
+and counts, the confusion table, κ week by week and the disagreements; the reviewers' κ with each other; and each
+judge against users' own thumbs and ratings (AUC and ρ, as the report and `alerts check` show them)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from monitor.alerts.links import answer_path
 from monitor.calibration.agreement import Statistic
+from monitor.feedback.agreement_queries import JudgeUserAgreement
+from monitor.report.judge_users import JudgeUserRow, overall_rows, weekly_rows
 from monitor.review.agreement import AgreementReport, Disagreement, JudgeAgreement
 
 DEFAULT_SPAN = timedelta(days=14)
@@ -54,6 +58,9 @@ class AgreementPage:
     judges: tuple[JudgeSection, ...]
     human: str
     human_items: int
+    users: tuple[JudgeUserRow, ...] = ()  # each judge against users' feedback over the range, all segments first
+    users_weekly: tuple[JudgeUserRow, ...] = ()
+    feedback_table: bool = True  # False: the schema predates the feedback table (migration 046)
 
 
 def kappa_text(s: Statistic, n: int) -> str:
@@ -80,8 +87,9 @@ def _section(j: JudgeAgreement) -> JudgeSection:
     )
 
 
-def build_agreement(report: AgreementReport) -> AgreementPage:
-    """The page of an agreement report."""
+def build_agreement(report: AgreementReport, users: Sequence[JudgeUserAgreement] | None = ()) -> AgreementPage:
+    """The page of an agreement report, and of the judges against users' feedback of the same range (None: the
+    store has no feedback table)."""
     return AgreementPage(
         report.since,
         report.until,
@@ -89,4 +97,7 @@ def build_agreement(report: AgreementReport) -> AgreementPage:
         tuple(_section(j) for j in report.judges),
         kappa_text(report.humans.kappa, report.humans.items),
         report.humans.items,
+        tuple(overall_rows(users or ())),
+        tuple(weekly_rows(users or ())),
+        users is not None,
     )

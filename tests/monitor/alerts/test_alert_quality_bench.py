@@ -14,6 +14,7 @@ from monitor.alerts.queries import fetch_score_history
 from monitor.alerts.rules import load_rules
 from monitor.store.connection import ClickHouseStore
 from tests.monitor.alerts.conftest import make_row
+from tests.monitor.alerts.feedback_rows import Thumb, insert_feedback
 
 
 def test_a_shifted_mix_drops_the_mean_by_exactly_the_drop() -> None:
@@ -59,8 +60,18 @@ def test_in_memory_histories_equal_the_stores_for_the_same_events(store: ClickHo
                     )
                 )
     store.insert_rows(rows, dedup_token="bench-parity")
+    # The users' feedback drawn on those answers, as thumbs in the feedback table (its view fills the rollup).
+    assert minutes.feedback
+    thumbs = [
+        Thumb(origin + timedelta(minutes=minute, seconds=k), app, k < negative, f"{app}-{minute}-{k}", model, version)
+        for (app, model, version), per_minute in minutes.feedback.items()
+        for minute, (n, negative) in per_minute.items()
+        for k in range(int(n))
+    ]
+    insert_feedback(store, thumbs)
     since, until, step = origin + timedelta(hours=3), origin + timedelta(hours=4), timedelta(minutes=5)
     assert {r.turns for r in aq.quality_rules().rules} >= {"all", "follow_up"}
+    assert aq.FEEDBACK_RULE in {r.name for r in aq.quality_rules().rules}
     for rule in aq.quality_rules().rules:
         mine = aq._history(rule, minutes, origin, since, until, step)
         grid = grid_for(rule, since, step)

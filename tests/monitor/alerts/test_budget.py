@@ -38,24 +38,25 @@ def test_a_severitys_budget_is_split_over_its_tested_rules_by_budget_share() -> 
 
     shipped = load_rules()
     share = {r.name: shipped.budget(r) for r in shipped.rules}
-    assert share["relevancy_drop"] == pytest.approx(6 / 11) and share["judge_error_rate"] == pytest.approx(1 / 11)
-    assert share["follow_up_relevancy_drop"] == pytest.approx(1 / 11)
-    assert share["prompt_rollout_regression"] == share["model_rollout_regression"] == pytest.approx(1 / 11)
+    assert share["relevancy_drop"] == pytest.approx(6 / 12) and share["judge_error_rate"] == pytest.approx(1 / 12)
+    assert share["follow_up_relevancy_drop"] == share["feedback_negative_rise"] == pytest.approx(1 / 12)
+    assert share["prompt_rollout_regression"] == share["model_rollout_regression"] == pytest.approx(1 / 12)
     silence = (share["app_no_data"], share["upstream_silent"], share["stream_silent"])
-    assert silence == pytest.approx((0.4 / 11, 0.4 / 11, 0.2 / 11))
-    assert share["low_score_share_rise"] == pytest.approx(3 * 6 / 11) and share["relevancy_floor"] == pytest.approx(
-        3 / 11
+    assert silence == pytest.approx((0.4 / 12, 0.4 / 12, 0.2 / 12))
+    assert share["low_score_share_rise"] == pytest.approx(3 * 6 / 12) and share["relevancy_floor"] == pytest.approx(
+        3 / 12
     )
+    assert share["feedback_rate_collapse"] == pytest.approx(3 / 12) and share["judge_user_auc_low"] == 0.0
     assert share["canary_agreement_drop"] == share["scoring_lag"] == share["shadow_agreement_drop"] == 0.0
     for severity, budget in (("page", 1.0), ("ticket", 3.0)):
         assert sum(share[r.name] for r in shipped.rules if r.severity == severity) == pytest.approx(budget)
     one = shipped.chosen(["judge_error_rate"])
-    assert [r.name for r in one.rules] == ["judge_error_rate"] and one.budget(one.rules[0]) == pytest.approx(1 / 11)
+    assert [r.name for r in one.rules] == ["judge_error_rate"] and one.budget(one.rules[0]) == pytest.approx(1 / 12)
 
 
 def test_each_kind_of_test_derives_its_level_from_its_share() -> None:
-    """On 11 apps: judge_error_rate (1/11 a week, 15 min windows) tests at 1/11 / (672 x 11), app_no_data at
-    0.4/11 / (336 x 11), stream_silent (one segment) at 0.2/11 / 672, canary_errors (a ticket) at 3/11 / 168; the
+    """On 11 apps: judge_error_rate (1/12 a week, 15 min windows) tests at 1/12 / (672 x 11), app_no_data at
+    0.4/12 / (336 x 11), stream_silent (one segment) at 0.2/12 / 672, canary_errors (a ticket) at 3/12 / 168; the
     rollout rules at their share over the week's rollouts (at least one, at most 0.05); detectors and untested rules
     have no level."""
     shipped = load_rules()
@@ -67,11 +68,12 @@ def test_each_kind_of_test_derives_its_level_from_its_share() -> None:
         assert got.per_week == pytest.approx(shipped.budget(by[name]))  # the union bound spends exactly the share
         return got.alpha
 
-    assert level("judge_error_rate", 11) == pytest.approx(1.2298e-5, rel=1e-4)
-    assert level("app_no_data", 11) == pytest.approx(9.8389e-6, rel=1e-4)
-    assert level("stream_silent", 1) == pytest.approx(2.7056e-5, rel=1e-4)
-    assert level("judged_volume_drop", 11) == pytest.approx(7.3790e-5, rel=1e-4)
-    assert level("canary_errors", 1) == pytest.approx(1.6234e-3, rel=1e-4)
+    assert level("judge_error_rate", 11) == pytest.approx(1.1273e-5, rel=1e-4)
+    assert level("app_no_data", 11) == pytest.approx(9.0188e-6, rel=1e-4)
+    assert level("stream_silent", 1) == pytest.approx(2.4802e-5, rel=1e-4)
+    assert level("judged_volume_drop", 11) == pytest.approx(6.7641e-5, rel=1e-4)
+    assert level("canary_errors", 1) == pytest.approx(1.4881e-3, rel=1e-4)
+    assert level("feedback_rate_collapse", 11) == pytest.approx(2.7056e-4, rel=1e-4)
 
     prompt = by["prompt_rollout_regression"]
     assert rollout_level(prompt, 0.1, 2.0).alpha == pytest.approx(0.05)
@@ -116,7 +118,7 @@ def _errors_three_minutes_in_five(store: ClickHouseStore) -> None:
 
 
 def test_an_explicit_alpha_overrides_the_derived_level_and_its_spend_is_counted(store: ClickHouseStore) -> None:
-    """9 errors in 60 (p = 1.9e-4 against 5 %) do not page at judge_error_rate's derived level (1/11 / 672 = 1.35e-4
+    """9 errors in 60 (p = 1.9e-4 against 5 %) do not page at judge_error_rate's derived level (1/12 / 672 = 1.24e-4
     for its one app; the old fixed 0.01 would have paged), but do at an explicit alpha 0.01, whose spend, 0.01 x 672
     windows = 6.7 false pages a week, is counted and puts the page severity over its budget."""
     _errors_three_minutes_in_five(store)
@@ -125,9 +127,9 @@ def test_an_explicit_alpha_overrides_the_derived_level_and_its_spend_is_counted(
     ev = evaluate_rules(store, shipped, now, {})
     [derived] = ev.results
     assert derived.observation.p_value == pytest.approx(1.9e-4, rel=0.01)
-    assert derived.level is not None and derived.level.alpha == pytest.approx(1 / 11 / 672)
+    assert derived.level is not None and derived.level.alpha == pytest.approx(1 / 12 / 672)
     assert derived.state.state == "inactive" and "not significant" in derived.state.note
-    assert expected_by_rule(ev, shipped) == {"judge_error_rate": pytest.approx(1 / 11)}
+    assert expected_by_rule(ev, shipped) == {"judge_error_rate": pytest.approx(1 / 12)}
     assert not [s for s in severity_spends(rule_spends(ev, shipped), shipped) if s.over]
 
     explicit = shipped.model_copy(update={"rules": [shipped.rules[0].model_copy(update={"alpha": 0.01})]})

@@ -85,15 +85,15 @@ def test_release_pages_rollback_and_fix_resolve_and_stable_apps_never_page(store
 
     assert report.last is not None
     expected = expected_per_week(report.last, rules)
-    # Every relevancy_drop segment can page, so the detector spends its whole share (6 of the page budget's 11); the
-    # rollout rule spends its level per rollout, derived from its share (1 of 11) over the rollouts of the week.
+    # Every relevancy_drop segment can page, so the detector spends its whole share (6 of the page budget's 12); the
+    # rollout rule spends its level per rollout, derived from its share (1 of 12) over the rollouts of the week.
     drops = [r for r in report.last.results if r.rule.name == "relevancy_drop"]
     rollouts = [r for r in report.last.results if r.rule.name == "prompt_rollout_regression"]
     refs = [r.detection.reference for r in drops if r.detection is not None]
     assert drops and len(refs) == len(drops) and all(ref is not None and ref.watchable for ref in refs)
     level = rollouts[0].level
-    assert level is not None and level.looks_per_week == len(rollouts) >= 3 and level.alpha == pytest.approx(1 / 11 / 3)
-    assert expected["page"] == pytest.approx(6 / 11 + 1 / 11)
+    assert level is not None and level.looks_per_week == len(rollouts) >= 3 and level.alpha == pytest.approx(1 / 12 / 3)
+    assert expected["page"] == pytest.approx(6 / 12 + 1 / 12)
     shown = [d for r in report.last.results if (d := detectability(r)) is not None]
     assert shown and all(1.5 <= d.events_per_min <= 2.5 for d in shown), shown
 

@@ -38,6 +38,7 @@ from tests.monitor.alerts.conftest import (
     make_row,
     rules_from,
 )
+from tests.monitor.alerts.feedback_rows import Thumb, insert_feedback
 
 DAY2 = T0 + timedelta(days=1)  # the interesting stretch starts here, with a day of history before it
 ROLLOUT, ERRORS, SILENCE, SLOW, LOST = (DAY2 + timedelta(hours=h) for h in (1, 2, 2.5, 3, 3.5))
@@ -150,6 +151,24 @@ def _fill_history(store: ClickHouseStore) -> None:
             )
         )
     insert_canary(store, runs)
+    insert_feedback(store, _thumbs(rows))
+
+
+def _thumbs(rows: list[ScoredRow]) -> list[Thumb]:
+    """Users' thumbs on a's primary answers (one in two, down mostly on low scores: the regressing rollout raises the
+    share) and on b's first model's (one in three, until its widget breaks at ERRORS), and a few unresolved ones."""
+    rng = random.Random(12)
+    out = []
+    for r in rows:
+        if r.sample_rule != "base" or r.score is None or rng.random() > (0.5 if r.app == "a" else 0.33):
+            continue
+        if r.app == "b" and (r.model != "m1" or r.event_time >= ERRORS):
+            continue
+        negative = rng.random() < (0.7 if r.score < 0.5 else 0.15)
+        out.append(Thumb(r.event_time + timedelta(seconds=40), r.app, negative, r.event_id, r.model, r.prompt_version))
+        if rng.random() < 0.02:
+            out.append(Thumb(r.event_time + timedelta(seconds=45), "", True, ""))
+    return out
 
 
 @pytest.fixture(scope="module")

@@ -269,7 +269,10 @@ rules:
 @pytest.mark.parametrize(
     ("edit", "expected"),
     [
-        (("metric: mean_score", "metric: error_rate"), "detector applies to mean_score and low_score_share rules only"),
+        (
+            ("metric: mean_score", "metric: error_rate"),
+            "detector applies to mean_score, low_score_share and feedback_negative_share rules only",
+        ),
         (("baseline: {trailing: 7d}", "baseline: {previous_days: 7}"), "needs baseline: {trailing: ...}"),
         (("detector: {shift: 0.1}", "detector: {shift: 0.1}\n    condition: {threshold: 0.5}"), "takes no condition"),
         (("detector: {shift: 0.1}", "detector: {shift: 0}"), "detector.shift"),

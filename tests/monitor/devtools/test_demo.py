@@ -58,6 +58,7 @@ async def test_the_demo_ends_with_exactly_the_planted_alert(tmp_path: Path) -> N
         assert regressed_segment().items() <= segment.items(), segment
     assert (store / MARKER_FILE).is_file()
     _the_console_tells_the_story(screen)
+    _the_feedback_lines_show_v13_disliked_more(screen)
     _the_report_leads_with_the_change(report.read_text(encoding="utf-8"))
     _the_charts_mark_the_rollout_and_colour_what_fired(json.loads(await _charts(store)))
 
@@ -72,6 +73,14 @@ def _the_console_tells_the_story(screen: str) -> None:
         re.M,
     )
     assert rollout and fired and rollout.start() < fired.start() and rollout[1] <= fired[1], screen
+
+
+def _the_feedback_lines_show_v13_disliked_more(screen: str) -> None:
+    """Users' thumbs-down share on the regressed app is higher on v13 than on v12, and the judge's AUC against users
+    is shown (the closing lines of `monitor.devtools.demo_feedback`)."""
+    shares = re.search(r"Users' thumbs-down on support-bot: v12 ([\d.]+)% \(n=\d+\), v13 ([\d.]+)% \(n=\d+\)", screen)
+    assert shares and float(shares[2]) > float(shares[1]), screen
+    assert re.search(r"Judge against users \(lexical[^)]*\): AUC 0\.\d\d", screen), screen
 
 
 def _the_report_leads_with_the_change(html: str) -> None:

@@ -13,7 +13,7 @@ from monitor.backoff import Backoff
 from monitor.runtime.metrics import Metrics
 from monitor.runtime.sink import INSERT_BACKOFF, ClickHouseSink, batch_token
 from monitor.store.async_store import AsyncStore
-from schemas.errors import SinkClosed
+from schemas.errors import SinkClosed, StoreError
 from schemas.scored import ScoredRow
 from tests.harness import count_rows
 from tests.monitor.test_backoff import Recording
@@ -199,11 +199,15 @@ class RefusingStore(AsyncStore):
         super().__init__(inner.store)
 
     async def insert_rows(self, rows: Sequence[ScoredRow], dedup_token: str) -> None:
-        """Raise the driver's DataError for a batch holding a refused row, else insert it."""
+        """Raise what the store raises when the driver refuses a batch holding a refused row (its DataError, wrapped
+        in `StoreError` as `ClickHouseStore.insert_rows` does), else insert it."""
         from clickhouse_connect.driver.exceptions import DataError
 
         if any((r.event_id.startswith("bad") and r.status == "ok") or r.event_id.startswith("worse") for r in rows):
-            raise DataError("Unable to create native array for column `n_statements`")
+            try:
+                raise DataError("Unable to create native array for column `n_statements`")
+            except DataError as e:
+                raise StoreError(f"ClickHouse error: {e}") from e
         await super().insert_rows(rows, dedup_token)
 
 

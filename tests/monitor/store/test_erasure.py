@@ -1,7 +1,7 @@
 """Erasure for data-subject requests (privacy issue): `forget` deletes every row of the conversations and events
-asked from every scores table of the database, leaves the others, reports the counts, counts only on a dry run, and
-matches ids literally whatever they contain; before deleting, it records the ids' hashes (never the ids) in
-erased_ids."""
+asked from every scores table of the database and users' feedback on those answers, leaves the others, reports the
+counts, counts only on a dry run, and matches ids literally whatever they contain; before deleting, it records the
+ids' hashes (never the ids) in erased_ids."""
 
 from __future__ import annotations
 
@@ -9,14 +9,18 @@ import hashlib
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
+from monitor.feedback.rows import FEEDBACK_COLUMNS, FeedbackRow, feedback_values
 from monitor.store.connection import ClickHouseStore
 from monitor.store.erased_ids import ERASED_TABLE
 from monitor.store.erasure import AGGREGATE_TABLES, forget, scores_tables, source
 from monitor.store.migrations import Migrations
 from schemas.errors import StoreError
+from schemas.events import KafkaPosition
+from schemas.feedback import AnswerRef, FeedbackEvent, Segment
 from schemas.scored import ScoredRow
 from tests.monitor.alerts.conftest import insert, make_row
 
@@ -57,8 +61,9 @@ def test_forget_by_conversation_and_by_event_deletes_those_rows_only(people: Cli
     rollups = _rollup_rows(people)
     report = forget(people, ["alice"], ["b1"], clock=lambda: AT)
     assert _left(people) == [("bob", "b2"), ("bob", "b2")]
-    (table,) = report.tables
+    table, feedback = report.tables
     assert table.table == f"{people.database}.relevancy_scores"
+    assert (feedback.table, feedback.rows_matched, feedback.rows_deleted) == (f"{people.database}.feedback", 0, 0)
     assert (table.rows_matched, table.rows_deleted, table.rows_remaining) == (8, 8, 0)
     assert (table.conversation_ids_found, table.event_ids_found) == (("alice",), ("b1",))
     assert (report.rows_deleted, report.conversation_ids, report.event_ids, report.at, report.dry_run) == (
@@ -76,7 +81,7 @@ def test_forget_by_conversation_and_by_event_deletes_those_rows_only(people: Cli
         and audit["rows_deleted"] == 8
         and audit["tables"][0]["rows_deleted"] == 8
     )
-    assert [a["rows_deleted"] for a in audit["aggregate_tables"]] == [0, 0, 0] and "no ids or text" in audit[
+    assert [a["rows_deleted"] for a in audit["aggregate_tables"]] == [0, 0, 0, 0] and "no ids or text" in audit[
         "aggregate_tables"
     ][0]["note"]
 
@@ -94,7 +99,7 @@ def test_a_dry_run_counts_and_deletes_nothing(people: ClickHouseStore) -> None:
     """--dry-run reports the rows that match and leaves all 10 rows in place."""
     report = forget(people, ["alice", "nobody"], ["b2"], dry_run=True)
     assert len(_left(people)) == 10
-    (table,) = report.tables
+    table, _ = report.tables
     assert (table.rows_matched, table.rows_deleted, table.rows_remaining, report.dry_run) == (8, 0, 8, True)
     assert (table.conversation_ids_found, table.event_ids_found) == (("alice",), ("b2",))
 
@@ -143,6 +148,7 @@ def test_every_scores_table_recorded_in_the_database_is_erased(people: ClickHous
     assert [(t.table.split(".")[1], t.rows_deleted) for t in report.tables] == [
         ("relevancy_scores", 6),
         ("other_scores", 2),
+        ("feedback", 0),
     ]
     assert report.rows_deleted == 8
     assert _left(people, "other_scores") == [("dave", "d1"), ("dave", "d1")]
@@ -245,3 +251,101 @@ def test_a_store_without_erased_ids_is_refused_before_any_delete(people: ClickHo
         forget(people, ["alice"])
     assert len(_left(people)) == 10
     assert forget(people, ["alice"], dry_run=True).rows_matched == 6
+
+
+# ---- users' feedback ---------------------------------------------------------------------------------------------
+
+
+def _feedback(feedback_id: str, event_id: str = "", conversation_id: str = "", turn: int | None = None) -> FeedbackRow:
+    """A thumbs down with a comment naming its answer by event id, or by conversation and turn (`event_id` then being
+    the answer found for it, '' when none was)."""
+    answer = AnswerRef(event_id=event_id if turn is None else "", conversation_id=conversation_id, turn=turn)
+    event = FeedbackEvent(feedback_id, answer, T, "thumbs", 0.0, 1, True, "json", comment=f"{feedback_id}: my [EMAIL]")
+    position = KafkaPosition(topic="fb", partition=0, offset=len(feedback_id))
+    return FeedbackRow(event, Segment("support", "m1", "v1"), "feedback", position, T, answer_event_id=event_id)
+
+
+@pytest.fixture
+def opinions(people: ClickHouseStore) -> ClickHouseStore:
+    """alice's and bob's rows, with feedback: on a1 by event id (no conversation id), on alice's turn 1 (answer a2
+    found), on alice's turn 7 (no answer found), on b1 and on b2 by event id, and on e-unscored, an answer never
+    scored."""
+    rows = [
+        _feedback("f-a1", "a1"),
+        _feedback("f-a2", "a2", "alice", 1),
+        _feedback("f-a-lost", "", "alice", 7),
+        _feedback("f-b1", "b1"),
+        _feedback("f-b2", "b2"),
+        _feedback("f-unscored", "e-unscored"),
+    ]
+    people.insert_table("feedback", FEEDBACK_COLUMNS, [feedback_values(r) for r in rows])
+    return people
+
+
+def _feedback_left(store: ClickHouseStore) -> list[str]:
+    return [str(r[0]) for r in store.query(f"SELECT feedback_id FROM {store.database}.feedback ORDER BY 1").rows]
+
+
+def test_forget_by_conversation_deletes_its_feedback_even_when_named_by_event_id(opinions: ClickHouseStore) -> None:
+    """Forgetting conversation alice deletes the feedback with her conversation id (turn 1, and turn 7 whose answer
+    was never found) and the feedback naming her scored answer a1 by event id only; bob's feedback stays; the feedback
+    table's line counts them and names the asked conversation as found; the feedback rollup is listed and kept."""
+    rollup = opinions.query(f"SELECT sum(n_feedback) FROM {opinions.database}.feedback_rollup_1m").rows
+    report = forget(opinions, ["alice"], clock=lambda: AT)
+    assert _feedback_left(opinions) == ["f-b1", "f-b2", "f-unscored"]
+    scores, feedback = report.tables
+    assert (scores.rows_deleted, feedback.table) == (6, f"{opinions.database}.feedback")
+    assert (feedback.rows_matched, feedback.rows_deleted, feedback.rows_remaining) == (3, 3, 0)
+    assert (feedback.conversation_ids_found, feedback.event_ids_found) == (("alice",), ())
+    assert report.rows_deleted == 9 and report.as_json()["tables"][1]["rows_deleted"] == 3
+    assert f"{opinions.database}.feedback_rollup_1m" in report.aggregate_tables
+    assert opinions.query(f"SELECT sum(n_feedback) FROM {opinions.database}.feedback_rollup_1m").rows == rollup
+
+
+def test_forget_by_event_id_deletes_the_feedback_on_that_answer(opinions: ClickHouseStore) -> None:
+    """Forgetting events b1 and e-unscored (never scored) deletes the feedback on each, and only that."""
+    report = forget(opinions, [], ["b1", "e-unscored"])
+    assert _feedback_left(opinions) == ["f-a-lost", "f-a1", "f-a2", "f-b2"]
+    scores, feedback = report.tables
+    assert (scores.rows_deleted, feedback.rows_deleted, feedback.event_ids_found) == (2, 2, ("b1", "e-unscored"))
+    assert report.rows_deleted == 4
+
+
+def test_a_dry_run_counts_the_feedback_and_deletes_none(opinions: ClickHouseStore) -> None:
+    """--dry-run counts alice's three feedback rows and b2's one, and leaves every feedback row in place."""
+    report = forget(opinions, ["alice"], ["b2"], dry_run=True)
+    assert len(_feedback_left(opinions)) == 6
+    _, feedback = report.tables
+    assert (feedback.rows_matched, feedback.rows_deleted, feedback.rows_remaining) == (4, 0, 4)
+    assert report.rows_matched == 8 + 4
+
+
+def test_a_store_without_the_feedback_table_is_erased_as_before(people: ClickHouseStore) -> None:
+    """A store of an older schema (no feedback table, no feedback rollup) is no error: the scores rows go and the
+    report lists the scores table and the aggregates it has only."""
+    db = people.database
+    for name in ("feedback_rollup_1m_mv", "feedback", "feedback_rollup_1m"):
+        people.command(f"DROP TABLE {db}.{name} SYNC")
+    report = forget(people, ["alice"])
+    assert [t.table for t in report.tables] == [f"{db}.relevancy_scores"] and report.rows_deleted == 6
+    assert report.aggregate_tables == tuple(f"{db}.{t}" for t in AGGREGATE_TABLES if t != "feedback_rollup_1m")
+
+
+def test_an_erasure_stopped_before_the_feedback_delete_finds_it_when_run_again(
+    opinions: ClickHouseStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A DELETE of the feedback that fails leaves the scores rows in place, so forgetting alice again still finds
+    the feedback naming her answer a1 by event id only, and deletes it."""
+    real = opinions.erase_rows
+
+    def fail_on_feedback(table: str, where: str, parameters: dict[str, Any]) -> None:
+        if table == "feedback":
+            raise StoreError("connection lost")
+        real(table, where, parameters)
+
+    monkeypatch.setattr(opinions, "erase_rows", fail_on_feedback)
+    with pytest.raises(StoreError, match="connection lost"):
+        forget(opinions, ["alice"])
+    monkeypatch.setattr(opinions, "erase_rows", real)
+    report = forget(opinions, ["alice"])
+    assert _feedback_left(opinions) == ["f-b1", "f-b2", "f-unscored"] and report.rows_deleted == 6 + 3

@@ -42,7 +42,7 @@ def test_migrate_check_reports_a_differing_retention_and_migrate_applies_it(
     store: ClickHouseStore, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """On a current schema without TTLs, MONITOR_RETENTION_DAYS=30: `--check` exits 1 with one `differs: retention`
-    line naming the five tables, `none` and `30 days`, and counts it; after `migrate`, `--check` says current (0)."""
+    line naming the seven tables, `none` and `30 days`, and counts it; after `migrate`, `--check` says current (0)."""
     flags = ["--clickhouse-url", store.url, "--clickhouse-database", store.database]
     assert main(["migrate", "--check", *flags]) == 0  # retention unmanaged: nothing to compare
     capsys.readouterr()
@@ -52,8 +52,8 @@ def test_migrate_check_reports_a_differing_retention_and_migrate_applies_it(
     db = store.database
     assert err == [
         f"differs: retention: TTL of {db}.relevancy_scores, {db}.traffic_counts, {db}.relevancy_rollup_1m, "
-        f"{db}.relevancy_rollup_1h, {db}.canary_runs is none, MONITOR_RETENTION_DAYS wants 30 days (`migrate` "
-        "applies it)",
+        f"{db}.relevancy_rollup_1h, {db}.canary_runs, {db}.feedback, {db}.feedback_rollup_1m is none, "
+        "MONITOR_RETENTION_DAYS wants 30 days (`migrate` applies it)",
         f"schema of {db}.relevancy_scores at {store.url} is not current: 0 pending, 1 difference(s)",
     ], err
     assert main(["migrate", *flags]) == 0

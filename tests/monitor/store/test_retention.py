@@ -1,6 +1,7 @@
 """Retention as TTLs (privacy issue): the plan is pure and only holds what differs (re-running is a no-op); `migrate`
-applies MONITOR_RETENTION_DAYS to the scores, traffic, rollup and canary tables and MONITOR_TEXT_RETENTION_DAYS to the
-text columns, and chDB then deletes old rows and empties old text; a store that does not migrate itself only warns."""
+applies MONITOR_RETENTION_DAYS to the scores, traffic, rollup, canary and feedback tables and
+MONITOR_TEXT_RETENTION_DAYS to the text columns (a feedback row's comment included), and chDB then deletes old rows
+and empties old text; a store that does not migrate itself only warns."""
 
 from __future__ import annotations
 
@@ -15,11 +16,26 @@ import structlog
 import monitor.runtime.logs
 from monitor.cli.main import main
 from monitor.config import load_settings
+from monitor.feedback.rows import FEEDBACK_COLUMNS, FeedbackRow, feedback_values
 from monitor.store.connection import ClickHouseStore
 from monitor.store.migrations import Migrations
-from monitor.store.retention import TEXT_COLUMNS, TTLChange, parse_table, plan_retention, retention_tables, wanted_ttls
+from monitor.store.retention import (
+    FEEDBACK_TEXT_COLUMNS,
+    TEXT_COLUMNS,
+    TTLChange,
+    parse_table,
+    plan_retention,
+    retention_tables,
+    wanted_ttls,
+)
+from schemas.events import KafkaPosition
+from schemas.feedback import AnswerRef, FeedbackEvent, Segment
 from tests.monitor.alerts.conftest import canary_run, insert, insert_canary, insert_traffic, make_row
 from tests.monitor.store.opening import open_as_run
+
+# Every TTL a retention of rows and text sets on a store without any: a table TTL per managed table (scores, traffic,
+# two rollups, canary runs, feedback, feedback rollup) and one per text column (the scores' and the feedback comment).
+N_CHANGES = 7 + len(TEXT_COLUMNS) + len(FEEDBACK_TEXT_COLUMNS)
 
 # ---- pure: reading a create_table_query and planning -----------------------------------------------------------
 
@@ -62,7 +78,21 @@ def _current(days: int = 0, text_days: int = 0) -> dict[str, str]:
         "relevancy_rollup_1m": _aggregate("relevancy_rollup_1m", "minute", ttl("minute", days)),
         "relevancy_rollup_1h": _aggregate("relevancy_rollup_1h", "hour", ttl("hour", days)),
         "canary_runs": _canary(ttl("toDateTime(run_at)", days)),
+        "feedback": _feedback(ttl("toDateTime(feedback_time)", days), ttl("toDateTime(feedback_time)", text_days)),
+        "feedback_rollup_1m": _aggregate("feedback_rollup_1m", "minute", ttl("minute", days)),
     }
+
+
+def _feedback(ttl: str | None = None, text_ttl: str | None = None) -> str:
+    """The feedback table's create_table_query (the columns that matter here), with a table TTL and a comment TTL."""
+    t = f" TTL {text_ttl}" if text_ttl else ""
+    return (
+        "CREATE TABLE db.feedback (`feedback_id` String, `event_id` String, `conversation_id` String, `feedback_time` "
+        f"DateTime64(3, 'UTC'), `kind` Enum8('thumbs' = 1, 'rating' = 2), `comment` String{t}, "
+        "`reason` LowCardinality(String), `version` UInt64) ENGINE = ReplacingMergeTree(version) PARTITION BY "
+        f"toYYYYMM(feedback_time) ORDER BY feedback_id{f' TTL {ttl}' if ttl else ''} SETTINGS "
+        "non_replicated_deduplication_window = 1000"
+    )
 
 
 def _canary(ttl: str | None = None) -> str:
@@ -121,9 +151,9 @@ def test_hand_set_ttls_in_other_spellings_are_read_as_the_same_ttl() -> None:
 
 
 def test_the_wanted_ttls_follow_the_settings() -> None:
-    """Rows by event time or run time (as a DateTime) or the minute/hour column; text TTL only when shorter than the
-    rows'."""
-    scores, traffic, minute, hour, canary = wanted_ttls("relevancy_scores", 30, 7)
+    """Rows by event time, run time or feedback time (as a DateTime) or the minute/hour column; text TTL (the scores'
+    text columns, the feedback's comment) only when shorter than the rows'."""
+    scores, traffic, minute, hour, canary, feedback, feedback_rollup = wanted_ttls("relevancy_scores", 30, 7)
     assert scores.ttl == "toDateTime(event_time) + INTERVAL 30 DAY"
     assert dict(scores.columns) == {c: "toDateTime(event_time) + INTERVAL 7 DAY" for c in TEXT_COLUMNS}
     assert (traffic.table, traffic.ttl) == ("traffic_counts", "minute + INTERVAL 30 DAY")
@@ -134,12 +164,27 @@ def test_the_wanted_ttls_follow_the_settings() -> None:
         "hour + INTERVAL 30 DAY",
     )
     assert (canary.table, canary.ttl, canary.columns) == ("canary_runs", "toDateTime(run_at) + INTERVAL 30 DAY", ())
+    assert (feedback.table, feedback.ttl, feedback.columns) == (
+        "feedback",
+        "toDateTime(feedback_time) + INTERVAL 30 DAY",
+        (("comment", "toDateTime(feedback_time) + INTERVAL 7 DAY"),),
+    )
+    assert (feedback_rollup.table, feedback_rollup.ttl) == ("feedback_rollup_1m", "minute + INTERVAL 30 DAY")
+    assert dict(wanted_ttls("t", 30, 30)[5].columns) == {"comment": None}
     assert all(
         ttl is None for _, ttl in wanted_ttls("t", 30, 30)[0].columns
     )  # text cannot outlive the row: no column TTL
     assert dict(wanted_ttls("t", 0, 5)[0].columns)["question"] == "toDateTime(event_time) + INTERVAL 5 DAY"
     assert all(w.ttl is None for w in wanted_ttls("t", 0, 0))
-    assert retention_tables("s") == ("s", "traffic_counts", "relevancy_rollup_1m", "relevancy_rollup_1h", "canary_runs")
+    assert retention_tables("s") == (
+        "s",
+        "traffic_counts",
+        "relevancy_rollup_1m",
+        "relevancy_rollup_1h",
+        "canary_runs",
+        "feedback",
+        "feedback_rollup_1m",
+    )
     with pytest.raises(ValueError, match="0 or more"):
         wanted_ttls("t", -1, 0)
 
@@ -165,9 +210,12 @@ def test_setting_a_retention_alters_each_table_once_with_the_table_ttl_last() ->
         "ALTER TABLE db.relevancy_rollup_1m MODIFY TTL minute + INTERVAL 30 DAY",
         "ALTER TABLE db.relevancy_rollup_1h MODIFY TTL hour + INTERVAL 30 DAY",
         "ALTER TABLE db.canary_runs MODIFY TTL toDateTime(run_at) + INTERVAL 30 DAY",
+        "ALTER TABLE db.feedback MODIFY COLUMN comment String TTL toDateTime(feedback_time) + INTERVAL 7 DAY, "
+        "MODIFY TTL toDateTime(feedback_time) + INTERVAL 30 DAY",
+        "ALTER TABLE db.feedback_rollup_1m MODIFY TTL minute + INTERVAL 30 DAY",
     )
     assert (
-        len(plan.changes) == 12
+        len(plan.changes) == 15
         and TTLChange("relevancy_scores", None, None, "toDateTime(event_time) + INTERVAL 30 DAY") in plan.changes
     )
     assert plan.wanted == "rows 30 days, text 7 days"
@@ -175,16 +223,20 @@ def test_setting_a_retention_alters_each_table_once_with_the_table_ttl_last() ->
 
 
 def test_changing_only_the_days_changes_only_what_differs() -> None:
-    """30/7 to 60/7 alters the table TTLs only; 30/7 to 30/3 only the text columns of the scores table."""
+    """30/7 to 60/7 alters the table TTLs only; 30/7 to 30/3 only the text columns of the scores table and the
+    feedback's comment."""
     longer = plan_retention("db", "relevancy_scores", 60, 7, _current(30, 7))
     assert longer.statements[0] == "ALTER TABLE db.relevancy_scores MODIFY TTL toDateTime(event_time) + INTERVAL 60 DAY"
-    assert len(longer.statements) == 5 and all("COLUMN" not in st for st in longer.statements)
+    assert len(longer.statements) == 7 and all("COLUMN" not in st for st in longer.statements)
     assert longer.changes[0].before == "toDateTime(event_time) + toIntervalDay(30)"
     shorter_text = plan_retention("db", "relevancy_scores", 30, 3, _current(30, 7))
-    assert len(shorter_text.statements) == 1 and shorter_text.statements[0].count("MODIFY COLUMN") == len(TEXT_COLUMNS)
-    assert "MODIFY TTL" not in shorter_text.statements[0] and {c.column for c in shorter_text.changes} == set(
-        TEXT_COLUMNS
+    assert len(shorter_text.statements) == 2 and shorter_text.statements[0].count("MODIFY COLUMN") == len(TEXT_COLUMNS)
+    assert shorter_text.statements[1] == (
+        "ALTER TABLE db.feedback MODIFY COLUMN comment String TTL toDateTime(feedback_time) + INTERVAL 3 DAY"
     )
+    assert all("MODIFY TTL" not in st for st in shorter_text.statements) and {
+        c.column for c in shorter_text.changes
+    } == {*TEXT_COLUMNS, *FEEDBACK_TEXT_COLUMNS}
 
 
 def test_a_zero_retention_removes_the_ttls() -> None:
@@ -197,10 +249,12 @@ def test_a_zero_retention_removes_the_ttls() -> None:
         "ALTER TABLE db.relevancy_rollup_1m REMOVE TTL",
         "ALTER TABLE db.relevancy_rollup_1h REMOVE TTL",
         "ALTER TABLE db.canary_runs REMOVE TTL",
+        "ALTER TABLE db.feedback MODIFY COLUMN comment REMOVE TTL, REMOVE TTL",
+        "ALTER TABLE db.feedback_rollup_1m REMOVE TTL",
     )
     assert (
         all(c.after is None for c in plan.changes)
-        and str(plan.changes[-1]) == "canary_runs: TTL toDateTime(run_at) + toIntervalDay(30) removed"
+        and str(plan.changes[-1]) == "feedback_rollup_1m: TTL minute + toIntervalDay(30) removed"
     )
 
 
@@ -234,6 +288,10 @@ def test_a_missing_table_or_text_column_is_refused() -> None:
     current = _current()
     current["relevancy_scores"] = current["relevancy_scores"].replace("`reasoning` String, ", "")
     with pytest.raises(ValueError, match="column reasoning not found"):
+        plan_retention("db", "relevancy_scores", 30, 7, current)
+    current = _current()
+    current["feedback"] = current["feedback"].replace("`comment` String, ", "")
+    with pytest.raises(ValueError, match=r"column comment not found in db\.feedback"):
         plan_retention("db", "relevancy_scores", 30, 7, current)
 
 
@@ -274,7 +332,7 @@ def test_migrate_sets_the_ttls_and_a_second_migrate_changes_nothing(kept: Migrat
     """After migrate with 30/7 days each table's create_table_query carries its TTL and each text column its own;
     migrating again applies no statement."""
     kept.migrate()
-    assert kept.retention_applied is not None and len(kept.retention_applied.changes) == 5 + len(TEXT_COLUMNS)
+    assert kept.retention_applied is not None and len(kept.retention_applied.changes) == N_CHANGES
     queries = _create_queries(kept.store)
     assert (
         "ORDER BY (app, judge_id, event_id) TTL toDateTime(event_time) + toIntervalDay(30) SETTINGS"
@@ -291,6 +349,12 @@ def test_migrate_sets_the_ttls_and_a_second_migrate_changes_nothing(kept: Migrat
     )
     assert " TTL hour + toIntervalDay(30) " in queries["relevancy_rollup_1h"]
     assert " TTL toDateTime(run_at) + toIntervalDay(30) " in queries["canary_runs"]
+    feedback = parse_table(queries["feedback"])
+    assert feedback.ttl == "toDateTime(feedback_time) + toIntervalDay(30)"
+    assert {name: c.ttl for name, c in feedback.columns.items() if c.ttl} == {
+        "comment": "toDateTime(feedback_time) + toIntervalDay(7)"
+    }
+    assert parse_table(queries["feedback_rollup_1m"]).ttl == "minute + toIntervalDay(30)"
     kept.migrate()
     assert kept.retention_applied is not None and not kept.retention_applied and kept.retention_applied.statements == ()
     assert _create_queries(kept.store) == queries
@@ -341,6 +405,18 @@ def _age(store: ClickHouseStore, days_ago: list[int]) -> None:
     minute = (now - timedelta(days=0)).replace(second=0, microsecond=0)
     insert_traffic(store, [(minute - timedelta(days=d), "support", "m1", "v1", 10, 5) for d in days_ago])
     insert_canary(store, [canary_run(now - timedelta(days=d), seed=d) for d in days_ago])
+    store.insert_table("feedback", FEEDBACK_COLUMNS, [feedback_values(_feedback_row(now, d)) for d in days_ago])
+
+
+def _feedback_row(now: datetime, days_ago: int) -> FeedbackRow:
+    """A thumbs down with a comment on answer e<days_ago>, given `days_ago` days before `now`."""
+    at = now - timedelta(days=days_ago)
+    event = FeedbackEvent(
+        f"f{days_ago}", AnswerRef(event_id=f"e{days_ago}"), at, "thumbs", 0.0, 1, True, "json", comment="wrong [EMAIL]"
+    )
+    return FeedbackRow(
+        event, Segment("support", "m1", "v1"), "feedback", KafkaPosition(topic="fb", partition=0, offset=days_ago), at
+    )
 
 
 def _ages_left(store: ClickHouseStore) -> dict[str, list[tuple[object, ...]]]:
@@ -354,12 +430,19 @@ def _ages_left(store: ClickHouseStore) -> dict[str, list[tuple[object, ...]]]:
         "minutely": store.query(f"SELECT dateDiff('day', minute, now()) FROM {db}.relevancy_rollup_1m ORDER BY 1").rows,
         "hourly": store.query(f"SELECT dateDiff('day', hour, now()) FROM {db}.relevancy_rollup_1h ORDER BY 1").rows,
         "canary": store.query(f"SELECT DISTINCT dateDiff('day', run_at, now()) FROM {db}.canary_runs ORDER BY 1").rows,
+        "feedback": store.query(
+            f"SELECT feedback_id, comment, negative FROM {db}.feedback ORDER BY feedback_time DESC"
+        ).rows,
+        "feedback_minutely": store.query(
+            f"SELECT dateDiff('day', minute, now()), n_feedback FROM {db}.feedback_rollup_1m ORDER BY 1"
+        ).rows,
     }
 
 
 def test_rows_past_the_retention_go_and_old_text_is_emptied_after_optimize(kept: Migrations) -> None:
     """With 30/7 days, after OPTIMIZE ... FINAL: rows 40 days old are gone from every table; a row 10 days old keeps
-    its score and verdicts but its text columns are empty; a row 1 day old keeps everything."""
+    its score and verdicts but its text columns are empty (a feedback row its verdict but not its comment); a row 1
+    day old keeps everything."""
     kept.migrate()
     _age(kept.store, [1, 10, 40])
     _optimize(kept.store)
@@ -370,6 +453,8 @@ def test_rows_past_the_retention_go_and_old_text_is_emptied_after_optimize(kept:
     ]
     assert left["traffic"] == [(1,), (10,)] and left["minutely"] == [(1,), (10,)] and left["hourly"] == [(1,), (10,)]
     assert left["canary"] == [(1,), (10,)]
+    assert left["feedback"] == [("f1", "wrong [EMAIL]", True), ("f10", "", True)]
+    assert left["feedback_minutely"] == [(1, 1), (10, 1)]
 
 
 def test_rows_stored_before_the_retention_was_set_go_when_migrate_applies_it(
@@ -384,6 +469,8 @@ def test_rows_stored_before_the_retention_was_set_go_when_migrate_applies_it(
     left = _ages_left(kept.store)
     assert [(r[0], r[1]) for r in left["scores"]] == [("e1", "q support"), ("e10", "")]
     assert left["traffic"] == [(1,), (10,)] and left["minutely"] == [(1,), (10,)]
+    assert left["feedback"] == [("f1", "wrong [EMAIL]", True), ("f10", "", True)]
+    assert left["feedback_minutely"] == [(1, 1), (10, 1)]
 
 
 def test_a_zero_retention_removes_the_ttls_and_keeps_old_rows(clickhouse_url: str, kept: Migrations) -> None:
@@ -391,11 +478,14 @@ def test_a_zero_retention_removes_the_ttls_and_keeps_old_rows(clickhouse_url: st
     kept.migrate()
     forever = Migrations(ClickHouseStore(clickhouse_url, kept.store.database, kept.store.table), retention_days=0)
     forever.migrate()
-    assert forever.retention_applied is not None and len(forever.retention_applied.changes) == 5 + len(TEXT_COLUMNS)
+    assert forever.retention_applied is not None and len(forever.retention_applied.changes) == N_CHANGES
     assert all(" TTL " not in q for q in _create_queries(forever.store).values())
     _age(forever.store, [1, 40])
     _optimize(forever.store)
-    assert [(r[0], r[1]) for r in _ages_left(forever.store)["scores"]] == [("e1", "q support"), ("e40", "q support")]
+    left = _ages_left(forever.store)
+    assert [(r[0], r[1]) for r in left["scores"]] == [("e1", "q support"), ("e40", "q support")]
+    assert [r[:2] for r in left["feedback"]] == [("f1", "wrong [EMAIL]"), ("f40", "wrong [EMAIL]")]
+    assert left["feedback_minutely"] == [(1, 1), (40, 1)]
 
 
 def test_a_migrate_without_a_retention_setting_leaves_the_ttls_alone(clickhouse_url: str, kept: Migrations) -> None:
@@ -416,7 +506,7 @@ def test_check_schema_finds_a_differing_retention_without_applying_it(clickhouse
     Migrations(ClickHouseStore(clickhouse_url, kept.store.database, kept.store.table)).migrate()
     before = _create_queries(kept.store)
     kept.check()
-    assert kept.retention_pending is not None and len(kept.retention_pending.changes) == 5 + len(TEXT_COLUMNS)
+    assert kept.retention_pending is not None and len(kept.retention_pending.changes) == N_CHANGES
     assert _create_queries(kept.store) == before
     kept.migrate()
     kept.check()
@@ -441,7 +531,7 @@ def test_run_without_migrating_warns_about_a_differing_retention_and_starts(
         open_as_run(settings.store)
     warnings = [e for e in logs if e["log_level"] == "warning"]
     assert len(warnings) == 1 and "relevancy-monitor migrate" in warnings[0]["event"], logs
-    assert warnings[0]["retention"] == "rows 30 days, text as long as the row" and len(warnings[0]["changes"]) == 5
+    assert warnings[0]["retention"] == "rows 30 days, text as long as the row" and len(warnings[0]["changes"]) == 7
     assert " TTL " not in _create_queries(kept.store)["relevancy_scores"]
     migrating = load_settings(
         clickhouse_url=clickhouse_url, clickhouse_database=kept.store.database, auto_migrate=True, retention_days=30
@@ -465,7 +555,7 @@ def test_the_migrate_command_prints_the_retention_changes(
         assert main(["migrate", *flags]) == 0
         err = capsys.readouterr().err.splitlines()
         assert err[1] == (
-            "retention set to rows 30 days, text 7 days (12 TTL change(s); rows already stored follow in the "
+            f"retention set to rows 30 days, text 7 days ({N_CHANGES} TTL change(s); rows already stored follow in the "
             "background):"
         ), err
         assert f"  {database}.relevancy_scores: TTL none -> toDateTime(event_time) + INTERVAL 30 DAY" in err
@@ -473,7 +563,10 @@ def test_the_migrate_command_prints_the_retention_changes(
             f"  {database}.relevancy_scores.question: text TTL none -> toDateTime(event_time) + INTERVAL 7 DAY" in err
         )
         assert f"  {database}.canary_runs: TTL none -> toDateTime(run_at) + INTERVAL 30 DAY" in err
-        assert len(err) == 14
+        assert f"  {database}.feedback: TTL none -> toDateTime(feedback_time) + INTERVAL 30 DAY" in err
+        assert f"  {database}.feedback.comment: text TTL none -> toDateTime(feedback_time) + INTERVAL 7 DAY" in err
+        assert f"  {database}.feedback_rollup_1m: TTL none -> minute + INTERVAL 30 DAY" in err
+        assert len(err) == 2 + N_CHANGES
         assert main(["migrate", *flags]) == 0
         assert capsys.readouterr().err.splitlines()[1:] == ["retention unchanged: rows 30 days, text 7 days"]
     finally:
