@@ -26,6 +26,7 @@ from monitor.devtools.config_reference import (
     setting_docs,
     value_type,
 )
+from schemas.errors import UsageError
 from schemas.settings import MONITOR_PREFIX, variables
 
 # Where the store is and how to reach it: what every command opening the store reads (with the password, env only).
@@ -225,3 +226,11 @@ def positive_float(text: str) -> float:
     if not value > 0:  # `not >` refuses nan too
         raise argparse.ArgumentTypeError(f"must be above 0, got {text}")
     return value
+
+
+def read_file_flag(path: str) -> bytes:
+    """The bytes of a `--file`; raises `UsageError` (one line) when it cannot be read."""
+    try:
+        return Path(path).read_bytes()
+    except OSError as e:
+        raise UsageError(f"cannot read --file {path}: {e.strerror or e}") from None

@@ -33,6 +33,7 @@ from pydantic.fields import FieldInfo
 from monitor.alerts.settings import AlertSettings, load_alert_settings
 from monitor.cli import alerts as alerts_cli
 from monitor.cli import commands
+from monitor.cli import produce as produce_cli
 from monitor.cli.main import build_parser
 from monitor.config import FIELDS, load_settings
 from schemas.errors import MonitorError
@@ -545,7 +546,7 @@ def problems_cli(stack: Stack) -> list[str]:
         commands.cmd_migrate: "migrate",
         commands.cmd_run: "run",
         alerts_cli.cmd_run: "alerts run",
-        commands.cmd_produce: "produce",
+        produce_cli.cmd_produce: "produce",
     }
     out += [f"no service runs `relevancy-monitor {label}`" for func, label in wanted.items() if func not in ran]
     return out

@@ -408,9 +408,13 @@ def test_subprocess_check_on_a_fresh_store_and_a_bad_rules_file(tmp_path: Path) 
         r
         for r in rows
         if r["metric"] not in ("no_data", "coverage", "scoring_lag_p90", "control_kappa")
-        and not r["metric"].startswith("canary_")
+        and not r["metric"].startswith(("canary_", "feedback_"))
     ]
     assert {r["reason"] for r in scores} == {"no judged rows in the store yet"}
+    # The users' feedback rules say there is none yet, and how it arrives.
+    assert {r["reason"].split(" (")[0] for r in rows if r["metric"].startswith("feedback_")} == {
+        "no users' feedback in the store yet"
+    }
     # The reviewers' agreement rule counts the labels it has against those it needs, in one line.
     [labels] = [r for r in rows if r["metric"] == "control_kappa"]
     assert labels["reason"].startswith("0 labels on the control slice, 50 needed") and "\n" not in labels["reason"]
