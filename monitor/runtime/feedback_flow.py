@@ -35,7 +35,7 @@ from monitor.runtime.partition_tasks import PartitionTasks
 from monitor.runtime.rows import TextPolicy
 from monitor.store.async_store import AsyncStore
 from monitor.store.erased_ids import was_erased
-from schemas.errors import StoreError
+from schemas.errors import DecodeError, RedactionFailed, StoreError
 from schemas.events import KafkaPosition
 from schemas.feedback import FeedbackEvent
 
@@ -47,6 +47,7 @@ RESOLVE_BACKOFF = Backoff(base_s=4.0, max_s=120.0)
 _JUDGE_PART = -1_000_000
 
 JudgeAnswer = Callable[[DecodedEvent, SampleDecision, Ticket, KafkaPosition], None]
+DeadLetter = Callable[[DecodeError], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,10 +82,26 @@ class FeedbackFlow:
         self.tracker, self.tasks, self.metrics, self.judge = tracker, tasks, metrics, judge
         self.clock, self.backoff = clock, backoff
 
-    def start(self, feedback: FeedbackEvent, ticket: Ticket, position: KafkaPosition) -> None:
-        """Handle `feedback` (read at `position`, tracked by `ticket`) on its partition's tasks."""
+    def start(self, feedback: FeedbackEvent, ticket: Ticket, position: KafkaPosition, dead_letter: DeadLetter) -> None:
+        """Handle `feedback` (read at `position`, tracked by `ticket`) on its partition's tasks; one that fails (its
+        comment's redactor raised, or a bug) goes to `dead_letter`, so its ticket finishes and nothing stalls."""
         self.metrics.feedback_received.labels(feedback.source, feedback.kind).inc()
-        self.tasks.spawn(ticket.tp, self._handle(feedback, ticket, position), name=f"feedback-{feedback.feedback_id}")
+        work = self._guarded(feedback, ticket, position, dead_letter)
+        self.tasks.spawn(ticket.tp, work, name=f"feedback-{feedback.feedback_id}")
+
+    async def _guarded(
+        self, feedback: FeedbackEvent, ticket: Ticket, position: KafkaPosition, dead_letter: DeadLetter
+    ) -> None:
+        try:
+            await self._handle(feedback, ticket, position)
+        except DecodeError as e:
+            dead_letter(e)
+        except Exception as e:  # a bug must not hold the partition's offsets back: the record is dead-lettered
+            log.error(
+                "feedback_failed", feedback_id=feedback.feedback_id, error=type(e).__name__,
+                topic=position.topic, partition=position.partition, offset=position.offset,
+            )  # fmt: skip
+            dead_letter(DecodeError("feedback_failed", f"feedback {feedback.feedback_id}: {type(e).__name__}"))
 
     async def _handle(self, feedback: FeedbackEvent, ticket: Ticket, position: KafkaPosition) -> None:
         received = self.clock()
@@ -99,7 +116,7 @@ class FeedbackFlow:
             self.metrics.feedback_judging.labels(outcome).inc()
         settled = settle(feedback, stored, answer)
         row = FeedbackRow(
-            event=replace(feedback, comment=self._comment(feedback.comment)),
+            event=replace(feedback, comment=self._comment(feedback)),
             segment=settled.segment,
             segment_source=settled.source,
             position=position,
@@ -190,10 +207,15 @@ class FeedbackFlow:
         )  # fmt: skip
         self.judge(found.event, decision, judge_ticket, found.position)
 
-    def _comment(self, comment: str) -> str:
-        """The comment as the text policy stores text: redacted, dropped, or as received."""
+    def _comment(self, feedback: FeedbackEvent) -> str:
+        """The comment as the text policy stores text: redacted, dropped, or as received. Raises `RedactionFailed`
+        when the redactor raises: the feedback fails closed, as a sampled event does."""
+        comment = feedback.comment
         if not comment or self.text_policy == "none":
             return ""
         if self.text_policy == "full" or self.redactor is None:
             return comment
-        return self.redactor.redact(comment).text
+        try:
+            return self.redactor.redact(comment).text
+        except Exception as e:
+            raise RedactionFailed(feedback.feedback_id, e) from None

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from functools import partial
 from collections.abc import Iterable
 from typing import Any
 
@@ -288,7 +289,8 @@ class Pipeline:
         assert self.feedback is not None  # the decoder reads feedback only on the feedback topics
         position = KafkaPosition(topic=tp.topic, partition=tp.partition, offset=record.offset)
         for i, item in enumerate(feedback):
-            self.feedback.start(item, self.tracker.track(tp, record.offset, -(i + 1)), position)
+            ticket = self.tracker.track(tp, record.offset, -(i + 1))
+            self.feedback.start(item, ticket, position, partial(self._dead_letter, record, ticket=ticket))
 
     def _judge_answer(
         self, event: DecodedEvent, decision: SampleDecision, ticket: Ticket, position: KafkaPosition

@@ -6,13 +6,17 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from consumers.deadletter import H_REASON
 from monitor.config import Settings
 from monitor.devtools.localbroker import LocalBroker
+from monitor.privacy.recognizers import builtin_recognizers
+from monitor.privacy.redactor import RecognizerRedactor
+from monitor.privacy.settings import DEFAULT_PHONE_REGIONS
+from monitor.privacy.spans import Span
 from monitor.store.async_store import AsyncStore
 from monitor.store.erased_ids import record_erased
 from schemas.feedback import FEEDBACK_ROLLUP_TABLE, FEEDBACK_TABLE
@@ -281,3 +285,42 @@ async def test_old_feedback_whose_answer_is_missing_gets_one_look_not_the_whole_
         await wait_for(lambda: all_committed(broker.bootstrap, settings.kafka.group_id, topic, 1), 60, "stored")
         assert running.counter("relevancy_monitor_feedback_answer_reads", outcome="not_found") == 1
     assert await _feedback_rows(async_store) == [("f-old", "", "", "unresolved")]
+
+
+async def test_a_comment_is_redacted_and_one_the_redactor_raises_on_is_dead_lettered(
+    broker: LocalBroker, make_settings: Callable[..., Settings], async_store: AsyncStore
+) -> None:
+    """A comment's email is stored as a placeholder; a comment the redactor raises on fails closed: its feedback is
+    dead-lettered (redaction_failed) without its text, never stored, and the partition's offsets move on."""
+    settings = make_settings()
+    topic = settings.kafka.topics[0]
+    settings = make_settings(feedback_topics=topic)
+    segment = {"app": "shop", "model": "m1", "prompt_version": "v12"}
+    values = [
+        _feedback("f-mail", "a1", thumbs="up", comment="write to ann.lee@example.com please", **segment),
+        _feedback("f-raise", "a2", thumbs="up", comment=f"see {RAISING}", **segment),
+    ]
+    async with RunningPipeline(settings, async_store) as running:
+        assert running.pipeline.feedback is not None
+        running.pipeline.feedback.redactor = RecognizerRedactor(
+            [RaisingRecognizer(), *builtin_recognizers(DEFAULT_PHONE_REGIONS)]
+        )
+        await _produce(broker.bootstrap, topic, values)
+        await wait_for(lambda: all_committed(broker.bootstrap, settings.kafka.group_id, topic, 2), 60, "both")
+    assert await _feedback_rows(async_store, "feedback_id, comment") == [("f-mail", "write to [EMAIL] please")]
+    (dead,) = await read_all(broker.bootstrap, settings.kafka.dlq_topic, 1)
+    headers = dict(dead.headers)
+    assert headers[H_REASON] == b"redaction_failed" and RAISING.encode() not in b"".join(headers.values())
+
+
+RAISING = "zebra-9913 quotes this text"
+
+
+class RaisingRecognizer:
+    """A recognizer with a bug: it raises, quoting its input, on the planted text (and finds nothing elsewhere)."""
+
+    def find(self, text: str) -> Iterator[Span]:
+        """Raise on the planted text; nothing found in any other."""
+        if RAISING in text:
+            raise ValueError(f"cannot parse {text!r}")
+        return iter(())
