@@ -14,8 +14,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from functools import partial
 from collections.abc import Iterable
+from functools import partial
 from typing import Any
 
 import structlog
