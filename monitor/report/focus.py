@@ -24,12 +24,22 @@ def segment_filter(firing: Firing) -> SegmentFilter:
 
 
 def lead_episode(firings: Iterable[Firing]) -> Firing | None:
-    """The episode the page leads with: one still firing before a resolved one, a page before a ticket, then the
-    earliest to fire."""
+    """The episode the page leads with: one still firing before a resolved one, a page before a ticket, a rule on the
+    judge's scores (keyed by judge_id) before one on traffic or users' feedback (the headline quotes relevancy),
+    then the earliest to fire."""
     fired = [f for f in firings if f.fired_at is not None]
     if not fired:
         return None
-    return min(fired, key=lambda f: (f.resolved_at is not None, _SEVERITY.get(f.severity, 2), f.fired_at, f.rule))
+    return min(
+        fired,
+        key=lambda f: (
+            f.resolved_at is not None,
+            _SEVERITY.get(f.severity, 2),
+            "judge_id" not in dict(f.segment),
+            f.fired_at,
+            f.rule,
+        ),
+    )
 
 
 def change_of(firings: Sequence[Firing], first_seen: Iterable[FirstSeen]) -> Change | None:

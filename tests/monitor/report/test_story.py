@@ -90,6 +90,15 @@ def test_the_lead_episode_is_the_page_still_firing() -> None:
     assert lead_episode([replace(first, fired_at=None, state="pending")]) is None
 
 
+def test_a_page_on_the_judges_scores_leads_one_on_users_feedback_that_fired_first() -> None:
+    """The headline quotes relevancy: users' thumbs-down paging first (no judge_id in its key) does not lead while a
+    page on the judge's scores fires; alone, it leads."""
+    scores = _firing(hours=6, segment=(*SEGMENT, ("judge_id", "lexical-ac3551ac96b4")))
+    users = _firing("feedback_negative_rise", hours=5)
+    assert lead_episode([users, scores]) == scores
+    assert lead_episode([users]) == users
+
+
 def test_the_change_dates_from_the_rollout_and_names_every_rule() -> None:
     """The change begins where its version first appeared (not when the rule fired), and names every rule that fired
     for the segment, the lead's first."""
