@@ -804,8 +804,9 @@ def feedback_auc_sql(rule: Rule, database: str, table: str, windows: Windows) ->
 
 
 def fetch_feedback_auc(store: ClickHouseStore, rule: Rule, windows: Windows) -> dict[SegmentKey, SegmentData]:
-    """Per judge (and the rule's segment fields), the AUC of its score for predicting the window's thumbs-downs; {}
-    when the store has no feedback tables."""
+    """Per judge (and the rule's segment fields), the upper end of the 95 % interval of the AUC of its score for
+    predicting the window's thumbs-downs: the rule fires only when even that is below its floor, so a judge near the
+    floor on a few hundred pairs does not flap. {} when the store has no feedback tables."""
     if not feedback_tables_exist(store):
         return {}
     sql, params = feedback_auc_sql(rule, store.database, store.table, windows)
@@ -820,7 +821,7 @@ def fetch_feedback_auc(store: ClickHouseStore, rule: Rule, windows: Windows) -> 
             windows.current_seconds,
             rows=n,
             ok=n,
-            feedback_auc=figure.auc,
+            feedback_auc=figure.high,
             disliked=figure.disliked,
             liked=figure.liked,
         )

@@ -309,6 +309,16 @@ def test_a_judge_that_no_longer_predicts_thumbs_downs_is_a_ticket(store: ClickHo
     assert all(r[got.columns.index("judge_id")] == "j2" and r[got.columns.index("negative")] for r in got.rows)
 
 
+def test_a_judge_below_the_floor_only_by_chance_is_not_a_ticket(store: ClickHouseStore) -> None:
+    """12 disliked and 40 liked answers that the judge scores no better than a coin (AUC 0.5): below the 0.6 floor,
+    but on so few pairs that the upper end of its 95 % interval is above it, so the rule does not fire."""
+    now = T0 + timedelta(days=10)
+    _judged_feedback(store, 40, 12, {"j3": (0.57, 0.5)}, now - timedelta(days=1))
+    [result] = _auc_results(store, now).values()
+    assert result.verdict.sufficient and result.state.state == "inactive"
+    assert result.observation.value is not None and result.observation.value > 0.6
+
+
 def test_too_few_of_a_class_decides_nothing_and_says_so(store: ClickHouseStore) -> None:
     """55 feedback events on judged answers, only 5 of them thumbs-down: no AUC decision, whatever it reads, and the
     reason names the 10 of each class needed; a store without feedback says so in one line."""
