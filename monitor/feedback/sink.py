@@ -18,24 +18,21 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import itertools
-import time
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import TypeVar
 
 import structlog
 
 from monitor.backoff import Backoff
 from monitor.feedback.rows import FEEDBACK_COLUMNS, FeedbackRow, feedback_values
 from monitor.store.async_store import AsyncStore
+from monitor.store.batching import INSERT_BACKOFF, BatchingSink
 from monitor.store.connection import refused_by_driver
 from schemas.errors import SinkClosed
 from schemas.feedback import FEEDBACK_TABLE
 
 T = TypeVar("T")
 log = structlog.get_logger("monitor.feedback.sink")
-
-# Waits between attempts at one batch: 0.2 s doubling to 10 s, with the monitor's one jitter.
-INSERT_BACKOFF = Backoff(base_s=0.2, max_s=10.0)
 
 
 def batch_token(rows: list[FeedbackRow]) -> str:
@@ -54,7 +51,7 @@ def one_per_id(rows: list[FeedbackRow]) -> list[FeedbackRow]:
     return list(last.values())
 
 
-class FeedbackSink(Generic[T]):
+class FeedbackSink(BatchingSink[FeedbackRow, T]):
     """Two verbs: `add` a row with its ticket, `flush` the batch. `run()` flushes on the size and time bounds."""
 
     def __init__(
@@ -66,46 +63,12 @@ class FeedbackSink(Generic[T]):
         max_seconds: float = 1.0,
         backoff: Backoff = INSERT_BACKOFF,
     ) -> None:
+        super().__init__(max_rows=max_rows, max_seconds=max_seconds, backoff=backoff)
         self._store = store
         self._on_durable = on_durable
-        self.max_rows = max_rows
-        self.max_seconds = max_seconds
-        self._backoff = backoff
-        self._rows: list[FeedbackRow] = []
-        self._tickets: list[T] = []
-        self._oldest: float | None = None
-        self._lock = asyncio.Lock()
-        self._wake = asyncio.Event()
-        self._closing = False
-        self._flush_requested = False
         self.written = 0  # rows inserted
         self.skipped = 0  # rows left out: their feedback id was stored already, or came twice in one batch
         self.dropped = 0  # rows the driver refused to encode (logged each; their tickets are acknowledged)
-
-    def __len__(self) -> int:
-        return len(self._rows)
-
-    def add(self, row: FeedbackRow, ticket: T) -> None:
-        """Buffer one row; it is acknowledged (its ticket handed to `on_durable`) after its batch is written."""
-        if not self._rows:
-            self._oldest = time.monotonic()
-        self._rows.append(row)
-        self._tickets.append(ticket)
-        if len(self._rows) >= self.max_rows:
-            self._wake.set()
-
-    def request_flush(self) -> None:
-        """Flush what is buffered now, without waiting for a bound."""
-        if self._rows:
-            self._flush_requested = True
-            self._wake.set()
-
-    def _due(self) -> bool:
-        if not self._rows:
-            return False
-        if self._flush_requested:
-            return True
-        return len(self._rows) >= self.max_rows or time.monotonic() - (self._oldest or 0) >= self.max_seconds
 
     async def flush(self) -> int:
         """Write one batch of what is buffered, retrying until durable, then acknowledge all its tickets; returns the
@@ -113,10 +76,7 @@ class FeedbackSink(Generic[T]):
         async with self._lock:
             if not self._rows:
                 return 0
-            self._flush_requested = False
-            rows, tickets = self._rows[: self.max_rows], self._tickets[: self.max_rows]
-            del self._rows[: self.max_rows], self._tickets[: self.max_rows]
-            self._oldest = time.monotonic() if self._rows else None
+            rows, tickets = self._take()
             unique = one_per_id(rows)
             try:
                 for retry in itertools.count():
@@ -138,9 +98,7 @@ class FeedbackSink(Generic[T]):
                             raise SinkClosed(f"gave up a batch of {len(rows)} feedback rows on shutdown") from e
                         await asyncio.sleep(delay)
             except BaseException:
-                # Cancelled or closed mid-write: put the batch back so it is neither lost nor left unacknowledged.
-                self._rows[:0], self._tickets[:0] = rows, tickets
-                self._oldest = time.monotonic()
+                self._put_back(rows, tickets)  # cancelled or closed mid-write: neither lost nor left unacknowledged
                 raise
             skipped = len(rows) - kept
             if skipped:
@@ -193,23 +151,3 @@ class FeedbackSink(Generic[T]):
                     detail=str(e).splitlines()[0][:300],
                 )
         return written
-
-    async def flush_all(self) -> None:
-        """Flush until the buffer is empty and no flush is under way."""
-        while self._rows or self._lock.locked():
-            await self.flush()
-
-    async def run(self) -> None:
-        """Flush whenever a bound is reached; runs until cancelled."""
-        while True:
-            try:
-                await asyncio.wait_for(self._wake.wait(), timeout=self.max_seconds / 4)
-            except TimeoutError:
-                pass
-            self._wake.clear()
-            while self._due():
-                await self.flush()
-
-    def close(self) -> None:
-        """From now on a failing insert is given up instead of retried (used when the grace period ends)."""
-        self._closing = True

@@ -17,7 +17,7 @@ import hashlib
 import itertools
 import time
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import TypeVar
 
 import structlog
 
@@ -25,15 +25,13 @@ from monitor.backoff import Backoff
 from monitor.runtime.health import Health
 from monitor.runtime.metrics import Metrics
 from monitor.store.async_store import AsyncStore
+from monitor.store.batching import INSERT_BACKOFF, BatchingSink
 from monitor.store.connection import refused_by_driver
 from schemas.errors import SinkClosed
 from schemas.scored import ScoredRow
 
 T = TypeVar("T")
 log = structlog.get_logger("monitor.runtime.sink")
-
-# Waits between attempts at one batch: 0.2 s doubling to 10 s, with the monitor's one jitter.
-INSERT_BACKOFF = Backoff(base_s=0.2, max_s=10.0)
 
 
 def batch_token(rows: list[ScoredRow]) -> str:
@@ -44,7 +42,7 @@ def batch_token(rows: list[ScoredRow]) -> str:
     return h.hexdigest()
 
 
-class ClickHouseSink(Generic[T]):
+class ClickHouseSink(BatchingSink[ScoredRow, T]):
     """Two verbs: `add` a row with its ticket, `flush` the batch. `run()` flushes on the size and time bounds."""
 
     def __init__(
@@ -58,45 +56,11 @@ class ClickHouseSink(Generic[T]):
         max_seconds: float = 1.0,
         backoff: Backoff = INSERT_BACKOFF,
     ) -> None:
+        super().__init__(max_rows=max_rows, max_seconds=max_seconds, backoff=backoff)
         self._store = store
         self._on_durable = on_durable
         self._metrics = metrics
         self._health = health or Health()
-        self.max_rows = max_rows
-        self.max_seconds = max_seconds
-        self._backoff = backoff
-        self._rows: list[ScoredRow] = []
-        self._tickets: list[T] = []
-        self._oldest: float | None = None
-        self._lock = asyncio.Lock()
-        self._wake = asyncio.Event()
-        self._closing = False
-        self._flush_requested = False
-
-    def __len__(self) -> int:
-        return len(self._rows)
-
-    def add(self, row: ScoredRow, ticket: T) -> None:
-        """Buffer one row; it is acknowledged (its ticket handed to `on_durable`) after its batch is written."""
-        if not self._rows:
-            self._oldest = time.monotonic()
-        self._rows.append(row)
-        self._tickets.append(ticket)
-        if len(self._rows) >= self.max_rows:
-            self._wake.set()
-
-    def request_flush(self) -> None:
-        """Flush what is buffered now, without waiting for a bound (e.g. consumption paused: no more rows come)."""
-        if self._rows:
-            self._flush_requested = True
-            self._wake.set()
-
-    def _due(self) -> bool:
-        if not self._rows:
-            return False
-        if self._flush_requested:
-            return True
-        return len(self._rows) >= self.max_rows or time.monotonic() - (self._oldest or 0) >= self.max_seconds
 
     async def flush(self) -> int:
         """Write what is buffered, retrying until durable; returns rows written. Raises `SinkClosed` if closed
@@ -104,10 +68,7 @@ class ClickHouseSink(Generic[T]):
         async with self._lock:
             if not self._rows:
                 return 0
-            self._flush_requested = False
-            rows, tickets = self._rows[: self.max_rows], self._tickets[: self.max_rows]
-            del self._rows[: self.max_rows], self._tickets[: self.max_rows]
-            self._oldest = time.monotonic() if self._rows else None
+            rows, tickets = self._take()
             token = batch_token(rows)
             started = time.monotonic()
             try:
@@ -132,10 +93,7 @@ class ClickHouseSink(Generic[T]):
                             raise SinkClosed(f"gave up a batch of {len(rows)} rows on shutdown") from e
                         await asyncio.sleep(delay)
             except BaseException:
-                # Cancelled or closed mid-write: put the batch back so it is neither lost nor left unacknowledged
-                # (an unacknowledged ticket would hold its partition's commits back forever).
-                self._rows[:0], self._tickets[:0] = rows, tickets
-                self._oldest = time.monotonic()
+                self._put_back(rows, tickets)  # cancelled or closed mid-write: neither lost nor left unacknowledged
                 raise
             self._metrics.flush_seconds.observe(time.monotonic() - started)
             self._health.write_succeeded()
@@ -175,24 +133,3 @@ class ClickHouseSink(Generic[T]):
                 log.error("row_dropped", event_id=row.event_id, detail=str(e).splitlines()[0][:300])
                 self._metrics.rows_dropped.inc()
         return written
-
-    async def flush_all(self) -> None:
-        """Flush until the buffer is empty and no flush is under way (a batch being written by `run` is not yet
-        durable)."""
-        while self._rows or self._lock.locked():
-            await self.flush()
-
-    async def run(self) -> None:
-        """Flush whenever a bound is reached; runs until cancelled."""
-        while True:
-            try:
-                await asyncio.wait_for(self._wake.wait(), timeout=self.max_seconds / 4)
-            except TimeoutError:
-                pass
-            self._wake.clear()
-            while self._due():
-                await self.flush()
-
-    def close(self) -> None:
-        """From now on a failing insert is given up instead of retried (used when the grace period ends)."""
-        self._closing = True
