@@ -30,6 +30,7 @@ from consumers.sampling import SampleDecision
 from consumers.source import KafkaSource
 from monitor.runtime.backpressure import Backpressure
 from monitor.runtime.batch_counts import BatchCounts
+from monitor.runtime.cancel_tasks import END_AFTER_CANCEL_S, cancel_tasks
 from monitor.runtime.collaborators import Collaborators
 from monitor.runtime.dead_letters import dead_letter, event_record
 from monitor.runtime.feedback_flow import FeedbackFlow
@@ -185,9 +186,9 @@ class Pipeline:
         self.sink.close()
         if self.feedback_parts is not None:
             self.feedback_parts.sink.close()
-        for task in self._background:
-            task.cancel()
-        await asyncio.gather(*self._background, return_exceptions=True)
+        # Not awaited forever: a background task can lose its cancel (see monitor.runtime.cancel_tasks).
+        running = await cancel_tasks(self._background, END_AFTER_CANCEL_S)
+        await asyncio.gather(*(task for task in self._background if task not in running), return_exceptions=True)
         if self.publisher is not None:  # the evaluations of the last rows, within what is left of the grace
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.publisher.drain(), timeout=max(whole.remaining() - CLOSE_FLOOR_S, 0.1))

@@ -23,6 +23,9 @@ from monitor.store.async_store import AsyncStore
 log = structlog.get_logger("monitor.runtime.probes")
 
 PROBE_TIMEOUT_S = 5.0
+# Each probe is bounded with `asyncio.timeout`, not `asyncio.wait_for`: on Python 3.11 `wait_for` returns the probe's
+# answer instead of raising when the cancel comes in the iteration in which that answer arrived, and these probes
+# then went on forever while a stop waited for them to end (a stop sent right after readiness turned).
 
 
 class Probes:
@@ -79,7 +82,8 @@ class Probes:
     async def _probe_kafka(self) -> None:
         """Ask the brokers for metadata: the readiness of the Kafka side, logged when it changes."""
         try:
-            await asyncio.wait_for(self.source.consumer.topics(), timeout=PROBE_TIMEOUT_S)
+            async with asyncio.timeout(PROBE_TIMEOUT_S):
+                await self.source.consumer.topics()
         except (TimeoutError, KafkaError) as e:
             problem = (str(e) or type(e).__name__)[:200]  # aiokafka puts the class name in the message already
             if self.health.mark("kafka", False, problem):
@@ -97,7 +101,8 @@ class Probes:
     async def _probe_store(self) -> None:
         """A trivial query: readiness turns false when the store stops answering, even while nothing is written."""
         try:
-            await asyncio.wait_for(self.store.query("SELECT 1"), timeout=PROBE_TIMEOUT_S)
+            async with asyncio.timeout(PROBE_TIMEOUT_S):
+                await self.store.query("SELECT 1")
         except Exception as e:  # StoreError, a timeout, or the driver's own connection errors
             if self.health.mark("store", False, (str(e) or type(e).__name__)[:200]):
                 log.error("store_unreachable", error=type(e).__name__, detail=str(e)[:200])
@@ -109,7 +114,8 @@ class Probes:
         """Refresh the per-partition lag gauges; returns the total lag of owned partitions (the last known lag
         while the brokers do not answer)."""
         try:
-            lags = await asyncio.wait_for(self.source.lag(), timeout=PROBE_TIMEOUT_S)
+            async with asyncio.timeout(PROBE_TIMEOUT_S):
+                lags = await self.source.lag()
         except (TimeoutError, KafkaError) as e:
             log.debug("lag_unavailable", error=type(e).__name__)
             return self.lag

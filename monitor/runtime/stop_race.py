@@ -9,6 +9,8 @@ from typing import Any, TypeVar
 
 import structlog
 
+from monitor.runtime.cancel_tasks import END_AFTER_CANCEL_S, cancel_tasks
+
 log = structlog.get_logger("monitor.runtime.stop_race")
 
 T = TypeVar("T")
@@ -44,16 +46,17 @@ class StopRace:
         return None
 
     async def settle(self, within_s: float) -> None:
-        """Let the overtaken work finish for at most `within_s`, then cancel what is left; its errors are logged (the
-        drain that follows does the same work again, within its own deadline)."""
+        """Let the overtaken work finish for at most `within_s`, then cancel what is left (waiting at most
+        `END_AFTER_CANCEL_S` more for it to end); its errors are logged (the drain that follows does the same work
+        again, within its own deadline)."""
         self._stopped.cancel()
         tasks, self._overtaken = self._overtaken, set()
         if not tasks:
             return
         _, pending = await asyncio.wait(tasks, timeout=within_s)
-        for task in pending:
-            task.cancel()
-        for task, outcome in zip(tasks, await asyncio.gather(*tasks, return_exceptions=True), strict=True):
+        left = await cancel_tasks(pending, END_AFTER_CANCEL_S)  # not awaited forever: a cancel can be lost
+        ended = [task for task in tasks if task not in left]
+        for task, outcome in zip(ended, await asyncio.gather(*ended, return_exceptions=True), strict=True):
             if isinstance(outcome, Exception):
                 log.warning("overtaken_step_failed", step=task.get_name(), error=type(outcome).__name__)
         if pending:

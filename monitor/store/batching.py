@@ -86,7 +86,9 @@ class BatchingSink(Generic[R, T]):
         """Flush whenever a bound is reached; runs until cancelled."""
         while True:
             try:
-                await asyncio.wait_for(self._wake.wait(), timeout=self.max_seconds / 4)
+                # Not `asyncio.wait_for`: on Python 3.11 it swallows a cancel that comes as the wake-up arrives.
+                async with asyncio.timeout(self.max_seconds / 4):
+                    await self._wake.wait()
             except TimeoutError:
                 pass
             self._wake.clear()

@@ -54,3 +54,20 @@ async def test_an_overtaken_commit_finishes_at_settle_and_one_past_the_bound_is_
     never = asyncio.Event()
     assert await late.step(never.wait(), cancel=False) is None
     await late.settle(0.05)  # returns: the step past the bound is cancelled, not awaited forever
+
+
+async def test_an_overtaken_step_that_lost_its_cancel_does_not_hold_the_settle() -> None:
+    """A step past the bound that goes on after its first cancel (Python 3.11's `asyncio.wait_for` swallows a cancel
+    that comes with a result) is cancelled again: `settle` returns and the step has ended."""
+    from tests.monitor.runtime.test_cancel_tasks import GUARD_S, deaf_to
+
+    stop = asyncio.Event()
+    race = StopRace(stop)
+    stubborn = deaf_to(1)
+    stepping = asyncio.create_task(race.step(stubborn, cancel=False))
+    await asyncio.sleep(0)
+    stop.set()
+    await stepping
+    assert not stubborn.done()  # overtaken by the stop, left to `settle`
+    await asyncio.wait_for(race.settle(0.05), GUARD_S)  # awaited the step forever
+    assert stubborn.cancelled()
