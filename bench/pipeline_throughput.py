@@ -7,13 +7,16 @@ per fetched batch. Against it, in the same rounds (interleaved, the order rotate
   - the monitor judging every event (100 %) with the lexical judge and writing to embedded ClickHouse (chDB), with
     redaction on (the default) and off (MONITOR_REDACT=false).
 The OpenTelemetry path runs the same events as GenAI spans, 50 LLM calls to a Collector record (each inside an agent
-span), against its own bare loop (`getmany`, protobuf's `ExportTraceServiceRequest.FromString`, one commit per batch):
-the monitor at 0 % and 100 % on `MONITOR_INPUT_FORMAT=otlp_proto`; rates count LLM calls, not records.
+span), in each encoding against its own bare loop (`getmany`, protobuf's `ExportTraceServiceRequest.FromString` or
+`json.loads` of the OTLP/JSON, one commit per batch): the monitor at 0 % and 100 % on `MONITOR_INPUT_FORMAT=otlp_proto`,
+at 0 % on `otlp_json`; rates count LLM calls, not records.
 Rates are steady-state, the same way for every side: records finished (bare: committed; monitor: below the offset
 tracker's low-water mark, i.e. written, dead-lettered or not sampled) between 10 % and 90 % of the backlog, over the
 time between, so the group join and the warm-up are outside the window for both. Reported: each side's median rate,
-the median of the per-round ratios monitor ÷ bare, and CPU per event inside the window (the event loop's thread, and
-the whole process, chDB's thread included). Prints a table and writes JSON (`--json PATH`).
+the median of the per-round ratios monitor ÷ bare (by wall clock, and by the loop thread's CPU per event), and CPU per
+event inside the window (the event loop's thread, and the whole process, chDB's thread included); each bare loop's own
+rate and cost per event are also listed on their own (`bare_loops` in the JSON), so that another benchmark's limit can
+be compared with them. Prints a table and writes JSON (`--json PATH`).
 Run: `python -m bench.pipeline_throughput [N] [--rounds R] [--tiny] [--scenarios ...] [--json PATH]`."""
 
 from __future__ import annotations
@@ -29,12 +32,13 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from aiokafka import AIOKafkaConsumer
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from bench.output import emit
+from consumers.clients import FETCH_MAX_WAIT_MS
 from monitor.config import load_settings
 from monitor.devtools.localbroker import LocalBroker
 from monitor.devtools.otlp_traffic import otlp_records
@@ -53,7 +57,10 @@ ROUNDS = 3
 DEFAULT_JSON = Path(".relevancy-monitor/bench/pipeline_throughput.json")
 WINDOW = (0.10, 0.90)  # the steady-state window, as shares of the backlog finished
 _SAMPLE_S = 0.01  # how often the monitor's progress is read (from its own event loop: a few µs each time)
-SCENARIOS = ("bare", "sample_0", "judged", "judged_no_redaction", "otlp_bare", "otlp_sample_0", "otlp_judged")
+SCENARIOS = (
+    "bare", "sample_0", "judged", "judged_no_redaction", "otlp_bare", "otlp_sample_0", "otlp_judged",
+    "otlp_json_bare", "otlp_json_sample_0",
+)  # fmt: skip
 LABELS = {
     "bare": "bare loop (getmany + json.loads + commit per batch)",
     "sample_0": "monitor, 0 % sampled (decode, sample, commit)",
@@ -62,10 +69,18 @@ LABELS = {
     "otlp_bare": "OTLP bare loop (getmany + protobuf parse + commit)",
     "otlp_sample_0": "monitor on OTLP spans, 0 % sampled",
     "otlp_judged": "monitor on OTLP spans, 100 % judged, redaction on",
+    "otlp_json_bare": "OTLP/JSON bare loop (getmany + json.loads + commit)",
+    "otlp_json_sample_0": "monitor on OTLP/JSON spans, 0 % sampled",
 }
-BARE_OF = {s: ("otlp_bare" if s.startswith("otlp_") else "bare") for s in SCENARIOS}  # each side's own limit
+BARES = ("bare", "otlp_bare", "otlp_json_bare")
+# Each side's own limit: the bare loop of its input format
+BARE_OF = {
+    s: "otlp_json_bare" if s.startswith("otlp_json") else "otlp_bare" if s.startswith("otlp_") else "bare"
+    for s in SCENARIOS
+}
+ENCODING_OF: dict[str, Literal["otlp_proto", "otlp_json"]] = {"otlp_bare": "otlp_proto", "otlp_json_bare": "otlp_json"}
 SPANS_PER_RECORD = 50
-MONITOR_SCENARIOS = tuple(s for s in SCENARIOS if s not in ("bare", "otlp_bare"))
+MONITOR_SCENARIOS = tuple(s for s in SCENARIOS if s not in BARES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +136,7 @@ async def bare_loop(
         enable_auto_commit=False,
         auto_offset_reset="earliest",
         max_poll_records=500,  # the monitor's default (MONITOR_KAFKA_MAX_POLL_RECORDS)
+        fetch_max_wait_ms=FETCH_MAX_WAIT_MS,  # the monitor's (aiokafka's 500 ms idles both at a partition's end)
     )
     await consumer.start()
     marks = [Mark.now(0)]
@@ -152,6 +168,7 @@ async def monitor_run(
     sample_rate: float,
     redact: bool = True,
     per_record: int = 1,
+    input_format: str = "events",
 ) -> list[Mark]:
     """The monitor over the backlog into `database` (its own per run: no run pays for another's merges), until every
     record is finished and committed; progress is the offset tracker's low-water mark."""
@@ -166,7 +183,7 @@ async def monitor_run(
         judge_concurrency=64,
         sample_rate=sample_rate,
         redact=redact,
-        input_format="events" if per_record == 1 else "otlp_proto",
+        input_format=input_format,
     )
     store = AsyncStore(ClickHouseStore(url, database, "relevancy_scores"))
     pipeline = build_pipeline(settings, LexicalJudge(), store, Metrics())
@@ -191,6 +208,16 @@ async def monitor_run(
         await store.close()
 
 
+async def otlp_backlog(bootstrap: str, topic: str, n: int, encoding: Literal["otlp_proto", "otlp_json"]) -> None:
+    """A fresh topic (and its dead-letter topic) holding the bench's `n` events as GenAI spans in `encoding`."""
+    await create_topic(bootstrap, topic, 3)
+    events = generate_events(n, seed=5, malformed_share=0.0, pii_share=0.1)
+    await produce(
+        bootstrap, topic, otlp_records(events, encoding=encoding, dialect="gen_ai", per_record=SPANS_PER_RECORD)
+    )
+    await create_topic(bootstrap, f"{topic}.dlq", 1)
+
+
 def peak_rss_mb() -> float:
     """The process's peak resident set so far, in MB."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -200,26 +227,32 @@ async def measure(
     n: int, rounds: int, bootstrap: str, url: str, prefix: str, scenarios: tuple[str, ...] = SCENARIOS
 ) -> dict[str, Any]:
     """Produce the backlog once, then run the bare loop and `scenarios` `rounds` times, interleaved; the figures."""
-    wanted_bares = ["bare", *(["otlp_bare"] if any(s.startswith("otlp_") for s in scenarios) else [])]
-    chosen = (*wanted_bares, *(s for s in scenarios if s not in ("bare", "otlp_bare")))
+    wanted_bares = [b for b in BARES if b == "bare" or any(BARE_OF[s] == b for s in scenarios)]
+    chosen = (*wanted_bares, *(s for s in scenarios if s not in BARES))
     topic = f"bench-{uuid.uuid4().hex[:6]}"
     await create_topic(bootstrap, topic, 3)
     await produce(bootstrap, topic, generate_events(n, seed=5, malformed_share=0.0, pii_share=0.1))
     await create_topic(bootstrap, f"{topic}.dlq", 1)
-    spans, k = f"{topic}-otlp", SPANS_PER_RECORD
-    if any(s.startswith("otlp_") for s in chosen):
-        await create_topic(bootstrap, spans, 3)
-        events = generate_events(n, seed=5, malformed_share=0.0, pii_share=0.1)
-        await produce(bootstrap, spans, otlp_records(events, encoding="otlp_proto", dialect="gen_ai", per_record=k))
-        await create_topic(bootstrap, f"{spans}.dlq", 1)
+    k, spans, json_spans = SPANS_PER_RECORD, f"{topic}-otlp", f"{topic}-otlpjson"
+    for bare, name in (("otlp_bare", spans), ("otlp_json_bare", json_spans)):
+        if bare in wanted_bares:  # the spans of the same events, in the bare loop's encoding
+            await otlp_backlog(bootstrap, name, n, ENCODING_OF[bare])
     runners: dict[str, Callable[[int], Awaitable[list[Mark]]]] = {
         "bare": lambda r: bare_loop(bootstrap, topic, n),
         "sample_0": lambda r: monitor_run(bootstrap, topic, n, url, f"{prefix}_{r}_s0", 0.0),
         "judged": lambda r: monitor_run(bootstrap, topic, n, url, f"{prefix}_{r}_j", 1.0, True),
         "judged_no_redaction": lambda r: monitor_run(bootstrap, topic, n, url, f"{prefix}_{r}_jn", 1.0, False),
         "otlp_bare": lambda r: bare_loop(bootstrap, spans, n, ExportTraceServiceRequest.FromString, k),
-        "otlp_sample_0": lambda r: monitor_run(bootstrap, spans, n, url, f"{prefix}_{r}_o0", 0.0, per_record=k),
-        "otlp_judged": lambda r: monitor_run(bootstrap, spans, n, url, f"{prefix}_{r}_oj", 1.0, per_record=k),
+        "otlp_sample_0": lambda r: monitor_run(
+            bootstrap, spans, n, url, f"{prefix}_{r}_o0", 0.0, per_record=k, input_format="otlp_proto"
+        ),
+        "otlp_judged": lambda r: monitor_run(
+            bootstrap, spans, n, url, f"{prefix}_{r}_oj", 1.0, per_record=k, input_format="otlp_proto"
+        ),
+        "otlp_json_bare": lambda r: bare_loop(bootstrap, json_spans, n, json.loads, k),
+        "otlp_json_sample_0": lambda r: monitor_run(
+            bootstrap, json_spans, n, url, f"{prefix}_{r}_oj0", 0.0, per_record=k, input_format="otlp_json"
+        ),
     }
     runs: dict[str, list[Steady]] = {s: [] for s in chosen}
     rss_before = peak_rss_mb()
@@ -238,14 +271,29 @@ async def measure(
             f.events_per_s / b.events_per_s if b.events_per_s else 0.0
             for f, b in zip(figures, runs[BARE_OF[scenario]], strict=True)
         ]
+        # By CPU: the bare loop's loop-thread CPU per event over the monitor's, round by round (the wall ratio's
+        # twin, less moved by other processes taking the cores and by either side waiting on the broker).
+        cpu_ratios = [
+            b.loop_cpu_us / f.loop_cpu_us if f.loop_cpu_us else 0.0
+            for f, b in zip(figures, runs[BARE_OF[scenario]], strict=True)
+        ]
         out[scenario] = {
             "events_per_s": statistics.median(f.events_per_s for f in figures),
             "ratio_to_bare": statistics.median(ratios),
+            "cpu_ratio_to_bare": statistics.median(cpu_ratios),
             "ratios_per_round": ratios,
             "loop_cpu_us_per_event": statistics.median(f.loop_cpu_us for f in figures),
             "cpu_us_per_event": statistics.median(f.cpu_us for f in figures),
             "runs": [asdict(f) for f in figures],
         }
+    out["bare_loops"] = {
+        bare: {
+            "events_per_s": out[bare]["events_per_s"],
+            "us_per_event": 1e6 / out[bare]["events_per_s"] if out[bare]["events_per_s"] else None,
+            "loop_cpu_us_per_event": out[bare]["loop_cpu_us_per_event"],
+        }
+        for bare in wanted_bares
+    }
     if "judged" in out and "judged_no_redaction" in out:
         on, off = out["judged"], out["judged_no_redaction"]
         out["redaction_keeps"] = (
@@ -259,21 +307,32 @@ def report_lines(result: dict[str, Any]) -> list[str]:
     lines = [
         f"events: {result['events']}, rounds: {result['rounds']} (interleaved), steady state between"
         f" {result['window'][0]:.0%} and {result['window'][1]:.0%} of the backlog finished; medians",
-        f"{'scenario':<55} {'events/s':>10} {'÷ bare':>8} {'loop µs/ev':>11} {'cpu µs/ev':>10}  per-round ratios",
-        "(an OTLP scenario's bare loop is the OTLP one; its events are LLM calls)",
+        f"{'scenario':<55} {'events/s':>10} {'÷ bare':>8} {'CPU ÷':>6} {'loop µs/ev':>11} {'cpu µs/ev':>10}"
+        "  per-round ratios",
+        "(an OTLP scenario's bare loop is the one of its encoding; its events are LLM calls)",
     ]
     for scenario in (s for s in SCENARIOS if s in result):
         f = result[scenario]
         if not f["events_per_s"]:
             lines.append(
-                f"{LABELS[scenario]:<55} {'-':>10} {'-':>8} {'-':>11} {'-':>10}  no window: the backlog finished in "
-                "one step (too small)"
+                f"{LABELS[scenario]:<55} {'-':>10} {'-':>8} {'-':>6} {'-':>11} {'-':>10}  no window: the backlog"
+                " finished in one step (too small)"
             )
             continue
         rounds = ", ".join(f"{r:.3f}" for r in f["ratios_per_round"])
         lines.append(
             f"{LABELS[scenario]:<55} {f['events_per_s']:>10.0f} {f['ratio_to_bare']:>8.3f}"
-            f" {f['loop_cpu_us_per_event']:>11.1f} {f['cpu_us_per_event']:>10.1f}  {rounds}"
+            f" {f['cpu_ratio_to_bare']:>6.3f} {f['loop_cpu_us_per_event']:>11.1f} {f['cpu_us_per_event']:>10.1f}"
+            f"  {rounds}"
+        )
+    lines.append(
+        "each bare loop on its own (to compare another benchmark's limit with): wall µs/event = 1e6 ÷ events/s"
+    )
+    for bare, f in result["bare_loops"].items():
+        wall = f"{f['us_per_event']:.2f}" if f["us_per_event"] else "-"
+        lines.append(
+            f"  {LABELS[bare]}: {f['events_per_s']:.0f} events/s, {wall} µs/event wall,"
+            f" {f['loop_cpu_us_per_event']:.2f} µs/event loop CPU"
         )
     if result.get("redaction_keeps") is not None:
         lines.append(f"redaction keeps {result['redaction_keeps']:.3f} of the judged throughput")

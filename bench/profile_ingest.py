@@ -6,13 +6,17 @@ gives, for the event loop's thread and the store's (chDB) thread, each stage's s
 is a group of files: decode, sampling, redaction, judge, rows, insert, aiokafka, asyncio; a sample counts for the
 stage of its frame nearest the leaf) and the top functions by self and inclusive time. Start-up (imports, pydantic
 building its validators) is left out; the store's schema creation is not, and shows under the insert stage.
-Run: `python -m bench.profile_ingest [--scenario sample_0|judged|judged_no_redaction|bare] [--events N] [--out DIR]`
+The OpenTelemetry scenarios (`otlp_sample_0`, `otlp_json_sample_0` and their bare loops `otlp_bare`, `otlp_json_bare`)
+read the same events as GenAI spans, 50 LLM calls to a record, as bench/pipeline_throughput.py does.
+Run: `python -m bench.profile_ingest [--scenario sample_0|judged|judged_no_redaction|bare|otlp_...] [--events N]
+[--out DIR]`
 (py-spy is in the dev extra: a profiling tool, not a dependency of the monitor)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import re
 import shutil
 import subprocess
@@ -21,14 +25,22 @@ import tempfile
 import uuid
 from collections import Counter
 from pathlib import Path
+from typing import Literal
 
-from bench.pipeline_throughput import bare_loop, monitor_run
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from bench.pipeline_throughput import SPANS_PER_RECORD, bare_loop, monitor_run, otlp_backlog
 from monitor.devtools.localbroker import LocalBroker
 from monitor.devtools.traffic import generate_events, produce
 from monitor.runtime.logs import configure_logging
 from tests.harness import create_topic
 
 RATES = {"sample_0": (0.0, True), "judged": (1.0, True), "judged_no_redaction": (1.0, False)}
+# The OpenTelemetry scenarios: the monitor at 0 % on each encoding, and each encoding's bare loop
+OTLP: dict[str, Literal["otlp_proto", "otlp_json"]] = {
+    "otlp_sample_0": "otlp_proto", "otlp_json_sample_0": "otlp_json",
+    "otlp_bare": "otlp_proto", "otlp_json_bare": "otlp_json",
+}  # fmt: skip
 # Frames that mark start-up work (imports, pydantic building its validators), not ingest.
 _START_UP = (
     "_find_and_load",
@@ -49,6 +61,9 @@ _FRAMEWORK = (
 _FRAME = re.compile(r"^(?P<func>.*?) \((?P<file>[^()]*?)(?::(?P<line>\d+))?\)$")
 # Stages of the pipeline, by the files (or functions) that make them up: the frame nearest the leaf that matches wins.
 STAGES = (
+    ("OTLP read (consumers/otlp/wire.py, protobuf)", ("consumers/otlp/wire.py", "google/protobuf")),
+    ("OTLP short way (consumers/otlp/span_event.py)", ("otlp/span_event.py",)),
+    ("OTLP mapping (dialects.py, records.py)", ("consumers/otlp/",)),
     (
         "decode (consumers/decode.py, msgspec, json, pydantic)",
         ("consumers/decode.py", "schemas/events.py", "json/", "decode_event"),
@@ -82,6 +97,15 @@ STAGES = (
 async def child(scenario: str, n: int, bootstrap: str, topic: str) -> None:
     """Run one scenario over the backlog (the process py-spy records: the backlog is produced by the parent)."""
     configure_logging(level="error")
+    if scenario in OTLP:
+        k, encoding = SPANS_PER_RECORD, OTLP[scenario]
+        if scenario.endswith("_bare"):
+            parse = ExportTraceServiceRequest.FromString if encoding == "otlp_proto" else json.loads
+            await bare_loop(bootstrap, topic, n, parse, k)
+            return
+        with tempfile.TemporaryDirectory() as tmp:
+            await monitor_run(bootstrap, topic, n, f"chdb://{tmp}", "prof", 0.0, per_record=k, input_format=encoding)
+        return
     if scenario == "bare":
         await bare_loop(bootstrap, topic, n)
         return
@@ -90,9 +114,13 @@ async def child(scenario: str, n: int, bootstrap: str, topic: str) -> None:
         await monitor_run(bootstrap, topic, n, f"chdb://{tmp}", "prof", rate, redact)
 
 
-async def backlog(bootstrap: str, n: int) -> str:
-    """A fresh topic holding `n` events (as in bench/pipeline_throughput.py); returns its name."""
+async def backlog(bootstrap: str, n: int, scenario: str = "sample_0") -> str:
+    """A fresh topic holding `n` events (as in bench/pipeline_throughput.py, as spans for an OpenTelemetry
+    scenario); returns its name."""
     topic = f"prof-{uuid.uuid4().hex[:6]}"
+    if scenario in OTLP:
+        await otlp_backlog(bootstrap, topic, n, OTLP[scenario])
+        return topic
     await create_topic(bootstrap, topic, 3)
     await produce(bootstrap, topic, generate_events(n, seed=5, malformed_share=0.0, pii_share=0.1))
     await create_topic(bootstrap, f"{topic}.dlq", 1)
@@ -168,7 +196,7 @@ def summarise(raw: Path, top: int = 25) -> list[str]:
 def main() -> None:
     """Record the scenario under py-spy, then print and save the summary."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--scenario", choices=[*RATES, "bare"], default="sample_0")
+    p.add_argument("--scenario", choices=[*RATES, "bare", *OTLP], default="sample_0")
     p.add_argument("--events", type=int, default=100_000)
     p.add_argument("--rate", type=int, default=400, help="py-spy samples per second")
     p.add_argument("--out", type=Path, default=Path(".relevancy-monitor/bench/profiles"))
@@ -181,7 +209,7 @@ def main() -> None:
     a.out.mkdir(parents=True, exist_ok=True)
     raw = a.out / f"{a.scenario}.raw.txt"
     with LocalBroker() as broker:
-        topic = asyncio.run(backlog(broker.bootstrap, a.events))
+        topic = asyncio.run(backlog(broker.bootstrap, a.events, a.scenario))
         cmd = [
             sys.executable,
             "-m",

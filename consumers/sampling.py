@@ -313,7 +313,6 @@ class Sampler:
         """The decision for one event. `factor` in [0, 1] scales rate-based decisions for `reason` (budget,
         freshness); 0 stops all judging, `always` rules included."""
         policy = self.policy
-        point = sample_point(event.conversation_id if policy.key == "conversation_id" else event.event_id)
         rule = None
         for r in policy.rules:
             if r.match.matches(event):
@@ -336,7 +335,12 @@ class Sampler:
                 rate, kind, name = 1.0, DecisionKind.MIN_PER_SEGMENT, ""
         factor = min(1.0, factor)
         effective = rate * factor
-        sampled = effective > 0.0 and point < effective
+        # The key is hashed only where the point decides: at an effective rate of 0 (the rate, or a factor that
+        # stops judging) no point is below it, and the hash was nearly half of what a decision cost.
+        sampled = (
+            effective > 0.0
+            and sample_point(event.conversation_id if policy.key == "conversation_id" else event.event_id) < effective
+        )
         if sampled and mps is not None:
             self._judged[self._segment(event)] += 1
         return self._decision(sampled, effective, kind, name, factor, reason)

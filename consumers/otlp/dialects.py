@@ -23,6 +23,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 if TYPE_CHECKING:  # the settings read this module's defaults; the protobuf modules load only with the reader
     from consumers.otlp.wire import Attributes, LogRecord, Span
 
@@ -46,8 +48,7 @@ class MappingOptions:
     prompt_version_attributes: Sequence[str] = DEFAULT_PROMPT_VERSION_ATTRIBUTES
 
 
-@dataclass(frozen=True)
-class Message:
+class Message(msgspec.Struct, frozen=True, gc=False):  # a struct: made per message of every call, cheaper to build
     """One turn: its role and its text parts joined."""
 
     role: str
@@ -71,8 +72,7 @@ class GenAICall:
     dialect: str
 
 
-@dataclass(frozen=True)
-class NoContent:
+class NoContent(msgspec.Struct, frozen=True, gc=False):  # a struct: made for every LLM span, cheaper to build
     """An LLM call recorded without its text (content capture is off): what it can still be counted under."""
 
     trace_id: str
@@ -126,20 +126,19 @@ def map_span(
     span: Span, logs: Iterable[LogRecord] = (), options: MappingOptions = DEFAULT_OPTIONS
 ) -> GenAICall | NoContent | Skipped:
     """The call a span records, with content from its attributes, its events or the log records joined to it."""
-    a = span.attributes
-    kind = span_kind(a)
+    kind = span_kind(span.attributes)
     if kind != "llm":
         return Skipped(kind)
-    header = _header(span, options)
+    header = call_header(span, options)
     found = _content(span, list(logs))
     if found is None:
         return header
     dialect, system, messages = found
-    trace = span.trace_id
+    event_id, conversation_id = call_ids(span)
     return GenAICall(
-        event_id=_text(a.get("gen_ai.response.id")) or f"otel:{trace}/{span.span_id}",
-        conversation_id=_text(a.get("gen_ai.conversation.id")) or _text(a.get("session.id")) or trace,
-        trace_id=trace,
+        event_id=event_id,
+        conversation_id=conversation_id,
+        trace_id=span.trace_id,
         span_id=span.span_id,
         time_unix_nano=header.time_unix_nano,
         app=header.app,
@@ -151,7 +150,16 @@ def map_span(
     )
 
 
-def _header(span: Span, options: MappingOptions) -> NoContent:
+def call_ids(span: Span) -> tuple[str, str]:
+    """The event id and the conversation id of the call a span records."""
+    a, trace = span.attributes, span.trace_id
+    return (
+        _text(a.get("gen_ai.response.id")) or f"otel:{trace}/{span.span_id}",
+        _text(a.get("gen_ai.conversation.id")) or _text(a.get("session.id")) or trace,
+    )
+
+
+def call_header(span: Span, options: MappingOptions) -> NoContent:
     """What a span says about its call besides the content."""
     a = span.attributes
     return NoContent(
@@ -202,16 +210,15 @@ def _current(span: Span, logs: list[LogRecord]) -> Read | None:
             if isinstance(log.body, dict):
                 sources.append(log.body)
     for a in sources:
-        inputs = _semconv_messages(a.get("gen_ai.input.messages"))
-        outputs = _semconv_messages(a.get("gen_ai.output.messages"))
+        inputs = semconv_messages(_maybe_json(a.get("gen_ai.input.messages")))
+        outputs = semconv_messages(_maybe_json(a.get("gen_ai.output.messages")))
         if inputs or outputs:
-            return _semconv_system(a.get("gen_ai.system_instructions")), inputs, outputs
+            return semconv_system(a.get("gen_ai.system_instructions")), inputs, outputs
     return None
 
 
-def _semconv_messages(value: Any) -> list[Message]:
-    """`[{role, parts: [{type: text, content}]}]`, structured or as a JSON string."""
-    value = _maybe_json(value)
+def semconv_messages(value: Any) -> list[Message]:
+    """`[{role, parts: [{type: text, content}]}]`, structured (a JSON string parsed already)."""
     if not isinstance(value, list):
         return []
     out = []
@@ -221,7 +228,8 @@ def _semconv_messages(value: Any) -> list[Message]:
     return out
 
 
-def _semconv_system(value: Any) -> str:
+def semconv_system(value: Any) -> str:
+    """The system instructions: a string, or text parts (structured or as a JSON string)."""
     value = _maybe_json(value)
     if isinstance(value, str):
         return value
@@ -240,6 +248,25 @@ def _parts_text(parts: Any) -> str:
             if isinstance(text, str):
                 texts.append(text)
     return "\n".join(texts)
+
+
+# Where the dialects after the current one keep content on a span: span events of these names, and indexed attributes
+# (`prefix.{i}.rest`) of these prefixes
+LEGACY_CONTENT_EVENTS = frozenset({*MESSAGE_EVENTS, "gen_ai.content.prompt", "gen_ai.content.completion"})
+_INDEXED_PREFIXES = ("gen_ai.prompt", "gen_ai.completion", "llm.input_messages", "llm.output_messages")
+_INDEXED_STARTS = tuple(prefix + "." for prefix in _INDEXED_PREFIXES)
+
+
+def later_dialect_content(span: Span) -> bool:
+    """Whether the span has anything a dialect after the current one reads content from (a legacy content event, an
+    indexed message attribute): False means only `gen_ai.input.messages` / `.output.messages` can give it content."""
+    if any(e.name in LEGACY_CONTENT_EVENTS for e in span.events):
+        return True
+    a = span.attributes
+    return any(
+        key.startswith(_INDEXED_STARTS) and (m := _INDEXED.match(key)) is not None and m["prefix"] in _INDEXED_PREFIXES
+        for key in a
+    )
 
 
 def _legacy_events(span: Span, logs: list[LogRecord]) -> Read | None:

@@ -6,10 +6,15 @@ second instrumentation). Across records, the store's idempotent inserts keep one
 that is no OTLP request at all raises.
 
 With `hold` (the monitor reads both spans and log records), a span without content and the one-message GenAI log
-records are handed back to wait for each other (`consumers.otlp.join`) instead of being counted."""
+records are handed back to wait for each other (`consumers.otlp.join`) instead of being counted.
+
+A traces record takes a shorter way to the same outcome: a span that is no LLM call is counted by kind from its
+attributes alone (`wire.read_spans_if`), and a common LLM span becomes its event without the chat JSON
+(`consumers.otlp.span_event`); what that declines is mapped and decoded as above."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -28,14 +33,17 @@ from consumers.otlp.dialects import (
     NoContent,
     Skipped,
     map_span,
+    span_kind,
 )
 from consumers.otlp.feedback import InvalidFeedback, feedback_of, is_evaluation_result
 from consumers.otlp.join import SpanKey
-from consumers.otlp.wire import Encoding, LogRecord, Span, read_logs, read_spans
+from consumers.otlp.span_event import SPAN_ID_KEY as SPAN_ID_KEY  # the judged span, in the row's metadata
+from consumers.otlp.span_event import TRACE_ID_KEY as TRACE_ID_KEY
+from consumers.otlp.span_event import SpanEvent, span_event
+from consumers.otlp.wire import Attributes, Encoding, LogRecord, Span, read_logs, read_spans_if
 from schemas.errors import DecodeError
 from schemas.feedback import FeedbackEvent
 
-TRACE_ID_KEY, SPAN_ID_KEY = "otel.trace_id", "otel.span_id"  # the judged span, in the row's metadata
 _encode = msgspec.json.Encoder().encode
 
 
@@ -78,20 +86,31 @@ def decode_traces_record(
     """The events of one `ExportTraceServiceRequest` record; raises `DecodeError` only when the record is no OTLP
     traces request in `encoding`."""
     out = RecordEvents()
-    spans = read_spans(value, encoding)
-    if not hold:
-        _add(out, (map_span(span, (), context.options) for span in spans), context)
-        return out
-    calls: list[GenAICall | Skipped] = []
-    for span in spans:
-        mapped = map_span(span, (), context.options)
-        if isinstance(mapped, NoContent):
+    seen: set[str] = set()
+    for span in read_spans_if(value, encoding, _is_llm):
+        if not isinstance(span, Span):  # the attributes of a span that is no LLM call, as map_span skips it
+            out.skipped[span_kind(span)] += 1
+            continue
+        fast = _fast(span, context)
+        mapped = map_span(span, (), context.options) if fast is None else fast  # declined: the full mapping
+        if hold and isinstance(mapped, NoContent):
             out.waiting_spans.append(span)
         else:
-            calls.append(mapped)
-    _add(out, calls, context)
-    out.scored = _keys(out.events)
+            _add_one(out, mapped, context, seen)
+    if hold:
+        out.scored = _keys(out.events)
     return out
+
+
+def _is_llm(attributes: Attributes) -> bool:
+    return span_kind(attributes) == "llm"
+
+
+def _fast(span: Span, context: RecordContext) -> SpanEvent | NoContent | None:
+    return span_event(
+        span, context.options, record_timestamp_ms=context.record_timestamp_ms, max_bytes=context.max_bytes,
+        max_future_skew_s=context.max_future_skew_s, now=context.now,
+    )  # fmt: skip
 
 
 def decode_logs_record(
@@ -172,24 +191,35 @@ def joined_call(span: Span, logs: Iterable[LogRecord], context: RecordContext) -
 def _add(out: RecordEvents, calls: Iterable[GenAICall | NoContent | Skipped], context: RecordContext) -> None:
     seen: set[str] = set()
     for mapped in calls:
-        if isinstance(mapped, Skipped):
-            out.skipped[mapped.kind] += 1
-            continue
-        if isinstance(mapped, NoContent):
-            out.skipped["no_content"] += 1
-            out.no_content.append(mapped)
-            continue
-        if mapped.event_id in seen:  # two instrumentations of one call (the SDK's own span and a wrapper's)
-            out.skipped["duplicate"] += 1
-            continue
-        seen.add(mapped.event_id)
+        _add_one(out, mapped, context, seen)
+
+
+def _add_one(
+    out: RecordEvents, mapped: GenAICall | SpanEvent | NoContent | Skipped, context: RecordContext, seen: set[str]
+) -> None:
+    """Count or keep one call; `seen` holds the event ids of the record's calls with content so far."""
+    if isinstance(mapped, Skipped):
+        out.skipped[mapped.kind] += 1
+        return
+    if isinstance(mapped, NoContent):
+        out.skipped["no_content"] += 1
+        out.no_content.append(mapped)
+        return
+    event_id = mapped.event.event_id if isinstance(mapped, SpanEvent) else mapped.event_id
+    if event_id in seen:  # two instrumentations of one call (the SDK's own span and a wrapper's)
+        out.skipped["duplicate"] += 1
+        return
+    seen.add(event_id)
+    if isinstance(mapped, SpanEvent):
+        event = mapped.event
+    else:
         try:
             event = call_event(mapped, context)
         except DecodeError as e:
             out.skipped[f"invalid_span:{e.reason}"] += 1
-            continue
-        out.events.append(event)
-        out.dialects[mapped.dialect] += 1
+            return
+    out.events.append(event)
+    out.dialects[mapped.dialect] += 1
 
 
 def call_event(call: GenAICall, context: RecordContext) -> DecodedEvent:
@@ -226,4 +256,7 @@ def _as_chat_event(call: GenAICall) -> bytes:
     }
     if call.time_unix_nano:
         document["timestamp"] = datetime.fromtimestamp(call.time_unix_nano / 1e9, UTC).isoformat()
-    return _encode(document)
+    try:
+        return _encode(document)
+    except UnicodeEncodeError:  # a lone surrogate (OTLP/JSON can carry one): escaped, as a JSON event would carry it,
+        return json.dumps(document).encode()  # so decoding replaces it in text and refuses it in an id, as for JSON

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Callable
 from typing import Any, Literal
 
 import msgspec
@@ -23,6 +24,7 @@ from schemas.errors import DecodeError
 Encoding = Literal["otlp_proto", "otlp_json"]
 Attributes = dict[str, Any]  # str, bool, int, float, bytes (hex), list and dict values, as the AnyValue held them
 _MAX_DEPTH = 32  # an AnyValue nests arrays and maps; real attributes nest two or three levels
+_SCALARS = frozenset({"string_value", "bool_value", "int_value", "double_value"})
 
 
 class SpanEvent(msgspec.Struct, frozen=True):
@@ -117,6 +119,30 @@ def read_spans(value: bytes | None, encoding: Encoding) -> list[Span]:
     ]
 
 
+def read_spans_if(
+    value: bytes | None, encoding: Encoding, whole: Callable[[Attributes], bool]
+) -> list[Span | Attributes]:
+    """`read_spans`, but a span whose attributes `whole` declines comes as its attributes alone: it is read and checked
+    as `read_spans` reads it (a bad value still refuses the record), without its ids, times and events being kept."""
+    if encoding != "otlp_proto":
+        return [span if whole(span.attributes) else span.attributes for span in read_spans(value, encoding)]
+    request = _parse_proto(ExportTraceServiceRequest, value)
+    out: list[Span | Attributes] = []
+    for rs in request.resource_spans:
+        resource = _proto_attributes(rs.resource.attributes)
+        for scope in rs.scope_spans:
+            name = scope.scope.name
+            for span in scope.spans:
+                attributes = _proto_attributes(span.attributes)
+                if whole(attributes):
+                    out.append(_proto_span(span, resource, name, attributes))
+                    continue
+                for event in span.events:
+                    _proto_attributes(event.attributes)  # read only to be checked, as read_spans reads it
+                out.append(attributes)
+    return out
+
+
 def read_logs(value: bytes | None, encoding: Encoding) -> list[LogRecord]:
     """The log records of one logs record, in the order the request holds them; raises `DecodeError`."""
     if encoding == "otlp_proto":
@@ -166,7 +192,8 @@ def _parse_proto(kind: type[Any], value: bytes | None) -> Any:
         raise DecodeError("invalid_otlp", f"not an OTLP protobuf {kind.__name__}: {e}") from e
 
 
-def _proto_span(span: Any, resource: Attributes, scope: str) -> Span:
+def _proto_span(span: Any, resource: Attributes, scope: str, attributes: Attributes | None = None) -> Span:
+    events = span.events
     return Span(
         span.trace_id.hex(),
         span.span_id.hex(),
@@ -174,8 +201,8 @@ def _proto_span(span: Any, resource: Attributes, scope: str) -> Span:
         span.kind,
         span.start_time_unix_nano,
         span.end_time_unix_nano,
-        _proto_attributes(span.attributes),
-        tuple(SpanEvent(e.name, e.time_unix_nano, _proto_attributes(e.attributes)) for e in span.events),
+        _proto_attributes(span.attributes) if attributes is None else attributes,
+        tuple(SpanEvent(e.name, e.time_unix_nano, _proto_attributes(e.attributes)) for e in events) if events else (),
         resource,
         scope,
     )
@@ -185,7 +212,10 @@ def _proto_attributes(pairs: Any) -> Attributes:
     out: Attributes = {}
     for kv in pairs:
         kv_typed: KeyValue = kv
-        out[kv_typed.key] = _proto_value(kv_typed.value)
+        value = kv_typed.value
+        which = value.WhichOneof("value")
+        # The common scalars as _proto_value reads them, without a call per value (most of a span's cost)
+        out[kv_typed.key] = getattr(value, which) if which in _SCALARS else _proto_value(value)
     return out
 
 

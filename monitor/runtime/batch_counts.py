@@ -25,14 +25,20 @@ class BatchCounts:
 
     def decided(self, event: DecodedEvent, sampled: bool) -> None:
         """A decoded event and whether it was sampled."""
-        self._count(
-            (minute_number(event.epoch_s), event.app, event.model, event.prompt_version),
-            SAMPLED if sampled else NOT_SAMPLED,
-        )
-        if not sampled:
-            self._unsampled[event.app] = self._unsampled.get(event.app, 0) + 1
-        else:
+        # `_count` and `minute_number` written out: this runs once per event, and the two calls were half its cost.
+        app = event.app
+        segment = (int(event.epoch_s // 60), app, event.model, event.prompt_version)
+        found = self._traffic.get(segment)
+        if found is None:
+            found = self._traffic[segment] = [0, 0, 0, 0, 0]  # in traffic_counts._FIELDS order
+        found[0] += 1
+        if sampled:
+            found[SAMPLED] += 1
             self.flush_unsampled()
+        else:
+            found[NOT_SAMPLED] += 1
+            unsampled = self._unsampled
+            unsampled[app] = unsampled.get(app, 0) + 1
 
     def flush_unsampled(self) -> None:
         """Add the pending not-sampled counts, per app in the order first seen (so the app label's cap admits the

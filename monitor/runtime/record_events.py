@@ -12,7 +12,7 @@ from typing import Any
 from aiokafka import TopicPartition
 from aiokafka.structs import ConsumerRecord
 
-from consumers.decode import DecodedEvent, decode_fields
+from consumers.decode import DecodedEvent, decode_common, decode_fields
 from consumers.feedback import FeedbackOptions, decode_feedback, is_feedback_json
 from consumers.otlp.dialects import MappingOptions
 from consumers.otlp.records import RecordContext, decode_otlp_record
@@ -59,19 +59,30 @@ class RecordDecoder:
     def items(self, tp: TopicPartition, record: ConsumerRecord[Any, Any]) -> RecordItems:
         """The record's conversation events and, on a feedback topic, its feedback events."""
         fmt = self._format(tp.topic)
-        if fmt.encoding is None and is_feedback_json(record.value):
+        if fmt.encoding is not None:
+            return self._decode(tp, record, fmt)
+        kafka = self.kafka
+        # A common event is never a feedback object (it has no `type`): the feedback probe, a scan of the value, is
+        # for the rest only.
+        event = decode_common(
+            record.value, topic=tp.topic, partition=tp.partition, offset=record.offset,
+            record_timestamp_ms=record.timestamp, max_bytes=kafka.max_event_bytes,
+            max_future_skew_s=kafka.max_future_skew_s,
+        )  # fmt: skip
+        if event is not None:
+            return RecordItems([event])
+        if is_feedback_json(record.value):
             if tp.topic not in self.feedback_topics:
                 raise DecodeError(
                     "invalid_feedback", f"a feedback event on topic {tp.topic}, which is not in MONITOR_FEEDBACK_TOPICS"
                 )
-            kafka = self.kafka
             found = decode_feedback(
                 record.value, topic=tp.topic, partition=tp.partition, offset=record.offset,
                 record_timestamp_ms=record.timestamp, options=self.feedback, max_bytes=kafka.max_event_bytes,
                 max_future_skew_s=kafka.max_future_skew_s,
             )  # fmt: skip
             return RecordItems([], [found])
-        return self._decode(tp, record, fmt)
+        return self._decode(tp, record, fmt, fast=False)  # declined by the fast path already
 
     def _format(self, topic: str) -> TopicFormat:
         fmt = self._formats.get(topic)
@@ -85,14 +96,20 @@ class RecordDecoder:
         return self._decode(tp, record, self._format(tp.topic), observe=False).events
 
     def _decode(
-        self, tp: TopicPartition, record: ConsumerRecord[Any, Any], fmt: TopicFormat, *, observe: bool = True
+        self,
+        tp: TopicPartition,
+        record: ConsumerRecord[Any, Any],
+        fmt: TopicFormat,
+        *,
+        observe: bool = True,
+        fast: bool = True,
     ) -> RecordItems:
         kafka = self.kafka
         if fmt.encoding is None:
             event = decode_fields(
                 record.value, topic=tp.topic, partition=tp.partition, offset=record.offset,
                 record_timestamp_ms=record.timestamp, max_bytes=kafka.max_event_bytes,
-                max_future_skew_s=kafka.max_future_skew_s,
+                max_future_skew_s=kafka.max_future_skew_s, fast=fast,
             )  # fmt: skip
             return RecordItems([event])
         reads_feedback = observe and tp.topic in self.feedback_topics

@@ -248,6 +248,16 @@ def test_both_paths_agree_on_plausible_events(value: bytes) -> None:
 @example(b'{"user_message": "q" , "response": "a", "user_message" : "q"}')
 @example(b'{"user_message": "\\"q\\"", "response": "a\\u0022", "response": "a"}')
 @example(b'{"user_message": "q", "response": "a", "app": "x\\u0000"}')
+# A repeated key whose lost strings are made up by quotes written \u0022: the quote counts match, the escape check
+# alone declines it.
+@example(b'{"user_message": "q", "response": "a", "response": "\\u0022\\u0022\\u0022\\u0022"}')
+@example(b'{"event_id": "", "user_message": "q", "response": "a"}')
+@example(b'{"app": "", "user_message": "q", "response": "a"}')
+@example(b'{"conversation_id": "", "user_message": "q", "response": "a"}')
+@example(b'{"model": "' + b"m" * 257 + b'", "user_message": "q", "response": "a"}')
+@example(
+    b'{"prompt_version": "' + b"v" * 256 + b'", "app": "' + b"a" * 256 + b'", "user_message": "q", "response": "a"}'
+)
 @example(b'{"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a", "role": "user"}]}')
 def test_both_paths_agree_on_arbitrary_events(value: bytes) -> None:
     """Fast and reference paths give the same event or the same DecodeError for documents of our field names."""
@@ -294,11 +304,15 @@ def test_common_events_take_the_fast_path() -> None:
         b'{"user_message": "q", "response": "a", "unknown": 1}',
         b'{"user_message": "q", "response": "a", "timestamp": 1764586800}',
         b'{"user_message": "q", "response": "\\u0022"}',
+        b'{"user_message": "q", "response": "a", "response": "\\u0022\\u0022\\u0022\\u0022"}',
+        b'{"event_id": "", "user_message": "q", "response": "a"}',
+        b'{"app": "", "user_message": "q", "response": "a"}',
+        b'{"model": "' + b"m" * 257 + b'", "user_message": "q", "response": "a"}',
     ],
 )
 def test_the_fast_path_declines_what_it_cannot_vouch_for(value: bytes) -> None:
-    """Repeated keys, unknown fields, numeric timestamps and quotes written as \\u0022 are left to the reference
-    path."""
+    """Repeated keys, unknown fields, numeric timestamps, quotes written as \\u0022 and ids or labels outside the
+    model's lengths are left to the reference path."""
     assert _fast(value) is None
 
 

@@ -289,3 +289,27 @@ def test_repeated_decisions_share_one_instance_equal_to_a_fresh_one() -> None:
     by_value: dict[SampleDecision, SampleDecision] = {}
     assert all(by_value.setdefault(d, d) is d for d in decisions)
     assert {d.factor for d in decisions} == set(factors) and {d.sampled for d in decisions} == {True, False}
+
+
+def test_the_key_is_hashed_only_where_its_point_decides(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At an effective rate of 0 (the base rate, a `never` rule, a factor that stops judging) no point is below the
+    rate, so the key is not hashed (the 0 % path's cost per event); where the rate is above 0 it is, once."""
+    hashed: list[str] = []
+
+    def counted(key: str) -> float:
+        hashed.append(key)
+        return sample_point(key)
+
+    monkeypatch.setattr("consumers.sampling.sample_point", counted)
+    policy = SamplingPolicy.model_validate(
+        {"default_rate": 0.5, "rules": [{"name": "off", "match": {"app": "off"}, "never": True}]}
+    )
+    off = event("c1", "e1").model_copy(update={"app": "off"})
+    decisions = [
+        Sampler.at_rate(0.0).decide(event("c1", "e1")),
+        Sampler(policy).decide(off),
+        Sampler(policy).decide(event("c1", "e1"), factor=0.0, reason="budget"),
+    ]
+    assert [d.sampled for d in decisions] == [False, False, False] and hashed == []
+    assert Sampler(policy).decide(event("c2", "e2")).sampled == (sample_point("c2") < 0.5)
+    assert hashed == ["c2"]
