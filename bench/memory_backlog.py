@@ -17,17 +17,28 @@ second half (least-squares slope, MB/min); chDB's own tracked heap (system.metri
 and the end. Targets (issue 13): the monitor's own peak < 200 MB, growth < 5 MB/min. `--tracemalloc` lists the
 top Python allocations at the end and their growth over the second half (it costs memory itself: its run's RSS
 figures are not comparable). Prints a table and writes JSON (`--json PATH`).
-Run: `python -m bench.memory_backlog [--events 1000000] [--minutes 12] [--tiny] [--tracemalloc]`."""
+
+The monitor's process imports only what the service imports (the harness is imported by the parent), so "RSS after
+the imports" is the service's own. `--server` runs it on the server path instead: the store is a ClickHouse HTTP
+server (chDB in a third process, `bench.clickhouse_http`: there is no ClickHouse server binary here), so no engine
+is loaded in the monitor's process and its whole RSS is its own. The monitor trims glibc's heap every 30 s as the
+service does (`monitor.runtime.heap_trim`; `--trim-every 0` leaves it untrimmed, as before issue 46); `--arena-max N`
+sets MALLOC_ARENA_MAX for the monitor's process, and `--chdb-thread-pool N` caps the embedded engine's global thread
+pool at N (chDB's `max_thread_pool_size`).
+Run: `python -m bench.memory_backlog [--events 1000000] [--minutes 12] [--tiny] [--tracemalloc] [--server]
+[--arena-max N] [--trim-every SECONDS] [--chdb-thread-pool N]`."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import ctypes
 import json
 import multiprocessing
 import os
 import re
+import sys
 import tempfile
 import time
 import tracemalloc
@@ -38,19 +49,18 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from bench.judge_overhead import FakeInAProcess
-from bench.output import emit
+# Only what the service itself imports: the monitor's process imports this module (spawn), and "RSS after the
+# imports" is the service's. The harness (broker, producer, fake API, the chDB server) is imported where the parent
+# process uses it.
 from monitor.config import load_settings
-from monitor.devtools.localbroker import LocalBroker
-from monitor.devtools.traffic import generate_events, produce
 from monitor.judges.factory import build_judge
+from monitor.runtime.heap_trim import TRIM_EVERY_S, glibc_malloc_trim, trim_heap_every
 from monitor.runtime.logs import configure_logging
 from monitor.runtime.metrics import Metrics
 from monitor.runtime.service import build_pipeline
 from monitor.store.async_store import AsyncStore
 from monitor.store.connection import ClickHouseStore
-from tests.fake_messages_api import API_KEY
-from tests.harness import create_topic
+from monitor.store.migrations import Migrations
 
 DEFAULT_JSON = Path(".relevancy-monitor/bench/memory_backlog.json")
 JUDGE_LATENCY_S = 2.0
@@ -65,6 +75,15 @@ def rss_mb() -> float:
     """This process's resident set, MB (/proc/self/statm: psutil is not a dependency)."""
     with open("/proc/self/statm", encoding="ascii") as f:
         return int(f.read().split()[1]) * _PAGE / 2**20
+
+
+def _rss_of(pid: int) -> float | None:
+    """Another process's resident set, MB (None once it has gone)."""
+    try:
+        with open(f"/proc/{pid}/statm", encoding="ascii") as f:
+            return int(f.read().split()[1]) * _PAGE / 2**20
+    except OSError:
+        return None
 
 
 def rss_breakdown_mb() -> dict[str, float]:
@@ -131,6 +150,18 @@ def threads() -> int:
     return len(os.listdir("/proc/self/task"))
 
 
+# Packages a configuration may or may not need: which of them a run loaded says what its RSS pays for.
+WATCHED_PACKAGES = (
+    "anthropic", "openai", "botocore", "google.auth", "chdb", "rich", "pygments", "sqlglot", "opentelemetry.proto",
+    "google.protobuf",
+)  # fmt: skip
+
+
+def loaded_packages() -> list[str]:
+    """Which of `WATCHED_PACKAGES` this process has imported."""
+    return [name for name in WATCHED_PACKAGES if name in sys.modules]
+
+
 def thread_names() -> dict[str, int]:
     """Threads of this process by name (chDB names its pools' threads), most numerous first."""
     names: Counter[str] = Counter()
@@ -154,6 +185,8 @@ async def _engine_heap_mb(store: AsyncStore) -> float | None:
 def unique_events(n: int, seed: int = 11) -> Iterator[bytes]:
     """`n` synthetic events whose responses are all different: the generator repeats its pairs, and repeated pairs are
     served by the verdict cache, which would hide the slow judge this benchmark is about."""
+    from monitor.devtools.traffic import generate_events
+
     for i, value in enumerate(generate_events(n, seed=seed, malformed_share=0.0)):
         event = json.loads(value)
         if "response" in event:
@@ -177,26 +210,52 @@ def _top_allocations(
 
 
 async def _monitor(
-    bootstrap: str, topic: str, base_url: str, seconds: float, interval_s: float, trace: bool
+    bootstrap: str,
+    topic: str,
+    base_url: str,
+    api_key: str,
+    store_url: str | None,
+    seconds: float,
+    interval_s: float,
+    trace: bool,
+    trim_every_s: float,
+    chdb_thread_pool: int | None,
 ) -> dict[str, Any]:
-    out: dict[str, Any] = {"rss_after_imports_mb": rss_mb(), "breakdown_after_imports_mb": rss_breakdown_mb()}
+    out: dict[str, Any] = {
+        "rss_after_imports_mb": rss_mb(),
+        "breakdown_after_imports_mb": rss_breakdown_mb(),
+        "modules_after_imports": len(sys.modules),
+        "loaded_after_imports": loaded_packages(),
+    }
     with tempfile.TemporaryDirectory() as tmp:
-        store = AsyncStore(ClickHouseStore(f"chdb://{tmp}", "bench", "relevancy_scores"))
+        embedded = store_url is None
+        url = store_url or f"chdb://{tmp}"
+        # Migrated here as the embedded store migrates itself; a server's operator runs `migrate` once instead.
+        connection = ClickHouseStore(url, "bench", "relevancy_scores")
+        if chdb_thread_pool is not None and embedded:
+            # An experiment, not a setting of the product: the engine's global thread pool capped through chDB's
+            # connection string (server settings), handed to the driver as the store would hand it.
+            pool = {"max_thread_pool_size": chdb_thread_pool, "max_thread_pool_free_size": chdb_thread_pool}
+            connection._client_options = {**connection._client_options, "chdb_options": pool}
+        store = AsyncStore(connection, Migrations(connection, auto_migrate=True))
         before = rss_mb()
         await store.open()
         out["rss_store_open_mb"] = rss_mb()
-        out["engine_fixed_mb"] = out["rss_store_open_mb"] - before
+        out["store_open_mb"] = out["rss_store_open_mb"] - before
+        # Embedded, opening the store loads the engine: its fixed cost. On a server there is no engine here, and the
+        # client's connection is the monitor's own.
+        out["engine_fixed_mb"] = out["store_open_mb"] if embedded else 0.0
         out["breakdown_store_open_mb"] = rss_breakdown_mb()
-        out["engine_heap_start_mb"] = await _engine_heap_mb(store)
+        out["engine_heap_start_mb"] = await _engine_heap_mb(store) if embedded else None
         settings = load_settings(
             kafka_bootstrap_servers=bootstrap,
             kafka_topics=[topic],
             kafka_group_id=f"mem-{uuid.uuid4().hex[:6]}",
             dlq_topic=f"{topic}.dlq",
-            clickhouse_url=f"chdb://{tmp}",
+            clickhouse_url=url,
             judge="statements",
             anthropic_base_url=base_url,
-            anthropic_api_key=API_KEY,
+            anthropic_api_key=api_key,
             metrics_port=0,
         )
         flow = settings.flow
@@ -211,9 +270,28 @@ async def _monitor(
             "sample_rate": settings.sampling.rate,
             "max_poll_records": settings.kafka.max_poll_records,
         }
+        out["store"] = "embedded chDB" if embedded else "ClickHouse HTTP server (chDB in another process)"
         metrics = Metrics()
         pipeline = build_pipeline(settings, build_judge(settings.judge), store, metrics)
+        out["rss_pipeline_built_mb"] = rss_mb()  # the judge's SDK is imported when the judge is built
+        out["loaded_pipeline_built"] = loaded_packages()
         stop = asyncio.Event()
+        trim_ms: list[float] = []
+        glibc_trim = glibc_malloc_trim()
+
+        def timed_trim() -> None:
+            """The service's trim, timed: it runs on the event loop."""
+            assert glibc_trim is not None
+            trim_started = time.perf_counter()
+            glibc_trim()
+            trim_ms.append((time.perf_counter() - trim_started) * 1000)
+
+        # As `run_service` does (this process builds the pipeline itself): `trim_every_s` 0 leaves the heap untrimmed.
+        trimmer = (
+            asyncio.create_task(trim_heap_every(trim_every_s, timed_trim), name="heap-trim")
+            if trim_every_s and glibc_trim is not None
+            else None
+        )
         if trace:
             tracemalloc.start()
         task = asyncio.create_task(pipeline.run(stop))
@@ -243,13 +321,15 @@ async def _monitor(
                             **rss_breakdown_mb(),
                             **(malloc_mb() or {}),
                             "threads": threads(),
-                            "engine_heap_mb": await _engine_heap_mb(store),
+                            "engine_heap_mb": await _engine_heap_mb(store) if embedded else None,
                         }
                     )
                 if trace and half is None and elapsed >= seconds / 2:
                     half = tracemalloc.take_snapshot()
             out["breakdown_end_mb"] = rss_breakdown_mb()
-            out["engine_heap_end_mb"] = await _engine_heap_mb(store)
+            out["engine_heap_end_mb"] = await _engine_heap_mb(store) if embedded else None
+            out["loaded_end"] = loaded_packages()
+            out["malloc_trim_ms"] = {"calls": len(trim_ms), "max": max(trim_ms, default=0.0), "total": sum(trim_ms)}
             out["malloc_end_mb"] = malloc_mb()
             out["threads_end"] = threads()
             out["thread_names_end"] = thread_names()
@@ -264,6 +344,8 @@ async def _monitor(
                 out["tracemalloc_traced_mb"] = tracemalloc.get_traced_memory()[0] / 2**20
                 tracemalloc.stop()
         finally:
+            if trimmer is not None:
+                trimmer.cancel()
             stop.set()
             await task
             await store.close()
@@ -288,9 +370,34 @@ def slope_mb_per_min(samples: list[dict[str, float]], key: str = "rss_mb") -> fl
     return 0.0 if var == 0 else sum((t - mt) * (y - my) for t, y in zip(ts, ys, strict=True)) / var * 60
 
 
-async def measure(events: int, minutes: float, interval_s: float = 1.0, trace: bool = False) -> dict[str, Any]:
-    """Fill the backlog, run the monitor in its own process against it, and summarise the samples."""
-    with LocalBroker() as broker, FakeInAProcess(JUDGE_LATENCY_S) as base_url:
+async def measure(
+    events: int,
+    minutes: float,
+    interval_s: float = 1.0,
+    trace: bool = False,
+    server: bool = False,
+    arena_max: int | None = None,
+    trim_every_s: float = TRIM_EVERY_S,
+    chdb_thread_pool: int | None = None,
+) -> dict[str, Any]:
+    """Fill the backlog, run the monitor in its own process against it, and summarise the samples. With `server`, the
+    monitor's store is a ClickHouse HTTP server (chDB in a third process: `bench.clickhouse_http`) rather than the
+    embedded engine; `arena_max` sets MALLOC_ARENA_MAX for the monitor's process; `trim_every_s` is how often it
+    calls `malloc_trim(0)` (the service's interval by default; 0: never); `chdb_thread_pool` caps the embedded
+    engine's global thread pool."""
+    from bench.clickhouse_http import chdb_server
+    from bench.judge_overhead import FakeInAProcess
+    from monitor.devtools.localbroker import LocalBroker
+    from monitor.devtools.traffic import produce
+    from tests.fake_messages_api import API_KEY
+    from tests.harness import create_topic
+
+    with (
+        LocalBroker() as broker,
+        FakeInAProcess(JUDGE_LATENCY_S) as base_url,
+        tempfile.TemporaryDirectory() as server_dir,
+        chdb_server(Path(server_dir)) if server else contextlib.nullcontext(None) as served,
+    ):
         topic = f"mem-{uuid.uuid4().hex[:6]}"
         await create_topic(broker.bootstrap, topic, 3)
         await create_topic(broker.bootstrap, f"{topic}.dlq", 1)
@@ -299,16 +406,32 @@ async def measure(events: int, minutes: float, interval_s: float = 1.0, trace: b
         produce_s = time.monotonic() - started
         ctx = multiprocessing.get_context("spawn")
         parent, child = ctx.Pipe(duplex=False)
+        store_url = served[0] if served is not None else None
         proc = ctx.Process(
             target=_child,
-            args=(child, broker.bootstrap, topic, base_url, minutes * 60, interval_s, trace),
+            args=(
+                *(child, broker.bootstrap, topic, base_url, API_KEY, store_url),
+                *(minutes * 60, interval_s, trace, trim_every_s, chdb_thread_pool),
+            ),
             name="monitor",
         )
-        proc.start()
+        # glibc reads MALLOC_ARENA_MAX when the process starts: the spawned child inherits it from this environment.
+        previous = os.environ.get("MALLOC_ARENA_MAX")
+        if arena_max is not None:
+            os.environ["MALLOC_ARENA_MAX"] = str(arena_max)
+        try:
+            proc.start()
+        finally:
+            if arena_max is not None:
+                os.environ.pop("MALLOC_ARENA_MAX") if previous is None else os.environ.update(MALLOC_ARENA_MAX=previous)
         child.close()
         # The pipe is read in a thread: the broker and the fake must keep serving while the monitor runs.
         r: dict[str, Any] = await asyncio.to_thread(parent.recv)
         proc.join(timeout=30)
+        r["server_rss_end_mb"] = _rss_of(served[1]) if served is not None else None
+    r["malloc_arena_max"] = arena_max
+    r["malloc_trim_every_s"] = trim_every_s
+    r["chdb_thread_pool"] = chdb_thread_pool
     samples = r["samples"]
     peak = max(s["rss_mb"] for s in samples)
     second_half = [s for s in samples if s["t_s"] >= samples[-1]["t_s"] / 2]
@@ -363,9 +486,17 @@ def report_lines(r: dict[str, Any]) -> list[str]:
         f"{s['sample_rate']:g}",
         f"consumed {r['consumed']:,.0f}, judged {r['judged']:,.0f}, peak in flight {r['peak_in_flight']:,.0f}",
         "",
-        f"{'RSS after imports':<46}{r['rss_after_imports_mb']:>9.1f} MB",
-        f"{'RSS after opening chDB + schema':<46}{r['rss_store_open_mb']:>9.1f} MB",
-        f"{'  embedded engine fixed cost (the difference)':<46}{r['engine_fixed_mb']:>9.1f} MB",
+        f"store: {r['store']}; MALLOC_ARENA_MAX {r['malloc_arena_max'] or 'unset'}; malloc_trim(0) "
+        + (f"every {r['malloc_trim_every_s']:g} s" if r["malloc_trim_every_s"] else "never")
+        + (f"; chDB thread pool {r['chdb_thread_pool']}" if r["chdb_thread_pool"] else ""),
+        "",
+        f"{'RSS after imports':<46}{r['rss_after_imports_mb']:>9.1f} MB   ({r['modules_after_imports']:,} modules; "
+        f"of those watched: {', '.join(r['loaded_after_imports']) or 'none'})",
+        f"{'RSS after opening the store + schema':<46}{r['rss_store_open_mb']:>9.1f} MB",
+        f"{'  embedded engine fixed cost (the difference)':<46}{r['engine_fixed_mb']:>9.1f} MB"
+        + ("" if r["engine_fixed_mb"] else f"   (no engine here: opening the client took {r['store_open_mb']:.1f} MB)"),
+        f"{'RSS after building the pipeline and judge':<46}{r['rss_pipeline_built_mb']:>9.1f} MB   (loaded: "
+        f"{', '.join(r['loaded_pipeline_built']) or 'none'})",
         f"{'peak RSS':<46}{r['peak_rss_mb']:>9.1f} MB",
         f"{'monitor own peak (peak - engine fixed cost)':<46}{r['own_peak_mb']:>9.1f} MB   "
         f"{r['own_ratio_to_limit']:.2f} of the"
@@ -394,6 +525,13 @@ def report_lines(r: dict[str, Any]) -> list[str]:
             "kept;"
             f" malloc_trim(0) returned {r['malloc_trim_returned_mb']:.1f} MB of RSS"
         )
+    if r["malloc_trim_ms"]["calls"]:
+        t = r["malloc_trim_ms"]
+        lines.append(
+            f"periodic malloc_trim(0): {t['calls']} calls, {t['total']:.0f} ms in all, {t['max']:.1f} ms at most"
+        )
+    if r.get("server_rss_end_mb") is not None:
+        lines.append(f"the chDB server's process at the end (not the monitor's): {r['server_rss_end_mb']:.1f} MB RSS")
     names = ", ".join(f"{k} {v}" for k, v in list(r["thread_names_end"].items())[:6])
     lines.append(f"threads at the end: {r['threads_end']} ({names})")
     if r["traced"]:
@@ -414,9 +552,15 @@ def main(
     json_path: Path | None = DEFAULT_JSON,
     trace: bool = False,
     interval_s: float = 1.0,
+    server: bool = False,
+    arena_max: int | None = None,
+    trim_every_s: float = TRIM_EVERY_S,
+    chdb_thread_pool: int | None = None,
 ) -> dict[str, Any]:
     """Run the benchmark; print the table and write the JSON."""
-    result = asyncio.run(measure(events, minutes, interval_s, trace))
+    from bench.output import emit
+
+    result = asyncio.run(measure(events, minutes, interval_s, trace, server, arena_max, trim_every_s, chdb_thread_pool))
     emit(report_lines(result), result, json_path)
     return result
 
@@ -430,10 +574,34 @@ if __name__ == "__main__":
     p.add_argument("--tiny", action="store_true", help="5,000 events for 20 s (CI)")
     p.add_argument("--tracemalloc", action="store_true", help="also list the top Python allocations (inflates RSS)")
     p.add_argument(
+        "--server",
+        action="store_true",
+        help="the store on a ClickHouse HTTP server (chDB in another process): no engine in the monitor's process",
+    )
+    p.add_argument(
+        "--arena-max", type=int, help="MALLOC_ARENA_MAX for the monitor's process (glibc's default: 8 x cores)"
+    )
+    p.add_argument(
+        "--trim-every",
+        type=float,
+        default=TRIM_EVERY_S,
+        metavar="SECONDS",
+        help=f"how often the monitor calls malloc_trim(0) (default {TRIM_EVERY_S:g}, the service's; 0: never)",
+    )
+    p.add_argument(
+        "--chdb-thread-pool", type=int, metavar="N", help="cap the embedded engine's global thread pool at N threads"
+    )
+    p.add_argument(
         "--json", type=Path, default=DEFAULT_JSON, help=f"where to write the figures (default {DEFAULT_JSON})"
     )
     a = p.parse_args()
+    options = {
+        "server": a.server,
+        "arena_max": a.arena_max,
+        "trim_every_s": a.trim_every,
+        "chdb_thread_pool": a.chdb_thread_pool,
+    }
     if a.tiny:
-        main(5_000, 20 / 60, a.json, a.tracemalloc, interval_s=0.5)
+        main(5_000, 20 / 60, a.json, a.tracemalloc, interval_s=0.5, **options)
     else:
-        main(a.events, a.minutes, a.json, a.tracemalloc)
+        main(a.events, a.minutes, a.json, a.tracemalloc, **options)

@@ -8,6 +8,7 @@ import sys
 
 from bench import (
     alert_quality,
+    import_rss,
     judge_overhead,
     judge_overhead_openai,
     memory_backlog,
@@ -33,6 +34,7 @@ def main() -> None:
     subprocess.run([sys.executable, "-m", "bench.backtest_speed"], check=True)
     subprocess.run([sys.executable, "-m", "bench.latency"], check=True)  # chDB in this process too: one of its own
     subprocess.run([sys.executable, "-m", "bench.ui_pages"], check=True)  # the UI's pages on a 10M-row chDB store
+    import_rss.main()  # each configuration in a fresh interpreter
     memory_backlog.main()  # its monitor runs in a child process of its own
     scale_out.main()  # its replicas are `relevancy-monitor run` processes, each on a chDB store of its own
     # DeepEval needs its bench venv (created on first use); without it (offline, say) one line says why, and on.

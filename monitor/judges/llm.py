@@ -15,7 +15,7 @@ from monitor.judges.judge_client import ClientOptions, JudgeClient
 from monitor.judges.prompts import CONTEXT_TEMPLATES, USER_TEMPLATE, user_message
 from monitor.judges.providers.base import JudgeRequest
 from monitor.judges.settings import JudgeSettings, StructuredMode
-from monitor.judges.structured_output import output_config, parse_reply
+from monitor.judges.structured_output import id_output_config, parse_reply
 from schemas.events import Turn
 from schemas.usage import Usage
 
@@ -91,7 +91,7 @@ class LLMJudge(Generic[R]):
 
     def prompt_template(self) -> str:
         """Everything the model is told apart from the judged text: system prompt, user templates, schema."""
-        schema = json.dumps(output_config(self.reply_model), sort_keys=True)
+        schema = json.dumps(id_output_config(self.reply_model, self.settings.provider), sort_keys=True)
         user = USER_TEMPLATE
         if self.reads_context:
             user += f"\n\n---\n{CONTEXT_TEMPLATES}"

@@ -10,14 +10,18 @@ tolerantly: the first JSON object in the text, inside a code fence or not."""
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import anthropic
-from anthropic.types import OutputConfigParam
 from pydantic import BaseModel, ValidationError
 
+from monitor.judges.reply_formats import PINNED
+from monitor.judges.settings import ProviderName
 from schemas.errors import JudgeReplyInvalid
+
+if TYPE_CHECKING:
+    from anthropic.types import OutputConfigParam
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -26,9 +30,28 @@ CORRECTION_TEMPLATE = (
 )
 
 
+# Providers whose judges speak Chat Completions through the `openai` SDK (`providers.factory`): they never load the
+# Anthropic SDK, not even to name their reply format in the judge id.
+CHAT_COMPLETIONS_PROVIDERS: frozenset[ProviderName] = frozenset({"openai", "azure_openai"})
+
+
 def output_config(model: type[BaseModel]) -> OutputConfigParam:
     """The Messages API's `output_config` asking for replies matching `model`, as `messages.parse` builds it."""
+    import anthropic  # the Messages API providers' SDK (~45 MB resident): loaded by them, never at import
+
     return {"format": {"type": "json_schema", "schema": anthropic.transform_schema(model)}}
+
+
+def id_output_config(model: type[BaseModel], provider: ProviderName) -> dict[str, Any]:
+    """`output_config(model)` as a judge id names the reply format: the SDK's own for the Messages API providers
+    (which load it anyway), the pinned copy in `reply_formats` for Chat Completions providers while one matches
+    `model` (else the SDK's: the same id, at the SDK's cost)."""
+    if provider in CHAT_COMPLETIONS_PROVIDERS:
+        key = hashlib.sha256(json.dumps(model.model_json_schema(), sort_keys=True).encode()).hexdigest()
+        pinned = PINNED.get(key)
+        if pinned is not None:
+            return {"format": {"type": "json_schema", "schema": pinned}}
+    return dict(output_config(model))
 
 
 def reply_schema(model: type[BaseModel]) -> dict[str, Any]:

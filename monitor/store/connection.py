@@ -60,10 +60,29 @@ def _quiet_driver() -> None:
         logging.getLogger(name).setLevel(logging.ERROR)
 
 
+# The driver's optional array libraries: it imports each the first time it checks whether data is one of its types.
+_ARRAY_LIBRARIES = ("pd", "pd_time_test", "np", "arrow", "pl")
+
+
+def _rows_only() -> None:
+    """Tell clickhouse-connect that pandas, numpy, pyarrow and polars are absent, as on an install without them.
+
+    At the first insert the driver imports pandas to ask whether the rows are a DataFrame, and numpy to ask whether
+    they are an array: with pandas installed (chDB requires it) that is ~80 MB resident, numpy alone ~15 MB, in a
+    process that inserts and reads tuples only (the store uses no `*_df`, `*_np` or `*_arrow` call). Libraries the
+    driver has already resolved are left as they are."""
+    from clickhouse_connect.driver import options as driver_options
+
+    resolved = vars(driver_options)
+    for name in _ARRAY_LIBRARIES:
+        resolved.setdefault(name, None)
+
+
 def open_client(url: str, **options: Any) -> Client:
     """A clickhouse-connect client for `url`; raises `StoreError` with a readable reason (and the driver's error as
     its cause)."""
     _quiet_driver()
+    _rows_only()
     try:
         return clickhouse_connect.get_client(dsn=url, **options)
     except ImportError as e:  # clickhouse-connect imports chDB only for a chdb:// URL; the core install leaves it out

@@ -24,13 +24,16 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-
-import sqlglot
-from sqlglot import exp
+from typing import TYPE_CHECKING
 
 from schemas.canary import CANARY_TABLE
 from schemas.ddl import ROLLUP_GRAINS, on_cluster
 from schemas.feedback import FEEDBACK_ROLLUP_TABLE, FEEDBACK_TABLE
+
+# sqlglot (7 MB resident once imported) is imported where a TTL is read: only with MONITOR_RETENTION_DAYS set, or by
+# `migrate`, so a service that manages no retention never loads it.
+if TYPE_CHECKING:
+    from sqlglot import exp
 
 TEXT_COLUMNS = ("question", "response", "reasoning", "statements", "verdict_reasons", "context", "system_instructions")
 FEEDBACK_TEXT_COLUMNS = ("comment",)
@@ -251,6 +254,8 @@ def plan_retention(
 
 def _ttl(nodes: Iterable[object]) -> str | None:
     """The TTL among a column's constraint kinds or a table's properties, as text without `TTL` (None: none)."""
+    from sqlglot import exp
+
     ttl = next((node for node in nodes if isinstance(node, exp.MergeTreeTTL)), None)
     return ttl.sql("clickhouse").removeprefix("TTL ") if ttl else None
 
@@ -258,6 +263,9 @@ def _ttl(nodes: Iterable[object]) -> str | None:
 def parse_table(create_table_query: str) -> TableDef:
     """The table TTL and the columns (type, TTL) of a `create_table_query` as `system.tables` renders it; raises
     ValueError for a query that is not a CREATE with a column list, or that sqlglot cannot read."""
+    import sqlglot
+    from sqlglot import exp
+
     try:
         query = sqlglot.parse_one(create_table_query, read="clickhouse")
     except sqlglot.ParseError as e:
@@ -282,6 +290,9 @@ def _same(a: str | None, b: str | None) -> bool:
 
 
 def _parse_ttl(text: str) -> exp.Expression:
+    import sqlglot
+    from sqlglot import exp
+
     return sqlglot.parse_one(f"TTL {text}", read="clickhouse", into=exp.Properties)
 
 
@@ -289,6 +300,8 @@ def _key(node: object) -> object:
     """A parsed TTL as a structure to compare: brackets dropped (the tree keeps the grouping), names unquoted, and
     `INTERVAL 30 DAY`, `toIntervalDay('30')` and `toIntervalDay(30)` the same. Exact, unlike sqlglot's `==` (a hash,
     blind to the case of names)."""
+    from sqlglot import exp
+
     if isinstance(node, exp.Paren):
         return _key(node.this)
     if isinstance(node, exp.Identifier):
@@ -308,4 +321,6 @@ def _key(node: object) -> object:
 def _interval(function: str, count: object) -> object:
     # sqlglot reads the 30 of `INTERVAL 30 DAY` as the string '30'; ClickHouse renders `INTERVAL '30' DAY` as
     # `toIntervalDay('30')`: a count of digits is the same number either way.
+    from sqlglot import exp
+
     return (function, count.this if isinstance(count, exp.Literal) and count.this.isdigit() else _key(count))

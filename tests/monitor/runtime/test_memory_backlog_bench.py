@@ -29,6 +29,21 @@ def test_the_memory_benchmark_runs_at_a_tiny_size(tmp_path: Path, capsys: pytest
     assert "embedded engine fixed cost" in out and "growth over the second half" in out
 
 
+@pytest.mark.long(seconds=35)
+@pytest.mark.slow
+def test_the_memory_benchmark_runs_on_the_server_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """With `server`, the store is a ClickHouse HTTP server in a process of its own: the monitor's process loads no
+    engine (nothing to take off its peak) and imports only what the service imports (no harness, no judge SDK before
+    the judge is built)."""
+    result = memory_backlog.main(events=3000, minutes=0.25, json_path=tmp_path / "m.json", interval_s=0.5, server=True)
+    assert result["consumed"] > 0 and result["peak_in_flight"] > 0
+    assert result["engine_fixed_mb"] == 0.0 and result["own_peak_mb"] == result["peak_rss_mb"]
+    assert "chdb" not in result["loaded_end"] and result["breakdown_end_mb"]["chdb_library"] == 0.0
+    assert "anthropic" not in result["loaded_after_imports"] and "anthropic" in result["loaded_pipeline_built"]
+    assert result["server_rss_end_mb"] > 0
+    assert "no engine here" in capsys.readouterr().out
+
+
 def test_every_event_of_the_backlog_has_its_own_response() -> None:
     """The backlog's responses are all different, so the verdict cache cannot serve them in place of the slow judge."""
     values = [json.loads(v) for v in memory_backlog.unique_events(400)]
