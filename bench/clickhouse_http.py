@@ -23,13 +23,13 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from monitor.store.embedded_reader import ClickHouseHTTPHandler
 
 _FORMAT = re.compile(r"\bFORMAT\s+(\w+)\s*;?\s*$", re.IGNORECASE)
 # An insert whose rows come in the body: `INSERT INTO t (a, b) FORMAT Native` (clickhouse-connect's form).
 _INSERT = re.compile(r"^\s*(INSERT\s+INTO\s+.+?)\s+FORMAT\s+(\w+)\s*$", re.IGNORECASE | re.DOTALL)
-_ERROR_CODE = re.compile(r"Code: (\d+)")
 _DRAIN = "SELECT 0 WHERE 0"
 
 
@@ -98,7 +98,7 @@ class Engine:
 
 
 def _handler(engine: Engine) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(ClickHouseHTTPHandler):
         protocol_version = "HTTP/1.1"  # keep-alive, as a server answers clickhouse-connect's pooled connections
 
         def do_GET(self) -> None:
@@ -131,7 +131,7 @@ def _handler(engine: Engine) -> type[BaseHTTPRequestHandler]:
                 sql, rows = _statement(args.get("query", ""), body)
                 data, fmt = engine.run(sql, args.get("database"), params, rows)
             except Exception as e:  # the engine's error, sent as ClickHouse sends it
-                self._error(str(e).strip() or type(e).__name__)
+                self._error(500, str(e).strip() or type(e).__name__)
                 return
             headers = {
                 "Content-Type": "application/octet-stream",
@@ -139,25 +139,6 @@ def _handler(engine: Engine) -> type[BaseHTTPRequestHandler]:
                 "X-ClickHouse-Timezone": engine.timezone,
             }
             self._send(200, data, headers)
-
-        def _error(self, message: str) -> None:
-            code = _ERROR_CODE.search(message)
-            headers = {
-                "Content-Type": "text/plain; charset=UTF-8",
-                "X-ClickHouse-Exception-Code": code.group(1) if code else "1000",
-            }
-            self._send(500, message.encode() + b"\n", headers)
-
-        def _send(self, status: int, body: bytes, headers: dict[str, str]) -> None:
-            self.send_response(status)
-            for name, value in headers.items():
-                self.send_header(name, value)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass  # one line per insert would drown the benchmark's output
 
     return Handler
 

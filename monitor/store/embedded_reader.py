@@ -161,8 +161,31 @@ class EmbeddedReader:
         return data, fmt
 
 
+class ClickHouseHTTPHandler(BaseHTTPRequestHandler):
+    """Answers as ClickHouse's HTTP interface answers: a body with its length, an error with its exception code."""
+
+    def _error(self, status: int, message: str) -> None:
+        code = _ERROR_CODE.search(message)
+        headers = {
+            "Content-Type": "text/plain; charset=UTF-8",
+            "X-ClickHouse-Exception-Code": code.group(1) if code else "1000",
+        }
+        self._send(status, message.encode() + b"\n", headers)
+
+    def _send(self, status: int, body: bytes, headers: dict[str, str]) -> None:
+        self.send_response(status)
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Nothing: queries carry conversation text, and none of it goes to the log."""
+
+
 def _handler(reader: EmbeddedReader, timezone: str) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(ClickHouseHTTPHandler):
         def do_GET(self) -> None:
             if urlsplit(self.path).path in ("/ping", "/"):
                 self._send(200, b"Ok.\n", {"Content-Type": "text/plain"})
@@ -200,24 +223,5 @@ def _handler(reader: EmbeddedReader, timezone: str) -> type[BaseHTTPRequestHandl
                     "X-ClickHouse-Timezone": timezone,
                 },
             )
-
-        def _error(self, status: int, message: str) -> None:
-            code = _ERROR_CODE.search(message)
-            headers = {
-                "Content-Type": "text/plain; charset=UTF-8",
-                "X-ClickHouse-Exception-Code": code.group(1) if code else "1000",
-            }
-            self._send(status, message.encode() + b"\n", headers)
-
-        def _send(self, status: int, body: bytes, headers: dict[str, str]) -> None:
-            self.send_response(status)
-            for name, value in headers.items():
-                self.send_header(name, value)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass  # queries carry conversation text; nothing of them goes to the log
 
     return Handler
