@@ -9,7 +9,10 @@ per fetched batch. Against it, in the same rounds (interleaved, the order rotate
 The OpenTelemetry path runs the same events as GenAI spans, 50 LLM calls to a Collector record (each inside an agent
 span), in each encoding against its own bare loop (`getmany`, protobuf's `ExportTraceServiceRequest.FromString` or
 `json.loads` of the OTLP/JSON, one commit per batch): the monitor at 0 % and 100 % on `MONITOR_INPUT_FORMAT=otlp_proto`,
-at 0 % on `otlp_json`; rates count LLM calls, not records.
+at 0 % on `otlp_json`; rates count LLM calls, not records. `otlp_read_floor` is the protobuf bare loop that also
+reads every attribute's key and value through protobuf's objects (`read_every_attribute`): the least any decoder of
+the monitor's exact outcomes reads, with nothing mapped, checked or counted, so its ratio bounds what the monitor's
+OTLP protobuf path can reach in Python.
 Rates are steady-state, the same way for every side: records finished (bare: committed; monitor: below the offset
 tracker's low-water mark, i.e. written, dead-lettered or not sampled) between 10 % and 90 % of the backlog, over the
 time between, so the group join and the warm-up are outside the window for both. Reported: each side's median rate,
@@ -59,7 +62,7 @@ WINDOW = (0.10, 0.90)  # the steady-state window, as shares of the backlog finis
 _SAMPLE_S = 0.01  # how often the monitor's progress is read (from its own event loop: a few µs each time)
 SCENARIOS = (
     "bare", "sample_0", "judged", "judged_no_redaction", "otlp_bare", "otlp_sample_0", "otlp_judged",
-    "otlp_json_bare", "otlp_json_sample_0",
+    "otlp_json_bare", "otlp_json_sample_0", "otlp_read_floor",
 )  # fmt: skip
 LABELS = {
     "bare": "bare loop (getmany + json.loads + commit per batch)",
@@ -71,6 +74,7 @@ LABELS = {
     "otlp_judged": "monitor on OTLP spans, 100 % judged, redaction on",
     "otlp_json_bare": "OTLP/JSON bare loop (getmany + json.loads + commit)",
     "otlp_json_sample_0": "monitor on OTLP/JSON spans, 0 % sampled",
+    "otlp_read_floor": "OTLP floor: bare loop reading every attribute",
 }
 BARES = ("bare", "otlp_bare", "otlp_json_bare")
 # Each side's own limit: the bare loop of its input format
@@ -122,6 +126,33 @@ def steady(marks: list[Mark], n: int) -> Steady:
         events,
         seconds,
     )
+
+
+def read_every_attribute(value: bytes) -> int:
+    """Parse a traces record and read every resource, span and span event attribute's key and value through
+    protobuf's objects; the number read. An exact decoder reads at least this much: it must see every value to refuse
+    a record that nests too deep, and the keys and values that say what each span is. Of the ways measured, protobuf's
+    objects were the cheapest in Python (BENCHMARKS.md, issue 46)."""
+    request = ExportTraceServiceRequest.FromString(value)
+    read = 0
+    for rs in request.resource_spans:
+        read += _read_pairs(rs.resource.attributes)
+        for scope in rs.scope_spans:
+            for span in scope.spans:
+                read += _read_pairs(span.attributes)
+                for event in span.events:
+                    read += _read_pairs(event.attributes)
+    return read
+
+
+def _read_pairs(pairs: Any) -> int:
+    for kv in pairs:
+        kv.key  # noqa: B018 - read, as a decoder reads it
+        value = kv.value
+        which = value.WhichOneof("value")
+        if which:
+            getattr(value, which)
+    return len(pairs)
 
 
 async def bare_loop(
@@ -250,6 +281,7 @@ async def measure(
             bootstrap, spans, n, url, f"{prefix}_{r}_oj", 1.0, per_record=k, input_format="otlp_proto"
         ),
         "otlp_json_bare": lambda r: bare_loop(bootstrap, json_spans, n, json.loads, k),
+        "otlp_read_floor": lambda r: bare_loop(bootstrap, spans, n, read_every_attribute, k),
         "otlp_json_sample_0": lambda r: monitor_run(
             bootstrap, json_spans, n, url, f"{prefix}_{r}_oj0", 0.0, per_record=k, input_format="otlp_json"
         ),

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 from consumers.decode import DecodedEvent, resolve_event_time
 from consumers.otlp.dialects import (
@@ -84,13 +85,49 @@ def span_event(
     return _event(span, options, system, (*inputs, outputs[0]), record_timestamp_ms, max_bytes, max_future_skew_s, now)
 
 
+class _Part(msgspec.Struct, frozen=True, gc=False):
+    """A message part as `dialects.semconv_messages` reads it: text from `content`, else from `text`, if a string."""
+
+    type: str | None = None
+    content: str | UnsetType | None = UNSET
+    text: str | UnsetType | None = UNSET
+
+
+class _Turn(msgspec.Struct, frozen=True, gc=False):
+    """A message of the current GenAI content in its common shape (msgspec refuses any other, which is then read as
+    `dialects.semconv_messages` reads any JSON)."""
+
+    role: str
+    parts: list[_Part] | str | None = None
+
+    def message(self) -> Message:
+        """The `Message` that `semconv_messages` makes of this message."""
+        parts = self.parts
+        if not isinstance(parts, list):
+            return Message(self.role, parts or "")
+        texts = []
+        for p in parts:
+            text = p.content if p.content is not UNSET else None if p.text is UNSET else p.text
+            if p.type == "text" and isinstance(text, str):
+                texts.append(text)
+        return Message(self.role, "\n".join(texts))
+
+
+_decode_turns = msgspec.json.Decoder(list[_Turn]).decode
+
+
 def _turns(value: Any) -> list[Message] | None:
     """`semconv_messages` of an attribute value, a JSON string parsed by msgspec rather than json.loads (the same
     objects for what both accept: msgspec refuses NaN, lone surrogates and numbers past a double, and keeps the last
-    of a repeated key as json.loads does); None where msgspec refuses it."""
+    of a repeated key as json.loads does); None where msgspec refuses it. The common shape is decoded straight into
+    structs (`_Turn`), anything else as plain JSON first."""
     if isinstance(value, str) and value[:1] in ("[", "{"):
         if value.count("[") + value.count("{") > _MAX_BRACKETS:
             return None
+        try:
+            return [turn.message() for turn in _decode_turns(value)]
+        except (msgspec.DecodeError, RecursionError, UnicodeEncodeError):  # ValidationError too: another shape
+            pass
         try:
             value = _decode_json(value)
         except (msgspec.DecodeError, RecursionError, UnicodeEncodeError):  # the last: a lone surrogate in the string
@@ -121,16 +158,17 @@ def _event(
     # never empty), the app at most that (empty: `default`), model and prompt version at most that, and none of them
     # with a NUL or a lone surrogate (an OTLP/JSON string may hold one).
     labels = (event_id, conversation_id, app, model, prompt_version)
-    if not conversation_id or not all(len(x) <= MAX_ID_CHARS and _plain(x) for x in labels):
+    if not conversation_id or max(map(len, labels)) > MAX_ID_CHARS:
         return None
     said = [_Said("system", system)] if system else []  # as the chat JSON puts the instructions first
     said += [_Said(m.role, m.text) for m in messages]
     # Free text: a NUL is kept and a lone surrogate replaced by decoding, but the chat JSON is not made for either.
-    if not all(_plain(m.content) and _plain(m.role) for m in said):
+    # All the strings at once (a NUL or a lone surrogate in one is one in their join): one scan, not one a string.
+    strings = (*labels, *(m.content for m in said), *(m.role for m in said))
+    if not _plain("".join(strings)):
         return None
     # The chat JSON within max_bytes: at most six bytes a character, plus the keys and punctuation.
-    chars = sum(len(x) for x in labels) + len(span.trace_id) + len(span.span_id)
-    chars += sum(len(m.role) + len(m.content) for m in said)
+    chars = sum(map(len, strings)) + len(span.trace_id) + len(span.span_id)
     if 6 * chars + _JSON_PER_MESSAGE * len(said) + _JSON_OVERHEAD > max_bytes:
         return None
     found = judged_positions(said)

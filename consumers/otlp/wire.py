@@ -1,24 +1,29 @@
 """One Collector Kafka record (a whole `ExportTraceServiceRequest` or `ExportLogsServiceRequest`, protobuf or
 OTLP/JSON) read into `Span`s and `LogRecord`s with plain attribute values; raises only `DecodeError`.
 
-Both encodings end in the same structs, so the dialect mapping never sees which one arrived. OTLP/JSON is read
-from the parsed JSON, not through protobuf's JSON mapping: that mapping reads the hex trace and span ids of
-OTLP/JSON as base64 and silently yields other ids (the OTLP specification, "JSON Protobuf Encoding")."""
+Both encodings end in the same structs, so the dialect mapping never sees which one arrived. OTLP/JSON is not read
+through protobuf's JSON mapping: that mapping reads the hex trace and span ids of OTLP/JSON as base64 and silently
+yields other ids (the OTLP specification, "JSON Protobuf Encoding"). A traces record is read from msgspec's structs
+(`json_request`), and from the parsed JSON where those decline it (which decides then, and words any error): the
+same spans either way (tests/consumers/otlp/test_json_request.py)."""
 
 from __future__ import annotations
 
 import base64
+import functools
 import json
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import msgspec
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError as ProtobufDecodeError
+from msgspec import UNSET
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
+from consumers.otlp import json_request
 from schemas.errors import DecodeError
 
 Encoding = Literal["otlp_proto", "otlp_json"]
@@ -109,10 +114,17 @@ def read_spans(value: bytes | None, encoding: Encoding) -> list[Span]:
             for scope in rs.scope_spans
             for span in scope.spans
         ]
+    spans = _request_spans(value, None)
+    if spans is not None:
+        return cast(list[Span], spans)  # without `whole`, every span whole
+    return _json_spans(value)
+
+
+def _json_spans(value: bytes | None) -> list[Span]:
     obj = _parse_json(value, "resourceSpans")
     return [
         _json_span(span, resource, str(_mapping(scope.get("scope")).get("name", "")))
-        for rs in _list(obj.get("resourceSpans"))
+        for rs in map(_mapping, _list(obj.get("resourceSpans")))
         for resource in (_json_attributes(_mapping(rs.get("resource")).get("attributes")),)
         for scope in map(_mapping, _list(rs.get("scopeSpans")))
         for span in map(_mapping, _list(scope.get("spans")))
@@ -125,7 +137,10 @@ def read_spans_if(
     """`read_spans`, but a span whose attributes `whole` declines comes as its attributes alone: it is read and checked
     as `read_spans` reads it (a bad value still refuses the record), without its ids, times and events being kept."""
     if encoding != "otlp_proto":
-        return [span if whole(span.attributes) else span.attributes for span in read_spans(value, encoding)]
+        spans = _request_spans(value, whole)
+        if spans is not None:
+            return spans
+        return [span if whole(span.attributes) else span.attributes for span in _json_spans(value)]
     request = _parse_proto(ExportTraceServiceRequest, value)
     out: list[Span | Attributes] = []
     for rs in request.resource_spans:
@@ -173,7 +188,7 @@ def read_logs(value: bytes | None, encoding: Encoding) -> list[LogRecord]:
             _json_attributes(log.get("attributes")),
             resource,
         )
-        for rl in _list(obj.get("resourceLogs"))
+        for rl in map(_mapping, _list(obj.get("resourceLogs")))
         for resource in (_json_attributes(_mapping(rl.get("resource")).get("attributes")),)
         for scope in map(_mapping, _list(rl.get("scopeLogs")))
         for log in map(_mapping, _list(scope.get("logRecords")))
@@ -244,11 +259,92 @@ def _parse_json(value: bytes | None, top: str) -> dict[str, Any]:
         raise DecodeError("not_utf8", f"value is not UTF-8 ({e.reason} at byte {e.start})") from e
     try:
         obj = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as e:
+    except (ValueError, RecursionError) as e:  # a JSONDecodeError, or an int longer than Python converts
         raise DecodeError("invalid_json", f"value is not JSON: {str(e)[:200]}") from e
     if not isinstance(obj, dict) or not isinstance(obj.get(top, []), list):
         raise DecodeError("invalid_otlp", f"not an OTLP/JSON request: expected an object with a {top} list")
     return obj
+
+
+@functools.cache
+def _traces_decoder() -> msgspec.json.Decoder[json_request.TracesRequest[json_request.KeyValue]]:
+    return json_request.traces_decoder(_MAX_DEPTH)  # built on first use: some 30 ms, for OTLP/JSON readers only
+
+
+def _request_spans(value: bytes | None, whole: Callable[[Attributes], bool] | None) -> list[Span | Attributes] | None:
+    """`read_spans_if` (`read_spans` without `whole`) over the request as `json_request` decodes it, or None where
+    it refuses the record or the record is refused: the parsed JSON then decides, and says why."""
+    if not value:
+        return None
+    try:
+        request = _traces_decoder().decode(value)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    out: list[Span | Attributes] = []
+    ids: list[str] = []  # of every span, checked as read_spans checks them (a bad one refuses the record), at once
+    try:
+        for rs in request.resource_spans:
+            resource = {} if rs.resource is None else _request_attributes(rs.resource.attributes)
+            for ss in rs.scope_spans:
+                scope = "" if ss.scope is None else ss.scope.name
+                for span in ss.spans:
+                    attributes = _request_attributes(span.attributes)
+                    trace_id, span_id = span.trace_id, span.span_id
+                    ids += (trace_id, span_id)
+                    # int() reads as _int does, but for "" (_int's 0), which it refuses: the parsed JSON decides
+                    kind, start, end = int(span.kind), int(span.start_time_unix_nano), int(span.end_time_unix_nano)
+                    if whole is None or whole(attributes):
+                        events = (
+                            tuple(
+                                SpanEvent(e.name, int(e.time_unix_nano), _request_attributes(e.attributes))
+                                for e in span.events
+                            )
+                            if span.events
+                            else ()
+                        )
+                        out.append(
+                            Span(trace_id.lower(), span_id.lower(), span.name, kind, start, end, attributes, events,
+                                 resource, scope)
+                        )  # fmt: skip
+                    else:
+                        for e in span.events:  # read only to be checked, as read_spans reads them
+                            int(e.time_unix_nano), _request_attributes(e.attributes)
+                        out.append(attributes)
+        # Separated by whitespace, the ids are all hex (as _hex_id reads them) exactly when each one is
+        bytes.fromhex(" ".join(ids))
+    except (DecodeError, ValueError):
+        return None
+    return out
+
+
+def _request_attributes(pairs: list[json_request.KeyValue]) -> Attributes:
+    return {  # a string without a call: most values are
+        kv.key: s if (v := kv.value) is not None and (s := v.string_value) is not UNSET else _request_value(v, 0)
+        for kv in pairs
+    }
+
+
+def _request_value(v: json_request.AnyValue | None, depth: int) -> Any:
+    """`_json_value` over a decoded value (None where the key held no value)."""
+    if depth > _MAX_DEPTH:
+        raise DecodeError("invalid_otlp", f"an attribute value nests deeper than {_MAX_DEPTH} levels")
+    if v is None:
+        return None
+    if v.string_value is not UNSET:
+        return v.string_value
+    if v.bool_value is not UNSET:
+        return v.bool_value
+    if v.int_value is not UNSET:
+        return _int(v.int_value)
+    if v.double_value is not UNSET:
+        return _double(v.double_value)
+    if v.array_value is not UNSET:
+        return [_request_value(x, depth + 1) for x in v.array_value.values]
+    if v.kvlist_value is not UNSET:
+        return {kv.key: _request_value(kv.value, depth + 1) for kv in v.kvlist_value.values}
+    if v.bytes_value is not UNSET:
+        return v.bytes_value
+    return None
 
 
 def _json_span(span: dict[str, Any], resource: Attributes, scope: str) -> Span:
@@ -313,14 +409,14 @@ def _int(value: Any) -> int:
         return 0
     try:
         return int(value)
-    except (TypeError, ValueError) as e:
+    except (TypeError, ValueError, OverflowError) as e:  # OverflowError: 1e400 reads as an infinite float
         raise DecodeError("invalid_otlp", f"{str(value)[:40]!r} is not an integer") from e
 
 
 def _double(value: Any) -> float:
     try:
         return float(value)  # "NaN", "Infinity" and "-Infinity" are the JSON mapping's special values
-    except (TypeError, ValueError) as e:
+    except (TypeError, ValueError, OverflowError) as e:  # OverflowError: an int past the largest float
         raise DecodeError("invalid_otlp", f"{str(value)[:40]!r} is not a number") from e
 
 

@@ -21,7 +21,8 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 
 import consumers.otlp.records as records
-from consumers.otlp.dialects import DEFAULT_PROMPT_VERSION_ATTRIBUTES, MappingOptions
+import consumers.otlp.span_event as span_event
+from consumers.otlp.dialects import DEFAULT_PROMPT_VERSION_ATTRIBUTES, MappingOptions, semconv_messages
 from consumers.otlp.records import RecordContext, decode_traces_record
 from consumers.otlp.wire import Encoding, read_spans, to_otlp_json
 from consumers.sampling import Sampler
@@ -299,3 +300,49 @@ def test_the_bench_traffic_takes_the_short_way() -> None:
         found = [decode_traces_record(v, "otlp_proto", context) for v in values]
     assert sum(len(f.events) for f in found) == 40
     assert all(set(f.skipped) <= {"invoke_agent", "execute_tool"} for f in found)
+
+
+# ---- the current dialect's messages, decoded straight into structs -------------------------------------------------
+
+# Any JSON value but an object (an object of the wrong keys is as good as none); no floats: msgspec refuses Infinity
+_loose = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-3, 3), texts),
+    lambda inner: st.lists(inner, max_size=2),
+    max_leaves=3,
+)
+
+
+def _mostly(common: st.SearchStrategy[Any], odd: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    """`common` seven times in eight, else `odd` (hypothesis's one_of would draw the odd values about half the time)."""
+    return st.integers(0, 7).flatmap(lambda i: odd if i == 0 else common)
+
+
+_part_like = st.fixed_dictionaries(
+    {"type": _mostly(st.sampled_from(["text", "text", "tool_call"]), _loose)},
+    optional={
+        "content": _mostly(texts, st.one_of(st.none(), _loose)),
+        "text": _mostly(texts, st.one_of(st.none(), _loose)),
+    },
+)
+_message_like = st.fixed_dictionaries(
+    {"role": _mostly(roles, _loose)},
+    optional={
+        "parts": _mostly(st.lists(_mostly(_part_like, _loose), max_size=3), st.one_of(texts, _loose)),
+        "finish_reason": _loose,
+    },
+)
+
+
+@settings(max_examples=examples(5000), deadline=None)  # cheap examples; the odd shapes are a small share
+@given(_mostly(st.lists(_mostly(_message_like, _loose), max_size=3), st.one_of(_message_like, _loose)), st.booleans())
+def test_messages_read_straight_into_structs_read_as_semconv_messages(document: Any, repeat_a_key: bool) -> None:
+    """A `gen_ai.input.messages` JSON string of any shape (messages with text, `text` or `content` parts, nulls,
+    other types, missing keys, stray items, a repeated key) gives the messages `semconv_messages` reads from
+    json.loads, or None where msgspec refuses the JSON (json.loads then decides in the full mapping)."""
+    text = json.dumps(document)
+    if repeat_a_key and text.startswith('[{"'):  # the first message's first key again, at its end: the last counts
+        key = text[2 : text.index('"', 3)]
+        text = text.replace("}", f', "{key}": "user"}}', 1)
+    found = span_event._turns(text)
+    if found is not None:
+        assert found == semconv_messages(json.loads(text))
