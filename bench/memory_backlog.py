@@ -24,9 +24,11 @@ server (chDB in a third process, `bench.clickhouse_http`: there is no ClickHouse
 is loaded in the monitor's process and its whole RSS is its own. The monitor trims glibc's heap every 30 s as the
 service does (`monitor.runtime.heap_trim`; `--trim-every 0` leaves it untrimmed, as before issue 46); `--arena-max N`
 sets MALLOC_ARENA_MAX for the monitor's process, and `--chdb-thread-pool N` caps the embedded engine's global thread
-pool at N (chDB's `max_thread_pool_size`).
+pool at N (chDB's `max_thread_pool_size`). The monitor pins glibc's mmap and trim thresholds as the service does
+(`monitor.runtime.heap_trim.pin_malloc_thresholds`; `--malloc-defaults` leaves them dynamic) and freezes start-up's
+objects once the pipeline is built (`monitor.runtime.service.freeze_start_up`).
 Run: `python -m bench.memory_backlog [--events 1000000] [--minutes 12] [--tiny] [--tracemalloc] [--server]
-[--arena-max N] [--trim-every SECONDS] [--chdb-thread-pool N]`."""
+[--arena-max N] [--trim-every SECONDS] [--chdb-thread-pool N] [--malloc-defaults]`."""
 
 from __future__ import annotations
 
@@ -51,13 +53,16 @@ from typing import Any
 
 # Only what the service itself imports: the monitor's process imports this module (spawn), and "RSS after the
 # imports" is the service's. The harness (broker, producer, fake API, the chDB server) is imported where the parent
-# process uses it.
+# process uses it. The logging set-up comes first, as `relevancy-monitor run` imports it (`cmd_run`): it imports
+# structlog without rich.
+from monitor.runtime.logs import configure_logging
+
+# isort: split
 from monitor.config import load_settings
 from monitor.judges.factory import build_judge
-from monitor.runtime.heap_trim import TRIM_EVERY_S, glibc_malloc_trim, trim_heap_every
-from monitor.runtime.logs import configure_logging
+from monitor.runtime.heap_trim import TRIM_EVERY_S, glibc_malloc_trim, pin_malloc_thresholds, trim_heap_every
 from monitor.runtime.metrics import Metrics
-from monitor.runtime.service import build_pipeline
+from monitor.runtime.service import build_pipeline, freeze_start_up
 from monitor.store.async_store import AsyncStore
 from monitor.store.connection import ClickHouseStore
 from monitor.store.migrations import Migrations
@@ -220,8 +225,12 @@ async def _monitor(
     trace: bool,
     trim_every_s: float,
     chdb_thread_pool: int | None,
+    malloc_defaults: bool,
 ) -> dict[str, Any]:
+    # As `run_service` does first (the figures below then follow the service's allocator settings).
+    thresholds_pinned = False if malloc_defaults else pin_malloc_thresholds()
     out: dict[str, Any] = {
+        "malloc_thresholds_pinned": thresholds_pinned,
         "rss_after_imports_mb": rss_mb(),
         "breakdown_after_imports_mb": rss_breakdown_mb(),
         "modules_after_imports": len(sys.modules),
@@ -275,6 +284,7 @@ async def _monitor(
         pipeline = build_pipeline(settings, build_judge(settings.judge), store, metrics)
         out["rss_pipeline_built_mb"] = rss_mb()  # the judge's SDK is imported when the judge is built
         out["loaded_pipeline_built"] = loaded_packages()
+        freeze_start_up()  # as `run_service` does once the pipeline is built
         stop = asyncio.Event()
         trim_ms: list[float] = []
         glibc_trim = glibc_malloc_trim()
@@ -379,12 +389,13 @@ async def measure(
     arena_max: int | None = None,
     trim_every_s: float = TRIM_EVERY_S,
     chdb_thread_pool: int | None = None,
+    malloc_defaults: bool = False,
 ) -> dict[str, Any]:
     """Fill the backlog, run the monitor in its own process against it, and summarise the samples. With `server`, the
     monitor's store is a ClickHouse HTTP server (chDB in a third process: `bench.clickhouse_http`) rather than the
     embedded engine; `arena_max` sets MALLOC_ARENA_MAX for the monitor's process; `trim_every_s` is how often it
     calls `malloc_trim(0)` (the service's interval by default; 0: never); `chdb_thread_pool` caps the embedded
-    engine's global thread pool."""
+    engine's global thread pool; `malloc_defaults` leaves glibc's thresholds dynamic (the service pins them)."""
     from bench.clickhouse_http import chdb_server
     from bench.judge_overhead import FakeInAProcess
     from monitor.devtools.localbroker import LocalBroker
@@ -411,7 +422,7 @@ async def measure(
             target=_child,
             args=(
                 *(child, broker.bootstrap, topic, base_url, API_KEY, store_url),
-                *(minutes * 60, interval_s, trace, trim_every_s, chdb_thread_pool),
+                *(minutes * 60, interval_s, trace, trim_every_s, chdb_thread_pool, malloc_defaults),
             ),
             name="monitor",
         )
@@ -432,6 +443,7 @@ async def measure(
     r["malloc_arena_max"] = arena_max
     r["malloc_trim_every_s"] = trim_every_s
     r["chdb_thread_pool"] = chdb_thread_pool
+    r["malloc_defaults"] = malloc_defaults
     samples = r["samples"]
     peak = max(s["rss_mb"] for s in samples)
     second_half = [s for s in samples if s["t_s"] >= samples[-1]["t_s"] / 2]
@@ -488,7 +500,8 @@ def report_lines(r: dict[str, Any]) -> list[str]:
         "",
         f"store: {r['store']}; MALLOC_ARENA_MAX {r['malloc_arena_max'] or 'unset'}; malloc_trim(0) "
         + (f"every {r['malloc_trim_every_s']:g} s" if r["malloc_trim_every_s"] else "never")
-        + (f"; chDB thread pool {r['chdb_thread_pool']}" if r["chdb_thread_pool"] else ""),
+        + (f"; chDB thread pool {r['chdb_thread_pool']}" if r["chdb_thread_pool"] else "")
+        + ("; glibc thresholds pinned" if r["malloc_thresholds_pinned"] else "; glibc thresholds dynamic"),
         "",
         f"{'RSS after imports':<46}{r['rss_after_imports_mb']:>9.1f} MB   ({r['modules_after_imports']:,} modules; "
         f"of those watched: {', '.join(r['loaded_after_imports']) or 'none'})",
@@ -556,11 +569,14 @@ def main(
     arena_max: int | None = None,
     trim_every_s: float = TRIM_EVERY_S,
     chdb_thread_pool: int | None = None,
+    malloc_defaults: bool = False,
 ) -> dict[str, Any]:
     """Run the benchmark; print the table and write the JSON."""
     from bench.output import emit
 
-    result = asyncio.run(measure(events, minutes, interval_s, trace, server, arena_max, trim_every_s, chdb_thread_pool))
+    result = asyncio.run(
+        measure(events, minutes, interval_s, trace, server, arena_max, trim_every_s, chdb_thread_pool, malloc_defaults)
+    )
     emit(report_lines(result), result, json_path)
     return result
 
@@ -592,6 +608,11 @@ if __name__ == "__main__":
         "--chdb-thread-pool", type=int, metavar="N", help="cap the embedded engine's global thread pool at N threads"
     )
     p.add_argument(
+        "--malloc-defaults",
+        action="store_true",
+        help="leave glibc's mmap and trim thresholds dynamic (the service pins them: monitor.runtime.heap_trim)",
+    )
+    p.add_argument(
         "--json", type=Path, default=DEFAULT_JSON, help=f"where to write the figures (default {DEFAULT_JSON})"
     )
     a = p.parse_args()
@@ -600,6 +621,7 @@ if __name__ == "__main__":
         "arena_max": a.arena_max,
         "trim_every_s": a.trim_every,
         "chdb_thread_pool": a.chdb_thread_pool,
+        "malloc_defaults": a.malloc_defaults,
     }
     if a.tiny:
         main(5_000, 20 / 60, a.json, a.tracemalloc, interval_s=0.5, **options)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import os
 from collections.abc import Callable
 
 import structlog
@@ -18,6 +19,32 @@ import structlog
 log = structlog.get_logger("monitor.runtime.heap_trim")
 
 TRIM_EVERY_S = 30.0
+
+# glibc serves a block of at least its mmap threshold (128 KiB at first) with a mapping of its own, unmapped when
+# freed; but the first time such a block is freed it raises that threshold to the block's size (up to 32 MiB) and the
+# heap's trim threshold to twice that, so from then on the Kafka client's fetch buffers (~1 MiB) and the store's insert
+# blocks come from the heap and stay there, free but resident (10-17 MB at the peak of bench/memory_backlog.py). Set
+# explicitly, the thresholds stay where they are.
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt's parameters (malloc.h)
+MMAP_THRESHOLD_BYTES = 256 * 1024
+TRIM_THRESHOLD_BYTES = 1024 * 1024
+_OPERATOR_VARIABLES = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")  # glibc's own; read at start
+
+
+def pin_malloc_thresholds() -> bool:
+    """Fix glibc's mmap and trim thresholds (`MMAP_THRESHOLD_BYTES`, `TRIM_THRESHOLD_BYTES`) so that large blocks are
+    handed back when freed; False, changing nothing, where there is no glibc or the operator set either threshold."""
+    if any(name in os.environ for name in _OPERATOR_VARIABLES):
+        return False
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    mallopt.restype = ctypes.c_int
+    mmap_set = mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
+    trim_set = mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES)
+    return bool(mmap_set and trim_set)
 
 
 def glibc_malloc_trim() -> Callable[[], object] | None:

@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import logging
 import sys
 import time
 from collections.abc import Callable
 
-import structlog
+# structlog imports rich at its own import (with pygments and attrs: 2-3.5 MB resident in the built service), only
+# to render exceptions in the console renderer; JSON logs never use it. So it is imported with rich hidden, and the
+# console renderer brings rich back (`_console_renderer`). Where something imported structlog or rich before, this
+# changes nothing.
+_HIDE_RICH = "structlog" not in sys.modules and "rich" not in sys.modules
+if _HIDE_RICH:  # `import rich` raises ImportError, as when rich is not installed
+    sys.modules["rich"] = None  # type: ignore[assignment]
+try:
+    import structlog
+finally:
+    if _HIDE_RICH:
+        del sys.modules["rich"]
 
 # Library loggers whose connection errors repeat many times a second while a broker is away.
 _CHATTY = ("aiokafka", "kafka")
@@ -43,9 +56,7 @@ def configure_logging(fmt: str = "auto", level: str = "info") -> None:
     """Configure structlog and the stdlib root logger (aiokafka logs through it) once, at start-up."""
     use_console = fmt == "console" or (fmt == "auto" and sys.stderr.isatty())
     renderer: structlog.typing.Processor = (
-        structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
-        if use_console
-        else structlog.processors.JSONRenderer()
+        _console_renderer(colors=sys.stderr.isatty()) if use_console else structlog.processors.JSONRenderer()
     )
     shared: list[structlog.typing.Processor] = [
         structlog.contextvars.merge_contextvars,
@@ -65,3 +76,11 @@ def configure_logging(fmt: str = "auto", level: str = "info") -> None:
     root.handlers[:] = [handler]
     # Library chatter (aiokafka's group coordinator is verbose) only from warning up.
     root.setLevel(max(logging.WARNING, logging.getLevelNamesMapping()[level.upper()]))
+
+
+def _console_renderer(colors: bool) -> structlog.dev.ConsoleRenderer:
+    """structlog's console renderer, with rich's tracebacks where rich is installed, as structlog renders exceptions
+    when it imports rich itself (its module is loaded again, now that rich can be imported)."""
+    if getattr(structlog.dev, "rich", None) is None and importlib.util.find_spec("rich") is not None:
+        importlib.reload(structlog.dev)
+    return structlog.dev.ConsoleRenderer(colors=colors)

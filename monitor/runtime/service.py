@@ -4,6 +4,7 @@ signal arrives."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import signal
 
 import structlog
@@ -33,7 +34,7 @@ from monitor.runtime.acknowledge import Acknowledge
 from monitor.runtime.collaborators import Collaborators
 from monitor.runtime.feedback_flow import FeedbackParts
 from monitor.runtime.health import Health, HealthServer
-from monitor.runtime.heap_trim import trim_heap_every
+from monitor.runtime.heap_trim import pin_malloc_thresholds, trim_heap_every
 from monitor.runtime.metrics import Metrics
 from monitor.runtime.pipeline import Pipeline
 from monitor.runtime.record_events import RecordDecoder
@@ -186,6 +187,15 @@ def build_publisher(
     )
 
 
+def freeze_start_up() -> None:
+    """Move what start-up built (modules, settings, the judge's SDK types: ~210,000 objects with the statements
+    judge) out of the cyclic collector's generations, once its garbage is collected: they live as long as the process,
+    and a full collection no longer walks them (135-210 ms on the event loop each time, measured). Resident memory is
+    unchanged (measured after start-up); objects freed by reference counting are freed as before."""
+    gc.collect()
+    gc.freeze()
+
+
 def install_signal_handlers(stop: asyncio.Event) -> None:
     """SIGTERM and SIGINT set `stop`: the pipeline drains, flushes and commits, then exits 0."""
     loop = asyncio.get_running_loop()
@@ -198,6 +208,7 @@ async def run_service(settings: Settings, stop: asyncio.Event | None = None, met
     if stop is None:  # first thing: a SIGTERM during start-up must still end in a clean exit
         stop = asyncio.Event()
         install_signal_handlers(stop)
+    pin_malloc_thresholds()  # before the judge's SDK, the store and the Kafka clients allocate their buffers
     judge = build_judge(settings.judge)
     shadow_judge = build_shadow_judge(settings)  # before Kafka: a missing key is reported even with no broker
     sampler = build_sampler(settings)  # before Kafka: a bad rules file is reported even with no broker
@@ -227,7 +238,12 @@ async def run_service(settings: Settings, stop: asyncio.Event | None = None, met
             created = await ensure_dlq_topic(settings.kafka)
             if created:
                 log.info("created_topics", topics=created)
-            await build_pipeline(settings, judge, store, metrics, health, sampler, shadow_judge).run(stop)
+            pipeline = build_pipeline(settings, judge, store, metrics, health, sampler, shadow_judge)
+            freeze_start_up()
+            try:
+                await pipeline.run(stop)
+            finally:  # collectable again once the service ends (the demo runs it inside a longer process)
+                gc.unfreeze()
         finally:
             await store.close()
     finally:

@@ -26,6 +26,7 @@ import clickhouse_connect
 from clickhouse_connect.driver.client import Client
 from clickhouse_connect.driver.exceptions import ClickHouseError, DataError
 
+from monitor.store.embedded_engine import engine_options
 from monitor.store.embedded_reader import READER_FILE, READER_USER, ReaderAddress, reader_address
 from monitor.store.settings import StoreSettings
 from monitor.store.urls import chdb_directory, client_options, normalize_url, safe_url
@@ -227,7 +228,12 @@ class ClickHouseStore:
             options = self._client_options
             if self._read_only:
                 options = {**options, "settings": dict(READ_ONLY_SETTINGS)}
-            self._client = open_client(self.url, **options)
+            if self.url.startswith("chdb:"):
+                with engine_options() as engine:  # the embedded engine starts here (or is running already)
+                    chdb_options = {**engine, **options.get("chdb_options", {})}
+                    self._client = open_client(self.url, **{**options, "chdb_options": chdb_options})
+            else:
+                self._client = open_client(self.url, **options)
 
     @property
     def client(self) -> Client:

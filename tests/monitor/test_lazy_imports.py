@@ -149,3 +149,73 @@ def test_a_server_store_writes_rows_without_loading_array_libraries() -> None:
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert json.loads(out.stdout.strip().splitlines()[-1]) == [3, []]
+
+
+# What `relevancy-monitor run` imports, in its order (`monitor.cli.commands.cmd_run`), then the pipeline built for JSON
+# input with the lexical judge, logging as configured by argv[1]; prints the rendering packages it loaded.
+_RUN_PROBE = """
+import asyncio, json, sys
+from consumers.clients import client_kwargs
+from monitor.runtime.logs import configure_logging
+from monitor.runtime.service import build_pipeline
+from monitor.config import load_settings
+from monitor.judges.factory import build_judge
+from monitor.runtime.metrics import Metrics
+from monitor.store.async_store import AsyncStore
+
+configure_logging(sys.argv[1], "warning")
+
+async def build() -> None:
+    settings = load_settings(**json.loads(sys.argv[2]))
+    build_pipeline(settings, build_judge(settings.judge), AsyncStore.from_settings(settings.store), Metrics())
+
+asyncio.run(build())
+print(json.dumps(sorted(name for name in ("rich", "pygments", "attr") if name in sys.modules)))
+"""
+
+
+def _run_imports(log_format: str) -> list[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MONITOR_", "ANTHROPIC_", "OPENAI_", "AZURE_"))}
+    env["PYTHONPATH"] = str(REPO)
+    settings = json.dumps({**BASE, "judge": "lexical", "input_format": "events"})
+    out = subprocess.run(
+        [sys.executable, "-c", _RUN_PROBE, log_format, settings],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    names: list[str] = json.loads(out.stdout.strip().splitlines()[-1])
+    return names
+
+
+def test_json_logs_load_no_console_rendering_packages() -> None:
+    """With JSON logs, `run` loads neither rich nor pygments nor attrs (~5 MB, which structlog imports itself only
+    for the console renderer's tracebacks)."""
+    assert _run_imports("json") == []
+
+
+def test_console_logs_still_render_library_exceptions_with_rich() -> None:
+    """On the console, a library's log record with an exception is rendered by rich's traceback, as structlog renders
+    it when it imports rich itself."""
+    probe = (
+        "import logging\n"
+        "from monitor.runtime.logs import configure_logging\n"
+        "configure_logging('console', 'info')\n"
+        "try:\n"
+        "    1 / 0\n"
+        "except ZeroDivisionError:\n"
+        "    logging.getLogger('aiokafka').exception('fetch failed')\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        cwd=REPO,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "fetch failed" in out.stderr and "─ Traceback (most recent call last) ─" in out.stderr

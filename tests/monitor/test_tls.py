@@ -390,7 +390,9 @@ def test_the_store_settings_reach_get_client(monkeypatch: pytest.MonkeyPatch, pk
     }
     assert calls[-1] == want
     ClickHouseStore.from_settings(load_settings(clickhouse_url="chdb:///tmp/x", clickhouse_user="u").store).open()
-    assert calls[-1] == {"dsn": "chdb:///tmp/x"}
+    # The embedded engine gets no user or TLS, only its start-up configuration (monitor/store/embedded_engine.py)
+    assert calls[-1].keys() == {"dsn", "chdb_options"} and calls[-1]["dsn"] == "chdb:///tmp/x"
+    assert list(calls[-1]["chdb_options"]) == ["config-file"]
 
 
 # ---- the dead-letter topic ----------------------------------------------------------------------------------
