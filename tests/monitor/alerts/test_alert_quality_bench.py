@@ -112,7 +112,7 @@ def test_the_benchmarks_rules_keep_their_share_of_the_files_budget() -> None:
         assert mine.budget(rule) == pytest.approx(shipped.budget(rule)), rule.name
 
 
-@pytest.mark.long(seconds=20)
+@pytest.mark.long(seconds=150)
 def test_a_tiny_run_pages_on_a_large_drop_and_prints_its_table(capsys: pytest.CaptureFixture[str]) -> None:
     """One seed, a quiet deployment of two apps for two days, the planted deployments (the issue's, the older shapes
     at one rate, changing after three days) for 4 h past the change: a large drop pages, every case has an optimum

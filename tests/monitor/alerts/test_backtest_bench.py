@@ -11,7 +11,7 @@ import pytest
 from bench import backtest_speed
 
 
-@pytest.mark.long(seconds=17)
+@pytest.mark.long(seconds=65)
 def test_the_backtest_benchmark_runs_at_a_tiny_size(
     clickhouse_url: str, database: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

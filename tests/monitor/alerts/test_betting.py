@@ -56,6 +56,7 @@ def _window(counts: NDArray[np.float64]) -> WindowStats:
     return WindowStats(86400.0, rows=n, ok=n, weighted=_sums(counts))
 
 
+@pytest.mark.long(seconds=40)
 @pytest.mark.parametrize("shape", SHAPES)
 def test_the_e_values_stay_below_one_over_alpha_under_no_change_however_often_they_are_looked_at(shape: str) -> None:
     """Scores drawn from a histogram, 1,000 events looked at after every event for the first 100 and every 5 after:
@@ -82,7 +83,7 @@ def test_the_e_values_stay_below_one_over_alpha_under_no_change_however_often_th
         assert naive / runs > 0.1
 
 
-@pytest.mark.long(seconds=25)
+@pytest.mark.long(seconds=95)
 def test_the_whole_rollout_test_stays_valid_with_the_old_version_estimated() -> None:
     """Both versions drawn from the same skewed histogram, the old one with 200 events: the rollout p-value
     (`p_below`: the two bets where they meet), looked at after every event for 30 and every 20 after over 1,000 new
@@ -122,6 +123,7 @@ def test_a_canary_at_0_09_against_0_74_pages_after_a_handful_of_events() -> None
     assert _events_to_page(zeros, old, rng) == 8
 
 
+@pytest.mark.long(seconds=65)
 def test_a_version_that_keeps_its_mean_but_spreads_its_scores_pages_on_nothing() -> None:
     """The old version mostly at 0.75, the new one with the same mean 0.75 but more 0.5s and 1.0s: looked at after
     every event (every 5th after 30) for 200 events, the rollout rule at alpha = 0.05 fires (observed drop of 10 %
@@ -179,3 +181,39 @@ def test_the_old_versions_own_uncertainty_holds_the_page_back() -> None:
     assert ps == sorted(ps, reverse=True) and ps[0] > 0.1 and ps[-1] < 0.005, ps
     assert p_below(BIN_VALUES, new, BIN_VALUES, old * 0) == 1.0
     assert p_below(BIN_VALUES, old * 10, BIN_VALUES, new * 100) == 1.0
+
+
+def _p_from_the_public_bets(
+    values: NDArray[np.float64], counts: NDArray[np.float64], ref_values: NDArray[np.float64], ref: NDArray[np.float64]
+) -> float:
+    """`p_below` as its docstring states it, from `log_e_above` and `log_e_below` alone: bisect where the two bets
+    meet, then take the larger of min(e_ref, e_new) at the two ends."""
+    ref_mean, new_total = float(ref_values @ ref) / ref.sum() if ref.sum() > 0 else None, counts.sum()
+    if ref_mean is None or new_total <= 0:
+        return 1.0
+    lo, hi = 0.0, ref_mean
+    for _ in range(20):
+        mid = (lo + hi) / 2
+        if log_e_above(ref_values, ref, mid) >= log_e_below(values, counts, mid):
+            lo = mid
+        else:
+            hi = mid
+    best = max(min(log_e_above(ref_values, ref, m), log_e_below(values, counts, m)) for m in (lo, hi))
+    return 1.0 if best <= math.log(2.0) else 2.0 * math.exp(-best)
+
+
+def test_the_p_value_is_exactly_the_two_public_bets_where_they_meet() -> None:
+    """`p_below` (which filters each side once and keeps the ends' values from the bisection) gives bit for bit the
+    p-value computed from `log_e_above` and `log_e_below` at every step, on random histograms and the edges: a side
+    with no events, a reference that always scored 1 or 0, a new version at 0 or 1."""
+    rng = np.random.default_rng(46)
+    k = len(BIN_VALUES)
+    cases = [
+        (rng.integers(0, 30, k) * (rng.random(k) < 0.5), rng.integers(0, 300, k) * (rng.random(k) < 0.7))
+        for _ in range(150)
+    ]
+    ones, zeros, nothing = np.eye(k)[-1] * 50, np.eye(k)[0] * 50, np.zeros(k)
+    cases += [(ones, zeros), (zeros, ones), (zeros, zeros), (ones, ones), (nothing, ones), (ones, nothing)]
+    for new, old in cases:
+        new, old = new.astype(np.float64), old.astype(np.float64)
+        assert p_below(BIN_VALUES, new, BIN_VALUES, old) == _p_from_the_public_bets(BIN_VALUES, new, BIN_VALUES, old)

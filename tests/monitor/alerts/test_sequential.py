@@ -247,6 +247,7 @@ def test_a_rollout_from_a_version_that_always_scored_the_same_still_pages() -> N
     assert _rollout_p(np.ones(500), old) == 1.0
 
 
+@pytest.mark.long(seconds=75)
 def test_the_rollout_test_stays_valid_when_the_new_version_spreads_its_scores_more() -> None:
     """Equal means, the old version tight (0.5 +- 0.03), the new one 0 or 1: looked at after each of its first 60
     events, the rollout rule's p-value crosses 0.01 in at most 1 % of rollouts (it was 77 % at 0.001)."""

@@ -80,7 +80,7 @@ def _closed_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.mark.long(seconds=36)
+@pytest.mark.long(seconds=100)
 async def test_no_command_prints_the_password_of_the_store_url(
     server: _WritableEndpoint, store: ClickHouseStore, tmp_path: Path
 ) -> None:
