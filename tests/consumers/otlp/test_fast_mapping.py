@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 from unittest.mock import patch
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -252,6 +253,7 @@ contexts = st.builds(
 _LARGE = [HealthCheck.filter_too_much, HealthCheck.too_slow, HealthCheck.data_too_large]
 
 
+@pytest.mark.long(seconds=36)
 @settings(max_examples=examples(1500), deadline=None, suppress_health_check=_LARGE)
 @given(record(), st.sampled_from(_ENCODINGS), contexts, st.booleans())
 def test_the_short_way_and_the_full_mapping_agree(
