@@ -51,15 +51,16 @@ LLM = {"judge": "statements", "judge_api_key": "test-key"}
 
 def loaded(settings: Mapping[str, object]) -> list[str]:
     """Which of `OPTIONAL` a fresh interpreter has imported once it has built the pipeline for `settings`."""
+    return fresh_interpreter(_PROBE, json.dumps({**BASE, **settings}), json.dumps(OPTIONAL))
+
+
+def fresh_interpreter(program: str, *args: str) -> list[str]:
+    """The names a fresh interpreter prints last (as JSON) after running `program` with `args`, from the repository and
+    without the caller's monitor or provider settings."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MONITOR_", "ANTHROPIC_", "OPENAI_", "AZURE_"))}
     env["PYTHONPATH"] = str(REPO)
     out = subprocess.run(
-        [sys.executable, "-c", _PROBE, json.dumps({**BASE, **settings}), json.dumps(OPTIONAL)],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=REPO,
-        timeout=120,
+        [sys.executable, "-c", program, *args], capture_output=True, text=True, env=env, cwd=REPO, timeout=120
     )
     assert out.returncode == 0, out.stderr[-2000:]
     names: list[str] = json.loads(out.stdout.strip().splitlines()[-1])
@@ -175,20 +176,8 @@ print(json.dumps(sorted(name for name in ("rich", "pygments", "attr") if name in
 
 
 def _run_imports(log_format: str) -> list[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MONITOR_", "ANTHROPIC_", "OPENAI_", "AZURE_"))}
-    env["PYTHONPATH"] = str(REPO)
     settings = json.dumps({**BASE, "judge": "lexical", "input_format": "events"})
-    out = subprocess.run(
-        [sys.executable, "-c", _RUN_PROBE, log_format, settings],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=REPO,
-        timeout=120,
-    )
-    assert out.returncode == 0, out.stderr[-2000:]
-    names: list[str] = json.loads(out.stdout.strip().splitlines()[-1])
-    return names
+    return fresh_interpreter(_RUN_PROBE, log_format, settings)
 
 
 def test_json_logs_load_no_console_rendering_packages() -> None:
