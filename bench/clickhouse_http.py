@@ -25,12 +25,10 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
-from monitor.store.embedded_reader import ClickHouseHTTPHandler
+from monitor.store.embedded_reader import ClickHouseHTTPHandler, query_session
 
-_FORMAT = re.compile(r"\bFORMAT\s+(\w+)\s*;?\s*$", re.IGNORECASE)
 # An insert whose rows come in the body: `INSERT INTO t (a, b) FORMAT Native` (clickhouse-connect's form).
 _INSERT = re.compile(r"^\s*(INSERT\s+INTO\s+.+?)\s+FORMAT\s+(\w+)\s*$", re.IGNORECASE | re.DOTALL)
-_DRAIN = "SELECT 0 WHERE 0"
 
 
 def _decompress(body: bytes, encoding: str | None) -> bytes:
@@ -78,18 +76,7 @@ class Engine:
             with open(path, "wb") as f:
                 f.write(rows)
             sql = f"{insert.group(1)} SELECT * FROM file('{path}', '{fmt}')"
-        match = _FORMAT.search(sql)
-        fmt = match.group(1) if match else "TabSeparated"  # ClickHouse's HTTP default
-        with self._lock:
-            if database:
-                self._conn.query(f"USE `{database.replace('`', '')}`")
-            try:
-                result = self._conn.query(sql, fmt, params=params or None)
-            except Exception:
-                self._conn.query(_DRAIN, "Native")  # a failed multi-statement query leaves results behind
-                raise
-            data = bytes(result.bytes() if hasattr(result, "bytes") else str(result).encode())
-        return data, fmt
+        return query_session(self._conn, self._lock, sql, database, params)
 
     def close(self) -> None:
         """Close the session."""

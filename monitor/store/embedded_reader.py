@@ -143,22 +143,30 @@ class EmbeddedReader:
         """One query on the read-only session: (the result's bytes, its format). Raises the engine's error. The
         request's `settings` are not applied: under readonly = 1 the engine refuses any change, and the session is
         read-only whatever they say."""
-        match = _FORMAT.search(sql)
-        fmt = match.group(1) if match else "TabSeparated"  # ClickHouse's HTTP default
-        with self._lock:
-            if database:
-                self._conn.query(f"USE `{database.replace('`', '')}`")
-            try:
-                result = self._conn.query(sql, fmt, params=params or None)
-            except Exception:
-                # A multi-statement query that fails part-way leaves its first results in the session, and chDB
-                # prepends them to the next answer: another request's. An empty query takes them out.
-                self._conn.query(_DRAIN, "Native")
-                raise
-            # Copied under the lock: the session's next query reuses the result's buffer (two concurrent reads
-            # answered each other's bytes when this was copied after it).
-            data = bytes(result.bytes() if hasattr(result, "bytes") else str(result).encode())
-        return data, fmt
+        return query_session(self._conn, self._lock, sql, database, params)
+
+
+def query_session(
+    conn: Any, lock: threading.Lock, sql: str, database: str | None, params: dict[str, str]
+) -> tuple[bytes, str]:
+    """One query on a chDB session guarded by `lock`, as ClickHouse's HTTP interface answers it: (the result's bytes,
+    its format: the query's `FORMAT`, else TabSeparated). Raises the engine's error."""
+    match = _FORMAT.search(sql)
+    fmt = match.group(1) if match else "TabSeparated"  # ClickHouse's HTTP default
+    with lock:
+        if database:
+            conn.query(f"USE `{database.replace('`', '')}`")
+        try:
+            result = conn.query(sql, fmt, params=params or None)
+        except Exception:
+            # A multi-statement query that fails part-way leaves its first results in the session, and chDB
+            # prepends them to the next answer: another request's. An empty query takes them out.
+            conn.query(_DRAIN, "Native")
+            raise
+        # Copied under the lock: the session's next query reuses the result's buffer (two concurrent reads
+        # answered each other's bytes when this was copied after it).
+        data = bytes(result.bytes() if hasattr(result, "bytes") else str(result).encode())
+    return data, fmt
 
 
 class ClickHouseHTTPHandler(BaseHTTPRequestHandler):
