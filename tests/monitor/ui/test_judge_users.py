@@ -22,17 +22,19 @@ def _section(html: str) -> str:
 
 async def test_the_agreement_page_shows_each_judge_against_users(make_ui: MakeUi, store: ClickHouseStore) -> None:
     """Thumbs and ratings on judged answers of the last hours give the judge's row over all segments and its
-    segment's row with AUC, counts and ρ as computed, the week's rows, and the markup-named app as text."""
-    t = now_minute() - timedelta(hours=3)
+    segment's row with AUC, counts and ρ as computed, one week's rows, and the markup-named app as text."""
+    # All the feedback at one instant, so it falls in one ISO week whatever the hour of the run: spread over hours, it
+    # straddled Monday 00:00 on runs early on a Monday and the weekly table rightly held two weeks.
+    t, given = now_minute() - timedelta(hours=3), now_minute() - timedelta(hours=2)
     disliked, liked = [0.2, 0.5, 0.3], [0.7, 0.4, 0.9]
     rows = [scored(f"d{i}", s, t) for i, s in enumerate(disliked)] + [
         scored(f"l{i}", s, t) for i, s in enumerate(liked)
     ]
-    feedback = [thumbs(f"d{i}", t + timedelta(hours=1), up=False) for i in range(3)]
-    feedback += [thumbs(f"l{i}", t + timedelta(hours=1), up=True) for i in range(3)]
-    feedback += [rating(f"d{i}", t, r) for i, r in enumerate([1, 3, 2])] + [rating("l0", t, 4)]
+    feedback = [thumbs(f"d{i}", given, up=False) for i in range(3)]
+    feedback += [thumbs(f"l{i}", given, up=True) for i in range(3)]
+    feedback += [rating(f"d{i}", given, r) for i, r in enumerate([1, 3, 2])] + [rating("l0", given, 4)]
     rows.append(scored("evil", 0.1, t, app=SCRIPT))
-    feedback.append(thumbs("evil", t, up=False, app=SCRIPT))
+    feedback.append(thumbs("evil", given, up=False, app=SCRIPT))
     write(store, rows, feedback)
     ui = await make_ui()
     page = await ui.client.get("/agreement")
