@@ -37,9 +37,9 @@ from consumers.otlp.dialects import (
 )
 from consumers.otlp.feedback import InvalidFeedback, feedback_of, is_evaluation_result
 from consumers.otlp.join import SpanKey
-from consumers.otlp.span_event import SPAN_ID_KEY as SPAN_ID_KEY  # the judged span, in the row's metadata
-from consumers.otlp.span_event import TRACE_ID_KEY as TRACE_ID_KEY
 from consumers.otlp.span_event import SpanEvent, span_event
+from consumers.otlp.span_keys import SPAN_ID_KEY as SPAN_ID_KEY  # the judged span, in the row's metadata
+from consumers.otlp.span_keys import TRACE_ID_KEY as TRACE_ID_KEY
 from consumers.otlp.wire import Attributes, Encoding, LogRecord, Span, read_logs, read_spans_if
 from schemas.errors import DecodeError
 from schemas.feedback import FeedbackEvent

@@ -28,13 +28,14 @@ from consumers.otlp.dialects import (
     semconv_messages,
     semconv_system,
 )
+from consumers.otlp.span_keys import SPAN_ID_KEY as SPAN_ID_KEY  # the judged span, in the row's metadata
+from consumers.otlp.span_keys import TRACE_ID_KEY as TRACE_ID_KEY
 from schemas.errors import DecodeError
 from schemas.events import MAX_ID_CHARS, NO_HISTORY, history_of, judged_positions
 
 if TYPE_CHECKING:
     from consumers.otlp.wire import Span
 
-TRACE_ID_KEY, SPAN_ID_KEY = "otel.trace_id", "otel.span_id"  # the judged span, in the row's metadata
 _decode_json = msgspec.json.decode
 # A JSON string with more brackets than this is left to json.loads: nested that deep, the two parsers might differ
 # in where they give up (each its own recursion limit), and json.loads decides.

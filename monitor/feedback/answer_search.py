@@ -11,7 +11,7 @@ from aiokafka.partitioner import murmur2
 from aiokafka.structs import OffsetAndTimestamp
 
 from consumers.decode import DecodedEvent
-from consumers.otlp.records import SPAN_ID_KEY, TRACE_ID_KEY
+from consumers.otlp.span_keys import SPAN_ID_KEY, TRACE_ID_KEY
 from consumers.time_range import start_offset
 from schemas.feedback import AnswerRef
 

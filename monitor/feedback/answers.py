@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 import structlog
 
-from consumers.otlp.records import SPAN_ID_KEY, TRACE_ID_KEY
+from consumers.otlp.span_keys import SPAN_ID_KEY, TRACE_ID_KEY
 from monitor.store.async_store import AsyncStore
 from schemas.feedback import FEEDBACK_SAMPLE_RULE, AnswerRef, Segment
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from consumers.offsets import OffsetTracker, Ticket
 from monitor.judging.cost_control import CostControl
 from monitor.judging.shadow import RowsOwed
-from monitor.publish.publisher import EvaluationPublisher
 from schemas.scored import ScoredRow
+
+if TYPE_CHECKING:  # publishing (protobuf, ~2 MB resident) loads only when it is on
+    from monitor.publish.publisher import EvaluationPublisher
 
 
 class Acknowledge:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
@@ -17,7 +18,6 @@ from monitor.judging.settings import FlowSettings
 from monitor.judging.shadow import RowsOwed
 from monitor.judging.verdict_reuse import VerdictReuse
 from monitor.privacy.spans import Redactor
-from monitor.publish.publisher import EvaluationPublisher
 from monitor.runtime.feedback_flow import FeedbackParts
 from monitor.runtime.health import Health
 from monitor.runtime.metrics import Metrics
@@ -25,6 +25,9 @@ from monitor.runtime.rows import TextPolicy
 from monitor.runtime.scorer import Shadow
 from monitor.runtime.sink import ClickHouseSink
 from monitor.store.async_store import AsyncStore
+
+if TYPE_CHECKING:  # publishing (protobuf, ~2 MB resident) loads only when it is on
+    from monitor.publish.publisher import EvaluationPublisher
 
 
 @dataclass(frozen=True, slots=True)

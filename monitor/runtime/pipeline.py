@@ -16,7 +16,7 @@ import contextlib
 import time
 from collections.abc import Iterable
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from aiokafka import TopicPartition
@@ -40,12 +40,14 @@ from monitor.runtime.pausing import Pausing
 from monitor.runtime.probes import Probes
 from monitor.runtime.record_events import RecordDecoder
 from monitor.runtime.scorer import Scorer
-from monitor.runtime.span_join import SpanJoin
 from monitor.runtime.stop_race import StopRace
 from monitor.runtime.traffic_flush import TrafficFlush
 from schemas.errors import DecodeError, RedactionFailed, SinkClosed
 from schemas.events import KafkaPosition
 from schemas.feedback import FeedbackEvent
+
+if TYPE_CHECKING:
+    from monitor.runtime.span_join import SpanJoin
 
 log = structlog.get_logger("monitor.runtime.pipeline")
 
@@ -85,7 +87,12 @@ class Pipeline:
         self._background: list[asyncio.Task[None]] = []
         self._dead_letters: set[asyncio.Task[Any]] = set()
         self._closing: set[TopicPartition] = set()  # being finished: no new judge call starts for them
-        self.join = SpanJoin.of(parts.kafka, parts.tracker, parts.metrics, parts.cost.traffic)
+        self.join: SpanJoin | None = None
+        if parts.kafka.joins_logs():
+            # Here, not on import: the join holds OTLP spans and log records, and loads the OpenTelemetry reader.
+            from monitor.runtime.span_join import SpanJoin
+
+            self.join = SpanJoin.of(parts.kafka, parts.tracker, parts.metrics, parts.cost.traffic)
         self.decoder = RecordDecoder(
             parts.kafka, parts.metrics, parts.cost.traffic, self.join,
             feedback_topics=feedback.settings.topics if feedback else (),

@@ -7,7 +7,8 @@ feedback a record holds (our JSON feedback object, or OpenTelemetry `gen_ai.eval
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 from aiokafka import TopicPartition
 from aiokafka.structs import ConsumerRecord
@@ -15,14 +16,15 @@ from aiokafka.structs import ConsumerRecord
 from consumers.decode import DecodedEvent, decode_common, decode_fields
 from consumers.feedback import FeedbackOptions, decode_feedback, is_feedback_json
 from consumers.otlp.dialects import MappingOptions
-from consumers.otlp.records import RecordContext, decode_otlp_record
 from consumers.settings import KafkaSettings, TopicFormat
 from monitor.judging.traffic_counts import TrafficCounter
 from monitor.runtime.metrics import Metrics
 from monitor.runtime.no_content import NoContentNotice
-from monitor.runtime.span_join import SpanJoin, count_no_content
 from schemas.errors import DecodeError
 from schemas.feedback import FeedbackEvent
+
+if TYPE_CHECKING:
+    from monitor.runtime.span_join import SpanJoin
 
 
 @dataclass(slots=True)
@@ -55,6 +57,10 @@ class RecordDecoder:
         self._options = MappingOptions(kafka.otlp_app_attribute, kafka.otlp_prompt_version_attributes)
         self.feedback_topics = frozenset(feedback_topics)
         self.feedback = feedback or FeedbackOptions(frozenset(), frozenset())
+        # The OpenTelemetry reader loads protobuf and opentelemetry-proto (~2 MB resident), which JSON topics never use:
+        # it loads here when a topic is OTLP (the first record waits for no import), else never.
+        if any(self._format(topic).encoding is not None for topic in (*kafka.topics, *feedback_topics)):
+            import_module("consumers.otlp.records")
 
     def items(self, tp: TopicPartition, record: ConsumerRecord[Any, Any]) -> RecordItems:
         """The record's conversation events and, on a feedback topic, its feedback events."""
@@ -112,19 +118,23 @@ class RecordDecoder:
                 max_future_skew_s=kafka.max_future_skew_s, fast=fast,
             )  # fmt: skip
             return RecordItems([event])
+        from consumers.otlp import records as otlp  # here, not on import: only OTLP topics need the reader
+
         reads_feedback = observe and tp.topic in self.feedback_topics
-        context = RecordContext(
+        context = otlp.RecordContext(
             tp.topic, tp.partition, record.offset, record.timestamp, options=self._options,
             max_bytes=kafka.max_event_bytes, max_future_skew_s=kafka.max_future_skew_s,
             feedback=self.feedback if reads_feedback else None,
         )  # fmt: skip
         join = self.join if observe else None
-        found = decode_otlp_record(record.value, fmt.holds == "logs", fmt.encoding, context, hold=join is not None)
+        found = otlp.decode_otlp_record(record.value, fmt.holds == "logs", fmt.encoding, context, hold=join is not None)
         if not observe:
             return RecordItems(found.events)
         for kind, n in found.skipped.items():
             self.metrics.child(self.metrics.otlp_skipped, tp.topic, kind).inc(n)
         if found.no_content:
+            from monitor.runtime.span_join import count_no_content  # loads the reader too: OTLP topics only
+
             for call in found.no_content:
                 count_no_content(self.traffic, call)
             self.no_content.seen(tp.topic, len(found.no_content))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import signal
+from typing import TYPE_CHECKING
 
 import structlog
 from aiokafka import AIOKafkaProducer
@@ -28,7 +29,6 @@ from monitor.judging.shadow import RowsOwed
 from monitor.judging.verdict_reuse import VerdictCache, VerdictReuse
 from monitor.privacy.redactor import build_redactor
 from monitor.publish.destinations import destination_for
-from monitor.publish.publisher import EvaluationPublisher
 from monitor.publish.settings import PublishSettings
 from monitor.runtime.acknowledge import Acknowledge
 from monitor.runtime.collaborators import Collaborators
@@ -43,6 +43,9 @@ from monitor.runtime.sink import ClickHouseSink
 from monitor.store.async_store import AsyncStore
 from schemas.errors import ConfigError, SamplingConfigError
 from schemas.usage import Usage
+
+if TYPE_CHECKING:
+    from monitor.publish.publisher import EvaluationPublisher
 
 log = structlog.get_logger("monitor.runtime.service")
 
@@ -178,6 +181,9 @@ def build_publisher(
     """The evaluation publisher on the pipeline's producer, or None when publishing is off."""
     if settings.publish_evaluations == "off":
         return None
+    # Here, not on import: evaluations are OTLP log records (protobuf and opentelemetry-proto, ~2 MB resident).
+    from monitor.publish.publisher import EvaluationPublisher
+
     return EvaluationPublisher(
         destination_for(settings, producer),
         settings,

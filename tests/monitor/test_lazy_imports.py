@@ -17,6 +17,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 # Packages that only some configurations need.
 OPTIONAL = ("anthropic", "openai", "botocore", "google.auth", "chdb", "sqlglot")
+# The OpenTelemetry reader and what it loads (protobuf and opentelemetry-proto, ~2 MB resident): OTLP topics only. The
+# settings read `consumers.otlp.dialects` (defaults only, nothing heavy), so the reader's own modules are named.
+OTLP_READER = ("consumers.otlp.records", "consumers.otlp.wire", "google.protobuf", "opentelemetry")
 
 # Builds the pipeline as `run_service` does, without starting it: no client connects while it is built.
 _PROBE = """
@@ -49,9 +52,9 @@ BASE = {
 LLM = {"judge": "statements", "judge_api_key": "test-key"}
 
 
-def loaded(settings: Mapping[str, object]) -> list[str]:
-    """Which of `OPTIONAL` a fresh interpreter has imported once it has built the pipeline for `settings`."""
-    return fresh_interpreter(_PROBE, json.dumps({**BASE, **settings}), json.dumps(OPTIONAL))
+def loaded(settings: Mapping[str, object], names: tuple[str, ...] = OPTIONAL) -> list[str]:
+    """Which of `names` a fresh interpreter has imported once it has built the pipeline for `settings`."""
+    return fresh_interpreter(_PROBE, json.dumps({**BASE, **settings}), json.dumps(names))
 
 
 def fresh_interpreter(program: str, *args: str) -> list[str]:
@@ -71,6 +74,26 @@ def test_lexical_json_server_loads_no_sdk_engine_or_sql_parser() -> None:
     """The lexical judge on JSON input with a ClickHouse server loads no judge SDK, no chDB and no sqlglot (read
     only when a retention is managed)."""
     assert loaded({"judge": "lexical", "input_format": "events"}) == []
+
+
+def test_json_input_loads_no_opentelemetry_reader() -> None:
+    """On the monitor's own JSON events the pipeline loads neither the OpenTelemetry reader nor protobuf."""
+    assert loaded({"judge": "lexical", "input_format": "events"}, OTLP_READER) == []
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"input_format": "otlp_proto"},
+        {"input_format": "otlp_json"},
+        {"kafka_topics": ["otlp_spans", "otlp_logs"], "input_format": "otlp_proto"},
+    ],
+    ids=["spans-proto", "spans-json", "spans-and-logs-joined"],
+)
+def test_otlp_input_loads_the_reader_with_the_pipeline(settings: dict[str, object]) -> None:
+    """An OTLP topic (spans alone, or spans and log records joined) loads the reader and protobuf when the pipeline
+    is built, not at its first record."""
+    assert loaded({"judge": "lexical", **settings}, OTLP_READER) == sorted(OTLP_READER)
 
 
 @pytest.mark.parametrize(
