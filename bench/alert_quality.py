@@ -578,11 +578,14 @@ def planted_deployments(
     legacy_rates: Sequence[float] = (0.5, 2.0, 10.0),
     issue_hours: float = PLANTED_HOURS,
     legacy_hours: float = LEGACY_HOURS,
+    issue_start_h: float = WARMUP / timedelta(hours=1),
+    legacy_start_h: float = LEGACY_START_H,
 ) -> list[Deployment]:
-    """The issue's deployment and one deployment of the older shapes per rate."""
-    out = [Deployment("issue", tuple(issue_streams()), issue_hours, True)]
+    """The issue's deployment and one deployment of the older shapes per rate (their first rounds at the
+    `*_start_h`, a whole number of steps after WARMUP)."""
+    out = [Deployment("issue", tuple(issue_streams()), issue_hours, True, issue_start_h)]
     out += [
-        Deployment(f"legacy-{r:g}", tuple(legacy_streams(r)), legacy_hours, True, LEGACY_START_H) for r in legacy_rates
+        Deployment(f"legacy-{r:g}", tuple(legacy_streams(r)), legacy_hours, True, legacy_start_h) for r in legacy_rates
     ]
     return out
 
@@ -705,15 +708,18 @@ def reference(
     per_week: float,
     step_min: int,
     seed: int = 0,
+    paths: int | None = None,
 ) -> dict[str, Any]:
     """The optimal detector's figures for one planted stream (`bench.optimal_cusum.optimal`) at the ARL0 the budget
-    gives its changed segment: `Budget(per_week, segments).arl_events(rate)`."""
+    gives its changed segment: `Budget(per_week, segments).arl_events(rate)`; `paths`: see `mc_paths`."""
     assert stream.change_h is not None
     rate_per_min = stream.changed_rate
     arl = Budget(per_week, segments).arl_events(rate_per_min / 60)
     arrivals = Arrivals(rate_per_min, stream.diurnal, stream.change_h * 60, stream.drift_h * 60)
     phase = (stream.change_h * 60 - WARMUP / timedelta(minutes=1)) % step_min
-    best = optimal(stream.pre, stream.post, arl, arrivals, seed, step_min=step_min, phase_min=-phase % step_min)
+    best = optimal(
+        stream.pre, stream.post, arl, arrivals, seed, step_min=step_min, phase_min=-phase % step_min, **mc_paths(paths)
+    )
     return {"segments": segments, "per_week": per_week, **best.as_dict()}
 
 
@@ -738,7 +744,15 @@ def feedback_shares(stream: Stream) -> tuple[float, float]:
     return before, after
 
 
-def feedback_reference(stream: Stream, segments: int, per_week: float, step_min: int, seed: int = 0) -> dict[str, Any]:
+def mc_paths(paths: int | None) -> dict[str, int]:
+    """`optimal`'s Monte Carlo paths: its own (4,000 delay paths, 20,000 for the threshold) without `paths`, else
+    `paths` delay paths and five times as many for the threshold (a smoke run's optimum is cheaper, and coarser)."""
+    return {} if paths is None else {"paths": paths, "threshold_paths": 5 * paths}
+
+
+def feedback_reference(
+    stream: Stream, segments: int, per_week: float, step_min: int, seed: int = 0, paths: int | None = None
+) -> dict[str, Any]:
     """The optimal detector on the changed segment's feedback: the likelihood-ratio CUSUM that knows the Bernoulli
     thumbs-down probability before and after, at the ARL0 the feedback rule's budget gives the segment at its
     feedback rate."""
@@ -749,7 +763,7 @@ def feedback_reference(stream: Stream, segments: int, per_week: float, step_min:
     arrivals = Arrivals(rate, stream.diurnal, stream.change_h * 60, stream.drift_h * 60)
     phase = (stream.change_h * 60 - WARMUP / timedelta(minutes=1)) % step_min
     pre, post = np.array([1 - before, before]), np.array([1 - after, after])
-    best = optimal(pre, post, arl, arrivals, seed, step_min=step_min, phase_min=-phase % step_min)
+    best = optimal(pre, post, arl, arrivals, seed, step_min=step_min, phase_min=-phase % step_min, **mc_paths(paths))
     return {"segments": segments, "per_week": per_week, "feedback_per_min": rate, **best.as_dict()}
 
 
@@ -802,9 +816,11 @@ def planted_figures(
     step_min: int,
     segments: int | None = None,
     feedback_per_week: float | None = None,
+    paths: int | None = None,
 ) -> list[dict[str, Any]]:
     """Per planted case: the optimum, the observed delays per seed, their mean and the ratio; with
-    `feedback_per_week` (the feedback rule's budget), the same for `feedback_negative_rise` under `feedback`."""
+    `feedback_per_week` (the feedback rule's budget), the same for `feedback_negative_rise` under `feedback`;
+    `paths`: see `mc_paths`."""
     window_h = next(r for r in load_rules().rules if r.name == DETECTOR_RULE).window / timedelta(hours=1)
     out = []
     for d in deployments:
@@ -817,7 +833,7 @@ def planted_figures(
             per_seed = {r["seed"]: next(x for x in r["streams"] if x["app"] == s.app) for r in mine}
             delays = [x["delay_min"] for x in per_seed.values()]
             seen = [x for x in delays if x is not None]
-            best = reference(s, n_segments, per_week, step_min)
+            best = reference(s, n_segments, per_week, step_min, paths=paths)
             # A seed that never paged counts the whole run after the change: the mean is then a lower bound.
             censored = len(seen) < len(delays)
             run_min = (d.hours - s.change_h) * 60
@@ -848,17 +864,25 @@ def planted_figures(
             if any("firing_48h_on" in v for v in per_seed.values()):
                 row["firing_48h_on"] = {str(k): v.get("firing_48h_on") for k, v in per_seed.items()}
             if feedback_per_week is not None:
-                row["feedback"] = _feedback_figures(s, per_seed, n_segments, feedback_per_week, step_min, run_min)
+                row["feedback"] = _feedback_figures(
+                    s, per_seed, n_segments, feedback_per_week, step_min, run_min, paths
+                )
             out.append(row)
     return out
 
 
 def _feedback_figures(
-    stream: Stream, per_seed: dict[int, dict[str, Any]], segments: int, per_week: float, step_min: int, run_min: float
+    stream: Stream,
+    per_seed: dict[int, dict[str, Any]],
+    segments: int,
+    per_week: float,
+    step_min: int,
+    run_min: float,
+    paths: int | None = None,
 ) -> dict[str, Any]:
     """`feedback_negative_rise` on one planted case: its optimum, the observed delays per seed, their mean and the
     ratio."""
-    best = feedback_reference(stream, segments, per_week, step_min)
+    best = feedback_reference(stream, segments, per_week, step_min, paths=paths)
     delays = [x.get("feedback_delay_min") for x in per_seed.values()]
     observed, censored = _observed(delays, run_min)
     before, after = feedback_shares(stream)
@@ -1062,11 +1086,15 @@ def main(
     legacy_hours: float = LEGACY_HOURS,
     segments: int | None = None,
     workers: int = 2,
+    issue_start_h: float = WARMUP / timedelta(hours=1),
+    legacy_start_h: float = LEGACY_START_H,
+    paths: int | None = None,
 ) -> dict[str, Any]:
     """Run the planted and quiet deployments for every seed (in `workers` processes) and print the tables;
-    `segments` overrides the detector segments each planted deployment's budget is shared by (default: counted)."""
+    `segments` overrides the detector segments each planted deployment's budget is shared by (default: counted);
+    `paths` the optimum's Monte Carlo paths (`mc_paths`; default: its own)."""
     started = time.perf_counter()
-    planted = planted_deployments(legacy_rates, issue_hours, legacy_hours)
+    planted = planted_deployments(legacy_rates, issue_hours, legacy_hours, issue_start_h, legacy_start_h)
     jobs = [(d, seed) for seed in seeds for d in quiet_deployments(quiet_per_seed, quiet_apps, quiet_days, seed)]
     jobs += [(d, seed) for seed in seeds for d in planted]
     jobs.sort(key=lambda j: -j[0].hours * len(j[0].streams))  # longest first
@@ -1085,7 +1113,7 @@ def main(
     )
     q_fig = quiet_figures(quiet_runs, budget, quality_budget(rules_path))
     feedback_per_week = page_budget(rules_path, FEEDBACK_RULE)
-    p_fig = planted_figures(planted, planted_runs, per_week, step_min, segments, feedback_per_week)
+    p_fig = planted_figures(planted, planted_runs, per_week, step_min, segments, feedback_per_week, paths)
     result = {
         "rules": rules_path or "the shipped default rules",
         "seeds": list(seeds),

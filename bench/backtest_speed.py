@@ -7,7 +7,8 @@ times, over the same range and the shipped default rules:
 
 - `scan`: one plain FINAL scan of those rows (the floor: reading them once);
 - `check`: one evaluation of every rule at the end, what `alerts check` does and what each step of the
-  step-by-step backtest cost (median of three); its product with the number of steps is the old backtest's cost;
+  step-by-step backtest cost (median of three, or of `--checks`); its product with the number of steps is the old
+  backtest's cost;
 - `per-step sample`: the step-by-step backtest over the first SAMPLE steps, scaled to all steps;
 - `backtest`: `alerts backtest`'s way (each rule's history read once, the steps evaluated in memory).
 
@@ -115,8 +116,11 @@ def _timed(fn: Any) -> tuple[float, Any]:
     return time.perf_counter() - started, result
 
 
-def measure(store: ClickHouseStore, days: float, rate: int, step: timedelta, sample: int) -> dict[str, Any]:
-    """Fill `store`, then time the scan, one check, a per-step sample and the backtest; returns the figures."""
+def measure(
+    store: ClickHouseStore, days: float, rate: int, step: timedelta, sample: int, checks: int = 3
+) -> dict[str, Any]:
+    """Fill `store`, then time the scan, one check (the median of `checks`), a per-step sample and the backtest;
+    returns the figures."""
     since = END - timedelta(days=days)
     fill_s, rows = _timed(lambda: fill(store, since, END, rate))
     rules = load_rules()
@@ -125,7 +129,7 @@ def measure(store: ClickHouseStore, days: float, rate: int, step: timedelta, sam
         f"SELECT count(), sum(score) FROM {store.qualified_table} FINAL WHERE event_time >= {{s:DateTime64(3, 'UTC')}}"
     )
     scan_s, _ = _timed(lambda: store.query(scan_sql, {"s": since - timedelta(days=7)}))
-    check_s = statistics.median(_timed(lambda: evaluate_rules(store, rules, END, {}))[0] for _ in range(3))
+    check_s = statistics.median(_timed(lambda: evaluate_rules(store, rules, END, {}))[0] for _ in range(checks))
     sample_steps = times[: max(1, min(sample, len(times)))]
     sample_until = sample_steps[-1] + step
     sample_s, _ = _timed(lambda: run_backtest(store, rules, since, sample_until, step, per_step=True))
@@ -182,13 +186,14 @@ def main(
     json_path: Path | None = DEFAULT_JSON,
     url: str | None = None,
     database: str = "bench_backtest",
+    checks: int = 3,
 ) -> dict[str, Any]:
     """Run the benchmark on a fresh store (a temporary chDB directory unless `url` names one); print, write JSON."""
     with tempfile.TemporaryDirectory() as tmp:
         store = ClickHouseStore(url or f"chdb://{tmp}", database, "relevancy_scores")
         Migrations(store).ensure()
         try:
-            result = measure(store, days, rate, parse_duration(step), sample)
+            result = measure(store, days, rate, parse_duration(step), sample, checks)
         finally:
             store.command(f"DROP DATABASE IF EXISTS {database} SYNC")
             store.close()
@@ -204,8 +209,9 @@ if __name__ == "__main__":
     p.add_argument("--rate", type=int, default=100, help="judged events per minute (default 100)")
     p.add_argument("--step", default="5m", help="backtest step (default 5m)")
     p.add_argument("--sample", type=int, default=12, help="steps of the step-by-step backtest to time (default 12)")
+    p.add_argument("--checks", type=int, default=3, help="checks timed, their median reported (default 3)")
     p.add_argument(
         "--json", type=Path, default=DEFAULT_JSON, help=f"where to write the figures (default {DEFAULT_JSON})"
     )
     a = p.parse_args()
-    main(a.days, a.rate, a.step, a.sample, a.json)
+    main(a.days, a.rate, a.step, a.sample, a.json, checks=a.checks)

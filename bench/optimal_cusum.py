@@ -321,10 +321,12 @@ def optimal(
     step_min: float = 5.0,
     phase_min: float = 0.0,
     paths: int = 4000,
+    threshold_paths: int = 20_000,
 ) -> Optimal:
-    """The likelihood-ratio CUSUM that knows `pre` and `post`, at ARL0 `arl_events`: its threshold and delays."""
+    """The likelihood-ratio CUSUM that knows `pre` and `post`, at ARL0 `arl_events`: its threshold and delays
+    (`threshold_paths` and `paths` Monte Carlo paths)."""
     rng = np.random.default_rng(seed)
-    threshold = threshold_for(pre, post, arl_events, rng)
+    threshold = threshold_for(pre, post, arl_events, rng, threshold_paths)
     d = delays(pre, post, threshold.h, arrivals, rng, step_min=step_min, phase_min=phase_min, paths=paths)
     return Optimal(
         threshold,

@@ -9,10 +9,10 @@ firing `relevancy_drop` episodes beside resolved and inactive ones of the rest; 
 reviewers sit in `labels`.
 
 Each page is requested through the app itself (`monitor.ui.app.create_app`, over `httpx2.ASGITransport`: no socket,
-no server), once to warm up, then five times; the median is reported, against the issue's 1 s and as a multiple of
-the reference measured in the same run: a full scan of the minute rollup summing every segment's counts and scores
-(what an overview must read at least once), timed before and after the pages. The fill's merges are waited out
-first. Ratios are what to compare between machines.
+no server), once to warm up, then five times (`--repeats`); the median is reported, against the issue's 1 s and as a
+multiple of the reference measured in the same run: a full scan of the minute rollup summing every segment's counts
+and scores (what an overview must read at least once), timed before and after the pages. The fill's merges are waited
+out first. Ratios are what to compare between machines.
 
 `--quick` (200,000 rows) checks that it still works in seconds."""
 
@@ -260,10 +260,10 @@ def pages(store: ClickHouseStore, now: datetime) -> dict[str, str]:
     }
 
 
-def _times_s(run: Callable[[], Any]) -> list[float]:
+def _times_s(run: Callable[[], Any], repeats: int = REPEATS) -> list[float]:
     run()  # warm-up
     times = []
-    for _ in range(REPEATS):
+    for _ in range(repeats):
         started = time.perf_counter()
         run()
         times.append(time.perf_counter() - started)
@@ -282,13 +282,13 @@ def settle(store: ClickHouseStore, limit_s: float = 600.0) -> float:
     return time.perf_counter() - started
 
 
-async def _time_pages(app: Any, paths: dict[str, str]) -> dict[str, dict[str, Any]]:
+async def _time_pages(app: Any, paths: dict[str, str], repeats: int = REPEATS) -> dict[str, dict[str, Any]]:
     timed: dict[str, dict[str, Any]] = {}
     async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://127.0.0.1") as client:
         for name, path in paths.items():
             statuses = []
             times = []
-            for k in range(REPEATS + 1):
+            for k in range(repeats + 1):
                 started = time.perf_counter()
                 # A new reviewer each time: the queue serves a reviewer the item it holds already (one cheap check),
                 # so one name would time that, not the draw of a new item.
@@ -314,8 +314,9 @@ def build_app(url: str) -> Any:
     return create_app(url=url, database=DATABASE, settings=UiSettings(user_header=REVIEWER_HEADER))
 
 
-def measure(rows: int, directory: Path) -> dict[str, Any]:
-    """Fill a store of `rows` rows in `directory` and time each page and the reference (see the module doc)."""
+def measure(rows: int, directory: Path, repeats: int = REPEATS) -> dict[str, Any]:
+    """Fill a store of `rows` rows in `directory` and time each page and the reference, each `repeats` times after
+    its warm-up (see the module doc)."""
     now = datetime.now(UTC).replace(second=0, microsecond=0)
     url = f"chdb://{directory}"
     store = ClickHouseStore(url, DATABASE, TABLE)
@@ -325,10 +326,11 @@ def measure(rows: int, directory: Path) -> dict[str, Any]:
         f"(SELECT count() FROM {DATABASE}.labels)"
     ).rows[0]
     took["settle_s"] = settle(store)
-    reference = _times_s(lambda: store.query(_REFERENCE.format(database=DATABASE)))
+    reference = _times_s(lambda: store.query(_REFERENCE.format(database=DATABASE)), repeats)
     paths = pages(store, now)
-    timed = asyncio.run(_time_pages(build_app(url), paths))
-    reference += _times_s(lambda: store.query(_REFERENCE.format(database=DATABASE)))  # before and after the pages
+    timed = asyncio.run(_time_pages(build_app(url), paths, repeats))
+    # before and after the pages
+    reference += _times_s(lambda: store.query(_REFERENCE.format(database=DATABASE)), repeats)
     reference_s = statistics.median(reference)
     for page in timed.values():
         page["ratio_to_target"] = page["s"] / TARGET_S
@@ -342,7 +344,7 @@ def measure(rows: int, directory: Path) -> dict[str, Any]:
         **took,
         "reference_s": reference_s,
         "target_s": TARGET_S,
-        "repeats": REPEATS,
+        "repeats": repeats,
         "pages": timed,
     }
 
@@ -365,10 +367,10 @@ def report_lines(r: dict[str, Any]) -> list[str]:
     return lines
 
 
-def main(rows: int = 10_000_000, json_path: Path | None = DEFAULT_JSON) -> dict[str, Any]:
+def main(rows: int = 10_000_000, json_path: Path | None = DEFAULT_JSON, repeats: int = REPEATS) -> dict[str, Any]:
     """Measure, print and write JSON."""
     with tempfile.TemporaryDirectory(prefix="ui-pages-") as directory:
-        result = measure(rows, Path(directory))
+        result = measure(rows, Path(directory), repeats)
     emit(report_lines(result), result, json_path)
     return result
 
@@ -378,5 +380,8 @@ if __name__ == "__main__":
     p.add_argument("--rows", type=int, default=10_000_000)
     p.add_argument("--quick", action="store_true", help="200,000 rows: checks that it works, in seconds")
     p.add_argument("--json", type=Path, default=DEFAULT_JSON)
+    p.add_argument(
+        "--repeats", type=int, default=REPEATS, help=f"timed requests per page after its warm-up (default {REPEATS})"
+    )
     a = p.parse_args()
-    main(200_000 if a.quick else a.rows, a.json)
+    main(200_000 if a.quick else a.rows, a.json, a.repeats)

@@ -112,28 +112,32 @@ def test_the_benchmarks_rules_keep_their_share_of_the_files_budget() -> None:
         assert mine.budget(rule) == pytest.approx(shipped.budget(rule)), rule.name
 
 
-@pytest.mark.long(seconds=150)
+@pytest.mark.long(seconds=15)
 def test_a_tiny_run_pages_on_a_large_drop_and_prints_its_table(capsys: pytest.CaptureFixture[str]) -> None:
-    """One seed, a quiet deployment of two apps for two days, the planted deployments (the issue's, the older shapes
-    at one rate, changing after three days) for 4 h past the change: a large drop pages, every case has an optimum
-    and a ratio, and the table and summary are printed."""
+    """One seed, a quiet deployment of two apps for a day and an hour (an hour of rounds after the warm-up), the
+    planted deployments (the issue's, the older shapes at one rate, changing after three days) from an hour before the
+    change to an hour past it, the optimum from a few hundred Monte Carlo paths: a large drop pages, every case has an
+    optimum and a ratio, and the table and summary are printed."""
     result = aq.main(
         seeds=(7,),
         quiet_apps=2,
-        quiet_days=2.0,
+        quiet_days=1.25,
         quiet_per_seed=1,
         legacy_rates=(10.0,),
         json_path=None,
-        issue_hours=aq.CHANGE_H + 4,
-        legacy_hours=aq.LEGACY_CHANGE_H + 4,
+        issue_hours=aq.CHANGE_H + 1,
+        legacy_hours=aq.LEGACY_CHANGE_H + 1,
         workers=1,
+        issue_start_h=aq.CHANGE_H - 1,
+        legacy_start_h=aq.LEGACY_CHANGE_H - 1,
+        paths=400,
     )
     large = [r for r in result["planted"] if r["shape"] == "legacy large drop (0.3)"]
     assert large and large[0]["observed_min"] > 0 and large[0]["optimal_min"] > 0
     issue = [r for r in result["planted"] if r["deployment"] == "issue"]
     assert len(issue) == 7 and all(r["optimal"]["segments"] == 19 for r in issue)
     assert result["summary"]["follow_up_regression"]["paged"] == ["1 of 1"]
-    assert result["quiet"]["deployment_weeks"] == pytest.approx((2.0 - 25 / 24) / 7)
+    assert result["quiet"]["deployment_weeks"] == pytest.approx((1.25 - 25 / 24) / 7)
     assert result["summary"]["issue_cases"]["median_ratio"] is not None
     out = capsys.readouterr().out
     assert "false pages" in out and "median ratio" in out and "wall" in out and "confined to follow-up turns" in out

@@ -12,7 +12,7 @@ import pytest
 from bench import latency
 
 
-@pytest.mark.long(seconds=82)
+@pytest.mark.long(seconds=27)
 @pytest.mark.slow
 def test_the_latency_benchmark_runs_at_a_tiny_size(
     clickhouse_url: str, database: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -12,13 +12,13 @@ import pytest
 from bench import memory_backlog
 
 
-@pytest.mark.long(seconds=29)
+@pytest.mark.long(seconds=25)
 @pytest.mark.slow
 def test_the_memory_benchmark_runs_at_a_tiny_size(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """bench/memory_backlog.py fills a backlog, samples the monitor's RSS while the judge holds it back, and writes it
     as printed."""
     path = tmp_path / "memory_backlog.json"
-    result = memory_backlog.main(events=3000, minutes=0.25, json_path=path, interval_s=0.5)
+    result = memory_backlog.main(events=1000, minutes=0.25, json_path=path, interval_s=0.5)
     assert json.loads(path.read_text(encoding="utf-8")) == result
     assert result["samples"] and result["detail"] and result["consumed"] > 0 and result["peak_in_flight"] > 0
     assert result["engine_fixed_mb"] > 0 and result["rss_store_open_mb"] > result["rss_after_imports_mb"]
@@ -29,13 +29,13 @@ def test_the_memory_benchmark_runs_at_a_tiny_size(tmp_path: Path, capsys: pytest
     assert "embedded engine fixed cost" in out and "growth over the second half" in out
 
 
-@pytest.mark.long(seconds=35)
+@pytest.mark.long(seconds=25)
 @pytest.mark.slow
 def test_the_memory_benchmark_runs_on_the_server_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """With `server`, the store is a ClickHouse HTTP server in a process of its own: the monitor's process loads no
     engine (nothing to take off its peak) and imports only what the service imports (no harness, no judge SDK before
     the judge is built)."""
-    result = memory_backlog.main(events=3000, minutes=0.25, json_path=tmp_path / "m.json", interval_s=0.5, server=True)
+    result = memory_backlog.main(events=1000, minutes=0.25, json_path=tmp_path / "m.json", interval_s=0.5, server=True)
     assert result["consumed"] > 0 and result["peak_in_flight"] > 0
     assert result["engine_fixed_mb"] == 0.0 and result["own_peak_mb"] == result["peak_rss_mb"]
     assert "chdb" not in result["loaded_end"] and result["breakdown_end_mb"]["chdb_library"] == 0.0

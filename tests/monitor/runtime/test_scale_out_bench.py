@@ -103,7 +103,7 @@ def test_a_replicas_environment_names_only_settings_the_monitor_knows(monkeypatc
     assert read("MONITOR_METRICS_PORT") == 9464 and read("MONITOR_KAFKA_AUTO_OFFSET_RESET") == "earliest"
 
 
-@pytest.mark.long(seconds=122)
+@pytest.mark.long(seconds=36)
 @pytest.mark.slow
 def test_the_scale_out_benchmark_runs_at_a_tiny_size(
     broker: LocalBroker, tmp_path: Path, capsys: pytest.CaptureFixture[str]
