@@ -12,7 +12,8 @@ span), in each encoding against its own bare loop (`getmany`, protobuf's `Export
 at 0 % on `otlp_json`; rates count LLM calls, not records. `otlp_read_floor` is the protobuf bare loop that also
 reads every attribute's key and value through protobuf's objects (`read_every_attribute`): the least any decoder of
 the monitor's exact outcomes reads, with nothing mapped, checked or counted, so its ratio bounds what the monitor's
-OTLP protobuf path can reach in Python.
+OTLP protobuf path can reach in Python. `otlp_read_keys` reads less still: only every span's attribute keys, the least
+a reader must look at to tell an LLM span from an agent, tool or HTTP span (keys only, no value, no resource).
 Rates are steady-state, the same way for every side: records finished (bare: committed; monitor: below the offset
 tracker's low-water mark, i.e. written, dead-lettered or not sampled) between 10 % and 90 % of the backlog, over the
 time between, so the group join and the warm-up are outside the window for both. Reported: each side's median rate,
@@ -62,7 +63,7 @@ WINDOW = (0.10, 0.90)  # the steady-state window, as shares of the backlog finis
 _SAMPLE_S = 0.01  # how often the monitor's progress is read (from its own event loop: a few µs each time)
 SCENARIOS = (
     "bare", "sample_0", "judged", "judged_no_redaction", "otlp_bare", "otlp_sample_0", "otlp_judged",
-    "otlp_json_bare", "otlp_json_sample_0", "otlp_read_floor",
+    "otlp_json_bare", "otlp_json_sample_0", "otlp_read_floor", "otlp_read_keys",
 )  # fmt: skip
 LABELS = {
     "bare": "bare loop (getmany + json.loads + commit per batch)",
@@ -75,6 +76,7 @@ LABELS = {
     "otlp_json_bare": "OTLP/JSON bare loop (getmany + json.loads + commit)",
     "otlp_json_sample_0": "monitor on OTLP/JSON spans, 0 % sampled",
     "otlp_read_floor": "OTLP floor: bare loop reading every attribute",
+    "otlp_read_keys": "OTLP floor: bare loop reading every span's keys",
 }
 BARES = ("bare", "otlp_bare", "otlp_json_bare")
 # Each side's own limit: the bare loop of its input format
@@ -142,6 +144,20 @@ def read_every_attribute(value: bytes) -> int:
                 read += _read_pairs(span.attributes)
                 for event in span.events:
                     read += _read_pairs(event.attributes)
+    return read
+
+
+def read_span_keys(value: bytes) -> int:
+    """Parse a traces record and read every span's attribute keys, nothing else; the number read. A classifier of
+    spans reads at least this: which keys a span has says whether it is an LLM call."""
+    request = ExportTraceServiceRequest.FromString(value)
+    read = 0
+    for rs in request.resource_spans:
+        for scope in rs.scope_spans:
+            for span in scope.spans:
+                for kv in span.attributes:
+                    kv.key  # noqa: B018 - read, as a classifier reads it
+                    read += 1
     return read
 
 
@@ -282,6 +298,7 @@ async def measure(
         ),
         "otlp_json_bare": lambda r: bare_loop(bootstrap, json_spans, n, json.loads, k),
         "otlp_read_floor": lambda r: bare_loop(bootstrap, spans, n, read_every_attribute, k),
+        "otlp_read_keys": lambda r: bare_loop(bootstrap, spans, n, read_span_keys, k),
         "otlp_json_sample_0": lambda r: monitor_run(
             bootstrap, json_spans, n, url, f"{prefix}_{r}_oj0", 0.0, per_record=k, input_format="otlp_json"
         ),
