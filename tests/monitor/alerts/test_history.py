@@ -225,7 +225,7 @@ def _differences(slow: Evaluation, fast: Evaluation) -> list[str]:
     return out
 
 
-@pytest.mark.long(seconds=163)
+@pytest.mark.long(seconds=15)  # after the test below under xdist (the larger marker first), on its answers
 @pytest.mark.xdist_group("history_store")
 def test_history_gives_the_observations_and_states_of_one_query_per_step(
     history_store: ClickHouseStore,
@@ -235,7 +235,8 @@ def test_history_gives_the_observations_and_states_of_one_query_per_step(
     step."""
     store, rules, step = history_store, _rules(), timedelta(minutes=10)
     times = backtest_times(DAY2 + timedelta(minutes=30), DAY2 + timedelta(hours=4, minutes=10), step)
-    history = read_history(store, rules.rules, times, step, per_step)
+    # The histories read through the module's answers: the test below reads the same ones in `run_backtest`.
+    history = read_history(per_step.store, rules.rules, times, step, per_step)
     states: dict[tuple[str, str], Any] = {}
     seen_states: set[str] = set()
     problems: list[str] = []
@@ -255,17 +256,15 @@ def test_history_gives_the_observations_and_states_of_one_query_per_step(
 
 @pytest.mark.long(seconds=166)
 @pytest.mark.xdist_group("history_store")
-def test_the_fast_backtest_finds_the_episodes_of_the_per_step_backtest(
-    history_store: ClickHouseStore,
-    per_step: StoreData,
-) -> None:
+def test_the_fast_backtest_finds_the_episodes_of_the_per_step_backtest(per_step: StoreData) -> None:
     """`run_backtest` reading histories reports the same episodes, cleared pendings and errors as querying every step
     (the rounds of `run_backtest(per_step=True)`, on the module's shared per-step answers)."""
-    store, rules = history_store, _rules()
+    rules = _rules()
     # The same 10-minute steps as the test above, so the per-step side is answered from the module's shared answers.
     since, until, step = DAY2 + timedelta(minutes=30), DAY2 + timedelta(hours=4, minutes=10), timedelta(minutes=10)
     slow = backtest_on(per_step, rules, since, until, step)
-    fast = run_backtest(store, rules, since, until, step)
+    # The store behind `per_step`: the histories, and the odd window's steps, as the test above read them.
+    fast = run_backtest(per_step.store, rules, since, until, step)
 
     def episodes(report: Any) -> list[tuple[object, ...]]:
         return [

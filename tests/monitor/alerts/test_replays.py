@@ -9,6 +9,7 @@ import random
 import uuid
 from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 import pytest
 
@@ -20,10 +21,20 @@ from monitor.alerts.rules import Rule
 from monitor.alerts.sources import RuleData, StoreData
 from monitor.alerts.windows import windows_for
 from monitor.store.connection import ClickHouseStore
-from monitor.store.migrations import Migrations
 from schemas.scored import ScoredRow
-from tests.monitor.alerts.conftest import T0, default_rules, insert, insert_traffic, make_row, noisy, rules_from, stream
+from tests.monitor.alerts.conftest import (
+    T0,
+    AnsweredOnce,
+    default_rules,
+    insert,
+    insert_traffic,
+    make_row,
+    noisy,
+    rules_from,
+    stream,
+)
 from tests.monitor.alerts.test_history import DAY2, EXTRA_RULES, _history_rows
+from tests.store_template import StoreTemplate
 
 # Hourly rounds over the stretch of the history that holds its regression (four steps).
 STEP = timedelta(hours=1)
@@ -130,40 +141,60 @@ def _history(store: ClickHouseStore, rules: Sequence[Rule]) -> RuleData:
     return read_history(store, rules, TIMES, STEP, StoreData(store))
 
 
-@pytest.fixture
-def other_store(store: ClickHouseStore) -> Iterator[ClickHouseStore]:
-    """A second database in the same engine, for the same rows written as live ones."""
-    other = ClickHouseStore(store.url, f"{store.database}_live", store.table)
-    Migrations(other).ensure()
-    yield other
-    other.command(f"DROP DATABASE IF EXISTS {other.database} SYNC")
+class _Rows(NamedTuple):
+    """The history test's live rows and `_replayed` of them."""
+
+    live: tuple[ScoredRow, ...]
+    replayed: tuple[ScoredRow, ...]
 
 
-@pytest.mark.long(seconds=104)
-def test_replayed_rows_change_nothing_a_rule_leaving_them_out_sees(store: ClickHouseStore) -> None:
+@pytest.fixture(scope="module")
+def rows() -> _Rows:
+    """The rows of the two tests below, made once (10,020 live and 16,680 replayed)."""
+    live = _history_rows()
+    return _Rows(tuple(live), tuple(_replayed(live)))
+
+
+@pytest.fixture(scope="module")
+def replayed_store(store_template: StoreTemplate, rows: _Rows) -> Iterator[AnsweredOnce]:
+    """A database of its own holding the live rows, their traffic and then the replayed rows, only read from then on:
+    both tests below evaluate the rules leaving replays out on it at the same steps, so each distinct query runs once
+    for the module."""
+    store = store_template.copy(f"t_{uuid.uuid4().hex[:12]}")
+    _fill(store, rows.live, rows.live)
+    insert(store, rows.replayed)
+    yield AnsweredOnce(store)
+    store.command(f"DROP DATABASE IF EXISTS {store.database} SYNC")
+
+
+@pytest.mark.long(seconds=35)  # after the test below under xdist (the larger marker first), on its module fixtures
+@pytest.mark.xdist_group("replays")
+def test_replayed_rows_change_nothing_a_rule_leaving_them_out_sees(
+    store: ClickHouseStore, rows: _Rows, replayed_store: AnsweredOnce
+) -> None:
     """Replays with the live judge and with another judge change no observation, state or example of any rule
     without include_replays, step by step and from a backtest's history (scores, versions, tails, shadow pairs,
-    volume)."""
-    live = _history_rows()
-    _fill(store, live, live)
+    volume): the same live rows without them (`store`) and with them (`replayed_store`) look the same to it."""
+    _fill(store, rows.live, rows.live)
     rules = _rules()
     before = [_seen(e) for e in _evaluations(store, rules)]
     before_history = [_seen(e) for e in _evaluations(store, rules, _history(store, rules))]
-    insert(store, _replayed(live))
-    assert _differences([_seen(e) for e in _evaluations(store, rules)], before) == []
-    assert _differences([_seen(e) for e in _evaluations(store, rules, _history(store, rules))], before_history) == []
+    after = replayed_store
+    assert _differences([_seen(e) for e in _evaluations(after, rules)], before) == []
+    assert _differences([_seen(e) for e in _evaluations(after, rules, _history(after, rules))], before_history) == []
 
 
 @pytest.mark.long(seconds=151)
+@pytest.mark.xdist_group("replays")
 def test_a_rule_with_include_replays_reads_replayed_rows_as_live_ones(
-    store: ClickHouseStore, other_store: ClickHouseStore
+    store: ClickHouseStore, rows: _Rows, replayed_store: AnsweredOnce
 ) -> None:
     """With include_replays, every rule over the scores table sees exactly what it would if the replayed rows were live,
-    step by step and from a history read beside the same rules without it."""
-    live = _history_rows()
-    replayed = _replayed(live)
-    _fill(store, [*live, *replayed], live)
-    _fill(other_store, [*live, *(r.model_copy(update={"replay_run": ""}) for r in replayed)], live)
+    step by step and from a history read beside the same rules without it: `replayed_store` against the same rows
+    written as live ones (`store`)."""
+    other_store = store
+    _fill(other_store, [*rows.live, *(r.model_copy(update={"replay_run": ""}) for r in rows.replayed)], rows.live)
+    store = replayed_store
     plain = [r for r in _rules() if r.spec.table not in ("canary", "feedback") and r.source == "scores"]
     mixed = [*plain, *_including(plain, SUFFIX)]
     step_by_step = [_seen(e) for e in _evaluations(store, mixed)]
