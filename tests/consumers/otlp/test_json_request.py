@@ -392,7 +392,8 @@ def test_named_cases_that_msgspec_reads(name: str) -> None:
         outcomes(dumps(CASES[name]).encode())
 
 
-@pytest.mark.parametrize("value", TRAFFIC[::3])
+# Named by position: the records hold the time they were made, and each xdist worker collects its own.
+@pytest.mark.parametrize("value", TRAFFIC[::3], ids=[f"record-{i}" for i in range(0, len(TRAFFIC), 3)])
 def test_the_collectors_records_are_read_by_msgspec(value: bytes) -> None:
     """Records of every dialect as the Collector writes them are read by msgspec's structs, not the parsed JSON."""
     with msgspec_only():
